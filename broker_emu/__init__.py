@@ -1,0 +1,1 @@
+"""The emulated Kafka cluster (server side)."""

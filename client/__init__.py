@@ -1,0 +1,1 @@
+"""broker-emu's Kafka protocol client. ``client.protocol`` is the wire codec both sides share."""
