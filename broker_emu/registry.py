@@ -1,0 +1,45 @@
+"""Handler registration. Registering a handler is what advertises an API in ApiVersions, so
+what the emulator advertises and what it implements cannot drift (franz-go kfake's shape).
+
+A handler is ``async def handle(ctx: RequestContext, request: Container) -> Mapping | None``.
+It is a function of cluster state: code between awaits is atomic under trio, so no locks. Only
+real waits (purgatory, long-polls, group barriers) await. Returning ``None`` means "send no
+response" (acks=0 produce). Each handler's docstring says which versions it serves and any
+deliberate difference from a real broker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Mapping
+
+from client.protocol import ApiKey, supported_versions
+
+Handler = Callable[[Any, Any], Awaitable[Mapping[str, Any] | None]]
+
+
+@dataclass(frozen=True)
+class Registration:
+    api: ApiKey
+    min_version: int
+    max_version: int
+    handler: Handler
+    advertised: Callable[[Any], bool] | None = None  # e.g. telemetry only when switched on
+
+
+REGISTRY: dict[ApiKey, Registration] = {}
+
+
+def handles(api: ApiKey, min_version: int, max_version: int, *, advertised=None):
+    """Register ``fn`` as the handler of ``api`` for ``min_version..max_version``."""
+    lo, hi = supported_versions(api)
+    if not (lo <= min_version <= max_version <= hi):
+        raise ValueError(f"{api.name} {min_version}..{max_version} outside codec range {lo}..{hi}")
+
+    def register(fn: Handler) -> Handler:
+        if api in REGISTRY:
+            raise ValueError(f"{api.name} registered twice")
+        REGISTRY[api] = Registration(api, min_version, max_version, fn, advertised)
+        return fn
+
+    return register
