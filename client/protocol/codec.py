@@ -1,0 +1,226 @@
+"""Frames: headers and bodies, encoded and decoded.
+
+Request header v1 = api_key, api_version, correlation_id, client_id (int16-length nullable
+string); v2 adds a tagged-field section, and client_id keeps its int16 length even there, so a
+broker can always read the header before it knows whether it understands the version.
+Response header v0 = correlation_id; v1 adds a tagged-field section. Flexible versions use
+request v2 / response v1, except that ApiVersions responses always use header v0 (KIP-511: a
+client that guessed too new a version must still read the error).
+"""
+
+from __future__ import annotations
+
+import struct
+from io import BytesIO
+from typing import Any, Mapping, NamedTuple
+
+from client.protocol.build import data_construct, message_construct
+from client.protocol.errors import CorruptFrameError, UnknownApiError, UnsupportedVersionError
+from client.protocol.messages import ALL_APIS
+from client.protocol.schema import Api
+from client.protocol.wire import DecodeError, EncodeError, Message, read_tagged, write_tagged
+
+API_VERSIONS_KEY = 18
+_HEADER_FIXED = struct.Struct(">hhih")
+_I32 = struct.Struct(">i")
+_SIZE = struct.Struct(">i")
+
+
+class RequestHeader(NamedTuple):
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    size: int  # bytes the header takes; the body starts here
+    tagged: Mapping[str, Any] | None = None
+
+
+def api_spec(api_key: int) -> Api:
+    try:
+        return ALL_APIS[api_key]
+    except KeyError:
+        raise UnknownApiError(api_key) from None
+
+
+def supported_versions(api_key: int) -> tuple[int, int]:
+    return api_spec(api_key).version_range
+
+
+def _check_version(api_key: int, version: int) -> Api:
+    api = api_spec(api_key)
+    lo, hi = api.version_range
+    if not lo <= version <= hi:
+        raise UnsupportedVersionError(api_key, version, (lo, hi))
+    return api
+
+
+def request_header_version(api_key: int, version: int) -> int:
+    api = ALL_APIS.get(api_key)
+    return 2 if api is not None and api.is_flexible(version) else 1
+
+
+def response_header_version(api_key: int, version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    api = ALL_APIS.get(api_key)
+    return 1 if api is not None and api.is_flexible(version) else 0
+
+
+# -- requests ----------------------------------------------------------------------------------
+
+def decode_request_header(frame: bytes) -> RequestHeader:
+    """Read a request header. Works for APIs and versions the codec does not know (their
+    header is assumed to be v1), so the caller can still name what it refuses."""
+    frame = bytes(frame)
+    try:
+        api_key, version, correlation_id, n = _HEADER_FIXED.unpack_from(frame, 0)
+    except struct.error:
+        raise CorruptFrameError("request header", None, None, 0, f"frame of {len(frame)} bytes is too short") from None
+    pos = 10
+    client_id = None
+    if n >= 0:
+        if pos + n > len(frame):
+            raise CorruptFrameError("request header", api_key, version, pos, f"client_id length {n} exceeds the frame")
+        try:
+            client_id = frame[pos:pos + n].decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptFrameError("request header", api_key, version, pos, "client_id is not UTF-8") from None
+        pos += n
+    elif n != -1:
+        raise CorruptFrameError("request header", api_key, version, 8, f"invalid client_id length {n}")
+    tagged = None
+    if request_header_version(api_key, version) == 2:
+        io = BytesIO(frame)
+        io.seek(pos)
+        tagged = Message()
+        try:
+            read_tagged(io, {"_end": len(frame)}, tagged, {})
+        except DecodeError as exc:
+            raise CorruptFrameError("request header", api_key, version, io.tell(), str(exc)) from None
+        pos = io.tell()
+    return RequestHeader(api_key, version, correlation_id, client_id, pos, tagged)
+
+
+def decode_request(frame: bytes) -> tuple[RequestHeader, Message]:
+    """Decode a request frame (without its size prefix) into its header and body."""
+    frame = bytes(frame)
+    header = decode_request_header(frame)
+    _check_version(header.api_key, header.api_version)
+    con = message_construct(header.api_key, header.api_version, "request")
+    body = _parse(con, frame, header.size, "request", header.api_key, header.api_version)
+    return header, body
+
+
+def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None,
+                   body: Mapping[str, Any]) -> bytes:
+    """A whole request frame, size prefix included."""
+    _check_version(api_key, version)
+    io = BytesIO()
+    io.write(b"\0\0\0\0")
+    if client_id is None:
+        io.write(_HEADER_FIXED.pack(api_key, version, correlation_id, -1))
+    else:
+        cid = client_id.encode("utf-8")
+        io.write(_HEADER_FIXED.pack(api_key, version, correlation_id, len(cid)))
+        io.write(cid)
+    if request_header_version(api_key, version) == 2:
+        io.write(b"\0")
+    _build(message_construct(api_key, version, "request"), body, io, "request", api_key, version)
+    return _finish(io)
+
+
+# -- responses ---------------------------------------------------------------------------------
+
+def encode_response(api_key: int, version: int, correlation_id: int, body: Mapping[str, Any]) -> bytes:
+    """A whole response frame, size prefix included."""
+    _check_version(api_key, version)
+    io = BytesIO()
+    io.write(b"\0\0\0\0")
+    io.write(_I32.pack(correlation_id))
+    if response_header_version(api_key, version) == 1:
+        io.write(b"\0")
+    _build(message_construct(api_key, version, "response"), body, io, "response", api_key, version)
+    return _finish(io)
+
+
+def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Message]:
+    """Decode a response frame (without size prefix) to (correlation_id, body)."""
+    frame = bytes(frame)
+    _check_version(api_key, version)
+    if len(frame) < 4:
+        raise CorruptFrameError("response header", api_key, version, 0, "frame shorter than 4 bytes")
+    correlation_id = _I32.unpack_from(frame, 0)[0]
+    pos = 4
+    if response_header_version(api_key, version) == 1:
+        io = BytesIO(frame)
+        io.seek(pos)
+        try:
+            read_tagged(io, {"_end": len(frame)}, Message(), {})
+        except DecodeError as exc:
+            raise CorruptFrameError("response header", api_key, version, io.tell(), str(exc)) from None
+        pos = io.tell()
+    con = message_construct(api_key, version, "response")
+    return correlation_id, _parse(con, frame, pos, "response", api_key, version)
+
+
+# -- consumer protocol blobs (JoinGroup metadata, SyncGroup assignment) --------------------------
+
+def encode_consumer_blob(name: str, version: int, body: Mapping[str, Any]) -> bytes:
+    """``name``: CONSUMER_PROTOCOL_SUBSCRIPTION or CONSUMER_PROTOCOL_ASSIGNMENT."""
+    io = BytesIO()
+    io.write(struct.pack(">h", version))
+    _build(data_construct(name, version), body, io, name.lower(), None, version)
+    return io.getvalue()
+
+
+def decode_consumer_blob(name: str, blob: bytes) -> tuple[int, Message]:
+    """Newer versions than we know are read as our newest, ignoring trailing fields, as Kafka's
+    ConsumerProtocol does, so a newer client's metadata still parses."""
+    from client.protocol import messages
+
+    blob = bytes(blob)
+    if len(blob) < 2:
+        raise CorruptFrameError(name.lower(), None, None, 0, "blob shorter than its version")
+    version = struct.unpack_from(">h", blob)[0]
+    lo, hi = getattr(messages, name).version_range
+    if version < lo:
+        raise CorruptFrameError(name.lower(), None, version, 0, f"version {version} below {lo}")
+    used = min(version, hi)
+    body = _parse(data_construct(name, used), blob, 2, name.lower(), None, used, allow_trailing=version > hi)
+    return version, body
+
+
+# -- shared ------------------------------------------------------------------------------------
+
+def _parse(con, frame: bytes, start: int, what: str, api_key, version, allow_trailing: bool = False):
+    io = BytesIO(frame)
+    io.seek(start)
+    this = {"_end": len(frame)}
+    try:
+        body = con.parsefunc(io, this) if hasattr(con, "parsefunc") else con._parse(io, this, "")
+    except RecursionError:
+        raise CorruptFrameError(what, api_key, version, io.tell(), "nesting too deep") from None
+    except Exception as exc:  # any failure on hostile bytes is a corrupt frame, never a crash
+        raise CorruptFrameError(what, api_key, version, io.tell(), f"{type(exc).__name__}: {exc}") from None
+    if io.tell() != len(frame) and not allow_trailing:
+        raise CorruptFrameError(what, api_key, version, io.tell(), f"{len(frame) - io.tell()} unread bytes at the end")
+    return body
+
+
+def _build(con, body, io: BytesIO, what: str, api_key, version) -> None:
+    try:
+        if hasattr(con, "buildfunc"):
+            con.buildfunc(body, io, None)
+        else:
+            con._build(body, io, None, "")
+    except EncodeError as exc:
+        raise EncodeError(f"cannot encode {what} api_key={api_key} v{version}: {exc}") from None
+    except (struct.error, TypeError, AttributeError, UnicodeEncodeError) as exc:
+        raise EncodeError(f"cannot encode {what} api_key={api_key} v{version}: {type(exc).__name__}: {exc}") from None
+
+
+def _finish(io: BytesIO) -> bytes:
+    buf = io.getbuffer()
+    _SIZE.pack_into(buf, 0, len(buf) - 4)
+    del buf
+    return io.getvalue()

@@ -1,0 +1,304 @@
+"""construct classes for Kafka's primitive types, with compiled forms.
+
+construct's own arrays misread a null (-1) count when compiled and its structs build a heavy
+context per instance, so Kafka's shapes get their own small classes. Each implements the
+interpreted path (``_parse``/``_build``) and emits source for construct's compiler
+(``_emitparse``/``_emitbuild``); ``KStruct`` also merges runs of fixed-width fields into one
+``struct.unpack``. The two paths must agree byte for byte (tests/protocol checks it).
+Context: ``this["_end"]`` is the absolute end of the buffer, used to bound claimed lengths.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from construct import Construct
+
+from client.protocol import wire
+from client.protocol.wire import Message
+
+_PRELUDE = """
+from client.protocol import wire as _w
+from client.protocol.wire import Message as _M
+"""
+
+
+def _struct_name(fmt: str) -> str:
+    return "_S_" + fmt.replace("?", "B_").replace(">", "")
+
+
+def _emit_struct(code, fmt: str) -> str:
+    name = _struct_name(fmt)
+    code.append(_PRELUDE)
+    code.append(f"{name} = struct.Struct('>{fmt}')\n")
+    return name
+
+
+class KInt(Construct):
+    """Fixed-width big-endian number or bool (struct format char ``fmt``)."""
+
+    def __init__(self, fmt: str):
+        super().__init__()
+        self.fmt = fmt
+        self.packer = struct.Struct(">" + fmt)
+        self.size = self.packer.size
+
+    def _parse(self, stream, context, path):
+        return self.packer.unpack(wire.read_exact(stream, self.size))[0]
+
+    def _build(self, obj, stream, context, path):
+        stream.write(self.packer.pack(obj))
+        return obj
+
+    def _emitparse(self, code):
+        s = _emit_struct(code, self.fmt)
+        return f"{s}.unpack(_w.read_exact(io, {self.size}))[0]"
+
+    def _emitbuild(self, code):
+        s = _emit_struct(code, self.fmt)
+        return f"io.write({s}.pack(obj))"
+
+
+class KString(Construct):
+    def __init__(self, name: str, compact: bool, nullable: bool):
+        super().__init__()
+        self.fname, self.compact, self.nullable = name, compact, nullable
+
+    def _parse(self, stream, context, path):
+        return wire.read_string(stream, context, self.compact, self.nullable)
+
+    def _build(self, obj, stream, context, path):
+        wire.write_string(stream, obj, self.compact, self.nullable, self.fname)
+        return obj
+
+    def _emitparse(self, code):
+        code.append(_PRELUDE)
+        return f"_w.read_string(io, this, {self.compact}, {self.nullable})"
+
+    def _emitbuild(self, code):
+        code.append(_PRELUDE)
+        return f"_w.write_string(io, obj, {self.compact}, {self.nullable}, {self.fname!r})"
+
+
+class KBytes(Construct):
+    """``bytes`` and ``records`` (records stay opaque bytes: client.protocol.records reads them)."""
+
+    def __init__(self, name: str, compact: bool, nullable: bool):
+        super().__init__()
+        self.fname, self.compact, self.nullable = name, compact, nullable
+
+    def _parse(self, stream, context, path):
+        return wire.read_bytes(stream, context, self.compact, self.nullable)
+
+    def _build(self, obj, stream, context, path):
+        wire.write_bytes(stream, obj, self.compact, self.nullable, self.fname)
+        return obj
+
+    def _emitparse(self, code):
+        code.append(_PRELUDE)
+        return f"_w.read_bytes(io, this, {self.compact}, {self.nullable})"
+
+    def _emitbuild(self, code):
+        code.append(_PRELUDE)
+        return f"_w.write_bytes(io, obj, {self.compact}, {self.nullable}, {self.fname!r})"
+
+
+class KUuid(Construct):
+    def _parse(self, stream, context, path):
+        return wire.read_uuid(stream)
+
+    def _build(self, obj, stream, context, path):
+        wire.write_uuid(stream, obj)
+        return obj
+
+    def _emitparse(self, code):
+        code.append(_PRELUDE)
+        return "_w.read_uuid(io)"
+
+    def _emitbuild(self, code):
+        code.append(_PRELUDE)
+        return "_w.write_uuid(io, obj)"
+
+
+class KArray(Construct):
+    def __init__(self, name: str, element: Construct, compact: bool, nullable: bool):
+        super().__init__()
+        self.fname, self.element, self.compact, self.nullable = name, element, compact, nullable
+
+    def _parse(self, stream, context, path):
+        n = wire.read_array_count(stream, context, self.compact, self.nullable)
+        if n < 0:
+            return None
+        return [self.element._parse(stream, context, path) for _ in range(n)]
+
+    def _build(self, obj, stream, context, path):
+        if wire.write_array_count(stream, obj, self.compact, self.nullable, self.fname):
+            for item in obj:
+                self.element._build(item, stream, context, path)
+        return obj
+
+    def _emitparse(self, code):
+        fid = code.allocateId()
+        elem = self.element._compileparse(code)
+        code.append(f"""
+            def parse_karray_{fid}(io, this):
+                n = _w.read_array_count(io, this, {self.compact}, {self.nullable})
+                if n < 0:
+                    return None
+                return [{elem} for _ in range(n)]
+        """)
+        return f"parse_karray_{fid}(io, this)"
+
+    def _emitbuild(self, code):
+        fid = code.allocateId()
+        elem = self.element._compilebuild(code)
+        code.append(f"""
+            def build_karray_{fid}(obj, io, this):
+                if _w.write_array_count(io, obj, {self.compact}, {self.nullable}, {self.fname!r}):
+                    for obj in obj:
+                        {elem}
+        """)
+        return f"build_karray_{fid}(obj, io, this)"
+
+
+class KStruct(Construct):
+    """A Kafka struct in one version.
+
+    ``fields``: (name, construct, default) on the wire in order; ``absent``: fields of the API not
+    in this version, filled with their defaults when decoding so callers need no version checks;
+    ``tagged``: (tag, name, construct, default) sorted by tag, or None in non-flexible versions;
+    ``nullable``: a presence byte precedes the struct (Kafka's nullable struct fields).
+    """
+
+    def __init__(self, fields, absent: dict, tagged, nullable: bool = False):
+        super().__init__()
+        self.fields = list(fields)
+        self.absent = dict(absent)
+        self.tagged = tagged
+        self.nullable = nullable
+
+    # interpreted path -------------------------------------------------------------------
+    def _parse(self, stream, context, path):
+        if self.nullable and not wire.read_presence(stream):
+            return None
+        result = Message(self.absent)
+        for name, con, _ in self.fields:
+            result[name] = con._parse(stream, context, path)
+        if self.tagged is not None:
+            for _, name, _, default in self.tagged:
+                result[name] = default
+            known = {tag: (name, self._tag_parser(con)) for tag, name, con, _ in self.tagged}
+            wire.read_tagged(stream, context, result, known)
+        return result
+
+    @staticmethod
+    def _tag_parser(con):
+        return lambda io, this: con._parse(io, this, "(tagged)")
+
+    @staticmethod
+    def _tag_builder(con):
+        return lambda obj, io, this: con._build(obj, io, this, "(tagged)")
+
+    def _build(self, obj, stream, context, path):
+        if self.nullable:
+            if obj is None:
+                stream.write(b"\xff")
+                return obj
+            stream.write(b"\x01")
+        for name, con, default in self.fields:
+            con._build(obj.get(name, default), stream, context, path)
+        if self.tagged is not None:
+            known = tuple((t, n, d, self._tag_builder(c)) for t, n, c, d in self.tagged)
+            wire.write_tagged(stream, obj, known)
+        return obj
+
+    # compiled path ----------------------------------------------------------------------
+    def _runs(self):
+        """Group consecutive fixed-width fields so one unpack reads them all."""
+        run: list = []
+        for name, con, default in self.fields:
+            if isinstance(con, KInt):
+                run.append((name, con, default))
+                continue
+            if run:
+                yield "fixed", run
+                run = []
+            yield "one", (name, con, default)
+        if run:
+            yield "fixed", run
+
+    def _emitparse(self, code):
+        fid = code.allocateId()
+        code.append(_PRELUDE)
+        lines, names = [], []
+        for kind, item in self._runs():
+            if kind == "fixed":
+                fmt = "".join(con.fmt for _, con, _ in item)
+                s = _emit_struct(code, fmt)
+                targets = "".join(f"v_{name}, " for name, _, _ in item)
+                lines.append(f"{targets}= {s}.unpack(_w.read_exact(io, {struct.calcsize('>' + fmt)}))")
+                names += [name for name, _, _ in item]
+            else:
+                name, con, _ = item
+                lines.append(f"v_{name} = {con._compileparse(code)}")
+                names.append(name)
+        absent = {**self.absent}
+        if self.tagged is not None:
+            absent.update({name: default for _, name, _, default in self.tagged})
+        literal = ", ".join([f"{n!r}: {_literal(v)}" for n, v in absent.items()] + [f"{n!r}: v_{n}" for n in names])
+        lines.append(f"r = _M({{{literal}}})")
+        if self.tagged is not None:
+            table = self._emit_tag_parsers(code, fid)
+            lines.append(f"_w.read_tagged(io, this, r, {table})")
+        lines.append("return r")
+        head = ["if not _w.read_presence(io):", "    return None"] if self.nullable else []
+        body = "\n".join("    " + line for line in head + lines)
+        code.append(f"def parse_kstruct_{fid}(io, this):\n{body}\n")
+        return f"parse_kstruct_{fid}(io, this)"
+
+    def _emit_tag_parsers(self, code, fid) -> str:
+        entries = []
+        for tag, name, con, _ in self.tagged:
+            code.append(f"def parse_tag_{fid}_{tag}(io, this):\n    return {con._compileparse(code)}\n")
+            entries.append(f"{tag}: ({name!r}, parse_tag_{fid}_{tag})")
+        code.append(f"TAGS_PARSE_{fid} = {{{', '.join(entries)}}}\n")
+        return f"TAGS_PARSE_{fid}"
+
+    def _emitbuild(self, code):
+        fid = code.allocateId()
+        code.append(_PRELUDE)
+        lines = ["o = obj"]
+        if self.nullable:
+            lines += ["if o is None:", "    io.write(b'\\xff')", "    return", "io.write(b'\\x01')"]
+        for kind, item in self._runs():
+            if kind == "fixed":
+                fmt = "".join(con.fmt for _, con, _ in item)
+                s = _emit_struct(code, fmt)
+                args = ", ".join(f"o.get({n!r}, {_literal(d)})" for n, _, d in item)
+                lines.append(f"io.write({s}.pack({args}))")
+            else:
+                name, con, default = item
+                lines.append(f"obj = o.get({name!r}, {_literal(default)})")
+                lines.append(con._compilebuild(code))
+        if self.tagged is not None:
+            entries = []
+            for tag, name, con, default in self.tagged:
+                code.append(f"def build_tag_{fid}_{tag}(obj, io, this):\n    {con._compilebuild(code)}\n")
+                entries.append(f"({tag}, {name!r}, {_literal(default)}, build_tag_{fid}_{tag})")
+            code.append(f"TAGS_BUILD_{fid} = ({''.join(e + ', ' for e in entries)})\n")
+            lines.append(f"_w.write_tagged(io, o, TAGS_BUILD_{fid})")
+        body = "\n".join("    " + line for line in lines)
+        code.append(f"def build_kstruct_{fid}(obj, io, this):\n{body}\n")
+        return f"build_kstruct_{fid}(obj, io, this)"
+
+
+def _literal(value: Any) -> str:
+    """Source text that evaluates to a fresh copy of a default value."""
+    if isinstance(value, dict):
+        return "_M({" + ", ".join(f"{k!r}: {_literal(v)}" for k, v in value.items()) + "})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if hasattr(value, "int") and type(value).__name__ == "UUID":
+        return f"_w._ZERO_UUID" if value.int == 0 else f"__import__('uuid').UUID(int={value.int})"
+    return repr(value)

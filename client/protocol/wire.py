@@ -1,0 +1,245 @@
+"""Primitive readers and writers that compiled codec structs call.
+
+Every reader bounds a claimed length by the bytes actually present before using it, so hostile
+input can never make us allocate by a claimed size or loop on a claimed count.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from io import BytesIO
+from typing import Any
+
+
+class DecodeError(ValueError):
+    """Raised inside decoding; the codec turns it into CorruptFrameError with the offset."""
+
+
+class EncodeError(ValueError):
+    """A value that cannot be written in the target version."""
+
+
+class Message(dict):
+    """A decoded message or struct: a dict with attribute access (``msg.topic_data``)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+def read_exact(io: BytesIO, n: int) -> bytes:
+    data = io.read(n)
+    if len(data) != n:
+        raise DecodeError(f"needed {n} bytes, {len(data)} left")
+    return data
+
+
+def remaining(io: BytesIO, this: dict) -> int:
+    return this["_end"] - io.tell()
+
+
+def read_uvarint(io: BytesIO) -> int:
+    shift = 0
+    value = 0
+    for _ in range(5):
+        b = io.read(1)
+        if not b:
+            raise DecodeError("truncated unsigned varint")
+        byte = b[0]
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value
+        shift += 7
+    raise DecodeError("unsigned varint longer than 5 bytes")
+
+
+def uvarint_bytes(n: int) -> bytes:
+    if n < 0:
+        raise EncodeError(f"unsigned varint cannot hold {n}")
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_UVARINT_SMALL = [uvarint_bytes(i) for i in range(128)]
+
+
+def write_uvarint(io: BytesIO, n: int) -> None:
+    io.write(_UVARINT_SMALL[n] if 0 <= n < 128 else uvarint_bytes(n))
+
+
+# -- lengths -----------------------------------------------------------------------------------
+
+def _length(io: BytesIO, this: dict, compact: bool, wide: bool, nullable: bool, what: str) -> int:
+    """Read a (possibly compact) length; -1 means null. Bounds it by the bytes present."""
+    if compact:
+        n = read_uvarint(io) - 1
+    elif wide:
+        n = _I32.unpack(read_exact(io, 4))[0]
+    else:
+        n = _I16.unpack(read_exact(io, 2))[0]
+    if n < 0:
+        if n == -1 and nullable:
+            return -1
+        raise DecodeError(f"invalid {what} length {n}")
+    if n > this["_end"] - io.tell():
+        raise DecodeError(f"{what} length {n} exceeds the {this['_end'] - io.tell()} bytes left")
+    return n
+
+
+def _write_length(io: BytesIO, n: int, compact: bool, wide: bool) -> None:
+    if compact:
+        write_uvarint(io, n + 1)
+    elif wide:
+        io.write(_I32.pack(n))
+    else:
+        io.write(_I16.pack(n))
+
+
+# -- strings and bytes -------------------------------------------------------------------------
+
+def read_string(io, this, compact: bool, nullable: bool):
+    n = _length(io, this, compact, False, nullable, "string")
+    if n < 0:
+        return None
+    try:
+        return io.read(n).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"string is not UTF-8: {exc.reason}") from None
+
+
+def write_string(io, value, compact: bool, nullable: bool, name: str):
+    if value is None:
+        if not nullable:
+            raise EncodeError(f"{name} may not be null in this version")
+        _write_length(io, -1, compact, False)
+        return
+    data = value.encode("utf-8")
+    if not compact and len(data) > 0x7FFF:
+        raise EncodeError(f"{name} is {len(data)} bytes, over the int16 limit")
+    _write_length(io, len(data), compact, False)
+    io.write(data)
+
+
+def read_bytes(io, this, compact: bool, nullable: bool):
+    n = _length(io, this, compact, True, nullable, "bytes")
+    if n < 0:
+        return None
+    return io.read(n)
+
+
+def write_bytes(io, value, compact: bool, nullable: bool, name: str):
+    if value is None:
+        if not nullable:
+            raise EncodeError(f"{name} may not be null in this version")
+        _write_length(io, -1, compact, True)
+        return
+    _write_length(io, len(value), compact, True)
+    io.write(value)
+
+
+def read_uuid(io) -> uuid.UUID:
+    data = read_exact(io, 16)
+    return _ZERO_UUID if data == bytes(16) else uuid.UUID(bytes=data)
+
+
+def write_uuid(io, value) -> None:
+    if value is None:
+        value = _ZERO_UUID
+    io.write(value.bytes if isinstance(value, uuid.UUID) else bytes(value))
+
+
+# -- arrays ------------------------------------------------------------------------------------
+
+def read_array_count(io, this, compact: bool, nullable: bool) -> int:
+    """Element count, or -1 for null. Every element takes at least one byte on the wire, except
+    all-absent structs, which Kafka never puts in arrays; so a count over the bytes left is corrupt."""
+    return _length(io, this, compact, True, nullable, "array")
+
+
+def write_array_count(io, value, compact: bool, nullable: bool, name: str) -> bool:
+    """Write the count; returns False when the array is null (nothing more to write)."""
+    if value is None:
+        if not nullable:
+            raise EncodeError(f"{name} may not be null in this version")
+        _write_length(io, -1, compact, True)
+        return False
+    _write_length(io, len(value), compact, True)
+    return True
+
+
+# -- nullable structs (a presence byte, -1 = null) --------------------------------------------
+
+def read_presence(io) -> bool:
+    b = read_exact(io, 1)[0]
+    if b == 0xFF:
+        return False
+    if b == 1:
+        return True
+    raise DecodeError(f"invalid nullable-struct marker {b}")
+
+
+# -- tagged fields -----------------------------------------------------------------------------
+
+def read_tagged(io, this, result: dict, known: dict) -> None:
+    """Read a tagged-field section into ``result``; unknown tags are kept in ``_unknown_tags``."""
+    count = read_uvarint(io)
+    if count > this["_end"] - io.tell():
+        raise DecodeError(f"tagged field count {count} exceeds the bytes left")
+    last = -1
+    for _ in range(count):
+        tag = read_uvarint(io)
+        if tag <= last:
+            raise DecodeError(f"tagged fields out of order ({tag} after {last})")
+        last = tag
+        size = read_uvarint(io)
+        if size > this["_end"] - io.tell():
+            raise DecodeError(f"tagged field {tag} size {size} exceeds the bytes left")
+        raw = io.read(size)
+        entry = known.get(tag)
+        if entry is None:
+            result.setdefault("_unknown_tags", []).append((tag, raw))
+            continue
+        name, parse = entry
+        sub = BytesIO(raw)
+        value = parse(sub, {"_end": size})
+        if sub.tell() != size:
+            raise DecodeError(f"tagged field {name} (tag {tag}) has {size - sub.tell()} stray bytes")
+        result[name] = value
+
+
+def write_tagged(io, obj, known: tuple) -> None:
+    """``known``: (tag, name, default, build) sorted by tag. Defaults are not written."""
+    items = []
+    for tag, name, default, build in known:
+        value = obj.get(name, default)
+        if value is None or value == default:
+            continue
+        sub = BytesIO()
+        build(value, sub, None)
+        items.append((tag, sub.getvalue()))
+    unknown = obj.get("_unknown_tags")
+    if unknown:
+        items.extend(unknown)
+        items.sort(key=lambda item: item[0])
+    write_uvarint(io, len(items))
+    for tag, raw in items:
+        write_uvarint(io, tag)
+        write_uvarint(io, len(raw))
+        io.write(raw)
