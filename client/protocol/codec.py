@@ -54,16 +54,18 @@ def _check_version(api_key: int, version: int) -> Api:
     return api
 
 
+_FLEXIBLE = {(key, v) for key, api in ALL_APIS.items() for v in range(api.version_range[0], api.version_range[1] + 1) if api.is_flexible(v)}
+_NO_TAGS: Mapping[str, Any] = Message()
+
+
 def request_header_version(api_key: int, version: int) -> int:
-    api = ALL_APIS.get(api_key)
-    return 2 if api is not None and api.is_flexible(version) else 1
+    return 2 if (api_key, version) in _FLEXIBLE else 1
 
 
 def response_header_version(api_key: int, version: int) -> int:
     if api_key == API_VERSIONS_KEY:
         return 0
-    api = ALL_APIS.get(api_key)
-    return 1 if api is not None and api.is_flexible(version) else 0
+    return 1 if (api_key, version) in _FLEXIBLE else 0
 
 
 # -- requests ----------------------------------------------------------------------------------
@@ -71,7 +73,8 @@ def response_header_version(api_key: int, version: int) -> int:
 def decode_request_header(frame: bytes) -> RequestHeader:
     """Read a request header. Works for APIs and versions the codec does not know (their
     header is assumed to be v1), so the caller can still name what it refuses."""
-    frame = bytes(frame)
+    if type(frame) is not bytes:
+        frame = bytes(frame)
     try:
         api_key, version, correlation_id, n = _HEADER_FIXED.unpack_from(frame, 0)
     except struct.error:
@@ -90,6 +93,8 @@ def decode_request_header(frame: bytes) -> RequestHeader:
         raise CorruptFrameError("request header", api_key, version, 8, f"invalid client_id length {n}")
     tagged = None
     if request_header_version(api_key, version) == 2:
+        if pos < len(frame) and frame[pos] == 0:  # empty tagged section: the common case
+            return RequestHeader(api_key, version, correlation_id, client_id, pos + 1, _NO_TAGS)
         io = BytesIO(frame)
         io.seek(pos)
         tagged = Message()
@@ -103,7 +108,8 @@ def decode_request_header(frame: bytes) -> RequestHeader:
 
 def decode_request(frame: bytes) -> tuple[RequestHeader, Message]:
     """Decode a request frame (without its size prefix) into its header and body."""
-    frame = bytes(frame)
+    if type(frame) is not bytes:
+        frame = bytes(frame)
     header = decode_request_header(frame)
     _check_version(header.api_key, header.api_version)
     con = message_construct(header.api_key, header.api_version, "request")

@@ -139,6 +139,10 @@ class KArray(Construct):
         return obj
 
     def _emitparse(self, code):
+        if isinstance(self.element, KInt):
+            code.append(_PRELUDE)
+            e = self.element
+            return f"_w.read_int_array(io, this, {e.fmt!r}, {e.size}, {self.compact}, {self.nullable})"
         fid = code.allocateId()
         elem = self.element._compileparse(code)
         code.append(f"""
@@ -151,6 +155,9 @@ class KArray(Construct):
         return f"parse_karray_{fid}(io, this)"
 
     def _emitbuild(self, code):
+        if isinstance(self.element, KInt):
+            code.append(_PRELUDE)
+            return f"_w.write_int_array(io, obj, {self.element.fmt!r}, {self.compact}, {self.nullable}, {self.fname!r})"
         fid = code.allocateId()
         elem = self.element._compilebuild(code)
         code.append(f"""

@@ -52,6 +52,10 @@ def remaining(io: BytesIO, this: dict) -> int:
 
 
 def read_uvarint(io: BytesIO) -> int:
+    first = io.read(1)
+    if first and first[0] < 0x80:  # lengths and counts below 127: the common case
+        return first[0]
+    io.seek(-len(first), 1)
     shift = 0
     value = 0
     for _ in range(5):
@@ -173,6 +177,19 @@ def read_array_count(io, this, compact: bool, nullable: bool) -> int:
     return _length(io, this, compact, True, nullable, "array")
 
 
+def read_int_array(io, this, fmt: str, size: int, compact: bool, nullable: bool):
+    """An array of fixed-width numbers, read with one unpack."""
+    n = _length(io, this, compact, True, nullable, "array")
+    if n < 0:
+        return None
+    return list(struct.unpack(f">{n}{fmt}", read_exact(io, n * size)))
+
+
+def write_int_array(io, value, fmt: str, compact: bool, nullable: bool, name: str) -> None:
+    if write_array_count(io, value, compact, nullable, name):
+        io.write(struct.pack(f">{len(value)}{fmt}", *value))
+
+
 def write_array_count(io, value, compact: bool, nullable: bool, name: str) -> bool:
     """Write the count; returns False when the array is null (nothing more to write)."""
     if value is None:
@@ -200,6 +217,8 @@ def read_presence(io) -> bool:
 def read_tagged(io, this, result: dict, known: dict) -> None:
     """Read a tagged-field section into ``result``; unknown tags are kept in ``_unknown_tags``."""
     count = read_uvarint(io)
+    if count == 0:
+        return
     if count > this["_end"] - io.tell():
         raise DecodeError(f"tagged field count {count} exceeds the bytes left")
     last = -1
