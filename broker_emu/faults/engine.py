@@ -1,0 +1,129 @@
+"""Deciding which rules apply to a request or a new connection. Pure: no I/O, time passed in.
+
+Determinism: each rule draws from its own RNG seeded by (cluster seed, rule id), and draws only
+for requests that match and are in its active window, so the same seed and the same request
+sequence give the same decisions, whatever other rules exist.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from broker_emu.faults.rules import Rule, parse_rule
+
+TERMINAL = ("black_hole", "close_before", "close_after", "error", "partial_response")
+
+
+@dataclass(frozen=True)
+class RequestFacts:
+    """What a rule can match on, extracted once per request."""
+
+    broker: int
+    api_key: int
+    api_version: int
+    client_id: str | None
+    connection: int
+    topics: frozenset[tuple[str, int | None]] = frozenset()  # (topic, partition or None)
+
+
+@dataclass
+class Decision:
+    delay_request_ms: float = 0.0
+    delay_response_ms: float = 0.0
+    throttle_ms: float = 0.0
+    terminal: Any = None           # the first terminal Action, if any
+    applied: list[Rule] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.applied
+
+
+def _matches(rule: Rule, facts: RequestFacts) -> bool:
+    m = rule.match
+    if m.broker is not None and m.broker != facts.broker:
+        return False
+    if m.api is not None and m.api != facts.api_key:
+        return False
+    if m.api_version is not None and m.api_version != facts.api_version:
+        return False
+    if m.client_id is not None and m.client_id != facts.client_id:
+        return False
+    if m.connection is not None and m.connection != facts.connection:
+        return False
+    if m.topic is not None or m.partition is not None:
+        return any((m.topic is None or t == m.topic) and (m.partition is None or p is None or p == m.partition)
+                   for t, p in facts.topics)
+    return True
+
+
+class FaultEngine:
+    def __init__(self, seed: int = 0, brokers: Iterable[int] | None = None):
+        self.seed = seed
+        self.brokers = set(brokers) if brokers is not None else None
+        self.rules: dict[int, Rule] = {}
+        self._rngs: dict[int, random.Random] = {}
+        self._next_id = 1
+
+    def add(self, raw: Mapping[str, Any] | Rule, now_ms: float) -> Rule:
+        """Validate and add a rule (all-or-nothing: a bad rule changes nothing)."""
+        rule = raw if isinstance(raw, Rule) else parse_rule(raw, self._next_id, self.brokers)
+        rule.id = self._next_id
+        rule.added_ms = now_ms
+        self._next_id += 1
+        self.rules[rule.id] = rule
+        self._rngs[rule.id] = random.Random(f"{self.seed}:{rule.id}")
+        return rule
+
+    def remove(self, rule_id: int) -> bool:
+        self._rngs.pop(rule_id, None)
+        return self.rules.pop(rule_id, None) is not None
+
+    def clear(self) -> int:
+        n = len(self.rules)
+        self.rules.clear()
+        self._rngs.clear()
+        return n
+
+    def _fires(self, rule: Rule, now_ms: float) -> bool:
+        if not rule.active(now_ms):
+            return False
+        rule.matched += 1
+        if rule.matched <= rule.after:
+            return False
+        if rule.probability < 1.0 and self._rngs[rule.id].random() >= rule.probability:
+            return False
+        rule.applied += 1
+        return True
+
+    def decide(self, facts: RequestFacts, now_ms: float) -> Decision:
+        decision = Decision()
+        for rule in list(self.rules.values()):
+            if rule.action.connection_level or not _matches(rule, facts) or not self._fires(rule, now_ms):
+                continue
+            action = rule.action
+            decision.applied.append(rule)
+            if action.type == "delay_request":
+                decision.delay_request_ms += action.ms
+            elif action.type == "delay_response":
+                decision.delay_response_ms += action.ms
+            elif action.type == "throttle":
+                decision.throttle_ms = max(decision.throttle_ms, action.ms)
+            elif decision.terminal is None:
+                decision.terminal = action
+        return decision
+
+    def on_connect(self, broker: int, connection: int, now_ms: float) -> list[Rule]:
+        """Connection-level rules that fire for a new connection on ``broker``."""
+        fired = []
+        for rule in list(self.rules.values()):
+            m = rule.match
+            if not rule.action.connection_level:
+                continue
+            if (m.broker is not None and m.broker != broker) or (m.connection is not None and m.connection != connection):
+                continue
+            if self._fires(rule, now_ms):
+                fired.append(rule)
+        return fired
