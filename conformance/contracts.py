@@ -1,0 +1,173 @@
+"""Reusable contracts. Client-side ones read the outcomes; server-side ones read the trace.
+
+Times in the trace are ms since cluster start; expected times are given in the scenario's
+unscaled milliseconds and compared after dividing by ``Evidence.scale``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from broker_emu.trace import TraceEvent
+from conformance.model import Contract, Evidence, Outcome, Verdict
+
+
+def _fmt_s(ms: float) -> str:
+    return f"{ms / 1000:.2f} s"
+
+
+def _outcome(ev: Evidence, operation: str | None) -> Outcome | None:
+    for o in ev.outcomes:
+        if operation is None or o.operation == operation:
+            return o
+    return None
+
+
+# -- client side -----------------------------------------------------------------------------
+
+def outcome_is(operation: str, *, ok: bool | None = None, error: str | Iterable[str] | None = None,
+               message_mentions: Iterable[str] = ()) -> Contract:
+    """The operation succeeded (``ok=True``) or failed with one of the named error types."""
+    errors = {error} if isinstance(error, str) else set(error or ())
+    words = tuple(message_mentions)
+
+    def check(ev: Evidence) -> Verdict:
+        o = _outcome(ev, operation)
+        if o is None:
+            return Verdict(False, message=f"no outcome recorded for {operation}")
+        got = "ok" if o.ok else f"{o.error_type}: {o.error_message}"
+        if ok is not None and o.ok != ok:
+            return Verdict(False, got, f"{operation} expected {'success' if ok else 'failure'}, got {got}")
+        if errors and (o.ok or o.error_type not in errors):
+            return Verdict(False, got, f"{operation} expected {' or '.join(sorted(errors))}, got {got}")
+        missing = [w for w in words if w.lower() not in (o.error_message or "").lower()]
+        if missing:
+            return Verdict(False, got, f"error message does not mention {missing}: {o.error_message!r}")
+        return Verdict(True, got)
+
+    return Contract(f"{operation} outcome", check)
+
+
+def returns_within(operation: str, expected_ms: float, *, early_ms: float = 0.0, late_ms: float = 0.0,
+                   late_fraction: float = 0.0) -> Contract:
+    """The call returned at ``expected_ms`` (scaled), no earlier than ``early_ms`` before and no
+    later than max(late_ms, late_fraction * expected) after."""
+
+    def check(ev: Evidence) -> Verdict:
+        o = _outcome(ev, operation)
+        if o is None:
+            return Verdict(False, message=f"no outcome recorded for {operation}")
+        want = expected_ms / ev.scale
+        got = o.elapsed_s * 1000
+        slack = max(late_ms / ev.scale, late_fraction * want)
+        figure = f"returned at {_fmt_s(got)} of {_fmt_s(want)}"
+        if got < want - early_ms / ev.scale:
+            return Verdict(False, figure, f"{operation} returned {want - got:.1f} ms before its deadline")
+        if got > want + slack:
+            return Verdict(False, figure, f"{operation} overshot its deadline by {got - want:.1f} ms (allowed {slack:.1f} ms)")
+        return Verdict(True, figure)
+
+    return Contract(f"{operation} returns at its deadline", check)
+
+
+# -- server side -----------------------------------------------------------------------------
+
+def _first(events: list[TraceEvent], pred) -> TraceEvent | None:
+    return next((e for e in events if pred(e)), None)
+
+
+def client_disconnects_after(api: str, expected_ms: float, tolerance_ms: float, *, tolerance_fraction: float = 0.0) -> Contract:
+    """The client closed the connection that carried the first ``api`` request about
+    ``expected_ms`` after the broker received it (KIP-19: request.timeout.ms)."""
+
+    def check(ev: Evidence) -> Verdict:
+        recv = _first(ev.events("recv", api), lambda e: True)
+        if recv is None:
+            return Verdict(False, message=f"the broker never received {api}")
+        close = _first(ev.events("conn_close"), lambda e: e.conn == recv.conn and e.broker == recv.broker and e.t_ms >= recv.t_ms)
+        if close is None:
+            return Verdict(False, "no disconnect", f"the connection that carried {api} (conn {recv.conn}) was never closed")
+        if close.details.get("closed_by") != "client":
+            return Verdict(False, f"closed by {close.details.get('closed_by')}", f"conn {recv.conn} was closed by the broker ({close.details.get('reason')}), not the client")
+        want = expected_ms / ev.scale
+        got = close.t_ms - recv.t_ms
+        tol = max(tolerance_ms / ev.scale, tolerance_fraction * want)
+        figure = f"disconnect at {_fmt_s(got)} of {_fmt_s(want)}"
+        if abs(got - want) > tol:
+            return Verdict(False, figure, f"client closed conn {recv.conn} {got:.1f} ms after {api}, expected {want:.1f} ± {tol:.1f} ms")
+        return Verdict(True, figure)
+
+    return Contract(f"disconnect at request.timeout.ms after {api}", check, side="server")
+
+
+def metadata_before_retry(api: str) -> Contract:
+    """After the client dropped the connection carrying ``api``, it asked for Metadata before
+    sending ``api`` again (KIP-19: refresh metadata, then retry)."""
+
+    def check(ev: Evidence) -> Verdict:
+        recvs = ev.events("recv")
+        first = _first(recvs, lambda e: (e.api or "").lower() == api.lower())
+        if first is None:
+            return Verdict(False, message=f"the broker never received {api}")
+        close = _first(ev.events("conn_close"), lambda e: e.conn == first.conn and e.broker == first.broker and e.t_ms >= first.t_ms)
+        after = [e for e in recvs if e.t_ms >= (close.t_ms if close else first.t_ms) and e is not first]
+        retry = _first(after, lambda e: (e.api or "").lower() == api.lower())
+        if retry is None:
+            return Verdict(False, "no retry", f"{api} was not sent again")
+        meta = _first(after, lambda e: e.api == "Metadata" and e.t_ms <= retry.t_ms)
+        if meta is None:
+            return Verdict(False, "retry without Metadata", f"{api} was retried at {retry.t_ms:.0f} ms without a Metadata request first")
+        new_conn = (retry.broker, retry.conn) != (first.broker, first.conn)
+        figure = f"Metadata at {_fmt_s(meta.t_ms)}, retry at {_fmt_s(retry.t_ms)} on broker {retry.broker}"
+        if not new_conn:
+            return Verdict(False, figure, f"the retry went out on the same connection {first.conn}")
+        return Verdict(True, figure)
+
+    return Contract(f"Metadata before {api} retry, on a new connection", check, side="server")
+
+
+def no_client_disconnect() -> Contract:
+    """The client kept its connections (e.g. a slow broker or a long-poll is not a dead one)."""
+
+    def check(ev: Evidence) -> Verdict:
+        closes = [e for e in ev.events("conn_close") if e.details.get("closed_by") == "client"]
+        opened = len(ev.events("conn_open"))
+        if closes:
+            c = closes[0]
+            return Verdict(False, f"{len(closes)} client disconnects", f"client closed conn {c.conn} on broker {c.broker} at {c.t_ms:.0f} ms")
+        return Verdict(True, f"{opened} connections, none dropped")
+
+    return Contract("no client disconnect", check, side="server")
+
+
+def purgatory_expires_after(timeout_ms: float, tolerance_ms: float) -> Contract:
+    """The broker's purgatory expired the produce ``timeout_ms`` after it entered, answering
+    REQUEST_TIMED_OUT (server-side timeout)."""
+
+    def check(ev: Evidence) -> Verdict:
+        enter = _first(ev.events("purgatory_enter"), lambda e: True)
+        if enter is None:
+            return Verdict(False, message="no request entered the purgatory")
+        expire = _first(ev.events("purgatory_expire"), lambda e: e.correlation_id == enter.correlation_id and e.conn == enter.conn)
+        if expire is None:
+            return Verdict(False, "no expiry", f"the parked request (corr {enter.correlation_id}) never expired")
+        want = timeout_ms / ev.scale
+        got = expire.t_ms - enter.t_ms
+        figure = f"purgatory expiry at {_fmt_s(got)} of {_fmt_s(want)}"
+        if abs(got - want) > tolerance_ms / ev.scale:
+            return Verdict(False, figure, f"expired {got:.1f} ms after entering, expected {want:.1f} ms")
+        return Verdict(True, figure)
+
+    return Contract("purgatory REQUEST_TIMED_OUT at timeout_ms", check, side="server")
+
+
+def request_count(api: str, *, at_least: int = 0, at_most: int | None = None) -> Contract:
+    def check(ev: Evidence) -> Verdict:
+        n = len(ev.events("recv", api))
+        figure = f"{n} {api} request(s)"
+        if n < at_least or (at_most is not None and n > at_most):
+            bound = f"between {at_least} and {at_most}" if at_most is not None else f"at least {at_least}"
+            return Verdict(False, figure, f"expected {bound} {api} requests, the broker saw {n}")
+        return Verdict(True, figure)
+
+    return Contract(f"{api} request count", check, side="server")

@@ -1,0 +1,111 @@
+"""What a conformance run is made of: scenarios, operations, outcomes and verdicts."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from broker_emu.trace import TraceEvent
+
+
+class Status(str, enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    NA = "n/a"
+    ERROR = "error"  # the run itself broke (adapter crash, set-up failure): never a silent pass
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One client step. ``kind`` is an operation name adapters know (``produce``, ``poll``,
+    ``committed``, ``close``...); ``timeout_s`` is the API deadline when the call takes one
+    (None: the client's default, e.g. default.api.timeout.ms)."""
+
+    kind: str
+    args: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float | None = None
+
+
+@dataclass
+class Outcome:
+    """What the client reported for one operation."""
+
+    operation: str
+    ok: bool
+    elapsed_s: float
+    error_type: str | None = None      # Kafka's exception name where the client has one
+    error_message: str | None = None
+    value: Any = None                  # e.g. records polled, offsets, delivery reports
+
+
+@dataclass
+class Evidence:
+    """Everything contracts may look at: both sides of the wire."""
+
+    outcomes: list[Outcome]
+    trace: list[TraceEvent]
+    config: dict[str, Any]             # the client config actually used (scaled for real time)
+    scale: float = 1.0                 # real-time runs divide timeouts by this factor
+    cluster: Any = None                # a snapshot for log checks (records per partition...)
+    client_id: str | None = None
+
+    def events(self, kind: str | None = None, api: str | None = None) -> list[TraceEvent]:
+        return [e for e in self.trace
+                if (kind is None or e.kind == kind) and (api is None or (e.api or "").lower() == api.lower())
+                and (self.client_id is None or e.client_id in (None, self.client_id))]
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    figure: str = ""      # the key number, e.g. "disconnect at 1.02 s of 1.00 s"
+    message: str = ""     # why it failed, with evidence
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A named check over the evidence. ``needs`` lists operation kinds it requires: if the
+    adapter cannot perform them the contract is N/A, never a failure."""
+
+    name: str
+    check: Callable[[Evidence], Verdict]
+    side: str = "client"   # "client" (outcome) or "server" (trace)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    family: str
+    title: str
+    teaching: str
+    references: tuple[str, ...]
+    steps: tuple[Operation, ...]
+    contracts: tuple[Contract, ...]
+    brokers: int = 3
+    topics: tuple[tuple[str, int, int], ...] = (("t", 1, 3),)
+    broker_config: dict[str, Any] = field(default_factory=dict)
+    client_config: dict[str, Any] = field(default_factory=dict)
+    faults: tuple[dict[str, Any], ...] = ()
+    needs_faults: bool = True   # False: can run against any bootstrap (a real Kafka)
+
+
+@dataclass
+class Result:
+    scenario: str
+    client: str
+    status: Status
+    figures: dict[str, str] = field(default_factory=dict)
+    message: str = ""
+    contracts: list[tuple[str, Status, str]] = field(default_factory=list)
+    simulated_s: float = 0.0
+    wall_s: float = 0.0
+    trace: list[TraceEvent] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario, "client": self.client, "status": self.status.value,
+            "figures": self.figures, "message": self.message,
+            "contracts": [{"name": n, "status": s.value, "detail": d} for n, s, d in self.contracts],
+            "simulated_s": round(self.simulated_s, 3), "wall_s": round(self.wall_s, 3),
+        }

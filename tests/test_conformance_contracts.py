@@ -1,0 +1,88 @@
+from xml.etree import ElementTree as ET
+
+from broker_emu.trace import TraceEvent
+from conformance import contracts as C
+from conformance.model import Evidence, Outcome, Result, Status
+from conformance.report import matrix, to_html, to_json, to_junit
+
+
+def ev(t, kind, conn=1, broker=0, api=None, corr=None, **details):
+    return TraceEvent(t, kind, broker=broker, conn=conn, api=api, correlation_id=corr, client_id="c", details=details)
+
+
+KIP19_GOOD = [
+    ev(0, "conn_open"), ev(1, "recv", api="Metadata", corr=1), ev(2, "send", api="Metadata", corr=1),
+    ev(10, "recv", api="Produce", corr=2),
+    ev(30010, "conn_close", closed_by="client", reason="eof"),
+    ev(30011, "conn_open", conn=2), ev(30012, "recv", conn=2, api="Metadata", corr=3),
+    ev(30020, "conn_open", conn=3, broker=1), ev(30021, "recv", conn=3, broker=1, api="Produce", corr=4),
+]
+
+
+def evidence(trace, outcomes=(), scale=1.0):
+    return Evidence(list(outcomes), trace, {}, scale=scale, client_id="c")
+
+
+def test_disconnect_contract_passes_and_reports_figure():
+    v = C.client_disconnects_after("Produce", 30000, 100).check(evidence(KIP19_GOOD))
+    assert v.passed and v.figure == "disconnect at 30.00 s of 30.00 s"
+
+
+def test_disconnect_contract_fails_when_late_or_by_broker_or_never():
+    late = [e if e.kind != "conn_close" else ev(31000, "conn_close", closed_by="client") for e in KIP19_GOOD]
+    assert not C.client_disconnects_after("Produce", 30000, 100).check(evidence(late)).passed
+    by_broker = [e if e.kind != "conn_close" else ev(30010, "conn_close", closed_by="broker", reason="x") for e in KIP19_GOOD]
+    assert "closed by the broker" in C.client_disconnects_after("Produce", 30000, 100).check(evidence(by_broker)).message
+    never = [e for e in KIP19_GOOD if e.kind != "conn_close"]
+    assert not C.client_disconnects_after("Produce", 30000, 100).check(evidence(never)).passed
+
+
+def test_disconnect_contract_scales_for_real_time_runs():
+    scaled = [ev(e.t_ms / 30, e.kind, e.conn, e.broker, e.api, e.correlation_id, **e.details) for e in KIP19_GOOD]
+    assert C.client_disconnects_after("Produce", 30000, 100).check(evidence(scaled, scale=30)).passed
+
+
+def test_metadata_before_retry():
+    assert C.metadata_before_retry("Produce").check(evidence(KIP19_GOOD)).passed
+    no_meta = [e for e in KIP19_GOOD if not (e.api == "Metadata" and e.t_ms > 100)]
+    v = C.metadata_before_retry("Produce").check(evidence(no_meta))
+    assert not v.passed and "without a Metadata" in v.message
+    no_retry = [e for e in KIP19_GOOD if e.t_ms < 30021]
+    assert not C.metadata_before_retry("Produce").check(evidence(no_retry)).passed
+
+
+def test_outcome_and_deadline_contracts():
+    o = Outcome("poll", True, 2.003)
+    assert C.returns_within("poll", 2000, late_ms=10).check(evidence([], [o])).passed
+    assert not C.returns_within("poll", 2000, late_ms=1).check(evidence([], [o])).passed
+    early = Outcome("poll", True, 1.5)
+    assert "before its deadline" in C.returns_within("poll", 2000, late_ms=10).check(evidence([], [early])).message
+    failed = Outcome("send", False, 120.0, "TimeoutException", "delivery.timeout.ms of 120000 ms expired")
+    assert C.outcome_is("send", error="TimeoutException", message_mentions=["delivery.timeout.ms"]).check(evidence([], [failed])).passed
+    assert not C.outcome_is("send", ok=True).check(evidence([], [failed])).passed
+    assert not C.outcome_is("send", error="TimeoutException", message_mentions=["linger"]).check(evidence([], [failed])).passed
+
+
+def test_no_client_disconnect_and_purgatory():
+    assert not C.no_client_disconnect().check(evidence(KIP19_GOOD)).passed
+    calm = [e for e in KIP19_GOOD if e.kind != "conn_close"]
+    assert C.no_client_disconnect().check(evidence(calm)).passed
+    purg = [ev(5, "purgatory_enter", corr=9), ev(1005, "purgatory_expire", corr=9)]
+    assert C.purgatory_expires_after(1000, 1).check(evidence(purg)).passed
+    assert not C.purgatory_expires_after(2000, 1).check(evidence(purg)).passed
+
+
+def test_reports():
+    results = [
+        Result("kip19.produce", "ours", Status.PASS, {"disconnect": "disconnect at 30.00 s of 30.00 s"}),
+        Result("kip19.produce", "kafkajs", Status.FAIL, {"disconnect": "no disconnect"}, "kept the connection",
+               [("disconnect", Status.FAIL, "never closed")]),
+        Result("kip266.poll", "kcat", Status.NA, message="kcat has no poll(timeout)"),
+    ]
+    text = matrix(results)
+    assert "PASS disconnect at 30.00 s of 30.00 s" in text and "FAIL no disconnect" in text and "N/A" in text
+    suite = ET.fromstring(to_junit(results))
+    assert suite.get("failures") == "1" and suite.get("skipped") == "1" and len(suite) == 3
+    assert '"status": "fail"' in to_json(results)
+    page = to_html(results, timeline_links={("kip19.produce", "ours"): "t/kip19.html"})
+    assert 'href="t/kip19.html"' in page and 'class="fail"' in page
