@@ -1,0 +1,38 @@
+"""A blocking client of the control API (what `broker-emu fault ...` uses)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+
+class ControlError(RuntimeError):
+    def __init__(self, status: int, body: Any):
+        self.status, self.body = status, body
+        message = body.get("error") if isinstance(body, dict) else body
+        super().__init__(f"control API answered {status}: {message}")
+
+
+def call(base_url: str, method: str, path: str, body: Any = None, token: str | None = None, timeout: float = 10.0) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(base_url.rstrip("/") + path, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            payload = resp.read().decode()
+            ctype = resp.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as exc:
+        raw = exc.read().decode()
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError:
+            parsed = raw
+        raise ControlError(exc.code, parsed) from None
+    if "ndjson" in ctype:
+        return [json.loads(line) for line in payload.splitlines() if line]
+    return json.loads(payload) if payload else None
