@@ -1,0 +1,69 @@
+import pytest
+import trio
+
+from broker_emu.faults import FaultConfigError
+from broker_emu.faults.scenario_file import load_scenario, run_events
+
+GOOD = """
+seed: 7
+topics:
+  - {name: orders, partitions: 3, replication_factor: 3}
+config: {replica.lag.time.max.ms: 10000}
+faults:
+  - match: {broker: 1, api: Produce}
+    action: {type: black_hole}
+    times: 1
+events:
+  - {at_ms: 5000, stop_broker: 1}
+  - {at_ms: 0, replication: {topic: orders, mode: stall}}
+  - {at_ms: 6000, move_leader: {topic: orders, partition: 0, broker: 2}}
+"""
+
+
+def test_good_file_parses_and_sorts_events():
+    s = load_scenario(GOOD)
+    assert s.seed == 7 and s.topics == [("orders", 3, 3)] and s.config == {"replica.lag.time.max.ms": 10000}
+    assert [e.verb for e in s.events] == ["replication", "stop_broker", "move_leader"]
+
+
+@pytest.mark.parametrize("text, field", [
+    ("seed: x", "seed"),
+    ("colour: red", "colour"),
+    ("faults: [{action: {type: delay_request, ms: -3}}]", "faults[0].action.ms"),
+    ("events: [{at_ms: 1, stop_broker: 7}]", "events[0].stop_broker"),
+    ("events: [{at_ms: 1, move_leader: {topic: t, partition: 0}}]", "events[0].move_leader.broker"),
+    ("events: [{at_ms: 1, replication: {mode: lag}}]", "events[0].replication.lag_ms"),
+    ("topics: [{name: t, replication_factor: 5}]", "topics[0].replication_factor"),
+    ("faults: [{action: black_hole}\n  bad", "yaml"),
+])
+def test_bad_files_name_the_path(text, field):
+    with pytest.raises(FaultConfigError) as info:
+        load_scenario(text)
+    assert info.value.field == field
+
+
+class Recorder:
+    def __init__(self):
+        self.start = trio.current_time()
+        self.calls = []
+
+    def now_ms(self):
+        return (trio.current_time() - self.start) * 1000
+
+    async def stop_broker(self, b):
+        self.calls.append((self.now_ms(), "stop", b))
+
+    async def start_broker(self, b):
+        self.calls.append((self.now_ms(), "start", b))
+
+    def move_leader(self, t, p, b):
+        self.calls.append((self.now_ms(), "leader", t, p, b))
+
+    def set_replication(self, t, p, f, mode, lag):
+        self.calls.append((self.now_ms(), "replication", t, mode))
+
+
+async def test_events_play_at_their_times(autojump_clock):
+    r = Recorder()
+    await run_events(r, load_scenario(GOOD).events)
+    assert r.calls == [(0, "replication", "orders", "stall"), (5000, "stop", 1), (6000, "leader", "orders", 0, 2)]
