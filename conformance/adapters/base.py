@@ -1,0 +1,68 @@
+"""The adapter interface: how the conformance runner drives a client.
+
+An adapter turns scenario operations into calls on one client and reports ``Outcome``s. To add
+your own client, subclass ``Adapter``, list the operations it can perform, and implement
+``run``. An operation a client does not have makes the scenario N/A for it, never a failure.
+
+Operations (``Operation.kind``) and their ``args``:
+
+    produce          topic, value (bytes), key, partition, count -> outcome per send (delivery report)
+    poll             topic, partition, offset ("earliest"/"latest"/int) -> records polled before timeout
+    committed        group, topic, partition
+    position         topic, partition
+    end_offsets      topic, partitions
+    beginning_offsets topic, partitions
+    offsets_for_times topic, partition, timestamp_ms
+    list_topics      -
+    partitions_for   topic
+    commit_sync      group, topic, partition, offset
+    close            -
+
+``Operation.timeout_s`` is the API deadline (None: the client's default).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.model import Operation, Outcome
+
+ALL_OPERATIONS = frozenset({
+    "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
+    "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
+})
+
+
+@dataclass
+class RunEnv:
+    """What an adapter gets for one run."""
+
+    bootstrap: str                    # "127.0.0.1:p1,127.0.0.1:p2,..."
+    client_id: str
+    config: dict[str, Any]            # Kafka dotted names, already scaled for real-time clients
+    scale: float = 1.0
+    cluster: Any = None               # in-process cluster (our client uses its in-memory connect)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class Adapter(abc.ABC):
+    name: str = "adapter"
+    virtual_time: bool = False        # True: runs under trio's MockClock over in-memory streams
+    operations: frozenset[str] = frozenset()
+
+    def available(self) -> tuple[bool, str]:
+        """Whether the client is installed here, and if not, why."""
+        return True, ""
+
+    def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
+        missing = sorted({s.kind for s in steps} - self.operations)
+        if missing:
+            return False, f"{self.name} has no {', '.join(missing)}"
+        return True, ""
+
+    @abc.abstractmethod
+    async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
+        """Perform the steps in order and report one Outcome each (a failed step is an
+        Outcome with ok=False, not an exception)."""
