@@ -18,7 +18,7 @@ from client.protocol.build import data_construct, message_construct
 from client.protocol.errors import CorruptFrameError, UnknownApiError, UnsupportedVersionError
 from client.protocol.messages import ALL_APIS
 from client.protocol.schema import Api
-from client.protocol.wire import DecodeError, EncodeError, Message, read_tagged, write_tagged
+from client.protocol.wire import DecodeError, EncodeError, Message, read_tagged
 
 API_VERSIONS_KEY = 18
 _HEADER_FIXED = struct.Struct(">hhih")

@@ -307,5 +307,5 @@ def _literal(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_literal(v) for v in value) + "]"
     if hasattr(value, "int") and type(value).__name__ == "UUID":
-        return f"_w._ZERO_UUID" if value.int == 0 else f"__import__('uuid').UUID(int={value.int})"
+        return "_w._ZERO_UUID" if value.int == 0 else f"__import__('uuid').UUID(int={value.int})"
     return repr(value)
