@@ -42,8 +42,10 @@ class FakeCluster:
         return {"brokers": [0, 1, 2]}
 
 
-async def with_server(fn, token=None):
+async def with_server(fn, token=None, prepare=None):
     cluster = FakeCluster()
+    if prepare:
+        prepare(cluster)
     async with trio.open_nursery() as nursery:
         port = await nursery.start(functools.partial(serve_http, Routes(cluster), port=0, token=token))
         base = f"http://127.0.0.1:{port}"
@@ -122,13 +124,15 @@ async def test_cluster_commands_reach_the_cluster():
 
 
 async def test_trace_endpoint_filters():
-    def script(base, cluster):
+    def prepare(cluster):
         cluster.trace.emit("recv", api="Produce", client_id="a")
         cluster.trace.emit("recv", api="Fetch", client_id="b")
         cluster.trace.emit("send", api="Produce", client_id="a")
+
+    def script(base, cluster):
         return (call(base, "GET", "/trace?client_id=a"), call(base, "GET", "/trace?kind=recv&api=Fetch"))
 
-    by_client, fetches = await with_server(script)
+    by_client, fetches = await with_server(script, prepare=prepare)
     assert [e["kind"] for e in by_client] == ["recv", "send"]
     assert [(e["kind"], e["api"]) for e in fetches] == [("recv", "Fetch")]
 

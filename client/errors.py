@@ -1,0 +1,455 @@
+"""Kafka's error codes, one exception class per code, named after Kafka's names.
+
+Codes and retriability follow the Java client's Errors table (see ERRORS.md in the project's
+reference notes): ``NOT_LEADER_OR_FOLLOWER`` -> ``NotLeaderOrFollowerError`` with ``code == 6``
+and ``retriable is True``. Unknown codes map to ``UnknownServerError`` carrying the raw code.
+Client-side timeouts and disconnects (never on the wire) are ``TimeoutException`` and
+``NetworkException`` / ``DisconnectException``, as Kafka users know them.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ErrorCode(enum.IntEnum):
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
+    OFFSET_METADATA_TOO_LARGE = 12
+    NETWORK_EXCEPTION = 13
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    INVALID_TOPIC_EXCEPTION = 17
+    RECORD_LIST_TOO_LARGE = 18
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    INVALID_COMMIT_OFFSET_SIZE = 28
+    TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
+    CLUSTER_AUTHORIZATION_FAILED = 31
+    INVALID_TIMESTAMP = 32
+    UNSUPPORTED_SASL_MECHANISM = 33
+    ILLEGAL_SASL_STATE = 34
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    DUPLICATE_SEQUENCE_NUMBER = 46
+    INVALID_PRODUCER_EPOCH = 47
+    INVALID_PRODUCER_ID_MAPPING = 49
+    CONCURRENT_TRANSACTIONS = 51
+    KAFKA_STORAGE_ERROR = 56
+    SASL_AUTHENTICATION_FAILED = 58
+    UNKNOWN_PRODUCER_ID = 59
+    FETCH_SESSION_ID_NOT_FOUND = 70
+    INVALID_FETCH_SESSION_EPOCH = 71
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    UNSUPPORTED_COMPRESSION_TYPE = 76
+    OFFSET_NOT_AVAILABLE = 78
+    MEMBER_ID_REQUIRED = 79
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
+    INVALID_RECORD = 87
+    THROTTLING_QUOTA_EXCEEDED = 89
+    PRODUCER_FENCED = 90
+    UNKNOWN_TOPIC_ID = 100
+    FENCED_MEMBER_EPOCH = 110
+    STALE_MEMBER_EPOCH = 113
+
+class KafkaError(Exception):
+    """Base of every Kafka error. ``code`` is the wire code (None for client-local errors)."""
+
+    code: int | None = None
+    name: str = "KAFKA_ERROR"
+    retriable: bool = False
+
+    def __init__(self, message: str | None = None, *, code: int | None = None):
+        if code is not None:
+            self.code = code
+        self.message = message or self.default_message()
+        super().__init__(self.message)
+
+    def default_message(self) -> str:
+        return f"{self.name} (error code {self.code})" if self.code is not None else self.name
+
+
+class RetriableError(KafkaError):
+    retriable = True
+
+class UnknownServerError(KafkaError):
+    code = -1
+    name = 'UNKNOWN_SERVER_ERROR'
+
+class OffsetOutOfRangeError(KafkaError):
+    code = 1
+    name = 'OFFSET_OUT_OF_RANGE'
+
+class CorruptMessageError(RetriableError):
+    code = 2
+    name = 'CORRUPT_MESSAGE'
+
+class UnknownTopicOrPartitionError(RetriableError):
+    code = 3
+    name = 'UNKNOWN_TOPIC_OR_PARTITION'
+
+class LeaderNotAvailableError(RetriableError):
+    code = 5
+    name = 'LEADER_NOT_AVAILABLE'
+
+class NotLeaderOrFollowerError(RetriableError):
+    code = 6
+    name = 'NOT_LEADER_OR_FOLLOWER'
+
+class RequestTimedOutError(RetriableError):
+    code = 7
+    name = 'REQUEST_TIMED_OUT'
+
+class BrokerNotAvailableError(KafkaError):
+    code = 8
+    name = 'BROKER_NOT_AVAILABLE'
+
+class ReplicaNotAvailableError(RetriableError):
+    code = 9
+    name = 'REPLICA_NOT_AVAILABLE'
+
+class MessageTooLargeError(KafkaError):
+    code = 10
+    name = 'MESSAGE_TOO_LARGE'
+
+class OffsetMetadataTooLargeError(KafkaError):
+    code = 12
+    name = 'OFFSET_METADATA_TOO_LARGE'
+
+class NetworkException(RetriableError):
+    """The connection broke before a response arrived."""
+
+    code = 13
+    name = 'NETWORK_EXCEPTION'
+
+class CoordinatorLoadInProgressError(RetriableError):
+    code = 14
+    name = 'COORDINATOR_LOAD_IN_PROGRESS'
+
+class CoordinatorNotAvailableError(RetriableError):
+    code = 15
+    name = 'COORDINATOR_NOT_AVAILABLE'
+
+class NotCoordinatorError(RetriableError):
+    code = 16
+    name = 'NOT_COORDINATOR'
+
+class InvalidTopicException(KafkaError):
+    code = 17
+    name = 'INVALID_TOPIC_EXCEPTION'
+
+class RecordListTooLargeError(KafkaError):
+    code = 18
+    name = 'RECORD_LIST_TOO_LARGE'
+
+class NotEnoughReplicasError(RetriableError):
+    code = 19
+    name = 'NOT_ENOUGH_REPLICAS'
+
+class NotEnoughReplicasAfterAppendError(RetriableError):
+    code = 20
+    name = 'NOT_ENOUGH_REPLICAS_AFTER_APPEND'
+
+class InvalidRequiredAcksError(KafkaError):
+    code = 21
+    name = 'INVALID_REQUIRED_ACKS'
+
+class IllegalGenerationError(KafkaError):
+    code = 22
+    name = 'ILLEGAL_GENERATION'
+
+class InconsistentGroupProtocolError(KafkaError):
+    code = 23
+    name = 'INCONSISTENT_GROUP_PROTOCOL'
+
+class InvalidGroupIdError(KafkaError):
+    code = 24
+    name = 'INVALID_GROUP_ID'
+
+class UnknownMemberIdError(KafkaError):
+    code = 25
+    name = 'UNKNOWN_MEMBER_ID'
+
+class InvalidSessionTimeoutError(KafkaError):
+    code = 26
+    name = 'INVALID_SESSION_TIMEOUT'
+
+class RebalanceInProgressError(KafkaError):
+    code = 27
+    name = 'REBALANCE_IN_PROGRESS'
+
+class InvalidCommitOffsetSizeError(KafkaError):
+    code = 28
+    name = 'INVALID_COMMIT_OFFSET_SIZE'
+
+class TopicAuthorizationFailedError(KafkaError):
+    code = 29
+    name = 'TOPIC_AUTHORIZATION_FAILED'
+
+class GroupAuthorizationFailedError(KafkaError):
+    code = 30
+    name = 'GROUP_AUTHORIZATION_FAILED'
+
+class ClusterAuthorizationFailedError(KafkaError):
+    code = 31
+    name = 'CLUSTER_AUTHORIZATION_FAILED'
+
+class InvalidTimestampError(KafkaError):
+    code = 32
+    name = 'INVALID_TIMESTAMP'
+
+class UnsupportedSaslMechanismError(KafkaError):
+    code = 33
+    name = 'UNSUPPORTED_SASL_MECHANISM'
+
+class IllegalSaslStateError(KafkaError):
+    code = 34
+    name = 'ILLEGAL_SASL_STATE'
+
+class UnsupportedVersionError(KafkaError):
+    code = 35
+    name = 'UNSUPPORTED_VERSION'
+
+class TopicAlreadyExistsError(KafkaError):
+    code = 36
+    name = 'TOPIC_ALREADY_EXISTS'
+
+class InvalidPartitionsError(KafkaError):
+    code = 37
+    name = 'INVALID_PARTITIONS'
+
+class InvalidReplicationFactorError(KafkaError):
+    code = 38
+    name = 'INVALID_REPLICATION_FACTOR'
+
+class InvalidConfigError(KafkaError):
+    code = 40
+    name = 'INVALID_CONFIG'
+
+class NotControllerError(RetriableError):
+    code = 41
+    name = 'NOT_CONTROLLER'
+
+class InvalidRequestError(KafkaError):
+    code = 42
+    name = 'INVALID_REQUEST'
+
+class UnsupportedForMessageFormatError(KafkaError):
+    code = 43
+    name = 'UNSUPPORTED_FOR_MESSAGE_FORMAT'
+
+class OutOfOrderSequenceNumberError(KafkaError):
+    code = 45
+    name = 'OUT_OF_ORDER_SEQUENCE_NUMBER'
+
+class DuplicateSequenceNumberError(KafkaError):
+    code = 46
+    name = 'DUPLICATE_SEQUENCE_NUMBER'
+
+class InvalidProducerEpochError(KafkaError):
+    code = 47
+    name = 'INVALID_PRODUCER_EPOCH'
+
+class InvalidProducerIdMappingError(KafkaError):
+    code = 49
+    name = 'INVALID_PRODUCER_ID_MAPPING'
+
+class ConcurrentTransactionsError(RetriableError):
+    code = 51
+    name = 'CONCURRENT_TRANSACTIONS'
+
+class KafkaStorageError(RetriableError):
+    code = 56
+    name = 'KAFKA_STORAGE_ERROR'
+
+class SaslAuthenticationFailedError(KafkaError):
+    code = 58
+    name = 'SASL_AUTHENTICATION_FAILED'
+
+class UnknownProducerIdError(KafkaError):
+    code = 59
+    name = 'UNKNOWN_PRODUCER_ID'
+
+class FetchSessionIdNotFoundError(RetriableError):
+    code = 70
+    name = 'FETCH_SESSION_ID_NOT_FOUND'
+
+class InvalidFetchSessionEpochError(RetriableError):
+    code = 71
+    name = 'INVALID_FETCH_SESSION_EPOCH'
+
+class FencedLeaderEpochError(RetriableError):
+    code = 74
+    name = 'FENCED_LEADER_EPOCH'
+
+class UnknownLeaderEpochError(RetriableError):
+    code = 75
+    name = 'UNKNOWN_LEADER_EPOCH'
+
+class UnsupportedCompressionTypeError(KafkaError):
+    code = 76
+    name = 'UNSUPPORTED_COMPRESSION_TYPE'
+
+class OffsetNotAvailableError(RetriableError):
+    code = 78
+    name = 'OFFSET_NOT_AVAILABLE'
+
+class MemberIdRequiredError(KafkaError):
+    code = 79
+    name = 'MEMBER_ID_REQUIRED'
+
+class GroupMaxSizeReachedError(KafkaError):
+    code = 81
+    name = 'GROUP_MAX_SIZE_REACHED'
+
+class FencedInstanceIdError(KafkaError):
+    code = 82
+    name = 'FENCED_INSTANCE_ID'
+
+class InvalidRecordError(KafkaError):
+    code = 87
+    name = 'INVALID_RECORD'
+
+class ThrottlingQuotaExceededError(RetriableError):
+    code = 89
+    name = 'THROTTLING_QUOTA_EXCEEDED'
+
+class ProducerFencedError(KafkaError):
+    code = 90
+    name = 'PRODUCER_FENCED'
+
+class UnknownTopicIdError(RetriableError):
+    code = 100
+    name = 'UNKNOWN_TOPIC_ID'
+
+class FencedMemberEpochError(KafkaError):
+    code = 110
+    name = 'FENCED_MEMBER_EPOCH'
+
+class StaleMemberEpochError(KafkaError):
+    code = 113
+    name = 'STALE_MEMBER_EPOCH'
+
+
+class TimeoutException(RetriableError):
+    """A client-side deadline passed (request.timeout.ms, delivery.timeout.ms, max.block.ms, an
+    API deadline). The message says which side timed out, after how long, and which setting
+    governs it."""
+
+    name = "TIMEOUT"
+
+
+class DisconnectException(NetworkException):
+    """A request cancelled because its connection was closed (by us or by the broker)."""
+
+    name = "DISCONNECTED"
+
+
+ERROR_CLASSES: dict[int, type[KafkaError]] = {
+    -1: UnknownServerError,
+    1: OffsetOutOfRangeError,
+    2: CorruptMessageError,
+    3: UnknownTopicOrPartitionError,
+    5: LeaderNotAvailableError,
+    6: NotLeaderOrFollowerError,
+    7: RequestTimedOutError,
+    8: BrokerNotAvailableError,
+    9: ReplicaNotAvailableError,
+    10: MessageTooLargeError,
+    12: OffsetMetadataTooLargeError,
+    13: NetworkException,
+    14: CoordinatorLoadInProgressError,
+    15: CoordinatorNotAvailableError,
+    16: NotCoordinatorError,
+    17: InvalidTopicException,
+    18: RecordListTooLargeError,
+    19: NotEnoughReplicasError,
+    20: NotEnoughReplicasAfterAppendError,
+    21: InvalidRequiredAcksError,
+    22: IllegalGenerationError,
+    23: InconsistentGroupProtocolError,
+    24: InvalidGroupIdError,
+    25: UnknownMemberIdError,
+    26: InvalidSessionTimeoutError,
+    27: RebalanceInProgressError,
+    28: InvalidCommitOffsetSizeError,
+    29: TopicAuthorizationFailedError,
+    30: GroupAuthorizationFailedError,
+    31: ClusterAuthorizationFailedError,
+    32: InvalidTimestampError,
+    33: UnsupportedSaslMechanismError,
+    34: IllegalSaslStateError,
+    35: UnsupportedVersionError,
+    36: TopicAlreadyExistsError,
+    37: InvalidPartitionsError,
+    38: InvalidReplicationFactorError,
+    40: InvalidConfigError,
+    41: NotControllerError,
+    42: InvalidRequestError,
+    43: UnsupportedForMessageFormatError,
+    45: OutOfOrderSequenceNumberError,
+    46: DuplicateSequenceNumberError,
+    47: InvalidProducerEpochError,
+    49: InvalidProducerIdMappingError,
+    51: ConcurrentTransactionsError,
+    56: KafkaStorageError,
+    58: SaslAuthenticationFailedError,
+    59: UnknownProducerIdError,
+    70: FetchSessionIdNotFoundError,
+    71: InvalidFetchSessionEpochError,
+    74: FencedLeaderEpochError,
+    75: UnknownLeaderEpochError,
+    76: UnsupportedCompressionTypeError,
+    78: OffsetNotAvailableError,
+    79: MemberIdRequiredError,
+    81: GroupMaxSizeReachedError,
+    82: FencedInstanceIdError,
+    87: InvalidRecordError,
+    89: ThrottlingQuotaExceededError,
+    90: ProducerFencedError,
+    100: UnknownTopicIdError,
+    110: FencedMemberEpochError,
+    113: StaleMemberEpochError,
+}
+
+
+def error_for_code(code: int, message: str | None = None) -> KafkaError:
+    """The exception for a wire error code; unknown codes become UnknownServerError."""
+    cls = ERROR_CLASSES.get(code)
+    if cls is None:
+        return UnknownServerError(message or f"unknown error code {code}", code=code)
+    return cls(message)
+
+
+def error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"UNKNOWN_ERROR_CODE_{code}"
