@@ -43,3 +43,14 @@ def handles(api: ApiKey, min_version: int, max_version: int, *, advertised=None)
         return fn
 
     return register
+
+
+def advertised_range(cluster: Any, api_key: int) -> tuple[int, int] | None:
+    """The version range this cluster serves for ``api_key``, or None if it does not."""
+    try:
+        reg = REGISTRY.get(ApiKey(api_key))
+    except ValueError:
+        return None
+    if reg is None or (reg.advertised is not None and not reg.advertised(cluster)):
+        return None
+    return reg.min_version, reg.max_version

@@ -1,0 +1,305 @@
+"""The emulated cluster: brokers, topics, partitions, replication, purgatories, faults, trace.
+
+Everything here is plain state changed by synchronous methods (atomic under trio); the
+I/O lives in ``server.py`` and the waits in the purgatories.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import trio
+
+from broker_emu.config import broker_config
+from broker_emu.faults import FaultEngine
+from broker_emu.log import PartitionLog
+from broker_emu.partition import Partition
+from broker_emu.purgatory import Purgatory
+from broker_emu.replication import Replication
+from broker_emu.scheduler import Scheduler
+from broker_emu.trace import Trace
+
+INTERNAL_TOPICS = ("__consumer_offsets",)
+
+
+@dataclass
+class Broker:
+    id: int
+    host: str = "127.0.0.1"
+    port: int = 0
+    alive: bool = True
+    rack: str | None = None
+    connections: set = field(default_factory=set)
+    listener_scope: trio.CancelScope | None = None
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[Partition]
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ProducerBatchRecord:
+    first_seq: int
+    last_seq: int
+    base_offset: int
+    epoch: int = 0
+
+
+class Cluster:
+    def __init__(self, brokers: int | Iterable[int] = 3, config: dict[str, Any] | None = None,
+                 host: str = "127.0.0.1", trace_sink=None):
+        self.config = broker_config(config)
+        ids = list(range(brokers)) if isinstance(brokers, int) else list(brokers)
+        if not ids:
+            raise ValueError("a cluster needs at least one broker")
+        self.brokers: dict[int, Broker] = {i: Broker(i, host) for i in ids}
+        self.host = host
+        self.rng = random.Random(self.config["emu.seed"])
+        self.cluster_id = self.config["cluster.id"]
+        self.controller_id = ids[0]
+        self.topics: dict[str, Topic] = {}
+        self.scheduler = Scheduler()
+        self.trace = Trace(trio.current_time, sink=trace_sink)
+        self.faults = FaultEngine(seed=self.config["emu.seed"], brokers=ids)
+        self.produce_purgatory = Purgatory("Produce", self.scheduler, self._purgatory_event)
+        self.fetch_purgatory = Purgatory("Fetch", self.scheduler, self._purgatory_event)
+        self.replication = Replication(self.scheduler, self.config, self.is_alive, self._partition_changed, self._isr_changed)
+        self.next_producer_id = 1000
+        self.producer_epochs: dict[int, int] = {}
+        self.producer_state: dict[tuple[int, str, int], list[ProducerBatchRecord]] = {}
+        self.groups: Any = None
+        self._nursery: trio.Nursery | None = None
+
+    # -- time ---------------------------------------------------------------------------------
+    def now_ms(self) -> float:
+        return self.trace.now_ms()
+
+    def wall_ms(self) -> int:
+        """Kafka timestamps (LogAppendTime, ListOffsets) — from trio's clock, offset to a fixed
+        epoch so virtual-time runs are reproducible."""
+        return 1_700_000_000_000 + int(self.now_ms())
+
+    # -- brokers ------------------------------------------------------------------------------
+    def broker_ids(self) -> set[int]:
+        return set(self.brokers)
+
+    def is_alive(self, broker_id: int) -> bool:
+        b = self.brokers.get(broker_id)
+        return b is not None and b.alive
+
+    def live_brokers(self) -> list[Broker]:
+        return [b for b in self.brokers.values() if b.alive]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{b.host}:{b.port}" for b in self.brokers.values())
+
+    # -- topics -------------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
+                     configs: dict[str, str] | None = None) -> Topic:
+        if name in self.topics:
+            raise ValueError(f"topic {name!r} already exists")
+        validate_topic_name(name)
+        n = partitions if partitions is not None else self.config["num.partitions"]
+        ids = sorted(self.brokers)
+        rf = replication_factor if replication_factor is not None else min(self.config["default.replication.factor"], len(ids))
+        if n < 1:
+            raise ValueError(f"partitions must be >= 1, got {n}")
+        if not 1 <= rf <= len(ids):
+            raise ValueError(f"replication factor {rf} is not between 1 and the {len(ids)} brokers")
+        start = self.rng.randrange(len(ids))
+        parts = []
+        retention = int((configs or {}).get("retention.bytes", self.config["log.retention.bytes"]))
+        for i in range(n):
+            replicas = [ids[(start + i + k) % len(ids)] for k in range(rf)]
+            leader = next((r for r in replicas if self.is_alive(r)), replicas[0])
+            now = trio.current_time()
+            p = Partition(name, i, replicas, leader, 0, sorted(r for r in replicas if self.is_alive(r)),
+                          PartitionLog(retention), {r: 0 for r in replicas if r != leader},
+                          {r: now for r in replicas if r != leader})
+            parts.append(p)
+        topic = Topic(name, uuid.UUID(int=self.rng.getrandbits(128)), parts, dict(configs or {}))
+        self.topics[name] = topic
+        return topic
+
+    def delete_topic(self, name: str) -> None:
+        topic = self.topics.pop(name)
+        for p in topic.partitions:
+            self.produce_purgatory.check_and_complete(p.key)
+            self.fetch_purgatory.check_and_complete(p.key)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+
+    def partition(self, topic: str, index: int) -> Partition | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= index < len(t.partitions):
+            return None
+        return t.partitions[index]
+
+    def maybe_auto_create(self, name: str) -> Topic | None:
+        if name in self.topics:
+            return self.topics[name]
+        if not self.config["auto.create.topics.enable"]:
+            return None
+        try:
+            validate_topic_name(name)
+        except ValueError:
+            return None
+        return self.create_topic(name)
+
+    def max_message_bytes(self, topic: str) -> int:
+        t = self.topics.get(topic)
+        if t is not None and "max.message.bytes" in t.configs:
+            return int(t.configs["max.message.bytes"])
+        return self.config["message.max.bytes"]
+
+    # -- groups -------------------------------------------------------------------------------
+    def coordinator_for(self, group_id: str) -> int:
+        """Kafka: partition = abs(hashCode(group)) % offsets.topic.num.partitions, coordinator =
+        that __consumer_offsets partition's leader. We model that partition's leader as the
+        live broker at index (partition % live brokers) in id order."""
+        p = java_string_hash(group_id) & 0x7FFFFFFF
+        p %= self.config["offsets.topic.num.partitions"]
+        live = sorted(b.id for b in self.live_brokers())
+        if not live:
+            return -1
+        return live[p % len(live)]
+
+    # -- replication and leadership -------------------------------------------------------------
+    def after_append(self, p: Partition, previous_leo: int) -> None:
+        self.replication.after_append(p, previous_leo)
+        if p.update_high_watermark():
+            self._partition_changed(p)
+
+    def _partition_changed(self, p: Partition) -> None:
+        self.produce_purgatory.check_and_complete(p.key)
+        self.fetch_purgatory.check_and_complete(p.key)
+
+    def _isr_changed(self, p: Partition, brokers: list[int], how: str) -> None:
+        self.trace.emit("isr_change", details={"topic": p.topic, "partition": p.index, how: brokers, "isr": list(p.isr),
+                                               "high_watermark": p.high_watermark})
+
+    def move_leader(self, topic: str, partition: int, broker_id: int) -> None:
+        p = self.partition(topic, partition)
+        if p is None:
+            raise KeyError(f"no partition {topic}-{partition}")
+        if broker_id not in p.replicas:
+            raise ValueError(f"broker {broker_id} is not a replica of {topic}-{partition} (replicas {p.replicas})")
+        if not self.is_alive(broker_id):
+            raise ValueError(f"broker {broker_id} is stopped")
+        if p.leader == broker_id:
+            return
+        old = p.leader
+        p.become_leader(broker_id, trio.current_time())
+        self.trace.emit("leader_change", broker=broker_id, details={"topic": topic, "partition": partition, "from": old,
+                                                                    "to": broker_id, "leader_epoch": p.leader_epoch})
+        self._partition_changed(p)
+        self.replication.resync(p)
+
+    def set_replication(self, topic: str | None, partition: int | None, follower: int | None, mode: str, lag_ms: float = 0.0) -> None:
+        if topic is not None and topic not in self.topics:
+            raise KeyError(f"no topic {topic!r}")
+        if topic is not None and partition is not None and self.partition(topic, partition) is None:
+            raise KeyError(f"no partition {topic}-{partition}")
+        self.replication.set_mode(topic, partition, follower, mode, lag_ms)
+        self.trace.emit("replication_mode", details={"topic": topic, "partition": partition, "follower": follower,
+                                                     "mode": mode, "lag_ms": lag_ms})
+        for t in self.topics.values():
+            for p in t.partitions:
+                self.replication.resync(p)
+
+    async def stop_broker(self, broker_id: int) -> None:
+        """Close the listener and every connection; the controller moves leadership to a live
+        ISR member and drops the broker from ISRs at once (faster than Kafka's session timeout,
+        so scenarios are exact; documented)."""
+        b = self.brokers[broker_id]
+        if not b.alive:
+            return
+        b.alive = False
+        self.trace.emit("broker_stop", broker=broker_id)
+        if b.listener_scope is not None:
+            b.listener_scope.cancel()
+        for conn in list(b.connections):
+            conn.abort("broker stopped")
+        for t in self.topics.values():
+            for p in t.partitions:
+                if broker_id in p.isr and len(p.isr) > 1:
+                    p.isr.remove(broker_id)
+                if p.leader == broker_id:
+                    candidates = [r for r in p.isr if r != broker_id and self.is_alive(r)] or \
+                                 [r for r in p.replicas if r != broker_id and self.is_alive(r)]
+                    if candidates:
+                        self.move_leader(p.topic, p.index, candidates[0])
+                p.update_high_watermark()
+                self._partition_changed(p)
+        if self.groups is not None:
+            self.groups.broker_stopped(broker_id)
+
+    async def start_broker(self, broker_id: int) -> None:
+        b = self.brokers[broker_id]
+        if b.alive:
+            return
+        b.alive = True
+        self.trace.emit("broker_start", broker=broker_id)
+        if self._nursery is not None and b.port:
+            from broker_emu.server import serve_broker
+            await self._nursery.start(serve_broker, self, b, b.port)
+        for t in self.topics.values():
+            for p in t.partitions:
+                self.replication.resync(p)
+
+    # -- idempotence ----------------------------------------------------------------------------
+    def init_producer_id(self, producer_id: int = -1, epoch: int = -1) -> tuple[int, int]:
+        if producer_id >= 0 and producer_id in self.producer_epochs:
+            self.producer_epochs[producer_id] += 1
+            return producer_id, self.producer_epochs[producer_id]
+        pid = self.next_producer_id
+        self.next_producer_id += 1
+        self.producer_epochs[pid] = 0
+        return pid, 0
+
+    # -- purgatory trace ------------------------------------------------------------------------
+    def _purgatory_event(self, kind: str, op) -> None:
+        ctx = getattr(op, "ctx", None)
+        fields = ctx.trace_fields() if ctx is not None else {}
+        self.trace.emit(kind, **fields, details=op.describe() if hasattr(op, "describe") else {})
+
+    # -- description ----------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        return {
+            "cluster_id": self.cluster_id,
+            "controller": self.controller_id,
+            "brokers": [{"id": b.id, "host": b.host, "port": b.port, "alive": b.alive} for b in self.brokers.values()],
+            "topics": [
+                {"name": t.name, "topic_id": str(t.topic_id), "partitions": [
+                    {"partition": p.index, "leader": p.leader, "leader_epoch": p.leader_epoch, "replicas": p.replicas,
+                     "isr": p.isr, "log_start_offset": p.log.log_start_offset, "log_end_offset": p.log_end_offset,
+                     "high_watermark": p.high_watermark} for p in t.partitions]}
+                for t in self.topics.values()
+            ],
+            "faults": [r.to_dict() for r in self.faults.rules.values()],
+            "purgatory": {"produce": len(self.produce_purgatory), "fetch": len(self.fetch_purgatory)},
+        }
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    for unit in s.encode("utf-16-be").hex(" ", 2).split() if s else []:
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def validate_topic_name(name: str) -> None:
+    import re
+
+    if not name or len(name) > 249 or name in (".", "..") or not re.fullmatch(r"[a-zA-Z0-9._-]+", name):
+        raise ValueError(f"invalid topic name {name!r} (1-249 of [a-zA-Z0-9._-], not '.' or '..')")

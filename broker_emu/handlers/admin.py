@@ -1,0 +1,133 @@
+"""InitProducerId, CreateTopics, DeleteTopics, DescribeConfigs, DescribeCluster, SASL and
+telemetry. SASL is not supported: SaslHandshake lists no mechanism (error 33) and
+SaslAuthenticate answers ILLEGAL_SASL_STATE, so a client configured for SASL fails clearly."""
+
+from __future__ import annotations
+
+import uuid
+
+from broker_emu.registry import handles
+from client.protocol import ApiKey
+
+TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_TOPIC = 36, 37, 38, 17
+UNKNOWN_TOPIC, UNKNOWN_TOPIC_ID = 3, 100
+
+
+@handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
+async def init_producer_id(ctx, req):
+    """Idempotent producers get a fresh id (or an epoch bump for a known id, v3+).
+    Transactions are not emulated: a transactional id is accepted but ignored."""
+    pid, epoch = ctx.cluster.init_producer_id(req.producer_id, req.producer_epoch)
+    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": epoch}
+
+
+@handles(ApiKey.CREATE_TOPICS, 2, 7)
+async def create_topics(ctx, req):
+    cluster = ctx.cluster
+    out = []
+    for t in req.topics:
+        entry = {"name": t.name, "error_code": 0, "error_message": None, "topic_config_error_code": 0,
+                 "num_partitions": -1, "replication_factor": -1, "configs": None}
+        n = None if t.num_partitions == -1 else t.num_partitions
+        rf = None if t.replication_factor == -1 else t.replication_factor
+        configs = {c.name: c.value for c in t.configs or ()}
+        if t.assignments:
+            n, rf = len(t.assignments), len(t.assignments[0].broker_ids)
+        if t.name in cluster.topics:
+            entry.update(error_code=TOPIC_ALREADY_EXISTS, error_message=f"Topic '{t.name}' already exists.")
+        elif n is not None and n < 1:
+            entry.update(error_code=INVALID_PARTITIONS, error_message=f"Number of partitions must be larger than 0, got {n}.")
+        elif rf is not None and not 1 <= rf <= len(cluster.brokers):
+            entry.update(error_code=INVALID_REPLICATION_FACTOR,
+                         error_message=f"Replication factor {rf} is not between 1 and the {len(cluster.brokers)} brokers.")
+        else:
+            try:
+                from broker_emu.cluster import validate_topic_name
+                validate_topic_name(t.name)
+            except ValueError as exc:
+                entry.update(error_code=INVALID_TOPIC, error_message=str(exc))
+        if entry["error_code"] == 0:
+            if req.validate_only:
+                entry.update(num_partitions=n or cluster.config["num.partitions"], replication_factor=rf or -1)
+            else:
+                topic = cluster.create_topic(t.name, n, rf, configs)
+                entry.update(topic_id=topic.topic_id, num_partitions=len(topic.partitions),
+                             replication_factor=len(topic.partitions[0].replicas))
+        out.append(entry)
+    return {"throttle_time_ms": 0, "topics": out}
+
+
+@handles(ApiKey.DELETE_TOPICS, 1, 6)
+async def delete_topics(ctx, req):
+    cluster = ctx.cluster
+    wanted = [(n, None) for n in req.topic_names or ()] + [(t.name, t.topic_id) for t in req.topics or ()]
+    out = []
+    for name, tid in wanted:
+        topic = cluster.topics.get(name) if name else cluster.topic_by_id(tid)
+        if topic is None:
+            out.append({"name": name, "topic_id": tid, "error_code": UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC})
+            continue
+        cluster.delete_topic(topic.name)
+        out.append({"name": topic.name, "topic_id": topic.topic_id, "error_code": 0})
+    return {"throttle_time_ms": 0, "responses": out}
+
+
+@handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
+async def describe_configs(ctx, req):
+    """Topic (2) and broker (4) resources: the broker config in effect, topic overrides marked."""
+    cluster = ctx.cluster
+    results = []
+    for r in req.resources:
+        entry = {"error_code": 0, "error_message": None, "resource_type": r.resource_type, "resource_name": r.resource_name, "configs": []}
+        if r.resource_type == 2:
+            t = cluster.topics.get(r.resource_name)
+            if t is None:
+                entry.update(error_code=UNKNOWN_TOPIC, error_message=f"unknown topic {r.resource_name}")
+            else:
+                base = {"max.message.bytes": str(cluster.config["message.max.bytes"]),
+                        "min.insync.replicas": str(cluster.config["min.insync.replicas"]),
+                        "message.timestamp.type": cluster.config["log.message.timestamp.type"],
+                        "retention.bytes": str(cluster.config["log.retention.bytes"])}
+                entry["configs"] = _configs({**base, **t.configs}, set(t.configs), r.configuration_keys)
+        elif r.resource_type == 4:
+            entry["configs"] = _configs({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in cluster.config.items()
+                                         if not k.startswith("emu.")}, set(), r.configuration_keys)
+        else:
+            entry.update(error_code=42, error_message=f"resource type {r.resource_type} is not supported by broker-emu")
+        results.append(entry)
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def _configs(values: dict, overridden: set, keys) -> list[dict]:
+    return [{"name": k, "value": v, "read_only": False, "is_default": k not in overridden,
+             "config_source": 1 if k in overridden else 5, "is_sensitive": False, "synonyms": [],
+             "config_type": 0, "documentation": None}
+            for k, v in sorted(values.items()) if keys is None or k in keys]
+
+
+@handles(ApiKey.DESCRIBE_CLUSTER, 0, 1)
+async def describe_cluster(ctx, req):
+    cluster = ctx.cluster
+    return {"throttle_time_ms": 0, "error_code": 0, "endpoint_type": 1, "cluster_id": cluster.cluster_id,
+            "controller_id": cluster.controller_id,
+            "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in cluster.live_brokers()],
+            "cluster_authorized_operations": -2147483648}
+
+
+@handles(ApiKey.SASL_HANDSHAKE, 0, 1)
+async def sasl_handshake(ctx, req):
+    return {"error_code": 33, "mechanisms": []}
+
+
+@handles(ApiKey.SASL_AUTHENTICATE, 0, 2)
+async def sasl_authenticate(ctx, req):
+    return {"error_code": 34, "error_message": "broker-emu does not support SASL", "auth_bytes": b""}
+
+
+@handles(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, advertised=lambda cluster: cluster.config["emu.telemetry"])
+async def get_telemetry_subscriptions(ctx, req):
+    """KIP-714, only advertised with emu.telemetry: a subscription asking for no metrics."""
+    instance = req.client_instance_id if req.client_instance_id and req.client_instance_id.int else uuid.UUID(int=ctx.cluster.rng.getrandbits(128))
+    return {"throttle_time_ms": 0, "error_code": 0, "client_instance_id": instance, "subscription_id": 1,
+            "accepted_compression_types": [0], "push_interval_ms": 300000, "telemetry_max_bytes": 1048576,
+            "delta_temporality": True, "requested_metrics": []}

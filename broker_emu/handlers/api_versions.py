@@ -1,0 +1,30 @@
+"""ApiVersions v0-4. Built from the registry, so advertising and implementing cannot drift.
+
+Any version is accepted; a too-new one is answered by the connection pipeline in the v0 layout
+with UNSUPPORTED_VERSION (KIP-511). v3+ checks client_software_name/version like the broker
+(letters, digits, '-' and '.', starting and ending with a letter or digit) -> INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import re
+
+from broker_emu.registry import REGISTRY, advertised_range, handles
+from client.protocol import ApiKey
+
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+@handles(ApiKey.API_VERSIONS, 0, 4)
+async def api_versions(ctx, req):
+    if ctx.api_version >= 3 and not (_SOFTWARE.fullmatch(req.client_software_name or "")
+                                     and _SOFTWARE.fullmatch(req.client_software_version or "")):
+        error = 42
+    else:
+        error = 0
+    keys = []
+    for api in sorted(REGISTRY):
+        rng = advertised_range(ctx.cluster, api)
+        if rng is not None:
+            keys.append({"api_key": int(api), "min_version": rng[0], "max_version": rng[1]})
+    return {"error_code": error, "api_keys": keys, "throttle_time_ms": 0}

@@ -1,0 +1,214 @@
+"""Produce v0-11 (SEMANTICS.md §1.6, §1.8, §2.2).
+
+acks=1: append and answer. acks=0: append, answer nothing; if any partition failed, close the
+connection so the producer notices. acks=-1: append, then park a DelayedProduce in the
+purgatory until the high watermark covers every appended offset; at the request's timeout_ms
+(counted from after the append) unfinished partitions answer REQUEST_TIMED_OUT — the data stays
+in the log. Idempotent producers: the last 5 batches per (producer, partition) are remembered; an
+exact repeat answers with the original offset and appends nothing.
+
+Differences from a real broker: transactions are not supported (transactional batches are
+appended as ordinary ones); LogAppendTime rewrites the batch CRC as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker_emu.handlers import CloseConnection
+from broker_emu.purgatory import DelayedOperation
+from broker_emu.registry import handles
+from client.protocol import ApiKey
+from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError, iter_batches, parse_batch_header, \
+    set_log_append_time, verify_crc
+
+NONE, CORRUPT_MESSAGE, UNKNOWN_TOPIC, NOT_LEADER, REQUEST_TIMED_OUT = 0, 2, 3, 6, 7
+MESSAGE_TOO_LARGE, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND = 10, 19, 20
+INVALID_REQUIRED_ACKS, OUT_OF_ORDER_SEQUENCE, DUPLICATE_SEQUENCE, INVALID_PRODUCER_EPOCH = 21, 45, 46, 47
+UNSUPPORTED_COMPRESSION, INVALID_RECORD = 76, 87
+SEQ_CACHE = 5
+
+
+class PartitionResult:
+    __slots__ = ("topic", "index", "error", "base_offset", "required", "log_append_time", "message")
+
+    def __init__(self, topic: str, index: int, error: int = NONE, base_offset: int = -1, message: str | None = None):
+        self.topic, self.index, self.error, self.base_offset = topic, index, error, base_offset
+        self.required = -1      # acks=all: HW must reach this
+        self.log_append_time = -1
+        self.message = message
+
+
+class DelayedProduce(DelayedOperation):
+    def __init__(self, ctx, timeout_ms: int, pending: list[PartitionResult]):
+        super().__init__(max(timeout_ms, 0) / 1000.0)
+        self.ctx = ctx
+        self.timeout_ms = timeout_ms
+        self.pending = pending
+        for r in pending:
+            r.error = REQUEST_TIMED_OUT  # what an unfinished partition answers at expiry
+        self.waiting = set(range(len(pending)))
+
+    def try_complete(self) -> bool:
+        cluster = self.ctx.cluster
+        for i in list(self.waiting):
+            r = self.pending[i]
+            p = cluster.partition(r.topic, r.index)
+            if p is None:
+                r.error = UNKNOWN_TOPIC
+            elif p.leader != self.ctx.broker_id or not cluster.is_alive(self.ctx.broker_id):
+                r.error = NOT_LEADER
+            elif p.high_watermark >= r.required:
+                min_isr = int(cluster.topics[r.topic].configs.get("min.insync.replicas", cluster.config["min.insync.replicas"]))
+                r.error = NOT_ENOUGH_REPLICAS_AFTER_APPEND if len(p.isr) < min_isr else NONE
+            else:
+                continue
+            self.waiting.discard(i)
+        return not self.waiting
+
+    def on_complete(self) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        return {"purgatory": "produce", "timeout_ms": self.timeout_ms,
+                "partitions": [{"topic": r.topic, "partition": r.index, "required_offset": r.required,
+                                "error": r.error if self.completed else None} for r in self.pending]}
+
+
+def validate_batch(ctx, topic: str, records: bytes | None) -> tuple[int, Any, str | None]:
+    """(error, header, message) for the single batch a v3+ produce must carry."""
+    if not records:
+        return INVALID_RECORD, None, "no record batch"
+    try:
+        header = parse_batch_header(records, 0)
+    except TruncatedBatchError as exc:
+        return CORRUPT_MESSAGE, None, str(exc)
+    except CorruptRecordBatchError as exc:
+        return INVALID_RECORD, None, str(exc)
+    if header.size != len(records):
+        extra = list(iter_batches(records))
+        return INVALID_RECORD, None, f"{len(extra)} record batches where exactly one is allowed"
+    if len(records) > ctx.cluster.max_message_bytes(topic):
+        return MESSAGE_TOO_LARGE, None, f"batch of {len(records)} bytes over max.message.bytes {ctx.cluster.max_message_bytes(topic)}"
+    if not verify_crc(records, 0, header):
+        return CORRUPT_MESSAGE, None, "CRC-32C mismatch"
+    if header.compression == 4 and ctx.api_version < 7:
+        return UNSUPPORTED_COMPRESSION, None, "zstd needs Produce v7+"
+    if header.base_offset != 0 or header.records_count <= 0 or header.last_offset_delta + 1 != header.records_count:
+        return INVALID_RECORD, None, "base offset, last offset delta and record count disagree"
+    if header.is_control or (header.producer_id >= 0 and header.base_sequence < 0):
+        return INVALID_RECORD, None, "control batch or idempotent batch without a sequence"
+    return NONE, header, None
+
+
+def check_sequence(cluster, key, header) -> tuple[int, int | None]:
+    """Idempotence: (error, original base offset if this batch is a duplicate)."""
+    if cluster.producer_epochs.get(header.producer_id, header.producer_epoch) > header.producer_epoch:
+        return INVALID_PRODUCER_EPOCH, None
+    history = cluster.producer_state.get(key)
+    first, last = header.base_sequence, header.base_sequence + header.last_offset_delta
+    if history and history[-1].epoch == header.producer_epoch:
+        for h in history:
+            if h.first_seq == first and h.last_seq == last:
+                return NONE, h.base_offset
+        expected = (history[-1].last_seq + 1) & 0x7FFFFFFF
+        if first != expected:
+            older = first < history[0].first_seq
+            return (DUPLICATE_SEQUENCE if older else OUT_OF_ORDER_SEQUENCE), None
+    elif first != 0:
+        return OUT_OF_ORDER_SEQUENCE, None
+    return NONE, None
+
+
+def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: int) -> PartitionResult:
+    cluster = ctx.cluster
+    result = PartitionResult(topic, index)
+    p = cluster.partition(topic, index)
+    if p is None:
+        result.error = UNKNOWN_TOPIC
+        return result
+    if p.leader != ctx.broker_id:
+        result.error = NOT_LEADER
+        return result
+    error, header, message = validate_batch(ctx, topic, records)
+    if error:
+        result.error, result.message = error, message
+        return result
+    t = cluster.topics[topic]
+    min_isr = int(t.configs.get("min.insync.replicas", cluster.config["min.insync.replicas"]))
+    if acks == -1 and len(p.isr) < min_isr:
+        result.error, result.message = NOT_ENOUGH_REPLICAS, f"ISR {p.isr} smaller than min.insync.replicas {min_isr}"
+        return result
+    key = (header.producer_id, topic, index)
+    if header.producer_id >= 0:
+        error, original = check_sequence(cluster, key, header)
+        if error:
+            result.error = error
+            return result
+        if original is not None:  # an exact retry: answer with the first offset, append nothing
+            result.base_offset = original
+            result.required = original + header.last_offset_delta + 1
+            return result
+    log_append = t.configs.get("message.timestamp.type", cluster.config["log.message.timestamp.type"]) == "LogAppendTime"
+    data = records
+    if log_append:
+        result.log_append_time = cluster.wall_ms()
+        data = set_log_append_time(records, result.log_append_time)
+    previous = p.log_end_offset
+    base, last = p.log.append(data, header, p.leader_epoch, result.log_append_time if log_append else None)
+    result.base_offset, result.required = base, last + 1
+    if header.producer_id >= 0:
+        from broker_emu.cluster import ProducerBatchRecord
+        history = cluster.producer_state.setdefault(key, [])
+        if history and history[-1].epoch != header.producer_epoch:
+            history.clear()
+        history.append(ProducerBatchRecord(header.base_sequence, header.base_sequence + header.last_offset_delta, base, header.producer_epoch))
+        del history[:-SEQ_CACHE]
+        cluster.producer_epochs[header.producer_id] = max(cluster.producer_epochs.get(header.producer_id, 0), header.producer_epoch)
+    cluster.after_append(p, previous)
+    return result
+
+
+@handles(ApiKey.PRODUCE, 0, 11)
+async def produce(ctx, req):
+    cluster = ctx.cluster
+    acks = req.acks
+    results: list[PartitionResult] = []
+    for t in req.topic_data:
+        for pd in t.partition_data:
+            if acks not in (-1, 0, 1):
+                results.append(PartitionResult(t.name, pd.index, INVALID_REQUIRED_ACKS))
+            else:
+                results.append(append_partition(ctx, t.name, pd.index, pd.records, acks))
+    if acks == 0:
+        failed = [r for r in results if r.error]
+        if failed:
+            raise CloseConnection(f"acks=0 produce failed on {failed[0].topic}-{failed[0].index} (error {failed[0].error})")
+        return None
+    if acks == -1:
+        appended = [r for r in results if r.error == NONE and r.required >= 0]
+        if appended:
+            op = DelayedProduce(ctx, req.timeout_ms, appended)
+            keys = [(r.topic, r.index) for r in appended]
+            if not cluster.produce_purgatory.try_complete_else_watch(op, keys):
+                await op.done.wait()
+    return build_response(cluster, ctx, results)
+
+
+def build_response(cluster, ctx, results: list[PartitionResult]) -> dict:
+    by_topic: dict[str, list] = {}
+    for r in results:
+        p = cluster.partition(r.topic, r.index)
+        entry = {"index": r.index, "error_code": r.error, "base_offset": r.base_offset,
+                 "log_append_time_ms": r.log_append_time,
+                 "log_start_offset": p.log.log_start_offset if p else -1, "record_errors": [],
+                 "error_message": r.message if r.error else None}
+        if r.error == NOT_LEADER and p is not None and ctx.api_version >= 10:
+            entry["current_leader"] = {"leader_id": p.leader, "leader_epoch": p.leader_epoch}
+        by_topic.setdefault(r.topic, []).append(entry)
+    response = {"responses": [{"name": name, "partition_responses": parts} for name, parts in by_topic.items()],
+                "throttle_time_ms": 0}
+    if ctx.api_version >= 10 and any(r.error == NOT_LEADER for r in results):
+        response["node_endpoints"] = [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
+                                      for b in cluster.live_brokers()]
+    return response

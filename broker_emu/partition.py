@@ -1,0 +1,94 @@
+"""A partition's replication state: replicas, leader and epoch, ISR, simulated follower
+progress and the high watermark.
+
+Followers are simulated: they hold no bytes, only a log end offset that advances when they
+"fetch" (see ``Replication``). HW = the smallest log end offset over the ISR (leader included)
+and never moves back except when a new leader truncates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from broker_emu.log import PartitionLog
+
+
+@dataclass
+class Partition:
+    topic: str
+    index: int
+    replicas: list[int]
+    leader: int
+    leader_epoch: int = 0
+    isr: list[int] = field(default_factory=list)
+    log: PartitionLog = field(default_factory=PartitionLog)
+    follower_leo: dict[int, int] = field(default_factory=dict)
+    last_caught_up: dict[int, float] = field(default_factory=dict)
+    high_watermark: int = 0
+    epoch_starts: dict[int, int] = field(default_factory=lambda: {0: 0})
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.index)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    def leo_of(self, broker: int) -> int:
+        return self.log.log_end_offset if broker == self.leader else self.follower_leo.get(broker, 0)
+
+    def update_high_watermark(self) -> bool:
+        """Recompute HW from the ISR; True if it advanced."""
+        new = min(self.leo_of(b) for b in self.isr) if self.isr else self.log.log_end_offset
+        if new > self.high_watermark:
+            self.high_watermark = new
+            return True
+        return False
+
+    def follower_fetched(self, follower: int, leo: int, now: float) -> bool:
+        """A follower reached ``leo``. Returns True if HW or ISR changed."""
+        leo = min(leo, self.log.log_end_offset)
+        if leo <= self.follower_leo.get(follower, 0) and follower in self.isr:
+            return False
+        self.follower_leo[follower] = max(leo, self.follower_leo.get(follower, 0))
+        changed = False
+        if self.follower_leo[follower] >= self.log.log_end_offset:
+            self.last_caught_up[follower] = now
+        if follower not in self.isr and self.follower_leo[follower] >= self.high_watermark and \
+                self.follower_leo[follower] >= self.log.log_end_offset:
+            self.isr.append(follower)
+            self.isr.sort()
+            changed = True
+        return self.update_high_watermark() or changed
+
+    def shrink_isr(self, now: float, lag_max_s: float) -> list[int]:
+        """Drop followers that have not caught up for ``lag_max_s``; returns who left."""
+        gone = [b for b in self.isr if b != self.leader and self.follower_leo.get(b, 0) < self.log.log_end_offset
+                and now - self.last_caught_up.get(b, now) >= lag_max_s - 1e-9]
+        for b in gone:
+            self.isr.remove(b)
+        if gone:
+            self.update_high_watermark()
+        return gone
+
+    def become_leader(self, broker: int, now: float) -> None:
+        """Leadership moves to ``broker`` (an ISR member if possible); its log is what counts."""
+        new_leo = self.leo_of(broker)
+        old_leo = self.log.log_end_offset
+        old_leader = self.leader
+        self.leader = broker
+        self.leader_epoch += 1
+        if new_leo < old_leo:
+            self.log.truncate_to(new_leo)
+        self.epoch_starts[self.leader_epoch] = self.log.log_end_offset
+        self.follower_leo.pop(broker, None)
+        self.follower_leo[old_leader] = min(old_leo, self.log.log_end_offset)
+        for b in self.replicas:
+            if b != broker:
+                self.follower_leo[b] = min(self.follower_leo.get(b, 0), self.log.log_end_offset)
+                self.last_caught_up.setdefault(b, now)
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+        if broker not in self.isr:
+            self.isr.append(broker)
+            self.isr.sort()

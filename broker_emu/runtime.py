@@ -1,0 +1,116 @@
+"""Starting and stopping a cluster: ``open_cluster`` for trio code, ``run_cluster_in_thread``
+for ordinary blocking code (tests with third-party clients)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, AsyncIterator, Iterable, Iterator
+
+import trio
+
+from broker_emu.cluster import Cluster
+from broker_emu.handlers import register_all
+from broker_emu.server import connect_in_memory, serve_broker
+
+TopicSpec = tuple  # (name, partitions, replication_factor)
+
+
+def _attach_groups(cluster: Cluster) -> Any:
+    try:
+        from broker_emu.groups import GroupCoordinator
+    except ImportError:
+        return None
+    cluster.groups = GroupCoordinator(cluster)
+    return cluster.groups
+
+
+@contextlib.asynccontextmanager
+async def open_cluster(brokers: int = 3, *, topics: Iterable[TopicSpec] = (), config: dict[str, Any] | None = None,
+                       listen: bool = True, host: str = "127.0.0.1", port: int = 0, trace_sink=None) -> AsyncIterator[Cluster]:
+    """A running cluster. ``listen=False`` serves only in-memory connections
+    (``cluster.connect(broker_id)``), for exact virtual-time tests. ``port`` 0 picks free ports;
+    otherwise brokers listen on port, port+1, ..."""
+    register_all()
+    cluster = Cluster(brokers, config, host=host, trace_sink=trace_sink)
+    async with trio.open_nursery() as nursery:
+        cluster._nursery = nursery
+        await nursery.start(cluster.scheduler.run)
+        groups = _attach_groups(cluster)
+        if groups is not None and hasattr(groups, "run"):
+            await nursery.start(groups.run)
+        if listen:
+            for i, b in enumerate(cluster.brokers.values()):
+                await nursery.start(serve_broker, cluster, b, port + i if port else 0)
+        for spec in topics:
+            name, parts, rf = (tuple(spec) + (None, None))[:3]
+            cluster.create_topic(name, parts, rf)
+        cluster.connect = lambda broker_id: connect_in_memory(cluster, broker_id)  # type: ignore[attr-defined]
+        try:
+            yield cluster
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+class ThreadedCluster:
+    """A cluster on its own trio thread. Use ``call(fn, *args)`` to run code on the cluster's
+    thread (its state is not thread-safe)."""
+
+    def __init__(self, **kwargs: Any):
+        self._kwargs = kwargs
+        self._ready = threading.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+        self._error: BaseException | None = None
+        self.cluster: Cluster | None = None
+        self._thread = threading.Thread(target=self._main, name="broker-emu", daemon=True)
+
+    def _main(self) -> None:
+        try:
+            trio.run(self._run)
+        except BaseException as exc:  # surfaced to the starting thread
+            self._error = exc
+            self._ready.set()
+
+    async def _run(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._stop = trio.Event()
+        async with open_cluster(**self._kwargs) as cluster:
+            self.cluster = cluster
+            self._ready.set()
+            await self._stop.wait()
+
+    def start(self) -> "ThreadedCluster":
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise RuntimeError(f"the cluster failed to start: {self._error!r}") from self._error
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        assert self.cluster is not None
+        return self.cluster.bootstrap
+
+    def call(self, fn, *args):
+        """Run a plain function on the cluster's thread and return its result."""
+        async def run():
+            return fn(*args)
+        return trio.from_thread.run(run, trio_token=self._token)
+
+    def acall(self, afn, *args):
+        return trio.from_thread.run(afn, *args, trio_token=self._token)
+
+    def stop(self) -> None:
+        if self._token is not None and self._stop is not None and self._thread.is_alive():
+            trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        self._thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def run_cluster_in_thread(**kwargs: Any) -> Iterator[ThreadedCluster]:
+    tc = ThreadedCluster(**kwargs).start()
+    try:
+        yield tc
+    finally:
+        tc.stop()

@@ -1,0 +1,241 @@
+"""Listeners and the per-connection request pipeline, modelled on Kafka's network layer.
+
+Pipeline: read size-prefixed frames (bounded by socket.request.max.bytes) -> decode header ->
+fault rules -> handler -> response, strictly one request at a time per connection, responses in
+request order (pipelined frames wait in a small queue, then in the socket). The broker mutes a
+connection while it handles a request, so an acks=all produce parked in the purgatory blocks
+every later request on that connection (SEMANTICS.md §1.1). A reader task keeps watching the
+socket meanwhile so a client's disconnect is seen, and traced, when it happens.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+import trio
+import trio.testing
+
+from broker_emu.context import RequestContext
+from broker_emu.faults import RequestFacts
+from broker_emu.handlers import CloseConnection, error_codes, error_response, topics_of
+from broker_emu.registry import REGISTRY, advertised_range
+from client.protocol import ApiKey, decode_request, decode_request_header, encode_response
+from client.protocol.errors import ProtocolError
+from client.protocol.framing import FrameSplitter, FrameTooLargeError
+
+if TYPE_CHECKING:
+    from broker_emu.cluster import Broker, Cluster
+
+_conn_ids = itertools.count(1)
+API_VERSIONS = int(ApiKey.API_VERSIONS)
+
+
+class Connection:
+    def __init__(self, cluster: "Cluster", broker: "Broker", stream: trio.abc.Stream, addr: str):
+        self.cluster, self.broker, self.stream, self.addr = cluster, broker, stream, addr
+        self.id = next(_conn_ids)
+        self.client_id: str | None = None
+        self.closed = False
+        self.scope = trio.CancelScope()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def _trace(self, kind: str, **fields: Any) -> None:
+        self.cluster.trace.emit(kind, broker=self.broker.id, conn=self.id, client_addr=self.addr,
+                                client_id=fields.pop("client_id", self.client_id), **fields)
+
+    def _closed_by(self, who: str, reason: str) -> None:
+        if not self.closed:
+            self.closed = True
+            self._trace("conn_close", details={"closed_by": who, "reason": reason})
+
+    def abort(self, reason: str) -> None:
+        """Close from the broker side (broker stopped, fault, bad input)."""
+        self._closed_by("broker", reason)
+        self.scope.cancel()
+
+    async def run(self) -> None:
+        self.broker.connections.add(self)
+        self._trace("conn_open")
+        try:
+            with self.scope:
+                if not await self._connection_faults():
+                    return
+                async with trio.open_nursery() as nursery:
+                    send, recv = trio.open_memory_channel(16)
+                    nursery.start_soon(self._reader, send, nursery.cancel_scope)
+                    await self._processor(recv)
+                    nursery.cancel_scope.cancel()
+        finally:
+            self.broker.connections.discard(self)
+            self._closed_by("broker", "connection ended")
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(1):
+                    await trio.aclose_forcefully(self.stream)
+
+    async def _connection_faults(self) -> bool:
+        for rule in self.cluster.faults.on_connect(self.broker.id, self.id, self.cluster.now_ms()):
+            self._trace("fault_applied", details={"rule": rule.id, "action": rule.action.to_dict()})
+            kind = rule.action.type
+            if kind == "refuse_connections":
+                self._closed_by("broker", f"fault {rule.id}: refuse_connections")
+                return False
+            if kind == "accept_never_read":
+                await trio.sleep_forever()
+            if kind == "slow_accept":
+                await trio.sleep(rule.action.ms / 1000)
+        return True
+
+    async def _reader(self, send: trio.MemorySendChannel, scope: trio.CancelScope) -> None:
+        splitter = FrameSplitter(self.cluster.config["socket.request.max.bytes"])
+        async with send:
+            while True:
+                try:
+                    data = await self.stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                if not data:
+                    self._closed_by("client", "end of stream" if splitter.buffered == 0 else
+                                    f"end of stream inside a frame ({splitter.buffered} bytes buffered)")
+                    scope.cancel()
+                    return
+                try:
+                    frames = splitter.feed(data)
+                except FrameTooLargeError as exc:
+                    self.abort(str(exc))
+                    return
+                for frame in frames:
+                    await send.send(frame)
+
+    async def _processor(self, recv: trio.MemoryReceiveChannel) -> None:
+        async for frame in recv:
+            if not await self._process(frame):
+                return
+
+    # -- one request --------------------------------------------------------------------------
+    async def _process(self, frame: bytes) -> bool:
+        """Handle one request; False means the connection must close."""
+        try:
+            header = decode_request_header(frame)
+        except ProtocolError as exc:
+            self.abort(f"corrupt request header: {exc}")
+            return False
+        self.client_id = header.client_id
+        ctx = RequestContext(self.cluster, self.broker, self.id, self.addr, header.api_key, header.api_version,
+                             header.correlation_id, header.client_id, self)
+        rng = advertised_range(self.cluster, header.api_key)
+        if rng is None or not rng[0] <= header.api_version <= rng[1]:
+            if header.api_key == API_VERSIONS:
+                return await self._api_versions_fallback(header)
+            self._trace("recv", correlation_id=header.correlation_id, api_key=header.api_key, api_version=header.api_version,
+                        details={"unsupported": True})
+            self.abort(f"unsupported API key {header.api_key} version {header.api_version}")
+            return False
+        try:
+            _, body = decode_request(frame)
+        except ProtocolError as exc:
+            self.abort(f"malformed request: {exc}")
+            return False
+        return await self._handle(ctx, body)
+
+    async def _api_versions_fallback(self, header) -> bool:
+        """A too-new ApiVersions gets UNSUPPORTED_VERSION in the v0 layout (KIP-511), listing
+        the ApiVersions range we do serve, so the client can retry with a version we know."""
+        lo, hi = advertised_range(self.cluster, API_VERSIONS)
+        body = {"error_code": 35, "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
+        self._trace("recv", correlation_id=header.correlation_id, api_key=API_VERSIONS, api="ApiVersions",
+                    api_version=header.api_version, details={"too_new": True})
+        return await self._send(encode_response(API_VERSIONS, 0, header.correlation_id, body),
+                                header.correlation_id, API_VERSIONS, header.api_version, [35])
+
+    async def _handle(self, ctx: RequestContext, body) -> bool:
+        cluster = self.cluster
+        fields = ctx.trace_fields()
+        topics = topics_of(cluster, ctx.api_key, body)
+        cluster.trace.emit("recv", **fields, details={"topics": sorted({t for t, _ in topics})} if topics else None)
+        facts = RequestFacts(self.broker.id, ctx.api_key, ctx.api_version, ctx.client_id, self.id, frozenset(topics))
+        decision = cluster.faults.decide(facts, cluster.now_ms())
+        for rule in decision.applied:
+            cluster.trace.emit("fault_applied", **fields, details={"rule": rule.id, "action": rule.action.to_dict()})
+        if decision.delay_request_ms:
+            await trio.sleep(decision.delay_request_ms / 1000)
+        terminal = decision.terminal
+        if terminal is not None and terminal.type == "black_hole":
+            await trio.sleep_forever()
+        if terminal is not None and terminal.type == "close_before":
+            self.abort(f"fault: close_before {ctx.api_key}")
+            return False
+        try:
+            if terminal is not None and terminal.type == "error":
+                response = error_response(ctx.api_key, ctx.api_version, body, terminal.error)
+            else:
+                response = await REGISTRY[ctx.api_key].handler(ctx, body)
+        except CloseConnection as exc:
+            self.abort(exc.reason)
+            return False
+        if terminal is not None and terminal.type == "close_after":
+            self.abort(f"fault: close_after {ctx.api_key}")
+            return False
+        if response is None:  # acks=0 produce: nothing goes back
+            return True
+        if decision.throttle_ms:
+            response = dict(response)
+            response["throttle_time_ms"] = max(int(decision.throttle_ms), response.get("throttle_time_ms", 0) or 0)
+        if decision.delay_response_ms:
+            await trio.sleep(decision.delay_response_ms / 1000)
+        out = encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
+        if terminal is not None and terminal.type == "partial_response":
+            await self.stream.send_all(out[: max(1, len(out) // 2)])
+            cluster.trace.emit("send", **fields, details={"partial": True, "bytes": len(out) // 2})
+            await trio.sleep_forever()
+        if not await self._send(out, ctx.correlation_id, ctx.api_key, ctx.api_version, error_codes(response), fields):
+            return False
+        if decision.throttle_ms:
+            await trio.sleep(decision.throttle_ms / 1000)  # KIP-219: the broker mutes the channel
+        return True
+
+    async def _send(self, out: bytes, correlation_id: int, api_key: int, version: int, errors, fields=None) -> bool:
+        try:
+            await self.stream.send_all(out)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._closed_by("client", "reset while sending a response")
+            return False
+        fields = fields or {"broker": self.broker.id, "conn": self.id, "client_id": self.client_id,
+                            "client_addr": self.addr, "correlation_id": correlation_id, "api_key": api_key,
+                            "api": ApiKey(api_key).api_name, "api_version": version}
+        self.cluster.trace.emit("send", **fields, details={"errors": sorted(set(errors))} if errors else None)
+        return True
+
+
+async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    listeners = await trio.open_tcp_listeners(port, host=broker.host)
+    broker.port = listeners[0].socket.getsockname()[1]
+
+    async def handle(stream: trio.SocketStream) -> None:
+        try:
+            peer = stream.socket.getpeername()
+            addr = f"{peer[0]}:{peer[1]}"
+        except OSError:
+            addr = "?"
+        await Connection(cluster, broker, stream, addr).run()
+
+    with trio.CancelScope() as scope:
+        broker.listener_scope = scope
+        async with trio.open_nursery() as nursery:
+            for listener in listeners:
+                nursery.start_soon(trio.serve_listeners, handle, [listener])
+            task_status.started(broker.port)
+    for listener in listeners:
+        await listener.aclose()
+
+
+def connect_in_memory(cluster: "Cluster", broker_id: int) -> trio.abc.Stream:
+    """A client end of an in-memory connection to ``broker_id`` (virtual-time tests)."""
+    broker = cluster.brokers.get(broker_id)
+    if broker is None or not broker.alive:
+        raise OSError(f"connection refused: broker {broker_id} is {'unknown' if broker is None else 'stopped'}")
+    if cluster._nursery is None:
+        raise RuntimeError("the cluster is not running")
+    client_end, server_end = trio.testing.memory_stream_pair()
+    cluster._nursery.start_soon(Connection(cluster, broker, server_end, f"memory:{broker_id}").run)
+    return client_end
