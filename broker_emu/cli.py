@@ -1,0 +1,167 @@
+"""The ``broker-emu`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from typing import Any
+
+import trio
+
+
+def parse_topic(text: str) -> tuple[str, int, int | None]:
+    parts = text.split(":")
+    try:
+        name = parts[0]
+        partitions = int(parts[1]) if len(parts) > 1 else 1
+        rf = int(parts[2]) if len(parts) > 2 else None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--topic wants NAME[:PARTITIONS[:RF]], got {text!r}") from None
+    if not name or len(parts) > 3:
+        raise argparse.ArgumentTypeError(f"--topic wants NAME[:PARTITIONS[:RF]], got {text!r}")
+    return name, partitions, rf
+
+
+def parse_config(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"--config wants KEY=VALUE, got {text!r}")
+    return key, value
+
+
+async def serve(args: argparse.Namespace) -> None:
+    from broker_emu import open_cluster
+    from broker_emu.control import Routes, serve_http
+    from broker_emu.faults.scenario_file import load_scenario, run_events
+
+    config = dict(args.config or [])
+    scenario = None
+    if args.scenario:
+        with open(args.scenario) as f:
+            scenario = load_scenario(f.read(), args.brokers)
+        config = {**scenario.config, **config}
+        if scenario.seed:
+            config.setdefault("emu.seed", scenario.seed)
+    brokers = args.brokers if args.brokers else (scenario.brokers if scenario and scenario.brokers else 3)
+    topics = list(args.topic or []) + (scenario.topics if scenario else [])
+    sink = open(args.trace, "w") if args.trace else None
+    try:
+        async with open_cluster(brokers, topics=topics, config=config, host=args.host, port=args.port, trace_sink=sink) as cluster:
+            async with trio.open_nursery() as nursery:
+                if scenario:
+                    for rule in scenario.faults:
+                        cluster.faults.add(rule, cluster.now_ms())
+                    nursery.start_soon(run_events, cluster, scenario.events)
+                print(f"bootstrap={cluster.bootstrap}", flush=True)
+                if args.control_port is not None:
+                    port = await nursery.start(lambda task_status: serve_http(
+                        Routes(cluster), args.host, args.control_port, token=args.token,
+                        allow_remote=args.allow_remote_control, task_status=task_status))
+                    print(f"control=http://{args.host}:{port}", flush=True)
+                with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        nursery.cancel_scope.cancel()
+                        break
+    finally:
+        if sink:
+            sink.close()
+
+
+def fault_command(args: argparse.Namespace) -> int:
+    from broker_emu.control.client import ControlError, call
+
+    try:
+        if args.fault_cmd == "add":
+            rule = json.loads(args.rule)
+            out = call(args.control, "POST", "/faults", rule, token=args.token)
+        elif args.fault_cmd == "list":
+            out = call(args.control, "GET", "/faults", token=args.token)
+        elif args.fault_cmd == "clear":
+            out = call(args.control, "DELETE", f"/faults/{args.id}" if args.id else "/faults", token=args.token)
+        elif args.fault_cmd == "broker":
+            out = call(args.control, "POST", f"/brokers/{args.broker}/{args.verb}", token=args.token)
+        elif args.fault_cmd == "leader":
+            out = call(args.control, "POST", f"/partitions/{args.topic}/{args.partition}/leader", {"broker": args.broker}, token=args.token)
+        else:
+            body = {"topic": args.topic, "partition": args.partition, "follower": args.follower, "mode": args.mode, "lag_ms": args.lag_ms}
+            out = call(args.control, "POST", "/replication", body, token=args.token)
+    except json.JSONDecodeError as exc:
+        print(f"error: the rule is not JSON: {exc}", file=sys.stderr)
+        return 2
+    except ControlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: cannot reach the control API at {args.control}: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="broker-emu", description="A Kafka broker emulator for testing and teaching timeouts.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run an emulated cluster on loopback")
+    s.add_argument("--brokers", type=int, default=None, help="number of brokers (default 3)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=0, help="first broker port; 0 picks free ports")
+    s.add_argument("--topic", action="append", type=parse_topic, metavar="NAME:PARTITIONS:RF")
+    s.add_argument("--config", action="append", type=parse_config, metavar="KEY=VALUE", help="broker config (Kafka's names)")
+    s.add_argument("--control-port", type=int, default=None, help="serve the HTTP control API (0 picks a port)")
+    s.add_argument("--token", default=None, help="require this bearer token on the control API")
+    s.add_argument("--allow-remote-control", action="store_true", help="allow a non-loopback control bind")
+    s.add_argument("--scenario", help="YAML scenario file (faults and timed events)")
+    s.add_argument("--trace", help="write the trace as JSONL to this file")
+
+    f = sub.add_parser("fault", help="drive a running cluster's control API")
+    f.add_argument("--control", default="http://127.0.0.1:9080", help="control API URL (printed by serve)")
+    f.add_argument("--token", default=None)
+    fs = f.add_subparsers(dest="fault_cmd", required=True)
+    add = fs.add_parser("add", help="add a fault rule (JSON)")
+    add.add_argument("rule", help='e.g. \'{"match": {"api": "Produce"}, "action": {"type": "black_hole"}}\'')
+    fs.add_parser("list", help="list fault rules")
+    clear = fs.add_parser("clear", help="remove one rule (--id) or all")
+    clear.add_argument("--id", type=int)
+    br = fs.add_parser("broker", help="stop or start a broker")
+    br.add_argument("verb", choices=["stop", "start"])
+    br.add_argument("broker", type=int)
+    ld = fs.add_parser("leader", help="move a partition leader")
+    ld.add_argument("topic")
+    ld.add_argument("partition", type=int)
+    ld.add_argument("broker", type=int)
+    rp = fs.add_parser("replication", help="stall, lag or restore replication")
+    rp.add_argument("mode", choices=["stall", "lag", "normal"])
+    rp.add_argument("--topic")
+    rp.add_argument("--partition", type=int)
+    rp.add_argument("--follower", type=int)
+    rp.add_argument("--lag-ms", type=float, default=0)
+
+    try:
+        from conformance.cli import add_commands
+        add_commands(sub)
+    except ImportError:
+        pass
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        try:
+            trio.run(serve, args)
+        except KeyboardInterrupt:
+            pass
+        except (ValueError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if args.command == "fault":
+        return fault_command(args)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
