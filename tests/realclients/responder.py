@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from client.protocol import ApiKey, decode_request, encode_response, records, supported_versions
 
-from capture import Frame
+from .capture import Frame
 
 UNSUPPORTED_VERSION = 35
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -73,8 +73,12 @@ class SingleBroker:
 
     def _metadata(self, version: int, body: Any) -> dict[str, Any]:
         wanted = body.topics
-        # v0: an empty list means every topic; v1+: null means every topic
-        names = [self.topic] if not wanted else [t.name for t in wanted]
+        # v0: an empty list means every topic; v1+: null means every topic and an empty list
+        # none (kafka-python and aiokafka bootstrap with an empty list)
+        if wanted is None or (version == 0 and not wanted):
+            names: list[str | None] = [self.topic]
+        else:
+            names = [t.name for t in wanted]
         return {
             "throttle_time_ms": 0,
             "brokers": [{"node_id": NODE_ID, "host": "127.0.0.1", "port": self.port, "rack": None}],
