@@ -68,9 +68,12 @@ class ThreadedCluster:
     def _main(self) -> None:
         try:
             trio.run(self._run)
-        except BaseException as exc:  # surfaced to the starting thread
+        except BaseException as exc:  # surfaced to the starting thread, or at stop()
             self._error = exc
             self._ready.set()
+            if self.cluster is not None:
+                import traceback
+                traceback.print_exception(exc)
 
     async def _run(self) -> None:
         self._token = trio.lowlevel.current_trio_token()
@@ -105,6 +108,8 @@ class ThreadedCluster:
         if self._token is not None and self._stop is not None and self._thread.is_alive():
             trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
         self._thread.join(timeout=10)
+        if self._error is not None and self.cluster is not None:
+            raise RuntimeError(f"the cluster crashed while running: {self._error!r}") from self._error
 
 
 @contextlib.contextmanager

@@ -109,7 +109,14 @@ class Connection:
 
     async def _processor(self, recv: trio.MemoryReceiveChannel) -> None:
         async for frame in recv:
-            if not await self._process(frame):
+            try:
+                keep = await self._process(frame)
+            except Exception as exc:  # a handler bug closes this connection, never the cluster
+                import traceback
+                traceback.print_exc()
+                self.abort(f"internal error: {type(exc).__name__}: {exc}")
+                return
+            if not keep:
                 return
 
     # -- one request --------------------------------------------------------------------------

@@ -272,9 +272,6 @@ class GroupCoordinator:
         g.protocol_type = req.protocol_type
         if g.state == "Stable" and unchanged and member_id != g.leader_id:
             return self._current_join_response(g, m)
-        m.joined = True
-        m.join_done = trio.Event()
-        self._disarm_session(m)
         if g.state != "PreparingRebalance":
             self._prepare_rebalance(g, f"member {member_id} joined")
         elif g.initial_delay_until is not None:
@@ -284,6 +281,9 @@ class GroupCoordinator:
                 g.initial_delay_until = new_until
                 g.join_timer.cancel()
                 g.join_timer = self.scheduler.call_at(new_until, lambda: self._join_timer_fired(g))
+        m.joined = True
+        m.join_done = trio.Event()
+        self._disarm_session(m)
         self._maybe_complete_join(g)
         await m.join_done.wait()
         return m.join_response or {"error_code": UNKNOWN_MEMBER_ID}
@@ -363,12 +363,12 @@ class GroupCoordinator:
         self.check_coordinator(ctx, req.group_id)
         g = self.group(req.group_id, create=True)
         error = NONE
-        simple = req.generation_id < 0 and not req.member_id
+        simple = req.generation_id_or_member_epoch < 0 and not req.member_id
         if simple and g.members:
             error = UNKNOWN_MEMBER_ID if req.member_id else ILLEGAL_GENERATION
         elif not simple:
             try:
-                self._member(g, req.member_id, req.generation_id)
+                self._member(g, req.member_id, req.generation_id_or_member_epoch)
                 if g.state == "PreparingRebalance":
                     error = REBALANCE_IN_PROGRESS
             except GroupError as exc:

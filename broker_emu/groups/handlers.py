@@ -33,10 +33,12 @@ def _error(exc: GroupError, **extra) -> dict:
 @handles(ApiKey.JOIN_GROUP, 0, 9)
 async def join_group(ctx, req):
     try:
-        body = await ctx.cluster.groups.join(ctx, req)
+        body = {"throttle_time_ms": 0, **await ctx.cluster.groups.join(ctx, req)}
     except GroupError as exc:
-        return _error(exc, generation_id=-1, member_id=req.member_id, leader="", protocol_name=None, members=[])
-    return {"throttle_time_ms": 0, **body}
+        body = _error(exc, generation_id=-1, member_id=req.member_id, leader="", protocol_name=None, members=[])
+    if ctx.api_version < 7 and body.get("protocol_name") is None:
+        body["protocol_name"] = ""  # nullable only from v7
+    return body
 
 
 @handles(ApiKey.SYNC_GROUP, 0, 5)
