@@ -18,8 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .capture import CaptureListener, Frame
-from .clients import ChildRun, run_client
-from .conftest import require_client
+from .clients import ChildRun, require_client, run_client
 from .responder import SingleBroker
 
 TOPIC = "emu-captures"
