@@ -2,8 +2,13 @@
 
 It answers just enough for a producer to get its record acknowledged: ApiVersions, Metadata (the
 listener itself is the only broker and leads every partition) and Produce (every partition
-accepts, error 0, offsets counted from 0). Anything else is recorded in ``unhandled`` and left
-unanswered, so a test sees it instead of a client stumbling over a made-up answer.
+accepts record batches v2 with error 0, offsets counted from 0; anything else in ``records`` gets
+INVALID_RECORD). Other requests are recorded in ``unhandled`` and left unanswered, so a test sees
+them instead of a client stumbling over a made-up answer.
+
+Like a real broker it advertises every API our codec knows (``advertise`` narrows that): clients
+read more than the versions of what they will send. librdkafka, for one, only writes record
+batches v2 when Fetch v4+ is advertised too (its "MsgVer2" feature needs Produce v3 and Fetch v4).
 
 ``api_versions_max`` lowers the ApiVersions versions we accept, to watch a client fall back: a
 request above it gets what a real broker sends for a version it does not know (SEMANTICS.md
@@ -22,6 +27,7 @@ from .capture import Frame
 
 UNSUPPORTED_VERSION = 35
 UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_RECORD = 87
 NODE_ID = 1
 ANSWERED = (ApiKey.PRODUCE, ApiKey.METADATA, ApiKey.API_VERSIONS)
 
@@ -107,7 +113,11 @@ class SingleBroker:
         return {"responses": responses, "throttle_time_ms": 0}
 
     def _append(self, topic: str, partition: int, batches: bytes | None) -> dict[str, Any]:
-        count = sum(h.records_count for _, h in records.iter_batches(batches)) if batches else 0
+        try:
+            count = sum(h.records_count for _, h in records.iter_batches(batches)) if batches else 0
+        except records.CorruptRecordBatchError:
+            # e.g. a magic 0/1 message set: Produce v3+ takes record batch v2 only (SEMANTICS 1.6)
+            return {"index": partition, "error_code": INVALID_RECORD, "base_offset": -1}
         with self._lock:
             base = self._next_offset.get((topic, partition), 0)
             self._next_offset[(topic, partition)] = base + count

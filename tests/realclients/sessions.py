@@ -8,6 +8,8 @@ Scenarios (each a fresh ``CaptureListener`` and a fresh client process):
   see it acknowledged.
 - ``fallback``: as ``produce``, but ApiVersions is only served at v0, so every client that
   starts higher shows how it falls back.
+- ``no-fetch``: as ``produce``, but ApiVersions advertises only ApiVersions, Metadata and
+  Produce, which makes librdkafka fall back to the old message format.
 
 Both ``tests/realclients`` and ``tests/protocol/test_captured_frames.py`` read these sessions;
 the cache means each client runs once per scenario however many tests look at it.
@@ -19,10 +21,10 @@ from dataclasses import dataclass
 
 from .capture import CaptureListener, Frame
 from .clients import ChildRun, require_client, run_client
-from .responder import SingleBroker
+from .responder import ANSWERED, SingleBroker
 
 TOPIC = "emu-captures"
-SCENARIOS = ("silent", "produce", "fallback")
+SCENARIOS = ("silent", "produce", "fallback", "no-fetch")
 
 
 def client_id(client: str) -> str:
@@ -85,8 +87,16 @@ def _run(client: str, version: str, scenario: str) -> Session:
 
     with CaptureListener(None if scenario == "silent" else respond) as listener:
         if scenario != "silent":
-            broker.append(SingleBroker(listener.port, TOPIC, api_versions_max=0 if scenario == "fallback" else None))
+            broker.append(_broker(listener.port, scenario))
         mode = "first" if scenario == "silent" else "produce"
         run = run_client(client, listener.port, TOPIC, client_id(client), value(client, scenario), mode)
     unhandled = tuple(broker[0].unhandled) if broker else ()
     return Session(client, version, scenario, tuple(listener.frames), run, unhandled, tuple(listener.errors))
+
+
+def _broker(port: int, scenario: str) -> SingleBroker:
+    if scenario == "fallback":
+        return SingleBroker(port, TOPIC, api_versions_max=0)
+    if scenario == "no-fetch":
+        return SingleBroker(port, TOPIC, advertise=ANSWERED)
+    return SingleBroker(port, TOPIC)
