@@ -31,6 +31,11 @@ SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 # their request_timeout_ms, which the driver sets to 4 s.
 PRODUCE_TIMEOUT_MS = {"confluent-kafka": 30000, "kcat": 30000, "kafkajs": 30000, "kafka-python": 4000, "aiokafka": 4000}
 
+# (partition_leader_epoch, producer_epoch, base_sequence) a non-idempotent producer writes: not
+# every client writes the -1s Kafka's own producer does, so a broker must not insist on them.
+BATCH_FIELDS = {"confluent-kafka": (0, -1, -1), "kcat": (0, -1, -1), "kafka-python": (0, -1, -1),
+                "aiokafka": (-1, -1, 0), "kafkajs": (0, 0, 0)}
+
 
 def frames_of(client, scenario, api_key=None):
     s = session(client, scenario)
@@ -100,5 +105,6 @@ def test_produce_carries_the_record(client, scenario):
     header, recs = records.decode_batch(batch)
     assert (header.magic, header.records_count, header.last_offset_delta, header.compression) == (2, 1, 0, 0)
     assert header.producer_id == -1  # not idempotent
+    assert (header.partition_leader_epoch, header.producer_epoch, header.base_sequence) == BATCH_FIELDS[client]
     assert [(r.key, r.value, list(r.headers)) for r in recs] == [(None, s.value.encode(), [])]
     assert recs[0].timestamp == header.base_timestamp == header.max_timestamp > 0
