@@ -23,3 +23,22 @@ def require_client(name: str) -> str:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason)
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def cluster():
+    """A 3-broker emulated cluster on loopback, with topic t (3 partitions, RF 3)."""
+    from broker_emu import run_cluster_in_thread
+
+    with run_cluster_in_thread(brokers=3, topics=[("t", 3, 3)], config={"group.initial.rebalance.delay.ms": 0}) as tc:
+        yield tc
+
+
+def run_node(script: str, *args: str, timeout: float = 60):
+    import subprocess
+
+    return subprocess.run(["node", os.path.join(ROOT, "tests", "realclients", script), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
