@@ -1,0 +1,107 @@
+"""Every fault action, applied by the real pipeline, in virtual time."""
+
+import trio
+
+from broker_emu import open_cluster
+from tests.cluster.wire import WireClient, produce_body
+
+PRODUCE, METADATA = 0, 3
+META = {"topics": None}
+
+
+
+async def test_black_hole_keeps_the_connection_open_and_never_answers(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        cluster.faults.add({"match": {"api": "Metadata"}, "action": "black_hole", "times": 1}, cluster.now_ms())
+        w = WireClient(cluster.connect(0))
+        await w.send(METADATA, 12, META)
+        with trio.move_on_after(120) as scope:
+            await w.recv()
+        assert scope.cancelled_caught
+        assert [e.kind for e in cluster.trace.events if e.kind in ("fault_applied", "conn_close")] == ["fault_applied"]
+        other = WireClient(cluster.connect(0))
+        assert (await other.call(METADATA, 12, META)).cluster_id  # times=1: the next request is served
+
+
+async def test_delays_add_to_the_round_trip(autojump_clock):
+    async with open_cluster(1, listen=False) as cluster:
+        cluster.faults.add({"action": {"type": "delay_request", "ms": 300}}, 0)
+        cluster.faults.add({"action": {"type": "delay_response", "ms": 200}}, 0)
+        w = WireClient(cluster.connect(0))
+        start = trio.current_time()
+        await w.call(METADATA, 12, META)
+        assert trio.current_time() - start == 0.5
+
+
+async def test_close_before_does_not_handle_close_after_does(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        rule = cluster.faults.add({"match": {"api": "Produce"}, "action": "close_before", "times": 1}, 0)
+        w = WireClient(cluster.connect(0))
+        await w.send(PRODUCE, 9, produce_body("t", 0, [b"a"], acks=1))
+        assert await w.closed() and cluster.partition("t", 0).log_end_offset == 0
+        cluster.faults.remove(rule.id)
+        cluster.faults.add({"match": {"api": "Produce"}, "action": "close_after", "times": 1}, 0)
+        w = WireClient(cluster.connect(0))
+        await w.send(PRODUCE, 9, produce_body("t", 0, [b"a"], acks=1))
+        assert await w.closed() and cluster.partition("t", 0).log_end_offset == 1  # handled, unanswered
+        closes = [e.details["closed_by"] for e in cluster.trace.events if e.kind == "conn_close"]
+        assert closes[:2] == ["broker", "broker"]
+
+
+async def test_error_injection_per_partition_without_side_effects(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        cluster.faults.add({"match": {"api": "Produce", "topic": "t"}, "action": {"type": "error", "error": "NOT_LEADER_OR_FOLLOWER"}, "times": 2}, 0)
+        w = WireClient(cluster.connect(0))
+        codes = [(await w.call(PRODUCE, 9, produce_body("t", 0, [b"a"], acks=1))).responses[0].partition_responses[0].error_code
+                 for _ in range(3)]
+        assert codes == [6, 6, 0] and cluster.partition("t", 0).log_end_offset == 1
+
+
+async def test_throttle_sets_throttle_time_and_mutes_the_connection(autojump_clock):
+    async with open_cluster(1, listen=False) as cluster:
+        cluster.faults.add({"match": {"api": "Metadata"}, "action": {"type": "throttle", "ms": 800}, "times": 1}, 0)
+        w = WireClient(cluster.connect(0))
+        start = trio.current_time()
+        first = await w.call(METADATA, 12, META)
+        assert first.throttle_time_ms == 800 and trio.current_time() == start
+        await w.call(METADATA, 12, META)
+        assert trio.current_time() - start == 0.8  # KIP-219: muted for the throttle time
+
+
+async def test_partial_response_then_stall(autojump_clock):
+    async with open_cluster(1, listen=False) as cluster:
+        cluster.faults.add({"action": "partial_response"}, 0)
+        stream = cluster.connect(0)
+        w = WireClient(stream)
+        await w.send(METADATA, 12, META)
+        data = await stream.receive_some(1 << 16)
+        size = int.from_bytes(data[:4], "big")
+        assert 0 < len(data) < size + 4
+        with trio.move_on_after(60) as scope:
+            await stream.receive_some(1 << 16)
+        assert scope.cancelled_caught
+
+
+async def test_connection_level_faults(autojump_clock):
+    async with open_cluster(1, listen=False) as cluster:
+        cluster.faults.add({"action": "refuse_connections", "times": 1}, 0)
+        assert await WireClient(cluster.connect(0)).closed()
+        cluster.faults.add({"action": {"type": "slow_accept", "ms": 250}, "times": 1}, 0)
+        start = trio.current_time()
+        await WireClient(cluster.connect(0)).call(METADATA, 12, META)
+        assert trio.current_time() - start == 0.25
+
+
+async def test_stop_broker_moves_leadership_and_drops_connections(autojump_clock):
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
+        p = cluster.partition("t", 0)
+        old = p.leader
+        w = WireClient(cluster.connect(old))
+        await w.call(METADATA, 12, META)
+        await cluster.stop_broker(old)
+        assert await w.closed()
+        assert p.leader != old and p.leader_epoch == 1 and old not in p.isr
+        md = await WireClient(cluster.connect(p.leader)).call(METADATA, 12, META)
+        assert old not in [b.node_id for b in md.brokers]
+        await cluster.start_broker(old)
+        assert cluster.is_alive(old)
