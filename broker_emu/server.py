@@ -91,7 +91,7 @@ class Connection:
         async with send:
             while True:
                 try:
-                    data = await self.stream.receive_some(65536)
+                    data = await self.stream.receive_some(1 << 20)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
                 if not data:

@@ -127,12 +127,13 @@ def verify_crc(batch, offset: int = 0, header: BatchHeader | None = None) -> boo
     return crc32c.crc32c(body) == header.crc
 
 
-def set_base_offset(batch: bytes, base_offset: int, leader_epoch: int) -> bytes:
-    """Stamp the broker-assigned base offset and leader epoch (CRC unaffected)."""
+def set_base_offset(batch: bytes, base_offset: int, leader_epoch: int) -> bytearray:
+    """Stamp the broker-assigned base offset and leader epoch (CRC unaffected). Returns a
+    bytearray: one copy of the batch, which the broker keeps as is."""
     out = bytearray(batch)
     _OFFSET_EPOCH.pack_into(out, 0, base_offset)
     _I32.pack_into(out, 12, leader_epoch)
-    return bytes(out)
+    return out
 
 
 def set_log_append_time(batch: bytes, timestamp_ms: int) -> bytes:
