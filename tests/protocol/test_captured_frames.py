@@ -16,8 +16,8 @@ from client.protocol import ApiKey, decode_request, encode_request, records
 
 # tests/ has no __init__.py; the capture harness is the package tests/realclients.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from realclients.clients import ALL_CLIENTS  # noqa: E402
-from realclients.sessions import SCENARIOS, TOPIC, session  # noqa: E402
+from realclients.clients import ALL_CLIENTS
+from realclients.sessions import SCENARIOS, TOPIC, session
 
 pytestmark = pytest.mark.realclient
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Self
 
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")
@@ -78,7 +79,7 @@ class CaptureListener:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def __enter__(self) -> "CaptureListener":
+    def __enter__(self) -> Self:
         server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         server.bind(("127.0.0.1", 0))
@@ -135,7 +136,7 @@ class CaptureListener:
         while not self._stop.is_set():
             try:
                 conn, _ = self._server.accept()
-            except (socket.timeout, BlockingIOError):
+            except (TimeoutError, BlockingIOError):
                 continue
             except OSError:
                 return
@@ -161,7 +162,7 @@ class CaptureListener:
             return True
         try:
             response = self._responder(frame)
-        except Exception as exc:  # the test must see it; the client sees a closed connection
+        except Exception as exc:  # noqa: BLE001 - the test must see it; the client sees a closed connection
             with self._changed:
                 self._errors.append(f"responder failed on {frame!r}: {type(exc).__name__}: {exc}")
             return False
@@ -194,7 +195,7 @@ class CaptureListener:
         while not self._stop.is_set():
             try:
                 return conn.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return b""

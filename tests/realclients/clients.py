@@ -54,7 +54,7 @@ def _kcat_version() -> str | None:
     if kcat is None:
         return None
     # "Version 1.7.1 (JSON, ..., librdkafka 2.0.2 builtin.features=...)"
-    out = subprocess.run([kcat, "-V"], capture_output=True, text=True, timeout=10).stdout
+    out = subprocess.run([kcat, "-V"], capture_output=True, text=True, timeout=10, check=False).stdout
     for line in out.splitlines():
         if line.startswith("Version "):
             words = line.split()
@@ -124,7 +124,7 @@ def run_client(name: str, port: int, topic: str, client_id: str, value: str, mod
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}  # the child's warnings are not our tests'
     try:
         proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
-                              cwd=REPO, env=env)
+                              cwd=REPO, env=env, check=False)
     except subprocess.TimeoutExpired as exc:  # run() has killed it; report instead of raising
         stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
         return ChildRun({"delivered": False, "error": f"killed after {CHILD_TIMEOUT_S} s"}, -9, stderr)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def _timeouts(mode: str) -> tuple[int, int]:
@@ -91,7 +92,7 @@ def aiokafka(port: int, topic: str, client_id: str, value: bytes, mode: str) -> 
             await asyncio.wait_for(producer.start(), wait_ms / 1000)
             await asyncio.wait_for(producer.send_and_wait(topic, value, partition=0), wait_ms / 1000)
             out["delivered"] = True
-        except (KafkaError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, KafkaError) as exc:
             out["error"] = f"{type(exc).__name__}: {exc}"
         finally:
             await producer.stop()

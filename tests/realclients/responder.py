@@ -19,9 +19,16 @@ from __future__ import annotations
 
 import threading
 import uuid
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from client.protocol import ApiKey, decode_request, encode_response, records, supported_versions
+from client.protocol import (
+    ApiKey,
+    decode_request,
+    encode_response,
+    records,
+    supported_versions,
+)
 
 from .capture import Frame
 
