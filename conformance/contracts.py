@@ -59,9 +59,9 @@ def returns_within(operation: str, expected_ms: float, *, early_ms: float = 0.0,
             return Verdict(False, message=f"no outcome recorded for {operation}")
         want = expected_ms / ev.scale
         got = o.elapsed_s * 1000
-        slack = max(late_ms / ev.scale, late_fraction * want)
+        slack = max(late_ms / ev.scale, late_fraction * want, ev.slack_ms)
         figure = f"returned at {_fmt_s(got)} of {_fmt_s(want)}"
-        if got < want - early_ms / ev.scale:
+        if got < want - max(early_ms / ev.scale, ev.slack_ms / 5):
             return Verdict(False, figure, f"{operation} returned {want - got:.1f} ms before its deadline")
         if got > want + slack:
             return Verdict(False, figure, f"{operation} overshot its deadline by {got - want:.1f} ms (allowed {slack:.1f} ms)")
@@ -91,7 +91,7 @@ def client_disconnects_after(api: str, expected_ms: float, tolerance_ms: float, 
             return Verdict(False, f"closed by {close.details.get('closed_by')}", f"conn {recv.conn} was closed by the broker ({close.details.get('reason')}), not the client")
         want = expected_ms / ev.scale
         got = close.t_ms - recv.t_ms
-        tol = max(tolerance_ms / ev.scale, tolerance_fraction * want)
+        tol = max(tolerance_ms / ev.scale, tolerance_fraction * want, ev.slack_ms)
         figure = f"disconnect at {_fmt_s(got)} of {_fmt_s(want)}"
         if abs(got - want) > tol:
             return Verdict(False, figure, f"client closed conn {recv.conn} {got:.1f} ms after {api}, expected {want:.1f} ± {tol:.1f} ms")
@@ -126,18 +126,36 @@ def metadata_before_retry(api: str) -> Contract:
     return Contract(f"Metadata before {api} retry, on a new connection", check, side="server")
 
 
-def no_client_disconnect() -> Contract:
-    """The client kept its connections (e.g. a slow broker or a long-poll is not a dead one)."""
+def abandoned_requests(ev: Evidence, api: str | None = None) -> list[tuple[TraceEvent, TraceEvent]]:
+    """(close, request) pairs: the client closed a connection while the broker still owed it an
+    answer. Closing an idle connection (e.g. the bootstrap one) abandons nothing."""
+    out = []
+    for close in ev.events("conn_close"):
+        if close.details.get("closed_by") != "client":
+            continue
+        on_conn = [e for e in ev.trace if e.conn == close.conn and e.broker == close.broker and e.t_ms <= close.t_ms]
+        answered = {e.correlation_id for e in on_conn if e.kind == "send"}
+        pending = [e for e in on_conn if e.kind == "recv" and e.correlation_id not in answered
+                   and (api is None or (e.api or "").lower() == api.lower())]
+        if pending:
+            out.append((close, pending[0]))
+    return out
+
+
+def no_client_disconnect(api: str | None = None) -> Contract:
+    """The client never dropped a connection with an ``api`` request outstanding (a slow broker
+    or a long-poll is not a dead one)."""
 
     def check(ev: Evidence) -> Verdict:
-        closes = [e for e in ev.events("conn_close") if e.details.get("closed_by") == "client"]
-        opened = len(ev.events("conn_open"))
-        if closes:
-            c = closes[0]
-            return Verdict(False, f"{len(closes)} client disconnects", f"client closed conn {c.conn} on broker {c.broker} at {c.t_ms:.0f} ms")
-        return Verdict(True, f"{opened} connections, none dropped")
+        dropped = abandoned_requests(ev, api)
+        if dropped:
+            close, req = dropped[0]
+            return Verdict(False, f"{len(dropped)} request(s) abandoned",
+                           f"client closed conn {close.conn} on broker {close.broker} at {close.t_ms:.0f} ms with "
+                           f"{req.api} (corr {req.correlation_id}, sent at {req.t_ms:.0f} ms) unanswered")
+        return Verdict(True, f"{len(ev.events('conn_open'))} connections, no request abandoned")
 
-    return Contract("no client disconnect", check, side="server")
+    return Contract(f"no {api or 'request'} abandoned by a disconnect", check, side="server")
 
 
 def purgatory_expires_after(timeout_ms: float, tolerance_ms: float) -> Contract:

@@ -49,6 +49,7 @@ class Evidence:
     scale: float = 1.0                 # real-time runs divide timeouts by this factor
     cluster: Any = None                # a snapshot for log checks (records per partition...)
     client_id: str | None = None
+    slack_ms: float = 0.0              # absolute timing tolerance (real-time runs: scheduling noise)
 
     def events(self, kind: str | None = None, api: str | None = None) -> list[TraceEvent]:
         return [e for e in self.trace

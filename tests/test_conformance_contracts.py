@@ -64,7 +64,7 @@ def test_outcome_and_deadline_contracts():
 
 
 def test_no_client_disconnect_and_purgatory():
-    assert not C.no_client_disconnect().check(evidence(KIP19_GOOD)).passed
+    assert not C.no_client_disconnect().check(evidence(KIP19_GOOD)).passed  # Produce corr 2 was pending
     calm = [e for e in KIP19_GOOD if e.kind != "conn_close"]
     assert C.no_client_disconnect().check(evidence(calm)).passed
     purg = [ev(5, "purgatory_enter", corr=9), ev(1005, "purgatory_expire", corr=9)]

@@ -24,8 +24,9 @@ Operations (``Operation.kind``) and their ``args``:
 from __future__ import annotations
 
 import abc
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from conformance.model import Operation, Outcome
 
@@ -44,6 +45,7 @@ class RunEnv:
     config: dict[str, Any]            # Kafka dotted names, already scaled for real-time clients
     scale: float = 1.0
     cluster: Any = None               # in-process cluster (our client uses its in-memory connect)
+    clock: Callable[[], float] = time.perf_counter   # seconds; real-time adapters time calls with it
     extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -66,3 +68,22 @@ class Adapter(abc.ABC):
     async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         """Perform the steps in order and report one Outcome each (a failed step is an
         Outcome with ok=False, not an exception)."""
+
+
+class RealTimeAdapter(Adapter):
+    """A third-party client driven from ordinary blocking code, in real time."""
+
+    virtual_time = False
+
+    @abc.abstractmethod
+    def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
+        ...
+
+    async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
+        import trio
+
+        return await trio.to_thread.run_sync(self.run_blocking, steps, env)
+
+
+def scaled_ms(value: Any, scale: float) -> Any:
+    return max(1, int(round(value / scale))) if isinstance(value, (int, float)) and not isinstance(value, bool) else value

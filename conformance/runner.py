@@ -1,0 +1,154 @@
+"""Run scenarios against clients and judge them from both sides of the wire.
+
+Real-time clients run against a cluster on its own thread, with every timeout (client config,
+fault delays, broker timers) divided by ``scale``; contracts divide their expectations by the
+same factor. Virtual-time adapters (our client) run under trio's MockClock at full length.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable
+
+from broker_emu import run_cluster_in_thread
+from conformance.adapters.base import Adapter, RunEnv, scaled_ms
+from conformance.model import Evidence, Result, Scenario, Status
+
+MS_KEYS_SUFFIX = ".ms"
+# Real-time runs share two cores with the emulator and the client's own threads: timing
+# contracts allow this much absolute slack on top of their own tolerance (documented).
+REAL_TIME_SLACK_MS = 150.0
+
+
+def scale_config(config: dict[str, Any], scale: float) -> dict[str, Any]:
+    return {k: scaled_ms(v, scale) if k.endswith(MS_KEYS_SUFFIX) else v for k, v in config.items()}
+
+
+def scale_fault(rule: dict[str, Any], scale: float) -> dict[str, Any]:
+    out = dict(rule)
+    for key in ("duration_ms", "at_ms"):
+        if key in out:
+            out[key] = scaled_ms(out[key], scale)
+    action = out.get("action")
+    if isinstance(action, dict) and "ms" in action:
+        out["action"] = {**action, "ms": scaled_ms(action["ms"], scale)}
+    if "replication" in out:
+        out["replication"] = {**out["replication"], "lag_ms": scaled_ms(out["replication"].get("lag_ms", 0), scale)}
+    return out
+
+
+def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
+    for raw in scenario.faults:
+        rule = scale_fault(raw, scale)
+        if "replication" in rule:
+            r = rule["replication"]
+            cluster.set_replication(r.get("topic"), r.get("partition"), r.get("follower"), r["mode"], r.get("lag_ms", 0))
+        else:
+            cluster.faults.add(rule, cluster.now_ms())
+
+
+def snapshot(cluster) -> dict[str, Any]:
+    return {"log_end_offsets": {f"{t.name}-{p.index}": p.log_end_offset for t in cluster.topics.values() for p in t.partitions},
+            "high_watermarks": {f"{t.name}-{p.index}": p.high_watermark for t in cluster.topics.values() for p in t.partitions}}
+
+
+def judge(scenario: Scenario, client: str, evidence: Evidence) -> Result:
+    result = Result(scenario.id, client, Status.PASS, trace=evidence.trace)
+    failures = []
+    for contract in scenario.contracts:
+        try:
+            verdict = contract.check(evidence)
+        except Exception as exc:  # a contract bug must show, not pass
+            result.contracts.append((contract.name, Status.ERROR, f"{type(exc).__name__}: {exc}"))
+            failures.append(f"{contract.name}: contract error {exc}")
+            continue
+        status = Status.PASS if verdict.passed else Status.FAIL
+        result.contracts.append((contract.name, status, verdict.figure if verdict.passed else verdict.message))
+        if verdict.figure:
+            result.figures[contract.name] = verdict.figure
+        if not verdict.passed:
+            failures.append(f"{contract.name}: {verdict.message}")
+    if failures:
+        result.status = Status.FAIL
+        result.message = "; ".join(failures)
+    return result
+
+
+def run_real_time(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
+    broker_config = {"group.initial.rebalance.delay.ms": 0, **scale_config(scenario.broker_config, scale)}
+    client_id = f"conformance-{adapter.name}"
+    wall = time.perf_counter()
+    with run_cluster_in_thread(brokers=scenario.brokers, topics=scenario.topics, config=broker_config) as tc:
+        tc.call(apply_setup, tc.cluster, scenario, scale)
+        env = RunEnv(tc.bootstrap, client_id, scale_config(scenario.client_config, scale), scale)
+        steps = tuple(replace(s, timeout_s=None if s.timeout_s is None else s.timeout_s / scale) for s in scenario.steps)
+        outcomes = adapter.run_blocking(steps, env)  # type: ignore[attr-defined]
+        trace = tc.call(lambda: list(tc.cluster.trace.events))
+        snap = tc.call(snapshot, tc.cluster)
+        simulated = tc.call(tc.cluster.now_ms) / 1000
+    evidence = Evidence(outcomes, trace, env.config, scale, snap, client_id, slack_ms=REAL_TIME_SLACK_MS)
+    result = judge(scenario, adapter.name, evidence)
+    result.wall_s = time.perf_counter() - wall
+    result.simulated_s = simulated * scale
+    return result
+
+
+@dataclass
+class Plan:
+    scenarios: list[Scenario]
+    adapters: list[Adapter]
+    scale: float = 30.0
+
+
+def run_plan(plan: Plan, progress: Callable[[int, int, Result], None] | None = None) -> list[Result]:
+    results = []
+    total = len(plan.scenarios) * len(plan.adapters)
+    for adapter in plan.adapters:
+        available, why = adapter.available()
+        for scenario in plan.scenarios:
+            if not available:
+                result = Result(scenario.id, adapter.name, Status.NA, message=why)
+            else:
+                ok, why_not = adapter.supports(scenario.steps)
+                if not ok:
+                    result = Result(scenario.id, adapter.name, Status.NA, message=why_not)
+                else:
+                    try:
+                        result = run_one(scenario, adapter, plan.scale)
+                    except Exception as exc:  # the run broke: an error cell, never a silent pass
+                        result = Result(scenario.id, adapter.name, Status.ERROR, message=f"{type(exc).__name__}: {exc}")
+            results.append(result)
+            if progress:
+                progress(len(results), total, result)
+    return results
+
+
+def run_one(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
+    if adapter.virtual_time:
+        from conformance.virtual import run_virtual_time
+        return run_virtual_time(scenario, adapter)
+    return run_real_time(scenario, adapter, scale)
+
+
+def default_adapters() -> list[Adapter]:
+    from conformance.adapters.confluent import ConfluentAdapter
+    from conformance.adapters.kafka_python import KafkaPythonAdapter
+
+    adapters: list[Adapter] = []
+    try:
+        from conformance.adapters.ours import OurAdapter
+        adapters.append(OurAdapter())
+    except ImportError:
+        pass
+    return adapters + [ConfluentAdapter(), KafkaPythonAdapter()]
+
+
+def select(scenarios: Iterable[Scenario], ids: list[str] | None) -> list[Scenario]:
+    scenarios = list(scenarios)
+    if not ids:
+        return scenarios
+    chosen = [s for s in scenarios if any(s.id == i or s.id.startswith(i.rstrip("*")) or s.family == i for i in ids)]
+    if not chosen:
+        raise SystemExit(f"no scenario matches {ids}; see broker-emu conformance --list")
+    return chosen

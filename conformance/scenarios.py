@@ -1,0 +1,160 @@
+"""The scenario catalogue. Times are Kafka's real defaults (ms); real-time clients run them
+divided by the runner's scale factor, our client in virtual time at full length."""
+
+from __future__ import annotations
+
+from conformance import contracts as C
+from conformance.model import Contract, Evidence, Operation, Scenario, Verdict
+
+REQUEST_TIMEOUT = 30_000
+DELIVERY_TIMEOUT = 120_000
+API_TIMEOUT = 60_000
+
+
+def _data_kept() -> Contract:
+    def check(ev: Evidence) -> Verdict:
+        kept = (ev.cluster or {}).get("log_end_offsets", {}).get("t-0", 0)
+        return Verdict(kept >= 1, f"{kept} record batch(es) in the leader's log",
+                       "" if kept else "the timed-out produce left nothing in the log")
+    return Contract("data stays in the leader's log", check, side="server")
+
+
+def _first_timeout_is_a_configured_one() -> Contract:
+    """Broker and client race (SEMANTICS.md §2.3): the broker's purgatory expires timeout_ms after
+    the append, the client drops the connection request.timeout.ms after sending. Whichever
+    fires first must fire at its own setting; the figure says who won."""
+
+    def check(ev: Evidence) -> Verdict:
+        enter = next((e for e in ev.events("purgatory_enter")), None)
+        if enter is None:
+            return Verdict(False, message="no produce entered the purgatory")
+        want = enter.details.get("timeout_ms", 0)
+        expire = next((e for e in ev.events("purgatory_expire") if e.correlation_id == enter.correlation_id and e.conn == enter.conn), None)
+        close = next((e for e in ev.events("conn_close") if e.conn == enter.conn and e.broker == enter.broker), None)
+        client_first = close is not None and close.details.get("closed_by") == "client" and (expire is None or close.t_ms < expire.t_ms)
+        if client_first:
+            got = close.t_ms - enter.t_ms
+            ok = got >= want * 0.8 - 50
+            return Verdict(ok, f"client gave up first, {got:.0f} ms after the append (timeout_ms {want})",
+                           "" if ok else f"the client dropped the connection after {got:.0f} ms, well before timeout_ms {want}")
+        if expire is None:
+            return Verdict(False, "nobody timed out", "the parked produce neither expired nor was abandoned")
+        got = expire.t_ms - enter.t_ms
+        ok = abs(got - want) <= max(5.0, 0.02 * want)
+        return Verdict(ok, f"broker answered REQUEST_TIMED_OUT after {got:.0f} ms (timeout_ms {want})",
+                       "" if ok else f"the purgatory expired after {got:.1f} ms, not {want}")
+    return Contract("the first timeout to fire is a configured one", check, side="server")
+
+
+def _no_purgatory() -> Contract:
+    def check(ev: Evidence) -> Verdict:
+        n = len(ev.events("purgatory_enter"))
+        return Verdict(n == 0, f"{n} parked request(s)", "acks=1 must not wait in the purgatory" if n else "")
+    return Contract("acks=1 never waits for followers", check, side="server")
+
+
+PRODUCE = Operation("produce", {"topic": "t", "partition": 0, "value": b"hello", "count": 1})
+
+CATALOGUE: tuple[Scenario, ...] = (
+    Scenario(
+        id="kip19.produce-black-hole",
+        family="KIP-19",
+        title="A black-holed Produce: disconnect at request.timeout.ms, refresh metadata, retry",
+        teaching=("The leader reads the first Produce and never answers. Nothing on the broker side times out: "
+                  "the client's own request.timeout.ms must fire, close the connection (the only way to abandon "
+                  "a request on an ordered connection), ask for Metadata, and send the batch again on a new "
+                  "connection, where it succeeds."),
+        references=("KIP-19", "SEMANTICS.md §3"),
+        steps=(PRODUCE,),
+        faults=({"match": {"api": "Produce"}, "action": "black_hole", "times": 1},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all"},
+        contracts=(
+            C.client_disconnects_after("Produce", REQUEST_TIMEOUT, 50, tolerance_fraction=0.15),
+            C.metadata_before_retry("Produce"),
+            C.outcome_is("produce", ok=True),
+        ),
+    ),
+    Scenario(
+        id="kip19.slow-broker-no-reconnect",
+        family="KIP-19",
+        title="A slow but alive broker (answers after 2/3 of request.timeout.ms) causes no reconnect",
+        teaching=("The broker delays its Produce answer by 20 s, below the 30 s request timeout. A correct client "
+                  "waits: slowness is not death. Reconnecting here would only add load and duplicates."),
+        references=("KIP-19",),
+        steps=(PRODUCE,),
+        faults=({"match": {"api": "Produce"}, "action": {"type": "delay_response", "ms": 20_000}, "times": 1},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all"},
+        contracts=(C.no_client_disconnect("Produce"), C.outcome_is("produce", ok=True),
+                   C.returns_within("produce", 20_000, early_ms=50, late_fraction=0.25)),
+    ),
+    Scenario(
+        id="kip91.delivery-timeout-in-flight",
+        family="KIP-91",
+        title="Every Produce is black-holed: the record fails at delivery.timeout.ms, not before, not after",
+        teaching=("Each attempt hangs until the client's request timeout, then the client retries. KIP-91 bounds the "
+                  "whole life of the record: at delivery.timeout.ms from the batch's creation the record fails with a "
+                  "timeout, however many retries were in progress."),
+        references=("KIP-91",),
+        steps=(PRODUCE,),
+        faults=({"match": {"api": "Produce"}, "action": "black_hole"},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all"},
+        contracts=(C.outcome_is("produce", error="TimeoutException"),
+                   C.returns_within("produce", DELIVERY_TIMEOUT, early_ms=100, late_fraction=0.1)),
+    ),
+    Scenario(
+        id="server.purgatory-request-timed-out",
+        family="Server side",
+        title="Stalled followers: acks=all waits in the purgatory and the broker answers REQUEST_TIMED_OUT",
+        teaching=("The leader appends the batch, then parks the Produce until the followers copy it. They never do, "
+                  "so at the request's timeout_ms the broker itself answers REQUEST_TIMED_OUT (error 7) - a "
+                  "server-side timeout. The record is still in the leader's log. Whether the client sees this "
+                  "answer depends on its own request timeout: the broker's clock starts later, after the append."),
+        references=("DelayedProduce", "SEMANTICS.md §2.2-2.3"),
+        steps=(Operation("produce", {"topic": "t", "partition": 0, "value": b"hello", "count": 1}),),
+        faults=({"replication": {"topic": "t", "mode": "stall"}},),
+        broker_config={"replica.lag.time.max.ms": 1_000_000},
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": 45_000, "acks": "all",
+                       "retries": 0},
+        contracts=(_first_timeout_is_a_configured_one(), _data_kept()),
+    ),
+    Scenario(
+        id="server.acks1-ignores-stalled-followers",
+        family="Server side",
+        title="acks=1 is answered at once even when followers are stalled",
+        teaching="acks=1 waits for the leader's append only; the purgatory and timeout_ms play no part.",
+        references=("SEMANTICS.md §2.2",),
+        steps=(PRODUCE,),
+        faults=({"replication": {"topic": "t", "mode": "stall"}},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "1",
+                       "enable.idempotence": False},
+        contracts=(_no_purgatory(), C.outcome_is("produce", ok=True), C.returns_within("produce", 0, late_ms=3_000)),
+    ),
+    Scenario(
+        id="kip266.poll-empty-at-deadline",
+        family="KIP-266",
+        title="poll(2 s) on an empty partition returns empty at its deadline, without an error",
+        teaching=("poll(timeout) never raises a timeout: it returns whatever it has when the time is up. Meanwhile "
+                  "the broker holds each Fetch for fetch.max.wait.ms (a long poll), which is not a dead broker."),
+        references=("KIP-266",),
+        steps=(Operation("poll", {"topic": "t", "partition": 0, "offset": "earliest"}, timeout_s=2.0),),
+        needs_faults=False,
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "fetch.max.wait.ms": 500},
+        contracts=(C.outcome_is("poll", ok=True), C.returns_within("poll", 2_000, early_ms=20, late_fraction=0.25),
+                   C.no_client_disconnect("Fetch")),
+    ),
+    Scenario(
+        id="kip266.committed-coordinator-black-hole",
+        family="KIP-266",
+        title="committed(timeout=5 s) against a black-holed coordinator fails at its deadline",
+        teaching=("The group coordinator never answers OffsetFetch. A blocking consumer call must not hang: it "
+                  "gives up at its deadline with a timeout that says what it was waiting for."),
+        references=("KIP-266", "consumer timeout design"),
+        steps=(Operation("committed", {"group": "cg", "topic": "t", "partition": 0}, timeout_s=5.0),),
+        faults=({"match": {"api": "OffsetFetch"}, "action": "black_hole"},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "default.api.timeout.ms": API_TIMEOUT},
+        contracts=(C.outcome_is("committed", error="TimeoutException"),
+                   C.returns_within("committed", 5_000, early_ms=20, late_fraction=0.25)),
+    ),
+)
+
+BY_ID = {s.id: s for s in CATALOGUE}
