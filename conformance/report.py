@@ -20,7 +20,9 @@ def _grid(results: Iterable[Result]) -> tuple[list[str], list[str], dict[tuple[s
 
 
 def key_figure(r: Result) -> str:
-    return next(iter(r.figures.values()), "") if r.figures else ""
+    """The most telling figure: a timing one ("... of ...") if there is one."""
+    figures = list(r.figures.values())
+    return next((f for f in figures if " of " in f), figures[0] if figures else "")
 
 
 def matrix(results: Iterable[Result], width: int = 42) -> str:
