@@ -189,3 +189,46 @@ def request_count(api: str, *, at_least: int = 0, at_most: int | None = None) ->
         return Verdict(True, figure)
 
     return Contract(f"{api} request count", check, side="server")
+
+
+def retry_on_new_leader(api: str) -> Contract:
+    """The first ``api`` request went to one broker; after the leader moved, the request that
+    succeeded went to another."""
+
+    def check(ev: Evidence) -> Verdict:
+        recvs = ev.events("recv", api)
+        if not recvs:
+            return Verdict(False, message=f"the broker never received {api}")
+        answered = {(e.broker, e.conn, e.correlation_id) for e in ev.events("send", api) if not e.details.get("errors")}
+        ok = [e for e in recvs if (e.broker, e.conn, e.correlation_id) in answered]
+        if not ok:
+            return Verdict(False, "never succeeded", f"no {api} was answered without an error")
+        first, last = recvs[0], ok[-1]
+        figure = f"first {api} to broker {first.broker}, success on broker {last.broker} at {_fmt_s(last.t_ms)}"
+        if last.broker == first.broker:
+            return Verdict(False, figure, f"the {api} that succeeded went to the old leader {first.broker}")
+        return Verdict(True, figure)
+
+    return Contract(f"{api} retried on the new leader", check, side="server")
+
+
+def honours_throttle(api: str, throttle_ms: float) -> Contract:
+    """After a response carrying throttle_time_ms, the client waited that long before sending the
+    next ``api`` request to that broker (KIP-219; the broker also mutes the connection)."""
+
+    def check(ev: Evidence) -> Verdict:
+        sends = [e for e in ev.events("send", api)]
+        if not sends:
+            return Verdict(False, message=f"no {api} response was sent")
+        first = sends[0]
+        nxt = next((e for e in ev.events("recv", api) if e.broker == first.broker and e.t_ms > first.t_ms), None)
+        if nxt is None:
+            return Verdict(False, "no second request", f"the client sent no second {api} to broker {first.broker}")
+        want = throttle_ms / ev.scale
+        gap = nxt.t_ms - first.t_ms
+        figure = f"next {api} {gap:.0f} ms after a {want:.0f} ms throttle"
+        if gap < want - max(1.0, ev.slack_ms / 5):
+            return Verdict(False, figure, f"the client sent {api} again after {gap:.0f} ms, inside the {want:.0f} ms throttle")
+        return Verdict(True, figure)
+
+    return Contract(f"{api} throttle honoured", check, side="server")

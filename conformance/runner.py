@@ -38,10 +38,23 @@ def scale_fault(rule: dict[str, Any], scale: float) -> dict[str, Any]:
     return out
 
 
+def _move_leader_later(cluster, spec: dict, at_s: float) -> None:
+    def move() -> None:
+        p = cluster.partition(spec["topic"], spec["partition"])
+        target = spec["broker"]
+        if target == "other":
+            target = next(b for b in p.isr if b != p.leader)
+        cluster.move_leader(spec["topic"], spec["partition"], target)
+
+    cluster.scheduler.call_later(at_s, move)
+
+
 def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
     for raw in scenario.faults:
         rule = scale_fault(raw, scale)
-        if "replication" in rule:
+        if "move_leader" in rule:
+            _move_leader_later(cluster, rule["move_leader"], rule["at_ms"] / 1000)
+        elif "replication" in rule:
             r = rule["replication"]
             cluster.set_replication(r.get("topic"), r.get("partition"), r.get("follower"), r["mode"], r.get("lag_ms", 0))
         else:

@@ -157,4 +157,46 @@ CATALOGUE: tuple[Scenario, ...] = (
     ),
 )
 
+CATALOGUE += (
+    Scenario(
+        id="kip19.fetch-black-hole",
+        family="KIP-19",
+        title="A black-holed Fetch: the consumer disconnects at request.timeout.ms and refreshes metadata",
+        teaching=("The leader swallows one Fetch. A Fetch is a long poll (fetch.max.wait.ms), so the client must "
+                  "not give up at that time, only at its request timeout; then it drops the connection, asks for "
+                  "Metadata and fetches again."),
+        references=("KIP-19",),
+        steps=(Operation("poll", {"topic": "t", "partition": 0, "offset": "earliest"}, timeout_s=150.0),),
+        faults=({"match": {"api": "Fetch"}, "action": "black_hole", "times": 1},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "fetch.max.wait.ms": 500},
+        contracts=(C.client_disconnects_after("Fetch", REQUEST_TIMEOUT, 50, tolerance_fraction=0.15),
+                   C.metadata_before_retry("Fetch")),
+    ),
+    Scenario(
+        id="kip19.leader-move-during-black-hole",
+        family="KIP-19",
+        title="The leader moves while a Produce hangs: the retry goes to the new leader",
+        teaching=("The old leader black-holes the Produce; 10 s later the controller moves leadership. When the "
+                  "client's request timeout fires it refreshes metadata and must send the retry to the new leader."),
+        references=("KIP-19",),
+        steps=(PRODUCE,),
+        faults=({"match": {"api": "Produce"}, "action": "black_hole", "times": 1},
+                {"move_leader": {"topic": "t", "partition": 0, "broker": "other"}, "at_ms": 10_000}),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all"},
+        contracts=(C.retry_on_new_leader("Produce"), C.outcome_is("produce", ok=True)),
+    ),
+    Scenario(
+        id="server.throttle-honoured",
+        family="Server side",
+        title="A throttled Produce answer: the client waits throttle_time_ms before its next Produce",
+        teaching=("Quotas do not fail requests: the broker answers at once with throttle_time_ms and mutes the "
+                  "connection for that long (KIP-219). A well-behaved client also holds back its next request."),
+        references=("KIP-219", "SEMANTICS.md §1.5"),
+        steps=(Operation("produce", {"topic": "t", "partition": 0, "value": b"a", "count": 2}),),
+        faults=({"match": {"api": "Produce"}, "action": {"type": "throttle", "ms": 6_000}, "times": 1},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "1"},
+        contracts=(C.honours_throttle("Produce", 6_000), C.outcome_is("produce", ok=True)),
+    ),
+)
+
 BY_ID = {s.id: s for s in CATALOGUE}

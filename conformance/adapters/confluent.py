@@ -49,9 +49,13 @@ class ConfluentAdapter(RealTimeAdapter):
         p.list_topics(step.args["topic"], timeout=10)  # warm up: time the send, not the bootstrap
         result = {}
         start = env.clock()
-        p.produce(step.args["topic"], step.args["value"], partition=step.args.get("partition", -1),
-                  on_delivery=lambda err, msg: result.update(err=err, t=env.clock(), offset=msg.offset()))
-        p.flush(conf["message.timeout.ms"] / 1000 * 3 + 10)
+        for _ in range(step.args.get("count", 1)):
+            result.clear()
+            p.produce(step.args["topic"], step.args["value"], partition=step.args.get("partition", -1),
+                      on_delivery=lambda err, msg: result.update(err=err, t=env.clock(), offset=msg.offset()))
+            p.flush(conf["message.timeout.ms"] / 1000 * 3 + 10)
+            if result.get("err") is not None:
+                break
         if "t" not in result:
             return Outcome("produce", False, env.clock() - start, "NoDeliveryReport", "flush ended without a delivery report")
         err = result["err"]

@@ -42,9 +42,10 @@ class KafkaPythonAdapter(RealTimeAdapter):
         try:
             p.partitions_for(step.args["topic"])  # warm up: time the send, not the bootstrap
             start = env.clock()
-            future = p.send(step.args["topic"], step.args["value"], partition=step.args.get("partition"))
             try:
-                md = future.get(timeout=c.get("delivery.timeout.ms", 120_000) / 1000 * 3 + 10)
+                for _ in range(step.args.get("count", 1)):
+                    future = p.send(step.args["topic"], step.args["value"], partition=step.args.get("partition"))
+                    md = future.get(timeout=c.get("delivery.timeout.ms", 120_000) / 1000 * 3 + 10)
                 return Outcome("produce", True, env.clock() - start, value=md.offset)
             except Exception as exc:
                 return Outcome("produce", False, env.clock() - start, _error_type(exc), str(exc))
