@@ -10,6 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field as dc_field
 from typing import Any
 
+class _Null:
+    """Marks an explicit ``"default": "null"`` (distinct from "no default given")."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = _Null()
+
 INT_TYPES = {
     "int8": "b", "int16": "h", "int32": "i", "int64": "q",
     "uint16": "H", "uint32": "I", "float64": "d", "bool": "?",
@@ -71,6 +80,8 @@ class Field:
 
     def default_value(self) -> Any:
         """The value a field takes when absent from a version (Kafka's generator rules)."""
+        if self.default is NULL:
+            return None
         if self.default is not None:
             return self.default
         if self.is_array:

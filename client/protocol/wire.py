@@ -248,7 +248,7 @@ def write_tagged(io, obj, known: tuple) -> None:
     items = []
     for tag, name, default, build in known:
         value = obj.get(name, default)
-        if value is None or value == default:
+        if value == default:
             continue
         sub = BytesIO()
         build(value, sub, None)
