@@ -81,7 +81,7 @@ def test_huge_claimed_lengths_fail_fast_without_allocating():
 def test_null_where_not_nullable_and_bad_varints():
     with pytest.raises(CorruptFrameError, match="invalid array length -2"):
         decode_request(_metadata_v4_with_topic_count(-2))  # -2 is never valid
-    decode_request(_metadata_v4_with_topic_count(-1))  # Metadata v1+ topics are nullable: -1 is fine
+    assert decode_request(_metadata_v4_with_topic_count(-1) + b"\x01")[1].topics is None  # v1+: nullable
     # Produce v3: transactional_id null, acks, timeout, then topic_data (not nullable) = -1
     produce = b"\x00\x00\x00\x03\x00\x00\x00\x01\x00\x01c\xff\xff\x00\x01\x00\x00\x03\xe8\xff\xff\xff\xff"
     with pytest.raises(CorruptFrameError, match="invalid array length -1"):
