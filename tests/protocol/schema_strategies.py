@@ -31,15 +31,32 @@ def _scalar(t: str):
     raise ValueError(t)
 
 
-def field_strategy(f: Field, version: int, depth: int = 0):
+# kio validates meaning, not only layout: these field values are kept meaningful for it
+SEMANTIC = {
+    "error_code": st.sampled_from([0, 3, 6, 7, 15, 16, 27]),
+}
+
+
+def _semantic(f: Field):
+    if f.name in SEMANTIC:
+        return SEMANTIC[f.name]
+    if f.type == "int64" and ("timestamp" in f.name or f.name.endswith("time_ms")):
+        return st.integers(-1, 2**40)
+    return None
+
+
+def field_strategy(f: Field, version: int, depth: int = 0, semantic: bool = False):
+    special = _semantic(f) if semantic and not f.is_array and f.type != "struct" else None
+    if special is not None:
+        return st.one_of(st.none(), special) if f.nullable_in(version) else special
     if f.is_array:
         if f.element_type == "struct":
-            elem = struct_strategy(f.fields, version, depth + 1)
+            elem = struct_strategy(f.fields, version, depth + 1, semantic)
         else:
             elem = _scalar(f.element_type)
         base = st.lists(elem, max_size=2 if depth < 2 else 1)
     elif f.type == "struct":
-        base = struct_strategy(f.fields, version, depth + 1)
+        base = struct_strategy(f.fields, version, depth + 1, semantic)
     else:
         base = _scalar(f.type)
     if f.nullable_in(version):
@@ -47,14 +64,14 @@ def field_strategy(f: Field, version: int, depth: int = 0):
     return base
 
 
-def struct_strategy(fields, version: int, depth: int = 0):
-    present = {f.name: field_strategy(f, version, depth) for f in fields if f.present_in(version)}
+def struct_strategy(fields, version: int, depth: int = 0, semantic: bool = False):
+    present = {f.name: field_strategy(f, version, depth, semantic) for f in fields if f.present_in(version)}
     return st.fixed_dictionaries(present)
 
 
-def message_strategy(api_key: int, version: int, direction: str):
+def message_strategy(api_key: int, version: int, direction: str, semantic: bool = False):
     api = ALL_APIS[api_key]
-    return struct_strategy(api.request if direction == "request" else api.response, version)
+    return struct_strategy(api.request if direction == "request" else api.response, version, 0, semantic)
 
 
 def all_cases():
