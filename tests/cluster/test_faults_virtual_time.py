@@ -105,3 +105,43 @@ async def test_stop_broker_moves_leadership_and_drops_connections(autojump_clock
         assert old not in [b.node_id for b in md.brokers]
         await cluster.start_broker(old)
         assert cluster.is_alive(old)
+
+
+async def test_accept_never_read(autojump_clock):
+    async with open_cluster(1, listen=False) as cluster:
+        cluster.faults.add({"action": "accept_never_read", "times": 1}, 0)
+        w = WireClient(cluster.connect(0))
+        await w.send(METADATA, 12, META)
+        with trio.move_on_after(300) as scope:
+            await w.recv()
+        assert scope.cancelled_caught
+        assert not [e for e in cluster.trace.events if e.kind == "recv"]  # never read a byte
+
+
+async def test_cut_link_stalls_only_that_follower(autojump_clock):
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False, config={"replica.lag.time.max.ms": 5000}) as cluster:
+        p = cluster.partition("t", 0)
+        cut_off = next(b for b in p.replicas if b != p.leader)
+        cluster.replication.cut(p.leader, cut_off)
+        w = WireClient(cluster.connect(p.leader))
+        start = trio.current_time()
+        r = await w.call(PRODUCE, 9, produce_body("t", 0, [b"a"], timeout_ms=60000))
+        assert r.responses[0].partition_responses[0].error_code == 0
+        assert trio.current_time() - start == 5.0 and cut_off not in p.isr
+        cluster.replication.heal(p.leader, cut_off)
+        cluster.replication.resync(p)
+        assert cut_off in p.isr  # caught up again: back in the ISR
+
+
+async def test_same_seed_same_decisions_through_the_pipeline(autojump_clock):
+    async def errors_seen(seed):
+        async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config={"emu.seed": seed}) as cluster:
+            cluster.faults.add({"match": {"api": "Produce"}, "action": {"type": "error", "error": 6}, "probability": 0.5}, 0)
+            w = WireClient(cluster.connect(0))
+            return [(await w.call(PRODUCE, 9, produce_body("t", 0, [b"a"], acks=1))).responses[0].partition_responses[0].error_code
+                    for _ in range(40)]
+
+    first = await errors_seen(11)
+    assert first == await errors_seen(11)
+    assert first != await errors_seen(12)
+    assert 8 <= first.count(6) <= 32
