@@ -1,0 +1,87 @@
+"""Client configuration with Kafka's dotted names and defaults (SEMANTICS.md §4)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from client.errors import KafkaError
+
+
+class ConfigException(KafkaError):
+    name = "CONFIG_EXCEPTION"
+
+
+COMMON: dict[str, Any] = {
+    "bootstrap.servers": None,
+    "client.id": "broker-emu-client",
+    "request.timeout.ms": 30000,
+    "retry.backoff.ms": 100,
+    "retry.backoff.max.ms": 1000,
+    "reconnect.backoff.ms": 50,
+    "reconnect.backoff.max.ms": 1000,
+    "socket.connection.setup.timeout.ms": 10000,
+    "socket.connection.setup.timeout.max.ms": 30000,
+    "metadata.max.age.ms": 300000,
+    "allow.auto.create.topics": True,
+}
+PRODUCER: dict[str, Any] = {
+    **COMMON,
+    "acks": "all",
+    "enable.idempotence": True,
+    "linger.ms": 0,
+    "batch.size": 16384,
+    "buffer.memory": 33554432,
+    "max.block.ms": 60000,
+    "delivery.timeout.ms": 120000,
+    "retries": 2147483647,
+    "max.in.flight.requests.per.connection": 5,
+    "compression.type": "none",
+    "max.request.size": 1048576,
+}
+
+
+def parse_config(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise ConfigException(f"unknown configuration {', '.join(unknown)} (known: {', '.join(sorted(defaults))})")
+    config = dict(defaults)
+    for key, value in given.items():
+        default = defaults[key]
+        if isinstance(default, bool):
+            if isinstance(value, str):
+                value = value.lower() == "true"
+            if not isinstance(value, bool):
+                raise ConfigException(f"{key} must be true or false, got {value!r}")
+        elif isinstance(default, int) and key != "acks":
+            try:
+                value = int(value)
+            except (TypeError, ValueError):
+                raise ConfigException(f"{key} must be an integer, got {value!r}") from None
+            if value < 0:
+                raise ConfigException(f"{key} must not be negative, got {value}")
+        config[key] = value
+    if not config["bootstrap.servers"]:
+        raise ConfigException("bootstrap.servers is required")
+    return config
+
+
+def producer_config(given: Mapping[str, Any]) -> dict[str, Any]:
+    """KIP-91: delivery.timeout.ms must cover linger.ms + request.timeout.ms. Set explicitly too
+    small, that is an error naming the three values; left unset, it is raised to fit (as Java)."""
+    config = parse_config(given, PRODUCER)
+    acks = str(config["acks"])
+    if acks not in ("all", "-1", "0", "1"):
+        raise ConfigException(f"acks must be all, -1, 0 or 1, got {config['acks']!r}")
+    config["acks"] = -1 if acks in ("all", "-1") else int(acks)
+    floor = config["linger.ms"] + config["request.timeout.ms"]
+    if config["delivery.timeout.ms"] < floor:
+        if "delivery.timeout.ms" in given:
+            raise ConfigException(
+                f"delivery.timeout.ms ({config['delivery.timeout.ms']}) must be at least linger.ms "
+                f"({config['linger.ms']}) + request.timeout.ms ({config['request.timeout.ms']}) = {floor}")
+        config["delivery.timeout.ms"] = floor
+    if config["enable.idempotence"] and (config["acks"] != -1 or config["retries"] == 0):
+        if "enable.idempotence" in given:
+            raise ConfigException("enable.idempotence requires acks=all and retries > 0")
+        config["enable.idempotence"] = False
+    return config
