@@ -1,0 +1,41 @@
+"""broker-emu's own client, in virtual time over the emulator's in-memory connections."""
+
+from __future__ import annotations
+
+import trio
+
+from client.config import PRODUCER
+from client.errors import KafkaError
+from client.producer import open_producer
+from conformance.adapters.base import Adapter, RunEnv
+from conformance.model import Operation, Outcome
+
+
+class OurAdapter(Adapter):
+    name = "broker-emu (async)"
+    virtual_time = True
+    operations = frozenset({"produce"})  # the consumer (KIP-266 scenarios) is not built yet: N/A
+
+    def _connect(self, env: RunEnv):
+        async def connect(node, host, port):
+            return env.cluster.connect(node if node >= 0 else 0)
+        return connect
+
+    async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
+        return [await getattr(self, f"_{s.kind}")(s, env) for s in steps]
+
+    async def _produce(self, step: Operation, env: RunEnv) -> Outcome:
+        config = {k: v for k, v in env.config.items() if k in PRODUCER}
+        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id})
+        async with open_producer(config, connect=self._connect(env)) as producer:
+            await producer.refresh_metadata([step.args["topic"]])
+            start = trio.current_time()
+            try:
+                meta = None
+                for _ in range(step.args.get("count", 1)):
+                    future = await producer.send(step.args["topic"], step.args["value"], partition=step.args.get("partition"))
+                    meta = await future.get()
+                return Outcome("produce", True, trio.current_time() - start, value=meta.offset if meta else None)
+            except KafkaError as exc:
+                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                return Outcome("produce", False, trio.current_time() - start, name, str(exc))
