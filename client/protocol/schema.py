@@ -101,8 +101,22 @@ class Field:
         return None  # records and structs
 
 
+class _Versioned:
+    versions: str
+    flexible: str
+
+    @property
+    def version_range(self) -> tuple[int, int]:
+        v = Versions.parse(self.versions)
+        assert v.lo is not None and v.hi is not None
+        return v.lo, v.hi
+
+    def is_flexible(self, version: int) -> bool:
+        return version in Versions.parse(self.flexible)
+
+
 @dataclass(frozen=True)
-class Api:
+class Api(_Versioned):
     key: int
     name: str
     versions: str
@@ -111,30 +125,12 @@ class Api:
     response: tuple[Field, ...]
     latest_unstable: bool = False
 
-    @property
-    def version_range(self) -> tuple[int, int]:
-        v = Versions.parse(self.versions)
-        assert v.lo is not None and v.hi is not None
-        return v.lo, v.hi
-
-    def is_flexible(self, version: int) -> bool:
-        return version in Versions.parse(self.flexible)
-
 
 @dataclass(frozen=True)
-class DataType:
+class DataType(_Versioned):
     """A versioned, non-RPC blob (the consumer protocol's subscription and assignment)."""
 
     name: str
     versions: str
     flexible: str
     fields: tuple[Field, ...] = dc_field(default=())
-
-    @property
-    def version_range(self) -> tuple[int, int]:
-        v = Versions.parse(self.versions)
-        assert v.lo is not None and v.hi is not None
-        return v.lo, v.hi
-
-    def is_flexible(self, version: int) -> bool:
-        return version in Versions.parse(self.flexible)

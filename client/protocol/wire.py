@@ -11,6 +11,8 @@ import uuid
 from io import BytesIO
 from typing import Any
 
+from client.protocol.varint import write_uvarint as write_uvarint_bytes
+
 
 class DecodeError(ValueError):
     """Raised inside decoding; the codec turns it into CorruptFrameError with the offset."""
@@ -73,12 +75,7 @@ def read_uvarint(io: BytesIO) -> int:
 def uvarint_bytes(n: int) -> bytes:
     if n < 0:
         raise EncodeError(f"unsigned varint cannot hold {n}")
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return write_uvarint_bytes(n)
 
 
 _UVARINT_SMALL = [uvarint_bytes(i) for i in range(128)]
