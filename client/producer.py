@@ -87,7 +87,7 @@ class Batch:
                 f._set(error=error)
 
 
-class Producer:
+class AsyncProducer:
     def __init__(self, config: dict[str, Any], nursery: trio.Nursery, connect: Connect | None = None):
         self.config = producer_config(config)
         self.nursery = nursery
@@ -303,9 +303,9 @@ class Producer:
 
 
 @contextlib.asynccontextmanager
-async def open_producer(config: dict[str, Any], connect: Connect | None = None) -> AsyncIterator[Producer]:
+async def open_producer(config: dict[str, Any], connect: Connect | None = None) -> AsyncIterator[AsyncProducer]:
     async with trio.open_nursery() as nursery:
-        producer = Producer(config, nursery, connect)
+        producer = AsyncProducer(config, nursery, connect)
         await nursery.start(producer.run)
         try:
             yield producer
