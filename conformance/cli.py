@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
           f"{sum(r.status is Status.FAIL for r in results)} fail, {sum(r.status is Status.NA for r in results)} n/a, "
           f"{sum(r.status is Status.ERROR for r in results)} error; simulated {simulated:.1f} s in {wall:.1f} s of wall time")
     print(f"Figures of real-time clients are in their scaled time (every timeout divided by {args.scale:g}); "
-          "our client runs in virtual time at full length.")
+          "our async face runs in virtual time at full length.")
     for r in results:
         if r.status in (Status.FAIL, Status.ERROR):
             print(f"  {r.status.value.upper()} {r.client} {r.scenario}: {r.message}")

@@ -150,8 +150,8 @@ def default_adapters() -> list[Adapter]:
 
     adapters: list[Adapter] = []
     try:
-        from conformance.adapters.ours import OurAdapter
-        adapters.append(OurAdapter())
+        from conformance.adapters.ours import OurAdapter, OurBlockingAdapter
+        adapters += [OurAdapter(), OurBlockingAdapter()]
     except ImportError:
         pass
     return adapters + [ConfluentAdapter(), KafkaPythonAdapter()]

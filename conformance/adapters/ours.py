@@ -7,7 +7,7 @@ import trio
 from client.config import PRODUCER
 from client.errors import KafkaError
 from client.producer import open_producer
-from conformance.adapters.base import Adapter, RunEnv
+from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv, scaled_ms
 from conformance.model import Operation, Outcome
 
 
@@ -39,3 +39,31 @@ class OurAdapter(Adapter):
             except KafkaError as exc:
                 name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
                 return Outcome("produce", False, trio.current_time() - start, name, str(exc))
+
+
+class OurBlockingAdapter(RealTimeAdapter):
+    """The blocking face (``client.Producer``: application thread + trio network thread), over
+    real loopback TCP in real time with scaled timeouts, like any third-party client."""
+
+    name = "broker-emu (blocking)"
+    operations = frozenset({"produce"})
+
+    def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
+        return [self._produce(s, env) for s in steps]
+
+    def _produce(self, step: Operation, env: RunEnv) -> Outcome:
+        from client import Producer
+
+        config = {k: v for k, v in env.config.items() if k in PRODUCER}
+        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id,
+                       "retry.backoff.ms": scaled_ms(100, env.scale), "reconnect.backoff.ms": scaled_ms(50, env.scale)})
+        with Producer(config) as producer:
+            start = env.clock()
+            try:
+                meta = None
+                for _ in range(step.args.get("count", 1)):
+                    meta = producer.send(step.args["topic"], step.args["value"], partition=step.args.get("partition")).result()
+                return Outcome("produce", True, env.clock() - start, value=meta.offset if meta else None)
+            except KafkaError as exc:
+                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                return Outcome("produce", False, env.clock() - start, name, str(exc))
