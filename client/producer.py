@@ -101,6 +101,7 @@ class AsyncProducer:
         self.sequences: dict[tuple[str, int], int] = {}
         self.codec = codec_code(self.config["compression.type"])
         self.closed = False
+        self.metadata_at = float("-inf")
 
     # -- metadata ------------------------------------------------------------------------------
     def _any_node(self) -> int:
@@ -110,13 +111,27 @@ class AsyncProducer:
     async def refresh_metadata(self, topics: Sequence[str]) -> None:
         body = {"topics": [{"name": t} for t in topics], "allow_auto_topic_creation": self.config["allow.auto.create.topics"]}
         md = await self.net.request(self._any_node(), ApiKey.METADATA, body)
+        self.apply_metadata(md)
+        self.metadata_at = trio.current_time()
+
+    def apply_metadata(self, md: Any) -> None:
+        """Take a Metadata answer, ignoring any partition whose leader epoch is older than the
+        one we know (a lagging broker's view must not move us back to an old leader)."""
         self.net.nodes.update({b.node_id: (b.host, b.port) for b in md.brokers})
         for t in md.topics:
             if t.error_code == 0 and t.partitions:
-                parts = sorted(t.partitions, key=lambda p: p.partition_index)
-                self.partitions[t.name] = [(p.leader_id, p.leader_epoch) for p in parts]
+                known = self.partitions.get(t.name, [])
+                fresh = []
+                for p in sorted(t.partitions, key=lambda p: p.partition_index):
+                    old = known[p.partition_index] if p.partition_index < len(known) else None
+                    stale = old is not None and 0 <= p.leader_epoch < old[1]
+                    fresh.append(old if stale else (p.leader_id, p.leader_epoch))
+                self.partitions[t.name] = fresh
             elif t.error_code:
                 self.partitions.pop(t.name, None)
+
+    def _metadata_too_old(self) -> bool:
+        return trio.current_time() - self.metadata_at >= self.config["metadata.max.age.ms"] / 1000
 
     async def _wait_for_metadata(self, topic: str, deadline: float) -> list[tuple[int, int]]:
         """max.block.ms: send() blocks at most this long for the topic's metadata."""
@@ -241,7 +256,7 @@ class AsyncProducer:
 
     async def _attempt(self, batch: Batch) -> str | None:
         """One Produce. Returns None when the batch completed, else why it should be retried."""
-        if self._want_metadata.is_set() or batch.topic not in self.partitions:
+        if self._want_metadata.is_set() or batch.topic not in self.partitions or self._metadata_too_old():
             self._want_metadata = trio.Event()
             await self.refresh_metadata([batch.topic])
         if self.config["enable.idempotence"] and self.producer_id < 0:

@@ -110,3 +110,31 @@ def test_config_validation_names_the_three_values():
 def test_murmur2_matches_kafka():
     assert murmur2(b"21") == -973932308 and murmur2(b"foobar") == -790332482
     assert murmur2(b"a-little-bit-long-string") == -985981536 and murmur2(b"abc") == 479470107
+
+
+async def test_metadata_is_refreshed_after_metadata_max_age(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        async with open_producer({**BOOT, "metadata.max.age.ms": 60000}, connect=connect_to(cluster)) as p:
+            await (await p.send("t", b"a", partition=0)).get()
+            await trio.sleep(30)
+            await (await p.send("t", b"b", partition=0)).get()
+            young = len([e for e in cluster.trace.events if e.kind == "recv" and e.api == "Metadata"])
+            await trio.sleep(31)
+            await (await p.send("t", b"c", partition=0)).get()
+            old = len([e for e in cluster.trace.events if e.kind == "recv" and e.api == "Metadata"])
+        assert old == young + 1  # only the batch sent after 60 s triggered a refresh
+
+
+async def test_stale_leader_epochs_are_ignored(autojump_clock):
+    from client.protocol.wire import Message as M
+
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        async with open_producer(BOOT, connect=connect_to(cluster)) as p:
+            def md(leader, epoch):
+                return M(brokers=[], topics=[M(error_code=0, name="t", partitions=[M(partition_index=0, leader_id=leader, leader_epoch=epoch)])])
+
+            p.apply_metadata(md(2, 5))
+            p.apply_metadata(md(1, 4))   # an older view: ignored
+            assert p.partitions["t"] == [(2, 5)]
+            p.apply_metadata(md(1, 6))
+            assert p.partitions["t"] == [(1, 6)]
