@@ -87,9 +87,17 @@ class Producer:
             self._pending.add(result)
         result.add_done_callback(self._forget)
 
+        args = (topic, value, key, partition, headers or (), timestamp)
+        if topic in self._producer.partitions:
+            # metadata known: hand the record over without waiting for the network thread
+            try:
+                self._token.run_sync_soon(self._post_nowait, args, result, on_delivery)
+            except trio.RunFinishedError:
+                raise NetworkThreadDied("the producer's network thread stopped") from None
+            return result
+
         async def post() -> None:
-            delivery = await self._producer.send(topic, value, key, partition, headers or (), timestamp)
-            self._nursery.start_soon(self._bridge, delivery, result, on_delivery)
+            self._link(await self._producer.send(*args), result, on_delivery)
 
         try:
             trio.from_thread.run(post, trio_token=self._token)
@@ -100,24 +108,34 @@ class Producer:
             raise exc
         return result
 
+    def _post_nowait(self, args, result: concurrent.futures.Future, on_delivery) -> None:
+        try:
+            delivery = self._producer.send_nowait(*args)
+        except BaseException as exc:  # reported through the future, never lost
+            if not result.done():
+                result.set_exception(exc)
+            return
+        self._link(delivery, result, on_delivery)
+
     def _forget(self, f: concurrent.futures.Future) -> None:
         with self._lock:
             self._pending.discard(f)
 
     @staticmethod
-    async def _bridge(delivery: DeliveryFuture, result: concurrent.futures.Future, callback) -> None:
-        try:
-            meta = await delivery.get()
-        except BaseException as exc:  # delivery failures are values for the caller
+    def _link(delivery: DeliveryFuture, result: concurrent.futures.Future, callback) -> None:
+        def done(d: DeliveryFuture) -> None:
+            if d.error is not None:
+                if not result.done():
+                    result.set_exception(d.error)
+                if callback:
+                    callback(d.error, None)
+                return
             if not result.done():
-                result.set_exception(exc)
+                result.set_result(d.value)
             if callback:
-                callback(exc, None)
-            return
-        if not result.done():
-            result.set_result(meta)
-        if callback:
-            callback(None, meta)
+                callback(None, d.value)
+
+        delivery.add_done_callback(done)
 
     def flush(self, timeout: float | None = None) -> int:
         """Wait until every sent record is delivered or failed; returns how many are still

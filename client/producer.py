@@ -46,12 +46,23 @@ class DeliveryFuture:
         self._event = trio.Event()
         self.value: RecordMetadata | None = None
         self.error: BaseException | None = None
+        self._callbacks: list = []
+
+    def add_done_callback(self, fn) -> None:
+        """``fn(future)`` runs once, synchronously, when the future completes."""
+        if self._event.is_set():
+            fn(self)
+        else:
+            self._callbacks.append(fn)
 
     def _set(self, value: RecordMetadata | None = None, error: BaseException | None = None) -> bool:
         if self._event.is_set():
             return False
         self.value, self.error = value, error
         self._event.set()
+        for fn in self._callbacks:
+            fn(self)
+        self._callbacks.clear()
         return True
 
     def done(self) -> bool:
@@ -158,7 +169,17 @@ class AsyncProducer:
         if self.closed:
             raise KafkaError("the producer is closed")
         now = trio.current_time()
-        parts = await self._wait_for_metadata(topic, now + self.config["max.block.ms"] / 1000)
+        await self._wait_for_metadata(topic, now + self.config["max.block.ms"] / 1000)
+        return self.send_nowait(topic, value, key, partition, headers, timestamp)
+
+    def send_nowait(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int | None = None,
+                    headers: Sequence[tuple[str, bytes | None]] = (), timestamp: int | None = None) -> DeliveryFuture:
+        """``send`` for a topic whose metadata is known (never blocks)."""
+        if self.closed:
+            raise KafkaError("the producer is closed")
+        parts = self.partitions.get(topic)
+        if parts is None:
+            raise KafkaError(f"no metadata for topic '{topic}' yet: use send(), which waits up to max.block.ms")
         if partition is None:
             partition = partition_for_key(key, len(parts)) if key is not None else next(self._round_robin) % len(parts)
         elif not 0 <= partition < len(parts):
