@@ -85,3 +85,27 @@ def producer_config(given: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigException("enable.idempotence requires acks=all and retries > 0")
         config["enable.idempotence"] = False
     return config
+
+CONSUMER: dict[str, Any] = {
+    **COMMON,
+    "group.id": None,
+    "default.api.timeout.ms": 60000,
+    "fetch.max.wait.ms": 500,
+    "fetch.min.bytes": 1,
+    "fetch.max.bytes": 52428800,
+    "max.partition.fetch.bytes": 1048576,
+    "max.poll.records": 500,
+    "auto.offset.reset": "latest",
+    "enable.auto.commit": False,
+    "isolation.level": "read_uncommitted",
+}
+
+
+def consumer_config(given: Mapping[str, Any]) -> dict[str, Any]:
+    config = parse_config(given, CONSUMER)
+    if config["auto.offset.reset"] not in ("earliest", "latest", "none"):
+        raise ConfigException(f"auto.offset.reset must be earliest, latest or none, got {config['auto.offset.reset']!r}")
+    if config["request.timeout.ms"] <= config["fetch.max.wait.ms"]:
+        raise ConfigException(f"request.timeout.ms ({config['request.timeout.ms']}) must exceed fetch.max.wait.ms "
+                              f"({config['fetch.max.wait.ms']}): a long poll is not a dead broker")
+    return config

@@ -197,8 +197,10 @@ class NetworkClient:
             raise error_for_code(answer.error_code)
         conn.versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
 
-    def version_for(self, conn: NodeConnection, api_key: int) -> int:
+    def version_for(self, conn: NodeConnection, api_key: int, max_version: int | None = None) -> int:
         lo, hi = supported_versions(api_key)
+        if max_version is not None:
+            hi = min(hi, max_version)
         theirs = conn.versions.get(int(api_key))
         if theirs is None or theirs[1] < lo or theirs[0] > hi:
             raise ConnectionClosedError(ApiKey(api_key).api_name, -1, conn.node, conn.address,
@@ -206,9 +208,10 @@ class NetworkClient:
         return min(hi, theirs[1])
 
     async def request(self, node: int, api_key: int, body: Any, *, timeout: float | None = None,
-                      setting: str = "request.timeout.ms", expects_response: bool = True) -> Any:
+                      setting: str = "request.timeout.ms", expects_response: bool = True,
+                      max_version: int | None = None) -> Any:
         conn = await self.connection(node)
-        version = self.version_for(conn, api_key)
+        version = self.version_for(conn, api_key, max_version)
         t = timeout if timeout is not None else self.config["request.timeout.ms"] / 1000.0
         return await conn.send(int(api_key), version, body, t, setting, expects_response)
 

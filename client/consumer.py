@@ -1,0 +1,333 @@
+"""The consumer (async face), assign mode: KIP-266 deadlines and the consumer timeout design.
+
+Every blocking call takes ``timeout`` (seconds) or falls back to default.api.timeout.ms. Calls
+are attempt-then-check: at least one request goes out even with timeout 0, and the deadline is
+looked at only after an attempt fails. Each attempt's request timeout is min(time left in the
+call, request.timeout.ms), so a call that gives up leaves nothing in flight past its deadline
+(the rule broker-emu adopts from the seed design; Java's consumer keeps request.timeout.ms per
+request). ``poll`` never raises a timeout: at its deadline it returns what it has, possibly
+nothing, and a fetch still in flight is kept for the next poll.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Awaitable, Callable, NamedTuple
+
+import trio
+
+from client.config import consumer_config
+from client.errors import KafkaError, TimeoutException, error_for_code
+from client.network import Connect, NetworkClient
+from client.protocol import ApiKey
+from client.protocol.records import decode_batch, iter_batches
+
+NOT_COORDINATOR_ERRORS = {14, 15, 16}
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+@dataclass
+class ConsumerRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list
+
+
+class AsyncConsumer:
+    def __init__(self, config: dict[str, Any], nursery: trio.Nursery, connect: Connect | None = None):
+        self.config = consumer_config(config)
+        self.nursery = nursery
+        self.net = NetworkClient(self.config, nursery, connect)
+        self.leaders: dict[TopicPartition, int] = {}
+        self.positions: dict[TopicPartition, int | None] = {}
+        self.buffer: list[ConsumerRecord] = []
+        self._data = trio.Event()
+        self._fetching: set[int] = set()
+        self.coordinator: int | None = None
+        self.last_coordinator: int | None = None   # for error messages after a failed attempt
+        self.request_timeout = self.config["request.timeout.ms"] / 1000
+
+    # -- deadlines -----------------------------------------------------------------------------
+    def _deadline(self, timeout: float | None) -> float:
+        t = self.config["default.api.timeout.ms"] / 1000 if timeout is None else max(timeout, 0.0)
+        return trio.current_time() + t
+
+    async def _attempt_then_check(self, call: str, deadline: float, attempt: Callable[[float], Awaitable[Any]],
+                                  waiting_for: Callable[[], str]) -> Any:
+        """Run ``attempt(request_timeout)`` until it succeeds; retriable failures are retried
+        with backoff while time is left; the deadline is checked only after a failure."""
+        started = trio.current_time()
+        backoff = self.config["retry.backoff.ms"] / 1000
+        while True:
+            left = deadline - trio.current_time()
+            request_timeout = min(max(left, 0.001), self.request_timeout)  # min(remaining, request.timeout.ms)
+            try:
+                return await attempt(request_timeout)
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                last = exc
+            if trio.current_time() >= deadline:
+                elapsed = (trio.current_time() - started) * 1000
+                raise TimeoutException(f"{call} gave up after {elapsed:.0f} ms: {waiting_for()}; last attempt: {last}")
+            await trio.sleep(min(backoff, max(deadline - trio.current_time(), 0)))
+            backoff = min(backoff * 2, self.config["retry.backoff.max.ms"] / 1000)
+
+    # -- metadata and coordinator --------------------------------------------------------------
+    def _any_node(self) -> int:
+        known = [n for n in self.net.nodes if n >= 0] or list(self.net.nodes)
+        return known[0]
+
+    async def _refresh_metadata(self, topics: list[str], timeout: float) -> None:
+        md = await self.net.request(self._any_node(), ApiKey.METADATA,
+                                    {"topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False}, timeout=timeout)
+        self.net.nodes.update({b.node_id: (b.host, b.port) for b in md.brokers})
+        for t in md.topics:
+            for p in t.partitions:
+                self.leaders[TopicPartition(t.name, p.partition_index)] = p.leader_id
+
+    async def _find_coordinator(self, timeout: float) -> int:
+        group = self.config["group.id"]
+        answer = await self.net.request(self._any_node(), ApiKey.FIND_COORDINATOR,
+                                        {"key": group, "key_type": 0, "coordinator_keys": [group]}, timeout=timeout)
+        entry = answer.coordinators[0] if answer.get("coordinators") else answer
+        if entry.error_code:
+            raise error_for_code(entry.error_code)
+        self.net.nodes[entry.node_id] = (entry.host, entry.port)
+        self.coordinator = entry.node_id
+        return entry.node_id
+
+    def _group(self) -> str:
+        if not self.config["group.id"]:
+            raise KafkaError("this call needs group.id")
+        return self.config["group.id"]
+
+    # -- assignment and positions --------------------------------------------------------------
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.positions = {TopicPartition(*tp): self.positions.get(TopicPartition(*tp)) for tp in partitions}
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.positions[TopicPartition(*tp)] = offset
+        self.buffer = [r for r in self.buffer if (r.topic, r.partition) != tuple(tp)]
+
+    async def _list_offsets(self, tps: list[TopicPartition], timestamp: int, request_timeout: float) -> dict:
+        missing = [tp.topic for tp in tps if tp not in self.leaders]
+        if missing:
+            await self._refresh_metadata(sorted(set(missing)), request_timeout)
+        out = {}
+        for tp in tps:
+            body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": tp.topic, "partitions": [
+                {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": timestamp}]}]}
+            answer = await self.net.request(self.leaders[tp], ApiKey.LIST_OFFSETS, body, timeout=request_timeout)
+            part = answer.topics[0].partitions[0]
+            if part.error_code:
+                if part.error_code in (3, 6):
+                    self.leaders.pop(tp, None)
+                raise error_for_code(part.error_code)
+            out[tp] = (part.offset, part.timestamp)
+        return out
+
+    async def beginning_offsets(self, tps, timeout: float | None = None) -> dict:
+        return await self._offsets_call("beginning_offsets()", tps, -2, timeout)
+
+    async def end_offsets(self, tps, timeout: float | None = None) -> dict:
+        return await self._offsets_call("end_offsets()", tps, -1, timeout)
+
+    async def offsets_for_times(self, tps_to_ts: dict, timeout: float | None = None) -> dict:
+        out = {}
+        deadline = self._deadline(timeout)
+        for tp, ts in tps_to_ts.items():
+            got = await self._attempt_then_check("offsets_for_times()", deadline,
+                                                 lambda rt, tp=tp, ts=ts: self._list_offsets([TopicPartition(*tp)], ts, rt),
+                                                 lambda: "the partition leader did not answer ListOffsets")
+            out.update(got)
+        return out
+
+    async def _offsets_call(self, call, tps, ts, timeout) -> dict:
+        tps = [TopicPartition(*tp) for tp in tps]
+        got = await self._attempt_then_check(call, self._deadline(timeout), lambda rt: self._list_offsets(tps, ts, rt),
+                                             lambda: "the partition leaders did not answer ListOffsets")
+        return {tp: offset for tp, (offset, _) in got.items()}
+
+    async def position(self, tp: TopicPartition, timeout: float | None = None) -> int:
+        tp = TopicPartition(*tp)
+        if self.positions.get(tp) is None:
+            await self._reset_positions([tp], self._deadline(timeout))
+        return self.positions[tp]
+
+    async def _reset_positions(self, tps: list[TopicPartition], deadline: float) -> None:
+        reset = self.config["auto.offset.reset"]
+        if reset == "none":
+            raise KafkaError(f"no position for {tps} and auto.offset.reset=none")
+        offsets = await self._attempt_then_check("position()", deadline,
+                                                 lambda rt: self._list_offsets(tps, -2 if reset == "earliest" else -1, rt),
+                                                 lambda: "the partition leaders did not answer ListOffsets")
+        for tp, (offset, _) in offsets.items():
+            self.positions[tp] = offset
+
+    # -- poll ----------------------------------------------------------------------------------
+    async def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
+        """Return buffered records (up to max.poll.records); wait for data at most ``timeout``
+        seconds; never raises a timeout. A fetch in flight at the deadline stays in flight."""
+        deadline = trio.current_time() + max(timeout, 0.0)
+        with trio.move_on_at(deadline):
+            unknown = [tp for tp, pos in self.positions.items() if pos is None]
+            if unknown:
+                with contextlib.suppress(TimeoutException):
+                    await self._reset_positions(unknown, deadline)
+            self._start_fetches()
+            while not self.buffer:
+                self._data = trio.Event()
+                self._start_fetches()
+                await self._data.wait()
+        n = self.config["max.poll.records"]
+        out, self.buffer = self.buffer[:n], self.buffer[n:]
+        for r in out:
+            self.positions[TopicPartition(r.topic, r.partition)] = r.offset + 1
+        return out
+
+    def _start_fetches(self) -> None:
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp, pos in self.positions.items():
+            if pos is not None and tp in self.leaders:
+                by_leader.setdefault(self.leaders[tp], []).append(tp)
+        for tp, pos in self.positions.items():
+            if pos is not None and tp not in self.leaders and -1 not in self._fetching:
+                self._fetching.add(-1)
+                self.nursery.start_soon(self._metadata_for_fetch, tp.topic)
+        for node, tps in by_leader.items():
+            if node not in self._fetching and not any(r.partition == tp.partition and r.topic == tp.topic for r in self.buffer for tp in tps):
+                self._fetching.add(node)
+                self.nursery.start_soon(self._fetch, node, tps)
+
+    async def _metadata_for_fetch(self, topic: str) -> None:
+        try:
+            await self._refresh_metadata([topic], self.request_timeout)
+        except KafkaError:
+            await trio.sleep(self.config["retry.backoff.ms"] / 1000)
+        finally:
+            self._fetching.discard(-1)
+            self._data.set()
+
+    async def _fetch(self, node: int, tps: list[TopicPartition]) -> None:
+        """One Fetch (a long poll on the broker for fetch.max.wait.ms; its request timeout is
+        request.timeout.ms, which the config keeps above fetch.max.wait.ms)."""
+        body = {"replica_id": -1, "max_wait_ms": self.config["fetch.max.wait.ms"], "min_bytes": self.config["fetch.min.bytes"],
+                "max_bytes": self.config["fetch.max.bytes"], "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                "topics": [{"topic": tp.topic, "partitions": [{"partition": tp.partition, "fetch_offset": self.positions[tp],
+                            "partition_max_bytes": self.config["max.partition.fetch.bytes"], "current_leader_epoch": -1}]}
+                           for tp in tps]}
+        try:
+            # Fetch v13+ names topics by id; like Java, stay at v12 (we fetch by name)
+            answer = await self.net.request(node, ApiKey.FETCH, body, max_version=12)
+            if not self._take(answer, {(tp.topic, tp.partition): self.positions[tp] for tp in tps}):
+                await trio.sleep(self.config["retry.backoff.ms"] / 1000)  # errors: back off before refetching
+        except KafkaError:
+            for tp in tps:
+                self.leaders.pop(tp, None)  # refresh metadata before fetching again (KIP-19)
+            await trio.sleep(self.config["retry.backoff.ms"] / 1000)
+        finally:
+            self._fetching.discard(node)
+            self._data.set()
+
+    def _take(self, answer: Any, fetched_at: dict) -> bool:
+        """Buffer the records; False if any partition had an error."""
+        clean = answer.error_code == 0
+        for topic in answer.responses:
+            for part in topic.partitions:
+                tp = TopicPartition(topic.topic, part.partition_index)
+                if part.error_code:
+                    clean = False
+                    if part.error_code == 1 and self.config["auto.offset.reset"] != "none":
+                        self.positions[tp] = None
+                    else:
+                        self.leaders.pop(tp, None)
+                    continue
+                start = fetched_at[(tp.topic, tp.partition)]
+                if self.positions.get(tp) != start:
+                    continue  # seeked meanwhile: this data is stale
+                data = part.records or b""
+                for pos, _ in iter_batches(data):
+                    _, records = decode_batch(data, pos)
+                    for r in records:
+                        if r.offset >= start:
+                            self.buffer.append(ConsumerRecord(tp.topic, tp.partition, r.offset, r.timestamp, r.key, r.value, list(r.headers)))
+        return clean
+
+    # -- offsets in the group --------------------------------------------------------------------
+    async def committed(self, tps, timeout: float | None = None) -> dict:
+        group = self._group()
+        tps = [TopicPartition(*tp) for tp in tps]
+
+        async def attempt(rt: float) -> dict:
+            node = self.coordinator if self.coordinator is not None else await self._find_coordinator(rt)
+            self.last_coordinator = node
+            body = {"group_id": group, "topics": [{"name": t, "partition_indexes": [tp.partition for tp in tps if tp.topic == t]}
+                                                  for t in sorted({tp.topic for tp in tps})],
+                    "groups": [{"group_id": group, "topics": [{"name": t, "partition_indexes": [tp.partition for tp in tps if tp.topic == t]}
+                                                              for t in sorted({tp.topic for tp in tps})]}]}
+            try:
+                answer = await self.net.request(node, ApiKey.OFFSET_FETCH, body, timeout=rt)
+            except KafkaError:
+                self.coordinator = None
+                raise
+            topics = answer.groups[0].topics if answer.get("groups") else answer.topics
+            error = (answer.groups[0].error_code if answer.get("groups") else answer.get("error_code", 0))
+            if error in NOT_COORDINATOR_ERRORS:
+                self.coordinator = None
+            if error:
+                raise error_for_code(error)
+            return {TopicPartition(t.name, p.partition_index): (p.committed_offset if p.committed_offset >= 0 else None)
+                    for t in topics for p in t.partitions}
+
+        return await self._attempt_then_check("committed()", self._deadline(timeout), attempt, lambda: (
+            f"the group coordinator for '{group}' ({'broker %d' % self.last_coordinator if self.last_coordinator is not None else 'not found'}) "
+            "did not answer"))
+
+    async def commit_sync(self, offsets: dict | None = None, timeout: float | None = None) -> None:
+        group = self._group()
+        offsets = {TopicPartition(*tp): o for tp, o in (offsets or {tp: p for tp, p in self.positions.items() if p is not None}).items()}
+
+        async def attempt(rt: float) -> None:
+            node = self.coordinator if self.coordinator is not None else await self._find_coordinator(rt)
+            body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "topics": [
+                {"name": t, "partitions": [{"partition_index": tp.partition, "committed_offset": o, "committed_leader_epoch": -1,
+                                            "committed_metadata": ""} for tp, o in offsets.items() if tp.topic == t]}
+                for t in sorted({tp.topic for tp in offsets})]}
+            try:
+                answer = await self.net.request(node, ApiKey.OFFSET_COMMIT, body, timeout=rt)
+            except KafkaError:
+                self.coordinator = None
+                raise
+            for t in answer.topics:
+                for p in t.partitions:
+                    if p.error_code in NOT_COORDINATOR_ERRORS:
+                        self.coordinator = None
+                    if p.error_code:
+                        raise error_for_code(p.error_code)
+
+        await self._attempt_then_check("commit_sync()", self._deadline(timeout), attempt,
+                                       lambda: f"the group coordinator for '{group}' did not answer OffsetCommit")
+
+    def close(self) -> None:
+        self.net.close()
+
+
+@contextlib.asynccontextmanager
+async def open_consumer(config: dict[str, Any], connect: Connect | None = None) -> AsyncIterator[AsyncConsumer]:
+    async with trio.open_nursery() as nursery:
+        consumer = AsyncConsumer(config, nursery, connect)
+        try:
+            yield consumer
+        finally:
+            consumer.close()
+            nursery.cancel_scope.cancel()
