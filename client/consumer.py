@@ -318,7 +318,18 @@ class AsyncConsumer:
         await self._attempt_then_check("commit_sync()", self._deadline(timeout), attempt,
                                        lambda: f"the group coordinator for '{group}' did not answer OffsetCommit")
 
+    async def aclose(self, timeout: float | None = None) -> None:
+        """Close cleanly: let fetches in flight finish (the broker answers a long poll within
+        fetch.max.wait.ms) so no request is abandoned, but never wait past ``timeout``
+        (default 30 s, Kafka's close timeout); then drop the connections. Never raises a timeout."""
+        with trio.move_on_after(30.0 if timeout is None else max(timeout, 0.0)):
+            while self._fetching:
+                self._data = trio.Event()
+                await self._data.wait()
+        self.close()
+
     def close(self) -> None:
+        self.positions.clear()  # no new fetches
         self.net.close()
 
 
@@ -328,6 +339,7 @@ async def open_consumer(config: dict[str, Any], connect: Connect | None = None) 
         consumer = AsyncConsumer(config, nursery, connect)
         try:
             yield consumer
+            await consumer.aclose()
         finally:
             consumer.close()
             nursery.cancel_scope.cancel()

@@ -14,7 +14,7 @@ from conformance.model import Operation, Outcome
 class OurAdapter(Adapter):
     name = "broker-emu (async)"
     virtual_time = True
-    operations = frozenset({"produce"})  # the consumer (KIP-266 scenarios) is not built yet: N/A
+    operations = frozenset({"produce", "poll", "committed"})
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
@@ -23,6 +23,35 @@ class OurAdapter(Adapter):
 
     async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         return [await getattr(self, f"_{s.kind}")(s, env) for s in steps]
+
+    def _consumer_config(self, env: RunEnv, group: str | None) -> dict:
+        from client.config import CONSUMER
+
+        config = {k: v for k, v in env.config.items() if k in CONSUMER}
+        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id, "group.id": group,
+                       "auto.offset.reset": "earliest"})
+        return config
+
+    async def _poll(self, step: Operation, env: RunEnv) -> Outcome:
+        from client.consumer import TopicPartition, open_consumer
+
+        async with open_consumer(self._consumer_config(env, None), connect=self._connect(env)) as consumer:
+            consumer.assign([TopicPartition(step.args["topic"], step.args["partition"])])
+            start = trio.current_time()
+            records = await consumer.poll(step.timeout_s or 0.0)
+            return Outcome("poll", True, trio.current_time() - start, value=len(records))
+
+    async def _committed(self, step: Operation, env: RunEnv) -> Outcome:
+        from client.consumer import TopicPartition, open_consumer
+
+        async with open_consumer(self._consumer_config(env, step.args["group"]), connect=self._connect(env)) as consumer:
+            start = trio.current_time()
+            try:
+                got = await consumer.committed([TopicPartition(step.args["topic"], step.args["partition"])], timeout=step.timeout_s)
+                return Outcome("committed", True, trio.current_time() - start, value=got)
+            except KafkaError as exc:
+                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                return Outcome("committed", False, trio.current_time() - start, name, str(exc))
 
     async def _produce(self, step: Operation, env: RunEnv) -> Outcome:
         config = {k: v for k, v in env.config.items() if k in PRODUCER}

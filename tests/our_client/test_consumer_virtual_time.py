@@ -108,3 +108,24 @@ async def test_commit_then_committed(autojump_clock):
 def test_request_timeout_must_exceed_fetch_max_wait():
     with pytest.raises(ConfigException, match="long poll"):
         consumer_config({**BOOT, "request.timeout.ms": 400, "fetch.max.wait.ms": 500})
+
+
+async def test_close_lets_the_long_poll_finish_but_never_waits_past_its_timeout(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        async with open_consumer({**BOOT, "auto.offset.reset": "earliest"}, connect=connect_to(cluster)) as c:
+            c.assign([TP])
+            await c.poll(1.2)                     # a Fetch is held by the broker until 1.5 s
+            start = trio.current_time()
+            await c.aclose(timeout=10)
+            assert trio.current_time() - start == pytest.approx(0.3, abs=0.11)
+        await trio.testing.wait_all_tasks_blocked()
+        fetches = {e.correlation_id for e in recvs(cluster, "Fetch")}
+        answered = {e.correlation_id for e in cluster.trace.events if e.kind == "send" and e.api == "Fetch"}
+        assert fetches == answered  # nothing abandoned
+        cluster.faults.add({"match": {"api": "Fetch"}, "action": "black_hole"}, cluster.now_ms())
+        async with open_consumer({**BOOT, "auto.offset.reset": "earliest"}, connect=connect_to(cluster)) as c:
+            c.assign([TP])
+            await c.poll(0.5)
+            start = trio.current_time()
+            await c.aclose(timeout=2)             # the Fetch never comes back: forced closed at 2 s
+            assert trio.current_time() - start == 2.0
