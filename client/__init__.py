@@ -5,9 +5,15 @@
 
     with client.Producer({"bootstrap.servers": "127.0.0.1:9092"}) as p:            # blocking
         p.send("orders", b"hello").result()
+
+    async with client.open_consumer({"bootstrap.servers": ..., "group.id": "g"}) as c:  # trio
+        c.assign([client.TopicPartition("orders", 0)])
+        records = await c.poll(2.0)            # returns at its deadline, never raises a timeout
 """
 
 from client.blocking import Producer
+from client.consumer import AsyncConsumer, ConsumerRecord, TopicPartition, open_consumer
 from client.producer import AsyncProducer, RecordMetadata, open_producer
 
-__all__ = ["AsyncProducer", "Producer", "RecordMetadata", "open_producer"]
+__all__ = ["AsyncConsumer", "AsyncProducer", "ConsumerRecord", "Producer", "RecordMetadata", "TopicPartition",
+           "open_consumer", "open_producer"]
