@@ -199,4 +199,57 @@ CATALOGUE += (
     ),
 )
 
+def _log_has(records: int) -> Contract:
+    def check(ev: Evidence) -> Verdict:
+        n = (ev.cluster or {}).get("log_end_offsets", {}).get("t-0", 0)
+        return Verdict(n == records, f"{n} record(s) in the log",
+                       "" if n == records else f"expected {records} record(s) in the leader's log, found {n} (a duplicate?)")
+    return Contract(f"{records} record(s) in the log, no duplicate", check, side="server")
+
+
+CATALOGUE += (
+    Scenario(
+        id="kip91.max-block-missing-topic",
+        family="KIP-91",
+        title="send() to a topic that does not exist (auto-create off) fails at max.block.ms",
+        teaching=("Before a record can even join a batch the producer needs the topic's metadata. send() may "
+                  "block for it, but never longer than max.block.ms; then it raises a timeout, client side."),
+        references=("KIP-91",),
+        steps=(Operation("produce", {"topic": "missing", "partition": 0, "value": b"x", "count": 1, "warm_up": False}),),
+        broker_config={"auto.create.topics.enable": False},
+        needs_faults=False,
+        client_config={"max.block.ms": 10_000, "request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT},
+        contracts=(C.outcome_is("produce", error="TimeoutException"),
+                   C.returns_within("produce", 10_000, early_ms=100, late_fraction=0.2)),
+    ),
+    Scenario(
+        id="kip91.no-duplicate-after-retry",
+        family="KIP-91",
+        title="The answer to a Produce is lost after the broker wrote it: the retry must not duplicate",
+        teaching=("The broker appends the batch, then the connection drops before the answer. The client cannot "
+                  "know the write happened and retries. With idempotence (producer id + sequence) the broker "
+                  "recognises the retry and answers with the original offset; without it, the record is in the "
+                  "log twice."),
+        references=("KIP-91", "idempotent producer"),
+        steps=(PRODUCE,),
+        faults=({"match": {"api": "Produce"}, "action": "close_after", "times": 1},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all",
+                       "enable.idempotence": True},
+        contracts=(C.outcome_is("produce", ok=True), _log_has(1)),
+    ),
+    Scenario(
+        id="kip266.committed-default-api-timeout",
+        family="KIP-266",
+        title="committed() without a timeout gives up at default.api.timeout.ms",
+        teaching=("A blocking consumer call with no explicit timeout is bounded by default.api.timeout.ms "
+                  "(60 s by default), never by nothing."),
+        references=("KIP-266",),
+        steps=(Operation("committed", {"group": "cg", "topic": "t", "partition": 0}, timeout_s=None),),
+        faults=({"match": {"api": "OffsetFetch"}, "action": "black_hole"},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "default.api.timeout.ms": API_TIMEOUT},
+        contracts=(C.outcome_is("committed", error="TimeoutException"),
+                   C.returns_within("committed", API_TIMEOUT, early_ms=20, late_fraction=0.15)),
+    ),
+)
+
 BY_ID = {s.id: s for s in CATALOGUE}

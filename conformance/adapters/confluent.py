@@ -24,6 +24,11 @@ class ConfluentAdapter(RealTimeAdapter):
         ok = importlib.util.find_spec("confluent_kafka") is not None
         return ok, "" if ok else "confluent-kafka is not installed"
 
+    def supports(self, steps):
+        if any(s.kind == "committed" and s.timeout_s is None for s in steps):
+            return False, "librdkafka has no default.api.timeout.ms: committed() without a timeout blocks indefinitely"
+        return super().supports(steps)
+
     def _common(self, env: RunEnv) -> dict:
         c = env.config
         return {"bootstrap.servers": env.bootstrap, "client.id": env.client_id,
@@ -41,12 +46,15 @@ class ConfluentAdapter(RealTimeAdapter):
                 "message.timeout.ms": c.get("delivery.timeout.ms", scaled_ms(120_000, env.scale)),
                 "enable.idempotence": bool(c.get("enable.idempotence", c.get("acks", "all") in ("all", "-1"))),
                 "retry.backoff.ms": scaled_ms(100, env.scale), "linger.ms": 0}
+        if "max.block.ms" in c:
+            conf["message.timeout.ms"] = min(conf["message.timeout.ms"], c["max.block.ms"])  # librdkafka has no max.block.ms
         if "retries" in c:
             conf["retries"] = c["retries"]
             if c["retries"] == 0:
                 conf["enable.idempotence"] = False  # librdkafka refuses idempotence without retries
         p = Producer(conf)
-        p.list_topics(step.args["topic"], timeout=10)  # warm up: time the send, not the bootstrap
+        if step.args.get("warm_up", True):
+            p.list_topics(step.args["topic"], timeout=10)  # warm up: time the send, not the bootstrap
         result = {}
         start = env.clock()
         for _ in range(step.args.get("count", 1)):

@@ -22,6 +22,11 @@ class KafkaPythonAdapter(RealTimeAdapter):
         ok = importlib.util.find_spec("kafka") is not None
         return ok, "" if ok else "kafka-python is not installed"
 
+    def supports(self, steps):
+        if any(s.kind == "committed" and s.timeout_s is None for s in steps):
+            return False, "kafka-python has no default.api.timeout.ms: committed() without a timeout may block forever"
+        return super().supports(steps)
+
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         return [getattr(self, f"_{s.kind}")(s, env) for s in steps]
 
@@ -38,9 +43,12 @@ class KafkaPythonAdapter(RealTimeAdapter):
         acks = c.get("acks", "all")
         p = KafkaProducer(**self._common(env), acks=-1 if acks in ("all", "-1", -1) else int(acks),
                           delivery_timeout_ms=c.get("delivery.timeout.ms", scaled_ms(120_000, env.scale)),
-                          retries=c.get("retries", 2147483647), linger_ms=0)
+                          retries=c.get("retries", 2147483647), linger_ms=0,
+                          max_block_ms=c.get("max.block.ms", scaled_ms(60_000, env.scale)),
+                          enable_idempotence=bool(c.get("enable.idempotence", False)))
         try:
-            p.partitions_for(step.args["topic"])  # warm up: time the send, not the bootstrap
+            if step.args.get("warm_up", True):
+                p.partitions_for(step.args["topic"])  # warm up: time the send, not the bootstrap
             start = env.clock()
             try:
                 for _ in range(step.args.get("count", 1)):
@@ -81,8 +89,8 @@ class KafkaPythonAdapter(RealTimeAdapter):
         try:
             start = env.clock()
             try:
-                got = consumer.committed(TopicPartition(step.args["topic"], step.args["partition"]),
-                                         timeout_ms=int(step.timeout_s * 1000))
+                timeout_ms = None if step.timeout_s is None else int(step.timeout_s * 1000)
+                got = consumer.committed(TopicPartition(step.args["topic"], step.args["partition"]), timeout_ms=timeout_ms)
                 return Outcome("committed", True, env.clock() - start, value=got)
             except Exception as exc:
                 return Outcome("committed", False, env.clock() - start, _error_type(exc), str(exc))

@@ -57,7 +57,8 @@ class OurAdapter(Adapter):
         config = {k: v for k, v in env.config.items() if k in PRODUCER}
         config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id})
         async with open_producer(config, connect=self._connect(env)) as producer:
-            await producer.refresh_metadata([step.args["topic"]])
+            if step.args.get("warm_up", True):
+                await producer.refresh_metadata([step.args["topic"]])
             start = trio.current_time()
             try:
                 meta = None
