@@ -142,12 +142,17 @@ def abandoned_requests(ev: Evidence, api: str | None = None) -> list[tuple[Trace
     return out
 
 
-def no_client_disconnect(api: str | None = None) -> Contract:
+def no_client_disconnect(api: str | None = None, within_ms: float | None = None) -> Contract:
     """The client never dropped a connection with an ``api`` request outstanding (a slow broker
-    or a long-poll is not a dead one)."""
+    or a long-poll is not a dead one). ``within_ms``: only during that window after the first
+    ``api`` request (scaled), so a client's own close after the operation does not count."""
 
     def check(ev: Evidence) -> Verdict:
         dropped = abandoned_requests(ev, api)
+        if within_ms is not None:
+            first = next((e for e in ev.events("recv", api)), None)
+            limit = (first.t_ms if first else 0.0) + within_ms / ev.scale
+            dropped = [(c, r) for c, r in dropped if c.t_ms < limit]
         if dropped:
             close, req = dropped[0]
             return Verdict(False, f"{len(dropped)} request(s) abandoned",

@@ -154,7 +154,9 @@ def default_adapters() -> list[Adapter]:
         adapters += [OurAdapter(), OurBlockingAdapter()]
     except ImportError:
         pass
-    return adapters + [ConfluentAdapter(), KafkaPythonAdapter()]
+    from conformance.adapters.aiokafka import AiokafkaAdapter
+
+    return adapters + [ConfluentAdapter(), KafkaPythonAdapter(), AiokafkaAdapter()]
 
 
 def select(scenarios: Iterable[Scenario], ids: list[str] | None) -> list[Scenario]:

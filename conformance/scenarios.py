@@ -140,7 +140,7 @@ CATALOGUE: tuple[Scenario, ...] = (
         needs_faults=False,
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "fetch.max.wait.ms": 500},
         contracts=(C.outcome_is("poll", ok=True), C.returns_within("poll", 2_000, early_ms=20, late_fraction=0.25),
-                   C.no_client_disconnect("Fetch")),
+                   C.no_client_disconnect("Fetch", within_ms=1_900)),
     ),
     Scenario(
         id="kip266.committed-coordinator-black-hole",
