@@ -14,6 +14,9 @@ def add_commands(sub) -> None:
     c.add_argument("--list", action="store_true", help="list scenario ids and titles")
     c.add_argument("--scale", type=float, default=30.0,
                    help="real-time clients run every timeout divided by this (default 30: 30 s -> 1 s)")
+    c.add_argument("--bootstrap", metavar="HOST:PORT",
+                   help="run the scenarios that need no fault injection against this Kafka instead of the emulator "
+                        "(client-side contracts only); pair with --scale 1 for a real broker")
     c.add_argument("--json", metavar="FILE")
     c.add_argument("--junit", metavar="FILE")
     c.add_argument("--html", metavar="FILE")
@@ -27,8 +30,11 @@ def run(args: argparse.Namespace) -> int:
     from conformance.scenarios import CATALOGUE
 
     if args.list:
+        from conformance.runner import external_ok
+
         for s in CATALOGUE:
-            print(f"{s.id:<42} [{s.family}] {s.title}")
+            where = " (also --bootstrap)" if external_ok(s) else ""
+            print(f"{s.id:<42} [{s.family}] {s.title}{where}")
         return 0
     adapters = default_adapters()
     if args.client:
@@ -46,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\r[{bar:<30}] {done}/{total} {result.client}: {result.scenario} {result.status.value}".ljust(110),
               end="" if done < total else "\n", file=sys.stderr, flush=True)
 
-    results = run_plan(Plan(scenarios, adapters, args.scale), progress)
+    results = run_plan(Plan(scenarios, adapters, args.scale, args.bootstrap), progress)
     wall = time.perf_counter() - start
     simulated = sum(r.simulated_s for r in results)
     print(report.matrix(results))

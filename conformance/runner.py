@@ -107,11 +107,32 @@ def run_real_time(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
     return result
 
 
+def external_ok(scenario: Scenario) -> bool:
+    """Scenarios that need neither faults nor broker settings can run against any Kafka."""
+    return not scenario.needs_faults and not scenario.faults and not scenario.broker_config
+
+
+def run_external(scenario: Scenario, adapter: Adapter, bootstrap: str, scale: float) -> Result:
+    """Against a broker we do not run: client-side contracts only; server-side ones are N/A
+    because there is no trace."""
+    wall = time.perf_counter()
+    env = RunEnv(bootstrap, f"conformance-{adapter.name}", scale_config(scenario.client_config, scale), scale)
+    steps = tuple(replace(s, timeout_s=None if s.timeout_s is None else s.timeout_s / scale) for s in scenario.steps)
+    outcomes = adapter.run_blocking(steps, env)  # type: ignore[attr-defined]
+    client_side = replace(scenario, contracts=tuple(c for c in scenario.contracts if c.side == "client"))
+    result = judge(client_side, adapter.name, Evidence(outcomes, [], env.config, scale, None, env.client_id,
+                                                       slack_ms=REAL_TIME_SLACK_MS))
+    result.contracts += [(c.name, Status.NA, "needs the broker's trace") for c in scenario.contracts if c.side != "client"]
+    result.wall_s = time.perf_counter() - wall
+    return result
+
+
 @dataclass
 class Plan:
     scenarios: list[Scenario]
     adapters: list[Adapter]
     scale: float = 30.0
+    bootstrap: str | None = None   # run against this broker instead of the embedded emulator
 
 
 def run_plan(plan: Plan, progress: Callable[[int, int, Result], None] | None = None) -> list[Result]:
@@ -124,11 +145,15 @@ def run_plan(plan: Plan, progress: Callable[[int, int, Result], None] | None = N
                 result = Result(scenario.id, adapter.name, Status.NA, message=why)
             else:
                 ok, why_not = adapter.supports(scenario.steps)
+                if ok and plan.bootstrap and (adapter.virtual_time or not external_ok(scenario)):
+                    ok, why_not = False, ("virtual time needs the embedded emulator" if adapter.virtual_time
+                                          else "needs fault injection or broker settings")
                 if not ok:
                     result = Result(scenario.id, adapter.name, Status.NA, message=why_not)
                 else:
                     try:
-                        result = run_one(scenario, adapter, plan.scale)
+                        result = (run_external(scenario, adapter, plan.bootstrap, plan.scale) if plan.bootstrap
+                                  else run_one(scenario, adapter, plan.scale))
                     except Exception as exc:  # the run broke: an error cell, never a silent pass
                         result = Result(scenario.id, adapter.name, Status.ERROR, message=f"{type(exc).__name__}: {exc}")
             results.append(result)

@@ -1,0 +1,26 @@
+"""--bootstrap: the fault-free scenarios against a broker the suite does not run (here a
+`broker-emu serve` process standing in for a real Kafka)."""
+
+import subprocess
+import sys
+
+from conformance.adapters.kafka_python import KafkaPythonAdapter
+from conformance.model import Status
+from conformance.runner import Plan, external_ok, run_plan
+from conformance.scenarios import CATALOGUE
+
+
+def test_only_fault_free_scenarios_run_and_server_contracts_are_na():
+    proc = subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", "--topic", "t:1:3"], stdout=subprocess.PIPE, text=True)
+    try:
+        bootstrap = proc.stdout.readline().strip().split("=", 1)[1]
+        results = run_plan(Plan(list(CATALOGUE), [KafkaPythonAdapter()], scale=30.0, bootstrap=bootstrap))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()
+    ran = {r.scenario: r for r in results if r.status is not Status.NA}
+    assert set(ran) == {s.id for s in CATALOGUE if external_ok(s)} == {"kip266.poll-empty-at-deadline"}
+    poll = ran["kip266.poll-empty-at-deadline"]
+    assert poll.status is Status.PASS, poll.message
+    assert ("no Fetch abandoned by a disconnect", Status.NA, "needs the broker's trace") in poll.contracts
