@@ -180,8 +180,9 @@ def default_adapters() -> list[Adapter]:
     except ImportError:
         pass
     from conformance.adapters.aiokafka import AiokafkaAdapter
+    from conformance.adapters.kcat import KcatAdapter
 
-    return adapters + [ConfluentAdapter(), KafkaPythonAdapter(), AiokafkaAdapter()]
+    return adapters + [ConfluentAdapter(), KafkaPythonAdapter(), AiokafkaAdapter(), KcatAdapter()]
 
 
 def select(scenarios: Iterable[Scenario], ids: list[str] | None) -> list[Scenario]:

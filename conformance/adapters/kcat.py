@@ -1,0 +1,53 @@
+"""kcat (Debian's, an older librdkafka) as a subprocess: it can produce; it has no poll(timeout)
+or committed() of its own, so those scenarios are N/A for it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
+from conformance.model import Operation, Outcome
+
+
+class KcatAdapter(RealTimeAdapter):
+    name = "kcat"
+    operations = frozenset({"produce"})
+
+    def available(self):
+        ok = shutil.which("kcat") is not None
+        return ok, "" if ok else "kcat is not installed (Debian package kcat)"
+
+    def supports(self, steps):
+        if any(s.kind == "produce" and s.args.get("count", 1) > 1 for s in steps):
+            return False, "kcat batches all its records into one request; it cannot send one after another"
+        return super().supports(steps)
+
+    def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
+        return [self._produce(s, env) for s in steps]
+
+    def _produce(self, step: Operation, env: RunEnv) -> Outcome:
+        c = env.config
+        acks = str(c.get("acks", "all"))
+        delivery = c.get("delivery.timeout.ms", scaled_ms(300_000, env.scale))
+        if "max.block.ms" in c:
+            delivery = min(delivery, c["max.block.ms"])
+        args = ["kcat", "-b", env.bootstrap, "-P", "-t", step.args["topic"], "-c", str(step.args.get("count", 1)),
+                "-X", f"client.id={env.client_id}", "-X", f"acks={'-1' if acks in ('all', '-1') else acks}",
+                "-X", f"request.timeout.ms={c.get('request.timeout.ms', scaled_ms(30_000, env.scale))}",
+                "-X", f"socket.timeout.ms={scaled_ms(60_000, env.scale)}", "-X", f"message.timeout.ms={delivery}",
+                "-X", f"retry.backoff.ms={scaled_ms(100, env.scale)}"]
+        if c.get("enable.idempotence"):
+            args += ["-X", "enable.idempotence=true"]
+        if step.args.get("partition") is not None:
+            args += ["-p", str(step.args["partition"])]
+        payload = b"\n".join([step.args["value"]] * step.args.get("count", 1)) + b"\n"
+        start = env.clock()
+        proc = subprocess.run(args, input=payload, capture_output=True, timeout=delivery / 1000 * 3 + 30)
+        elapsed = env.clock() - start
+        if proc.returncode == 0:
+            return Outcome("produce", True, elapsed)
+        err = proc.stderr.decode(errors="replace").strip().splitlines()
+        text = err[-1] if err else f"exit code {proc.returncode}"
+        kind = "TimeoutException" if "timed out" in text.lower() else "KcatError"
+        return Outcome("produce", False, elapsed, kind, text)
