@@ -12,8 +12,9 @@
 """
 
 from client.blocking import Producer
+from client.blocking_consumer import Consumer
 from client.consumer import AsyncConsumer, ConsumerRecord, TopicPartition, open_consumer
 from client.producer import AsyncProducer, RecordMetadata, open_producer
 
-__all__ = ["AsyncConsumer", "AsyncProducer", "ConsumerRecord", "Producer", "RecordMetadata", "TopicPartition",
+__all__ = ["AsyncConsumer", "Consumer", "AsyncProducer", "ConsumerRecord", "Producer", "RecordMetadata", "TopicPartition",
            "open_consumer", "open_producer"]
