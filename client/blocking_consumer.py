@@ -116,7 +116,11 @@ class Consumer:
                 if not future.done():
                     future.set_result(result)
 
-            self._nursery.start_soon(work)
+            try:
+                self._nursery.start_soon(work)
+            except RuntimeError:  # the network thread is shutting down (crashed or closing)
+                self._events.remove(ev)
+                raise NetworkThreadDied(f"{name}: the consumer's network thread is shutting down") from None
 
         try:
             trio.from_thread.run(post, trio_token=self._token)

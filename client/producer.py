@@ -323,7 +323,7 @@ class AsyncProducer:
         if batch.done:
             return
         batch.done = True
-        for i, (record, future) in enumerate(zip(batch.records, batch.futures)):
+        for i, (record, future) in enumerate(zip(batch.records, batch.futures, strict=True)):
             future._set(RecordMetadata(batch.topic, batch.partition, base_offset + i if base_offset >= 0 else -1, record.timestamp))
 
     async def flush(self) -> None:

@@ -94,7 +94,7 @@ def _xerial_compress(data: bytes) -> bytes:
 def _raw_snappy(block: bytes, max_size: int) -> bytes:
     # the raw format starts with the uncompressed length as a varint: check it before allocating
     n = shift = 0
-    for i, byte in enumerate(block[:5]):
+    for byte in block[:5]:
         n |= (byte & 0x7F) << shift
         if not byte & 0x80:
             break

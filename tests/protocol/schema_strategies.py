@@ -88,5 +88,5 @@ def contains(expected, actual) -> bool:
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(k in actual and contains(v, actual[k]) for k, v in expected.items())
     if isinstance(expected, list):
-        return isinstance(actual, list) and len(expected) == len(actual) and all(contains(e, a) for e, a in zip(expected, actual))
+        return isinstance(actual, list) and len(expected) == len(actual) and all(contains(e, a) for e, a in zip(expected, actual, strict=True))
     return expected == actual
