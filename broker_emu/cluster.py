@@ -70,7 +70,8 @@ class Cluster:
         self.faults = FaultEngine(seed=self.config["emu.seed"], brokers=ids)
         self.produce_purgatory = Purgatory("Produce", self.scheduler, self._purgatory_event)
         self.fetch_purgatory = Purgatory("Fetch", self.scheduler, self._purgatory_event)
-        self.replication = Replication(self.scheduler, self.config, self.is_alive, self._partition_changed, self._isr_changed)
+        self.replication = Replication(self.scheduler, self.config, self.is_alive, self._partition_changed,
+                                       self._isr_changed, partitions=self.all_partitions, emit=self.trace.emit)
         self.next_producer_id = 1000
         self.producer_epochs: dict[int, int] = {}
         self.producer_state: dict[tuple[int, str, int], list[ProducerBatchRecord]] = {}
@@ -125,7 +126,7 @@ class Cluster:
                           PartitionLog(retention), {r: 0 for r in replicas if r != leader},
                           {r: now for r in replicas if r != leader})
             parts.append(p)
-        topic = Topic(name, uuid.UUID(int=self.rng.getrandbits(128)), parts, dict(configs or {}))
+        topic = Topic(name, self.new_uuid(), parts, dict(configs or {}))
         self.topics[name] = topic
         return topic
 
@@ -134,6 +135,15 @@ class Cluster:
         for p in topic.partitions:
             self.produce_purgatory.check_and_complete(p.key)
             self.fetch_purgatory.check_and_complete(p.key)
+
+    def new_uuid(self) -> uuid.UUID:
+        """A random (version 4) UUID from the seeded RNG, so runs with the same ``emu.seed``
+        get the same topic ids."""
+        return uuid.UUID(int=self.rng.getrandbits(128), version=4)
+
+    def all_partitions(self) -> Iterable[Partition]:
+        for t in self.topics.values():
+            yield from t.partitions
 
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
         return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
@@ -205,16 +215,14 @@ class Cluster:
         self.replication.resync(p)
 
     def set_replication(self, topic: str | None, partition: int | None, follower: int | None, mode: str, lag_ms: float = 0.0) -> None:
+        """Validated entry point for chaos (control API, scenario files): see ``Replication``."""
         if topic is not None and topic not in self.topics:
             raise KeyError(f"no topic {topic!r}")
         if topic is not None and partition is not None and self.partition(topic, partition) is None:
             raise KeyError(f"no partition {topic}-{partition}")
+        if follower is not None and follower not in self.brokers:
+            raise KeyError(f"no broker {follower}")
         self.replication.set_mode(topic, partition, follower, mode, lag_ms)
-        self.trace.emit("replication_mode", details={"topic": topic, "partition": partition, "follower": follower,
-                                                     "mode": mode, "lag_ms": lag_ms})
-        for t in self.topics.values():
-            for p in t.partitions:
-                self.replication.resync(p)
 
     async def stop_broker(self, broker_id: int) -> None:
         """Close the listener and every connection; the controller moves leadership to a live
@@ -252,9 +260,16 @@ class Cluster:
         if self._nursery is not None and b.port:
             from broker_emu.server import serve_broker
             await self._nursery.start(serve_broker, self, b, b.port)
-        for t in self.topics.values():
-            for p in t.partitions:
-                self.replication.resync(p)
+        self.replication.resync_all()
+
+    # -- in-memory connections --------------------------------------------------------------------
+    def connect(self, broker_id: int) -> trio.abc.Stream:
+        """The client end of a new in-memory connection to ``broker_id``, served by the same
+        pipeline as TCP connections (for exact virtual-time tests). Raises OSError like a
+        refused TCP connect if the broker is unknown or stopped."""
+        from broker_emu.server import connect_in_memory
+
+        return connect_in_memory(self, broker_id)
 
     # -- idempotence ----------------------------------------------------------------------------
     def init_producer_id(self, producer_id: int = -1, epoch: int = -1) -> tuple[int, int]:

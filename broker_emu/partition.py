@@ -46,15 +46,19 @@ class Partition:
             return True
         return False
 
-    def follower_fetched(self, follower: int, leo: int, now: float) -> bool:
-        """A follower reached ``leo``. Returns True if HW or ISR changed."""
+    def follower_fetched(self, follower: int, leo: int, now: float, fetched_at: float | None = None) -> bool:
+        """A follower reached ``leo``, which was the leader's log end at ``fetched_at`` (when
+        its fetch read the data; default ``now``). Returns True if HW or ISR changed.
+
+        Kafka's rule (``Replica.updateFetchState``): a follower counts as caught up as of the
+        fetch that read up to the leader's log end at that moment, so a follower copying with
+        a small lag under steady load stays in the ISR."""
         leo = min(leo, self.log.log_end_offset)
-        if leo <= self.follower_leo.get(follower, 0) and follower in self.isr:
-            return False
-        self.follower_leo[follower] = max(leo, self.follower_leo.get(follower, 0))
+        before = self.follower_leo.get(follower, 0)
+        self.follower_leo[follower] = max(leo, before)
+        when = now if self.follower_leo[follower] >= self.log.log_end_offset or fetched_at is None else fetched_at
+        self.last_caught_up[follower] = max(self.last_caught_up.get(follower, when), when)
         changed = False
-        if self.follower_leo[follower] >= self.log.log_end_offset:
-            self.last_caught_up[follower] = now
         if follower not in self.isr and self.follower_leo[follower] >= self.high_watermark and \
                 self.follower_leo[follower] >= self.log.log_end_offset:
             self.isr.append(follower)
@@ -62,10 +66,15 @@ class Partition:
             changed = True
         return self.update_high_watermark() or changed
 
+    def lagging_isr(self) -> list[int]:
+        """ISR followers that lack some of the leader's log."""
+        end = self.log.log_end_offset
+        return [b for b in self.isr if b != self.leader and self.follower_leo.get(b, 0) < end]
+
     def shrink_isr(self, now: float, lag_max_s: float) -> list[int]:
-        """Drop followers that have not caught up for ``lag_max_s``; returns who left."""
-        gone = [b for b in self.isr if b != self.leader and self.follower_leo.get(b, 0) < self.log.log_end_offset
-                and now - self.last_caught_up.get(b, now) >= lag_max_s - 1e-9]
+        """Drop followers that lack data and have not been caught up for ``lag_max_s``
+        (Kafka's ``isReplicaOutOfSync``); returns who left."""
+        gone = [b for b in self.lagging_isr() if now - self.last_caught_up.get(b, now) >= lag_max_s - 1e-9]
         for b in gone:
             self.isr.remove(b)
         if gone:

@@ -1,49 +1,67 @@
 """Delayed operations (Kafka's purgatory), on the cluster's scheduler.
 
-Semantics kept from the broker (SEMANTICS.md §2.1): ``try_complete_else_watch`` checks once,
-registers the operation under its keys, checks again (closing the race with events in
-between), and only then starts its timer — so the timeout counts from after the local append.
-An operation completes exactly once: by a successful check or by expiry.
+Semantics kept from the broker (SEMANTICS.md §2.1):
+
+- ``try_complete_else_watch`` checks once, registers the operation under its keys, checks again
+  (closing the race with events in between), and only then starts its timer — so the timeout
+  counts from after the local append, not from when the request arrived.
+- ``check_and_complete(key)`` re-runs ``try_complete`` for every operation watching ``key``; the
+  cluster calls it when a high watermark moves, a leader changes or a partition goes away.
+- An operation completes exactly once, by a successful check or by expiry (``on_expire`` then
+  ``on_complete``); the loser of that race does nothing.
+
+Completed operations are purged from the watch lists lazily, like Kafka's reaper
+(``*.purgatory.purge.interval.requests``): a key's list is compacted after each check of it, and
+all lists once the completed entries outnumber the live ones. Completing or expiring one
+operation is therefore O(1), and 10,000 operations expiring at the same instant cost O(n).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable
+from typing import Any, Callable, Hashable, Iterable
 
 import trio
 
 from broker_emu.scheduler import Scheduler, Timer
 
+PURGE_INTERVAL = 1000  # Kafka's default *.purgatory.purge.interval.requests
+
 
 class DelayedOperation:
+    """Subclasses implement ``try_complete`` and ``on_complete`` (and may ``on_expire``)."""
+
     def __init__(self, timeout_s: float):
         self.timeout_s = timeout_s
         self.completed = False
         self.expired = False
-        self.done = trio.Event()
+        self.done = trio.Event()  # what the handler awaits
         self._timer: Timer | None = None
         self.keys: tuple[Hashable, ...] = ()
 
-    # subclasses implement these three
     def try_complete(self) -> bool:
-        """Return True if the operation can complete now (then on_complete runs)."""
+        """True if the operation can complete now (then ``on_complete`` runs)."""
         raise NotImplementedError
 
     def on_complete(self) -> None:
-        raise NotImplementedError
+        """Build the outcome; runs exactly once."""
 
     def on_expire(self) -> None:
-        """Called just before on_complete when the timer fired first."""
+        """Called just before ``on_complete`` when the timer fired first."""
 
     def force_complete(self) -> bool:
+        """Complete now unless already completed; True if this call completed it."""
         if self.completed:
             return False
         self.completed = True
         if self._timer is not None:
             self._timer.cancel()
+            self._timer = None
         self.on_complete()
         self.done.set()
         return True
+
+    def describe(self) -> dict[str, Any]:
+        return {}
 
 
 class Purgatory:
@@ -54,42 +72,55 @@ class Purgatory:
         self.on_event = on_event or (lambda kind, op: None)
         self.completed_count = 0
         self.expired_count = 0
+        self._live = 0          # watched and not yet completed
+        self._stale = 0         # completed entries still sitting in watch lists
 
     def __len__(self) -> int:
-        return sum(1 for ops in self.watchers.values() for op in ops if not op.completed)
+        """Operations waiting (watched, not completed)."""
+        return self._live
 
+    def watched(self, key: Hashable) -> int:
+        return sum(1 for op in self.watchers.get(key, ()) if not op.completed)
+
+    def statistics(self) -> dict[str, int]:
+        return {"waiting": self._live, "completed": self.completed_count, "expired": self.expired_count,
+                "watch_entries": sum(len(ops) for ops in self.watchers.values())}
+
+    # -- entering ---------------------------------------------------------------------------------
     def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
         """True if completed at once; otherwise the operation waits (await ``op.done``)."""
-        if op.try_complete():
-            return self._complete(op)
+        if op.try_complete():  # nothing to wait for: never watched, no trace event
+            self.completed_count += 1
+            return op.force_complete()
         op.keys = tuple(keys)
         for key in op.keys:
             self.watchers.setdefault(key, []).append(op)
-        if op.try_complete():
-            return self._complete(op)
+        self._live += 1
+        if op.try_complete() and self._complete(op):
+            return True
         op._timer = self.scheduler.call_later(op.timeout_s, lambda: self._expire(op))
         self.on_event("purgatory_enter", op)
         return False
 
+    # -- leaving ----------------------------------------------------------------------------------
     def check_and_complete(self, key: Hashable) -> int:
+        """Re-check every operation watching ``key``; returns how many completed."""
         ops = self.watchers.get(key)
         if not ops:
             return 0
         done = 0
-        for op in list(ops):
+        for op in list(ops):  # on_complete may add watchers; iterate a snapshot
             if not op.completed and op.try_complete() and self._complete(op):
                 done += 1
-        self._purge(key)
+        self._compact(key)
         return done
 
     def _complete(self, op: DelayedOperation) -> bool:
         if not op.force_complete():
             return False
         self.completed_count += 1
-        if op.keys:
-            self.on_event("purgatory_complete", op)
-            for key in op.keys:
-                self._purge(key)
+        self._left(op)
+        self.on_event("purgatory_complete", op)
         return True
 
     def _expire(self, op: DelayedOperation) -> None:
@@ -99,15 +130,28 @@ class Purgatory:
         op.on_expire()
         op.force_complete()
         self.expired_count += 1
+        self._left(op)
         self.on_event("purgatory_expire", op)
-        for key in op.keys:
-            self._purge(key)
 
-    def _purge(self, key: Hashable) -> None:
+    def _left(self, op: DelayedOperation) -> None:
+        self._live -= 1
+        self._stale += len(op.keys)
+        if self._stale > PURGE_INTERVAL and self._stale > self._live:
+            self.purge()
+
+    def _compact(self, key: Hashable) -> None:
         ops = self.watchers.get(key)
-        if ops is not None:
-            live = [o for o in ops if not o.completed]
-            if live:
-                self.watchers[key] = live
-            else:
-                del self.watchers[key]
+        if ops is None:
+            return
+        live = [o for o in ops if not o.completed]
+        self._stale -= len(ops) - len(live)
+        if live:
+            self.watchers[key] = live
+        else:
+            del self.watchers[key]
+
+    def purge(self) -> None:
+        """Drop every completed operation from every watch list."""
+        for key in list(self.watchers):
+            self._compact(key)
+        self._stale = 0

@@ -1,23 +1,39 @@
 """Simulated replication: how followers copy their leaders.
 
-Modes per (topic, partition, follower), most specific wins: ``normal`` (copy after
-``emu.replication.delay.ms``, 0 = at once), ``lag`` (copy after ``lag_ms``), ``stall`` (never).
-A follower that has not caught up for ``replica.lag.time.max.ms`` leaves the ISR. Kafka checks
-that every lag/2 (so it really happens between 1x and 1.5x); we remove it at exactly 1x so
-teaching timelines are exact (a documented difference). A stopped broker's replicas and cut
-links (``cut(a, b)``) behave as stalled.
+Followers hold no bytes, only a log end offset (``Partition.follower_leo``). Each append makes
+every follower "fetch": the copy lands after a delay set by the follower's mode, most specific
+setting wins — per (topic, partition, follower), any of them may be a wildcard:
+
+- ``normal``: after ``emu.replication.delay.ms`` (default 0: at once, in the same step);
+- ``lag``: after ``lag_ms``;
+- ``stall``: never (the follower stopped fetching). A stopped broker and a cut link
+  (``cut(leader, follower)``) behave as stalled.
+
+Caught-up time follows Kafka (``Replica.updateFetchState``): a follower is caught up as of the
+last fetch that read up to the leader's log end *at that moment*. A fetching follower with no
+data to copy is caught up continuously; a stalled one stays caught up as of the moment it stopped.
+A follower that lacks data and has not been caught up for ``replica.lag.time.max.ms`` leaves the
+ISR. Kafka runs that check every lag/2, so it really happens between 1x and 1.5x; we remove it at
+exactly 1x (or at once, if it had already stalled that long before the data arrived) so teaching
+timelines are exact — a documented difference. HW = min LEO over the ISR (``Partition``).
+
+Hooks for chaos: ``stall(topic, partition, follower)``, ``lag(..., ms=...)``, ``normal(...)``,
+``cut(a, b)`` / ``heal(a, b)``; each takes effect at once (followers catch up or stop).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import trio
 
 if TYPE_CHECKING:
     from broker_emu.partition import Partition
-    from broker_emu.scheduler import Scheduler
+    from broker_emu.scheduler import Scheduler, Timer
+
+MODES = ("normal", "lag", "stall")
+Scope = tuple  # (topic | None, partition | None, follower | None)
 
 
 @dataclass(frozen=True)
@@ -28,39 +44,52 @@ class Mode:
 
 class Replication:
     def __init__(self, scheduler: "Scheduler", config: dict, alive: Callable[[int], bool],
-                 on_change: Callable[["Partition"], None], on_isr: Callable[["Partition", list[int], str], None]):
+                 on_change: Callable[["Partition"], None], on_isr: Callable[["Partition", list[int], str], None],
+                 partitions: Callable[[], Iterable["Partition"]] = lambda: (),
+                 emit: Callable[..., Any] | None = None):
         self.scheduler = scheduler
         self.config = config
         self.alive = alive
-        self.on_change = on_change
-        self.on_isr = on_isr
-        self.modes: dict[tuple[str | None, int | None, int | None], Mode] = {}
+        self.on_change = on_change      # HW moved (or ISR changed): wake purgatories
+        self.on_isr = on_isr            # ISR shrank or grew: trace it
+        self.partitions = partitions
+        self.emit = emit or (lambda kind, **fields: None)
+        self.modes: dict[Scope, Mode] = {}
         self.cuts: set[frozenset[int]] = set()
+        self._isr_checks: dict[int, "Timer"] = {}  # id(partition): a recreated topic is a new object
 
     # -- control ------------------------------------------------------------------------------
     def set_mode(self, topic: str | None, partition: int | None, follower: int | None, mode: str, lag_ms: float = 0.0) -> None:
-        if mode not in ("normal", "lag", "stall"):
-            raise ValueError(f"unknown replication mode {mode!r}")
+        if mode not in MODES:
+            raise ValueError(f"unknown replication mode {mode!r} (one of {', '.join(MODES)})")
+        if lag_ms < 0:
+            raise ValueError(f"lag_ms must be >= 0, got {lag_ms}")
+        self._changing()
         key = (topic, partition, follower)
         if mode == "normal" and not lag_ms:
             self.modes.pop(key, None)
         else:
             self.modes[key] = Mode(mode, lag_ms)
+        self.emit("replication_mode", details={"topic": topic, "partition": partition, "follower": follower,
+                                               "mode": mode, "lag_ms": lag_ms})
+        self.resync_all()
 
-    def stall(self, topic=None, partition=None, follower=None) -> None:
+    def stall(self, topic: str | None = None, partition: int | None = None, follower: int | None = None) -> None:
         self.set_mode(topic, partition, follower, "stall")
 
-    def lag(self, topic=None, partition=None, follower=None, ms: float = 0.0) -> None:
+    def lag(self, topic: str | None = None, partition: int | None = None, follower: int | None = None, *, ms: float) -> None:
         self.set_mode(topic, partition, follower, "lag", ms)
 
-    def normal(self, topic=None, partition=None, follower=None) -> None:
+    def normal(self, topic: str | None = None, partition: int | None = None, follower: int | None = None) -> None:
         self.set_mode(topic, partition, follower, "normal")
 
     def cut(self, a: int, b: int) -> None:
+        self._changing()
         self.cuts.add(frozenset((a, b)))
 
     def heal(self, a: int, b: int) -> None:
         self.cuts.discard(frozenset((a, b)))
+        self.resync_all()
 
     def mode_for(self, p: "Partition", follower: int) -> Mode:
         if not self.alive(follower) or frozenset((p.leader, follower)) in self.cuts:
@@ -71,58 +100,81 @@ class Replication:
                 return self.modes[key]
         return Mode("normal", float(self.config.get("emu.replication.delay.ms", 0)))
 
+    def _changing(self) -> None:
+        """Before modes change: followers fetching until now were caught up until now (a
+        real follower long-polls its leader), so a stall counts from this moment."""
+        now = trio.current_time()
+        for p in self.partitions():
+            self._touch_fetching(p, p.log_end_offset, now)
+
+    def _touch_fetching(self, p: "Partition", upto: int, now: float) -> None:
+        for follower in p.isr:
+            if follower != p.leader and p.follower_leo.get(follower, 0) >= upto and \
+                    self.mode_for(p, follower).mode != "stall":
+                p.last_caught_up[follower] = now
+
     # -- events -------------------------------------------------------------------------------
     def after_append(self, p: "Partition", previous_leo: int | None = None) -> None:
-        """The leader appended: let each follower copy according to its mode. Followers that
-        were caught up until this append count as caught up now (a real follower long-polls
-        the leader, so it was fetching right up to it)."""
-        target = p.log_end_offset
+        """The leader's log grew (or modes changed): every follower fetches per its mode."""
         now = trio.current_time()
         if previous_leo is not None:
-            for follower in p.isr:
-                if follower != p.leader and p.follower_leo.get(follower, 0) >= previous_leo:
-                    p.last_caught_up[follower] = now
+            self._touch_fetching(p, previous_leo, now)
+        target = p.log_end_offset
         for follower in p.replicas:
-            if follower == p.leader:
-                continue
-            self._schedule_copy(p, follower, target)
+            if follower != p.leader:
+                self._schedule_copy(p, follower, target, now)
         self._schedule_isr_check(p)
 
     def resync(self, p: "Partition") -> None:
         """Modes changed (or a broker came back): followers catch up to the current end."""
         self.after_append(p)
 
-    def _schedule_copy(self, p: "Partition", follower: int, target: int) -> None:
+    def resync_all(self) -> None:
+        for p in list(self.partitions()):
+            self.resync(p)
+
+    def _schedule_copy(self, p: "Partition", follower: int, target: int, now: float) -> None:
         mode = self.mode_for(p, follower)
-        if mode.mode == "stall":
+        if mode.mode == "stall" or p.follower_leo.get(follower, 0) >= target:
             return
         delay = mode.lag_ms / 1000.0
         epoch = p.leader_epoch
         if delay <= 0:
-            self._copy(p, follower, target, epoch)
+            self._copy(p, follower, target, epoch, now)
         else:
-            self.scheduler.call_later(delay, lambda: self._copy(p, follower, target, epoch))
+            self.scheduler.call_at(now + delay, lambda: self._copy(p, follower, target, epoch, now))
 
-    def _copy(self, p: "Partition", follower: int, target: int, epoch: int) -> None:
+    def _copy(self, p: "Partition", follower: int, target: int, epoch: int, fetched_at: float) -> None:
         if p.leader_epoch != epoch or follower == p.leader or self.mode_for(p, follower).mode == "stall":
-            return
+            return  # leadership moved or the follower stopped while the copy was in flight
         was_isr = list(p.isr)
-        if p.follower_fetched(follower, target, trio.current_time()):
+        if p.follower_fetched(follower, target, trio.current_time(), fetched_at):
             if p.isr != was_isr:
                 self.on_isr(p, [follower], "expand")
             self.on_change(p)
+        self._schedule_isr_check(p)
 
+    # -- ISR shrink -----------------------------------------------------------------------------
     def _schedule_isr_check(self, p: "Partition") -> None:
+        """At most one pending check per partition, at the earliest moment a lagging ISR
+        follower can go out of sync."""
+        lagging = p.lagging_isr()
+        if not lagging:
+            return
         lag_max = self.config["replica.lag.time.max.ms"] / 1000.0
         now = trio.current_time()
-        for follower in p.isr:
-            if follower == p.leader or p.follower_leo.get(follower, 0) >= p.log_end_offset:
-                continue
-            since = p.last_caught_up.setdefault(follower, now)
-            self.scheduler.call_at(since + lag_max, lambda: self._check_isr(p))
+        due = min(p.last_caught_up.setdefault(b, now) for b in lagging) + lag_max
+        pending = self._isr_checks.get(id(p))
+        if pending is not None and not pending.cancelled and pending.deadline <= due:
+            return
+        if pending is not None:
+            pending.cancel()
+        self._isr_checks[id(p)] = self.scheduler.call_at(max(due, now), lambda: self._check_isr(p))
 
     def _check_isr(self, p: "Partition") -> None:
+        self._isr_checks.pop(id(p), None)
         gone = p.shrink_isr(trio.current_time(), self.config["replica.lag.time.max.ms"] / 1000.0)
         if gone:
             self.on_isr(p, gone, "shrink")
             self.on_change(p)
+        self._schedule_isr_check(p)

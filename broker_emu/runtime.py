@@ -11,7 +11,7 @@ import trio
 
 from broker_emu.cluster import Cluster
 from broker_emu.handlers import register_all
-from broker_emu.server import connect_in_memory, serve_broker
+from broker_emu.server import serve_broker
 
 TopicSpec = tuple  # (name, partitions, replication_factor)
 
@@ -45,7 +45,6 @@ async def open_cluster(brokers: int = 3, *, topics: Iterable[TopicSpec] = (), co
         for spec in topics:
             name, parts, rf = (tuple(spec) + (None, None))[:3]
             cluster.create_topic(name, parts, rf)
-        cluster.connect = lambda broker_id: connect_in_memory(cluster, broker_id)  # type: ignore[attr-defined]
         try:
             yield cluster
         finally:
