@@ -1,415 +1,541 @@
-"""The classic consumer-group protocol, as Kafka's group coordinator runs it (SEMANTICS.md §2.5).
+"""The classic group coordinator: JoinGroup / SyncGroup / Heartbeat / LeaveGroup and the
+rebalance they drive, as Kafka's group coordinator runs them (SEMANTICS.md §2.5; Kafka 4.0's
+``GroupMetadataManager`` classic-group paths, which keep the 3.x ``GroupCoordinator`` rules).
 
-States: Empty -> PreparingRebalance -> CompletingRebalance -> Stable (-> Dead when deleted).
-JoinGroup is a long poll: the join phase ends when every known member has rejoined or the
-rebalance timeout (largest among members) expires; members that did not rejoin are removed.
-An empty group's first join is held for group.initial.rebalance.delay.ms, extended per new
-member, capped by the rebalance timeout. KIP-394: v4+ joins with an empty member id get
-MEMBER_ID_REQUIRED and a generated id. Sessions expire after session_timeout_ms without a
-heartbeat (not while the member waits in a join or sync). All timers run on the cluster's
-scheduler, so virtual time gives exact expiry.
+Theory of operation
+- Every operation is a synchronous function of the group state and ``now`` (atomic under trio).
+  Long polls (JoinGroup, SyncGroup) hand in a ``reply`` callable that is invoked exactly once,
+  at once or when the phase completes; the wire layer awaits it. Nothing here awaits except
+  ``run``, the driver of the keyed timers.
+- Timers, by key: ``("hb", group, member)`` a member's session (or, for a member that has not
+  yet completed a join, the 5-minute new-member join timeout; for a KIP-394 pending id, its
+  session timeout); ``("join", group)`` the join phase (rebalance timeout, or the initial delay
+  steps); ``("sync", group)`` members that must send SyncGroup within the rebalance timeout.
+- Join phase: ends when every member and pending id has (re)joined, or at the rebalance timeout
+  (largest among members), when dynamic members that did not rejoin are removed. A group coming
+  from Empty is held for ``group.initial.rebalance.delay.ms``; if a member arrived meanwhile it is
+  held another delay, until the rebalance timeout is used up (Kafka's InitialDelayedJoin).
+- A member waiting in JoinGroup or SyncGroup cannot expire (its heartbeat is "satisfied");
+  its session restarts when the phase answers it.
 
-Differences from a real broker: static membership (group_instance_id) replaces a member with
-the same instance id but is otherwise treated like a dynamic member; offsets are kept in memory,
-not in __consumer_offsets; offsets never expire.
+Deliberate differences from a real broker (why: the emulator has no __consumer_offsets log)
+- "Storing" the group and offsets is instant; ``offsets.commit.timeout.ms`` never applies.
+- A member removed while parked in SyncGroup is answered UNKNOWN_MEMBER_ID; Kafka leaves that
+  request unanswered until the client's request timeout.
+- No ``group.max.size`` (Kafka's default is unlimited), no offset expiry, no DeleteGroups.
 """
 
 from __future__ import annotations
 
+import random
 import uuid
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import trio
 
-NONE, UNKNOWN_TOPIC, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 0, 3, 15, 16
-ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID = 22, 23, 24
-UNKNOWN_MEMBER_ID, INVALID_SESSION_TIMEOUT, REBALANCE_IN_PROGRESS = 25, 26, 27
-OFFSET_METADATA_TOO_LARGE, MEMBER_ID_REQUIRED, FENCED_INSTANCE_ID = 12, 79, 82
+from broker_emu.groups.offsets import OffsetsMixin
+from broker_emu.groups.state import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, Group, Member,
+                                     Protocols, Reply, complete)
+from broker_emu.groups.timers import Timers
+from client.errors import ErrorCode as E
 
-
-class GroupError(Exception):
-    def __init__(self, code: int, message: str = ""):
-        self.code, self.message = code, message
-        super().__init__(f"error {code}: {message}")
+# Kafka: GroupCoordinator.NewMemberJoinTimeoutMs / classicGroupNewMemberJoinTimeoutMs.
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+CONFIG_DEFAULTS = {"group.initial.rebalance.delay.ms": 3000, "group.min.session.timeout.ms": 6000,
+                   "group.max.session.timeout.ms": 1800000}
 
 
 @dataclass
-class Member:
+class JoinRequest:
+    group_id: str
     member_id: str
+    group_instance_id: str | None
     client_id: str
     client_host: str
     session_timeout_ms: int
     rebalance_timeout_ms: int
     protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    group_instance_id: str | None = None
-    assignment: bytes = b""
-    joined: bool = False               # has (re)joined in the current join phase
-    join_done: trio.Event | None = None
-    join_response: dict | None = None
-    sync_done: trio.Event | None = None
-    session_timer: Any = None
-
-    def metadata_for(self, protocol: str) -> bytes:
-        return next((m for n, m in self.protocols if n == protocol), b"")
+    protocols: Protocols
+    require_known_member_id: bool = True      # JoinGroup v4+ (KIP-394)
+    supports_skip_assignment: bool = False    # JoinGroup v9+ (static leader rejoining a Stable group)
 
 
-@dataclass
-class Offset:
-    offset: int
-    leader_epoch: int
-    metadata: str | None
-    commit_time: float
+def join_error(member_id: str, code: int) -> dict[str, Any]:
+    return {"error_code": code, "member_id": member_id}
 
 
-@dataclass
-class Group:
-    group_id: str
-    state: str = "Empty"
-    generation: int = 0
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str | None = None
-    members: dict[str, Member] = field(default_factory=dict)
-    pending: dict[str, Any] = field(default_factory=dict)      # KIP-394 member ids awaiting rejoin
-    offsets: dict[tuple[str, int], Offset] = field(default_factory=dict)
-    join_timer: Any = None
-    join_deadline: float = 0.0
-    initial_delay_until: float | None = None
-
-    def rebalance_timeout_s(self) -> float:
-        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0) / 1000.0
+def sync_error(code: int) -> dict[str, Any]:
+    return {"error_code": code}
 
 
-class GroupCoordinator:
-    def __init__(self, cluster):
+class GroupCoordinator(OffsetsMixin):
+    def __init__(self, cluster: Any):
         self.cluster = cluster
         self.groups: dict[str, Group] = {}
-        self.scheduler = cluster.scheduler
+        self.timers = Timers(on_earlier=self._wake_driver)
+        self.rng = getattr(cluster, "rng", None) or random.Random(0)
+        self._wake: trio.Event | None = None
 
-    # -- helpers -------------------------------------------------------------------------------
-    def check_coordinator(self, ctx, group_id: str) -> None:
-        if not group_id and group_id is not None:
-            raise GroupError(INVALID_GROUP_ID, "empty group id")
-        if self.cluster.coordinator_for(group_id) != ctx.broker_id:
-            raise GroupError(NOT_COORDINATOR, f"broker {ctx.broker_id} is not the coordinator of {group_id!r}")
+    # -- driver ------------------------------------------------------------------------------------
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Fire timers at their deadlines on trio's clock (exact under MockClock autojump)."""
+        self._wake = trio.Event()
+        task_status.started()
+        while True:
+            self.handle_timeouts(trio.current_time())
+            self._wake = trio.Event()
+            with trio.move_on_at(self.timers.next_deadline()):
+                await self._wake.wait()
 
-    def group(self, group_id: str, create: bool = False) -> Group | None:
+    def _wake_driver(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def next_deadline(self) -> float:
+        return self.timers.next_deadline()
+
+    def handle_timeouts(self, now: float) -> int:
+        return self.timers.fire_due(now)
+
+    # -- common checks -----------------------------------------------------------------------------
+    def config(self, name: str) -> int:
+        return self.cluster.config.get(name, CONFIG_DEFAULTS.get(name))
+
+    def validate(self, group_id: str | None, broker_id: int, *, allow_empty: bool = False) -> int | None:
+        """Kafka's validateGroupStatus. OffsetCommit/OffsetFetch/DescribeGroups accept "" for
+        backward compatibility; the membership APIs need a real id."""
+        if group_id is None or (not group_id and not allow_empty):
+            return E.INVALID_GROUP_ID
+        owner = self.cluster.coordinator_for(group_id)
+        if owner < 0:
+            return E.COORDINATOR_NOT_AVAILABLE
+        return None if owner == broker_id else E.NOT_COORDINATOR
+
+    def group(self, group_id: str, now: float) -> Group | None:
+        """The group, reloaded first if its coordinator moved since we last served it."""
         g = self.groups.get(group_id)
-        if g is None and create:
-            g = self.groups[group_id] = Group(group_id)
+        if g is not None and g.coordinator != self.cluster.coordinator_for(group_id):
+            g = self._move(g, now)
         return g
 
-    def now(self) -> float:
-        return trio.current_time()
+    @staticmethod
+    def validate_member(g: Group, member_id: str, instance_id: str | None) -> int | None:
+        if instance_id is not None:
+            owner = g.static_members.get(instance_id)
+            if owner is None:
+                return E.UNKNOWN_MEMBER_ID
+            if owner != member_id:
+                return E.FENCED_INSTANCE_ID
+        return None if member_id in g.members else E.UNKNOWN_MEMBER_ID
 
-    def broker_stopped(self, broker_id: int) -> None:
-        """Groups move with their coordinator; in-memory state survives (a real broker reloads it
-        from __consumer_offsets)."""
+    def _new_member_id(self, prefix: str) -> str:
+        return f"{prefix}-{uuid.UUID(int=self.rng.getrandbits(128), version=4)}"
 
-    def statistics(self) -> dict[str, Any]:
-        return {gid: {"state": g.state, "generation": g.generation, "members": sorted(g.members),
-                      "leader": g.leader_id, "protocol": g.protocol_name} for gid, g in self.groups.items()}
+    def _trace(self, kind: str, **details: Any) -> None:
+        trace = getattr(self.cluster, "trace", None)
+        if trace is not None:
+            trace.emit(kind, details=details)
 
-    # -- sessions ------------------------------------------------------------------------------
-    def _arm_session(self, g: Group, m: Member) -> None:
-        if m.session_timer is not None:
-            m.session_timer.cancel()
-        m.session_timer = self.scheduler.call_later(m.session_timeout_ms / 1000.0, lambda: self._session_expired(g, m))
+    # -- JoinGroup ---------------------------------------------------------------------------------
+    def join_group(self, req: JoinRequest, reply: Reply, *, broker_id: int, now: float) -> None:
+        error = self.validate(req.group_id, broker_id)
+        if error is None and not (self.config("group.min.session.timeout.ms") <= req.session_timeout_ms
+                                  <= self.config("group.max.session.timeout.ms")):
+            error = E.INVALID_SESSION_TIMEOUT
+        if error is not None:
+            return reply(join_error(req.member_id, error))
+        g = self.group(req.group_id, now)
+        if g is None:
+            if req.member_id:  # a member id for a group we do not know: start over
+                return reply(join_error(req.member_id, E.UNKNOWN_MEMBER_ID))
+            g = self.groups[req.group_id] = Group(req.group_id, coordinator=broker_id, state_since=now)
+        if g.state == DEAD:
+            return reply(join_error(req.member_id, E.COORDINATOR_NOT_AVAILABLE))
+        if not g.supports_protocols(req.protocol_type, [name for name, _ in req.protocols]):
+            return reply(join_error(req.member_id, E.INCONSISTENT_GROUP_PROTOCOL))
+        if not req.member_id:
+            return self._join_new_member(g, req, reply, now)
+        return self._join_known_member(g, req, reply, now)
 
-    def _disarm_session(self, m: Member) -> None:
-        if m.session_timer is not None:
-            m.session_timer.cancel()
-            m.session_timer = None
+    def _join_new_member(self, g: Group, req: JoinRequest, reply: Reply, now: float) -> None:
+        new_id = self._new_member_id(req.group_instance_id or req.client_id)
+        if req.group_instance_id is not None:
+            old_id = g.static_members.get(req.group_instance_id)
+            if old_id is not None:
+                return self._replace_static_member(g, req, old_id, new_id, reply, now)
+            return self._add_member_and_rebalance(g, req, new_id, reply, now)
+        if req.require_known_member_id:
+            # KIP-394: hand out an id; the member counts as pending until it rejoins with it,
+            # and is forgotten after its session timeout if it never does.
+            g.pending_join.add(new_id)
+            self._schedule_heartbeat(g, new_id, req.session_timeout_ms, now)
+            return reply(join_error(new_id, E.MEMBER_ID_REQUIRED))
+        self._add_member_and_rebalance(g, req, new_id, reply, now)
 
-    def _session_expired(self, g: Group, m: Member) -> None:
-        if g.members.get(m.member_id) is not m:
-            return
-        self.cluster.trace.emit("group_member_expired", details={"group": g.group_id, "member": m.member_id,
-                                                                "session_timeout_ms": m.session_timeout_ms})
-        self._remove_member(g, m, "session timeout")
+    def _join_known_member(self, g: Group, req: JoinRequest, reply: Reply, now: float) -> None:
+        member_id = req.member_id
+        if member_id in g.pending_join:
+            if req.group_instance_id is not None:  # Kafka: IllegalStateException
+                return reply(join_error(member_id, E.UNKNOWN_SERVER_ERROR))
+            return self._add_member_and_rebalance(g, req, member_id, reply, now)
+        error = self.validate_member(g, member_id, req.group_instance_id)
+        if error is not None:
+            return reply(join_error(member_id, error))
+        m = g.members[member_id]
+        is_leader = g.leader_id == member_id
+        unchanged = m.matches(req.protocols)
+        if g.state == COMPLETING_REBALANCE and unchanged:
+            # It lost our JoinGroup answer: repeat it for the current generation.
+            return reply(g.join_result(member_id, leader_view=is_leader))
+        if g.state == STABLE and unchanged and not is_leader:
+            # A follower with nothing new may just SyncGroup; a leader rejoining forces a
+            # rebalance (it may have seen metadata change that members' subscriptions do not show).
+            return reply(g.join_result(member_id, leader_view=False))
+        self._update_member_and_rebalance(g, m, req, reply, now)
 
-    def _remove_member(self, g: Group, m: Member, why: str) -> None:
-        self._disarm_session(m)
-        g.members.pop(m.member_id, None)
-        if m.join_done is not None and not m.join_done.is_set():
-            m.join_response = {"error_code": UNKNOWN_MEMBER_ID}
-            m.join_done.set()
-        if m.sync_done is not None and not m.sync_done.is_set():
-            m.sync_done.set()
-        if g.leader_id == m.member_id:
-            g.leader_id = None
-        if g.state in ("Stable", "CompletingRebalance"):
-            self._prepare_rebalance(g, why)
-        elif g.state == "PreparingRebalance":
-            self._maybe_complete_join(g)
-        if not g.members and g.state != "PreparingRebalance":
-            g.state = "Empty"
+    def _add_member_and_rebalance(self, g: Group, req: JoinRequest, member_id: str, reply: Reply, now: float) -> None:
+        m = Member(member_id, req.group_instance_id, req.client_id, req.client_host, req.rebalance_timeout_ms,
+                   req.session_timeout_ms, req.protocol_type, list(req.protocols), is_new=True)
+        if g.state == PREPARING_REBALANCE and g.generation_id == 0:
+            g.new_member_added = True  # extends the initial rebalance delay
+        g.add(m, reply)
+        # A parked new member cannot heartbeat; bound its wait so abandoned joins do not pile up.
+        self._schedule_heartbeat(g, member_id, NEW_MEMBER_JOIN_TIMEOUT_MS, now)
+        self._maybe_prepare_rebalance_or_complete_join(g, f"member {member_id} joined", now)
 
-    # -- join ----------------------------------------------------------------------------------
-    def _prepare_rebalance(self, g: Group, why: str) -> None:
-        if g.state == "PreparingRebalance":
-            return
-        was_empty = g.state == "Empty"
-        g.state = "PreparingRebalance"
-        for m in g.members.values():
-            m.joined = False
-            if m.sync_done is not None and not m.sync_done.is_set():
-                m.sync_done.set()  # waiting followers learn of the rebalance
-        now = self.now()
-        if g.join_timer is not None:
-            g.join_timer.cancel()
-        delay = self.cluster.config["group.initial.rebalance.delay.ms"] / 1000.0
-        timeout = g.rebalance_timeout_s()
-        if was_empty and delay > 0:
-            g.initial_delay_until = now + min(delay, timeout)
-            g.join_deadline = now + timeout
-            g.join_timer = self.scheduler.call_at(g.initial_delay_until, lambda: self._join_timer_fired(g))
+    def _update_member_and_rebalance(self, g: Group, m: Member, req: JoinRequest, reply: Reply, now: float) -> None:
+        m.protocols = list(req.protocols)
+        m.rebalance_timeout_ms, m.session_timeout_ms = req.rebalance_timeout_ms, req.session_timeout_ms
+        m.awaiting_join = reply  # a superseded parked join (other connection) stays unanswered, as in Kafka
+        self._maybe_prepare_rebalance_or_complete_join(g, f"member {m.member_id} rejoined", now)
+
+    def _replace_static_member(self, g: Group, req: JoinRequest, old_id: str, new_id: str, reply: Reply,
+                               now: float) -> None:
+        """A known group.instance.id came back with no member id (a restarted static member)."""
+        previous_leader = g.leader_id
+        m = g.replace_static_member(req.group_instance_id, old_id, new_id)
+        self.timers.cancel(("hb", g.group_id, old_id))
+        m.protocols = list(req.protocols)
+        m.rebalance_timeout_ms, m.session_timeout_ms = req.rebalance_timeout_ms, req.session_timeout_ms
+        m.awaiting_join = reply
+        self._schedule_heartbeat(g, new_id, m.session_timeout_ms, now)
+        if g.state == STABLE and g.select_protocol() == g.protocol_name:
+            g.persisted = g.snapshot()  # no rebalance: the group keeps its assignment
+            is_leader = g.leader_id == new_id
+            if req.supports_skip_assignment:
+                result = g.join_result(new_id, leader_view=is_leader, skip_assignment=is_leader)
+            else:  # an old leader id keeps a pre-v9 leader from running a pointless assignment
+                result = g.join_result(new_id, leader_view=False) | {"leader": previous_leader or ""}
+            complete(m, "awaiting_join", result)
+        elif g.state in (STABLE, COMPLETING_REBALANCE):
+            self._prepare_rebalance(g, f"static member {req.group_instance_id} rejoined", now)
+
+    # -- join phase --------------------------------------------------------------------------------
+    def _maybe_prepare_rebalance_or_complete_join(self, g: Group, reason: str, now: float) -> None:
+        if g.can_rebalance():
+            self._prepare_rebalance(g, reason, now)
+        elif g.state == PREPARING_REBALANCE and g.previous_state != EMPTY and g.has_all_members_joined():
+            self._complete_join(g, now)  # never cut the initial delay short
+
+    def _prepare_rebalance(self, g: Group, reason: str, now: float) -> None:
+        if g.state == COMPLETING_REBALANCE:  # parked SyncGroups learn they must rejoin
+            self._propagate_assignment(g, E.REBALANCE_IN_PROGRESS, now, reset=True)
+        g.pending_sync.clear()
+        self.timers.cancel(("sync", g.group_id))
+        initial = g.state == EMPTY
+        timeout_ms = g.rebalance_timeout_ms()
+        g.transition(PREPARING_REBALANCE, now)
+        self._trace("group_rebalance", group=g.group_id, reason=reason, rebalance_timeout_ms=timeout_ms,
+                    generation_id=g.generation_id)
+        if initial:
+            delay = self.config("group.initial.rebalance.delay.ms")
+            self._schedule_initial_join(g, delay, max(timeout_ms - delay, 0), now)
+        elif g.has_all_members_joined():
+            self._complete_join(g, now)
         else:
-            g.initial_delay_until = None
-            g.join_deadline = now + timeout
-            g.join_timer = self.scheduler.call_at(g.join_deadline, lambda: self._join_timer_fired(g))
-        self.cluster.trace.emit("group_rebalance", details={"group": g.group_id, "reason": why,
-                                                           "rebalance_timeout_ms": int(timeout * 1000)})
+            gid = g.group_id
+            self.timers.schedule(("join", gid), now + timeout_ms / 1000, lambda t: self._join_expired(gid, t))
 
-    def _join_timer_fired(self, g: Group) -> None:
-        if g.state != "PreparingRebalance":
+    def _schedule_initial_join(self, g: Group, delay_ms: int, remaining_ms: int, now: float) -> None:
+        gid = g.group_id
+        self.timers.schedule(("join", gid), now + delay_ms / 1000,
+                             lambda t: self._initial_delay_ended(gid, delay_ms, remaining_ms, t))
+
+    def _initial_delay_ended(self, gid: str, delay_ms: int, remaining_ms: int, now: float) -> None:
+        g = self.groups[gid]
+        if g.new_member_added and remaining_ms != 0:
+            g.new_member_added = False
+            next_delay = min(self.config("group.initial.rebalance.delay.ms"), remaining_ms)
+            self._schedule_initial_join(g, next_delay, max(remaining_ms - delay_ms, 0), now)
+        else:
+            self._complete_join(g, now)
+
+    def _join_expired(self, gid: str, now: float) -> None:
+        self._complete_join(self.groups[gid], now)
+
+    def _complete_join(self, g: Group, now: float) -> None:
+        self.timers.cancel(("join", g.group_id))
+        for m in [m for m in g.not_yet_rejoined() if not m.is_static]:
+            self._trace("group_member_removed", group=g.group_id, member=m.member_id, reason="did not rejoin")
+            g.remove(m.member_id)
+            self.timers.cancel(("hb", g.group_id, m.member_id))
+        if not g.maybe_elect_new_joined_leader() and g.members:
+            # Only static members are left and none rejoined: wait another rebalance timeout.
+            gid = g.group_id
+            self.timers.schedule(("join", gid), now + g.rebalance_timeout_ms() / 1000, lambda t: self._join_expired(gid, t))
             return
-        now = self.now()
-        if g.initial_delay_until is not None and now < g.join_deadline and not self._all_joined(g):
-            g.initial_delay_until = None
-            g.join_timer = self.scheduler.call_at(g.join_deadline, lambda: self._join_timer_fired(g))
+        g.init_next_generation(now)
+        if g.state == EMPTY:
+            g.persisted = g.snapshot()
             return
-        g.initial_delay_until = None
-        self._complete_join(g)
-
-    def _all_joined(self, g: Group) -> bool:
-        return bool(g.members) and all(m.joined for m in g.members.values()) and not g.pending
-
-    def _maybe_complete_join(self, g: Group) -> None:
-        if g.state == "PreparingRebalance" and g.initial_delay_until is None and self._all_joined(g):
-            self._complete_join(g)
-
-    def _complete_join(self, g: Group) -> None:
-        if g.join_timer is not None:
-            g.join_timer.cancel()
-        for m in [m for m in g.members.values() if not m.joined]:
-            self._disarm_session(m)
-            g.members.pop(m.member_id)  # did not rejoin within the rebalance timeout
-        g.pending.clear()
-        if not g.members:
-            g.state = "Empty"
-            g.generation += 1
-            g.protocol_name = None
-            return
-        g.generation += 1
-        g.protocol_name = self._select_protocol(g)
-        if g.leader_id not in g.members:
-            g.leader_id = next(iter(g.members))
-        g.state = "CompletingRebalance"
         for m in g.members.values():
-            m.sync_done = trio.Event()
-            members = [{"member_id": x.member_id, "group_instance_id": x.group_instance_id,
-                        "metadata": x.metadata_for(g.protocol_name)} for x in g.members.values()] \
-                if m.member_id == g.leader_id else []
-            m.join_response = {"error_code": NONE, "generation_id": g.generation, "protocol_type": g.protocol_type,
-                               "protocol_name": g.protocol_name, "leader": g.leader_id, "member_id": m.member_id,
-                               "members": members, "skip_assignment": False}
-            if m.join_done is not None:
-                m.join_done.set()
-            self._arm_session(g, m)
+            complete(m, "awaiting_join", g.join_result(m.member_id, leader_view=m.member_id == g.leader_id))
+            self._schedule_heartbeat(g, m.member_id, m.session_timeout_ms, now)
+            m.is_new = False
+            g.pending_sync.add(m.member_id)
+        gid, generation = g.group_id, g.generation_id
+        self.timers.schedule(("sync", gid), now + g.rebalance_timeout_ms() / 1000,
+                             lambda t: self._sync_expired(gid, generation, t))
+
+    # -- SyncGroup ---------------------------------------------------------------------------------
+    def sync_group(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                   protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes],
+                   reply: Reply, broker_id: int, now: float) -> None:
+        error = self.validate(group_id, broker_id)
+        g = self.group(group_id, now) if error is None else None
+        if error is None:
+            error = E.UNKNOWN_MEMBER_ID if g is None else self._sync_error(
+                g, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
+        if error is not None:
+            return reply(sync_error(error))
+        if g.state == PREPARING_REBALANCE:
+            return reply(sync_error(E.REBALANCE_IN_PROGRESS))
+        m = g.members[member_id]
+        self._sync_received(g, member_id)
+        if g.state == STABLE:  # the member lost our answer, or joined as an unchanged follower
+            reply(self._sync_result(g, m))
+            return self._schedule_heartbeat(g, member_id, m.session_timeout_ms, now)
+        m.awaiting_sync = reply
+        if member_id == g.leader_id:
+            for each in g.members.values():  # members the leader left out get an empty assignment
+                each.assignment = bytes(assignments.get(each.member_id, b""))
+            g.persisted = g.snapshot()
+            self._propagate_assignment(g, E.NONE, now)
+            g.transition(STABLE, now)
+
+    def _sync_error(self, g: Group, generation_id: int, member_id: str, instance_id: str | None,
+                    protocol_type: str | None, protocol_name: str | None) -> int | None:
+        if g.state == DEAD:
+            return E.COORDINATOR_NOT_AVAILABLE
+        error = self.validate_member(g, member_id, instance_id)
+        if error is not None:
+            return error
+        if generation_id != g.generation_id:
+            return E.ILLEGAL_GENERATION
+        if protocol_type is not None and protocol_type != g.protocol_type:
+            return E.INCONSISTENT_GROUP_PROTOCOL
+        if protocol_name is not None and protocol_name != g.protocol_name:
+            return E.INCONSISTENT_GROUP_PROTOCOL
+        return None
 
     @staticmethod
-    def _select_protocol(g: Group) -> str:
-        common = None
-        for m in g.members.values():
-            names = [n for n, _ in m.protocols]
-            common = names if common is None else [n for n in common if n in names]
-        votes: dict[str, int] = {}
-        for m in g.members.values():
-            choice = next(n for n, _ in m.protocols if n in common)
-            votes[choice] = votes.get(choice, 0) + 1
-        return max(common, key=lambda n: (votes.get(n, 0), -common.index(n)))
-
-    async def join(self, ctx, req) -> dict:
-        g_id = req.group_id
-        self.check_coordinator(ctx, g_id)
-        cfg = self.cluster.config
-        if not cfg["group.min.session.timeout.ms"] <= req.session_timeout_ms <= cfg["group.max.session.timeout.ms"]:
-            raise GroupError(INVALID_SESSION_TIMEOUT, f"session timeout {req.session_timeout_ms} outside the broker's bounds")
-        g = self.group(g_id, create=True)
-        protocols = [(p.name, p.metadata) for p in req.protocols]
-        if g.members and (req.protocol_type != g.protocol_type or
-                          not set(n for n, _ in protocols) & set.intersection(*[{n for n, _ in m.protocols} for m in g.members.values()])):
-            raise GroupError(INCONSISTENT_GROUP_PROTOCOL, "protocol type or assignors do not match the group")
-        rebalance_ms = req.rebalance_timeout_ms if ctx.api_version >= 1 else req.session_timeout_ms
-        member_id = req.member_id
-        if not member_id:
-            member_id = f"{ctx.client_id or 'member'}-{uuid.UUID(int=self.cluster.rng.getrandbits(128))}"
-            if ctx.api_version >= 4 and not req.group_instance_id:
-                g.pending[member_id] = self.scheduler.call_later(req.session_timeout_ms / 1000.0,
-                                                                 lambda: self._pending_expired(g, member_id))
-                return {"error_code": MEMBER_ID_REQUIRED, "member_id": member_id, "generation_id": -1, "leader": "",
-                        "protocol_name": None, "members": []}
-        elif member_id in g.pending:
-            g.pending.pop(member_id).cancel()
-        elif member_id not in g.members:
-            raise GroupError(UNKNOWN_MEMBER_ID, f"unknown member {member_id!r}")
-        if req.group_instance_id:
-            for other in list(g.members.values()):
-                if other.group_instance_id == req.group_instance_id and other.member_id != member_id:
-                    self._disarm_session(other)
-                    g.members.pop(other.member_id)
-        m = g.members.get(member_id)
-        unchanged = m is not None and m.protocols == protocols
-        if m is None:
-            m = Member(member_id, ctx.client_id or "", ctx.client_host, req.session_timeout_ms, rebalance_ms,
-                       req.protocol_type, protocols, req.group_instance_id)
-            g.members[member_id] = m
-        else:
-            m.protocols, m.session_timeout_ms, m.rebalance_timeout_ms = protocols, req.session_timeout_ms, rebalance_ms
-        g.protocol_type = req.protocol_type
-        if g.state == "Stable" and unchanged and member_id != g.leader_id:
-            return self._current_join_response(g, m)
-        if g.state != "PreparingRebalance":
-            self._prepare_rebalance(g, f"member {member_id} joined")
-        elif g.initial_delay_until is not None:
-            delay = self.cluster.config["group.initial.rebalance.delay.ms"] / 1000.0
-            new_until = min(self.now() + delay, g.join_deadline)
-            if new_until > g.initial_delay_until:
-                g.initial_delay_until = new_until
-                g.join_timer.cancel()
-                g.join_timer = self.scheduler.call_at(new_until, lambda: self._join_timer_fired(g))
-        m.joined = True
-        m.join_done = trio.Event()
-        self._disarm_session(m)
-        self._maybe_complete_join(g)
-        await m.join_done.wait()
-        return m.join_response or {"error_code": UNKNOWN_MEMBER_ID}
-
-    def _current_join_response(self, g: Group, m: Member) -> dict:
-        return {"error_code": NONE, "generation_id": g.generation, "protocol_type": g.protocol_type,
-                "protocol_name": g.protocol_name, "leader": g.leader_id, "member_id": m.member_id, "members": []}
-
-    def _pending_expired(self, g: Group, member_id: str) -> None:
-        g.pending.pop(member_id, None)
-        self._maybe_complete_join(g)
-
-    # -- sync, heartbeat, leave ----------------------------------------------------------------
-    def _member(self, g: Group | None, member_id: str, generation: int) -> Member:
-        if g is None or member_id not in g.members:
-            raise GroupError(UNKNOWN_MEMBER_ID, f"unknown member {member_id!r}")
-        if generation != g.generation:
-            raise GroupError(ILLEGAL_GENERATION, f"generation {generation} is not the group's {g.generation}")
-        return g.members[member_id]
-
-    async def sync(self, ctx, req) -> dict:
-        self.check_coordinator(ctx, req.group_id)
-        g = self.group(req.group_id)
-        m = self._member(g, req.member_id, req.generation_id)
-        if g.state == "PreparingRebalance":
-            raise GroupError(REBALANCE_IN_PROGRESS)
-        if g.state == "CompletingRebalance":
-            if req.member_id == g.leader_id:
-                given = {a.member_id: a.assignment for a in req.assignments}
-                for member in g.members.values():
-                    member.assignment = given.get(member.member_id, b"")
-                g.state = "Stable"
-                for member in g.members.values():
-                    if member.sync_done is not None:
-                        member.sync_done.set()
-            else:
-                gen = g.generation
-                if m.sync_done is None:
-                    m.sync_done = trio.Event()
-                await m.sync_done.wait()
-                if g.state != "Stable" or g.generation != gen or req.member_id not in g.members:
-                    raise GroupError(REBALANCE_IN_PROGRESS)
-        self._arm_session(g, m)
-        return {"error_code": NONE, "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
+    def _sync_result(g: Group, m: Member) -> dict[str, Any]:
+        return {"error_code": E.NONE, "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
                 "assignment": m.assignment}
 
-    def heartbeat(self, ctx, req) -> dict:
-        self.check_coordinator(ctx, req.group_id)
-        g = self.group(req.group_id)
-        m = self._member(g, req.member_id, req.generation_id)
-        self._arm_session(g, m)
-        if g.state == "PreparingRebalance":
-            raise GroupError(REBALANCE_IN_PROGRESS)
-        return {"error_code": NONE}
+    def _sync_received(self, g: Group, member_id: str) -> None:
+        g.pending_sync.discard(member_id)
+        if not g.pending_sync:
+            self.timers.cancel(("sync", g.group_id))
 
-    def leave(self, ctx, req) -> dict:
-        self.check_coordinator(ctx, req.group_id)
-        g = self.group(req.group_id)
-        leaving = [(req.member_id, None)] if ctx.api_version <= 2 else [(x.member_id, x.group_instance_id) for x in req.members]
-        results = []
-        for member_id, instance in leaving:
-            target = None
-            if g is not None:
-                target = g.members.get(member_id) or next(
-                    (x for x in g.members.values() if instance and x.group_instance_id == instance), None)
-            if target is None:
-                results.append({"member_id": member_id, "group_instance_id": instance, "error_code": UNKNOWN_MEMBER_ID})
-                continue
-            self._remove_member(g, target, f"member {target.member_id} left")
-            results.append({"member_id": target.member_id, "group_instance_id": instance, "error_code": NONE})
-        if ctx.api_version <= 2 and results and results[0]["error_code"]:
-            raise GroupError(results[0]["error_code"])
-        return {"error_code": NONE, "members": results}
+    def _propagate_assignment(self, g: Group, error: int, now: float, *, reset: bool = False) -> None:
+        for m in g.members.values():
+            if reset:
+                m.assignment = b""
+            result = self._sync_result(g, m) if error == E.NONE else sync_error(error)
+            if complete(m, "awaiting_sync", result):
+                self._schedule_heartbeat(g, m.member_id, m.session_timeout_ms, now)
 
-    # -- offsets ---------------------------------------------------------------------------------
-    def commit(self, ctx, req) -> dict:
-        self.check_coordinator(ctx, req.group_id)
-        g = self.group(req.group_id, create=True)
-        error = NONE
-        simple = req.generation_id_or_member_epoch < 0 and not req.member_id
-        if simple and g.members:
-            error = UNKNOWN_MEMBER_ID if req.member_id else ILLEGAL_GENERATION
-        elif not simple:
-            try:
-                self._member(g, req.member_id, req.generation_id_or_member_epoch)
-                if g.state == "PreparingRebalance":
-                    error = REBALANCE_IN_PROGRESS
-            except GroupError as exc:
-                error = exc.code
-        topics = []
-        for t in req.topics:
-            parts = []
-            for p in t.partitions:
-                code = error
-                if not code and self.cluster.partition(t.name, p.partition_index) is None:
-                    code = UNKNOWN_TOPIC
-                if not code and p.committed_metadata is not None and len(p.committed_metadata) > 4096:
-                    code = OFFSET_METADATA_TOO_LARGE
-                if not code:
-                    g.offsets[(t.name, p.partition_index)] = Offset(p.committed_offset, p.committed_leader_epoch,
-                                                                   p.committed_metadata, self.now())
-                parts.append({"partition_index": p.partition_index, "error_code": code})
-            topics.append({"name": t.name, "partitions": parts})
-        if g.members:
-            m = g.members.get(req.member_id)
-            if m is not None and not error:
-                self._arm_session(g, m)
-        return {"throttle_time_ms": 0, "topics": topics}
+    def _sync_expired(self, gid: str, generation_id: int, now: float) -> None:
+        g = self.groups[gid]
+        if generation_id != g.generation_id or g.state not in (COMPLETING_REBALANCE, STABLE) or not g.pending_sync:
+            return
+        missing = sorted(g.pending_sync)
+        for member_id in missing:
+            self._trace("group_member_removed", group=gid, member=member_id, reason="no SyncGroup within rebalance timeout")
+            g.remove(member_id)
+            self.timers.cancel(("hb", gid, member_id))
+        self._prepare_rebalance(g, f"members {missing} did not send SyncGroup", now)
 
-    def fetch_offsets(self, group_id: str, topics) -> list[dict]:
-        g = self.group(group_id)
-        offsets = g.offsets if g else {}
-        if topics is None:
-            names: dict[str, list[int]] = {}
-            for (t, p) in sorted(offsets):
-                names.setdefault(t, []).append(p)
-            wanted = list(names.items())
+    # -- Heartbeat and sessions ----------------------------------------------------------------------
+    def heartbeat(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                  broker_id: int, now: float) -> int:
+        error = self.validate(group_id, broker_id)
+        if error is not None:
+            return error
+        g = self.group(group_id, now)
+        if g is None:
+            return E.UNKNOWN_MEMBER_ID
+        if g.state == DEAD:
+            return E.COORDINATOR_NOT_AVAILABLE
+        error = self.validate_member(g, member_id, group_instance_id)
+        if error is not None:
+            return error
+        if generation_id != g.generation_id:
+            return E.ILLEGAL_GENERATION
+        self._schedule_heartbeat(g, member_id, g.members[member_id].session_timeout_ms, now)
+        return E.REBALANCE_IN_PROGRESS if g.state == PREPARING_REBALANCE else E.NONE
+
+    def _schedule_heartbeat(self, g: Group, member_id: str, timeout_ms: int, now: float) -> None:
+        gid = g.group_id
+        self.timers.schedule(("hb", gid, member_id), now + timeout_ms / 1000,
+                             lambda t: self._heartbeat_expired(gid, member_id, t))
+
+    def _heartbeat_expired(self, gid: str, member_id: str, now: float) -> None:
+        g = self.groups[gid]
+        if member_id in g.pending_join:
+            g.pending_join.discard(member_id)
+            if g.state == PREPARING_REBALANCE and g.has_all_members_joined():
+                self._complete_join(g, now)
+            return
+        m = g.members.get(member_id)
+        parked = m is not None and (m.awaiting_join is not None or m.awaiting_sync is not None)
+        if m is None or (parked and not m.is_new):
+            return  # a member waiting in a join or sync phase satisfies its heartbeat
+        timeout_ms = NEW_MEMBER_JOIN_TIMEOUT_MS if m.is_new else m.session_timeout_ms
+        self._trace("group_member_expired", group=gid, member=member_id, session_timeout_ms=timeout_ms)
+        self._remove_member_and_update(g, m, f"member {member_id} session expired", now)
+
+    def _remove_member_and_update(self, g: Group, m: Member, reason: str, now: float) -> None:
+        complete(m, "awaiting_join", join_error("", E.UNKNOWN_MEMBER_ID))  # a new member timed out while parked
+        complete(m, "awaiting_sync", sync_error(E.UNKNOWN_MEMBER_ID))
+        g.remove(m.member_id)
+        self.timers.cancel(("hb", g.group_id, m.member_id))
+        if g.state in (STABLE, COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance_or_complete_join(g, reason, now)
+        elif g.state == PREPARING_REBALANCE and g.has_all_members_joined():
+            self._complete_join(g, now)
+
+    # -- LeaveGroup --------------------------------------------------------------------------------
+    def leave_group(self, *, group_id: str, members: list[tuple[str, str | None]], broker_id: int,
+                    now: float) -> tuple[int, list[int]]:
+        """(top-level error, one error per leaving member). Members are named by member id, or
+        by group.instance.id alone (the admin client's removal of static members)."""
+        error = self.validate(group_id, broker_id)
+        if error is not None:
+            return error, []
+        g = self.group(group_id, now)
+        if g is None:
+            return E.NONE, [E.UNKNOWN_MEMBER_ID] * len(members)
+        if g.state == DEAD:
+            return E.COORDINATOR_NOT_AVAILABLE, []
+        return E.NONE, [self._leave_one(g, member_id, instance_id, now) for member_id, instance_id in members]
+
+    def _leave_one(self, g: Group, member_id: str, instance_id: str | None, now: float) -> int:
+        if not member_id:
+            member_id = g.static_members.get(instance_id) if instance_id is not None else None
+            if member_id is None:
+                return E.UNKNOWN_MEMBER_ID
+        elif member_id in g.pending_join:
+            g.pending_join.discard(member_id)
+            self.timers.cancel(("hb", g.group_id, member_id))
+            if g.state == PREPARING_REBALANCE and g.has_all_members_joined():
+                self._complete_join(g, now)
+            return E.NONE
         else:
-            wanted = [(t.name, list(t.partition_indexes)) for t in topics]
+            error = self.validate_member(g, member_id, instance_id)
+            if error is not None:
+                return error
+        self._remove_member_and_update(g, g.members[member_id], f"member {member_id} left", now)
+        return E.NONE
+
+    # -- coordinator moves -------------------------------------------------------------------------
+    def broker_stopped(self, broker_id: int, now: float | None = None) -> None:
+        """Groups this broker coordinated move to their new coordinator at once."""
+        now = trio.current_time() if now is None else now
+        for g in [g for g in self.groups.values() if g.coordinator == broker_id]:
+            self._move(g, now)
+
+    def broker_started(self, broker_id: int, now: float | None = None) -> None:
+        now = trio.current_time() if now is None else now
+        for g in list(self.groups.values()):
+            self.group(g.group_id, now)
+
+    def _move(self, g: Group, now: float) -> Group | None:
+        """Kafka: the old coordinator unloads the group (parked requests get NOT_COORDINATOR),
+        the new one loads the last stored group record — Stable with its members, whose sessions
+        restart now, or Empty — and the committed offsets. A rebalance under way is lost."""
+        previous = g.state
+        g.transition(DEAD, now)
+        for m in g.members.values():
+            if previous == PREPARING_REBALANCE:
+                complete(m, "awaiting_join", join_error(m.member_id, E.NOT_COORDINATOR))
+            complete(m, "awaiting_sync", sync_error(E.NOT_COORDINATOR))
+        self.timers.cancel_where(lambda key: key[1] == g.group_id)
+        owner = self.cluster.coordinator_for(g.group_id)
+        if g.persisted is None and not g.offsets:
+            del self.groups[g.group_id]
+            return None
+        new = Group.load(g.group_id, g.persisted, owner, now) if g.persisted else Group(g.group_id, owner, state_since=now)
+        new.offsets = g.offsets
+        self.groups[g.group_id] = new
+        for m in new.members.values():
+            self._schedule_heartbeat(new, m.member_id, m.session_timeout_ms, now)
+        return new
+
+    # -- ListGroups / DescribeGroups / debugging -----------------------------------------------------
+    def list_groups(self, *, broker_id: int, states: list[str], types: list[str], now: float) -> list[Group]:
+        """Groups this broker coordinates; filters are case-insensitive (Kafka 3.7+)."""
+        wanted_states = {s.lower() for s in states}
+        if types and "classic" not in {t.lower() for t in types}:
+            return []
         out = []
-        for name, parts in wanted:
-            rows = []
-            for p in parts:
-                o = offsets.get((name, p))
-                rows.append({"partition_index": p, "committed_offset": o.offset if o else -1,
-                             "committed_leader_epoch": o.leader_epoch if o else -1,
-                             "metadata": (o.metadata if o else "") or "", "error_code": NONE})
-            out.append({"name": name, "partitions": rows})
+        for gid in list(self.groups):
+            if self.cluster.coordinator_for(gid) != broker_id:
+                continue
+            g = self.group(gid, now)
+            if g is not None and (not wanted_states or g.state.lower() in wanted_states):
+                out.append(g)
         return out
+
+    def describe_group(self, group_id: str, *, broker_id: int, now: float) -> tuple[int, dict[str, Any]]:
+        """Kafka's GroupSummary: member metadata and assignments only while Stable."""
+        error = self.validate(group_id, broker_id, allow_empty=True)
+        if error is not None:
+            return error, {"group_state": "", "protocol_type": "", "protocol_data": "", "members": []}
+        g = self.group(group_id, now)
+        if g is None:
+            return E.NONE, {"group_state": DEAD, "protocol_type": "", "protocol_data": "", "members": []}
+        stable = g.state == STABLE
+        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                    "client_host": m.client_host, "member_metadata": m.metadata(g.protocol_name) if stable else b"",
+                    "member_assignment": m.assignment if stable else b""} for m in g.members.values()]
+        return E.NONE, {"group_state": g.state, "protocol_type": g.protocol_type or "",
+                        "protocol_data": (g.protocol_name or "") if stable else "", "members": members}
+
+    def statistics(self) -> dict[str, Any]:
+        """A small snapshot: how many groups in which state, members, armed timers."""
+        return {"groups": len(self.groups), "states": dict(Counter(g.state for g in self.groups.values())),
+                "members": sum(len(g.members) for g in self.groups.values()),
+                "pending_members": sum(len(g.pending_join) for g in self.groups.values()),
+                "timers": len(self.timers), "next_deadline": self.timers.next_deadline()}
+
+    def describe(self, group_id: str | None = None) -> Any:
+        """Everything about one group (or all of them), deadlines on trio's clock, for debugging."""
+        if group_id is None:
+            return [self.describe(gid) for gid in sorted(self.groups)]
+        g = self.groups[group_id]
+        gid = g.group_id
+        return {"group_id": gid, "coordinator": g.coordinator, "state": g.state, "state_since": g.state_since,
+                "generation_id": g.generation_id, "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
+                "leader": g.leader_id, "pending_join": sorted(g.pending_join), "pending_sync": sorted(g.pending_sync),
+                "join_deadline": self.timers.deadline(("join", gid)), "sync_deadline": self.timers.deadline(("sync", gid)),
+                "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                             "client_id": m.client_id, "client_host": m.client_host,
+                             "session_timeout_ms": m.session_timeout_ms, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                             "session_deadline": self.timers.deadline(("hb", gid, m.member_id)),
+                             "waiting_in": "join" if m.awaiting_join else "sync" if m.awaiting_sync else None,
+                             "is_new": m.is_new} for m in g.members.values()],
+                "offsets": {f"{t}-{p}": o.offset for (t, p), o in sorted(g.offsets.items())}}

@@ -1,0 +1,99 @@
+"""OffsetCommit and OffsetFetch against a group (Kafka: ``OffsetMetadataManager`` and
+``ClassicGroup.validateOffsetCommit``).
+
+Who may commit: a member of the current generation (the commit also keeps its session alive
+while Stable or PreparingRebalance; during CompletingRebalance it gets REBALANCE_IN_PROGRESS),
+or anybody with generation -1 while the group is Empty — consumers using assign() and the admin
+client, whose first commit creates the group ("simple" group, no protocol type). Note: Kafka
+accepts member commits during PreparingRebalance (the heartbeat tells the member to rejoin);
+only CompletingRebalance is refused.
+
+Offsets are kept in memory with the group and never expire (Kafka: offsets.retention.minutes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from broker_emu.groups.state import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, CommittedOffset, Group
+from client.errors import ErrorCode as E
+
+GROUP_ID_NOT_FOUND = 69          # not yet in client.errors.ErrorCode
+OFFSET_METADATA_MAX_BYTES = 4096  # Kafka: offset.metadata.max.bytes
+
+# (topic, partition, committed_offset, committed_leader_epoch, committed_metadata or None)
+OffsetToCommit = tuple[str, int, int, int, "str | None"]
+
+
+class OffsetsMixin:
+    """Offset storage for GroupCoordinator (which provides validate/group/validate_member)."""
+
+    groups: dict[str, Group]
+
+    def commit_offsets(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                       offsets: list[OffsetToCommit], api_version: int, broker_id: int,
+                       now: float) -> list[int]:
+        """One error code per offset, in order."""
+        error = self.validate(group_id, broker_id, allow_empty=True)  # type: ignore[attr-defined]
+        g = None
+        if error is None:
+            g = self.group(group_id, now)  # type: ignore[attr-defined]
+            if g is None and generation_id < 0:
+                g = self.groups[group_id] = Group(group_id, coordinator=broker_id, state_since=now)
+            elif g is None:
+                # Kafka 4.0: GROUP_ID_NOT_FOUND from v9; before, ILLEGAL_GENERATION for compatibility.
+                error = GROUP_ID_NOT_FOUND if api_version >= 9 else E.ILLEGAL_GENERATION
+            else:
+                error = self._commit_error(g, generation_id, member_id, group_instance_id)
+        if error is not None:
+            return [error] * len(offsets)
+        if g.state in (STABLE, PREPARING_REBALANCE) and member_id in g.members:
+            self._schedule_heartbeat(g, member_id, g.members[member_id].session_timeout_ms, now)  # type: ignore[attr-defined]
+        return [self._store(g, o, now) for o in offsets]
+
+    def _commit_error(self, g: Group, generation_id: int, member_id: str, instance_id: str | None) -> int | None:
+        if g.state == DEAD:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and g.state == EMPTY:
+            return None
+        if generation_id >= 0 or member_id or instance_id is not None:
+            error = self.validate_member(g, member_id, instance_id)  # type: ignore[attr-defined]
+            if error is not None:
+                return error
+            if generation_id != g.generation_id:
+                return E.ILLEGAL_GENERATION
+        elif g.state != EMPTY:
+            return E.UNKNOWN_MEMBER_ID  # no member id: only allowed while nobody is in the group
+        return E.REBALANCE_IN_PROGRESS if g.state == COMPLETING_REBALANCE else None
+
+    @staticmethod
+    def _store(g: Group, o: OffsetToCommit, now: float) -> int:
+        topic, partition, offset, leader_epoch, metadata = o
+        if metadata is not None and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+            return E.OFFSET_METADATA_TOO_LARGE
+        g.offsets[(topic, partition)] = CommittedOffset(offset, leader_epoch, metadata or "", now)
+        return E.NONE
+
+    def fetch_offsets(self, *, group_id: str, topics: Iterable[tuple[str, list[int]]] | None, broker_id: int,
+                      now: float) -> tuple[int, list[tuple[str, list[tuple[int, CommittedOffset | None]]]]]:
+        """(group error, [(topic, [(partition, committed or None)])]). ``topics`` None means every
+        partition the group has an offset for. An unknown group is not an error: no offsets."""
+        error = self.validate(group_id, broker_id, allow_empty=True)  # type: ignore[attr-defined]
+        if error is not None:
+            return error, []
+        g = self.group(group_id, now)  # type: ignore[attr-defined]
+        stored = g.offsets if g is not None else {}
+        if topics is None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in sorted(stored):
+                by_topic.setdefault(topic, []).append(partition)
+            topics = by_topic.items()
+        return E.NONE, [(t, [(p, stored.get((t, p))) for p in parts]) for t, parts in topics]
+
+
+def offset_fields(committed: CommittedOffset | None) -> dict[str, Any]:
+    """Wire fields of one partition in an OffsetFetch answer (-1 / "" when nothing committed)."""
+    if committed is None:
+        return {"committed_offset": -1, "committed_leader_epoch": -1, "metadata": "", "error_code": E.NONE}
+    return {"committed_offset": committed.offset, "committed_leader_epoch": committed.leader_epoch,
+            "metadata": committed.metadata, "error_code": E.NONE}
