@@ -101,7 +101,7 @@ class Producer:
 
         try:
             trio.from_thread.run(post, trio_token=self._token)
-        except trio.RunFinishedError:
+        except (trio.RunFinishedError, trio.Cancelled):
             raise NetworkThreadDied("the producer's network thread stopped") from None
         except BaseException as exc:
             result.cancel()

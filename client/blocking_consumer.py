@@ -109,6 +109,10 @@ class Consumer:
             async def work() -> None:
                 try:
                     result = await make(self._consumer, budget)
+                except trio.Cancelled:  # the network thread is being torn down
+                    if not future.done():
+                        future.set_exception(NetworkThreadDied(f"{name}: the consumer's network thread stopped"))
+                    raise
                 except BaseException as exc:  # delivered to the caller through the future
                     if not future.done():
                         future.set_exception(exc)
@@ -124,8 +128,8 @@ class Consumer:
 
         try:
             trio.from_thread.run(post, trio_token=self._token)
-        except trio.RunFinishedError:
-            raise NetworkThreadDied("the consumer's network thread stopped") from None
+        except (trio.RunFinishedError, trio.Cancelled):  # the network thread is going away
+            raise NetworkThreadDied(f"{name}: the consumer's network thread stopped") from None
         return self._wait(future, name)
 
     def _wait(self, future: concurrent.futures.Future, name: str) -> Any:
@@ -181,7 +185,7 @@ class Consumer:
                 pass
             try:
                 trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
-            except trio.RunFinishedError:
+            except (trio.RunFinishedError, trio.Cancelled):
                 pass
             self._thread.join(timeout=5)
 

@@ -156,9 +156,26 @@ class NetworkClient:
         return base * (0.8 + 0.4 * self.rng.random()) / 1000.0
 
     async def connection(self, node: int) -> NodeConnection:
-        conn = self.connections.get(node)
-        if conn is not None and not conn.closed:
-            return conn
+        """The node's connection, connecting (and negotiating versions) if needed. Concurrent
+        callers share one attempt, and nobody gets a connection before its ApiVersions answer."""
+        while True:
+            conn = self.connections.get(node)
+            if conn is not None and not conn.closed:
+                return conn
+            pending = self._connecting.get(node)
+            if pending is None:
+                break
+            await pending.wait()
+            if node not in self.connections:
+                break  # that attempt failed: try ourselves (its caller got the error)
+        done = self._connecting[node] = trio.Event()
+        try:
+            return await self._connect(node)
+        finally:
+            del self._connecting[node]
+            done.set()
+
+    async def _connect(self, node: int) -> NodeConnection:
         wait_until = self.next_attempt.get(node, 0.0)
         if trio.current_time() < wait_until:
             await trio.sleep_until(wait_until)
@@ -178,8 +195,9 @@ class NetworkClient:
         self.failures.pop(node, None)
         conn = NodeConnection(self, node, address, stream)
         await self.nursery.start(conn.run)
-        self.connections[node] = conn
         await self._negotiate(conn)
+        if not conn.closed:
+            self.connections[node] = conn
         return conn
 
     async def _negotiate(self, conn: NodeConnection) -> None:
