@@ -104,31 +104,42 @@ class Cluster:
 
     # -- topics -------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
-                     configs: dict[str, str] | None = None) -> Topic:
+                     configs: dict[str, str] | None = None, assignments: list[list[int]] | None = None) -> Topic:
+        """A new topic, ready at once. Replicas are placed round-robin from a seeded random
+        start (Kafka's rack-unaware assignment without its shifting), unless ``assignments``
+        gives each partition's replica list; the first live replica leads; every live replica
+        starts in the ISR. Raises ValueError naming the bad argument."""
         if name in self.topics:
             raise ValueError(f"topic {name!r} already exists")
         validate_topic_name(name)
-        n = partitions if partitions is not None else self.config["num.partitions"]
+        placement = self._placement(partitions, replication_factor, assignments)
+        retention = int((configs or {}).get("retention.bytes", self.config["log.retention.bytes"]))
+        now = trio.current_time()
+        parts = []
+        for i, replicas in enumerate(placement):
+            leader = next((r for r in replicas if self.is_alive(r)), replicas[0])
+            followers = [r for r in replicas if r != leader]
+            parts.append(Partition(name, i, replicas, leader, 0, sorted(r for r in replicas if self.is_alive(r)),
+                                   PartitionLog(retention), {r: 0 for r in followers}, {r: now for r in followers}))
+        topic = Topic(name, self.new_uuid(), parts, dict(configs or {}))
+        self.topics[name] = topic
+        return topic
+
+    def _placement(self, partitions: int | None, rf: int | None, assignments: list[list[int]] | None) -> list[list[int]]:
         ids = sorted(self.brokers)
-        rf = replication_factor if replication_factor is not None else min(self.config["default.replication.factor"], len(ids))
+        if assignments:
+            for i, replicas in enumerate(assignments):
+                if not replicas or len(set(replicas)) != len(replicas) or not set(replicas) <= set(ids):
+                    raise ValueError(f"partition {i}: replica assignment {list(replicas)} must name distinct brokers of {ids}")
+            return [list(r) for r in assignments]
+        n = partitions if partitions is not None else self.config["num.partitions"]
+        rf = rf if rf is not None else min(self.config["default.replication.factor"], len(ids))
         if n < 1:
             raise ValueError(f"partitions must be >= 1, got {n}")
         if not 1 <= rf <= len(ids):
             raise ValueError(f"replication factor {rf} is not between 1 and the {len(ids)} brokers")
         start = self.rng.randrange(len(ids))
-        parts = []
-        retention = int((configs or {}).get("retention.bytes", self.config["log.retention.bytes"]))
-        for i in range(n):
-            replicas = [ids[(start + i + k) % len(ids)] for k in range(rf)]
-            leader = next((r for r in replicas if self.is_alive(r)), replicas[0])
-            now = trio.current_time()
-            p = Partition(name, i, replicas, leader, 0, sorted(r for r in replicas if self.is_alive(r)),
-                          PartitionLog(retention), {r: 0 for r in replicas if r != leader},
-                          {r: now for r in replicas if r != leader})
-            parts.append(p)
-        topic = Topic(name, self.new_uuid(), parts, dict(configs or {}))
-        self.topics[name] = topic
-        return topic
+        return [[ids[(start + i + k) % len(ids)] for k in range(rf)] for i in range(n)]
 
     def delete_topic(self, name: str) -> None:
         topic = self.topics.pop(name)

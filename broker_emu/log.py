@@ -1,7 +1,10 @@
 """A partition's log: raw record batches as bytes, offsets, and reads by offset or timestamp.
 
-Batches are stored as the client sent them, with only base offset and leader epoch stamped
-(the CRC does not cover them); records are never decoded here.
+Batches are stored as the client sent them with only base offset and partition leader epoch
+stamped (``set_base_offset``; the CRC does not cover either field, SEMANTICS.md §1.7), so
+records are never decoded on the produce or fetch path. Per batch we keep its offsets, its max
+timestamp (for ListOffsets) and a running byte total, so "how many bytes lie between offset a
+and the high watermark" (DelayedFetch's min_bytes check) is two bisections, not a scan.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ class PartitionLog:
     def __init__(self, retention_bytes: int = -1):
         self.batches: list[StoredBatch] = []
         self._bases: list[int] = []
+        self._lasts: list[int] = []
+        self._cum: list[int] = []        # bytes from the first batch ever kept through batch i
+        self._dropped = 0                # bytes of batches removed from the front (retention)
         self.log_start_offset = 0
         self.log_end_offset = 0
         self.size_bytes = 0
@@ -32,76 +38,92 @@ class PartitionLog:
     def append(self, batch: bytes, header: BatchHeader, leader_epoch: int, timestamp_override: int | None = None) -> tuple[int, int]:
         """Append one validated batch; returns (base offset, last offset)."""
         base = self.log_end_offset
-        data = set_base_offset(batch, base, leader_epoch)
+        data = set_base_offset(batch, base, leader_epoch)  # a fresh bytearray; never mutated after
         last = base + header.last_offset_delta
         max_ts = header.max_timestamp if timestamp_override is None else timestamp_override
         self.batches.append(StoredBatch(base, last, max_ts, data))
         self._bases.append(base)
+        self._lasts.append(last)
+        self._cum.append((self._cum[-1] if self._cum else self._dropped) + len(data))
         self.log_end_offset = last + 1
         self.size_bytes += len(data)
         self._retain()
         return base, last
 
     def _retain(self) -> None:
-        if self.retention_bytes < 0:
+        """Size-based retention (``retention.bytes``): drop whole batches from the front, never
+        the active (last) one, and move the log start offset."""
+        if self.retention_bytes < 0 or self.size_bytes <= self.retention_bytes:
             return
-        while len(self.batches) > 1 and self.size_bytes > self.retention_bytes:
-            gone = self.batches.pop(0)
-            self._bases.pop(0)
-            self.size_bytes -= len(gone.data)
-            self.log_start_offset = self.batches[0].base_offset
+        n, size = 0, self.size_bytes
+        while n < len(self.batches) - 1 and size > self.retention_bytes:
+            size -= len(self.batches[n].data)
+            n += 1
+        self._drop_front(n)
+
+    def _drop_front(self, n: int) -> None:
+        if n <= 0:
+            return
+        self._dropped = self._cum[n - 1]
+        del self.batches[:n], self._bases[:n], self._lasts[:n], self._cum[:n]
+        self.size_bytes = self._cum[-1] - self._dropped if self._cum else 0
+        self.log_start_offset = self.batches[0].base_offset if self.batches else self.log_end_offset
 
     def truncate_to(self, offset: int) -> None:
         """Drop everything at or above ``offset`` (a new leader that had less)."""
         while self.batches and self.batches[-1].base_offset >= offset:
             gone = self.batches.pop()
             self._bases.pop()
+            self._lasts.pop()
+            self._cum.pop()
             self.size_bytes -= len(gone.data)
         if self.batches and self.batches[-1].last_offset >= offset:
-            # a batch straddling the cut stays whole: replicas never split batches
-            offset = self.batches[-1].last_offset + 1
+            offset = self.batches[-1].last_offset + 1  # a straddling batch stays whole
         self.log_end_offset = max(min(self.log_end_offset, offset), self.log_start_offset)
 
-    def read(self, offset: int, max_bytes: int, upto: int) -> bytes:
-        """Whole batches from the one containing ``offset``, below ``upto`` (the high watermark
-        for consumers). The first batch is returned even if larger than ``max_bytes`` (KIP-74)."""
-        i = bisect.bisect_right(self._bases, offset) - 1
-        i = max(i, 0)
+    def _first_index(self, offset: int) -> int:
+        """Index of the batch holding ``offset`` (or the first after it)."""
+        return bisect.bisect_left(self._lasts, offset)
+
+    def read(self, offset: int, max_bytes: int, upto: int, min_one: bool = True) -> bytes:
+        """Whole batches from the one containing ``offset``, ending below ``upto`` (the high
+        watermark for consumers), at most ``max_bytes`` — except that with ``min_one`` the
+        first batch is returned even if larger, so a consumer can always progress (KIP-74)."""
         out, size = [], 0
-        while i < len(self.batches):
+        for i in range(self._first_index(offset), len(self.batches)):
             b = self.batches[i]
-            if b.base_offset >= upto or b.last_offset < offset:
-                if b.base_offset >= upto:
-                    break
-                i += 1
-                continue
             if b.last_offset >= upto:
-                break  # not fully committed yet: consumers see only below the high watermark
-            if out and size + len(b.data) > max_bytes:
+                break  # consumers see only batches wholly below the high watermark
+            if size + len(b.data) > max_bytes and (out or not min_one):
                 break
             out.append(b.data)
             size += len(b.data)
-            i += 1
         return b"".join(out)
 
     def bytes_between(self, offset: int, upto: int) -> int:
-        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
-        return sum(len(b.data) for b in self.batches[i:] if b.last_offset >= offset and b.last_offset < upto)
+        """Bytes of the batches a read from ``offset`` below ``upto`` could return."""
+        i = self._first_index(offset)
+        j = bisect.bisect_left(self._lasts, upto)  # batches [i, j) end below upto
+        if j <= i:
+            return 0
+        return self._cum[j - 1] - (self._cum[i - 1] if i > 0 else self._dropped)
 
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """First batch whose max timestamp >= ``timestamp``: (its base offset, max timestamp).
-
-        Kafka answers with the first *record* offset; we answer at batch granularity without
-        decoding records, which is exact for single-record batches and for timestamps that fall
-        on batch boundaries (documented difference)."""
+    def offset_for_timestamp(self, timestamp: int, upto: int | None = None) -> StoredBatch | None:
+        """The first batch (below ``upto``) whose max timestamp is >= ``timestamp``; the caller
+        finds the record inside it (ListOffsets is rare, so it may decode)."""
         for b in self.batches:
+            if upto is not None and b.last_offset >= upto:
+                return None
             if b.max_timestamp >= timestamp:
-                return b.base_offset, b.max_timestamp
+                return b
         return None
 
-    def max_timestamp(self) -> tuple[int, int] | None:
+    def max_timestamp_batch(self, upto: int | None = None) -> StoredBatch | None:
+        """The first batch (below ``upto``) carrying the largest max timestamp."""
         best = None
         for b in self.batches:
-            if best is None or b.max_timestamp > best[1]:
-                best = (b.last_offset, b.max_timestamp)
+            if upto is not None and b.last_offset >= upto:
+                break
+            if best is None or b.max_timestamp > best.max_timestamp:
+                best = b
         return best

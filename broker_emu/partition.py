@@ -81,6 +81,19 @@ class Partition:
             self.update_high_watermark()
         return gone
 
+    def assign_epoch(self, epoch: int, start: int) -> None:
+        """Record that ``epoch`` starts at ``start``. Like the broker's leader epoch cache,
+        entries starting at or after ``start`` are replaced (an epoch that wrote nothing leaves
+        no trace once a later one starts at the same offset)."""
+        for e in [e for e, s in self.epoch_starts.items() if s >= start or e >= epoch]:
+            del self.epoch_starts[e]
+        self.epoch_starts[epoch] = start
+
+    def epoch_at(self, offset: int) -> int:
+        """The leader epoch that wrote ``offset`` (the latest epoch starting at or before it)."""
+        known = [(s, e) for e, s in self.epoch_starts.items() if s <= offset]
+        return max(known)[1] if known else -1
+
     def become_leader(self, broker: int, now: float) -> None:
         """Leadership moves to ``broker`` (an ISR member if possible); its log is what counts."""
         new_leo = self.leo_of(broker)
@@ -90,7 +103,7 @@ class Partition:
         self.leader_epoch += 1
         if new_leo < old_leo:
             self.log.truncate_to(new_leo)
-        self.epoch_starts[self.leader_epoch] = self.log.log_end_offset
+        self.assign_epoch(self.leader_epoch, self.log.log_end_offset)
         self.follower_leo.pop(broker, None)
         self.follower_leo[old_leader] = min(old_leo, self.log.log_end_offset)
         for b in self.replicas:

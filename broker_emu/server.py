@@ -2,10 +2,15 @@
 
 Pipeline: read size-prefixed frames (bounded by socket.request.max.bytes) -> decode header ->
 fault rules -> handler -> response, strictly one request at a time per connection, responses in
-request order (pipelined frames wait in a small queue, then in the socket). The broker mutes a
-connection while it handles a request, so an acks=all produce parked in the purgatory blocks
-every later request on that connection (SEMANTICS.md §1.1). A reader task keeps watching the
-socket meanwhile so a client's disconnect is seen, and traced, when it happens.
+request order. The broker mutes a connection while it handles a request, so an acks=all produce
+parked in the purgatory blocks every later request on that connection (SEMANTICS.md §1.1).
+
+Unlike Kafka, which stops reading a muted connection, a reader task keeps reading ahead, up to
+READ_AHEAD_BYTES of whole frames, so that a client's disconnect during a long park is seen and
+traced when it happens (the conformance suite judges KIP-19 disconnects by it). Frames read
+ahead are still processed strictly one at a time; past the bound the reader stops and the
+socket's own buffers push back, as with Kafka. A length prefix above socket.request.max.bytes
+closes the connection before anything is allocated for it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ if TYPE_CHECKING:
     from broker_emu.cluster import Broker, Cluster
 
 _conn_ids = itertools.count(1)
+READ_AHEAD_BYTES = 16 << 20  # covers 5 in-flight 1 MB produce batches with room to spare
 API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 
@@ -38,6 +44,8 @@ class Connection:
         self.client_id: str | None = None
         self.closed = False
         self.scope = trio.CancelScope()
+        self._queued_bytes = 0
+        self._drained = trio.Event()
 
     # -- lifecycle ----------------------------------------------------------------------------
     def _trace(self, kind: str, **fields: Any) -> None:
@@ -62,7 +70,7 @@ class Connection:
                 if not await self._connection_faults():
                     return
                 async with trio.open_nursery() as nursery:
-                    send, recv = trio.open_memory_channel(16)
+                    send, recv = trio.open_memory_channel(float("inf"))  # bounded in bytes by _reader
                     nursery.start_soon(self._reader, send, nursery.cancel_scope)
                     await self._processor(recv)
                     nursery.cancel_scope.cancel()
@@ -105,10 +113,16 @@ class Connection:
                     self.abort(str(exc))
                     return
                 for frame in frames:
-                    await send.send(frame)
+                    self._queued_bytes += len(frame)
+                    send.send_nowait(frame)
+                while self._queued_bytes > READ_AHEAD_BYTES:
+                    self._drained = trio.Event()
+                    await self._drained.wait()
 
     async def _processor(self, recv: trio.MemoryReceiveChannel) -> None:
         async for frame in recv:
+            self._queued_bytes -= len(frame)
+            self._drained.set()
             try:
                 keep = await self._process(frame)
             except Exception as exc:  # a handler bug closes this connection, never the cluster

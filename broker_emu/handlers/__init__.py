@@ -104,7 +104,7 @@ def error_response(api_key: int, version: int, request: Any, code: int) -> dict[
 
 
 def register_all() -> None:
-    from broker_emu.handlers import admin, api_versions, fetch, metadata, produce  # noqa: F401
+    from broker_emu.handlers import admin, api_versions, fetch, metadata, offsets, produce  # noqa: F401
     try:
         from broker_emu.groups import handlers as group_handlers  # noqa: F401
     except ImportError:

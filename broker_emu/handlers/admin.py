@@ -10,6 +10,7 @@ from broker_emu.registry import handles
 from client.protocol import ApiKey
 
 TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_TOPIC = 36, 37, 38, 17
+INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST = 39, 42
 UNKNOWN_TOPIC, UNKNOWN_TOPIC_ID = 3, 100
 
 
@@ -23,38 +24,52 @@ async def init_producer_id(ctx, req):
 
 @handles(ApiKey.CREATE_TOPICS, 2, 7)
 async def create_topics(ctx, req):
-    cluster = ctx.cluster
-    out = []
-    for t in req.topics:
-        entry = {"name": t.name, "error_code": 0, "error_message": None, "topic_config_error_code": 0,
-                 "num_partitions": -1, "replication_factor": -1, "configs": None}
-        n = None if t.num_partitions == -1 else t.num_partitions
-        rf = None if t.replication_factor == -1 else t.replication_factor
-        configs = {c.name: c.value for c in t.configs or ()}
-        if t.assignments:
-            n, rf = len(t.assignments), len(t.assignments[0].broker_ids)
-        if t.name in cluster.topics:
-            entry.update(error_code=TOPIC_ALREADY_EXISTS, error_message=f"Topic '{t.name}' already exists.")
-        elif n is not None and n < 1:
-            entry.update(error_code=INVALID_PARTITIONS, error_message=f"Number of partitions must be larger than 0, got {n}.")
-        elif rf is not None and not 1 <= rf <= len(cluster.brokers):
-            entry.update(error_code=INVALID_REPLICATION_FACTOR,
-                         error_message=f"Replication factor {rf} is not between 1 and the {len(cluster.brokers)} brokers.")
-        else:
-            try:
-                from broker_emu.cluster import validate_topic_name
-                validate_topic_name(t.name)
-            except ValueError as exc:
-                entry.update(error_code=INVALID_TOPIC, error_message=str(exc))
-        if entry["error_code"] == 0:
-            if req.validate_only:
-                entry.update(num_partitions=n or cluster.config["num.partitions"], replication_factor=rf or -1)
-            else:
-                topic = cluster.create_topic(t.name, n, rf, configs)
-                entry.update(topic_id=topic.topic_id, num_partitions=len(topic.partitions),
-                             replication_factor=len(topic.partitions[0].replicas))
-        out.append(entry)
-    return {"throttle_time_ms": 0, "topics": out}
+    """Partitions/replication factor -1 take num.partitions/default.replication.factor;
+    explicit replica assignments are honoured; validate_only changes nothing."""
+    return {"throttle_time_ms": 0, "topics": [_create_one(ctx.cluster, t, req.validate_only) for t in req.topics]}
+
+
+def _create_one(cluster, t, validate_only: bool) -> dict:
+    entry = {"name": t.name, "error_code": 0, "error_message": None, "topic_config_error_code": 0,
+             "num_partitions": -1, "replication_factor": -1, "configs": None}
+    n = None if t.num_partitions == -1 else t.num_partitions
+    rf = None if t.replication_factor == -1 else t.replication_factor
+    assignments = [list(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)] if t.assignments else None
+    error = _create_error(cluster, t.name, n, rf, assignments)
+    if error:
+        entry.update(error_code=error[0], error_message=error[1])
+        return entry
+    if validate_only:
+        n = len(assignments) if assignments else n or cluster.config["num.partitions"]
+        rf = len(assignments[0]) if assignments else rf or min(cluster.config["default.replication.factor"], len(cluster.brokers))
+        entry.update(num_partitions=n, replication_factor=rf)
+        return entry
+    try:
+        topic = cluster.create_topic(t.name, n, rf, {c.name: c.value for c in t.configs or ()}, assignments)
+    except ValueError as exc:
+        entry.update(error_code=INVALID_REPLICA_ASSIGNMENT, error_message=str(exc))
+        return entry
+    entry.update(topic_id=topic.topic_id, num_partitions=len(topic.partitions),
+                 replication_factor=len(topic.partitions[0].replicas))
+    return entry
+
+
+def _create_error(cluster, name: str, n, rf, assignments) -> tuple[int, str] | None:
+    from broker_emu.cluster import validate_topic_name
+
+    if assignments and (n is not None or rf is not None):
+        return INVALID_REQUEST, "give either replica assignments or partitions and replication factor, not both"
+    if name in cluster.topics:
+        return TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+    if n is not None and n < 1:
+        return INVALID_PARTITIONS, f"Number of partitions must be larger than 0, got {n}."
+    if rf is not None and not 1 <= rf <= len(cluster.brokers):
+        return INVALID_REPLICATION_FACTOR, f"Replication factor {rf} is not between 1 and the {len(cluster.brokers)} brokers."
+    try:
+        validate_topic_name(name)
+    except ValueError as exc:
+        return INVALID_TOPIC, str(exc)
+    return None
 
 
 @handles(ApiKey.DELETE_TOPICS, 1, 6)

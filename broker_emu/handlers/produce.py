@@ -75,8 +75,9 @@ class DelayedProduce(DelayedOperation):
                                 "error": r.error if self.completed else None} for r in self.pending]}
 
 
-def validate_batch(ctx, topic: str, records: bytes | None) -> tuple[int, Any, str | None]:
-    """(error, header, message) for the single batch a v3+ produce must carry."""
+def parse_single_batch(ctx, records: bytes | None) -> tuple[int, Any, str | None]:
+    """(error, header, message): the request-level checks (``ProduceRequest.validateRecords``),
+    made before anything else — exactly one record batch of magic 2, zstd only from v7."""
     if not records:
         return INVALID_RECORD, None, "no record batch"
     try:
@@ -88,17 +89,24 @@ def validate_batch(ctx, topic: str, records: bytes | None) -> tuple[int, Any, st
     if header.size != len(records):
         extra = list(iter_batches(records))
         return INVALID_RECORD, None, f"{len(extra)} record batches where exactly one is allowed"
-    if len(records) > ctx.cluster.max_message_bytes(topic):
-        return MESSAGE_TOO_LARGE, None, f"batch of {len(records)} bytes over max.message.bytes {ctx.cluster.max_message_bytes(topic)}"
-    if not verify_crc(records, 0, header):
-        return CORRUPT_MESSAGE, None, "CRC-32C mismatch"
     if header.compression == 4 and ctx.api_version < 7:
         return UNSUPPORTED_COMPRESSION, None, "zstd needs Produce v7+"
-    if header.base_offset != 0 or header.records_count <= 0 or header.last_offset_delta + 1 != header.records_count:
-        return INVALID_RECORD, None, "base offset, last offset delta and record count disagree"
-    if header.is_control or (header.producer_id >= 0 and header.base_sequence < 0):
-        return INVALID_RECORD, None, "control batch or idempotent batch without a sequence"
     return NONE, header, None
+
+
+def validate_batch(ctx, topic: str, records: bytes, header) -> tuple[int, str | None]:
+    """The log's checks (``LogValidator``), after the min.insync.replicas check: size, CRC,
+    offsets and counts, control and sequence flags. Never decodes records."""
+    limit = ctx.cluster.max_message_bytes(topic)
+    if len(records) > limit:
+        return MESSAGE_TOO_LARGE, f"batch of {len(records)} bytes over max.message.bytes {limit}"
+    if not verify_crc(records, 0, header):
+        return CORRUPT_MESSAGE, "CRC-32C mismatch"
+    if header.base_offset != 0 or header.records_count <= 0 or header.last_offset_delta + 1 != header.records_count:
+        return INVALID_RECORD, "base offset, last offset delta and record count disagree"
+    if header.is_control or (header.producer_id >= 0 and header.base_sequence < 0):
+        return INVALID_RECORD, "control batch or idempotent batch without a sequence"
+    return NONE, None
 
 
 def check_sequence(cluster, key, header) -> tuple[int, int | None]:
@@ -115,8 +123,9 @@ def check_sequence(cluster, key, header) -> tuple[int, int | None]:
         if first != expected:
             older = first < history[0].first_seq
             return (DUPLICATE_SEQUENCE if older else OUT_OF_ORDER_SEQUENCE), None
-    elif first != 0:
+    elif history and first != 0:  # a new epoch starts at sequence 0
         return OUT_OF_ORDER_SEQUENCE, None
+    # no state for this producer here (new, or its state was lost): any sequence starts it (KIP-360)
     return NONE, None
 
 
@@ -130,14 +139,18 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
     if p.leader != ctx.broker_id:
         result.error = NOT_LEADER
         return result
-    error, header, message = validate_batch(ctx, topic, records)
+    error, header, message = parse_single_batch(ctx, records)
     if error:
         result.error, result.message = error, message
         return result
     t = cluster.topics[topic]
     min_isr = int(t.configs.get("min.insync.replicas", cluster.config["min.insync.replicas"]))
-    if acks == -1 and len(p.isr) < min_isr:
+    if acks == -1 and len(p.isr) < min_isr:  # before anything is appended (Partition.appendRecordsToLeader)
         result.error, result.message = NOT_ENOUGH_REPLICAS, f"ISR {p.isr} smaller than min.insync.replicas {min_isr}"
+        return result
+    error, message = validate_batch(ctx, topic, records, header)
+    if error:
+        result.error, result.message = error, message
         return result
     key = (header.producer_id, topic, index)
     if header.producer_id >= 0:
