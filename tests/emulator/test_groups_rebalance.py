@@ -225,3 +225,37 @@ async def test_a_new_member_parked_longer_than_five_minutes_is_dropped(make, aut
     await trio.sleep_until(1)
     r = await Member(c, "b").join(session_ms=600000, rebalance_ms=600000)   # a never rejoins
     assert (trio.current_time(), r.error_code, r.member_id) == (301.0, 25, "")
+
+
+async def test_a_member_parked_in_joingroup_outlives_its_session(make, autojump_clock):
+    c = await make()
+    a, b = await stable_pair(c, session_ms=6000, rebalance_ms=20000)   # stable at 0.5 s
+    async with trio.open_nursery() as n:
+        n.start_soon(lambda: b.join(session_ms=6000, rebalance_ms=20000, protocols=[("range", b"new")]))
+        for t in (3, 6, 9, 12):          # a keeps its session but takes 12 s to rejoin
+            await trio.sleep_until(t)
+            assert await a.heartbeat() == 27
+        await a.join(session_ms=6000, rebalance_ms=20000)
+    assert b.joins[-1][0] == 12.0 and b.generation == 3      # b waited 11.5 s with a 6 s session
+    assert c.trace.of("group_member_expired") == []
+
+
+async def test_a_follower_parked_in_syncgroup_outlives_its_session_and_restarts_it_when_answered(make, autojump_clock):
+    c = await make(group_initial_rebalance_delay_ms=500)
+    a, b = Member(c, "a"), Member(c, "b")
+    async with trio.open_nursery() as n:
+        n.start_soon(lambda: a.join(session_ms=6000, rebalance_ms=20000))
+        n.start_soon(lambda: b.join(session_ms=6000, rebalance_ms=20000))
+    leader, follower = (a, b) if a.joins[0][1].leader == a.member_id else (b, a)
+    async with trio.open_nursery() as n:
+        n.start_soon(follower.sync)                        # parked from 1 s
+        for t in (4, 8, 12):
+            await trio.sleep_until(t)
+            assert await leader.heartbeat() == 0
+        await leader.sync({})                              # at 12 s: the follower is answered
+    await trio.sleep_until(15)
+    assert await leader.heartbeat() == 0
+    await trio.sleep_until(17.75)
+    assert follower.member_id in c.groups.groups["g"].members   # its session restarted at 12 s
+    await trio.sleep_until(18.25)
+    assert [(e.time, e.details["member"]) for e in c.trace.of("group_member_expired")] == [(18.0, follower.member_id)]
