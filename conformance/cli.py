@@ -21,6 +21,43 @@ def add_commands(sub) -> None:
     c.add_argument("--junit", metavar="FILE")
     c.add_argument("--html", metavar="FILE")
     c.set_defaults(func=run)
+    add_explain(sub)
+
+
+def add_explain(sub) -> None:
+    e = sub.add_parser("explain", help="run a scenario with our client and draw its timeline")
+    e.add_argument("scenario", nargs="?", help="scenario id (see --list)")
+    e.add_argument("--list", action="store_true", help="list scenario ids")
+    e.add_argument("--out", metavar="FILE.svg|FILE.html", help="also write the timeline as SVG (or HTML)")
+    e.set_defaults(func=run_explain)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    from conformance.explain import explain, render_svg, render_text
+    from conformance.scenarios import BY_ID, CATALOGUE
+
+    if args.list or not args.scenario:
+        for s in CATALOGUE:
+            print(f"{s.id:<42} {s.title}")
+        return 0
+    scenario = BY_ID.get(args.scenario)
+    if scenario is None:
+        print(f"error: no scenario {args.scenario!r}; see broker-emu explain --list", file=sys.stderr)
+        return 2
+    result, spans, marks = explain(scenario)
+    title = f"{scenario.id}: {scenario.title}"
+    print(render_text(title, spans, marks))
+    print(f"\n{scenario.teaching}\n\nverdict for our client: {result.status.value.upper()}")
+    for name, status, detail in result.contracts:
+        print(f"  {status.value:<5} {name}: {detail}")
+    if args.out:
+        svg = render_svg(title, spans, marks)
+        body = svg if args.out.endswith(".svg") else (
+            f"<!doctype html><meta charset='utf-8'><title>{title}</title><body>{svg}<p>{scenario.teaching}</p></body>")
+        with open(args.out, "w") as f:
+            f.write(body)
+        print(f"wrote {args.out}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:

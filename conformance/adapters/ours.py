@@ -22,7 +22,14 @@ class OurAdapter(Adapter):
         return connect
 
     async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
-        return [await getattr(self, f"_{s.kind}")(s, env) for s in steps]
+        outcomes = []
+        for s in steps:
+            env.cluster.trace.emit("app_call", client_id=env.client_id, details={"op": s.kind, "phase": "start"})
+            outcome = await getattr(self, f"_{s.kind}")(s, env)
+            env.cluster.trace.emit("app_call", client_id=env.client_id, details={
+                "op": s.kind, "phase": "end", "ok": outcome.ok, "error": outcome.error_type, "message": outcome.error_message})
+            outcomes.append(outcome)
+        return outcomes
 
     def _consumer_config(self, env: RunEnv, group: str | None) -> dict:
         from client.config import CONSUMER

@@ -1,0 +1,148 @@
+"""Timelines for teaching: one scenario run by our client in virtual time, drawn from the real
+trace in lanes — the application call, the client's requests (each with its timeout window),
+the broker and its purgatory — so server-side and client-side timeouts are seen side by side."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+from broker_emu.trace import TraceEvent
+from conformance.model import Result, Scenario
+
+
+@dataclass
+class Span:
+    lane: str
+    start: float
+    end: float
+    label: str
+    kind: str       # "call", "request", "timeout-client", "purgatory", "timeout-server", "ok", "error"
+
+
+@dataclass
+class Mark:
+    lane: str
+    t: float
+    label: str
+
+
+LANES = ("application", "client requests", "broker", "purgatory")
+
+
+def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
+    spans: list[Span] = []
+    marks: list[Mark] = []
+    starts: dict[str, float] = {}
+    for e in trace:
+        if e.kind == "app_call":
+            op = e.details["op"]
+            if e.details["phase"] == "start":
+                starts[op] = e.t_ms
+            else:
+                outcome = "returned" if e.details.get("ok") else f"raised {e.details.get('error')}"
+                spans.append(Span("application", starts.get(op, 0.0), e.t_ms, f"{op}() {outcome}",
+                                  "ok" if e.details.get("ok") else "error"))
+                if e.details.get("message"):
+                    marks.append(Mark("application", e.t_ms, e.details["message"][:110]))
+    answered = {(e.conn, e.correlation_id): e for e in trace if e.kind == "send"}
+    closes = {e.conn: e for e in trace if e.kind == "conn_close"}
+    for e in trace:
+        if e.kind != "recv" or e.api in ("ApiVersions",):
+            continue
+        reply = answered.get((e.conn, e.correlation_id))
+        close = closes.get(e.conn)
+        if reply is not None:
+            errors = reply.details.get("errors")
+            spans.append(Span("client requests", e.t_ms, reply.t_ms, f"{e.api}" + (f" -> error {errors}" if errors else ""),
+                              "request"))
+        elif close is not None and close.details.get("closed_by") == "client":
+            spans.append(Span("client requests", e.t_ms, close.t_ms,
+                              f"{e.api} unanswered: client gave up (request.timeout.ms), closed the connection",
+                              "timeout-client"))
+    for e in trace:
+        if e.kind == "fault_applied":
+            marks.append(Mark("broker", e.t_ms, f"fault: {e.details['action']['type']} on {e.api}"))
+        elif e.kind in ("leader_change", "isr_change", "broker_stop", "broker_start"):
+            marks.append(Mark("broker", e.t_ms, f"{e.kind.replace('_', ' ')} {e.details}"))
+        elif e.kind == "conn_close" and e.details.get("closed_by") == "client":
+            marks.append(Mark("broker", e.t_ms, f"client closed conn {e.conn}"))
+    entered = {}
+    for e in trace:
+        if e.kind == "purgatory_enter":
+            entered[(e.conn, e.correlation_id)] = e
+        elif e.kind in ("purgatory_expire", "purgatory_complete"):
+            start = entered.get((e.conn, e.correlation_id))
+            if start is not None:
+                expired = e.kind == "purgatory_expire"
+                label = (f"parked {e.api}: REQUEST_TIMED_OUT at timeout_ms={e.details.get('timeout_ms')} (server side)"
+                         if expired else f"parked {e.api}: completed")
+                spans.append(Span("purgatory", start.t_ms, e.t_ms, label, "timeout-server" if expired else "ok"))
+    return spans, marks
+
+
+def render_text(title: str, spans: list[Span], marks: list[Mark], width: int = 60) -> str:
+    end = max([s.end for s in spans] + [m.t for m in marks] + [1.0])
+    scale = width / end
+    lines = [title, f"time axis: 0 .. {end / 1000:.2f} s ({end / width / 1000:.2f} s per column)", ""]
+    fill = {"timeout-client": "!", "timeout-server": "#", "error": "x"}
+    for lane in LANES:
+        lane_spans = [s for s in spans if s.lane == lane]
+        lane_marks = [m for m in marks if m.lane == lane]
+        if not lane_spans and not lane_marks:
+            continue
+        lines.append(f"{lane}:")
+        for s in lane_spans:
+            a, b = int(s.start * scale), max(int(s.end * scale), int(s.start * scale) + 1)
+            bar = " " * a + fill.get(s.kind, "=") * (b - a)
+            lines.append(f"  |{bar:<{width}}| {s.start / 1000:7.2f}-{s.end / 1000:7.2f} s  {s.label}")
+        for m in lane_marks:
+            pos = min(int(m.t * scale), width - 1)
+            lines.append(f"  |{' ' * pos + '^':<{width}}| {m.t / 1000:7.2f} s          {m.label}")
+    lines += ["", "legend: = request/call   ! client-side timeout   # server-side timeout (purgatory)   x call failed"]
+    return "\n".join(lines)
+
+
+COLORS = {"call": "#4a90d9", "ok": "#4caf50", "error": "#e53935", "request": "#90a4ae",
+          "timeout-client": "#fb8c00", "timeout-server": "#8e24aa"}
+
+
+def render_svg(title: str, spans: list[Span], marks: list[Mark], width: int = 1100) -> str:
+    end = max([s.end for s in spans] + [m.t for m in marks] + [1.0])
+    left, plot = 150, width - 170
+    x = lambda t: left + t / end * plot  # noqa: E731
+    rows, y = [], 40
+    out = [f'<text x="10" y="20" font-weight="bold">{html.escape(title)}</text>']
+    for lane in LANES:
+        items = [s for s in spans if s.lane == lane]
+        lane_marks = [m for m in marks if m.lane == lane]
+        if not items and not lane_marks:
+            continue
+        out.append(f'<text x="10" y="{y + 14}" class="lane">{lane}</text>')
+        for s in items:
+            w = max(x(s.end) - x(s.start), 2)
+            out.append(f'<rect class="span {s.kind}" x="{x(s.start):.1f}" y="{y}" width="{w:.1f}" height="18" '
+                       f'fill="{COLORS.get(s.kind, "#999")}"><title>{html.escape(s.label)}</title></rect>')
+            out.append(f'<text x="{x(s.start) + 3:.1f}" y="{y + 32}" font-size="11">{html.escape(s.label)} '
+                       f'({s.start / 1000:.2f}-{s.end / 1000:.2f} s)</text>')
+            y += 40
+        for m in lane_marks:
+            out.append(f'<line x1="{x(m.t):.1f}" x2="{x(m.t):.1f}" y1="{y}" y2="{y + 16}" stroke="#333"/>'
+                       f'<text x="{x(m.t) + 4:.1f}" y="{y + 13}" font-size="11">{html.escape(m.label)} ({m.t / 1000:.2f} s)</text>')
+            y += 22
+        rows.append(y)
+        y += 12
+    ticks = "".join(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="30" y2="{y}" stroke="#eee"/>'
+                    f'<text x="{x(t):.1f}" y="{y + 14}" font-size="10">{t / 1000:.0f} s</text>'
+                    for t in [end * i / 10 for i in range(11)])
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 30}" font-family="sans-serif">'
+            f'{ticks}{"".join(out)}</svg>')
+
+
+def explain(scenario: Scenario) -> tuple[Result, list[Span], list[Mark]]:
+    from conformance.adapters.ours import OurAdapter
+    from conformance.virtual import run_virtual_time
+
+    result = run_virtual_time(scenario, OurAdapter())
+    spans, marks = build(result.trace)
+    return result, spans, marks
