@@ -87,37 +87,49 @@ async def delete_topics(ctx, req):
     return {"throttle_time_ms": 0, "responses": out}
 
 
+# topic config name -> the broker config that supplies its default
+TOPIC_DEFAULTS = {"max.message.bytes": "message.max.bytes", "min.insync.replicas": "min.insync.replicas",
+                  "message.timestamp.type": "log.message.timestamp.type", "retention.bytes": "log.retention.bytes"}
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+
+
 @handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
 async def describe_configs(ctx, req):
-    """Topic (2) and broker (4) resources: the broker config in effect, topic overrides marked."""
+    """Topic (2) and broker (4) resources. Each value carries its source as the broker reports
+    it: a topic override, a broker setting given at start (static), or Kafka's default."""
     cluster = ctx.cluster
     results = []
     for r in req.resources:
         entry = {"error_code": 0, "error_message": None, "resource_type": r.resource_type, "resource_name": r.resource_name, "configs": []}
-        if r.resource_type == 2:
-            t = cluster.topics.get(r.resource_name)
-            if t is None:
-                entry.update(error_code=UNKNOWN_TOPIC, error_message=f"unknown topic {r.resource_name}")
-            else:
-                base = {"max.message.bytes": str(cluster.config["message.max.bytes"]),
-                        "min.insync.replicas": str(cluster.config["min.insync.replicas"]),
-                        "message.timestamp.type": cluster.config["log.message.timestamp.type"],
-                        "retention.bytes": str(cluster.config["log.retention.bytes"])}
-                entry["configs"] = _configs({**base, **t.configs}, set(t.configs), r.configuration_keys)
+        if r.resource_type == 2 and r.resource_name not in cluster.topics:
+            entry.update(error_code=UNKNOWN_TOPIC, error_message=f"unknown topic {r.resource_name}")
+        elif r.resource_type == 2:
+            t = cluster.topics[r.resource_name]
+            values = {name: (t.configs[name], DYNAMIC_TOPIC_CONFIG) if name in t.configs else _broker_value(cluster, broker_name)
+                      for name, broker_name in TOPIC_DEFAULTS.items()}
+            values.update({k: (v, DYNAMIC_TOPIC_CONFIG) for k, v in t.configs.items()})
+            entry["configs"] = _configs(values, r.configuration_keys)
         elif r.resource_type == 4:
-            entry["configs"] = _configs({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in cluster.config.items()
-                                         if not k.startswith("emu.")}, set(), r.configuration_keys)
+            entry["configs"] = _configs({k: _broker_value(cluster, k) for k in cluster.config if not k.startswith("emu.")},
+                                        r.configuration_keys)
         else:
-            entry.update(error_code=42, error_message=f"resource type {r.resource_type} is not supported by broker-emu")
+            entry.update(error_code=INVALID_REQUEST, error_message=f"resource type {r.resource_type} is not supported by broker-emu")
         results.append(entry)
     return {"throttle_time_ms": 0, "results": results}
 
 
-def _configs(values: dict, overridden: set, keys) -> list[dict]:
-    return [{"name": k, "value": v, "read_only": False, "is_default": k not in overridden,
-             "config_source": 1 if k in overridden else 5, "is_sensitive": False, "synonyms": [],
-             "config_type": 0, "documentation": None}
-            for k, v in sorted(values.items()) if keys is None or k in keys]
+def _broker_value(cluster, name: str) -> tuple[str, int]:
+    from broker_emu.config import DEFAULTS
+
+    value = cluster.config[name]
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    return text, DEFAULT_CONFIG if value == DEFAULTS[name] else STATIC_BROKER_CONFIG
+
+
+def _configs(values: dict[str, tuple[str, int]], keys) -> list[dict]:
+    return [{"name": k, "value": v, "read_only": False, "is_default": source == DEFAULT_CONFIG,
+             "config_source": source, "is_sensitive": False, "synonyms": [], "config_type": 0, "documentation": None}
+            for k, (v, source) in sorted(values.items()) if keys is None or k in keys]
 
 
 @handles(ApiKey.DESCRIBE_CLUSTER, 0, 1)
