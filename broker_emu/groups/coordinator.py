@@ -136,7 +136,8 @@ class GroupCoordinator(OffsetsMixin):
     def _trace(self, kind: str, **details: Any) -> None:
         trace = getattr(self.cluster, "trace", None)
         if trace is not None:
-            trace.emit(kind, details=details)
+            group = self.groups.get(details.get("group", ""))
+            trace.emit(kind, broker=group.coordinator if group is not None else None, details=details)
 
     # -- JoinGroup ---------------------------------------------------------------------------------
     def join_group(self, req: JoinRequest, reply: Reply, *, broker_id: int, now: float) -> None:
