@@ -6,6 +6,7 @@ I/O lives in ``server.py`` and the waits in the purgatories.
 
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 from dataclasses import dataclass, field
@@ -77,6 +78,7 @@ class Cluster:
         self.producer_state: dict[tuple[int, str, int], list[ProducerBatchRecord]] = {}
         self.groups: Any = None
         self._nursery: trio.Nursery | None = None
+        self.conn_ids = itertools.count(1)
 
     # -- time ---------------------------------------------------------------------------------
     def now_ms(self) -> float:

@@ -15,7 +15,6 @@ closes the connection before anything is allocated for it.
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -32,7 +31,6 @@ from client.protocol.framing import FrameSplitter, FrameTooLargeError
 if TYPE_CHECKING:
     from broker_emu.cluster import Broker, Cluster
 
-_conn_ids = itertools.count(1)
 READ_AHEAD_BYTES = 16 << 20  # covers 5 in-flight 1 MB produce batches with room to spare
 API_VERSIONS = int(ApiKey.API_VERSIONS)
 
@@ -40,7 +38,7 @@ API_VERSIONS = int(ApiKey.API_VERSIONS)
 class Connection:
     def __init__(self, cluster: "Cluster", broker: "Broker", stream: trio.abc.Stream, addr: str):
         self.cluster, self.broker, self.stream, self.addr = cluster, broker, stream, addr
-        self.id = next(_conn_ids)
+        self.id = next(cluster.conn_ids)  # per cluster, so traces are reproducible
         self.client_id: str | None = None
         self.closed = False
         self.scope = trio.CancelScope()

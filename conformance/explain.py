@@ -78,6 +78,7 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
                 label = (f"parked {e.api}: REQUEST_TIMED_OUT at timeout_ms={e.details.get('timeout_ms')} (server side)"
                          if expired else f"parked {e.api}: completed")
                 spans.append(Span("purgatory", start.t_ms, e.t_ms, label, "timeout-server" if expired else "ok"))
+    marks.sort(key=lambda m: (m.t, m.lane, m.label))  # events at one instant: a stable order
     return spans, marks
 
 
@@ -95,10 +96,10 @@ def render_text(title: str, spans: list[Span], marks: list[Mark], width: int = 6
         for s in lane_spans:
             a, b = int(s.start * scale), max(int(s.end * scale), int(s.start * scale) + 1)
             bar = " " * a + fill.get(s.kind, "=") * (b - a)
-            lines.append(f"  |{bar:<{width}}| {s.start / 1000:7.2f}-{s.end / 1000:7.2f} s  {s.label}")
+            lines.append(f"  |{bar:<{width}}| {s.start / 1000:8.3f}-{s.end / 1000:8.3f} s  {s.label}")
         for m in lane_marks:
             pos = min(int(m.t * scale), width - 1)
-            lines.append(f"  |{' ' * pos + '^':<{width}}| {m.t / 1000:7.2f} s          {m.label}")
+            lines.append(f"  |{' ' * pos + '^':<{width}}| {m.t / 1000:8.3f} s           {m.label}")
     lines += ["", "legend: = request/call   ! client-side timeout   # server-side timeout (purgatory)   x call failed"]
     return "\n".join(lines)
 

@@ -111,7 +111,9 @@ CATALOGUE: tuple[Scenario, ...] = (
                   "answer depends on its own request timeout: the broker's clock starts later, after the append."),
         references=("DelayedProduce", "SEMANTICS.md §2.2-2.3"),
         steps=(Operation("produce", {"topic": "t", "partition": 0, "value": b"hello", "count": 1}),),
-        faults=({"replication": {"topic": "t", "mode": "stall"}},),
+        # 5 ms of network and append time before the broker's clock starts (SEMANTICS.md §2.3)
+        faults=({"replication": {"topic": "t", "mode": "stall"}},
+                {"match": {"api": "Produce"}, "action": {"type": "delay_request", "ms": 5}}),
         broker_config={"replica.lag.time.max.ms": 1_000_000},
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": 45_000, "acks": "all",
                        "retries": 0},

@@ -1,0 +1,44 @@
+"""Generate the teaching pages' timelines from real runs: `python -m conformance.teaching_docs`.
+
+Each page in docs/teaching/ holds a block between <!-- timeline:SCENARIO --> and
+<!-- /timeline --> markers; this command re-runs that scenario with our client in virtual time
+and rewrites the block. `--check` only compares (the test suite runs it)."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import sys
+
+from conformance.explain import explain, render_text
+from conformance.scenarios import BY_ID
+
+DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs" / "teaching"
+BLOCK = re.compile(r"(<!-- timeline:(?P<id>[\w.\-]+) -->\n)(?P<body>.*?)(<!-- /timeline -->)", re.S)
+
+
+def timeline(scenario_id: str) -> str:
+    scenario = BY_ID[scenario_id]
+    _, spans, marks = explain(scenario)
+    return "```\n" + render_text(f"{scenario.id}: {scenario.title}", spans, marks) + "\n```\n"
+
+
+def regenerate(check: bool = False) -> list[str]:
+    stale = []
+    for page in sorted(DOCS.glob("*.md")):
+        text = page.read_text()
+        new = BLOCK.sub(lambda m: m.group(1) + timeline(m.group("id")) + m.group(4), text)
+        if new != text:
+            stale.append(page.name)
+            if not check:
+                page.write_text(new)
+    return stale
+
+
+if __name__ == "__main__":
+    check = "--check" in sys.argv
+    stale = regenerate(check)
+    if check and stale:
+        print(f"stale timelines in: {', '.join(stale)} (run python -m conformance.teaching_docs)")
+        sys.exit(1)
+    print("updated: " + (", ".join(stale) or "nothing"))
