@@ -2,6 +2,12 @@
 ``handlers`` registers the group APIs. See coordinator.py for the theory of operation."""
 
 from broker_emu.groups.coordinator import GroupCoordinator, JoinRequest
-from broker_emu.groups.state import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
+from broker_emu.groups.state import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+)
 
-__all__ = ["GroupCoordinator", "JoinRequest", "EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE", "DEAD"]
+__all__ = ["COMPLETING_REBALANCE", "DEAD", "EMPTY", "PREPARING_REBALANCE", "STABLE", "GroupCoordinator", "JoinRequest"]

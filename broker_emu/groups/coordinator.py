@@ -36,8 +36,18 @@ from typing import Any
 import trio
 
 from broker_emu.groups.offsets import OffsetsMixin
-from broker_emu.groups.state import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, Group, Member,
-                                     Protocols, Reply, complete)
+from broker_emu.groups.state import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    Group,
+    Member,
+    Protocols,
+    Reply,
+    complete,
+)
 from broker_emu.groups.timers import Timers
 from client.errors import ErrorCode as E
 
@@ -216,7 +226,8 @@ class GroupCoordinator(OffsetsMixin):
                                now: float) -> None:
         """A known group.instance.id came back with no member id (a restarted static member)."""
         previous_leader = g.leader_id
-        m = g.replace_static_member(req.group_instance_id, old_id, new_id)
+        instance_id = req.group_instance_id or ""
+        m = g.replace_static_member(instance_id, old_id, new_id)
         self.timers.cancel(("hb", g.group_id, old_id))
         m.protocols = list(req.protocols)
         m.rebalance_timeout_ms, m.session_timeout_ms = req.rebalance_timeout_ms, req.session_timeout_ms
@@ -231,7 +242,7 @@ class GroupCoordinator(OffsetsMixin):
                 result = g.join_result(new_id, leader_view=False) | {"leader": previous_leader or ""}
             complete(m, "awaiting_join", result)
         elif g.state in (STABLE, COMPLETING_REBALANCE):
-            self._prepare_rebalance(g, f"static member {req.group_instance_id} rejoined", now)
+            self._prepare_rebalance(g, f"static member {instance_id} rejoined", now)
 
     # -- join phase --------------------------------------------------------------------------------
     def _maybe_prepare_rebalance_or_complete_join(self, g: Group, reason: str, now: float) -> None:
@@ -306,9 +317,9 @@ class GroupCoordinator(OffsetsMixin):
                    reply: Reply, broker_id: int, now: float) -> None:
         error = self.validate(group_id, broker_id)
         g = self.group(group_id, now) if error is None else None
-        if error is None:
-            error = E.UNKNOWN_MEMBER_ID if g is None else self._sync_error(
-                g, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
+        if g is None or error is not None:
+            return reply(sync_error(error if error is not None else E.UNKNOWN_MEMBER_ID))
+        error = self._sync_error(g, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
         if error is not None:
             return reply(sync_error(error))
         if g.state == PREPARING_REBALANCE:
@@ -436,9 +447,10 @@ class GroupCoordinator(OffsetsMixin):
 
     def _leave_one(self, g: Group, member_id: str, instance_id: str | None, now: float) -> int:
         if not member_id:
-            member_id = g.static_members.get(instance_id) if instance_id is not None else None
-            if member_id is None:
+            static_id = g.member_for_instance(instance_id)
+            if static_id is None:
                 return E.UNKNOWN_MEMBER_ID
+            member_id = static_id
         elif member_id in g.pending_join:
             g.pending_join.discard(member_id)
             self.timers.cancel(("hb", g.group_id, member_id))
@@ -474,7 +486,7 @@ class GroupCoordinator(OffsetsMixin):
             if previous == PREPARING_REBALANCE:
                 complete(m, "awaiting_join", join_error(m.member_id, E.NOT_COORDINATOR))
             complete(m, "awaiting_sync", sync_error(E.NOT_COORDINATOR))
-        self.timers.cancel_where(lambda key: key[1] == g.group_id)
+        self.timers.cancel_where(lambda key: isinstance(key, tuple) and key[1] == g.group_id)
         owner = self.cluster.coordinator_for(g.group_id)
         if g.persisted is None and not g.offsets:
             del self.groups[g.group_id]

@@ -10,7 +10,8 @@ served (removed in Kafka 4.0, KIP-896; v0 offsets lived in ZooKeeper).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import trio
 

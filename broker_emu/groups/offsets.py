@@ -13,9 +13,18 @@ Offsets are kept in memory with the group and never expire (Kafka: offsets.reten
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from broker_emu.groups.state import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, CommittedOffset, Group
+from broker_emu.groups.state import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    CommittedOffset,
+    Group,
+)
 from client.errors import ErrorCode as E
 
 GROUP_ID_NOT_FOUND = 69          # not yet in client.errors.ErrorCode
@@ -35,16 +44,15 @@ class OffsetsMixin:
                        now: float) -> list[int]:
         """One error code per offset, in order."""
         error = self.validate(group_id, broker_id, allow_empty=True)  # type: ignore[attr-defined]
-        g = None
-        if error is None:
-            g = self.group(group_id, now)  # type: ignore[attr-defined]
-            if g is None and generation_id < 0:
-                g = self.groups[group_id] = Group(group_id, coordinator=broker_id, state_since=now)
-            elif g is None:
-                # Kafka 4.0: GROUP_ID_NOT_FOUND from v9; before, ILLEGAL_GENERATION for compatibility.
-                error = GROUP_ID_NOT_FOUND if api_version >= 9 else E.ILLEGAL_GENERATION
-            else:
-                error = self._commit_error(g, generation_id, member_id, group_instance_id)
+        if error is not None:
+            return [error] * len(offsets)
+        g: Group | None = self.group(group_id, now)  # type: ignore[attr-defined]
+        if g is None and generation_id >= 0:
+            # Kafka 4.0: GROUP_ID_NOT_FOUND from v9; before, ILLEGAL_GENERATION for compatibility.
+            return [GROUP_ID_NOT_FOUND if api_version >= 9 else E.ILLEGAL_GENERATION] * len(offsets)
+        if g is None:
+            g = self.groups[group_id] = Group(group_id, coordinator=broker_id, state_since=now)
+        error = self._commit_error(g, generation_id, member_id, group_instance_id)
         if error is not None:
             return [error] * len(offsets)
         if g.state in (STABLE, PREPARING_REBALANCE) and member_id in g.members:

@@ -14,8 +14,9 @@ them into awaited events, which keeps this module free of trio.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from client.errors import ErrorCode
 
@@ -220,7 +221,7 @@ class Group:
                                    m.assignment) for m in self.members.values()]}
 
     @classmethod
-    def load(cls, group_id: str, snap: dict[str, Any], coordinator: int, now: float) -> "Group":
+    def load(cls, group_id: str, snap: dict[str, Any], coordinator: int, now: float) -> Group:
         """A group as a new coordinator reads it back: Stable if the record has members, else Empty."""
         g = cls(group_id, coordinator, STABLE if snap["members"] else EMPTY, DEAD, now, snap["generation_id"],
                 snap["protocol_type"], snap["protocol_name"], snap["leader_id"])

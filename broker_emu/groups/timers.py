@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from typing import Callable, Hashable
+from collections.abc import Callable, Hashable
 
 
 class Timers:

@@ -5,8 +5,24 @@ import pytest
 import trio
 
 from broker_emu.registry import REGISTRY
-from tests.emulator.groups_fake import (COMMIT, DESCRIBE, FETCH, FIND, HEARTBEAT, JOIN, LEAVE, LIST, SYNC, FakeCluster,
-                                        Member, call, commit_body, heartbeat_body, join_body, sync_body)
+from tests.emulator.groups_fake import (
+    COMMIT,
+    DESCRIBE,
+    FETCH,
+    FIND,
+    HEARTBEAT,
+    JOIN,
+    LEAVE,
+    LIST,
+    SYNC,
+    FakeCluster,
+    Member,
+    call,
+    commit_body,
+    heartbeat_body,
+    join_body,
+    sync_body,
+)
 
 
 @pytest.fixture
@@ -75,13 +91,13 @@ def test_every_group_api_is_registered_with_its_version_range():
                       FETCH: (1, 9), LIST: (0, 5), DESCRIBE: (0, 5)}
 
 
-@pytest.mark.parametrize("version", range(0, 10))
+@pytest.mark.parametrize("version", range(10))
 async def test_a_whole_group_lifecycle_at_every_version(version, autojump_clock, nursery):
     """Join (with the KIP-394 round from v4), sync, heartbeat, commit, fetch, leave: each API at
     ``version`` or its nearest served version, so every version is encoded and decoded once."""
     c = FakeCluster()
     await nursery.start(c.groups.run)
-    v = lambda api: max(REGISTRY[api].min_version, min(version, REGISTRY[api].max_version))  # noqa: E731
+    v = lambda api: max(REGISTRY[api].min_version, min(version, REGISTRY[api].max_version))
     r = await call(c, JOIN, v(JOIN), join_body())
     if v(JOIN) >= 4:
         assert r.error_code == 79

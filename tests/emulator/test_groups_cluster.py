@@ -5,8 +5,18 @@ import trio
 
 from broker_emu import open_cluster
 from tests.cluster.wire import WireClient
-from tests.emulator.groups_fake import (COMMIT, FETCH, FIND, HEARTBEAT, JOIN, SYNC, commit_body, heartbeat_body,
-                                        join_body, sync_body)
+from tests.emulator.groups_fake import (
+    COMMIT,
+    FETCH,
+    FIND,
+    HEARTBEAT,
+    JOIN,
+    SYNC,
+    commit_body,
+    heartbeat_body,
+    join_body,
+    sync_body,
+)
 
 
 async def join_and_sync(w: WireClient, **kw):

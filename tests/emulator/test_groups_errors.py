@@ -3,8 +3,18 @@
 import pytest
 import trio
 
-from tests.emulator.groups_fake import (HEARTBEAT, JOIN, LEAVE, SYNC, FakeCluster, Member, call, heartbeat_body, join_body,
-                                        sync_body)
+from tests.emulator.groups_fake import (
+    HEARTBEAT,
+    JOIN,
+    LEAVE,
+    SYNC,
+    FakeCluster,
+    Member,
+    call,
+    heartbeat_body,
+    join_body,
+    sync_body,
+)
 
 
 @pytest.fixture
@@ -23,7 +33,7 @@ async def stable_member(c, name="a", **kw):
 
 async def test_heartbeat_fencing_errors(c):
     a = await stable_member(c)
-    hb = lambda **kw: call(c, HEARTBEAT, 4, heartbeat_body(**kw))  # noqa: E731
+    hb = lambda **kw: call(c, HEARTBEAT, 4, heartbeat_body(**kw))
     assert (await hb(member_id=a.member_id, generation=1)).error_code == 0
     assert (await hb(member_id=a.member_id, generation=0)).error_code == 22          # ILLEGAL_GENERATION
     assert (await hb(member_id="ghost", generation=1)).error_code == 25              # UNKNOWN_MEMBER_ID

@@ -4,7 +4,14 @@ with generation checks, per-partition errors, fetch of everything, batched group
 import pytest
 import trio
 
-from tests.emulator.groups_fake import COMMIT, FETCH, FakeCluster, Member, call, commit_body
+from tests.emulator.groups_fake import (
+    COMMIT,
+    FETCH,
+    FakeCluster,
+    Member,
+    call,
+    commit_body,
+)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 import trio
+import trio.lowlevel
 
 from tests.emulator.groups_fake import LEAVE, FakeCluster, Member, call
 
@@ -33,7 +34,7 @@ async def stable_pair(c, *, session_ms=10000, rebalance_ms=5000):
         await a.join(session_ms=session_ms, rebalance_ms=rebalance_ms)
     async with trio.open_nursery() as n:
         n.start_soon(b.sync)
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         await a.sync({a.member_id: b"A2", b.member_id: b"B2"})
     assert c.groups.groups["g"].state == "Stable" and a.generation == b.generation == 2
     return a, b

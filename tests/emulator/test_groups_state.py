@@ -4,7 +4,14 @@ import math
 
 import pytest
 
-from broker_emu.groups.state import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, Group, Member
+from broker_emu.groups.state import (
+    COMPLETING_REBALANCE,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    Group,
+    Member,
+)
 from broker_emu.groups.timers import Timers
 
 
