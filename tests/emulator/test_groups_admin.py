@@ -120,3 +120,19 @@ async def test_a_whole_group_lifecycle_at_every_version(version, autojump_clock,
                        {"group_id": "g", "members": [{"member_id": mid}]})
     assert leave.error_code == 0 and c.groups.groups["g"].state == "Empty"
     assert trio.current_time() == 0.0    # nothing waited: the group had a single member and no delay
+
+
+async def test_statistics_and_describe_show_states_members_and_deadlines(c, autojump_clock):
+    a = Member(c, "a")
+    await a.join(session_ms=6000, rebalance_ms=4000)
+    await trio.sleep(1)
+    stats = c.groups.statistics()
+    assert (stats["groups"], stats["states"], stats["members"]) == (1, {"CompletingRebalance": 1}, 1)
+    assert stats["next_deadline"] == 4.0                      # the SyncGroup deadline (rebalance timeout)
+    d = c.groups.describe("g")
+    assert (d["state"], d["generation_id"], d["leader"], d["pending_sync"]) == (
+        "CompletingRebalance", 1, a.member_id, [a.member_id])
+    assert (d["sync_deadline"], d["members"][0]["session_deadline"], d["members"][0]["waiting_in"]) == (4.0, 6.0, None)
+    await a.sync({})
+    d = c.groups.describe()[0]
+    assert (d["state"], d["sync_deadline"], d["members"][0]["session_deadline"]) == ("Stable", None, 7.0)

@@ -122,3 +122,21 @@ async def test_admin_removes_a_static_member_by_instance_id(c):
                                                                {"member_id": "", "group_instance_id": "i-zz"}]})
     assert [(m.group_instance_id, m.error_code) for m in r.members] == [("i-a", 0), ("i-zz", 25)]
     assert c.groups.groups["g"].state == "Empty"
+
+
+async def test_a_coordinator_move_answers_parked_joins_and_reloads_the_stored_group(c, autojump_clock):
+    a = await stable_member(c, session_ms=6000, rebalance_ms=20000)
+    b = Member(c, "b")
+    async with trio.open_nursery() as n:
+        n.start_soon(lambda: b.join(session_ms=6000, rebalance_ms=20000))
+        await trio.sleep(1)
+        assert c.groups.groups["g"].state == "PreparingRebalance"
+        c.owner["g"] = 1                       # the group's offsets partition got a new leader
+        c.groups.broker_stopped(0)
+    assert [(t, r.error_code) for t, r in b.joins] == [(1.0, 16)]     # NOT_COORDINATOR: find it again
+    assert (await call(c, JOIN, 9, join_body(member_id="x"), broker=0)).error_code == 16
+    g = c.groups.groups["g"]
+    assert (g.coordinator, g.state, g.generation_id, list(g.members)) == (1, "Stable", 1, [a.member_id])
+    assert (await call(c, HEARTBEAT, 4, heartbeat_body(a.member_id, 1), broker=1)).error_code == 0
+    await trio.sleep(6.5)                      # sessions restarted at the move; a keeps quiet
+    assert c.groups.groups["g"].state == "Empty"
