@@ -73,6 +73,7 @@ class ErrorCode(enum.IntEnum):
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
     INVALID_RECORD = 87
+    GROUP_ID_NOT_FOUND = 69
     THROTTLING_QUOTA_EXCEEDED = 89
     PRODUCER_FENCED = 90
     UNKNOWN_TOPIC_ID = 100
@@ -358,6 +359,16 @@ class StaleMemberEpochError(KafkaError):
     name = 'STALE_MEMBER_EPOCH'
 
 
+class GroupIdNotFoundError(KafkaError):
+    """The group does not exist (OffsetCommit v9+ to a group the coordinator does not know)."""
+
+    code = 69
+    name = "GROUP_ID_NOT_FOUND"
+
+
+ERROR_CLASSES_EXTRA = {69: GroupIdNotFoundError}
+
+
 class TimeoutException(RetriableError):
     """A client-side deadline passed (request.timeout.ms, delivery.timeout.ms, max.block.ms, an
     API deadline). The message says which side timed out, after how long, and which setting
@@ -438,6 +449,9 @@ ERROR_CLASSES: dict[int, type[KafkaError]] = {
     110: FencedMemberEpochError,
     113: StaleMemberEpochError,
 }
+
+
+ERROR_CLASSES.update(ERROR_CLASSES_EXTRA)
 
 
 def error_for_code(code: int, message: str | None = None) -> KafkaError:
