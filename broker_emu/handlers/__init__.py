@@ -48,21 +48,19 @@ def topics_of(cluster: Any, api_key: int, body: Any) -> list[tuple[str, int | No
 
 
 def error_codes(body: Any) -> list[int]:
-    """Every non-zero error code anywhere in a response (for the trace)."""
+    """Every non-zero error code anywhere in a response (for the trace). Iterative, and lists
+    of scalars (replica ids, offsets) are skipped whole: this runs on every response."""
     found: list[int] = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, dict):
-            for k, x in v.items():
-                if k == "error_code" and isinstance(x, int) and x:
+    stack = [body]
+    while stack:
+        v = stack.pop()
+        items = v.items() if isinstance(v, dict) else (("", x) for x in v)
+        for k, x in items:
+            if k == "error_code":
+                if x:
                     found.append(x)
-                else:
-                    walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-
-    walk(body)
+            elif isinstance(x, dict) or (isinstance(x, list) and x and isinstance(x[0], (dict, list))):
+                stack.append(x)
     return found
 
 
