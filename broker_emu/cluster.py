@@ -187,14 +187,16 @@ class Cluster:
     # -- groups -------------------------------------------------------------------------------
     def coordinator_for(self, group_id: str) -> int:
         """Kafka: partition = abs(hashCode(group)) % offsets.topic.num.partitions, coordinator =
-        that __consumer_offsets partition's leader. We model that partition's leader as the
-        live broker at index (partition % live brokers) in id order."""
-        p = java_string_hash(group_id) & 0x7FFFFFFF
-        p %= self.config["offsets.topic.num.partitions"]
-        live = sorted(b.id for b in self.live_brokers())
-        if not live:
-            return -1
-        return live[p % len(live)]
+        that __consumer_offsets partition's leader. We place partition p's replicas on brokers
+        p, p+1, ... (in id order) and its leader on the first live one, so stopping a broker moves
+        only the groups it coordinated, as a leader election would."""
+        p = (java_string_hash(group_id) & 0x7FFFFFFF) % self.config["offsets.topic.num.partitions"]
+        ids = sorted(self.brokers)
+        for k in range(len(ids)):
+            broker = ids[(p + k) % len(ids)]
+            if self.is_alive(broker):
+                return broker
+        return -1
 
     # -- replication and leadership -------------------------------------------------------------
     def after_append(self, p: Partition, previous_leo: int) -> None:

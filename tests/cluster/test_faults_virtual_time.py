@@ -145,3 +145,14 @@ async def test_same_seed_same_decisions_through_the_pipeline(autojump_clock):
     assert first == await errors_seen(11)
     assert first != await errors_seen(12)
     assert 8 <= first.count(6) <= 32
+
+
+async def test_stopping_a_broker_moves_only_the_groups_it_coordinated(autojump_clock):
+    async with open_cluster(3, listen=False) as cluster:
+        groups = [f"g{i}" for i in range(60)]
+        before = {g: cluster.coordinator_for(g) for g in groups}
+        await cluster.stop_broker(1)
+        after = {g: cluster.coordinator_for(g) for g in groups}
+        moved = {g for g in groups if before[g] != after[g]}
+        assert moved == {g for g in groups if before[g] == 1} and moved
+        assert all(after[g] != 1 for g in groups)
