@@ -174,3 +174,19 @@ async def test_log_append_time_topics_stamp_broker_time(autojump_clock):
         r = await w.call(PRODUCE, 9, produce_body("t", 0, [b"a"], acks=1))
         part = r.responses[0].partition_responses[0]
         assert part.log_append_time_ms == cluster.wall_ms() == 1_700_000_005_000
+
+
+async def test_a_thousand_parked_produces_expire_together_exactly(autojump_clock):
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
+        cluster.replication.stall("t")
+        leader = leader_of(cluster, "t")
+        clients = [WireClient(cluster.connect(leader)) for _ in range(1000)]
+        for w in clients:  # one connection each: a connection holds one request at a time
+            await w.send(PRODUCE, 9, produce_body("t", 0, [b"v"], timeout_ms=5000))
+        await trio.sleep(1)
+        assert len(cluster.produce_purgatory) == 1000 and cluster.partition("t", 0).log_end_offset == 1000
+        answers = [await w.recv() for w in clients]
+        assert trio.current_time() == 5.0
+        assert sorted(r.responses[0].partition_responses[0].base_offset for _, r in answers) == list(range(1000))
+        assert {r.responses[0].partition_responses[0].error_code for _, r in answers} == {7}
+        assert cluster.produce_purgatory.statistics()["expired"] == 1000
