@@ -44,6 +44,8 @@ class Connection:
         self.scope = trio.CancelScope()
         self._queued_bytes = 0
         self._drained = trio.Event()
+        self.peer_closed = False
+        self._current: trio.CancelScope | None = None  # the request being handled
 
     # -- lifecycle ----------------------------------------------------------------------------
     def _trace(self, kind: str, **fields: Any) -> None:
@@ -69,7 +71,7 @@ class Connection:
                     return
                 async with trio.open_nursery() as nursery:
                     send, recv = trio.open_memory_channel(float("inf"))  # bounded in bytes by _reader
-                    nursery.start_soon(self._reader, send, nursery.cancel_scope)
+                    nursery.start_soon(self._reader, send)
                     await self._processor(recv)
                     nursery.cancel_scope.cancel()
         finally:
@@ -92,7 +94,7 @@ class Connection:
                 await trio.sleep(rule.action.ms / 1000)
         return True
 
-    async def _reader(self, send: trio.MemorySendChannel, scope: trio.CancelScope) -> None:
+    async def _reader(self, send: trio.MemorySendChannel) -> None:
         splitter = FrameSplitter(self.cluster.config["socket.request.max.bytes"])
         async with send:
             while True:
@@ -101,10 +103,8 @@ class Connection:
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
                 if not data:
-                    self._closed_by("client", "end of stream" if splitter.buffered == 0 else
-                                    f"end of stream inside a frame ({splitter.buffered} bytes buffered)")
-                    scope.cancel()
-                    return
+                    self._peer_closed(splitter.buffered)
+                    return  # closing ``send`` lets the processor drain what was received
                 try:
                     frames = splitter.feed(data)
                 except FrameTooLargeError as exc:
@@ -117,18 +117,34 @@ class Connection:
                     self._drained = trio.Event()
                     await self._drained.wait()
 
+    def _peer_closed(self, partial: int) -> None:
+        """The client closed its end. Like the broker, requests received whole before the close
+        are still processed (their responses are dropped): the one being handled has done its
+        synchronous part (an append, a join) and stops waiting; each queued one runs its
+        synchronous part only. Kafka would finish the parked request first; we do not keep a
+        closed connection's waits alive (a black-hole fault would never end)."""
+        self._closed_by("client", "end of stream" if partial == 0 else f"end of stream inside a frame ({partial} bytes buffered)")
+        self.peer_closed = True
+        if self._current is not None:
+            self._current.cancel()
+
     async def _processor(self, recv: trio.MemoryReceiveChannel) -> None:
         async for frame in recv:
             self._queued_bytes -= len(frame)
             self._drained.set()
-            try:
-                keep = await self._process(frame)
-            except Exception as exc:  # a handler bug closes this connection, never the cluster
-                import traceback
-                traceback.print_exc()
-                self.abort(f"internal error: {type(exc).__name__}: {exc}")
-                return
-            if not keep:
+            keep = True
+            with trio.CancelScope() as self._current:
+                if self.peer_closed:
+                    self._current.cancel()  # run up to the first wait only
+                try:
+                    keep = await self._process(frame)
+                except Exception as exc:  # a handler bug closes this connection, never the cluster
+                    import traceback
+                    traceback.print_exc()
+                    self.abort(f"internal error: {type(exc).__name__}: {exc}")
+                    return
+            self._current = None
+            if not keep and not self.peer_closed:
                 return
 
     # -- one request --------------------------------------------------------------------------

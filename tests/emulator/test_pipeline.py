@@ -3,6 +3,7 @@
 import tracemalloc
 
 import trio
+import trio.testing
 
 from broker_emu import open_cluster
 from broker_emu.server import READ_AHEAD_BYTES
@@ -119,3 +120,22 @@ async def test_read_ahead_behind_a_parked_request_is_bounded(autojump_clock):
         answers = [await w.recv() for _ in range(31)]
         assert [corr for corr, _ in answers] == list(range(1, 32)) and trio.current_time() == 10.0
         assert cluster.partition("t", 0).log_end_offset == 31
+
+
+async def test_requests_received_before_the_client_closes_are_still_processed(autojump_clock):
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
+        cluster.replication.stall("t")
+        stream = cluster.connect(leader_of(cluster, "t"))
+        frames = [encode_request(PRODUCE, 9, 1, "c", produce_body("t", 0, [b"parked"], timeout_ms=20_000)),
+                  encode_request(PRODUCE, 9, 2, "c", produce_body("t", 0, [b"fire and forget"], acks=0)),
+                  encode_request(PRODUCE, 9, 3, "c", produce_body("t", 0, [b"acks=1"], acks=1))]
+        await stream.send_all(b"".join(frames))
+        await trio.sleep(1)
+        assert cluster.partition("t", 0).log_end_offset == 1  # the later ones wait behind the park
+        await stream.aclose()
+        await trio.testing.wait_all_tasks_blocked()
+        assert trio.current_time() == 1.0 and cluster.partition("t", 0).log_end_offset == 3  # whole requests are not lost at the close
+        assert [e.kind for e in cluster.trace.events if e.kind in ("recv", "send", "conn_close")] == \
+            ["recv", "conn_close", "recv", "recv"]  # no responses to a closed connection
+        await trio.sleep(30)
+        assert not cluster.brokers[leader_of(cluster, "t")].connections
