@@ -135,8 +135,8 @@ class Replication:
 
     def _schedule_copy(self, p: "Partition", follower: int, target: int, now: float) -> None:
         mode = self.mode_for(p, follower)
-        if mode.mode == "stall" or p.follower_leo.get(follower, 0) >= target:
-            return
+        if mode.mode == "stall" or (follower in p.isr and p.follower_leo.get(follower, 0) >= target):
+            return  # (a caught-up follower outside the ISR still fetches: that is how it rejoins)
         delay = mode.lag_ms / 1000.0
         epoch = p.leader_epoch
         if delay <= 0:

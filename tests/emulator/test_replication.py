@@ -99,3 +99,19 @@ async def test_stopping_a_broker_moves_leadership_and_restarting_it_restores_the
         await w.call(PRODUCE, 9, produce_body("t", 0, [b"a"]))
         await cluster.start_broker(old)
         assert old in p.isr and p.leo_of(old) == 1
+
+
+async def test_a_new_leader_without_the_uncommitted_tail_truncates_it(autojump_clock):
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
+        p = cluster.partition("t", 0)
+        old = p.leader
+        w = WireClient(cluster.connect(old))
+        await w.call(PRODUCE, 9, produce_body("t", 0, [b"committed"]))
+        cluster.replication.stall("t")
+        await w.call(PRODUCE, 9, produce_body("t", 0, [b"only on the leader"], acks=1))
+        assert (p.log_end_offset, p.high_watermark) == (2, 1)
+        cluster.move_leader("t", 0, follower_of(cluster, "t"))
+        assert (p.log_end_offset, p.high_watermark, p.leader_epoch) == (1, 1, 1)  # the acks=1 write is gone
+        assert p.epoch_starts == {0: 0, 1: 1}
+        cluster.replication.normal("t")
+        assert sorted(p.isr) == [0, 1, 2] and p.leo_of(old) == 1
