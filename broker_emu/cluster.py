@@ -24,6 +24,7 @@ from broker_emu.scheduler import Scheduler
 from broker_emu.trace import Trace
 
 INTERNAL_TOPICS = ("__consumer_offsets",)
+MAX_PARTITIONS = 10_000  # per topic: a valid CreateTopics must not be able to exhaust memory
 
 
 @dataclass
@@ -133,11 +134,13 @@ class Cluster:
             for i, replicas in enumerate(assignments):
                 if not replicas or len(set(replicas)) != len(replicas) or not set(replicas) <= set(ids):
                     raise ValueError(f"partition {i}: replica assignment {list(replicas)} must name distinct brokers of {ids}")
+            if len(assignments) > MAX_PARTITIONS:
+                raise ValueError(f"{len(assignments)} partitions is over broker-emu's limit of {MAX_PARTITIONS}")
             return [list(r) for r in assignments]
         n = partitions if partitions is not None else self.config["num.partitions"]
         rf = rf if rf is not None else min(self.config["default.replication.factor"], len(ids))
-        if n < 1:
-            raise ValueError(f"partitions must be >= 1, got {n}")
+        if not 1 <= n <= MAX_PARTITIONS:
+            raise ValueError(f"partitions must be between 1 and {MAX_PARTITIONS} (broker-emu's limit), got {n}")
         if not 1 <= rf <= len(ids):
             raise ValueError(f"replication factor {rf} is not between 1 and the {len(ids)} brokers")
         start = self.rng.randrange(len(ids))

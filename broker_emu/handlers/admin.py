@@ -55,7 +55,7 @@ def _create_one(cluster, t, validate_only: bool) -> dict:
 
 
 def _create_error(cluster, name: str, n, rf, assignments) -> tuple[int, str] | None:
-    from broker_emu.cluster import validate_topic_name
+    from broker_emu.cluster import MAX_PARTITIONS, validate_topic_name
 
     if assignments and (n is not None or rf is not None):
         return INVALID_REQUEST, "give either replica assignments or partitions and replication factor, not both"
@@ -63,6 +63,8 @@ def _create_error(cluster, name: str, n, rf, assignments) -> tuple[int, str] | N
         return TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
     if n is not None and n < 1:
         return INVALID_PARTITIONS, f"Number of partitions must be larger than 0, got {n}."
+    if n is not None and n > MAX_PARTITIONS:
+        return INVALID_PARTITIONS, f"{n} partitions is over broker-emu's limit of {MAX_PARTITIONS} per topic."
     if rf is not None and not 1 <= rf <= len(cluster.brokers):
         return INVALID_REPLICATION_FACTOR, f"Replication factor {rf} is not between 1 and the {len(cluster.brokers)} brokers."
     try:

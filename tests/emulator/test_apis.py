@@ -65,9 +65,10 @@ async def test_create_and_delete_topics(autojump_clock):
             {"name": "b", "num_partitions": -1, "replication_factor": -1, "assignments": [
                 {"partition_index": 0, "broker_ids": [2, 1]}, {"partition_index": 1, "broker_ids": [0, 2]}]},
             {"name": "c", "num_partitions": 1, "replication_factor": 4},
+            {"name": "huge", "num_partitions": 2**31 - 1, "replication_factor": 1},
             {"name": "bad name", "num_partitions": 1, "replication_factor": 1}]})
         codes = {t.name: t.error_code for t in r.topics}
-        assert codes == {"a": 0, "b": 0, "c": 38, "bad name": 17}
+        assert codes == {"a": 0, "b": 0, "c": 38, "huge": 37, "bad name": 17}
         assert [p.replicas for p in cluster.topics["b"].partitions] == [[2, 1], [0, 2]]
         again = await w.call(CREATE_TOPICS, 7, {"timeout_ms": 1000, "topics": [{"name": "a", "num_partitions": 1,
                                                                                   "replication_factor": 1}]})
