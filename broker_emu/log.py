@@ -20,7 +20,7 @@ class StoredBatch:
     base_offset: int
     last_offset: int
     max_timestamp: int
-    data: bytes
+    data: bytes | bytearray  # bytearray: the stamped copy, never mutated after the append
 
 
 class PartitionLog:
@@ -89,7 +89,8 @@ class PartitionLog:
         """Whole batches from the one containing ``offset``, ending below ``upto`` (the high
         watermark for consumers), at most ``max_bytes`` — except that with ``min_one`` the
         first batch is returned even if larger, so a consumer can always progress (KIP-74)."""
-        out, size = [], 0
+        out: list[bytes | bytearray] = []
+        size = 0
         for i in range(self._first_index(offset), len(self.batches)):
             b = self.batches[i]
             if b.last_offset >= upto:

@@ -15,7 +15,7 @@ closes the connection before anything is allocated for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import trio
 import trio.testing
@@ -106,7 +106,7 @@ class Connection:
                     self._peer_closed(splitter.buffered)
                     return  # closing ``send`` lets the processor drain what was received
                 try:
-                    frames = splitter.feed(data)
+                    frames = splitter.feed(bytes(data))
                 except FrameTooLargeError as exc:
                     self.abort(str(exc))
                     return
@@ -176,7 +176,7 @@ class Connection:
     async def _api_versions_fallback(self, header) -> bool:
         """A too-new ApiVersions gets UNSUPPORTED_VERSION in the v0 layout (KIP-511), listing
         the ApiVersions range we do serve, so the client can retry with a version we know."""
-        lo, hi = advertised_range(self.cluster, API_VERSIONS)
+        lo, hi = advertised_range(self.cluster, API_VERSIONS) or (0, 0)  # always registered
         body = {"error_code": 35, "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
         self._trace("recv", correlation_id=header.correlation_id, api_key=API_VERSIONS, api="ApiVersions",
                     api_version=header.api_version, details={"too_new": True})
@@ -200,11 +200,12 @@ class Connection:
         if terminal is not None and terminal.type == "close_before":
             self.abort(f"fault: close_before {ctx.api_key}")
             return False
+        response: Mapping[str, Any] | None
         try:
             if terminal is not None and terminal.type == "error":
                 response = error_response(ctx.api_key, ctx.api_version, body, terminal.error)
             else:
-                response = await REGISTRY[ctx.api_key].handler(ctx, body)
+                response = await REGISTRY[ApiKey(ctx.api_key)].handler(ctx, body)
         except CloseConnection as exc:
             self.abort(exc.reason)
             return False

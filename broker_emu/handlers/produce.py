@@ -148,6 +148,7 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
     if acks == -1 and len(p.isr) < min_isr:  # before anything is appended (Partition.appendRecordsToLeader)
         result.error, result.message = NOT_ENOUGH_REPLICAS, f"ISR {p.isr} smaller than min.insync.replicas {min_isr}"
         return result
+    assert records is not None  # parse_single_batch refused an empty or null records field
     error, message = validate_batch(ctx, topic, records, header)
     if error:
         result.error, result.message = error, message
@@ -212,7 +213,7 @@ def build_response(cluster, ctx, results: list[PartitionResult]) -> dict:
     by_topic: dict[str, list] = {}
     for r in results:
         p = cluster.partition(r.topic, r.index)
-        entry = {"index": r.index, "error_code": r.error, "base_offset": r.base_offset,
+        entry: dict[str, Any] = {"index": r.index, "error_code": r.error, "base_offset": r.base_offset,
                  "log_append_time_ms": r.log_append_time,
                  "log_start_offset": p.log.log_start_offset if p else -1, "record_errors": [],
                  "error_message": r.message if r.error else None}
