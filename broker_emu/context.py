@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from client.protocol import ApiKey
+
 if TYPE_CHECKING:
     from broker_emu.cluster import Broker, Cluster
 
@@ -30,8 +32,10 @@ class RequestContext:
         return self.client_addr.rsplit(":", 1)[0]
 
     def trace_fields(self) -> dict[str, Any]:
-        from client.protocol import ApiKey
-
         return {"broker": self.broker.id, "conn": self.conn_id, "client_id": self.client_id,
                 "client_addr": self.client_addr, "correlation_id": self.correlation_id,
-                "api_key": self.api_key, "api": ApiKey(self.api_key).api_name, "api_version": self.api_version}
+                "api_key": self.api_key, "api": API_NAMES.get(self.api_key), "api_version": self.api_version}
+
+
+# one shared string per API for every trace event (this runs on every request)
+API_NAMES = {int(k): k.api_name for k in ApiKey}

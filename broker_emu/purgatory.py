@@ -28,15 +28,21 @@ PURGE_INTERVAL = 1000  # Kafka's default *.purgatory.purge.interval.requests
 
 
 class DelayedOperation:
-    """Subclasses implement ``try_complete`` and ``on_complete`` (and may ``on_expire``)."""
+    """Subclasses implement ``try_complete`` and ``on_complete`` (and may ``on_expire``), and
+    declare ``__slots__``: 100,000 of these may wait at once, so each is kept to a few hundred
+    bytes (no per-operation Event or closure; the waiting task is parked directly)."""
+
+    __slots__ = ("timeout_s", "completed", "expired", "keys", "_timer", "_purgatory", "_waiter", "_event")
 
     def __init__(self, timeout_s: float):
         self.timeout_s = timeout_s
         self.completed = False
         self.expired = False
-        self.done = trio.Event()  # what the handler awaits
-        self._timer: Timer | None = None
         self.keys: tuple[Hashable, ...] = ()
+        self._timer: Timer | None = None
+        self._purgatory: Purgatory | None = None
+        self._waiter: Any = None          # the task parked in wait()
+        self._event: trio.Event | None = None
 
     def try_complete(self) -> bool:
         """True if the operation can complete now (then ``on_complete`` runs)."""
@@ -57,8 +63,41 @@ class DelayedOperation:
             self._timer.cancel()
             self._timer = None
         self.on_complete()
-        self.done.set()
+        if self._waiter is not None:
+            trio.lowlevel.reschedule(self._waiter)
+            self._waiter = None
+        if self._event is not None:
+            self._event.set()
         return True
+
+    async def wait(self) -> None:
+        """Until the operation completes (at once if it has). One waiter: the handler."""
+        if self.completed:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._waiter is not None:
+            await self.done.wait()
+            return
+        self._waiter = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._waiter = None  # cancelled: the operation itself stays in the purgatory
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    @property
+    def done(self) -> trio.Event:
+        """An Event for other observers (tests); created on demand."""
+        if self._event is None:
+            self._event = trio.Event()
+            if self.completed:
+                self._event.set()
+        return self._event
+
+    def _fire(self) -> None:  # the timer's callback: a bound method, not a closure per operation
+        if self._purgatory is not None:
+            self._purgatory._expire(self)
 
     def describe(self) -> dict[str, Any]:
         return {}
@@ -88,7 +127,7 @@ class Purgatory:
 
     # -- entering ---------------------------------------------------------------------------------
     def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
-        """True if completed at once; otherwise the operation waits (await ``op.done``)."""
+        """True if completed at once; otherwise the operation waits (``await op.wait()``)."""
         if op.try_complete():  # nothing to wait for: never watched, no trace event
             self.completed_count += 1
             return op.force_complete()
@@ -98,7 +137,8 @@ class Purgatory:
         self._live += 1
         if op.try_complete() and self._complete(op):
             return True
-        op._timer = self.scheduler.call_later(op.timeout_s, lambda: self._expire(op))
+        op._purgatory = self
+        op._timer = self.scheduler.call_later(op.timeout_s, op._fire)
         self.on_event("purgatory_enter", op)
         return False
 

@@ -106,6 +106,8 @@ class FetchPlan:
 
 
 class DelayedFetch(DelayedOperation):
+    __slots__ = ("ctx", "plan", "min_bytes", "max_wait_ms")
+
     def __init__(self, ctx, plan: FetchPlan, min_bytes: int, max_wait_ms: int):
         super().__init__(max_wait_ms / 1000.0)
         self.ctx, self.plan, self.min_bytes, self.max_wait_ms = ctx, plan, min_bytes, max_wait_ms
@@ -133,5 +135,5 @@ async def fetch(ctx, req):
         op = DelayedFetch(ctx, plan, req.min_bytes, req.max_wait_ms)
         keys = {(n, pr.partition) for n, _, pr in plan.entries}
         if not ctx.cluster.fetch_purgatory.try_complete_else_watch(op, keys):
-            await op.done.wait()
+            await op.wait()
     return plan.read()

@@ -40,6 +40,12 @@ class PartitionResult:
 
 
 class DelayedProduce(DelayedOperation):
+    """Acks=all after the local append: each partition waits until the high watermark covers
+    its last offset (``Partition.checkEnoughReplicasReachOffset``); the rest answer
+    REQUEST_TIMED_OUT at expiry, with their base offsets."""
+
+    __slots__ = ("ctx", "timeout_ms", "pending", "waiting")
+
     def __init__(self, ctx, timeout_ms: int, pending: list[PartitionResult]):
         super().__init__(max(timeout_ms, 0) / 1000.0)
         self.ctx = ctx
@@ -47,12 +53,12 @@ class DelayedProduce(DelayedOperation):
         self.pending = pending
         for r in pending:
             r.error = REQUEST_TIMED_OUT  # what an unfinished partition answers at expiry
-        self.waiting = set(range(len(pending)))
+        self.waiting = list(pending)
 
     def try_complete(self) -> bool:
         cluster = self.ctx.cluster
-        for i in list(self.waiting):
-            r = self.pending[i]
+        still = []
+        for r in self.waiting:
             p = cluster.partition(r.topic, r.index)
             if p is None:
                 r.error = UNKNOWN_TOPIC
@@ -62,9 +68,9 @@ class DelayedProduce(DelayedOperation):
                 min_isr = int(cluster.topics[r.topic].configs.get("min.insync.replicas", cluster.config["min.insync.replicas"]))
                 r.error = NOT_ENOUGH_REPLICAS_AFTER_APPEND if len(p.isr) < min_isr else NONE
             else:
-                continue
-            self.waiting.discard(i)
-        return not self.waiting
+                still.append(r)
+        self.waiting = still
+        return not still
 
     def on_complete(self) -> None:
         pass
@@ -205,7 +211,7 @@ async def produce(ctx, req):
             op = DelayedProduce(ctx, req.timeout_ms, appended)
             keys = [(r.topic, r.index) for r in appended]
             if not cluster.produce_purgatory.try_complete_else_watch(op, keys):
-                await op.done.wait()
+                await op.wait()
     return build_response(cluster, ctx, results)
 
 
