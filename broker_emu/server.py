@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 import trio
-import trio.testing
 
 from broker_emu.context import RequestContext
 from broker_emu.faults import RequestFacts
@@ -272,6 +271,8 @@ def connect_in_memory(cluster: "Cluster", broker_id: int) -> trio.abc.Stream:
         raise OSError(f"connection refused: broker {broker_id} is {'unknown' if broker is None else 'stopped'}")
     if cluster._nursery is None:
         raise RuntimeError("the cluster is not running")
+    import trio.testing  # here, not at the top: it imports pytest (100+ ms off `broker-emu serve` start)
+
     client_end, server_end = trio.testing.memory_stream_pair()
     cluster._nursery.start_soon(Connection(cluster, broker, server_end, f"memory:{broker_id}").run)
     return client_end
