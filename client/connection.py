@@ -1,91 +1,140 @@
 """Sans-io connection core: correlation ids, the in-flight table, request deadlines, framing.
 
-No sockets, no clock: every method that needs the time takes ``now`` (seconds on whatever
-clock the driver uses), and the driver asks ``next_deadline()`` when to call
-``handle_timeouts(now)`` (aioquic's shape). Responses for requests that were abandoned (timed
-out, or failed by a disconnect) are dropped, never delivered.
+Theory of operation
+-------------------
+No sockets, no clock. Every method that needs the time takes ``now`` (seconds, on whatever clock
+the driver uses). ``send`` encodes a request into ``data_to_send()`` and records it in flight
+with its send time and its own timeout (request.timeout.ms by default; a caller may give another,
+e.g. JoinGroup's rebalance timeout + margin, or a smaller one: min(time left, request.timeout.ms)).
+``receive`` splits bytes into frames and matches each to the oldest request in flight: a Kafka
+broker answers one connection's requests strictly in order (SEMANTICS.md §1.1), so a response
+whose correlation id is not the oldest one is a protocol violation and the connection is beyond
+repair (``CorrelationIdMismatch``; Java's NetworkClient fails the same way).
+
+The driver sleeps until ``next_deadline()`` and calls ``handle_timeouts(now)``, which returns the
+requests past their deadline (aioquic's shape). It must then close the connection: on an
+ordered connection the only way to give up on one request is to drop the connection, or every
+later answer would queue behind the missing one (KIP-19). ``close()`` hands back everything
+still in flight so the driver can fail it.
+
+A caller that stops waiting (cancelled) ``abandon``s its request: it stays in the order (its
+answer still has to be read off the wire) and still counts for timeouts, but its answer is
+dropped, never delivered, and not even decoded.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
-from client.protocol import decode_response, encode_request
+from client.protocol import ProtocolError, decode_response, encode_request
 from client.protocol.framing import FrameSplitter
 
 
-@dataclass
+def _decode(req: InFlight, frame: bytes) -> Any:
+    """A broker that does not know our ApiVersions version answers UNSUPPORTED_VERSION in the
+    v0 format (KIP-511), so an ApiVersions answer that does not parse at our version is read as v0
+    (Java's ApiVersionsResponse.parse falls back the same way)."""
+    try:
+        return decode_response(req.api_key, req.api_version, frame)[1]
+    except ProtocolError:
+        if req.api_key != 18 or req.api_version == 0:
+            raise
+        return decode_response(req.api_key, 0, frame)[1]
+
+
+class CorrelationIdMismatch(ValueError):
+    def __init__(self, got: int, expected: int | None):
+        self.got, self.expected = got, expected
+        want = "no request in flight" if expected is None else f"the oldest request in flight has {expected}"
+        super().__init__(f"response with correlation id {got}, but {want}: the connection is out of step")
+
+
+@dataclass(eq=False, slots=True)
 class InFlight:
     correlation_id: int
     api_key: int
     api_version: int
     sent_at: float
-    deadline: float                       # sent_at + this request's timeout
-    timeout: float
+    timeout: float                        # seconds; deadline = sent_at + timeout
+    deadline: float
+    setting: str = "request.timeout.ms"   # the setting that governs ``timeout`` (for messages)
     expects_response: bool = True
-    result: Any = None                    # filled by the driver (an Event, a future...)
-    extra: dict = field(default_factory=dict)
+    abandoned: bool = False
+    waiter: Any = None                    # the driver's business (an Event, a future...)
 
 
 class ConnectionCore:
     def __init__(self, client_id: str | None, max_frame: int = 104_857_600):
         self.client_id = client_id
         self._next_corr = 0
-        self._in_flight: dict[int, InFlight] = {}
-        self._order: list[int] = []       # responses arrive in request order
+        self._queue: deque[InFlight] = deque()   # in send order = answer order
         self._splitter = FrameSplitter(max_frame)
-        self.outgoing = bytearray()       # bytes the driver must write
+        self._outgoing: list[bytes] = []
 
     # -- sending ---------------------------------------------------------------------------
-    def send(self, api_key: int, api_version: int, body: Any, now: float, timeout: float,
-             expects_response: bool = True) -> InFlight:
+    def send(self, api_key: int, api_version: int, body: Any, now: float, timeout: float, *,
+             setting: str = "request.timeout.ms", expects_response: bool = True) -> InFlight:
+        """Encode a request. Without a response expected (Produce acks=0) nothing is tracked:
+        the broker never answers, so there is nothing to time out."""
         corr = self._next_corr
-        self._next_corr = (self._next_corr + 1) & 0x7FFFFFFF
-        self.outgoing += encode_request(api_key, api_version, corr, self.client_id, body)
-        req = InFlight(corr, api_key, api_version, now, now + timeout, timeout, expects_response)
+        self._next_corr = (corr + 1) & 0x7FFFFFFF
+        self._outgoing.append(encode_request(api_key, api_version, corr, self.client_id, body))
+        req = InFlight(corr, api_key, api_version, now, timeout, now + timeout, setting, expects_response)
         if expects_response:
-            self._in_flight[corr] = req
-            self._order.append(corr)
+            self._queue.append(req)
         return req
 
-    def take_outgoing(self) -> bytes:
-        data = bytes(self.outgoing)
-        self.outgoing.clear()
+    def data_to_send(self) -> bytes:
+        data = b"".join(self._outgoing)
+        self._outgoing.clear()
         return data
 
     # -- receiving -------------------------------------------------------------------------
     def receive(self, data: bytes) -> list[tuple[InFlight, Any]]:
-        """Feed bytes; returns (request, decoded body) for each completed request. Frames for
-        correlation ids we no longer wait for are dropped."""
+        """Feed received bytes; returns (request, decoded body) per completed request that is
+        still wanted. Raises CorrelationIdMismatch, FrameTooLargeError (ValueErrors) or
+        CorruptFrameError (a ProtocolError) if
+        the stream is broken (the driver closes the connection)."""
         done = []
         for frame in self._splitter.feed(data):
             corr = int.from_bytes(frame[:4], "big", signed=True)
-            req = self._in_flight.pop(corr, None)
-            if req is None:
-                continue  # abandoned earlier: never delivered
-            if corr in self._order:
-                self._order.remove(corr)
-            _, body = decode_response(req.api_key, req.api_version, frame)
-            done.append((req, body))
+            head = self._queue[0] if self._queue else None
+            if head is None or head.correlation_id != corr:
+                raise CorrelationIdMismatch(corr, head.correlation_id if head else None)
+            self._queue.popleft()
+            if head.abandoned:
+                continue  # nobody waits for it any more: dropped, never delivered
+            done.append((head, _decode(head, frame)))
         return done
+
+    def abandon(self, req: InFlight) -> None:
+        req.abandoned = True
+        req.waiter = None
 
     # -- time ------------------------------------------------------------------------------
     def next_deadline(self) -> float | None:
-        return min((r.deadline for r in self._in_flight.values()), default=None)
+        return min((r.deadline for r in self._queue), default=None)
 
     def handle_timeouts(self, now: float) -> list[InFlight]:
-        """Requests whose deadline has passed. The connection must then be closed (KIP-19: on an
-        ordered connection the only way to abandon a request is to drop the connection)."""
-        return [r for r in self._in_flight.values() if r.deadline <= now]
+        """Requests whose deadline has passed (``deadline <= now``), oldest first."""
+        return [r for r in self._queue if r.deadline <= now]
 
-    def abandon_all(self) -> list[InFlight]:
-        """The connection is going away: every in-flight request fails."""
-        pending = list(self._in_flight.values())
-        self._in_flight.clear()
-        self._order.clear()
+    # -- closing ---------------------------------------------------------------------------
+    def close(self) -> list[InFlight]:
+        """The connection is going away: every request still in flight (abandoned ones too,
+        the driver skips those) is handed back and forgotten."""
+        pending = list(self._queue)
+        self._queue.clear()
+        self._outgoing.clear()
         return pending
 
     @property
     def in_flight(self) -> int:
-        return len(self._in_flight)
+        """Requests on the wire awaiting an answer, abandoned ones included (they still hold
+        a place in the broker's queue)."""
+        return len(self._queue)
+
+    def oldest(self) -> InFlight | None:
+        return self._queue[0] if self._queue else None

@@ -1,164 +1,141 @@
-"""The network client: one connection per broker, request timeouts that disconnect (KIP-19).
+"""The network client: one connection per broker, KIP-19 request timeouts, reconnect backoff.
 
-Each connection is a sans-io ``ConnectionCore`` driven by two tasks: a reader that feeds
-received bytes in, and a timer that sleeps until ``next_deadline()`` and then applies
-``handle_timeouts(now)``. A request past its timeout closes its connection, fails every request
-in flight on it, and asks the metadata for a refresh; the retry (the caller's business) goes out
-on a new connection. Time comes only from trio's clock.
+- Connections open on demand through the injected ``connect`` callable, each attempt bounded by
+  socket.connection.setup.timeout.ms, which grows ×2 (±20 %) per failed attempt up to
+  socket.connection.setup.timeout.max.ms (KIP-601) and resets once connected.
+- After a connection fails or closes, the next attempt to that broker waits the reconnect
+  backoff: reconnect.backoff.ms ×2 per consecutive failure (±20 % jitter) up to
+  reconnect.backoff.max.ms; a connection that completes its ApiVersions resets it (Java's
+  ClusterConnectionStates rules). The random source is injected (seeded by default).
+- ApiVersions goes first on every connection, at the highest version we know; UNSUPPORTED_VERSION
+  makes us retry once on the same connection with the broker's advertised max for key 18 (v0 if
+  it lists none); any other failure closes the connection. Each later request uses the highest
+  version both sides support.
+- Each request carries its own timeout: request.timeout.ms, or for JoinGroup max(request.timeout.ms,
+  rebalance_timeout_ms + 5000) because the broker legitimately holds it that long (Java's
+  AbstractCoordinator), or whatever the caller passes (the consumer's min(time left,
+  request.timeout.ms)). On expiry the connection closes, every request in flight on it fails
+  with a retriable RequestTimeoutException, and the disconnect listeners (metadata) are told.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import trio
 
-from client.connection import ConnectionCore, InFlight
-from client.errors import error_for_code
+from client.backoff import ExponentialBackoff
+from client.errors import KafkaError, UnsupportedVersionError, error_for_code
+from client.exceptions import ConnectionFailedError, ConnectionSetupTimeoutException
 from client.protocol import ApiKey, supported_versions
-from client.timeouts import ConnectionClosedError, ConnectTimeoutError, RequestTimeoutError
+from client.transport import STREAM_ERRORS, BrokerConnection, Connect, connect_from_config, tcp_connect
 
-Connect = Callable[[int, str, int], Awaitable[trio.abc.Stream]]
+__all__ = ["Connect", "NetworkClient", "tcp_connect", "JOIN_GROUP_TIMEOUT_LAPSE_MS"]
+
+JOIN_GROUP_TIMEOUT_LAPSE_MS = 5000   # Java's AbstractCoordinator.JOIN_GROUP_TIMEOUT_LAPSE
+SOFTWARE = {"client_software_name": "broker-emu", "client_software_version": "0.1.0"}
 
 
-async def tcp_connect(node: int, host: str, port: int) -> trio.abc.Stream:
-    return await trio.open_tcp_stream(host, port)
+class NodeState:
+    """Per-broker connection bookkeeping (Java's NodeConnectionState, minus the socket)."""
 
-
-class _Waiter:
-    __slots__ = ("event", "body", "error")
+    __slots__ = ("failed_attempts", "failed_connects", "blackout_until")
 
     def __init__(self) -> None:
-        self.event = trio.Event()
-        self.body: Any = None
-        self.error: BaseException | None = None
+        self.failed_attempts = 0       # consecutive disconnects/failures: reconnect backoff exponent
+        self.failed_connects = 0       # consecutive failed connection setups: setup timeout exponent
+        self.blackout_until = float("-inf")
 
 
-class NodeConnection:
-    def __init__(self, client: "NetworkClient", node: int, address: str, stream: trio.abc.Stream):
-        self.client, self.node, self.address, self.stream = client, node, address, stream
-        self.core = ConnectionCore(client.config["client.id"])
-        self.versions: dict[int, tuple[int, int]] = {}
-        self.closed = False
-        self.scope = trio.CancelScope()
-        self._wake = trio.Event()
-        self._send_lock = trio.Lock()
-
-    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        try:
-            with self.scope:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._reader)
-                    nursery.start_soon(self._timer)
-                    task_status.started()
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.aclose_forcefully(self.stream)
-
-    async def _reader(self) -> None:
-        while True:
-            try:
-                data = await self.stream.receive_some(1 << 20)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            if not data:
-                self.close("the broker closed the connection")
-                return
-            for req, body in self.core.receive(data):
-                waiter: _Waiter = req.result
-                waiter.body = body
-                waiter.event.set()
-
-    async def _timer(self) -> None:
-        while True:
-            deadline = self.core.next_deadline()
-            self._wake = trio.Event()
-            with trio.move_on_at(deadline if deadline is not None else float("inf")):
-                await self._wake.wait()
-                continue
-            expired = self.core.handle_timeouts(trio.current_time())
-            if expired:
-                self._expire(expired[0])
-
-    def _expire(self, req: InFlight) -> None:
-        api = ApiKey(req.api_key).api_name
-        err = RequestTimeoutError(api, req.correlation_id, self.node, self.address, req.timeout * 1000,
-                                  req.extra.get("setting", "request.timeout.ms"))
-        waiter: _Waiter = req.result
-        waiter.error = err
-        self.close(f"closed after {api} (correlation id {req.correlation_id}) timed out client-side", skip=req)
-        waiter.event.set()
-
-    def close(self, why: str, skip: InFlight | None = None) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        for req in self.core.abandon_all():
-            if req is skip:
-                continue
-            waiter: _Waiter = req.result
-            waiter.error = ConnectionClosedError(ApiKey(req.api_key).api_name, req.correlation_id, self.node, self.address, why)
-            waiter.event.set()
-        self.client._connection_closed(self)
-        self.scope.cancel()
-
-    async def send(self, api_key: int, version: int, body: Any, timeout: float, setting: str,
-                   expects_response: bool = True) -> Any:
-        if self.closed:
-            raise ConnectionClosedError(ApiKey(api_key).api_name, -1, self.node, self.address, "connection closed")
-        req = self.core.send(api_key, version, body, trio.current_time(), timeout, expects_response)
-        req.result = waiter = _Waiter()
-        req.extra["setting"] = setting
-        self._wake.set()
-        async with self._send_lock:
-            try:
-                await self.stream.send_all(self.core.take_outgoing())
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self.close("the connection broke while sending")
-        if not expects_response:
-            return None
-        await waiter.event.wait()
-        if waiter.error is not None:
-            raise waiter.error
-        return waiter.body
+def parse_bootstrap(servers: str) -> dict[int, tuple[str, int]]:
+    """Bootstrap addresses get node ids -1, -2, ... until metadata names the brokers."""
+    nodes = {}
+    for i, hostport in enumerate(a.strip() for a in str(servers).split(",") if a.strip()):
+        host, _, port = hostport.rpartition(":")
+        nodes[-1 - i] = (host.strip("[]"), int(port))
+    return nodes
 
 
 class NetworkClient:
-    """Connections per node id. Bootstrap addresses get node ids -1, -2, ... until metadata
-    names the brokers."""
-
     def __init__(self, config: dict, nursery: trio.Nursery, connect: Connect | None = None,
                  rng: random.Random | None = None, on_disconnect: Callable[[int], None] | None = None):
         self.config = config
         self.nursery = nursery
-        self.connect_fn = connect or tcp_connect
+        self.connect_fn = connect or connect_from_config(config)
         self.rng = rng or random.Random(0)
-        self.nodes: dict[int, tuple[str, int]] = {}
-        for i, hostport in enumerate(str(config["bootstrap.servers"]).split(",")):
-            host, _, port = hostport.strip().rpartition(":")
-            self.nodes[-1 - i] = (host, int(port))
-        self.connections: dict[int, NodeConnection] = {}
+        self.nodes: dict[int, tuple[str, int]] = parse_bootstrap(config["bootstrap.servers"])
+        self.connections: dict[int, BrokerConnection] = {}
+        self.states: dict[int, NodeState] = {}
         self._connecting: dict[int, trio.Event] = {}
-        self.failures: dict[int, int] = {}
-        self.next_attempt: dict[int, float] = {}
-        self.on_disconnect = on_disconnect or (lambda node: None)
+        self.reconnect_backoff = ExponentialBackoff(config["reconnect.backoff.ms"], config["reconnect.backoff.max.ms"], self.rng)
+        self.setup_timeout = ExponentialBackoff(config["socket.connection.setup.timeout.ms"],
+                                                config["socket.connection.setup.timeout.max.ms"], self.rng)
+        self.disconnect_listeners: list[Callable[[int], None]] = [on_disconnect] if on_disconnect else []
+        self.closed = False
 
-    def _connection_closed(self, conn: NodeConnection) -> None:
+    # -- node bookkeeping ------------------------------------------------------------------
+    def state(self, node: int) -> NodeState:
+        return self.states.setdefault(node, NodeState())
+
+    def _disconnected(self, node: int, while_connecting: bool) -> int:
+        """Java's ClusterConnectionStates.disconnected: back off before the next attempt."""
+        st = self.state(node)
+        backoff_ms = self.reconnect_backoff.backoff_ms(st.failed_attempts)
+        st.failed_attempts += 1
+        st.blackout_until = trio.current_time() + backoff_ms / 1000
+        st.failed_connects = st.failed_connects + 1 if while_connecting else 0
+        return backoff_ms
+
+    def _connection_closed(self, conn: BrokerConnection, closed_by: str) -> None:
         if self.connections.get(conn.node) is conn:
             del self.connections[conn.node]
-        self.on_disconnect(conn.node)
+        self._disconnected(conn.node, while_connecting=False)
+        for listener in list(self.disconnect_listeners):
+            listener(conn.node)
 
-    def backoff(self, node: int) -> float:
-        """Exponential reconnect backoff with ±20% jitter (Kafka's shape)."""
-        n = self.failures.get(node, 0)
-        base = min(self.config["reconnect.backoff.ms"] * (2 ** max(n - 1, 0)), self.config["reconnect.backoff.max.ms"])
-        return base * (0.8 + 0.4 * self.rng.random()) / 1000.0
+    def _connect_failed(self, node: int) -> int:
+        backoff_ms = self._disconnected(node, while_connecting=True)
+        for listener in list(self.disconnect_listeners):   # maybe the broker is gone: refresh metadata
+            listener(node)
+        return backoff_ms
 
-    async def connection(self, node: int) -> NodeConnection:
+    def is_ready(self, node: int) -> bool:
+        conn = self.connections.get(node)
+        return conn is not None and not conn.closed
+
+    def connection_delay(self, node: int) -> float:
+        """Seconds until a connection attempt to ``node`` is allowed (0 if now)."""
+        return max(self.state(node).blackout_until - trio.current_time(), 0.0)
+
+    def in_flight(self, node: int) -> int:
+        conn = self.connections.get(node)
+        return conn.in_flight if conn is not None and not conn.closed else 0
+
+    def broker_nodes(self) -> list[int]:
+        return [n for n in self.nodes if n >= 0]
+
+    def candidates(self) -> list[int]:
+        """Nodes to ask for cluster-wide things (Metadata, InitProducerId), best first: ready
+        connections by load, then known brokers not backing off, then the bootstrap addresses
+        (so a client whose known brokers all died falls back to them), then the rest by when
+        their backoff ends."""
+        known = self.broker_nodes()
+        pool = known + [n for n in self.nodes if n < 0]
+
+        def rank(n: int) -> tuple:
+            return (not self.is_ready(n), self.connection_delay(n) > 0, self.in_flight(n), n < 0,
+                    self.state(n).blackout_until, pool.index(n))
+
+        return sorted(pool, key=rank)
+
+    # -- connecting ------------------------------------------------------------------------
+    async def connection(self, node: int) -> BrokerConnection:
         """The node's connection, connecting (and negotiating versions) if needed. Concurrent
         callers share one attempt, and nobody gets a connection before its ApiVersions answer."""
         while True:
+            if self.closed:
+                raise KafkaError("the network client is closed")
             conn = self.connections.get(node)
             if conn is not None and not conn.closed:
                 return conn
@@ -166,8 +143,6 @@ class NetworkClient:
             if pending is None:
                 break
             await pending.wait()
-            if node not in self.connections:
-                break  # that attempt failed: try ourselves (its caller got the error)
         done = self._connecting[node] = trio.Event()
         try:
             return await self._connect(node)
@@ -175,64 +150,88 @@ class NetworkClient:
             del self._connecting[node]
             done.set()
 
-    async def _connect(self, node: int) -> NodeConnection:
-        wait_until = self.next_attempt.get(node, 0.0)
-        if trio.current_time() < wait_until:
-            await trio.sleep_until(wait_until)
+    async def _connect(self, node: int) -> BrokerConnection:
+        if node not in self.nodes:
+            raise KafkaError(f"broker {node} is not known (not in bootstrap.servers nor in metadata)")
+        st = self.state(node)
+        if trio.current_time() < st.blackout_until:
+            await trio.sleep_until(st.blackout_until)   # reconnect backoff
         host, port = self.nodes[node]
         address = f"{host}:{port}"
-        setup = self.config["socket.connection.setup.timeout.ms"] / 1000.0
+        setup = self.setup_timeout.backoff(st.failed_connects)
         start = trio.current_time()
         try:
             with trio.fail_after(setup):
                 stream = await self.connect_fn(node, host, port)
-        except (trio.TooSlowError, OSError) as exc:
-            self.failures[node] = self.failures.get(node, 0) + 1
-            self.next_attempt[node] = trio.current_time() + self.backoff(node)
-            if isinstance(exc, trio.TooSlowError):
-                raise ConnectTimeoutError(node, address, (trio.current_time() - start) * 1000) from None
-            raise ConnectionClosedError("connect", -1, node, address, f"connection failed: {exc}") from None
-        self.failures.pop(node, None)
-        conn = NodeConnection(self, node, address, stream)
+        except trio.TooSlowError:
+            attempt = st.failed_connects + 1
+            self._connect_failed(node)
+            raise ConnectionSetupTimeoutException(node, address, (trio.current_time() - start) * 1000, attempt) from None
+        except STREAM_ERRORS as exc:
+            backoff_ms = self._connect_failed(node)
+            raise ConnectionFailedError(node, address, str(exc) or type(exc).__name__, backoff_ms) from None
+        st.failed_connects = 0                        # connected: setup timeout back to its base
+        conn = BrokerConnection(node, address, stream, self.config["client.id"], self._connection_closed)
         await self.nursery.start(conn.run)
-        await self._negotiate(conn)
-        if not conn.closed:
-            self.connections[node] = conn
+        try:
+            await self._negotiate(conn)
+        except BaseException:
+            conn.close("the client closed the connection: ApiVersions did not complete", "client")
+            raise
+        st.failed_attempts = 0                        # ready: reconnect backoff back to its base
+        self.connections[node] = conn
         return conn
 
-    async def _negotiate(self, conn: NodeConnection) -> None:
-        """ApiVersions first; on UNSUPPORTED_VERSION retry with the broker's max for key 18."""
+    async def _negotiate(self, conn: BrokerConnection) -> None:
         key = int(ApiKey.API_VERSIONS)
         version = supported_versions(key)[1]
-        timeout = self.config["request.timeout.ms"] / 1000.0
-        body = {"client_software_name": "broker-emu", "client_software_version": "0.1.0"}
-        answer = await conn.send(key, version, body, timeout, "request.timeout.ms")
-        if answer.error_code == 35:
+        timeout = self.config["request.timeout.ms"] / 1000
+        answer = await conn.request(key, version, SOFTWARE, timeout)
+        if answer.error_code == 35 and version > 0:
             theirs = next((k.max_version for k in answer.api_keys if k.api_key == key), 0)
-            answer = await conn.send(key, min(theirs, version), body, timeout, "request.timeout.ms")
+            answer = await conn.request(key, min(theirs, version), SOFTWARE, timeout)
         if answer.error_code:
-            conn.close(f"ApiVersions failed with error {answer.error_code}")
-            raise error_for_code(answer.error_code)
+            conn.close(f"the client closed the connection: ApiVersions failed with error {answer.error_code}")
+            raise error_for_code(answer.error_code, f"ApiVersions to broker {conn.node} at {conn.address} failed "
+                                                    f"with error {answer.error_code}")
         conn.versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
 
-    def version_for(self, conn: NodeConnection, api_key: int, max_version: int | None = None) -> int:
+    # -- requests --------------------------------------------------------------------------
+    def version_for(self, conn: BrokerConnection, api_key: int, max_version: int | None = None) -> int:
         lo, hi = supported_versions(api_key)
         if max_version is not None:
             hi = min(hi, max_version)
         theirs = conn.versions.get(int(api_key))
         if theirs is None or theirs[1] < lo or theirs[0] > hi:
-            raise ConnectionClosedError(ApiKey(api_key).api_name, -1, conn.node, conn.address,
-                                        f"broker does not support {ApiKey(api_key).api_name} {lo}..{hi}")
+            name = ApiKey(api_key).api_name
+            raise UnsupportedVersionError(f"broker {conn.node} at {conn.address} does not serve {name} in versions "
+                                          f"{lo}..{hi} (it advertises {theirs or 'nothing'})")
         return min(hi, theirs[1])
 
+    def request_timeout_for(self, api_key: int, body: Any) -> tuple[float, str]:
+        """(seconds, governing setting) of a request's client-side timeout."""
+        base = self.config["request.timeout.ms"]
+        if api_key == ApiKey.JOIN_GROUP:
+            rebalance = int(body.get("rebalance_timeout_ms", -1) or -1) if hasattr(body, "get") else -1
+            if rebalance + JOIN_GROUP_TIMEOUT_LAPSE_MS > base:
+                return (rebalance + JOIN_GROUP_TIMEOUT_LAPSE_MS) / 1000, "rebalance_timeout_ms + 5000 (JoinGroup)"
+        return base / 1000, "request.timeout.ms"
+
     async def request(self, node: int, api_key: int, body: Any, *, timeout: float | None = None,
-                      setting: str = "request.timeout.ms", expects_response: bool = True,
+                      setting: str | None = None, expects_response: bool = True,
                       max_version: int | None = None) -> Any:
+        """Send one request to ``node`` and return the decoded answer. ``timeout`` (seconds)
+        overrides the default (e.g. a smaller min(time left, request.timeout.ms))."""
         conn = await self.connection(node)
         version = self.version_for(conn, api_key, max_version)
-        t = timeout if timeout is not None else self.config["request.timeout.ms"] / 1000.0
-        return await conn.send(int(api_key), version, body, t, setting, expects_response)
+        default, default_setting = self.request_timeout_for(api_key, body)
+        if timeout is None:
+            timeout, setting = default, setting or default_setting
+        else:
+            setting = setting or ("request.timeout.ms" if timeout == default else "the caller's timeout (time left in the call)")
+        return await conn.request(int(api_key), version, body, timeout, setting, expects_response)
 
     def close(self) -> None:
+        self.closed = True
         for conn in list(self.connections.values()):
-            conn.close("the client is closing")
+            conn.close("the client is closing", "client")

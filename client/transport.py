@@ -1,0 +1,210 @@
+"""The trio driver of one broker connection, and the ``connect`` callables that open streams.
+
+``connect(node_id, host, port) -> trio.abc.Stream`` is injected into the network client: TCP by
+default, TLS when ``security.protocol`` is SSL, or anything a test hands in (the emulator's
+in-memory connections, a stream that swallows frames). Never monkeypatched.
+
+``BrokerConnection`` drives a sans-io ``ConnectionCore`` with two tasks: a reader that feeds
+received bytes in, and a timer that sleeps until ``next_deadline()`` and applies
+``handle_timeouts(now)``. It reads only ``trio.current_time()``. A request past its timeout
+closes the connection and fails every request in flight on it (KIP-19); the network client is
+told (``on_closed``) so it can back off reconnecting and ask for a metadata refresh.
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any, Awaitable, Callable, Mapping
+
+import trio
+
+from client.connection import ConnectionCore, InFlight
+from client.exceptions import ConnectionClosedError, RequestTimeoutException
+from client.protocol import ApiKey, ProtocolError
+
+Connect = Callable[[int, str, int], Awaitable[trio.abc.Stream]]
+STREAM_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+async def tcp_connect(node: int, host: str, port: int) -> trio.abc.Stream:
+    return await trio.open_tcp_stream(host, port)
+
+
+def tls_connect(ssl_context: ssl.SSLContext | None = None, *, server_hostname: str | None = None,
+                inner: Connect = tcp_connect) -> Connect:
+    """TLS over ``inner`` (TCP by default). The handshake is part of connecting, so it counts
+    against socket.connection.setup.timeout.ms, as in Java."""
+    context = ssl_context or ssl.create_default_context()
+
+    async def connect(node: int, host: str, port: int) -> trio.abc.Stream:
+        raw = await inner(node, host, port)
+        stream = trio.SSLStream(raw, context, server_hostname=server_hostname or host)
+        try:
+            await stream.do_handshake()
+        except BaseException:
+            await trio.aclose_forcefully(raw)
+            raise
+        return stream
+
+    return connect
+
+
+def connect_from_config(config: Mapping[str, Any]) -> Connect:
+    """security.protocol PLAINTEXT (default) or SSL, with ssl.ca.location (a PEM file; the
+    system's trust store if unset) and ssl.endpoint.identification.algorithm ("https" checks the
+    broker's host name, "" does not), as librdkafka and Java name them."""
+    protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
+    if protocol == "PLAINTEXT":
+        return tcp_connect
+    context = ssl.create_default_context(cafile=config.get("ssl.ca.location") or None)
+    if not config.get("ssl.endpoint.identification.algorithm", "https"):
+        context.check_hostname = False
+    return tls_connect(context)
+
+
+class _Waiter:
+    __slots__ = ("event", "body", "error")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.body: Any = None
+        self.error: BaseException | None = None
+
+    def finish(self, body: Any = None, error: BaseException | None = None) -> None:
+        if not self.event.is_set():
+            self.body, self.error = body, error
+            self.event.set()
+
+
+class BrokerConnection:
+    def __init__(self, node: int, address: str, stream: trio.abc.Stream, client_id: str | None,
+                 on_closed: Callable[["BrokerConnection", str], None]):
+        self.node, self.address, self.stream = node, address, stream
+        self.core = ConnectionCore(client_id)
+        self.versions: dict[int, tuple[int, int]] = {}   # ApiVersions answer: key -> (min, max)
+        self.closed = False
+        self.close_reason = ""
+        self._on_closed = on_closed
+        self._scope = trio.CancelScope()
+        self._wake = trio.Event()
+        self._send_lock = trio.Lock()
+
+    # -- tasks -----------------------------------------------------------------------------
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with self._scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._reader)
+                    nursery.start_soon(self._timer)
+                    task_status.started()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(self.stream)
+
+    async def _reader(self) -> None:
+        while True:
+            try:
+                data = await self.stream.receive_some(1 << 20)
+            except STREAM_ERRORS:
+                data = b""
+            if not data:
+                self.close("the broker closed the connection before answering", "broker")
+                return
+            try:
+                completed = self.core.receive(data)
+            except (ValueError, ProtocolError) as exc:  # out-of-step correlation id, corrupt or oversized frame
+                self.close(f"the client closed the connection: the response stream broke ({exc})", "client")
+                return
+            for req, body in completed:
+                req.waiter.finish(body)
+
+    async def _timer(self) -> None:
+        while True:
+            deadline = self.core.next_deadline()
+            self._wake = trio.Event()
+            with trio.move_on_at(float("inf") if deadline is None else deadline):
+                await self._wake.wait()
+                continue
+            expired = self.core.handle_timeouts(trio.current_time())
+            if expired:
+                self._request_timed_out(expired[0])
+                return
+
+    def _request_timed_out(self, req: InFlight) -> None:
+        """KIP-19: close the connection; the expired request and every other one in flight on it
+        fail with a (retriable) timeout that names the request that expired."""
+        now = trio.current_time()
+        api = ApiKey(req.api_key).api_name
+        others = [r for r in self.core.close() if r is not req]
+        this = f"{api} (correlation id {req.correlation_id})"
+        for r in others:
+            if r.waiter is not None:
+                r.waiter.finish(error=RequestTimeoutException(
+                    ApiKey(r.api_key).api_name, r.correlation_id, self.node, self.address, (now - r.sent_at) * 1000,
+                    req.timeout * 1000, req.setting, timed_out=this))
+        if req.waiter is not None:
+            req.waiter.finish(error=RequestTimeoutException(
+                api, req.correlation_id, self.node, self.address, (now - req.sent_at) * 1000, req.timeout * 1000,
+                req.setting, others=sum(1 for r in others if not r.abandoned)))
+        self.close(f"the client closed the connection after {this} timed out client-side ({req.setting})", "timeout")
+
+    # -- closing ---------------------------------------------------------------------------
+    def close(self, why: str, closed_by: str = "client") -> None:
+        """Fail everything in flight with a disconnect that says why; idempotent."""
+        if self.closed:
+            return
+        self.closed, self.close_reason = True, why
+        now = trio.current_time()
+        for r in self.core.close():
+            if r.waiter is not None:
+                r.waiter.finish(error=ConnectionClosedError(
+                    ApiKey(r.api_key).api_name, r.correlation_id, self.node, self.address, why,
+                    elapsed_ms=(now - r.sent_at) * 1000, closed_by=closed_by))
+        self._scope.cancel()
+        self._on_closed(self, closed_by)
+
+    # -- requests --------------------------------------------------------------------------
+    @property
+    def in_flight(self) -> int:
+        return self.core.in_flight
+
+    async def request(self, api_key: int, version: int, body: Any, timeout: float, setting: str = "request.timeout.ms",
+                      expects_response: bool = True) -> Any:
+        """Send and wait for the answer. A caller cancelled while waiting abandons the request:
+        it stays on the wire (and under its timeout) but its answer is dropped."""
+        if self.closed:
+            raise ConnectionClosedError(ApiKey(api_key).api_name, -1, self.node, self.address,
+                                        f"the connection was already closed ({self.close_reason})")
+        req = self.core.send(api_key, version, body, trio.current_time(), timeout, setting=setting,
+                             expects_response=expects_response)
+        req.waiter = waiter = _Waiter()
+        self._wake.set()
+        try:
+            await self._flush()
+        except trio.Cancelled:
+            self.core.abandon(req)
+            raise
+        if not expects_response:
+            return None
+        try:
+            await waiter.event.wait()
+        except trio.Cancelled:
+            self.core.abandon(req)
+            raise
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.body
+
+    async def _flush(self) -> None:
+        async with self._send_lock:
+            data = self.core.data_to_send()
+            if not data or self.closed:
+                return
+            try:
+                await self.stream.send_all(data)
+            except STREAM_ERRORS:
+                self.close("the connection broke while sending (the broker is gone)", "broker")
+            except trio.Cancelled:
+                # a write cut short may leave half a frame on the wire: the stream is unusable
+                self.close("the client closed the connection: a write was cancelled mid-frame", "client")
+                raise
