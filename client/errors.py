@@ -1,12 +1,18 @@
 """Kafka's error codes, one exception class per code, named after Kafka's names.
 
-Codes and retriability follow the Java client's Errors table (see ERRORS.md in the project's
-reference notes): ``NOT_LEADER_OR_FOLLOWER`` -> ``NotLeaderOrFollowerError`` with ``code == 6``
-and ``retriable is True``. Unknown codes map to ``UnknownServerError`` carrying the raw code.
-Client-side timeouts and disconnects (never on the wire) are ``TimeoutException`` and
-``NetworkException`` / ``DisconnectException``, as Kafka users know them.
-"""
+Written by hand from ERRORS.md (the project's reference notes, from the Java client's Errors
+table): ``ErrorCode`` is the IntEnum of wire codes (``ErrorCode.REQUEST_TIMED_OUT == 7``), and
+each code has a class named CamelCase + ``Error`` (``NOT_LEADER_OR_FOLLOWER`` ->
+``NotLeaderOrFollowerError``) carrying ``code``, ``name``, ``retriable`` (the Java client's
+classification: the class extends RetriableException) and ``message``. The two codes whose
+names already end in EXCEPTION keep Java's class names (``InvalidTopicException``,
+``NetworkException``; the mechanical names are aliases). ``error_for_code(code, message)``
+returns an instance; unknown codes become ``UnknownServerError`` carrying the raw code.
 
+Client-local failures (never on the wire) use Java's names: ``TimeoutException`` (retriable)
+and ``DisconnectException`` (a ``NetworkException``). ``LIBRDKAFKA_LOCAL_ERRORS`` and
+``KAFKAJS_ERRORS`` say which of them another client's local error means.
+"""
 from __future__ import annotations
 
 import enum
@@ -63,6 +69,7 @@ class ErrorCode(enum.IntEnum):
     KAFKA_STORAGE_ERROR = 56
     SASL_AUTHENTICATION_FAILED = 58
     UNKNOWN_PRODUCER_ID = 59
+    GROUP_ID_NOT_FOUND = 69
     FETCH_SESSION_ID_NOT_FOUND = 70
     INVALID_FETCH_SESSION_EPOCH = 71
     FENCED_LEADER_EPOCH = 74
@@ -73,12 +80,12 @@ class ErrorCode(enum.IntEnum):
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
     INVALID_RECORD = 87
-    GROUP_ID_NOT_FOUND = 69
     THROTTLING_QUOTA_EXCEEDED = 89
     PRODUCER_FENCED = 90
     UNKNOWN_TOPIC_ID = 100
     FENCED_MEMBER_EPOCH = 110
     STALE_MEMBER_EPOCH = 113
+
 
 class KafkaError(Exception):
     """Base of every Kafka error. ``code`` is the wire code (None for client-local errors)."""
@@ -298,6 +305,12 @@ class UnknownProducerIdError(KafkaError):
     code = 59
     name = 'UNKNOWN_PRODUCER_ID'
 
+class GroupIdNotFoundError(KafkaError):
+    """The group does not exist (OffsetCommit v9+ to a group the coordinator does not know)."""
+
+    code = 69
+    name = 'GROUP_ID_NOT_FOUND'
+
 class FetchSessionIdNotFoundError(RetriableError):
     code = 70
     name = 'FETCH_SESSION_ID_NOT_FOUND'
@@ -359,28 +372,44 @@ class StaleMemberEpochError(KafkaError):
     name = 'STALE_MEMBER_EPOCH'
 
 
-class GroupIdNotFoundError(KafkaError):
-    """The group does not exist (OffsetCommit v9+ to a group the coordinator does not know)."""
-
-    code = 69
-    name = "GROUP_ID_NOT_FOUND"
-
-
-ERROR_CLASSES_EXTRA = {69: GroupIdNotFoundError}
-
+# -- client-local errors (never on the wire; ERRORS.md, "Client-local codes") -------------------
 
 class TimeoutException(RetriableError):
     """A client-side deadline passed (request.timeout.ms, delivery.timeout.ms, max.block.ms, an
-    API deadline). The message says which side timed out, after how long, and which setting
-    governs it."""
+    API deadline: Java's ``org.apache.kafka.common.errors.TimeoutException``, retriable). The
+    message says which side timed out, after how long, and which setting governs it."""
 
     name = "TIMEOUT"
 
 
 class DisconnectException(NetworkException):
-    """A request cancelled because its connection was closed (by us or by the broker)."""
+    """A request cancelled because its connection was closed (by us or by the broker). Java's
+    DisconnectException extends RetriableException directly; here it is also a NetworkException
+    so that one ``except NetworkException`` covers every lost-connection outcome."""
 
     name = "DISCONNECTED"
+
+
+# Java's family names, for readers who know them
+RetriableException = RetriableError
+KafkaException = KafkaError
+
+
+# librdkafka's client-local codes (negative, never on the wire) and the class each one means
+# here; conformance adapters use it to name what a librdkafka-based client reported.
+LIBRDKAFKA_LOCAL_ERRORS: dict[int, tuple[str, type[KafkaError]]] = {
+    -185: ("_TIMED_OUT", TimeoutException),        # a request exceeded socket.timeout.ms
+    -192: ("_MSG_TIMED_OUT", TimeoutException),    # message.timeout.ms / delivery.timeout.ms expired
+    -166: ("_TIMED_OUT_QUEUE", TimeoutException),  # timed out before being sent
+    -195: ("_TRANSPORT", NetworkException),        # connection failure
+    -187: ("_ALL_BROKERS_DOWN", NetworkException),
+}
+
+# kafkajs's names for the same outcomes
+KAFKAJS_ERRORS: dict[str, type[KafkaError]] = {
+    "KafkaJSRequestTimeoutError": TimeoutException,  # client request timeout; connection stays open
+    "KafkaJSNumberOfRetriesExceeded": KafkaError,    # wraps the last retriable cause
+}
 
 
 ERROR_CLASSES: dict[int, type[KafkaError]] = {
@@ -433,6 +462,7 @@ ERROR_CLASSES: dict[int, type[KafkaError]] = {
     56: KafkaStorageError,
     58: SaslAuthenticationFailedError,
     59: UnknownProducerIdError,
+    69: GroupIdNotFoundError,
     70: FetchSessionIdNotFoundError,
     71: InvalidFetchSessionEpochError,
     74: FencedLeaderEpochError,
@@ -451,11 +481,12 @@ ERROR_CLASSES: dict[int, type[KafkaError]] = {
 }
 
 
-ERROR_CLASSES.update(ERROR_CLASSES_EXTRA)
-
 
 def error_for_code(code: int, message: str | None = None) -> KafkaError:
-    """The exception for a wire error code; unknown codes become UnknownServerError."""
+    """The exception for a wire error code; unknown codes become UnknownServerError carrying the
+    raw code. Code 0 (NONE) is not an error: asking for one is a bug in the caller."""
+    if code == 0:
+        raise ValueError("error code 0 is NONE: there is no error to raise")
     cls = ERROR_CLASSES.get(code)
     if cls is None:
         return UnknownServerError(message or f"unknown error code {code}", code=code)
@@ -463,7 +494,14 @@ def error_for_code(code: int, message: str | None = None) -> KafkaError:
 
 
 def error_name(code: int) -> str:
+    """Kafka's name for a wire code ("NOT_LEADER_OR_FOLLOWER"), or UNKNOWN_ERROR_CODE_<n>."""
     try:
         return ErrorCode(code).name
     except ValueError:
         return f"UNKNOWN_ERROR_CODE_{code}"
+
+
+# The mechanical names (CamelCase of Kafka's name + "Error") for the two codes whose classes keep
+# Java's exception names, so ``getattr(errors, camel + "Error")`` works for every code.
+InvalidTopicExceptionError = InvalidTopicException
+NetworkExceptionError = NetworkException
