@@ -204,3 +204,94 @@ def expected_message(key: int, version: int, direction: str, value: dict) -> dic
 def expected_blob(kind: str, version: int, value: dict) -> dict:
     data = BLOBS[kind]
     return expected_decode(data.fields, version, data.is_flexible(version), value)
+
+
+# -- bytes spelled out by hand (golden and hostile tests) ------------------------------------------
+# Deliberately independent of the codec: each helper is the primitive encoding as SEMANTICS.md
+# §1.3 describes it, nothing more.
+
+def i8(v: int) -> bytes:
+    return v.to_bytes(1, "big", signed=True)
+
+
+def i16(v: int) -> bytes:
+    return v.to_bytes(2, "big", signed=True)
+
+
+def i32(v: int) -> bytes:
+    return v.to_bytes(4, "big", signed=True)
+
+
+def i64(v: int) -> bytes:
+    return v.to_bytes(8, "big", signed=True)
+
+
+def boolean(v: bool) -> bytes:
+    return b"\x01" if v else b"\x00"
+
+
+def uvarint(n: int) -> bytes:
+    """Unsigned varint: 7 bits a byte, least significant group first, high bit = more follows."""
+    out = bytearray()
+    while True:
+        low = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+def uuid_(n: int) -> bytes:
+    return n.to_bytes(16, "big")
+
+
+def str16(s: str | None) -> bytes:
+    """Classic string: int16 length (-1 = null) + UTF-8."""
+    if s is None:
+        return i16(-1)
+    data = s.encode()
+    return i16(len(data)) + data
+
+
+def bytes32(b: bytes | None) -> bytes:
+    """Classic bytes/records: int32 length (-1 = null) + the bytes."""
+    return i32(-1) if b is None else i32(len(b)) + b
+
+
+def arr32(items: list[bytes] | None) -> bytes:
+    """Classic array: int32 count (-1 = null) + the already-encoded elements."""
+    return i32(-1) if items is None else i32(len(items)) + b"".join(items)
+
+
+def cstr(s: str | None) -> bytes:
+    """Compact string: uvarint(length + 1), 0 = null."""
+    if s is None:
+        return b"\x00"
+    data = s.encode()
+    return uvarint(len(data) + 1) + data
+
+
+def cbytes(b: bytes | None) -> bytes:
+    return b"\x00" if b is None else uvarint(len(b) + 1) + b
+
+
+def carr(items: list[bytes] | None) -> bytes:
+    """Compact array: uvarint(count + 1), 0 = null, + the already-encoded elements."""
+    return b"\x00" if items is None else uvarint(len(items) + 1) + b"".join(items)
+
+
+def tags(fields: dict[int, bytes] | None = None) -> bytes:
+    """A tagged-field section: count, then (tag, size, value) in increasing tag order. No
+    sorting here: the caller writes them in the order given, so disorder can be spelled out."""
+    fields = fields or {}
+    return uvarint(len(fields)) + b"".join(uvarint(t) + uvarint(len(v)) + v for t, v in fields.items())
+
+
+NO_TAGS = b"\x00"
+
+
+def request_header(key: int, version: int, correlation_id: int, client_id: str | None, v2: bool) -> bytes:
+    """Request header v1 (v2 adds an empty tagged section; client_id keeps its int16 length)."""
+    return i16(key) + i16(version) + i32(correlation_id) + str16(client_id) + (NO_TAGS if v2 else b"")
