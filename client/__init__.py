@@ -11,10 +11,13 @@
         records = await c.poll(2.0)            # returns at its deadline, never raises a timeout
 """
 
-from client.blocking import Producer
 from client.blocking_consumer import Consumer
 from client.consumer import AsyncConsumer, ConsumerRecord, TopicPartition, open_consumer
-from client.producer import AsyncProducer, RecordMetadata, open_producer
+from client.exceptions import (ConnectionClosedError, ConnectionSetupTimeoutException, DeliveryTimeoutException,
+                               MaxBlockTimeoutException, NetworkThreadDied, RequestTimeoutException)
+from client.producer import AsyncProducer, DeliveryFuture, Producer, RecordMetadata, open_producer
 
 __all__ = ["AsyncConsumer", "Consumer", "AsyncProducer", "ConsumerRecord", "Producer", "RecordMetadata", "TopicPartition",
-           "open_consumer", "open_producer"]
+           "open_consumer", "open_producer",
+           "ConnectionClosedError", "ConnectionSetupTimeoutException", "DeliveryFuture", "DeliveryTimeoutException",
+           "MaxBlockTimeoutException", "NetworkThreadDied", "RequestTimeoutException"]

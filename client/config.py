@@ -23,6 +23,9 @@ COMMON: dict[str, Any] = {
     "socket.connection.setup.timeout.max.ms": 30000,
     "metadata.max.age.ms": 300000,
     "allow.auto.create.topics": True,
+    "security.protocol": "PLAINTEXT",            # or SSL (client.transport.connect_from_config)
+    "ssl.ca.location": "",                       # PEM file of trusted CAs; the system's if empty
+    "ssl.endpoint.identification.algorithm": "https",   # "" skips the host name check
 }
 PRODUCER: dict[str, Any] = {
     **COMMON,
@@ -80,11 +83,34 @@ def producer_config(given: Mapping[str, Any]) -> dict[str, Any]:
                 f"delivery.timeout.ms ({config['delivery.timeout.ms']}) must be at least linger.ms "
                 f"({config['linger.ms']}) + request.timeout.ms ({config['request.timeout.ms']}) = {floor}")
         config["delivery.timeout.ms"] = floor
-    if config["enable.idempotence"] and (config["acks"] != -1 or config["retries"] == 0):
-        if "enable.idempotence" in given:
-            raise ConfigException("enable.idempotence requires acks=all and retries > 0")
-        config["enable.idempotence"] = False
+    _check_idempotence(config, given)
+    if str(config["compression.type"]) not in COMPRESSION:
+        raise ConfigException(f"compression.type must be one of {', '.join(COMPRESSION)}, got {config['compression.type']!r}")
+    if config["max.in.flight.requests.per.connection"] < 1:
+        raise ConfigException("max.in.flight.requests.per.connection must be at least 1")
+    if str(config["security.protocol"]).upper() not in ("PLAINTEXT", "SSL"):
+        raise ConfigException(f"security.protocol must be PLAINTEXT or SSL, got {config['security.protocol']!r}")
     return config
+
+
+COMPRESSION = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def _check_idempotence(config: dict[str, Any], given: Mapping[str, Any]) -> None:
+    """Idempotence is on by default, but quietly off when the user chose settings it cannot
+    keep (acks other than all, retries=0, more than 5 requests in flight); asking for it
+    explicitly with such settings is an error (Java 3.x rules)."""
+    conflicts = []
+    if config["acks"] != -1:
+        conflicts.append(f"acks={config['acks']} (needs all)")
+    if config["retries"] == 0:
+        conflicts.append("retries=0 (needs > 0)")
+    if config["max.in.flight.requests.per.connection"] > 5:
+        conflicts.append(f"max.in.flight.requests.per.connection={config['max.in.flight.requests.per.connection']} (needs <= 5)")
+    if config["enable.idempotence"] and conflicts:
+        if "enable.idempotence" in given:
+            raise ConfigException("enable.idempotence=true conflicts with " + ", ".join(conflicts))
+        config["enable.idempotence"] = False
 
 CONSUMER: dict[str, Any] = {
     **COMMON,

@@ -33,3 +33,27 @@ def murmur2(data: bytes) -> int:
 
 def partition_for_key(key: bytes, partitions: int) -> int:
     return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+class StickyPartitioner:
+    """Where a record without a key (and without an explicit partition) goes: the topic's
+    current "sticky" partition, which moves to another partition with a leader, chosen at
+    random, once batch.size bytes have gone to it — the uniform sticky partitioner of KIP-794
+    in its simplest form (Java also weighs partitions by queue size; we do not). Keyed records
+    use murmur2 like Java, so the same key lands on the same partition."""
+
+    def __init__(self, batch_size: int, rng):
+        self.batch_size = max(batch_size, 1)
+        self.rng = rng
+        self._sticky: dict[str, tuple[int, int]] = {}   # topic -> (partition, bytes sent to it)
+
+    def partition(self, topic: str, key: bytes | None, size: int, available: list[int], count: int) -> int:
+        if key is not None:
+            return partition_for_key(key, count)
+        current = self._sticky.get(topic)
+        if current is None or current[1] >= self.batch_size or (available and current[0] not in available):
+            choices = available or list(range(count))
+            others = [p for p in choices if current is None or p != current[0]] or choices
+            current = (self.rng.choice(others), 0)
+        self._sticky[topic] = (current[0], current[1] + size)
+        return current[0]

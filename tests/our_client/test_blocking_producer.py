@@ -6,7 +6,7 @@ import pytest
 
 import client
 from broker_emu import run_cluster_in_thread
-from client.blocking import NetworkThreadDied
+from client.exceptions import NetworkThreadDied
 from client.errors import TimeoutException
 
 
@@ -26,9 +26,11 @@ def test_send_blocks_at_most_max_block_ms_for_a_missing_topic():
     with run_cluster_in_thread(brokers=1, config={"auto.create.topics.enable": False}) as tc:
         with client.Producer({"bootstrap.servers": tc.bootstrap, "max.block.ms": 300}) as p:
             start = time.perf_counter()
+            future = p.send("missing", b"x")      # Java's send: a failed future, not an exception
+            took = time.perf_counter() - start
             with pytest.raises(TimeoutException, match="max.block.ms=300 ms"):
-                p.send("missing", b"x")
-            assert time.perf_counter() - start < 2.0  # generous bound for a busy machine
+                future.result(0)
+            assert 0.3 <= took < 2.0  # generous upper bound for a busy machine
 
 
 def test_calls_after_close_fail_at_once():
@@ -47,3 +49,27 @@ def test_bad_config_fails_in_the_constructor():
 
     with pytest.raises(ConfigException, match=r"delivery.timeout.ms \(10\)"):
         client.Producer({"bootstrap.servers": "127.0.0.1:1", "delivery.timeout.ms": 10})
+
+
+def test_the_application_thread_never_waits_past_max_block_ms_even_if_the_network_thread_is_stuck():
+    """A connect that blocks the network thread's whole trio loop (a real bug, simulated): the
+    application thread still gets its answer at max.block.ms, and the record is never sent."""
+    import threading
+
+    release = threading.Event()
+
+    async def stuck_connect(node, host, port):
+        release.wait(10)        # blocks the entire network thread, not just this task
+        raise OSError("gave up")
+
+    p = client.Producer({"bootstrap.servers": "127.0.0.1:1", "max.block.ms": 200}, connect=stuck_connect)
+    try:
+        start = time.perf_counter()
+        future = p.send("t", b"x")
+        took = time.perf_counter() - start
+        assert 0.2 <= took < 1.0
+        with pytest.raises(TimeoutException, match="measured on the application thread"):
+            future.result(0)
+    finally:
+        release.set()
+        p.close(1)

@@ -1,0 +1,221 @@
+"""Cluster metadata: who leads which partition, and when to ask again.
+
+``ClusterMetadata`` is sans-io (every method takes ``now``): the brokers, the topics we care about
+with each partition's leader and leader epoch, and the refresh schedule — Java's Metadata rules:
+an update is due when someone asked for one (a disconnect, NOT_LEADER_OR_FOLLOWER,
+UNKNOWN_TOPIC_OR_PARTITION, a new topic) or when metadata.max.age.ms has passed since the last
+successful refresh, but never sooner than the refresh backoff after the previous attempt
+(retry.backoff.ms ×2 per consecutive failure, ±20 %, up to retry.backoff.max.ms, KIP-580).
+Leader epochs only move forward: an answer from a broker with an older view of a partition than
+we already have is ignored for that partition (KIP-320), so a lagging broker cannot send us back
+to a former leader.
+
+``MetadataUpdater`` is its trio side: ``refresh()`` asks the best candidate broker and, if that
+one fails, each other known broker and then each bootstrap address in turn; ``run()`` keeps the
+metadata fresh in the background; ``wait_for_topic()`` is what ``send()`` blocks on (bounded by
+max.block.ms).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import trio
+
+from client.backoff import ExponentialBackoff
+from client.errors import KafkaError, error_for_code, error_name
+from client.exceptions import MaxBlockTimeoutException
+from client.network import NetworkClient
+from client.protocol import ApiKey
+
+# topic errors after which waiting longer cannot help
+FATAL_TOPIC_ERRORS = {17, 29}   # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
+
+
+@dataclass(slots=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int] = field(default_factory=list)
+    isr: list[int] = field(default_factory=list)
+
+
+class ClusterMetadata:
+    def __init__(self, max_age_s: float, refresh_backoff: ExponentialBackoff):
+        self.max_age_s = max_age_s
+        self.refresh_backoff = refresh_backoff
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.topics: dict[str, list[PartitionInfo]] = {}
+        self.topic_errors: dict[str, int] = {}
+        self.interest: set[str] = set()
+        self.last_success = float("-inf")
+        self.allowed_at = float("-inf")      # refresh backoff after the last attempt
+        self.failures = 0
+        self.need_update = True              # nothing known yet
+        self.version = 0                     # bumped by every applied answer
+
+    # -- asking for updates ----------------------------------------------------------------
+    def request_update(self) -> None:
+        self.need_update = True
+
+    def add_interest(self, topics: Iterable[str]) -> None:
+        new = set(topics) - self.interest
+        if new:
+            self.interest |= new
+            if any(t not in self.topics for t in new):
+                self.need_update = True
+
+    def next_update_at(self) -> float:
+        """When the next refresh is due (``-inf``: now)."""
+        due = float("-inf") if self.need_update else self.last_success + self.max_age_s
+        return max(due, self.allowed_at)
+
+    # -- applying answers ------------------------------------------------------------------
+    def failed(self, now: float) -> None:
+        self.allowed_at = now + self.refresh_backoff.backoff(self.failures)
+        self.failures += 1
+
+    def update(self, md: Any, now: float) -> None:
+        """Apply a Metadata answer (partitions whose leader epoch went backwards are kept)."""
+        self.brokers.update({b.node_id: (b.host, b.port) for b in md.brokers})
+        for t in md.topics:
+            if t.error_code and not t.partitions:
+                self.topic_errors[t.name] = t.error_code
+                if t.error_code == 3:            # UNKNOWN_TOPIC_OR_PARTITION: gone, or never existed
+                    self.topics.pop(t.name, None)
+                continue
+            self.topic_errors.pop(t.name, None)
+            known = {p.partition: p for p in self.topics.get(t.name, [])}
+            self.topics[t.name] = [self._merge(t.name, p, known.get(p.partition_index))
+                                   for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+        self.last_success = now
+        self.failures = 0
+        self.allowed_at = now + self.refresh_backoff.backoff(0)
+        self.need_update = False
+        self.version += 1
+
+    @staticmethod
+    def _merge(topic: str, p: Any, old: PartitionInfo | None) -> PartitionInfo:
+        epoch = p.get("leader_epoch", -1)
+        if old is not None and 0 <= epoch < old.leader_epoch:
+            return old   # a stale view (KIP-320): keep what we know
+        leader = p.leader_id if p.error_code in (0, 9) else -1   # REPLICA_NOT_AVAILABLE still names the leader
+        return PartitionInfo(topic, p.partition_index, leader, epoch, list(p.replica_nodes), list(p.isr_nodes))
+
+    def update_leader(self, topic: str, partition: int, leader: int, epoch: int) -> bool:
+        """A newer leader learnt from a Produce/Fetch error (KIP-951); stale hints are ignored."""
+        parts = self.topics.get(topic)
+        if not parts or not 0 <= partition < len(parts) or leader < 0:
+            return False
+        old = parts[partition]
+        if epoch <= old.leader_epoch:
+            return False
+        parts[partition] = PartitionInfo(topic, partition, leader, epoch, old.replicas, old.isr)
+        self.version += 1
+        return True
+
+    # -- reading ---------------------------------------------------------------------------
+    def partitions(self, topic: str) -> list[PartitionInfo] | None:
+        return self.topics.get(topic)
+
+    def leader(self, topic: str, partition: int) -> PartitionInfo | None:
+        parts = self.topics.get(topic)
+        return parts[partition] if parts and 0 <= partition < len(parts) else None
+
+
+class MetadataUpdater:
+    def __init__(self, net: NetworkClient, metadata: ClusterMetadata, allow_auto_create: bool = True):
+        self.net, self.metadata, self.allow_auto_create = net, metadata, allow_auto_create
+        self._wanted = trio.Event()
+        self._changed = trio.Event()
+        self.last_error: str | None = None
+        net.disconnect_listeners.append(lambda node: self.request_update())
+
+    def request_update(self) -> None:
+        self.metadata.request_update()
+        self._wanted.set()
+
+    def add_interest(self, topics: Iterable[str]) -> None:
+        self.metadata.add_interest(topics)
+        if self.metadata.need_update:
+            self._wanted.set()
+
+    async def refresh(self, topics: Iterable[str] | None = None, deadline: float | None = None) -> Any:
+        """One Metadata round: the best candidate first, then each other broker and bootstrap
+        address until one answers. ``topics`` None means the topics of interest."""
+        names = sorted(self.metadata.interest if topics is None else set(topics))
+        body = {"topics": [{"name": t} for t in names], "allow_auto_topic_creation": self.allow_auto_create}
+        last: KafkaError | None = None
+        for node in self.net.candidates():
+            if deadline is not None and trio.current_time() >= deadline:
+                break
+            timeout = None
+            if deadline is not None:
+                timeout = min(deadline - trio.current_time(), self.net.config["request.timeout.ms"] / 1000)
+            try:
+                md = await self.net.request(node, ApiKey.METADATA, body, timeout=timeout)
+            except KafkaError as exc:
+                last = exc
+                continue
+            self._apply(md)
+            return md
+        self.metadata.failed(trio.current_time())
+        self.last_error = str(last) if last else "no broker could be asked"
+        raise last or KafkaError("no broker to ask for metadata")
+
+    def _apply(self, md: Any) -> None:
+        self.metadata.update(md, trio.current_time())
+        self.net.nodes.update(self.metadata.brokers)
+        errors = {t: error_name(c) for t, c in self.metadata.topic_errors.items()}
+        self.last_error = f"topic errors {errors}" if errors else None
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def note_changed(self) -> None:
+        """Wake waiters after an out-of-band change (a KIP-951 leader hint)."""
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Keep the topics of interest fresh: refresh when asked (after the refresh backoff) and
+        every metadata.max.age.ms."""
+        task_status.started()
+        while True:
+            self._wanted = trio.Event()
+            if self.metadata.interest:
+                due = self.metadata.next_update_at()
+                if due <= trio.current_time():
+                    try:
+                        await self.refresh()
+                    except KafkaError:
+                        pass  # recorded in last_error; backoff applied
+                    continue
+                if not self.metadata.need_update:
+                    with trio.move_on_at(due):
+                        await self._wanted.wait()
+                    continue
+                await trio.sleep_until(due)
+                continue
+            await self._wanted.wait()
+
+    async def wait_for_topic(self, topic: str, deadline: float, max_block_ms: int) -> list[PartitionInfo]:
+        """Block until the topic's partitions are known, at most until ``deadline``
+        (max.block.ms); an unknown topic keeps being asked for at the refresh backoff."""
+        self.add_interest([topic])
+        with trio.move_on_at(deadline):
+            while True:
+                parts = self.metadata.partitions(topic)
+                if parts:
+                    return parts
+                code = self.metadata.topic_errors.get(topic)
+                if code in FATAL_TOPIC_ERRORS:
+                    raise error_for_code(code, f"topic '{topic}': {error_name(code)}")
+                changed = self._changed
+                self.request_update()
+                await changed.wait()
+        why = self.last_error or "no metadata answer yet"
+        raise MaxBlockTimeoutException(max_block_ms, f"metadata of topic '{topic}' (not present in metadata after "
+                                                     f"{max_block_ms} ms)", why)

@@ -1,0 +1,217 @@
+"""The blocking face: ``client.Producer(config)`` for ordinary Python code.
+
+A network thread runs trio and the async producer; the application thread hands records over
+and waits on ``concurrent.futures.Future``s. The application thread never waits past its own
+deadline, whatever the network thread does:
+
+- ``send()`` returns at once when the topic's metadata and buffer space are there (the record is
+  handed over without a round trip). Otherwise it waits at most max.block.ms — measured on the
+  application thread too, so a stuck network thread cannot hold it longer — and on expiry
+  returns an already-failed future (MaxBlockTimeoutException, Java's behaviour); the record is
+  then guaranteed not to be enqueued later (the two threads settle that under a lock).
+- ``flush(timeout)`` and ``close(timeout)`` take seconds; ``flush`` returns how many records
+  are still undelivered (confluent-kafka's convention); ``close`` then fails them.
+- If the network thread has died, every call fails at once with NetworkThreadDied.
+``on_delivery(error, metadata)`` runs once per record, on the network thread (as Java runs
+callbacks on its I/O thread): keep it short.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from typing import Any, Callable, Sequence
+
+import trio
+
+from client.config import producer_config
+from client.errors import KafkaError
+from client.exceptions import MaxBlockTimeoutException, NetworkThreadDied
+from client.producer.async_producer import AsyncProducer, OnDelivery, _size, open_producer
+from client.producer.batch import DeliveryFuture, RecordMetadata
+from client.transport import Connect
+
+GRACE_S = 0.05   # the network thread's own max.block.ms timer fires first; this is only a backstop
+
+
+class _Handover:
+    """One slow-path send: whoever settles it first (enqueued / given up) wins."""
+
+    __slots__ = ("lock", "state", "settled")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.state = "pending"
+        self.settled = threading.Event()
+
+    def settle(self, state: str) -> bool:
+        with self.lock:
+            if self.state != "pending":
+                return False
+            self.state = state
+        self.settled.set()
+        return True
+
+
+class Producer:
+    def __init__(self, config: dict[str, Any], connect: Connect | None = None, **producer_kwargs: Any):
+        self._parsed = producer_config(config)   # a bad config fails here, on the caller's thread
+        self._config, self._connect, self._kwargs = dict(config), connect, producer_kwargs
+        self._ready = threading.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+        self._error: BaseException | None = None
+        self._producer: AsyncProducer | None = None
+        self._pending: set[concurrent.futures.Future] = set()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._main, name="broker-emu-producer-network", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+
+    # -- the network thread ------------------------------------------------------------------
+    def _main(self) -> None:
+        try:
+            trio.run(self._run)
+        except BaseException as exc:  # reported to every later call
+            self._error = exc if isinstance(exc, KafkaError) else NetworkThreadDied(f"the network thread died: {exc!r}")
+        finally:
+            if self._error is None:
+                self._error = NetworkThreadDied("the producer is closed (its network thread has stopped)")
+            self._ready.set()
+            self._fail_pending()
+
+    async def _run(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._stop = trio.Event()
+        async with open_producer(self._config, self._connect, **self._kwargs) as producer:
+            async with trio.open_nursery() as self._nursery:
+                self._producer = producer
+                self._ready.set()
+                await self._stop.wait()
+                self._nursery.cancel_scope.cancel()
+            producer.close_now("the producer was closed before these were delivered")
+
+    def _fail_pending(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, set()
+        for f in pending:
+            if not f.done():
+                f.set_exception(self._error or NetworkThreadDied("the producer closed before delivery"))
+
+    def _check_alive(self) -> None:
+        if not self._thread.is_alive() or self._token is None:
+            raise self._error or NetworkThreadDied("the producer's network thread is not running")
+
+    def _call_soon(self, fn: Callable, *args: Any) -> None:
+        try:
+            self._token.run_sync_soon(fn, *args)  # type: ignore[union-attr]
+        except trio.RunFinishedError:
+            raise self._error or NetworkThreadDied("the producer's network thread stopped") from None
+
+    # -- the application thread --------------------------------------------------------------
+    def send(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int | None = None,
+             headers: Sequence[tuple[str, bytes | None]] | None = None, timestamp: int | None = None,
+             on_delivery: OnDelivery | None = None) -> "concurrent.futures.Future[RecordMetadata]":
+        """Enqueue a record; blocks at most max.block.ms. Returns a Future of its metadata."""
+        self._check_alive()
+        result: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            self._pending.add(result)
+        result.add_done_callback(self._forget)
+        args = (topic, value, key, partition, headers, timestamp, on_delivery)
+        producer = self._producer
+        assert producer is not None
+        if producer.can_send_nowait(topic, _size(key, value, headers)):
+            self._call_soon(self._post_nowait, args, result)   # no round trip: metadata and memory are there
+            return result
+        handover = _Handover()
+        self._call_soon(self._nursery.start_soon, self._post, args, result, handover)
+        if not handover.settled.wait(self._parsed["max.block.ms"] / 1000 + GRACE_S) and handover.settle("gave up"):
+            result.set_exception(MaxBlockTimeoutException(
+                self._parsed["max.block.ms"], f"the network thread to take the record for '{topic}' (measured on the "
+                f"application thread: the network thread did not answer)"))
+        return result
+
+    def _post_nowait(self, args: tuple, result: concurrent.futures.Future) -> None:
+        producer = self._producer
+        if producer is None or not producer.can_send_nowait(args[0], _size(args[2], args[1], args[4])):
+            self._nursery.start_soon(self._post, args, result, None)   # the network thread waits, not the caller
+            return
+        self._link(producer.send_nowait(*args), result)
+
+    async def _post(self, args: tuple, result: concurrent.futures.Future, handover: _Handover | None) -> None:
+        producer = self._producer
+        assert producer is not None
+        topic, value, key, partition, headers, timestamp, on_delivery = args
+        try:
+            await _ready_to_append(producer, topic, partition, _size(key, value, headers))
+        except KafkaError as exc:
+            if handover is None or handover.settle("failed"):
+                result.set_exception(exc)
+                if on_delivery:
+                    on_delivery(exc, None)
+            return
+        if handover is not None and not handover.settle("enqueued"):
+            return   # the application thread gave up first: never enqueue it
+        self._link(producer.send_nowait(*args), result)
+
+    def _forget(self, f: concurrent.futures.Future) -> None:
+        with self._lock:
+            self._pending.discard(f)
+
+    @staticmethod
+    def _link(delivery: DeliveryFuture, result: concurrent.futures.Future) -> None:
+        def done(d: DeliveryFuture) -> None:
+            if result.done():
+                return
+            if d.error is not None:
+                result.set_exception(d.error)
+            else:
+                result.set_result(d.value)
+
+        delivery.add_done_callback(done)
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Send everything buffered now and wait at most ``timeout`` seconds for every record
+        sent so far; returns how many are still pending."""
+        with self._lock:
+            pending = list(self._pending)
+        if self._thread.is_alive() and self._producer is not None:
+            try:
+                self._call_soon(self._nursery.start_soon, self._producer.flush)
+            except KafkaError:
+                pass
+        _, not_done = concurrent.futures.wait(pending, timeout=timeout)
+        return len(not_done)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Flush for at most ``timeout`` seconds, then stop; records still undelivered fail
+        with ProducerClosedError."""
+        if self._thread.is_alive():
+            self.flush(timeout)
+            if self._token is not None and self._stop is not None:
+                try:
+                    trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+                except trio.RunFinishedError:
+                    pass
+            self._thread.join(timeout=5)
+        self._fail_pending()
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+async def _ready_to_append(producer: AsyncProducer, topic: str, partition: int | None, size: int) -> None:
+    """What ``AsyncProducer.send`` blocks on (metadata, buffer space), without appending."""
+    deadline = trio.current_time() + producer.config["max.block.ms"] / 1000
+    producer._check_open()
+    producer._check_size(size)
+    parts = producer.metadata.partitions(topic)
+    if not parts or (partition is not None and partition >= len(parts)):
+        await producer._wait_for_partitions(topic, partition, deadline)
+    await producer._wait_for_memory(size, deadline)

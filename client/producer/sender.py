@@ -1,0 +1,272 @@
+"""The sender: the producer's background task that turns ready batches into Produce requests.
+
+Each turn of its loop: fail every batch past its delivery deadline (KIP-91, wherever it is); if
+idempotent, make sure we hold a producer id (InitProducerId; after a batch with a sequence
+number failed, bump the epoch once nothing is in flight, so the broker does not wait for the
+lost sequence: KIP-360); then, for each partition whose head batch is ready and whose leader is
+known and connected, group batches per leader into one Produce (at most max.request.size
+bytes, at most max.in.flight.requests.per.connection requests per broker) and send it. Then sleep
+until the next delivery deadline, linger or retry-backoff expiry, or until woken (a new batch,
+an answer, a connection, new metadata).
+
+Produce carries ``timeout_ms = request.timeout.ms``, as the Java producer does. That makes the
+broker's purgatory (REQUEST_TIMED_OUT at timeout_ms after the append) race the client's own
+request timeout (request.timeout.ms after sending): the broker's clock starts later, so the
+client usually gives up first, closes the connection and never sees the broker's answer
+(SEMANTICS.md §2.3; docs/teaching shows both). Errors are retried with exponential backoff
+(retry.backoff.ms ×2 ±20 % up to retry.backoff.max.ms, KIP-580) while the batch has time left
+and attempts ≤ retries; a retriable error that arrives after the deadline is never retried (the
+batch has already failed). Errors meaning stale metadata ask for a refresh; a new leader named
+in the answer (KIP-951) is used at once, without backoff.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from client.backoff import ExponentialBackoff
+from client.errors import KafkaError, error_for_code, error_name
+from client.exceptions import DeliveryTimeoutException, broker_request_timed_out_message
+from client.metadata import ClusterMetadata, MetadataUpdater
+from client.network import NetworkClient
+from client.producer.accumulator import RecordAccumulator
+from client.producer.batch import ProducerBatch
+from client.protocol import ApiKey
+from client.protocol.records import encode_batch
+
+STALE_METADATA = {3, 5, 6, 9, 74, 75}   # after these the leader we used is probably wrong
+DUPLICATE_SEQUENCE_NUMBER = 46          # already written: success (Java does the same)
+
+
+class Sender:
+    def __init__(self, config: dict, net: NetworkClient, metadata: ClusterMetadata, updater: MetadataUpdater,
+                 accumulator: RecordAccumulator, codec: int, retry_backoff: ExponentialBackoff):
+        self.config, self.net, self.metadata, self.updater = config, net, metadata, updater
+        self.acc, self.codec, self.retry_backoff = accumulator, codec, retry_backoff
+        self.idempotent = bool(config["enable.idempotence"])
+        self.producer_id, self.producer_epoch = -1, -1
+        self.need_epoch_bump = False
+        self.sequences: dict[tuple[str, int], int] = {}
+        self.sending: dict[int, int] = {}          # broker -> Produce requests out
+        self._connecting: set[int] = set()
+        self._init_running = False
+        self._wake = trio.Event()
+        self.memory_freed = trio.Event()
+        self.nursery: trio.Nursery | None = None
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # -- the loop --------------------------------------------------------------------------
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as self.nursery:
+            task_status.started()
+            while True:
+                self._wake = trio.Event()
+                now = trio.current_time()
+                self._expire(now)
+                wait_until = self.acc.next_deadline()
+                if self._have_producer_id():
+                    wait_until = min(wait_until, self._drain(now))
+                with trio.move_on_at(wait_until):
+                    await self._wake.wait()
+
+    def _expire(self, now: float) -> None:
+        expired = self.acc.expire(now)
+        for b in expired:
+            b.fail(DeliveryTimeoutException(b.topic, b.partition, len(b.futures), (now - b.created) * 1000,
+                                            self.config["delivery.timeout.ms"], b.attempts, b.where(), b.last_error))
+            if self.idempotent and b.sequence >= 0:
+                self.need_epoch_bump = True   # its sequence may never reach the broker
+        if expired:
+            self.acc.release_expired(expired)
+            self._memory_freed()
+
+    def _memory_freed(self) -> None:
+        self.memory_freed.set()
+        self.memory_freed = trio.Event()
+
+    # -- producer id -----------------------------------------------------------------------
+    def _have_producer_id(self) -> bool:
+        if not self.idempotent:
+            return True
+        if self.producer_id >= 0 and not self.need_epoch_bump:
+            return True
+        if not self._init_running and not (self.need_epoch_bump and self.acc.in_flight):
+            self._init_running = True
+            assert self.nursery is not None
+            self.nursery.start_soon(self._init_producer_id)
+        return False
+
+    async def _init_producer_id(self) -> None:
+        """InitProducerId (any broker, non-transactional); with our current id and epoch when
+        bumping the epoch, after which every partition's sequence restarts at 0."""
+        attempts = 0
+        try:
+            while True:
+                body = {"transactional_id": None, "transaction_timeout_ms": 60000,
+                        "producer_id": self.producer_id, "producer_epoch": self.producer_epoch}
+                try:
+                    answer = await self.net.request(self.net.candidates()[0], ApiKey.INIT_PRODUCER_ID, body)
+                    if answer.error_code:
+                        raise error_for_code(answer.error_code, f"InitProducerId failed: {error_name(answer.error_code)}")
+                except KafkaError as exc:   # retried; the batches expire meanwhile if it takes too long
+                    for b in self.acc.batches():
+                        b.last_error = f"waiting for a producer id: {exc}"
+                    await trio.sleep(self.retry_backoff.backoff(attempts))
+                    attempts += 1
+                    continue
+                self.producer_id, self.producer_epoch = answer.producer_id, answer.producer_epoch
+                if self.need_epoch_bump:
+                    self.sequences.clear()
+                    for b in self.acc.batches():      # queued retries get new sequences
+                        b.payload, b.sequence = None, -1
+                    self.need_epoch_bump = False
+                return
+        finally:
+            self._init_running = False
+            self.wake()
+
+    # -- draining --------------------------------------------------------------------------
+    def _leader_changed(self, batch: ProducerBatch) -> bool:
+        info = self.metadata.leader(batch.topic, batch.partition)
+        return info is not None and info.leader_epoch > batch.leader_epoch_at_attempt >= 0
+
+    def _drain(self, now: float) -> float:
+        ready, next_at = self.acc.ready(now, self._leader_changed)
+        by_node: dict[int, list[tuple[str, int]]] = {}
+        for tp in ready:
+            info = self.metadata.leader(*tp)
+            if info is None or info.leader < 0:
+                self.updater.request_update()         # no leader known: ask again
+                continue
+            if not self.net.is_ready(info.leader):
+                self._connect(info.leader)
+                continue
+            by_node.setdefault(info.leader, []).append(tp)
+        limit = self.config["max.in.flight.requests.per.connection"]
+        for node, tps in by_node.items():
+            if self.net.in_flight(node) + self.sending.get(node, 0) >= limit:
+                continue   # woken again when one of its requests ends
+            batches, size = [], 0
+            for tp in tps:
+                head = self.acc.head(tp)
+                if head is None or (batches and size + head.size > self.config["max.request.size"]):
+                    continue
+                size += head.size
+                batches.append(self.acc.take(tp, node))
+            self._send(node, batches, now)
+        return next_at
+
+    def _connect(self, node: int) -> None:
+        if node in self._connecting:
+            return
+        self._connecting.add(node)
+
+        async def attempt() -> None:
+            try:
+                await self.net.connection(node)
+            except KafkaError:
+                pass   # the network client backs off and asked for a metadata refresh
+            finally:
+                self._connecting.discard(node)
+                self.wake()
+
+        assert self.nursery is not None
+        self.nursery.start_soon(attempt)
+
+    def _stamp(self, batch: ProducerBatch) -> bytes:
+        """Encode once per producer epoch: a retry resends the very same bytes (and sequence),
+        which is what lets the broker recognise it as a duplicate."""
+        if batch.payload is None or (self.idempotent and batch.producer_epoch != self.producer_epoch):
+            if self.idempotent:
+                batch.sequence = self.sequences.get(batch.tp, 0)
+                self.sequences[batch.tp] = (batch.sequence + len(batch.records)) & 0x7FFFFFFF
+                batch.producer_epoch = self.producer_epoch
+            batch.payload = encode_batch(batch.records, compression=self.codec, base_timestamp=batch.base_timestamp,
+                                         producer_id=self.producer_id if self.idempotent else -1,
+                                         producer_epoch=self.producer_epoch if self.idempotent else -1,
+                                         base_sequence=batch.sequence)
+        return batch.payload
+
+    def _send(self, node: int, batches: list[ProducerBatch], now: float) -> None:
+        topics: dict[str, list[dict]] = {}
+        for b in batches:
+            b.attempts += 1
+            b.last_attempt = now
+            info = self.metadata.leader(b.topic, b.partition)
+            b.leader_epoch_at_attempt = info.leader_epoch if info else -1
+            topics.setdefault(b.topic, []).append({"index": b.partition, "records": self._stamp(b)})
+        body = {"transactional_id": None, "acks": self.config["acks"], "timeout_ms": self.config["request.timeout.ms"],
+                "topic_data": [{"name": t, "partition_data": parts} for t, parts in topics.items()]}
+        self.sending[node] = self.sending.get(node, 0) + 1
+        assert self.nursery is not None
+        self.nursery.start_soon(self._produce, node, batches, body)
+
+    async def _produce(self, node: int, batches: list[ProducerBatch], body: dict) -> None:
+        try:
+            answer = await self.net.request(node, ApiKey.PRODUCE, body, expects_response=self.config["acks"] != 0)
+        except KafkaError as exc:
+            for b in batches:
+                self._attempt_failed(b, exc)
+        else:
+            self._handle_answer(node, batches, answer)
+        finally:
+            self.sending[node] -= 1
+            for b in batches:
+                self.acc.finished(b)
+            self._memory_freed()
+            self.wake()
+
+    # -- answers ---------------------------------------------------------------------------
+    def _handle_answer(self, node: int, batches: list[ProducerBatch], answer: Any) -> None:
+        if answer is None:  # acks=0: done once written, no offsets
+            for b in batches:
+                b.complete(-1)
+            return
+        self._learn_endpoints(answer)
+        results = {(t.name, p.index): p for t in answer.responses for p in t.partition_responses}
+        address = "%s:%s" % self.net.nodes.get(node, ("?", "?"))
+        for b in batches:
+            p = results.get(b.tp)
+            if p is None:
+                self._attempt_failed(b, KafkaError(f"broker {node} did not answer for {b.topic}-{b.partition}"))
+                continue
+            if p.error_code in (0, DUPLICATE_SEQUENCE_NUMBER):
+                b.complete(p.base_offset, p.get("log_append_time_ms", -1))
+                continue
+            if p.error_code in STALE_METADATA:
+                self._maybe_new_leader(b, p)
+            if p.error_code == 7:
+                message = broker_request_timed_out_message(node, address, b.topic, b.partition, self.config["request.timeout.ms"])
+            else:
+                detail = f": {p.error_message}" if p.get("error_message") else ""
+                message = f"broker {node} at {address} answered {error_name(p.error_code)} for {b.topic}-{b.partition}{detail}"
+            self._attempt_failed(b, error_for_code(p.error_code, message))
+
+    def _learn_endpoints(self, answer: Any) -> None:
+        for e in answer.get("node_endpoints") or ():
+            self.net.nodes[e.node_id] = (e.host, e.port)
+            self.metadata.brokers[e.node_id] = (e.host, e.port)
+
+    def _maybe_new_leader(self, batch: ProducerBatch, p: Any) -> None:
+        leader = p.get("current_leader")
+        if leader is not None and self.metadata.update_leader(batch.topic, batch.partition, leader.leader_id,
+                                                              leader.leader_epoch):
+            self.updater.note_changed()
+            return
+        self.updater.request_update()
+
+    def _attempt_failed(self, batch: ProducerBatch, error: KafkaError) -> None:
+        batch.last_error = f"{type(error).__name__}: {error}"
+        if batch.done:
+            return   # expired while in flight: the application was already told
+        now = trio.current_time()
+        if error.retriable and now < batch.deadline and batch.attempts <= self.config["retries"]:
+            self.acc.reenqueue(batch, now + self.retry_backoff.backoff(batch.attempts - 1))
+            return
+        batch.fail(error)
+        if self.idempotent and batch.sequence >= 0:
+            self.need_epoch_bump = True
