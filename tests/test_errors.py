@@ -69,7 +69,7 @@ def test_table_covers_errors_md_when_present():
     doc = pathlib.Path("/work/shared/kafka-protocol/ERRORS.md")
     if not doc.exists():
         pytest.skip("reference notes not present")
-    rows = re.findall(r"^\| *(-?\d+) *\| *([A-Z_]+) *\| *(yes|no|–) *\|", doc.read_text(), re.M)
+    rows = re.findall(r"^\| *(-?\d+) *\| *([A-Z_]+) *\| *(yes|no|–) *\|", doc.read_text(), re.MULTILINE)
     assert len(rows) > 60
     assert {(int(c), n, r == "yes") for c, n, r in rows if c != "0"} <= set(TABLE)
 

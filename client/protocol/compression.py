@@ -32,6 +32,8 @@ _XERIAL_BLOCK = 32 * 1024  # the block size Java's xerial SnappyOutputStream use
 _I32 = struct.Struct(">i")
 _FIRST_GUESS = 64 * 1024
 _GROWTH = 8
+# cramjam raises DecompressionError for bad data and OSError for a frame cut short
+_CRAMJAM_ERRORS = (cramjam.DecompressionError, OSError, ValueError)
 
 
 class CompressionError(ValueError):
@@ -92,7 +94,7 @@ def _bounded_into(decompress_into, name: str, data, max_size: int) -> bytes:
         buf = bytearray(cap)
         try:
             n = decompress_into(data, buf)
-        except Exception as exc:  # cramjam.DecompressionError, or OSError for a cut frame
+        except _CRAMJAM_ERRORS as exc:
             if cap < max_size:  # maybe it only needed more room: retry larger (corrupt data fails again)
                 cap = min(max_size, cap * _GROWTH)
                 continue
@@ -135,12 +137,13 @@ def _raw_snappy(block: bytes, budget: int) -> bytes:
     try:
         # the raw format starts with the uncompressed length: check it before allocating
         claimed = cramjam.snappy.decompress_raw_len(block)
-        if claimed > budget:
-            raise CompressionError(f"snappy block claims {claimed} bytes, over the remaining limit of {budget}")
+    except _CRAMJAM_ERRORS as exc:
+        raise CompressionError(f"snappy data does not decompress: {exc}") from None
+    if claimed > budget:
+        raise CompressionError(f"snappy block claims {claimed} bytes, over the remaining limit of {budget}")
+    try:
         return bytes(cramjam.snappy.decompress_raw(block))
-    except CompressionError:
-        raise
-    except Exception as exc:  # cramjam.DecompressionError
+    except _CRAMJAM_ERRORS as exc:
         raise CompressionError(f"snappy data does not decompress: {exc}") from None
 
 

@@ -21,13 +21,21 @@ byte offset.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple, Sequence
+from typing import NamedTuple
 
 import crc32c
 
 from client.protocol import compression as codecs
-from client.protocol.varint import SMALL, SMALL_LIMIT, read_varint, read_varlong, write_varint, write_varlong
+from client.protocol.varint import (
+    SMALL,
+    SMALL_LIMIT,
+    read_varint,
+    read_varlong,
+    write_varint,
+    write_varlong,
+)
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -180,18 +188,35 @@ def _zz(n: int) -> bytes:
     return SMALL[n + 64] if -64 <= n < SMALL_LIMIT else write_varint(n)
 
 
-def _header_bytes(headers) -> bytes:
-    out = bytearray(_zz(len(headers)))
+_HEADER_KEYS: dict = {}  # header key -> its length varint + UTF-8 bytes; keys repeat ("traceparent")
+_HEADER_KEYS_MAX = 1024
+
+
+def _header_key(hkey) -> bytes:
+    kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+    prefixed = _zz(len(kb)) + kb
+    if len(_HEADER_KEYS) < _HEADER_KEYS_MAX and isinstance(hkey, (str, bytes)):
+        _HEADER_KEYS[hkey] = prefixed
+    return prefixed
+
+
+def _header_bytes(headers) -> bytearray:
+    small = SMALL
+    count = len(headers)
+    out = bytearray(small[count + 64] if count < SMALL_LIMIT else write_varint(count))
     for hkey, hval in headers:
-        kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
-        out += _zz(len(kb))
-        out += kb
+        try:
+            prefixed = _HEADER_KEYS.get(hkey) or _header_key(hkey)
+        except TypeError:  # an unhashable key (bytearray): fine, just not cached
+            prefixed = _header_key(hkey)
+        out += prefixed
         if hval is None:
             out += b"\x01"  # zigzag(-1): null
         else:
-            out += _zz(len(hval))
+            n = len(hval)
+            out += small[n + 64] if n < SMALL_LIMIT else write_varint(n)
             out += hval
-    return bytes(out)
+    return out
 
 
 def encode_records(records: Sequence[Record], base_timestamp: int) -> tuple[bytearray, int]:
@@ -209,8 +234,7 @@ def encode_records(records: Sequence[Record], base_timestamp: int) -> tuple[byte
         ts = r.timestamp
         if ts < 0:
             ts = base_timestamp
-        if ts > max_ts:
-            max_ts = ts
+        max_ts = max(max_ts, ts)
         key = r.key
         value = r.value
         headers = r.headers
@@ -226,6 +250,7 @@ def encode_records(records: Sequence[Record], base_timestamp: int) -> tuple[byte
             vl = len(value)
             vvl = small[vl + 64] if vl < limit else write_varint(vl)
             size += len(vvl) + vl - 1
+        hb: bytes | bytearray
         if headers:
             hb = _header_bytes(headers)
             size += len(hb)
@@ -282,6 +307,7 @@ def encode_batch(records: Sequence[Record], *, compression: int | str = 0, base_
     codec = codecs.codec_code(compression_type if compression_type is not None else compression)
     if base_timestamp is None:
         base_timestamp = next((r.timestamp for r in records if r.timestamp >= 0), 0)
+    body: bytes | bytearray
     body, max_ts = encode_records(records, base_timestamp)
     if codec:
         body = codecs.compress(codec, body)
@@ -353,8 +379,9 @@ def _read_headers(body: bytes, pos: int, end: int) -> tuple[list, int]:
 
 def _decode_records(body: bytes, count: int, base_offset: int, base_ts: int,
                     log_append_time: int | None) -> list[Record]:
-    """The records section. One-byte varints (nearly all of them) are read inline; a slice
-    past a record's end is caught by the ``pos != end`` check."""
+    """The records section. One- and two-byte varints (nearly all of them) are read inline; a
+    slice past a record's end is caught by the ``pos != end`` check. ``body[pos + 1]`` past the
+    data raises IndexError, which the caller reports as a corrupt batch."""
     records: list[Record] = []
     append = records.append
     n = len(body)
@@ -364,6 +391,10 @@ def _decode_records(body: bytes, count: int, base_offset: int, base_ts: int,
         if b < 0x80:
             length = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif body[pos + 1] < 0x80:  # two bytes: records of 64 B to 8 KB
+            raw = (b & 0x7F) | (body[pos + 1] << 7)
+            length = (raw >> 1) ^ -(raw & 1)
+            pos += 2
         else:
             length, pos = read_varint(body, pos)
         end = pos + length
@@ -399,8 +430,15 @@ def _decode_records(body: bytes, count: int, base_offset: int, base_ts: int,
             pos += 1
             value = body[pos:pos + (b >> 1)]
             pos += b >> 1
+        elif b >= 0x80 and body[pos + 1] < 0x80 and not b & 1:  # two bytes: values of 64 B to 8 KB
+            size = ((b & 0x7F) | (body[pos + 1] << 7)) >> 1
+            pos += 2
+            value = body[pos:pos + size]
+            pos += size
         else:
             value, pos = _read_nullable(body, pos)
+        if pos >= end:
+            raise ValueError(f"key and value overrun the record ending at {end}")
         if body[pos] == 0:
             headers: list = []
             pos += 1

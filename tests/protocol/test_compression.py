@@ -10,10 +10,17 @@ import zlib
 
 import cramjam
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from client.protocol.compression import (CODES, DEFAULT_MAX_SIZE, CompressionError, codec_code, compress,
-                                         decompress)
+from client.protocol.compression import (
+    CODES,
+    DEFAULT_MAX_SIZE,
+    CompressionError,
+    codec_code,
+    compress,
+    decompress,
+)
 
 CODECS = [0, 1, 2, 3, 4]
 SAMPLES = [b"", b"x", b"abc" * 100_000, os.urandom(70_000), bytes(range(256)) * 300]

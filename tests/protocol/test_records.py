@@ -6,7 +6,8 @@ import struct
 
 import crc32c
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from client.protocol import records as R
 from client.protocol import varint as V
@@ -258,10 +259,15 @@ def test_garbage_only_raises_the_documented_error(tail, cut, fix_crc):
             pass
 
 
-@given(st.lists(st.tuples(st.integers(61, len(GOOD) - 1), st.integers(0, 255)), min_size=1, max_size=6))
-@settings(max_examples=400, deadline=None)
-def test_mutated_records_with_a_valid_crc_only_raise_the_documented_error(edits):
-    data = bytearray(GOOD)
+# records of 64 B .. 8 KB and values over 63 B take the decoder's two-byte varint branches
+GOOD_LONG = R.encode_batch([R.Record(b"v" * 100, b"k" * 70, [("h" * 65, b"x" * 66)], 77), R.Record(b"w" * 64, timestamp=9)])
+
+
+@given(st.sampled_from([GOOD, GOOD_LONG]), st.data())
+@settings(max_examples=600, deadline=None)
+def test_mutated_records_with_a_valid_crc_only_raise_the_documented_error(good, data_st):
+    edits = data_st.draw(st.lists(st.tuples(st.integers(61, len(good) - 1), st.integers(0, 255)), min_size=1, max_size=6))
+    data = bytearray(good)
     for pos, byte in edits:
         data[pos] = byte
     try:
@@ -292,6 +298,8 @@ def _one_record_batch(record_body: bytes) -> bytes:
 @pytest.mark.parametrize("record_body, match", [
     (b"\x00\x00\x00" + zz(2**30) + b"k" + b"\x01\x00", "overruns"),               # key longer than the data
     (b"\x00\x00\x00\x01" + zz(-2) + b"\x00", "negative length"),                    # value length -2
+    (b"\x00\x00\x00\x01" + zz(-65) + b"\x00", "negative length"),                   # two-byte negative length
+    (b"\x00\x00\x00\x01" + zz(100) + b"abc\x00", "overrun the record"),             # two-byte length, short value
     (b"\x00\x00\x00\x01\x01" + zz(2**30) + b"\x00\x00", "header count"),             # header count far too big
     (b"\x00\x00\x00\x01\x01" + zz(1) + zz(-1) + b"\x01", "null header key"),
     (b"\x00\x00\x00\x01\x01" + zz(1) + zz(1) + b"\xff\x01", "utf-8"),              # header key not UTF-8
