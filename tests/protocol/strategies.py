@@ -13,13 +13,17 @@ schema's explicit default).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from hypothesis import strategies as st
 
-from client.protocol.messages import (ALL_APIS, CONSUMER_PROTOCOL_ASSIGNMENT,
-                                      CONSUMER_PROTOCOL_SUBSCRIPTION)
+from client.protocol.messages import (
+    ALL_APIS,
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+)
 from client.protocol.schema import NULL, Field
 
 INT_BOUNDS = {

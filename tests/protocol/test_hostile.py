@@ -11,16 +11,47 @@ from __future__ import annotations
 import tracemalloc
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from client.protocol import (CorruptFrameError, UnknownApiError, UnsupportedVersionError, decode_request,
-                             decode_request_header, decode_response, encode_request, encode_response,
-                             request_header_version, response_header_version, supported_versions)
+from client.protocol import (
+    CorruptFrameError,
+    UnknownApiError,
+    UnsupportedVersionError,
+    decode_request,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
+    request_header_version,
+    response_header_version,
+    supported_versions,
+)
 from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 from client.protocol.messages import ALL_APIS
-from tests.protocol.strategies import (NO_TAGS, Options, arr32, blob_strategy, boolean, bytes32, carr, case_id, cases,
-                                       cbytes, cstr, i8, i16, i32, i64, message_strategy, request_header, str16, tags,
-                                       uuid_, uvarint)
+from tests.protocol.strategies import (
+    NO_TAGS,
+    Options,
+    arr32,
+    blob_strategy,
+    boolean,
+    bytes32,
+    carr,
+    case_id,
+    cases,
+    cbytes,
+    cstr,
+    i8,
+    i16,
+    i32,
+    i64,
+    message_strategy,
+    request_header,
+    str16,
+    tags,
+    uuid_,
+    uvarint,
+)
 
 HOSTILE = settings(max_examples=4, deadline=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -283,7 +314,7 @@ def test_huge_claims_name_the_api_version_and_offset():
 def test_null_array_count_in_a_non_nullable_position():
     # Metadata topics become nullable in v1: -1 is refused in v0, means "all topics" in v1
     must_fail_request(_h1(3, 0) + i32(-1), match="invalid array length -1")
-    header, body = decode_request(_h1(3, 1) + i32(-1))
+    _, body = decode_request(_h1(3, 1) + i32(-1))
     assert body.topics is None
     # SyncGroup v0 assignments are never nullable
     must_fail_request(_h1(14, 0) + str16("g") + i32(1) + str16("m") + i32(-1), match="invalid array length -1")
@@ -399,7 +430,7 @@ def test_short_frames_name_what_the_header_claims():
         if direction != "request":
             continue
         full = request_header(key, version, 1, "c", request_header_version(key, version) == 2)
-        for cut in range(0, 10):
+        for cut in range(10):
             with pytest.raises(CorruptFrameError) as info:
                 decode_request(full[:cut])
             exc = info.value

@@ -24,21 +24,34 @@ import os
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from client.protocol import (ApiKey, decode_request_header, encode_request, encode_response, request_header_version,
-                             response_header_version)
-from client.protocol.build import data_construct, message_construct
-from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
-from client.protocol.messages import ALL_APIS
-from tests.protocol.strategies import (BLOBS, Options, blob_strategy, case_id, cases, message_strategy,
-                                       on_wire)
-
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field
 from kio.static.constants import EntityType
 from kio.static.primitive import Records
+
+from client.protocol import (
+    ApiKey,
+    decode_request_header,
+    encode_request,
+    encode_response,
+    request_header_version,
+    response_header_version,
+)
+from client.protocol.build import data_construct, message_construct
+from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
+from client.protocol.messages import ALL_APIS
+from tests.protocol.strategies import (
+    BLOBS,
+    Options,
+    blob_strategy,
+    case_id,
+    cases,
+    message_strategy,
+    on_wire,
+)
 
 # kio gives hypothesis a strategy for every primitive type but ``records``; record batches are
 # opaque bytes to both codecs.
@@ -47,7 +60,7 @@ st.register_type_strategy(Records, st.binary(max_size=64))
 CODEC = settings(max_examples=int(os.environ.get("CODEC_KIO_EXAMPLES", "6")), deadline=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 ZERO_UUID = uuid.UUID(int=0)
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def kio_class(key: int, version: int, direction: str):
@@ -313,7 +326,7 @@ def test_kio_reads_and_rewrites_our_headers(key, version, direction, correlation
     assert out.getvalue() == frame[:size]
 
 
-BLOB_CASES = [(kind, v) for kind in BLOBS for v in range(0, 4)]
+BLOB_CASES = [(kind, v) for kind in BLOBS for v in range(4)]
 
 
 @pytest.mark.parametrize("kind, version", BLOB_CASES)

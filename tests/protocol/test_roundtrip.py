@@ -13,14 +13,30 @@ import struct
 from io import BytesIO
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from client.protocol import (decode_request, decode_request_header, decode_response, encode_request,
-                             encode_response, request_header_version, response_header_version)
+from client.protocol import (
+    decode_request,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
+    request_header_version,
+    response_header_version,
+)
 from client.protocol.build import data_construct, message_construct
 from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
-from tests.protocol.strategies import (BLOBS, Options, blob_strategy, case_id, cases, expected_blob,
-                                       expected_message, message_strategy)
+from tests.protocol.strategies import (
+    BLOBS,
+    Options,
+    blob_strategy,
+    case_id,
+    cases,
+    expected_blob,
+    expected_message,
+    message_strategy,
+)
 
 settings.register_profile(
     "codec",
@@ -108,7 +124,7 @@ def test_round_trip(key, version, direction, data):
     assert via_frame == expected
 
 
-@pytest.mark.parametrize("kind, version", [(k, v) for k in BLOBS for v in range(0, 4)])
+@pytest.mark.parametrize("kind, version", [(k, v) for k in BLOBS for v in range(4)])
 @CODEC
 @given(data=st.data())
 def test_consumer_blob_round_trip(kind, version, data):
