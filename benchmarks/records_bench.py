@@ -25,19 +25,25 @@ N = 1000
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 
 
-def rate(fn, min_seconds: float = 0.6) -> float:
-    """Calls per second of ``fn``: best of 5 rounds (the best round is the least disturbed)."""
-    best = 0.0
-    for _ in range(5):
-        n, start = 0, time.perf_counter()
-        while True:
-            fn()
-            n += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= min_seconds / 5:
-                break
-        best = max(best, n / elapsed)
+def rates(fns: dict, rounds: int = 9, round_seconds: float = 0.08) -> dict:
+    """Calls per second of each function, measured in interleaved rounds (so a busy neighbour
+    slows every candidate alike) and taking each one's best round (the least disturbed)."""
+    best = dict.fromkeys(fns, 0.0)
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            n, start = 0, time.perf_counter()
+            while True:
+                fn()
+                n += 1
+                elapsed = time.perf_counter() - start
+                if elapsed >= round_seconds:
+                    break
+            best[name] = max(best[name], n / elapsed)
     return best
+
+
+def rate(fn) -> float:
+    return rates({"fn": fn})["fn"]
 
 
 def _uvarint(u: int) -> bytes:
@@ -116,16 +122,11 @@ def main() -> None:
              for i in range(N)]
     assert naive_encode(plain) == R.encode_batch(plain)
     assert len(floor_encode(plain)) == len(R.encode_batch(plain)) + 64  # every record 110 B (ours: 109 for i < 64)
-    ours = N * rate(lambda: R.encode_batch(plain))
-    naive = N * rate(lambda: naive_encode(plain))
-    floor = N * rate(lambda: floor_encode(plain))
-    print(f"encode 1,000 x 100 B records, uncompressed: ours {ours:,.0f} records/s (target >= 300,000/s)")
-    print(f"  struct naive {naive:,.0f}/s (ours is {ours / naive:.2f}x), struct floor {floor:,.0f}/s "
-          f"(ours at {ours / floor:.0%} of the floor)")
-    print(f"  keyed, per-record timestamps, headers on half: {N * rate(lambda: R.encode_batch(mixed)):,.0f} records/s")
     kp = _kafka_python()
+    fns = {"ours": lambda: R.encode_batch(plain), "naive": lambda: naive_encode(plain),
+           "floor": lambda: floor_encode(plain), "mixed": lambda: R.encode_batch(mixed)}
     if kp:
-        _, builder_cls = kp
+        builder_cls = kp[1]
 
         def kp_encode(records=plain):
             b = builder_cls(magic=2, compression_type=0, is_transactional=False, producer_id=-1, producer_epoch=-1,
@@ -134,8 +135,16 @@ def main() -> None:
                 b.append(i, timestamp=r.timestamp, key=r.key, value=r.value, headers=[])
             return b.build()
 
-        kpr = N * rate(kp_encode)
-        print(f"  kafka-python DefaultRecordBatchBuilder {kpr:,.0f}/s (ours is {ours / kpr:.1f}x)")
+        fns["kafka-python"] = kp_encode
+    got = {name: N * per_s for name, per_s in rates(fns).items()}
+    ours, naive, floor = got["ours"], got["naive"], got["floor"]
+    print(f"encode 1,000 x 100 B records, uncompressed: ours {ours:,.0f} records/s (target >= 300,000/s)")
+    print(f"  struct naive {naive:,.0f}/s (ours is {ours / naive:.2f}x), struct floor {floor:,.0f}/s "
+          f"(ours at {ours / floor:.0%} of the floor)")
+    print(f"  keyed, per-record timestamps, headers on half: {got['mixed']:,.0f} records/s")
+    if kp:
+        print(f"  kafka-python DefaultRecordBatchBuilder {got['kafka-python']:,.0f}/s "
+              f"(ours is {ours / got['kafka-python']:.1f}x)")
     for name, codec in (("gzip", 1), ("snappy", 2), ("lz4", 3), ("zstd", 4)):
         per_s = N * rate(lambda codec=codec: R.encode_batch(plain, compression=codec))
         print(f"  {name}: {per_s:,.0f} records/s", end="")
@@ -144,14 +153,16 @@ def main() -> None:
     batch = R.encode_batch(plain)
     body = batch[61:]
     assert floor_walk(body) == N
-    dec = N * rate(lambda: R.decode_batch(batch))
-    walk = N * rate(lambda: floor_walk(body))
+    fns = {"ours": lambda: R.decode_batch(batch), "walk": lambda: floor_walk(body)}
+    if kp:
+        batch_cls = kp[0]
+        fns["kafka-python"] = lambda: [(r.key, r.value) for r in batch_cls(batch)]
+    got = {name: N * per_s for name, per_s in rates(fns).items()}
+    dec, walk = got["ours"], got["walk"]
     print(f"decode the same batch: ours {dec:,.0f} records/s (CRC checked), floor walk {walk:,.0f}/s "
           f"(ours at {dec / walk:.0%})")
     if kp:
-        batch_cls, _ = kp
-        kpd = N * rate(lambda: [(r.key, r.value) for r in batch_cls(batch)])
-        print(f"  kafka-python DefaultRecordBatch {kpd:,.0f}/s (ours is {dec / kpd:.1f}x)")
+        print(f"  kafka-python DefaultRecordBatch {got['kafka-python']:,.0f}/s (ours is {dec / got['kafka-python']:.1f}x)")
     stamp = rate(lambda: R.set_base_offset(batch, 12345, 3))
     print(f"broker hot path on this {len(batch):,} B batch: set_base_offset {stamp:,.0f}/s, "
           f"verify_crc {rate(lambda: R.verify_crc(batch)):,.0f}/s, parse_batch_header "
