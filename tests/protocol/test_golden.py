@@ -114,6 +114,25 @@ CASES = [
          i32(1) + str16("t") + i32(1) + i32(0) + i16(87) + i64(-1) + i64(-1) + i64(0)
          + i32(1) + i32(1) + i16(-1) + str16("bad record") + i32(20)),
 
+    # Produce v0-2: gone from Kafka 4.0 (KIP-896), so kio cannot cross-check them; spelled out here
+    Case(0, 0, "request",
+         {"transactional_id": None, "acks": 0, "timeout_ms": 100,
+          "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"R"}]}]},
+         i16(0) + i32(100) + i32(1) + str16("t") + i32(1) + i32(0) + i32(1) + b"R"),
+    Case(0, 0, "response",
+         {"responses": [{"name": "t", "partition_responses": [
+             {"index": 0, "error_code": 0, "base_offset": 5, "log_append_time_ms": -1, "log_start_offset": -1,
+              "record_errors": [], "error_message": None, "current_leader": {"leader_id": -1, "leader_epoch": -1}}]}],
+          "throttle_time_ms": 0, "node_endpoints": []},
+         i32(1) + str16("t") + i32(1) + i32(0) + i16(0) + i64(5)),
+    Case(0, 2, "response",  # log_append_time_ms from v2, throttle_time_ms (v1+) after the responses
+         {"responses": [{"name": "t", "partition_responses": [
+             {"index": 0, "error_code": 0, "base_offset": 5, "log_append_time_ms": 1700000000000,
+              "log_start_offset": -1, "record_errors": [], "error_message": None,
+              "current_leader": {"leader_id": -1, "leader_epoch": -1}}]}],
+          "throttle_time_ms": 10, "node_endpoints": []},
+         i32(1) + str16("t") + i32(1) + i32(0) + i16(0) + i64(5) + i64(1700000000000) + i32(10)),
+
     # -- Fetch (1) ----------------------------------------------------------------------------
     Case(1, 12, "request",
          {"cluster_id": "kc1", "replica_id": -1, "replica_state": {"replica_id": -1, "replica_epoch": -1},
@@ -168,6 +187,17 @@ CASES = [
               "leader_epoch": 5}]}]},
          i32(0) + uvarint(2) + cstr("events") + uvarint(2)
          + i32(0) + i16(0) + i64(-1) + i64(42) + i32(5) + NO_TAGS + NO_TAGS + NO_TAGS),
+
+    Case(2, 0, "request",  # v0 only: max_num_offsets
+         {"replica_id": -1, "isolation_level": 0, "topics": [{"name": "t", "partitions": [
+             {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1, "max_num_offsets": 3}]}],
+          "timeout_ms": 0},
+         i32(-1) + i32(1) + str16("t") + i32(1) + i32(0) + i64(-1) + i32(3)),
+    Case(2, 0, "response",  # v0 only: old_style_offsets, an int64 array
+         {"throttle_time_ms": 0, "topics": [{"name": "t", "partitions": [
+             {"partition_index": 0, "error_code": 0, "old_style_offsets": [10, 0], "timestamp": -1, "offset": -1,
+              "leader_epoch": -1}]}]},
+         i32(1) + str16("t") + i32(1) + i32(0) + i16(0) + i32(2) + i64(10) + i64(0)),
 
     # -- Metadata (3) -------------------------------------------------------------------------
     Case(3, 12, "request",  # by topic id, name null

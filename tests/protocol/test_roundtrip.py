@@ -138,3 +138,30 @@ def test_consumer_blob_round_trip(kind, version, data):
     assert got_version == version
     assert decoded == expected_blob(kind, version, body)
     assert parse(data_construct(const, version, compiled=False), blob[2:]) == decoded
+
+
+def _poison(value) -> None:
+    """Mutate every list and struct inside a decoded value, as a caller may."""
+    if isinstance(value, dict):
+        for v in list(value.values()):
+            _poison(v)
+        value["_poisoned"] = True
+    elif isinstance(value, list):
+        for v in value:
+            _poison(v)
+        value.append("poison")
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "interpreted"])
+def test_decodes_never_share_mutable_defaults(compiled):
+    """Absent and tagged fields decode to their defaults; a caller mutating one decoded message
+    must not change the next one (the defaults are fresh objects each time)."""
+    shared = []
+    for key, version, direction in CASES:
+        con = message_construct(key, version, direction, compiled=compiled)
+        raw = build(message_construct(key, version, direction), {})
+        first = parse(con, raw)
+        _poison(first)
+        if parse(con, raw) != expected_message(key, version, direction, {}):
+            shared.append(case_id((key, version, direction)))
+    assert shared == [], f"{len(shared)} cases hand out shared defaults, e.g. {shared[:4]}"
