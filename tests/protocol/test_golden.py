@@ -679,6 +679,17 @@ def test_request_header_v2_keeps_an_int16_client_id_and_reads_its_tagged_section
     assert encode_request(18, 3, 1, "", {})[4:15] == i16(18) + i16(3) + i32(1) + i16(0) + NO_TAGS
 
 
+def test_request_headers_do_not_share_their_tagged_mapping():
+    frame = i16(18) + i16(3) + i32(1) + str16("c") + NO_TAGS + cstr("a") + cstr("b") + NO_TAGS
+    first = decode_request_header(frame).tagged
+    assert first == {}
+    try:
+        first["mutated"] = True  # a caller may; a read-only mapping refusing it is fine too
+    except TypeError:
+        pass
+    assert decode_request_header(frame).tagged == {}
+
+
 def test_response_header_v1_tagged_section_is_read_and_skipped():
     frame = i32(5) + tags({0: b"\x01\x02"}) + i32(0) + i16(27) + NO_TAGS
     assert decode_response(12, 4, frame) == (5, {"throttle_time_ms": 0, "error_code": 27})

@@ -29,6 +29,7 @@ from client.protocol import (
 )
 from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 from client.protocol.messages import ALL_APIS
+from client.protocol.wire import EncodeError
 from tests.protocol.strategies import (
     NO_TAGS,
     Options,
@@ -448,3 +449,17 @@ def test_uuid_and_fixed_width_fields_cut_short():
     must_fail_response(23, 2, i32(1) + i32(0) + arr32([str16("t") + arr32([i16(0) + i32(0) + i32(0) + i64(0)[:3]])]))
     assert decode_request(_h2(60, 0) + boolean(True) + NO_TAGS)[1].include_cluster_authorized_operations
     assert decode_request(_h2(60, 1) + boolean(False) + i8(2) + NO_TAGS)[1].endpoint_type == 2
+
+
+def test_strings_are_at_most_32767_bytes_in_compact_form_too():
+    """Kafka's generated readers and writers refuse a string over 0x7fff bytes whatever its
+    length prefix (``string field X had invalid length``; ``field is too long to be
+    serialized``): a compact length can claim more, but a real peer would reject it."""
+    rest = i32(1) + cstr("m") + cstr(None) + NO_TAGS
+    ok = _h2(12, 4) + uvarint(0x7FFF + 1) + b"g" * 0x7FFF + rest
+    assert len(decode_request(ok)[1].group_id) == 0x7FFF
+    must_fail_request(_h2(12, 4) + uvarint(0x8000 + 1) + b"g" * 0x8000 + rest)
+    body = {"group_id": "g" * 0x8000, "generation_id": 1, "member_id": "m"}
+    for version in (0, 4):  # classic and compact
+        with pytest.raises(EncodeError):
+            encode_request(12, version, 1, "c", body)
