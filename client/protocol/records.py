@@ -193,7 +193,7 @@ _HEADER_KEYS_MAX = 1024
 
 
 def _header_key(hkey) -> bytes:
-    kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+    kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(memoryview(hkey))  # not bytes(5)
     prefixed = _zz(len(kb)) + kb
     if len(_HEADER_KEYS) < _HEADER_KEYS_MAX and isinstance(hkey, (str, bytes)):
         _HEADER_KEYS[hkey] = prefixed

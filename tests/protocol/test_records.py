@@ -157,6 +157,13 @@ def test_attribute_flags():
     assert header.compression == 3
 
 
+def test_header_keys_may_be_bytes_and_repeat():
+    recs = [R.Record(b"a", headers=[("k", b"1"), (b"k", b"2"), (bytearray(b"k"), None)], timestamp=1)] * 2
+    assert [r.headers for r in R.decode_batch(R.encode_batch(recs))[1]] == [[("k", b"1"), ("k", b"2"), ("k", None)]] * 2
+    with pytest.raises(TypeError):
+        R.encode_batch([R.Record(b"a", headers=[(5, b"x")])])
+
+
 def test_encoder_refuses_what_the_format_cannot_hold():
     with pytest.raises(ValueError, match="at least one record"):
         R.encode_batch([])
