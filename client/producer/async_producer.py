@@ -61,7 +61,7 @@ class AsyncProducer:
     # -- metadata --------------------------------------------------------------------------
     async def refresh_metadata(self, topics: Sequence[str]) -> None:
         """Fetch metadata for ``topics`` now (e.g. to warm up before timing a send)."""
-        self.updater.add_interest(topics)
+        self.metadata.add_interest(topics)   # without waking the background refresher: one round
         await self.updater.refresh(topics)
 
     async def partitions_for(self, topic: str, timeout: float | None = None) -> list[PartitionInfo]:

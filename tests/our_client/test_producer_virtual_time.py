@@ -157,6 +157,7 @@ async def test_not_leader_with_the_new_leader_in_the_answer_retries_at_once(auto
         new = next(b for b in cluster.partition("t", 0).replicas if b != old)
         async with producer(cluster) as p:
             await p.refresh_metadata(["t"])
+            await trio.testing.wait_all_tasks_blocked()
             cluster.move_leader("t", 0, new)        # our metadata is now stale
             start = trio.current_time()
             meta = await (await p.send("t", b"x", partition=0)).get()
