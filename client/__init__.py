@@ -13,11 +13,37 @@
 
 from client.blocking_consumer import Consumer
 from client.consumer import AsyncConsumer, ConsumerRecord, TopicPartition, open_consumer
-from client.exceptions import (ConnectionClosedError, ConnectionSetupTimeoutException, DeliveryTimeoutException,
-                               MaxBlockTimeoutException, NetworkThreadDied, RequestTimeoutException)
-from client.producer import AsyncProducer, DeliveryFuture, Producer, RecordMetadata, open_producer
+from client.exceptions import (
+    ConnectionClosedError,
+    ConnectionSetupTimeoutException,
+    DeliveryTimeoutException,
+    MaxBlockTimeoutException,
+    NetworkThreadDied,
+    RequestTimeoutException,
+)
+from client.producer import (
+    AsyncProducer,
+    DeliveryFuture,
+    Producer,
+    RecordMetadata,
+    open_producer,
+)
 
-__all__ = ["AsyncConsumer", "Consumer", "AsyncProducer", "ConsumerRecord", "Producer", "RecordMetadata", "TopicPartition",
-           "open_consumer", "open_producer",
-           "ConnectionClosedError", "ConnectionSetupTimeoutException", "DeliveryFuture", "DeliveryTimeoutException",
-           "MaxBlockTimeoutException", "NetworkThreadDied", "RequestTimeoutException"]
+__all__ = [
+    "AsyncConsumer",
+    "AsyncProducer",
+    "ConnectionClosedError",
+    "ConnectionSetupTimeoutException",
+    "Consumer",
+    "ConsumerRecord",
+    "DeliveryFuture",
+    "DeliveryTimeoutException",
+    "MaxBlockTimeoutException",
+    "NetworkThreadDied",
+    "Producer",
+    "RecordMetadata",
+    "RequestTimeoutException",
+    "TopicPartition",
+    "open_consumer",
+    "open_producer",
+]

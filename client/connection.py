@@ -92,13 +92,13 @@ class ConnectionCore:
         return data
 
     # -- receiving -------------------------------------------------------------------------
-    def receive(self, data: bytes) -> list[tuple[InFlight, Any]]:
+    def receive(self, data: bytes | bytearray) -> list[tuple[InFlight, Any]]:
         """Feed received bytes; returns (request, decoded body) per completed request that is
         still wanted. Raises CorrelationIdMismatch, FrameTooLargeError (ValueErrors) or
         CorruptFrameError (a ProtocolError) if
         the stream is broken (the driver closes the connection)."""
         done = []
-        for frame in self._splitter.feed(data):
+        for frame in self._splitter.feed(bytes(data)):
             corr = int.from_bytes(frame[:4], "big", signed=True)
             head = self._queue[0] if self._queue else None
             if head is None or head.correlation_id != corr:

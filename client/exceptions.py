@@ -10,7 +10,12 @@ themselves (REQUEST_TIMED_OUT from the broker's purgatory, ...) are ``client.err
 
 from __future__ import annotations
 
-from client.errors import DisconnectException, KafkaError, MessageTooLargeError, TimeoutException
+from client.errors import (
+    DisconnectException,
+    KafkaError,
+    MessageTooLargeError,
+    TimeoutException,
+)
 
 
 def _who(api: str, correlation_id: int, broker: int, address: str) -> str:

@@ -21,7 +21,8 @@
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import trio
 
@@ -29,9 +30,15 @@ from client.backoff import ExponentialBackoff
 from client.errors import KafkaError, UnsupportedVersionError, error_for_code
 from client.exceptions import ConnectionFailedError, ConnectionSetupTimeoutException
 from client.protocol import ApiKey, supported_versions
-from client.transport import STREAM_ERRORS, BrokerConnection, Connect, connect_from_config, tcp_connect
+from client.transport import (
+    STREAM_ERRORS,
+    BrokerConnection,
+    Connect,
+    connect_from_config,
+    tcp_connect,
+)
 
-__all__ = ["Connect", "NetworkClient", "tcp_connect", "JOIN_GROUP_TIMEOUT_LAPSE_MS"]
+__all__ = ["JOIN_GROUP_TIMEOUT_LAPSE_MS", "Connect", "NetworkClient", "tcp_connect"]
 
 JOIN_GROUP_TIMEOUT_LAPSE_MS = 5000   # Java's AbstractCoordinator.JOIN_GROUP_TIMEOUT_LAPSE
 SOFTWARE = {"client_software_name": "broker-emu", "client_software_version": "0.1.0"}
@@ -40,7 +47,7 @@ SOFTWARE = {"client_software_name": "broker-emu", "client_software_version": "0.
 class NodeState:
     """Per-broker connection bookkeeping (Java's NodeConnectionState, minus the socket)."""
 
-    __slots__ = ("failed_attempts", "failed_connects", "blackout_until")
+    __slots__ = ("blackout_until", "failed_attempts", "failed_connects")
 
     def __init__(self) -> None:
         self.failed_attempts = 0       # consecutive disconnects/failures: reconnect backoff exponent

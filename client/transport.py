@@ -14,7 +14,8 @@ told (``on_closed``) so it can back off reconnecting and ask for a metadata refr
 from __future__ import annotations
 
 import ssl
-from typing import Any, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import trio
 
@@ -64,7 +65,7 @@ def connect_from_config(config: Mapping[str, Any]) -> Connect:
 
 
 class _Waiter:
-    __slots__ = ("event", "body", "error")
+    __slots__ = ("body", "error", "event")
 
     def __init__(self) -> None:
         self.event = trio.Event()
@@ -79,7 +80,7 @@ class _Waiter:
 
 class BrokerConnection:
     def __init__(self, node: int, address: str, stream: trio.abc.Stream, client_id: str | None,
-                 on_closed: Callable[["BrokerConnection", str], None]):
+                 on_closed: Callable[[BrokerConnection, str], None]):
         self.node, self.address, self.stream = node, address, stream
         self.core = ConnectionCore(client_id)
         self.versions: dict[int, tuple[int, int]] = {}   # ApiVersions answer: key -> (min, max)

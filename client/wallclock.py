@@ -6,7 +6,7 @@ else in the client reads the system clock (timeouts and deadlines use trio's clo
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 WallClock = Callable[[], int]
 

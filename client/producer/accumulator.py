@@ -15,7 +15,7 @@ buffer.memory counts the bytes of every batch not yet done.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from client.producer.batch import DeliveryFuture, ProducerBatch
 from client.protocol.records import Record
@@ -44,15 +44,16 @@ class RecordAccumulator:
                wall_ms: int) -> tuple[DeliveryFuture, bool]:
         """Add a record; returns its future and whether a new batch was started."""
         queue = self.queues.setdefault((topic, partition), deque())
-        last = queue[-1] if queue else None
-        new = last is None or last.payload is not None or last.done or (last.size + size > self.batch_size and last.records)
-        if new:
-            last = ProducerBatch(topic, partition, now, now + self.delivery_timeout_s, wall_ms)
-            queue.append(last)
+        batch = queue[-1] if queue else None
+        new = batch is None or batch.payload is not None or batch.done or (
+            batch.size + size > self.batch_size and bool(batch.records))
+        if batch is None or new:
+            batch = ProducerBatch(topic, partition, now, now + self.delivery_timeout_s, wall_ms)
+            queue.append(batch)
         future = DeliveryFuture()
-        last.records.append(record)
-        last.futures.append(future)
-        last.size += size
+        batch.records.append(record)
+        batch.futures.append(future)
+        batch.size += size
         self.used += size
         return future, new
 

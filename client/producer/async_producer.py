@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import random
-from typing import Any, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 import trio
 
 from client.backoff import ExponentialBackoff
 from client.config import producer_config
 from client.errors import KafkaError
-from client.exceptions import MaxBlockTimeoutException, ProducerClosedError, RecordTooLargeException
+from client.exceptions import (
+    MaxBlockTimeoutException,
+    ProducerClosedError,
+    RecordTooLargeException,
+)
 from client.metadata import ClusterMetadata, MetadataUpdater, PartitionInfo
 from client.network import NetworkClient
 from client.producer.accumulator import RecordAccumulator

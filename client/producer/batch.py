@@ -7,8 +7,8 @@ told once (KIP-91: "the request may still complete later; the user is told once"
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import trio
 
@@ -27,21 +27,21 @@ class DeliveryFuture:
     """Completes once with RecordMetadata or an exception. Callbacks run synchronously on
     completion (on the network thread for the blocking face)."""
 
-    __slots__ = ("_event", "value", "error", "_callbacks")
+    __slots__ = ("_callbacks", "_event", "error", "value")
 
     def __init__(self) -> None:
         self._event = trio.Event()
         self.value: RecordMetadata | None = None
         self.error: BaseException | None = None
-        self._callbacks: list[Callable[["DeliveryFuture"], None]] = []
+        self._callbacks: list[Callable[[DeliveryFuture], None]] = []
 
     @classmethod
-    def failed(cls, error: BaseException) -> "DeliveryFuture":
+    def failed(cls, error: BaseException) -> DeliveryFuture:
         f = cls()
         f._set(error=error)
         return f
 
-    def add_done_callback(self, fn: Callable[["DeliveryFuture"], None]) -> None:
+    def add_done_callback(self, fn: Callable[[DeliveryFuture], None]) -> None:
         if self._event.is_set():
             fn(self)
         else:

@@ -20,14 +20,20 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Self
 
 import trio
 
 from client.config import producer_config
 from client.errors import KafkaError
 from client.exceptions import MaxBlockTimeoutException, NetworkThreadDied
-from client.producer.async_producer import AsyncProducer, OnDelivery, _size, open_producer
+from client.producer.async_producer import (
+    AsyncProducer,
+    OnDelivery,
+    _size,
+    open_producer,
+)
 from client.producer.batch import DeliveryFuture, RecordMetadata
 from client.transport import Connect
 
@@ -37,7 +43,7 @@ GRACE_S = 0.05   # the network thread's own max.block.ms timer fires first; this
 class _Handover:
     """One slow-path send: whoever settles it first (enqueued / given up) wins."""
 
-    __slots__ = ("lock", "state", "settled")
+    __slots__ = ("lock", "settled", "state")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -74,7 +80,7 @@ class Producer:
     def _main(self) -> None:
         try:
             trio.run(self._run)
-        except BaseException as exc:  # reported to every later call
+        except BaseException as exc:  # noqa: BLE001 - whatever killed the thread is reported to every later call
             self._error = exc if isinstance(exc, KafkaError) else NetworkThreadDied(f"the network thread died: {exc!r}")
         finally:
             if self._error is None:
@@ -113,7 +119,7 @@ class Producer:
     # -- the application thread --------------------------------------------------------------
     def send(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int | None = None,
              headers: Sequence[tuple[str, bytes | None]] | None = None, timestamp: int | None = None,
-             on_delivery: OnDelivery | None = None) -> "concurrent.futures.Future[RecordMetadata]":
+             on_delivery: OnDelivery | None = None) -> concurrent.futures.Future[RecordMetadata]:
         """Enqueue a record; blocks at most max.block.ms. Returns a Future of its metadata."""
         self._check_alive()
         result: concurrent.futures.Future = concurrent.futures.Future()
@@ -144,7 +150,7 @@ class Producer:
     async def _post(self, args: tuple, result: concurrent.futures.Future, handover: _Handover | None) -> None:
         producer = self._producer
         assert producer is not None
-        topic, value, key, partition, headers, timestamp, on_delivery = args
+        topic, value, key, partition, headers, _, on_delivery = args
         try:
             await _ready_to_append(producer, topic, partition, _size(key, value, headers))
         except KafkaError as exc:
@@ -199,10 +205,10 @@ class Producer:
             self._thread.join(timeout=5)
         self._fail_pending()
 
-    def __enter__(self) -> "Producer":
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

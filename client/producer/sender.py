@@ -150,7 +150,8 @@ class Sender:
         for node, tps in by_node.items():
             if self.net.in_flight(node) + self.sending.get(node, 0) >= limit:
                 continue   # woken again when one of its requests ends
-            batches, size = [], 0
+            batches: list[ProducerBatch] = []
+            size = 0
             for tp in tps:
                 head = self.acc.head(tp)
                 if head is None or (batches and size + head.size > self.config["max.request.size"]):
@@ -228,7 +229,8 @@ class Sender:
             return
         self._learn_endpoints(answer)
         results = {(t.name, p.index): p for t in answer.responses for p in t.partition_responses}
-        address = "%s:%s" % self.net.nodes.get(node, ("?", "?"))
+        host, port = self.net.nodes.get(node, ("?", "?"))
+        address = f"{host}:{port}"
         for b in batches:
             p = results.get(b.tp)
             if p is None:

@@ -9,8 +9,9 @@ later one on that connection. Every request and connection event is logged with 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any
 
 import trio
 import trio.testing

@@ -6,8 +6,8 @@ import pytest
 
 import client
 from broker_emu import run_cluster_in_thread
-from client.exceptions import NetworkThreadDied
 from client.errors import TimeoutException
+from client.exceptions import NetworkThreadDied
 
 
 def test_send_returns_a_future_and_callbacks_run():

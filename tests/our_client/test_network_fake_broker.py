@@ -4,12 +4,17 @@ import random
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 
 from client.config import COMMON, parse_config
 from client.errors import TimeoutException
-from client.exceptions import (ConnectionClosedError, ConnectionFailedError, ConnectionSetupTimeoutException,
-                               RequestTimeoutException)
+from client.exceptions import (
+    ConnectionClosedError,
+    ConnectionFailedError,
+    ConnectionSetupTimeoutException,
+    RequestTimeoutException,
+)
 from client.network import NetworkClient
 from client.protocol import ApiKey
 from tests.our_client.fake_broker import open_fake_cluster
@@ -44,7 +49,7 @@ async def test_request_timeout_closes_the_connection_and_fails_everything_in_fli
         assert (err.side, err.api, err.broker, err.address, err.setting, err.timeout_ms) == \
             ("client", "Heartbeat", -1, "fake:9000", "request.timeout.ms", 30000)
         assert err.retriable and "failed the 1 other request(s)" in str(err) and "KIP-19" in str(err)
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         at, other = outcome["second"]
         assert at - start == 30.0 and other.timed_out == f"Heartbeat (correlation id {err.correlation_id})"
         assert "was failed after 20000 ms" in str(other)

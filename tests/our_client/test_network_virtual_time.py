@@ -2,19 +2,20 @@
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 
 from broker_emu import open_cluster
 from client.config import COMMON, parse_config
+from client.exceptions import RequestTimeoutException
 from client.network import NetworkClient
 from client.protocol import ApiKey
-from client.exceptions import RequestTimeoutException
 from tests.cluster.wire import produce_body
 
 
 def in_memory(cluster):
     async def connect(node, host, port):
-        return cluster.connect(node if node >= 0 else 0)
+        return cluster.connect(max(node, 0))
     return connect
 
 
@@ -72,7 +73,7 @@ async def test_other_requests_on_the_connection_fail_with_a_clear_disconnect(aut
             start = trio.current_time()
             with pytest.raises(RequestTimeoutException):
                 await net.request(0, ApiKey.PRODUCE, produce_body("t", 0, [b"a"], acks=1))
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
             at, message = outcomes["metadata"]
             # queued behind the parked Produce on the same connection, failed when it timed out
             assert at - start == 1.0 and "because Produce (correlation id" in message and "request.timeout.ms=1000 ms" in message

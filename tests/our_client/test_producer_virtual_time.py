@@ -8,7 +8,11 @@ import trio.testing
 from broker_emu import open_cluster
 from client.config import ConfigException, producer_config
 from client.errors import NotLeaderOrFollowerError, TimeoutException
-from client.exceptions import DeliveryTimeoutException, MaxBlockTimeoutException, RequestTimeoutException
+from client.exceptions import (
+    DeliveryTimeoutException,
+    MaxBlockTimeoutException,
+    RequestTimeoutException,
+)
 from client.producer import open_producer
 from client.producer.partitioner import murmur2, partition_for_key
 from client.wallclock import virtual_ms
@@ -19,7 +23,7 @@ EPOCH_MS = 1_700_000_000_000
 
 def connect_to(cluster):
     async def connect(node, host, port):
-        return cluster.connect(node if node >= 0 else 0)
+        return cluster.connect(max(node, 0))
     return connect
 
 
