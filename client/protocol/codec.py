@@ -55,7 +55,6 @@ def _check_version(api_key: int, version: int) -> Api:
 
 
 _FLEXIBLE = {(key, v) for key, api in ALL_APIS.items() for v in range(api.version_range[0], api.version_range[1] + 1) if api.is_flexible(v)}
-_NO_TAGS: Mapping[str, Any] = Message()
 
 
 def request_header_version(api_key: int, version: int) -> int:
@@ -78,7 +77,11 @@ def decode_request_header(frame: bytes) -> RequestHeader:
     try:
         api_key, version, correlation_id, n = _HEADER_FIXED.unpack_from(frame, 0)
     except struct.error:
-        raise CorruptFrameError("request header", None, None, 0, f"frame of {len(frame)} bytes is too short") from None
+        # name what the bytes claim as far as they go, so the error says which request was cut
+        key = ver = None
+        if len(frame) >= 4:
+            key, ver = int.from_bytes(frame[0:2], "big", signed=True), int.from_bytes(frame[2:4], "big", signed=True)
+        raise CorruptFrameError("request header", key, ver, len(frame), f"frame of {len(frame)} bytes is too short") from None
     pos = 10
     client_id = None
     if n >= 0:
@@ -94,7 +97,7 @@ def decode_request_header(frame: bytes) -> RequestHeader:
     tagged = None
     if request_header_version(api_key, version) == 2:
         if pos < len(frame) and frame[pos] == 0:  # empty tagged section: the common case
-            return RequestHeader(api_key, version, correlation_id, client_id, pos + 1, _NO_TAGS)
+            return RequestHeader(api_key, version, correlation_id, client_id, pos + 1, Message())
         io = BytesIO(frame)
         io.seek(pos)
         tagged = Message()

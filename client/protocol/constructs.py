@@ -189,12 +189,14 @@ class KStruct(Construct):
     def _parse(self, stream, context, path):
         if self.nullable and not wire.read_presence(stream):
             return None
-        result = Message(self.absent)
+        # defaults are copied: a caller may mutate a decoded message (the compiled path builds
+        # them from literals, so it gets fresh objects the same way)
+        result = Message({name: _fresh(value) for name, value in self.absent.items()})
         for name, con, _ in self.fields:
             result[name] = con._parse(stream, context, path)
         if self.tagged is not None:
             for _, name, _, default in self.tagged:
-                result[name] = default
+                result[name] = _fresh(default)
             known = {tag: (name, self._tag_parser(con)) for tag, name, con, _ in self.tagged}
             wire.read_tagged(stream, context, result, known)
         return result
@@ -298,6 +300,14 @@ class KStruct(Construct):
         body = "\n".join("    " + line for line in lines)
         code.append(f"def build_kstruct_{fid}(obj, io, this):\n{body}\n")
         return f"build_kstruct_{fid}(obj, io, this)"
+
+
+def _fresh(value: Any) -> Any:
+    if isinstance(value, dict):
+        return Message({k: _fresh(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
 
 
 def _literal(value: Any) -> str:

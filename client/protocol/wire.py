@@ -119,6 +119,8 @@ def read_string(io, this, compact: bool, nullable: bool):
     n = _length(io, this, compact, False, nullable, "string")
     if n < 0:
         return None
+    if n > 0x7FFF:  # Kafka refuses these whatever the prefix could claim; so must we, or we accept what no peer would
+        raise DecodeError(f"string length {n} is over Kafka's limit of 32767 bytes")
     try:
         return io.read(n).decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -132,8 +134,8 @@ def write_string(io, value, compact: bool, nullable: bool, name: str):
         _write_length(io, -1, compact, False)
         return
     data = value.encode("utf-8")
-    if not compact and len(data) > 0x7FFF:
-        raise EncodeError(f"{name} is {len(data)} bytes, over the int16 limit")
+    if len(data) > 0x7FFF:
+        raise EncodeError(f"{name} is {len(data)} bytes, over Kafka's string limit of 32767")
     _write_length(io, len(data), compact, False)
     io.write(data)
 
