@@ -70,6 +70,10 @@ class Producer:
         self._producer: AsyncProducer | None = None
         self._pending: set[concurrent.futures.Future] = set()
         self._lock = threading.Lock()
+        self._posted = 0                                  # bytes handed over but not yet appended
+        self._memory = threading.Condition(self._lock)    # notified when the sender frees buffer.memory
+        self._handoff: list[tuple[tuple, concurrent.futures.Future, int]] = []
+        self._drain_scheduled = False
         self._thread = threading.Thread(target=self._main, name="broker-emu-producer-network", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -94,6 +98,7 @@ class Producer:
         async with open_producer(self._config, self._connect, **self._kwargs) as producer:
             async with trio.open_nursery() as self._nursery:
                 self._producer = producer
+                producer.sender.memory_listeners.append(self._notify_memory)
                 self._ready.set()
                 await self._stop.wait()
                 self._nursery.cancel_scope.cancel()
@@ -123,26 +128,61 @@ class Producer:
         """Enqueue a record; blocks at most max.block.ms. Returns a Future of its metadata."""
         self._check_alive()
         result: concurrent.futures.Future = concurrent.futures.Future()
-        with self._lock:
-            self._pending.add(result)
         result.add_done_callback(self._forget)
         args = (topic, value, key, partition, headers, timestamp, on_delivery)
         producer = self._producer
         assert producer is not None
-        if producer.can_send_nowait(topic, _size(key, value, headers)):
-            self._call_soon(self._post_nowait, args, result)   # no round trip: metadata and memory are there
-            return result
+        size = _size(key, value, headers)
+        if producer.metadata.partitions(topic) and size <= producer.config["buffer.memory"]:
+            return self._send_known(producer, args, result, size)
+        with self._lock:
+            self._pending.add(result)
         handover = _Handover()
         self._call_soon(self._nursery.start_soon, self._post, args, result, handover)
         if not handover.settled.wait(self._parsed["max.block.ms"] / 1000 + GRACE_S) and handover.settle("gave up"):
             result.set_exception(MaxBlockTimeoutException(
-                self._parsed["max.block.ms"], f"the network thread to take the record for '{topic}' (measured on the "
-                f"application thread: the network thread did not answer)"))
+                self._parsed["max.block.ms"], f"the network thread to take the record for '{args[0]}' (measured on "
+                f"the application thread: the network thread did not answer)"))
         return result
 
-    def _post_nowait(self, args: tuple, result: concurrent.futures.Future) -> None:
+    def _send_known(self, producer: AsyncProducer, args: tuple, result: concurrent.futures.Future,
+                    size: int) -> concurrent.futures.Future:
+        """Metadata known: wait here, not through the network thread, for buffer space, then
+        queue the record for the network thread. One wake-up drains many records (a trio
+        wake-up per record would cost more than the record)."""
+        with self._lock:
+            self._pending.add(result)
+            room = self._memory.wait_for(
+                lambda: producer.closed or not self._thread.is_alive() or
+                producer.can_send_nowait(args[0], size + self._posted), timeout=self._parsed["max.block.ms"] / 1000)
+            if room:
+                self._posted += size
+                self._handoff.append((args, result, size))
+                wake, self._drain_scheduled = not self._drain_scheduled, True
+        self._check_alive()
+        if not room:
+            result.set_exception(MaxBlockTimeoutException(
+                self._parsed["max.block.ms"], f"{size} bytes of buffer.memory={self._parsed['buffer.memory']} "
+                f"({producer.accumulator.free()} free)"))
+        elif wake:
+            self._call_soon(self._drain_handoff)
+        return result
+
+    def _notify_memory(self) -> None:
+        with self._lock:
+            self._memory.notify_all()
+
+    def _drain_handoff(self) -> None:
+        with self._lock:
+            items, self._handoff = self._handoff, []
+            self._drain_scheduled = False
+            self._posted -= sum(size for _, _, size in items)
+        for args, result, size in items:
+            self._post_nowait(args, result, size)
+
+    def _post_nowait(self, args: tuple, result: concurrent.futures.Future, size: int) -> None:
         producer = self._producer
-        if producer is None or not producer.can_send_nowait(args[0], _size(args[2], args[1], args[4])):
+        if producer is None or not producer.can_send_nowait(args[0], size):
             self._nursery.start_soon(self._post, args, result, None)   # the network thread waits, not the caller
             return
         self._link(producer.send_nowait(*args), result)

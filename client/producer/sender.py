@@ -22,7 +22,7 @@ in the answer (KIP-951) is used at once, without backoff.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import trio
 
@@ -54,6 +54,7 @@ class Sender:
         self._init_running = False
         self._wake = trio.Event()
         self.memory_freed = trio.Event()
+        self.memory_listeners: list[Callable[[], None]] = []   # e.g. the blocking face's application thread
         self.nursery: trio.Nursery | None = None
 
     def wake(self) -> None:
@@ -87,6 +88,8 @@ class Sender:
     def _memory_freed(self) -> None:
         self.memory_freed.set()
         self.memory_freed = trio.Event()
+        for listener in self.memory_listeners:
+            listener()
 
     # -- producer id -----------------------------------------------------------------------
     def _have_producer_id(self) -> bool:
