@@ -17,7 +17,7 @@ DEFAULTS: dict[str, Any] = {
     "group.min.session.timeout.ms": 6000,
     "group.max.session.timeout.ms": 1800000,
     "offsets.topic.num.partitions": 50,
-    "log.retention.bytes": -1,
+    "log.retention.bytes": 268435456,          # in memory: bounded per partition (Kafka: -1, on disk)
     "log.message.timestamp.type": "CreateTime",
     "cluster.id": "broker-emu-cluster",
     "emu.seed": 0,

@@ -1,7 +1,7 @@
 """A partition's log: raw record batches as bytes, offsets, and reads by offset or timestamp.
 
-Batches are stored as the client sent them with only base offset and partition leader epoch
-stamped (``set_base_offset``; the CRC does not cover either field, SEMANTICS.md §1.7), so
+Batches are stored as the client sent them, with base offset and partition leader epoch
+stamped into a separate 16-byte head (the CRC covers neither field, SEMANTICS.md §1.7), so
 records are never decoded on the produce or fetch path. Per batch we keep its offsets, its max
 timestamp (for ListOffsets) and a running byte total, so "how many bytes lie between offset a
 and the high watermark" (DelayedFetch's min_bytes check) is two bisections, not a scan.
@@ -10,17 +10,35 @@ and the high watermark" (DelayedFetch's min_bytes check) is two bisections, not 
 from __future__ import annotations
 
 import bisect
+import struct
 from dataclasses import dataclass
 
-from client.protocol.records import BatchHeader, set_base_offset
+from client.protocol.records import BatchHeader
+
+_STAMP = struct.Struct(">qii")  # base offset, batch length, partition leader epoch: bytes 0-15
 
 
 @dataclass(slots=True)
 class StoredBatch:
+    """A batch as the client sent it (``raw``, never copied or mutated) and its first 16 bytes
+    as the broker stamps them (``head``: base offset and leader epoch, outside the CRC). Copying
+    a 1 MB batch only to change 12 bytes cost ~6% of produce throughput (benchmarks/broker)."""
+
     base_offset: int
     last_offset: int
     max_timestamp: int
-    data: bytes | bytearray  # bytearray: the stamped copy, never mutated after the append
+    head: bytes
+    raw: bytes | memoryview
+    size: int
+
+    @property
+    def leader_epoch(self) -> int:
+        return _STAMP.unpack(self.head)[2]
+
+    @property
+    def data(self) -> bytes:
+        """The stamped batch as one bytes object (a copy: for rare readers such as ListOffsets)."""
+        return b"".join((self.head, self.raw[16:]))
 
 
 class PartitionLog:
@@ -35,18 +53,21 @@ class PartitionLog:
         self.size_bytes = 0
         self.retention_bytes = retention_bytes
 
-    def append(self, batch: bytes, header: BatchHeader, leader_epoch: int, timestamp_override: int | None = None) -> tuple[int, int]:
+    def append(self, batch: bytes | memoryview, header: BatchHeader, leader_epoch: int, timestamp_override: int | None = None) -> tuple[int, int]:
         """Append one validated batch; returns (base offset, last offset)."""
         base = self.log_end_offset
-        data = set_base_offset(batch, base, leader_epoch)  # a fresh bytearray; never mutated after
+        # kept as given when immutable (bytes, or a read-only view of a request frame)
+        raw = batch if type(batch) is bytes or (type(batch) is memoryview and batch.readonly) else bytes(batch)
+        size = len(raw)
+        head = _STAMP.pack(base, header.batch_length, leader_epoch)
         last = base + header.last_offset_delta
         max_ts = header.max_timestamp if timestamp_override is None else timestamp_override
-        self.batches.append(StoredBatch(base, last, max_ts, data))
+        self.batches.append(StoredBatch(base, last, max_ts, head, raw, size))
         self._bases.append(base)
         self._lasts.append(last)
-        self._cum.append((self._cum[-1] if self._cum else self._dropped) + len(data))
+        self._cum.append((self._cum[-1] if self._cum else self._dropped) + size)
         self.log_end_offset = last + 1
-        self.size_bytes += len(data)
+        self.size_bytes += size
         self._retain()
         return base, last
 
@@ -57,7 +78,7 @@ class PartitionLog:
             return
         n, size = 0, self.size_bytes
         while n < len(self.batches) - 1 and size > self.retention_bytes:
-            size -= len(self.batches[n].data)
+            size -= self.batches[n].size
             n += 1
         self._drop_front(n)
 
@@ -76,7 +97,7 @@ class PartitionLog:
             self._bases.pop()
             self._lasts.pop()
             self._cum.pop()
-            self.size_bytes -= len(gone.data)
+            self.size_bytes -= gone.size
         if self.batches and self.batches[-1].last_offset >= offset:
             offset = self.batches[-1].last_offset + 1  # a straddling batch stays whole
         self.log_end_offset = max(min(self.log_end_offset, offset), self.log_start_offset)
@@ -89,16 +110,17 @@ class PartitionLog:
         """Whole batches from the one containing ``offset``, ending below ``upto`` (the high
         watermark for consumers), at most ``max_bytes`` — except that with ``min_one`` the
         first batch is returned even if larger, so a consumer can always progress (KIP-74)."""
-        out: list[bytes | bytearray] = []
+        out: list[bytes | memoryview] = []
         size = 0
         for i in range(self._first_index(offset), len(self.batches)):
             b = self.batches[i]
             if b.last_offset >= upto:
                 break  # consumers see only batches wholly below the high watermark
-            if size + len(b.data) > max_bytes and (out or not min_one):
+            if size + b.size > max_bytes and (out or not min_one):
                 break
-            out.append(b.data)
-            size += len(b.data)
+            out.append(b.head)
+            out.append(memoryview(b.raw)[16:])
+            size += b.size
         return b"".join(out)
 
     def bytes_between(self, offset: int, upto: int) -> int:

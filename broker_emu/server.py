@@ -20,10 +20,16 @@ from typing import TYPE_CHECKING, Any, Mapping
 import trio
 
 from broker_emu.context import RequestContext
+from broker_emu.encoded_responses import encode_with_errors
 from broker_emu.faults import RequestFacts
-from broker_emu.handlers import CloseConnection, error_codes, error_response, topics_of
+from broker_emu.handlers import CloseConnection, error_response, topics_of
 from broker_emu.registry import REGISTRY, advertised_range
-from client.protocol import ApiKey, decode_request, decode_request_header, encode_response
+from client.protocol import (
+    ApiKey,
+    decode_request,
+    decode_request_header,
+    encode_response,
+)
 from client.protocol.errors import ProtocolError
 from client.protocol.framing import FrameSplitter, FrameTooLargeError
 
@@ -32,6 +38,10 @@ if TYPE_CHECKING:
 
 READ_AHEAD_BYTES = 16 << 20  # covers 5 in-flight 1 MB produce batches with room to spare
 API_VERSIONS = int(ApiKey.API_VERSIONS)
+# handlers that answer without waiting on anything (no purgatory, no group join)
+ANSWERS_AT_ONCE = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR,
+                                              ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_CONFIGS, ApiKey.LIST_GROUPS,
+                                              ApiKey.DESCRIBE_GROUPS))
 
 
 class Connection:
@@ -45,6 +55,7 @@ class Connection:
         self._drained = trio.Event()
         self.peer_closed = False
         self._current: trio.CancelScope | None = None  # the request being handled
+        self._busy = False                                 # a request is being handled
 
     # -- lifecycle ----------------------------------------------------------------------------
     def _trace(self, kind: str, **fields: Any) -> None:
@@ -110,6 +121,11 @@ class Connection:
                     self.abort(str(exc))
                     return
                 for frame in frames:
+                    if not self._busy and self._queued_bytes == 0 and self._answers_at_once(frame):
+                        if not await self._run_one(frame):
+                            self.scope.cancel()
+                            return
+                        continue
                     self._queued_bytes += len(frame)
                     send.send_nowait(frame)
                 while self._queued_bytes > READ_AHEAD_BYTES:
@@ -131,7 +147,23 @@ class Connection:
         async for frame in recv:
             self._queued_bytes -= len(frame)
             self._drained.set()
-            keep = True
+            if not await self._run_one(frame) and not self.peer_closed:
+                return
+
+    def _answers_at_once(self, frame: bytes) -> bool:
+        """Whether the reader may handle this request itself instead of handing it to the
+        processor task: nothing ahead of it, an API whose handler never waits, and no fault
+        rules (a rule could delay it, and the reader must keep reading while a request waits,
+        to see the client go away). Saves a task switch per Metadata round trip (~15% of its
+        latency, benchmarks/broker)."""
+        return (len(frame) >= 2 and int.from_bytes(frame[:2], "big") in ANSWERS_AT_ONCE
+                and not self.cluster.faults.rules and not self.peer_closed)
+
+    async def _run_one(self, frame: bytes) -> bool:
+        """Handle one request, containing handler bugs to this connection; False: close it."""
+        keep = True
+        self._busy = True
+        try:
             with trio.CancelScope() as self._current:
                 if self.peer_closed:
                     self._current.cancel()  # run up to the first wait only
@@ -141,10 +173,11 @@ class Connection:
                     import traceback
                     traceback.print_exc()
                     self.abort(f"internal error: {type(exc).__name__}: {exc}")
-                    return
+                    return False
+        finally:
             self._current = None
-            if not keep and not self.peer_closed:
-                return
+            self._busy = False
+        return keep
 
     # -- one request --------------------------------------------------------------------------
     async def _process(self, frame: bytes) -> bool:
@@ -166,7 +199,7 @@ class Connection:
             self.abort(f"unsupported API key {header.api_key} version {header.api_version}")
             return False
         try:
-            _, body = decode_request(frame)
+            _, body = decode_request(frame, header, records_as_views=True)
         except ProtocolError as exc:
             self.abort(f"malformed request: {exc}")
             return False
@@ -218,12 +251,12 @@ class Connection:
             response["throttle_time_ms"] = max(int(decision.throttle_ms), response.get("throttle_time_ms", 0) or 0)
         if decision.delay_response_ms:
             await trio.sleep(decision.delay_response_ms / 1000)
-        out = encode_response(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
+        out, errors = encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
         if terminal is not None and terminal.type == "partial_response":
             await self.stream.send_all(out[: max(1, len(out) // 2)])
             cluster.trace.emit("send", **fields, details={"partial": True, "bytes": len(out) // 2})
             await trio.sleep_forever()
-        if not await self._send(out, ctx.correlation_id, ctx.api_key, ctx.api_version, error_codes(response), fields):
+        if not await self._send(out, ctx.correlation_id, ctx.api_key, ctx.api_version, errors, fields):
             return False
         if decision.throttle_ms:
             await trio.sleep(decision.throttle_ms / 1000)  # KIP-219: the broker mutes the channel

@@ -31,7 +31,7 @@ def epoch_error(p, current_leader_epoch: int) -> int:
 
 
 def _batch_epoch(b) -> int:
-    return int.from_bytes(b.data[12:16], "big", signed=True)
+    return b.leader_epoch
 
 
 def _record_at_or_after(b, timestamp: int) -> tuple[int, int]:

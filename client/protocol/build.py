@@ -32,7 +32,7 @@ def _element(f: Field, version: int, flexible: bool, nullable: bool) -> Construc
     if t == "string":
         return KString(f.name, compact=flexible, nullable=nullable)
     if t in ("bytes", "records"):
-        return KBytes(f.name, compact=flexible, nullable=nullable)
+        return KBytes(f.name, compact=flexible, nullable=nullable, records=t == "records")
     if t == "uuid":
         return KUuid()
     if t == "struct":

@@ -109,14 +109,18 @@ def decode_request_header(frame: bytes) -> RequestHeader:
     return RequestHeader(api_key, version, correlation_id, client_id, pos, tagged)
 
 
-def decode_request(frame: bytes) -> tuple[RequestHeader, Message]:
-    """Decode a request frame (without its size prefix) into its header and body."""
+def decode_request(frame: bytes, header: RequestHeader | None = None, *,
+                   records_as_views: bool = False) -> tuple[RequestHeader, Message]:
+    """Decode a request frame (without its size prefix) into its header and body; ``header``,
+    when the caller already decoded it from this frame, is not read again. With
+    ``records_as_views``, records fields are read-only memoryviews of ``frame`` (no copy)."""
     if type(frame) is not bytes:
         frame = bytes(frame)
-    header = decode_request_header(frame)
+    if header is None:
+        header = decode_request_header(frame)
     _check_version(header.api_key, header.api_version)
     con = message_construct(header.api_key, header.api_version, "request")
-    body = _parse(con, frame, header.size, "request", header.api_key, header.api_version)
+    body = _parse(con, frame, header.size, "request", header.api_key, header.api_version, views=records_as_views)
     return header, body
 
 
@@ -201,10 +205,11 @@ def decode_consumer_blob(name: str, blob: bytes) -> tuple[int, Message]:
 
 # -- shared ------------------------------------------------------------------------------------
 
-def _parse(con, frame: bytes, start: int, what: str, api_key, version, allow_trailing: bool = False):
+def _parse(con, frame: bytes, start: int, what: str, api_key, version, allow_trailing: bool = False,
+           views: bool = False):
     io = BytesIO(frame)
     io.seek(start)
-    this = {"_end": len(frame)}
+    this = {"_end": len(frame), "_view": memoryview(frame)} if views else {"_end": len(frame)}
     try:
         body = con.parsefunc(io, this) if hasattr(con, "parsefunc") else con._parse(io, this, "")
     except RecursionError:

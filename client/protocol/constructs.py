@@ -82,14 +82,16 @@ class KString(Construct):
 
 
 class KBytes(Construct):
-    """``bytes`` and ``records`` (records stay opaque bytes: client.protocol.records reads them)."""
+    """``bytes`` and ``records`` (records stay opaque bytes: client.protocol.records reads them;
+    a records field may decode as a memoryview of the frame, see ``wire.read_records``)."""
 
-    def __init__(self, name: str, compact: bool, nullable: bool):
+    def __init__(self, name: str, compact: bool, nullable: bool, records: bool = False):
         super().__init__()
-        self.fname, self.compact, self.nullable = name, compact, nullable
+        self.fname, self.compact, self.nullable, self.records = name, compact, nullable, records
 
     def _parse(self, stream, context, path):
-        return wire.read_bytes(stream, context, self.compact, self.nullable)
+        read = wire.read_records if self.records else wire.read_bytes
+        return read(stream, context, self.compact, self.nullable)
 
     def _build(self, obj, stream, context, path):
         wire.write_bytes(stream, obj, self.compact, self.nullable, self.fname)
@@ -97,7 +99,8 @@ class KBytes(Construct):
 
     def _emitparse(self, code):
         code.append(_PRELUDE)
-        return f"_w.read_bytes(io, this, {self.compact}, {self.nullable})"
+        read = "read_records" if self.records else "read_bytes"
+        return f"_w.{read}(io, this, {self.compact}, {self.nullable})"
 
     def _emitbuild(self, code):
         code.append(_PRELUDE)

@@ -147,6 +147,20 @@ def read_bytes(io, this, compact: bool, nullable: bool):
     return io.read(n)
 
 
+def read_records(io, this, compact: bool, nullable: bool):
+    """A records field; a zero-copy view of the frame when the caller asked for one (``_view``:
+    the broker's produce path, where a 1 MB batch would otherwise be copied out of the frame)."""
+    n = _length(io, this, compact, True, nullable, "records")
+    if n < 0:
+        return None
+    view = this.get("_view")
+    if view is None:
+        return io.read(n)
+    pos = io.tell()
+    io.seek(pos + n)
+    return view[pos:pos + n]
+
+
 def write_bytes(io, value, compact: bool, nullable: bool, name: str):
     if value is None:
         if not nullable:
