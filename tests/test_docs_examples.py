@@ -1,0 +1,22 @@
+"""The Python examples in the docs run as written (a doc example that rots is worse than none)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+EXAMPLES = [(path.name, i, block) for path in [DOCS / "client.md"]
+            for i, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(), re.S))]
+
+
+# what each example prints, in part: proof it did its work, not only that it did not raise
+EXPECT = {("client.md", 0): ["offset=0", "None RecordMetadata("], ("client.md", 1): ["0\n"]}
+
+
+@pytest.mark.parametrize("name,index,source", EXAMPLES, ids=[f"{n}-{i}" for n, i, _ in EXAMPLES])
+def test_doc_example_runs(name, index, source, capsys):
+    exec(compile(source, f"{name}[{index}]", "exec"), {"__name__": "__doc_example__"})
+    out = capsys.readouterr().out
+    for expected in EXPECT[(name, index)]:
+        assert expected in out, out
