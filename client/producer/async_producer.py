@@ -91,7 +91,8 @@ class AsyncProducer:
             parts = self.metadata.partitions(topic)
             if not parts or (partition is not None and partition >= len(parts)):
                 parts = await self._wait_for_partitions(topic, partition, deadline)
-            await self._wait_for_memory(size, deadline)
+            if size > self.accumulator.free():  # a cancel scope per record costs more than the record
+                await self._wait_for_memory(size, deadline)
         except KafkaError as exc:
             return _with_callback(DeliveryFuture.failed(exc), on_delivery)
         self._check_open()

@@ -152,9 +152,10 @@ class Producer:
         wake-up per record would cost more than the record)."""
         with self._lock:
             self._pending.add(result)
-            room = self._memory.wait_for(
-                lambda: producer.closed or not self._thread.is_alive() or
-                producer.can_send_nowait(args[0], size + self._posted), timeout=self._parsed["max.block.ms"] / 1000)
+            # the common case first: room now, no predicate closure, no thread checks
+            room = producer.can_send_nowait(args[0], size + self._posted) or self._memory.wait_for(
+                lambda: producer.can_send_nowait(args[0], size + self._posted) or producer.closed or
+                not self._thread.is_alive(), timeout=self._parsed["max.block.ms"] / 1000)
             if room:
                 self._posted += size
                 self._handoff.append((args, result, size))
