@@ -1,0 +1,50 @@
+"""One way to get a SparkSession for campaigns and the data source: loopback only, workers on
+the running interpreter, quiet, no UI, no Maven.
+
+``local[*]`` by default; ``master`` selects a cluster (``spark://host:7077``...), whose executors
+need broker-emu installed in the Python they run (docs/campaigns.md)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+
+
+def prepare_environment(master: str) -> None:
+    """Before the JVM starts: the driver binds to loopback and Python workers run this very
+    interpreter (a different one would lack trio and broker-emu)."""
+    if master.startswith("local"):
+        os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # a user's --packages/--jars in the environment would send the JVM to Maven
+    os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+
+
+def get_session(master: str | None = None, app_name: str = "broker-emu", parallelism: int | None = None,
+                extra_conf: dict[str, str] | None = None):
+    master = master or "local[*]"
+    prepare_environment(master)
+    from pyspark.sql import SparkSession
+
+    log_conf = f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.driver.extraJavaOptions", log_conf)
+               .config("spark.executor.extraJavaOptions", log_conf)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")   # we print our own progress
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .config("spark.python.worker.reuse", "true")
+               .config("spark.sql.shuffle.partitions", str(parallelism or 8)))
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.host", LOOPBACK).config("spark.driver.bindAddress", LOOPBACK)
+    if parallelism:
+        builder = builder.config("spark.default.parallelism", str(parallelism))
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
