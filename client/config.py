@@ -124,7 +124,13 @@ CONSUMER: dict[str, Any] = {
     "max.poll.records": 500,
     "auto.offset.reset": "latest",
     "enable.auto.commit": False,
+    "auto.commit.interval.ms": 5000,
     "isolation.level": "read_uncommitted",
+    "session.timeout.ms": 45000,
+    "heartbeat.interval.ms": 3000,
+    "max.poll.interval.ms": 300000,
+    "partition.assignment.strategy": "range,roundrobin",   # preference order sent in JoinGroup
+    "group.instance.id": None,                              # static membership (KIP-345)
 }
 
 
@@ -135,4 +141,12 @@ def consumer_config(given: Mapping[str, Any]) -> dict[str, Any]:
     if config["request.timeout.ms"] <= config["fetch.max.wait.ms"]:
         raise ConfigException(f"request.timeout.ms ({config['request.timeout.ms']}) must exceed fetch.max.wait.ms "
                               f"({config['fetch.max.wait.ms']}): a long poll is not a dead broker")
+    if config["heartbeat.interval.ms"] >= config["session.timeout.ms"]:
+        raise ConfigException(f"heartbeat.interval.ms ({config['heartbeat.interval.ms']}) must be below "
+                              f"session.timeout.ms ({config['session.timeout.ms']})")
+    from client.assignors import ASSIGNORS
+    for name in config["partition.assignment.strategy"].split(","):
+        if name.strip() not in ASSIGNORS:
+            raise ConfigException(f"partition.assignment.strategy: unknown assignor {name.strip()!r} "
+                                  f"(known: {', '.join(ASSIGNORS)})")
     return config

@@ -12,6 +12,7 @@ nothing, and a fetch still in flight is kept for the next poll.
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, NamedTuple
 
@@ -19,6 +20,8 @@ import trio
 
 from client.config import consumer_config
 from client.errors import KafkaError, TimeoutException, error_for_code
+from client.exceptions import CommitFailedException, WakeupException
+from client.group import GroupMembership
 from client.network import Connect, NetworkClient
 from client.protocol import ApiKey
 from client.protocol.records import decode_batch, iter_batches
@@ -55,6 +58,13 @@ class AsyncConsumer:
         self.coordinator: int | None = None
         self.last_coordinator: int | None = None   # for error messages after a failed attempt
         self.request_timeout = self.config["request.timeout.ms"] / 1000
+        self.membership: GroupMembership | None = None
+        self.paused: set[TopicPartition] = set()
+        self._reset_to: dict[TopicPartition, str] = {}     # seek_to_beginning/_end, resolved lazily
+        self._wakeup = False
+        self._wakeup_event = trio.Event()
+        self.last_poll = trio.current_time()
+        self._next_auto_commit = trio.current_time() + self.config["auto.commit.interval.ms"] / 1000
 
     # -- deadlines -----------------------------------------------------------------------------
     def _deadline(self, timeout: float | None) -> float:
@@ -113,10 +123,70 @@ class AsyncConsumer:
 
     # -- assignment and positions --------------------------------------------------------------
     def assign(self, partitions: list[TopicPartition]) -> None:
+        if self.membership is not None:
+            raise KafkaError("assign() and subscribe() exclude each other: unsubscribe() first")
         self.positions = {TopicPartition(*tp): self.positions.get(TopicPartition(*tp)) for tp in partitions}
+
+    def subscribe(self, topics: list[str] | None = None, pattern: str | re.Pattern | None = None,
+                  on_assign: Callable[[list[TopicPartition]], Any] | None = None,
+                  on_revoke: Callable[[list[TopicPartition]], Any] | None = None) -> None:
+        """Join the group (group.id) for these topics, or every topic matching ``pattern``; the
+        partitions come from the group's assignor. Joining happens in the background; ``poll``
+        waits for it within its own timeout."""
+        self._group()
+        if (topics is None) == (pattern is None):
+            raise KafkaError("subscribe() takes topics or a pattern")
+        if self.positions and self.membership is None:
+            raise KafkaError("assign() and subscribe() exclude each other: assign([]) first")
+        compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+        self.last_poll = trio.current_time()
+        if self.membership is not None:
+            m = self.membership
+            m.topics, m.pattern = (list(topics) if topics is not None else None), compiled
+            m.on_assign, m.on_revoke = on_assign, on_revoke
+            m.rejoin_soon()
+            return
+        self.membership = GroupMembership(self, list(topics) if topics is not None else None, compiled, on_assign, on_revoke)
+        self.nursery.start_soon(self.membership.run)
+
+    async def unsubscribe(self) -> None:
+        if self.membership is not None:
+            m, self.membership = self.membership, None
+            m.closed = True
+            await m.leave("the consumer unsubscribed")
+            m._wake.set()
+
+    def assignment(self) -> list[TopicPartition]:
+        if self.membership is not None:
+            return list(self.membership.assignment)
+        return sorted(self.positions)
+
+    def current_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: self.positions[tp] for tp in tps if self.positions.get(tp) is not None}
+
+    def unassign_from_group(self, tps: list[TopicPartition]) -> None:
+        for tp in tps:
+            self.positions.pop(tp, None)
+        gone = set(tps)
+        self.buffer = [r for r in self.buffer if TopicPartition(r.topic, r.partition) not in gone]
+
+    async def assign_from_group(self, tps: list[TopicPartition]) -> None:
+        """Positions of newly assigned partitions start at the group's committed offsets
+        (auto.offset.reset where none is committed)."""
+        self.positions = {tp: None for tp in tps}
+        if not tps:
+            return
+        try:
+            committed = await self.committed(tps, self.request_timeout)
+        except KafkaError:
+            return  # poll resets what is left without a position
+        for tp, offset in committed.items():
+            if tp in self.positions and offset is not None:
+                self.positions[tp] = offset
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self.positions[TopicPartition(*tp)] = offset
+        self._reset_to.pop(TopicPartition(*tp), None)
         self.buffer = [r for r in self.buffer if (r.topic, r.partition) != tuple(tp)]
 
     async def _list_offsets(self, tps: list[TopicPartition], timestamp: int, request_timeout: float) -> dict:
@@ -165,40 +235,134 @@ class AsyncConsumer:
         return self.positions[tp]
 
     async def _reset_positions(self, tps: list[TopicPartition], deadline: float) -> None:
-        reset = self.config["auto.offset.reset"]
-        if reset == "none":
-            raise KafkaError(f"no position for {tps} and auto.offset.reset=none")
-        offsets = await self._attempt_then_check("position()", deadline,
-                                                 lambda rt: self._list_offsets(tps, -2 if reset == "earliest" else -1, rt),
-                                                 lambda: "the partition leaders did not answer ListOffsets")
-        for tp, (offset, _) in offsets.items():
-            self.positions[tp] = offset
+        """Positions from seek_to_beginning/_end where asked, else auto.offset.reset."""
+        by_strategy: dict[str, list[TopicPartition]] = {}
+        for tp in tps:
+            by_strategy.setdefault(self._reset_to.get(tp, self.config["auto.offset.reset"]), []).append(tp)
+        if "none" in by_strategy:
+            raise KafkaError(f"no position for {by_strategy['none']} and auto.offset.reset=none")
+        for strategy, group in by_strategy.items():
+            ts = -2 if strategy == "earliest" else -1
+            offsets = await self._attempt_then_check("position()", deadline, lambda rt, g=group, ts=ts: self._list_offsets(g, ts, rt),
+                                                     lambda: "the partition leaders did not answer ListOffsets")
+            for tp, (offset, _) in offsets.items():
+                if tp in self.positions and self.positions[tp] is None:
+                    self.positions[tp] = offset
+                    self._reset_to.pop(tp, None)
+
+    def seek_to_beginning(self, tps: list[TopicPartition] | None = None) -> None:
+        """Lazily (at the next poll or position): the log start offset, as Java."""
+        self._seek_to(tps, "earliest")
+
+    def seek_to_end(self, tps: list[TopicPartition] | None = None) -> None:
+        self._seek_to(tps, "latest")
+
+    def _seek_to(self, tps: list[TopicPartition] | None, strategy: str) -> None:
+        for tp in (self.positions if tps is None else [TopicPartition(*t) for t in tps]):
+            if tp not in self.positions:
+                raise KafkaError(f"seek on {tp}, which is not assigned to this consumer")
+            self.seek(tp, None)  # type: ignore[arg-type]
+            self._reset_to[tp] = strategy
+
+    def pause(self, tps: list[TopicPartition]) -> None:
+        """No fetching, and poll returns nothing, for these partitions until resume()."""
+        self.paused |= {TopicPartition(*tp) for tp in tps}
+
+    def resume(self, tps: list[TopicPartition]) -> None:
+        self.paused -= {TopicPartition(*tp) for tp in tps}
+        self._data.set()
+
+    async def list_topics(self, timeout: float | None = None) -> dict[str, list[int]]:
+        """Every topic with its partition ids (Metadata for all topics, attempt-then-check)."""
+        async def attempt(rt: float) -> dict[str, list[int]]:
+            md = await self.net.request(self._any_node(), ApiKey.METADATA, {"topics": None, "allow_auto_topic_creation": False},
+                                        timeout=rt)
+            self.net.nodes.update({b.node_id: (b.host, b.port) for b in md.brokers})
+            return {t.name: sorted(p.partition_index for p in t.partitions) for t in md.topics if t.error_code == 0}
+
+        return await self._attempt_then_check("list_topics()", self._deadline(timeout), attempt,
+                                              lambda: "no broker answered Metadata")
+
+    async def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        """The topic's partition ids ([] if it does not exist), attempt-then-check."""
+        async def attempt(rt: float) -> list[int]:
+            await self._refresh_metadata([topic], rt)
+            return sorted(tp.partition for tp in self.leaders if tp.topic == topic)
+
+        return await self._attempt_then_check("partitions_for()", self._deadline(timeout), attempt,
+                                              lambda: "no broker answered Metadata")
+
+    async def client_instance_id(self, timeout: float | None = None):
+        """The id the cluster gives this client for telemetry (KIP-714, GetTelemetrySubscriptions)."""
+        async def attempt(rt: float):
+            answer = await self.net.request(self._any_node(), ApiKey.GET_TELEMETRY_SUBSCRIPTIONS,
+                                            {"client_instance_id": __import__("uuid").UUID(int=0)}, timeout=rt)
+            if answer.error_code:
+                raise error_for_code(answer.error_code)
+            return answer.client_instance_id
+
+        return await self._attempt_then_check("client_instance_id()", self._deadline(timeout), attempt,
+                                              lambda: "no broker answered GetTelemetrySubscriptions")
+
+    def wakeup(self) -> None:
+        """Make the current (or next) poll raise WakeupException at once, as Java."""
+        self._wakeup = True
+        self._wakeup_event.set()
 
     # -- poll ----------------------------------------------------------------------------------
     async def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
         """Return buffered records (up to max.poll.records); wait for data at most ``timeout``
         seconds; never raises a timeout. A fetch in flight at the deadline stays in flight."""
         deadline = trio.current_time() + max(timeout, 0.0)
+        self.last_poll = trio.current_time()
+        if self.membership is not None:
+            self.membership.poll_called()
+            self._maybe_auto_commit()
+        self._check_wakeup()
         with trio.move_on_at(deadline):
-            unknown = [tp for tp, pos in self.positions.items() if pos is None]
-            if unknown:
-                with contextlib.suppress(TimeoutException):
-                    await self._reset_positions(unknown, deadline)
-            self._start_fetches()
-            while not self.buffer:
-                self._data = trio.Event()
+            async with trio.open_nursery() as waiting:
+                waiting.start_soon(self._cancel_on_wakeup, waiting.cancel_scope)
+                if self.membership is not None and not self.membership.active.is_set():
+                    await self.membership.active.wait()
+                unknown = [tp for tp, pos in self.positions.items() if pos is None]
+                if unknown:
+                    with contextlib.suppress(TimeoutException):
+                        await self._reset_positions(unknown, deadline)
                 self._start_fetches()
-                await self._data.wait()
+                while not self._ready_records():
+                    self._data = trio.Event()
+                    self._start_fetches()
+                    await self._data.wait()
+                waiting.cancel_scope.cancel()
+        self._check_wakeup()
         n = self.config["max.poll.records"]
-        out, self.buffer = self.buffer[:n], self.buffer[n:]
+        ready = self._ready_records()
+        out = ready[:n]
+        taken = {id(r) for r in out}
+        self.buffer = [r for r in self.buffer if id(r) not in taken]
         for r in out:
             self.positions[TopicPartition(r.topic, r.partition)] = r.offset + 1
         return out
 
+    def _ready_records(self) -> list[ConsumerRecord]:
+        if not self.paused:
+            return self.buffer
+        return [r for r in self.buffer if TopicPartition(r.topic, r.partition) not in self.paused]
+
+    async def _cancel_on_wakeup(self, scope: trio.CancelScope) -> None:
+        await self._wakeup_event.wait()
+        scope.cancel()
+
+    def _check_wakeup(self) -> None:
+        if self._wakeup:
+            self._wakeup = False
+            self._wakeup_event = trio.Event()
+            raise WakeupException("poll() was interrupted by wakeup()")
+
     def _start_fetches(self) -> None:
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp, pos in self.positions.items():
-            if pos is not None and tp in self.leaders:
+            if pos is not None and tp in self.leaders and tp not in self.paused:
                 by_leader.setdefault(self.leaders[tp], []).append(tp)
         for tp, pos in self.positions.items():
             if pos is not None and tp not in self.leaders and -1 not in self._fetching:
@@ -221,6 +385,7 @@ class AsyncConsumer:
     async def _fetch(self, node: int, tps: list[TopicPartition]) -> None:
         """One Fetch (a long poll on the broker for fetch.max.wait.ms; its request timeout is
         request.timeout.ms, which the config keeps above fetch.max.wait.ms)."""
+        fetched_at = {(tp.topic, tp.partition): self.positions[tp] for tp in tps}  # a rebalance may drop them meanwhile
         body = {"replica_id": -1, "max_wait_ms": self.config["fetch.max.wait.ms"], "min_bytes": self.config["fetch.min.bytes"],
                 "max_bytes": self.config["fetch.max.bytes"], "isolation_level": 0, "session_id": 0, "session_epoch": -1,
                 "topics": [{"topic": tp.topic, "partitions": [{"partition": tp.partition, "fetch_offset": self.positions[tp],
@@ -229,7 +394,7 @@ class AsyncConsumer:
         try:
             # Fetch v13+ names topics by id; like Java, stay at v12 (we fetch by name)
             answer = await self.net.request(node, ApiKey.FETCH, body, max_version=12)
-            if not self._take(answer, {(tp.topic, tp.partition): self.positions[tp] for tp in tps}):
+            if not self._take(answer, fetched_at):
                 await trio.sleep(self.config["retry.backoff.ms"] / 1000)  # errors: back off before refetching
         except KafkaError:
             for tp in tps:
@@ -294,10 +459,23 @@ class AsyncConsumer:
             "did not answer"))
 
     async def commit_sync(self, offsets: dict | None = None, timeout: float | None = None) -> None:
+        """Commit ``offsets`` (default: the current positions). In a group, as this member of its
+        generation: a fenced commit raises CommitFailedException (not retried)."""
         group = self._group()
         offsets = {TopicPartition(*tp): o for tp, o in (offsets or {tp: p for tp, p in self.positions.items() if p is not None}).items()}
+        if not offsets:
+            return
+        membership = self.membership
 
         async def attempt(rt: float) -> None:
+            if membership is not None:
+                if membership.generation < 0:
+                    raise CommitFailedException(
+                        f"commit of {len(offsets)} offset(s) for group '{group}': this member is not in an active "
+                        f"generation of the group (joining, rebalancing, or expelled); its partitions may belong to "
+                        f"another member; rejoin by polling, then commit again")
+                await membership.commit(offsets, rt)
+                return
             node = self.coordinator if self.coordinator is not None else await self._find_coordinator(rt)
             body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "topics": [
                 {"name": t, "partitions": [{"partition_index": tp.partition, "committed_offset": o, "committed_leader_epoch": -1,
@@ -318,11 +496,42 @@ class AsyncConsumer:
         await self._attempt_then_check("commit_sync()", self._deadline(timeout), attempt,
                                        lambda: f"the group coordinator for '{group}' did not answer OffsetCommit")
 
+    def commit_async(self, offsets: dict | None = None,
+                     callback: Callable[[KafkaError | None, dict], Any] | None = None) -> None:
+        """Commit in the background; ``callback(error or None, offsets)`` runs when it ends."""
+        chosen = dict(offsets) if offsets else {tp: p for tp, p in self.positions.items() if p is not None}
+
+        async def run() -> None:
+            error = None
+            try:
+                await self.commit_sync(chosen, self.request_timeout)
+            except KafkaError as exc:
+                error = exc
+            if callback is not None:
+                callback(error, chosen)
+
+        self.nursery.start_soon(run)
+
+    def _maybe_auto_commit(self) -> None:
+        now = trio.current_time()
+        if self.config["enable.auto.commit"] and now >= self._next_auto_commit and self.membership is not None \
+                and self.membership.active.is_set():
+            self._next_auto_commit = now + self.config["auto.commit.interval.ms"] / 1000
+            self.commit_async()
+
     async def aclose(self, timeout: float | None = None) -> None:
         """Close cleanly: let fetches in flight finish (the broker answers a long poll within
         fetch.max.wait.ms) so no request is abandoned, but never wait past ``timeout``
         (default 30 s, Kafka's close timeout); then drop the connections. Never raises a timeout."""
         with trio.move_on_after(30.0 if timeout is None else max(timeout, 0.0)):
+            if self.membership is not None:
+                m = self.membership
+                if self.config["enable.auto.commit"] and m.active.is_set():
+                    with contextlib.suppress(KafkaError):
+                        await self.commit_sync(None, self.request_timeout)
+                m.closed = True
+                await m.leave()
+                m._wake.set()
             while self._fetching:
                 self._data = trio.Event()
                 await self._data.wait()

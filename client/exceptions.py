@@ -122,6 +122,20 @@ class ProducerClosedError(KafkaError):
     name = "PRODUCER_CLOSED"
 
 
+class CommitFailedException(KafkaError):
+    """A commit the group refused because this member is no longer part of the generation it
+    committed for (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS): the partitions
+    may already belong to another member. Not retriable, as in Java: rejoin, then commit again."""
+
+    name = "COMMIT_FAILED"
+
+
+class WakeupException(KafkaError):
+    """poll() interrupted by wakeup() from another task or thread (Java's WakeupException)."""
+
+    name = "WAKEUP"
+
+
 class NetworkThreadDied(KafkaError):
     """The blocking face's network thread is gone (closed or crashed): calls fail at once."""
 
