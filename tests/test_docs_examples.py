@@ -7,7 +7,7 @@ import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 EXAMPLES = [(path.name, i, block) for path in [DOCS / "client.md"]
-            for i, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(), re.S))]
+            for i, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(), re.DOTALL))]
 
 
 # what each example prints, in part: proof it did its work, not only that it did not raise
