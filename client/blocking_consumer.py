@@ -158,8 +158,57 @@ class Consumer:
     def assign(self, partitions) -> None:
         self._call("assign()", 5.0, lambda c, t: _sync(c.assign, [TopicPartition(*p) for p in partitions]))
 
+    def subscribe(self, topics: list[str] | None = None, pattern: str | None = None,
+                  on_assign: Callable[[list[TopicPartition]], Any] | None = None,
+                  on_revoke: Callable[[list[TopicPartition]], Any] | None = None) -> None:
+        """Join the group for these topics (or a pattern). The rebalance callbacks run on the
+        network thread, inside the poll that triggered the rebalance or in the background."""
+        self._call("subscribe()", 5.0, lambda c, t: _sync(c.subscribe, topics, pattern, on_assign, on_revoke))
+
+    def unsubscribe(self) -> None:
+        self._call("unsubscribe()", None, lambda c, t: c.unsubscribe())
+
+    def assignment(self) -> list[TopicPartition]:
+        return self._call("assignment()", 5.0, lambda c, t: _sync(c.assignment))
+
     def poll(self, timeout: float = 0.0):
         return self._call("poll()", timeout, lambda c, t: c.poll(timeout))
+
+    def wakeup(self) -> None:
+        """Interrupt a poll running on another thread (it raises WakeupException); thread-safe."""
+        self._check_alive()
+        trio.from_thread.run_sync(lambda: self._consumer.wakeup(), trio_token=self._token)
+
+    def seek(self, tp, offset: int) -> None:
+        self._call("seek()", 5.0, lambda c, t: _sync(c.seek, TopicPartition(*tp), offset))
+
+    def seek_to_beginning(self, partitions=None) -> None:
+        self._call("seek_to_beginning()", 5.0, lambda c, t: _sync(c.seek_to_beginning, partitions))
+
+    def seek_to_end(self, partitions=None) -> None:
+        self._call("seek_to_end()", 5.0, lambda c, t: _sync(c.seek_to_end, partitions))
+
+    def pause(self, partitions) -> None:
+        self._call("pause()", 5.0, lambda c, t: _sync(c.pause, partitions))
+
+    def resume(self, partitions) -> None:
+        self._call("resume()", 5.0, lambda c, t: _sync(c.resume, partitions))
+
+    def commit_async(self, offsets=None, callback=None) -> None:
+        """The callback runs on the network thread when the commit ends."""
+        self._call("commit_async()", 5.0, lambda c, t: _sync(c.commit_async, offsets, callback))
+
+    def list_topics(self, timeout: float | None = None) -> dict:
+        return self._call("list_topics()", timeout, lambda c, t: c.list_topics(t))
+
+    def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        return self._call("partitions_for()", timeout, lambda c, t: c.partitions_for(topic, t))
+
+    def offsets_for_times(self, partitions_to_ts: dict, timeout: float | None = None) -> dict:
+        return self._call("offsets_for_times()", timeout, lambda c, t: c.offsets_for_times(partitions_to_ts, t))
+
+    def client_instance_id(self, timeout: float | None = None):
+        return self._call("client_instance_id()", timeout, lambda c, t: c.client_instance_id(t))
 
     def committed(self, partitions, timeout: float | None = None) -> dict:
         return self._call("committed()", timeout, lambda c, t: c.committed(partitions, t))

@@ -60,3 +60,55 @@ def test_the_reaper_completes_an_event_that_outlives_its_deadline():
             with pytest.raises(TimeoutException, match="expired in the reaper"):
                 c._call("stuck()", 0.3, lambda consumer, budget: trio.sleep_forever())  # ignores its deadline
             assert 0.3 <= time.perf_counter() - start < 1.5
+
+
+FAST_GROUP = {"group.id": "bg", "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+              "heartbeat.interval.ms": 200, "client.id": "blocking"}
+
+
+def poll_until(consumers, condition, seconds=20.0):
+    records, deadline = [], time.time() + seconds
+    while time.time() < deadline:
+        for c in consumers:
+            records += c.poll(0.2)
+        if condition():
+            return records
+    raise AssertionError("not reached: " + ", ".join(str(c.assignment()) for c in consumers))
+
+
+def test_blocking_consumers_share_a_group_and_take_over_on_close():
+    with run_cluster_in_thread(brokers=1, topics=[("t", 2, 1)], config={"group.initial.rebalance.delay.ms": 0}) as tc:
+        import client
+
+        with client.Producer({"bootstrap.servers": tc.bootstrap}) as p:
+            for i in range(4):
+                p.send("t", b"v%d" % i, partition=i % 2).result(10)
+        revoked = []
+        a = Consumer({"bootstrap.servers": tc.bootstrap, **FAST_GROUP})
+        a.subscribe(["t"], on_revoke=revoked.append)
+        with Consumer({"bootstrap.servers": tc.bootstrap, **FAST_GROUP}) as b:
+            b.subscribe(["t"])
+            got = poll_until([a, b], lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1)
+            assert sorted(a.assignment() + b.assignment()) == [("t", 0), ("t", 1)]
+            got += poll_until([a, b], lambda: True)
+            a.commit_sync(timeout=5)
+            b.commit_sync(timeout=5)
+        poll_until([a], lambda: len(a.assignment()) == 2)
+        assert revoked  # the first assignment was taken back before the take-over
+        a.close()
+        assert {r.value for r in got} <= {b"v0", b"v1", b"v2", b"v3"}
+
+
+def test_wakeup_from_another_thread_interrupts_poll():
+    import threading
+
+    from client.exceptions import WakeupException
+
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)]) as tc, \
+            Consumer({"bootstrap.servers": tc.bootstrap, "auto.offset.reset": "earliest"}) as c:
+        c.assign([("t", 0)])
+        threading.Timer(0.3, c.wakeup).start()
+        start = time.perf_counter()
+        with pytest.raises(WakeupException):
+            c.poll(20)
+        assert time.perf_counter() - start < 5.0
