@@ -17,6 +17,10 @@ def add_commands(sub) -> None:
     c.add_argument("--bootstrap", metavar="HOST:PORT",
                    help="run the scenarios that need no fault injection against this Kafka instead of the emulator "
                         "(client-side contracts only); pair with --scale 1 for a real broker")
+    c.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="override a scenario parameter (conformance/params.py: request.timeout.ms=10000, fault.ms=5000, "
+                        "timeout.ms=3000...); repeatable. With --seed this replays one campaign run")
+    c.add_argument("--seed", type=int, help="the emulator's seed (emu.seed: fault probabilities, ids)")
     c.add_argument("--json", metavar="FILE")
     c.add_argument("--junit", metavar="FILE")
     c.add_argument("--html", metavar="FILE")
@@ -82,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
             return 2
         adapters = [known[c] for c in args.client]
     scenarios = select(CATALOGUE, args.scenario)
+    if args.param or args.seed is not None:
+        from conformance.params import apply_params, parse_param
+
+        overrides = dict(parse_param(p) for p in args.param or ())
+        scenarios = [apply_params(s, overrides, args.seed) for s in scenarios]
     start = time.perf_counter()
 
     def progress(done: int, total: int, result) -> None:

@@ -23,6 +23,21 @@ def _outcome(ev: Evidence, operation: str | None) -> Outcome | None:
     return None
 
 
+def expected_ms(ev: Evidence, spec: float | str, operation: str | None = None) -> float:
+    """An expected time in the run's own (scaled) milliseconds. ``spec`` is unscaled ms, a config
+    key (``"request.timeout.ms"``: the value the client actually ran with, already scaled) or
+    ``"timeout"``: the deadline of the ``operation`` step (also already scaled). Keys make a
+    contract follow parameter overrides (conformance/params.py)."""
+    if isinstance(spec, str):
+        if spec == "timeout":
+            step = next((s for s in ev.steps if s.kind == operation and s.timeout_s is not None), None)
+            if step is None:
+                raise ValueError(f"no {operation} step with a timeout in this run")
+            return step.timeout_s * 1000
+        return float(ev.config[spec])
+    return spec / ev.scale
+
+
 # -- client side -----------------------------------------------------------------------------
 
 def outcome_is(operation: str, *, ok: bool | None = None, error: str | Iterable[str] | None = None,
@@ -48,7 +63,7 @@ def outcome_is(operation: str, *, ok: bool | None = None, error: str | Iterable[
     return Contract(f"{operation} outcome", check)
 
 
-def returns_within(operation: str, expected_ms: float, *, early_ms: float = 0.0, late_ms: float = 0.0,
+def returns_within(operation: str, expected: float | str, *, early_ms: float = 0.0, late_ms: float = 0.0,
                    late_fraction: float = 0.0) -> Contract:
     """The call returned at ``expected_ms`` (scaled), no earlier than ``early_ms`` before and no
     later than max(late_ms, late_fraction * expected) after."""
@@ -57,7 +72,7 @@ def returns_within(operation: str, expected_ms: float, *, early_ms: float = 0.0,
         o = _outcome(ev, operation)
         if o is None:
             return Verdict(False, message=f"no outcome recorded for {operation}")
-        want = expected_ms / ev.scale
+        want = expected_ms(ev, expected, operation)
         got = o.elapsed_s * 1000
         slack = max(late_ms / ev.scale, late_fraction * want, ev.slack_ms)
         figure = f"returned at {_fmt_s(got)} of {_fmt_s(want)}"
@@ -76,7 +91,7 @@ def _first(events: list[TraceEvent], pred) -> TraceEvent | None:
     return next((e for e in events if pred(e)), None)
 
 
-def client_disconnects_after(api: str, expected_ms: float, tolerance_ms: float, *, tolerance_fraction: float = 0.0) -> Contract:
+def client_disconnects_after(api: str, expected: float | str, tolerance_ms: float, *, tolerance_fraction: float = 0.0) -> Contract:
     """The client closed the connection that carried the first ``api`` request about
     ``expected_ms`` after the broker received it (KIP-19: request.timeout.ms)."""
 
@@ -89,7 +104,7 @@ def client_disconnects_after(api: str, expected_ms: float, tolerance_ms: float, 
             return Verdict(False, "no disconnect", f"the connection that carried {api} (conn {recv.conn}) was never closed")
         if close.details.get("closed_by") != "client":
             return Verdict(False, f"closed by {close.details.get('closed_by')}", f"conn {recv.conn} was closed by the broker ({close.details.get('reason')}), not the client")
-        want = expected_ms / ev.scale
+        want = expected_ms(ev, expected)
         got = close.t_ms - recv.t_ms
         tol = max(tolerance_ms / ev.scale, tolerance_fraction * want, ev.slack_ms)
         figure = f"disconnect at {_fmt_s(got)} of {_fmt_s(want)}"

@@ -50,6 +50,7 @@ class Evidence:
     cluster: Any = None                # a snapshot for log checks (records per partition...)
     client_id: str | None = None
     slack_ms: float = 0.0              # absolute timing tolerance (real-time runs: scheduling noise)
+    steps: tuple[Operation, ...] = ()  # the steps as run (deadlines already scaled)
 
     def events(self, kind: str | None = None, api: str | None = None) -> list[TraceEvent]:
         return [e for e in self.trace
@@ -102,6 +103,7 @@ class Result:
     simulated_s: float = 0.0
     wall_s: float = 0.0
     trace: list[TraceEvent] = field(default_factory=list)
+    evidence: Evidence | None = None   # what was judged (campaigns derive their figures from it)
 
     def to_dict(self) -> dict[str, Any]:
         return {

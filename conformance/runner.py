@@ -100,8 +100,9 @@ def run_real_time(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
         trace = tc.call(lambda: list(tc.cluster.trace.events))
         snap = tc.call(snapshot, tc.cluster)
         simulated = tc.call(tc.cluster.now_ms) / 1000
-    evidence = Evidence(outcomes, trace, env.config, scale, snap, client_id, slack_ms=REAL_TIME_SLACK_MS)
+    evidence = Evidence(outcomes, trace, env.config, scale, snap, client_id, slack_ms=REAL_TIME_SLACK_MS, steps=steps)
     result = judge(scenario, adapter.name, evidence)
+    result.evidence = evidence
     result.wall_s = time.perf_counter() - wall
     result.simulated_s = simulated * scale
     return result
@@ -121,7 +122,7 @@ def run_external(scenario: Scenario, adapter: Adapter, bootstrap: str, scale: fl
     outcomes = adapter.run_blocking(steps, env)  # type: ignore[attr-defined]
     client_side = replace(scenario, contracts=tuple(c for c in scenario.contracts if c.side == "client"))
     result = judge(client_side, adapter.name, Evidence(outcomes, [], env.config, scale, None, env.client_id,
-                                                       slack_ms=REAL_TIME_SLACK_MS))
+                                                       slack_ms=REAL_TIME_SLACK_MS, steps=steps))
     result.contracts += [(c.name, Status.NA, "needs the broker's trace") for c in scenario.contracts if c.side != "client"]
     result.wall_s = time.perf_counter() - wall
     return result

@@ -69,7 +69,7 @@ CATALOGUE: tuple[Scenario, ...] = (
         faults=({"match": {"api": "Produce"}, "action": "black_hole", "times": 1},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all"},
         contracts=(
-            C.client_disconnects_after("Produce", REQUEST_TIMEOUT, 50, tolerance_fraction=0.15),
+            C.client_disconnects_after("Produce", "request.timeout.ms", 50, tolerance_fraction=0.15),
             C.metadata_before_retry("Produce"),
             C.outcome_is("produce", ok=True),
         ),
@@ -99,7 +99,7 @@ CATALOGUE: tuple[Scenario, ...] = (
         faults=({"match": {"api": "Produce"}, "action": "black_hole"},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all"},
         contracts=(C.outcome_is("produce", error="TimeoutException"),
-                   C.returns_within("produce", DELIVERY_TIMEOUT, early_ms=100, late_fraction=0.1)),
+                   C.returns_within("produce", "delivery.timeout.ms", early_ms=100, late_fraction=0.1)),
     ),
     Scenario(
         id="server.purgatory-request-timed-out",
@@ -141,7 +141,7 @@ CATALOGUE: tuple[Scenario, ...] = (
         steps=(Operation("poll", {"topic": "t", "partition": 0, "offset": "earliest"}, timeout_s=2.0),),
         needs_faults=False,
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "fetch.max.wait.ms": 500},
-        contracts=(C.outcome_is("poll", ok=True), C.returns_within("poll", 2_000, early_ms=20, late_fraction=0.25),
+        contracts=(C.outcome_is("poll", ok=True), C.returns_within("poll", "timeout", early_ms=20, late_fraction=0.25),
                    C.no_client_disconnect("Fetch", within_ms=1_900)),
     ),
     Scenario(
@@ -155,7 +155,7 @@ CATALOGUE: tuple[Scenario, ...] = (
         faults=({"match": {"api": "OffsetFetch"}, "action": "black_hole"},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "default.api.timeout.ms": API_TIMEOUT},
         contracts=(C.outcome_is("committed", error="TimeoutException"),
-                   C.returns_within("committed", 5_000, early_ms=20, late_fraction=0.25)),
+                   C.returns_within("committed", "timeout", early_ms=20, late_fraction=0.25)),
     ),
 )
 
@@ -171,7 +171,7 @@ CATALOGUE += (
         steps=(Operation("poll", {"topic": "t", "partition": 0, "offset": "earliest"}, timeout_s=150.0),),
         faults=({"match": {"api": "Fetch"}, "action": "black_hole", "times": 1},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "fetch.max.wait.ms": 500},
-        contracts=(C.client_disconnects_after("Fetch", REQUEST_TIMEOUT, 50, tolerance_fraction=0.15),
+        contracts=(C.client_disconnects_after("Fetch", "request.timeout.ms", 50, tolerance_fraction=0.15),
                    C.metadata_before_retry("Fetch")),
     ),
     Scenario(
@@ -222,7 +222,7 @@ CATALOGUE += (
         needs_faults=False,
         client_config={"max.block.ms": 10_000, "request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT},
         contracts=(C.outcome_is("produce", error="TimeoutException"),
-                   C.returns_within("produce", 10_000, early_ms=100, late_fraction=0.2)),
+                   C.returns_within("produce", "max.block.ms", early_ms=100, late_fraction=0.2)),
     ),
     Scenario(
         id="kip91.no-duplicate-after-retry",
@@ -250,7 +250,7 @@ CATALOGUE += (
         faults=({"match": {"api": "OffsetFetch"}, "action": "black_hole"},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "default.api.timeout.ms": API_TIMEOUT},
         contracts=(C.outcome_is("committed", error="TimeoutException"),
-                   C.returns_within("committed", API_TIMEOUT, early_ms=20, late_fraction=0.15)),
+                   C.returns_within("committed", "default.api.timeout.ms", early_ms=20, late_fraction=0.15)),
     ),
 )
 
