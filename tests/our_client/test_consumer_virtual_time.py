@@ -129,3 +129,46 @@ async def test_close_lets_the_long_poll_finish_but_never_waits_past_its_timeout(
             start = trio.current_time()
             await c.aclose(timeout=2)             # the Fetch never comes back: forced closed at 2 s
             assert trio.current_time() - start == 2.0
+
+
+# every deadline-taking call, the API it waits on, and how it is called
+DEADLINE_CALLS = {
+    "position()": ("ListOffsets", lambda c, t: c.position(TP, timeout=t)),
+    "committed()": ("OffsetFetch", lambda c, t: c.committed([TP], timeout=t)),
+    "commit_sync()": ("OffsetCommit", lambda c, t: c.commit_sync({TP: 1}, timeout=t)),
+    "beginning_offsets()": ("ListOffsets", lambda c, t: c.beginning_offsets([TP], timeout=t)),
+    "end_offsets()": ("ListOffsets", lambda c, t: c.end_offsets([TP], timeout=t)),
+    "offsets_for_times()": ("ListOffsets", lambda c, t: c.offsets_for_times({TP: 0}, timeout=t)),
+    "list_topics()": ("Metadata", lambda c, t: c.list_topics(timeout=t)),
+    "partitions_for()": ("Metadata", lambda c, t: c.partitions_for("t", timeout=t)),
+    "client_instance_id()": ("GetTelemetrySubscriptions", lambda c, t: c.client_instance_id(timeout=t)),
+}
+
+
+@pytest.mark.parametrize("call", list(DEADLINE_CALLS))
+@pytest.mark.parametrize("timeout", [4.0, None], ids=["explicit", "default.api.timeout.ms"])
+async def test_every_deadline_call_gives_up_exactly_at_its_deadline(autojump_clock, call, timeout):
+    api, invoke = DEADLINE_CALLS[call]
+    config = {**BOOT, "group.id": "g", "auto.offset.reset": "earliest", "default.api.timeout.ms": 9000}
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config={"emu.telemetry": True}) as cluster:
+        async with open_consumer(config, connect=connect_to(cluster)) as c:
+            c.assign([TP])
+            await c.list_topics(timeout=5)  # connections and metadata in place before the fault
+            cluster.faults.add({"match": {"api": api}, "action": "black_hole"}, cluster.now_ms())
+            start = trio.current_time()
+            with pytest.raises(TimeoutException, match=call.replace("(", "\\(").replace(")", "\\)") + " gave up after"):
+                await invoke(c, timeout)
+            assert trio.current_time() - start == (timeout or 9.0)
+
+
+@pytest.mark.parametrize("call", list(DEADLINE_CALLS))
+async def test_every_deadline_call_attempts_once_with_timeout_zero(autojump_clock, call):
+    api, invoke = DEADLINE_CALLS[call]
+    config = {**BOOT, "group.id": "g", "auto.offset.reset": "earliest"}
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config={"emu.telemetry": True}) as cluster:
+        async with open_consumer(config, connect=connect_to(cluster)) as c:
+            c.assign([TP])
+            await c.list_topics(timeout=5)
+            before = len(recvs(cluster, api))
+            await invoke(c, 0)   # succeeds: the attempt went out although no time was left
+            assert len(recvs(cluster, api)) - before == 1
