@@ -11,7 +11,10 @@ EXAMPLES = [(path.name, i, block) for path in [DOCS / "client.md"]
 
 
 # what each example prints, in part: proof it did its work, not only that it did not raise
-EXPECT = {("client.md", 0): ["offset=0", "None RecordMetadata("], ("client.md", 1): ["0\n"]}
+EXPECT = {("client.md", 0): ["offset=0", "None RecordMetadata("], ("client.md", 1): ["0\n"],
+          ("client.md", 2): ["assigned [TopicPartition(topic='orders', partition=0), TopicPartition(topic='orders', partition=1)]",
+                             "[b'order-0', b'order-1', b'order-2', b'order-3']",
+                             "TopicPartition(topic='orders', partition=0): 2"]}
 
 
 @pytest.mark.parametrize("name,index,source", EXAMPLES, ids=[f"{n}-{i}" for n, i, _ in EXAMPLES])
