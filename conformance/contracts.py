@@ -25,10 +25,17 @@ def _outcome(ev: Evidence, operation: str | None) -> Outcome | None:
 
 def expected_ms(ev: Evidence, spec: float | str, operation: str | None = None) -> float:
     """An expected time in the run's own (scaled) milliseconds. ``spec`` is unscaled ms, a config
-    key (``"request.timeout.ms"``: the value the client actually ran with, already scaled) or
-    ``"timeout"``: the deadline of the ``operation`` step (also already scaled). Keys make a
+    key (``"request.timeout.ms"``: the value the client actually ran with, already scaled),
+    ``"timeout"``: the deadline of the ``operation`` step (also already scaled), or ``"fault.ms"``:
+    the delay of the first timed fault the broker applied. Keys make a
     contract follow parameter overrides (conformance/params.py)."""
     if isinstance(spec, str):
+        if spec == "fault.ms":
+            # the delay the broker actually applied (trace times are already scaled)
+            applied = next((e for e in ev.events("fault_applied") if "ms" in (e.details.get("action") or {})), None)
+            if applied is None:
+                raise ValueError("no timed fault was applied in this run")
+            return float(applied.details["action"]["ms"])
         if spec == "timeout":
             step = next((s for s in ev.steps if s.kind == operation and s.timeout_s is not None), None)
             if step is None:

@@ -85,7 +85,7 @@ CATALOGUE: tuple[Scenario, ...] = (
         faults=({"match": {"api": "Produce"}, "action": {"type": "delay_response", "ms": 20_000}, "times": 1},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all"},
         contracts=(C.no_client_disconnect("Produce"), C.outcome_is("produce", ok=True),
-                   C.returns_within("produce", 20_000, early_ms=50, late_fraction=0.25)),
+                   C.returns_within("produce", "fault.ms", early_ms=50, late_fraction=0.25)),
     ),
     Scenario(
         id="kip91.delivery-timeout-in-flight",

@@ -18,6 +18,11 @@ def prepare_environment(master: str) -> None:
     interpreter (a different one would lack trio and broker-emu)."""
     if master.startswith("local"):
         os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+        # local workers import the same broker-emu as the driver (a checkout may shadow the install)
+        root = str(Path(__file__).resolve().parents[2])
+        paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if root not in paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join([root, *filter(None, paths)])
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # a user's --packages/--jars in the environment would send the JVM to Maven

@@ -1,0 +1,146 @@
+"""One campaign run, self-contained (no Spark here): the scenario with its parameters, judged,
+turned into rows. A run that fails or breaks yields rows too (status + violation events),
+never an exception, so a Spark task never fails because a client did.
+
+Rows share one flat schema (``ROW_FIELDS``): ``record`` is "run" (one per run, the figures
+below) or "event" (the server trace, plus "violation" events for failed contracts).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from conformance.contracts import abandoned_requests
+from conformance.model import Evidence, Result, Status
+
+# (name, arrow/spark type)
+ROW_FIELDS: tuple[tuple[str, str], ...] = (
+    ("record", "string"), ("run_id", "long"), ("scenario", "string"), ("family", "string"), ("client", "string"),
+    ("params", "string"), ("seed", "long"), ("rep", "int"),
+    # run figures
+    ("status", "string"), ("message", "string"), ("op", "string"), ("api", "string"),
+    ("deadline_ms", "double"), ("elapsed_ms", "double"), ("overshoot_ms", "double"),
+    ("request_timeout_ms", "double"), ("disconnect_error_ms", "double"),
+    ("first_timeout", "string"), ("purgatory_timeout_ms", "double"),
+    ("sent", "int"), ("acked", "int"), ("in_log", "int"), ("lost", "int"), ("duplicated", "int"),
+    ("scale", "double"), ("wall_s", "double"), ("simulated_s", "double"),
+    # event fields
+    ("t_ms", "double"), ("kind", "string"), ("broker", "int"), ("conn", "int"), ("correlation_id", "int"),
+    ("ev_api", "string"), ("details", "string"),
+)
+OP_API = {"produce": "Produce", "poll": "Fetch", "committed": "OffsetFetch"}
+
+_ADAPTERS: dict[str, Any] = {}
+
+
+def adapter_for(name: str):
+    if not _ADAPTERS:
+        from conformance.runner import default_adapters
+
+        _ADAPTERS.update({a.name: a for a in default_adapters()})
+    if name not in _ADAPTERS:
+        raise ValueError(f"unknown client {name!r}; known: {sorted(_ADAPTERS)}")
+    return _ADAPTERS[name]
+
+
+def _deadline_ms(ev: Evidence, op: str, error: str | None) -> float | None:
+    """The API deadline the call is bound by: its own timeout when it has one; otherwise the
+    setting that bounds a timed-out call (KIP-91 for produce, KIP-266 default for consumers)."""
+    step = next((s for s in ev.steps if s.kind == op), None)
+    if step is not None and step.timeout_s is not None:
+        return step.timeout_s * 1000
+    if error != "TimeoutException":
+        return None
+    if op == "produce" and ev.config.get("retries") == 0 and step is not None and step.args.get("warm_up", True):
+        return float(ev.config.get("request.timeout.ms", 30_000))   # one attempt: its request timeout bounds it
+    if op == "produce":
+        key = "delivery.timeout.ms" if step is None or step.args.get("warm_up", True) else "max.block.ms"
+        return float(ev.config.get(key, 120_000 if key == "delivery.timeout.ms" else 60_000))
+    return float(ev.config.get("default.api.timeout.ms", 60_000))
+
+
+def _first_timeout(ev: Evidence) -> tuple[str, float | None]:
+    """Who timed out first on the first parked request: the broker's purgatory ("broker") or the
+    client dropping the connection ("client"); "none" when nothing was parked or nobody did."""
+    # only the produce purgatory is a timeout; a Fetch long poll expiring is its normal end
+    enter = next(iter(ev.events("purgatory_enter", "Produce")), None)
+    if enter is None:
+        return "none", None
+    want = enter.details.get("timeout_ms")
+    expire = next((e for e in ev.events("purgatory_expire")
+                   if e.correlation_id == enter.correlation_id and e.conn == enter.conn), None)
+    close = next((e for e in ev.events("conn_close") if e.conn == enter.conn and e.broker == enter.broker
+                  and e.details.get("closed_by") == "client" and e.t_ms >= enter.t_ms), None)
+    if close is not None and (expire is None or close.t_ms < expire.t_ms):
+        return "client", want
+    return ("broker" if expire is not None else "none"), want
+
+
+def figures(result: Result) -> dict[str, Any]:
+    ev = result.evidence
+    out: dict[str, Any] = {}
+    if ev is None:
+        return out
+    outcome = ev.outcomes[0] if ev.outcomes else None
+    step = ev.steps[0] if ev.steps else None
+    op = outcome.operation if outcome else (step.kind if step else None)
+    out["op"], out["api"] = op, OP_API.get(op or "")
+    out["scale"] = ev.scale
+    rt = ev.config.get("request.timeout.ms")
+    out["request_timeout_ms"] = float(rt) if rt is not None else None
+    if outcome is not None:
+        out["elapsed_ms"] = outcome.elapsed_s * 1000
+        deadline = _deadline_ms(ev, op, outcome.error_type)
+        out["deadline_ms"] = deadline
+        # overshoot only where the deadline is what ended the call (timeouts, polls)
+        if deadline is not None and (outcome.error_type == "TimeoutException" or op == "poll"):
+            out["overshoot_ms"] = out["elapsed_ms"] - deadline
+    dropped = abandoned_requests(ev)
+    if dropped and rt is not None:
+        close, req = dropped[0]
+        out["disconnect_error_ms"] = (close.t_ms - req.t_ms) - float(rt)
+    out["first_timeout"], pt = _first_timeout(ev)
+    out["purgatory_timeout_ms"] = float(pt) if pt is not None else None
+    if op == "produce" and step is not None and ev.cluster is not None:
+        sent = int(step.args.get("count", 1))
+        topic = step.args["topic"]
+        in_log = sum(n for k, n in ev.cluster.get("log_end_offsets", {}).items() if k.rsplit("-", 1)[0] == topic)
+        acked = sent if outcome is not None and outcome.ok else 0
+        out.update(sent=sent, acked=acked, in_log=in_log, lost=max(0, acked - in_log), duplicated=max(0, in_log - sent))
+    return out
+
+
+def execute(run: dict[str, Any], scale: float = 30.0) -> list[dict[str, Any]]:
+    """Rows for one run (see module doc). ``scale``: real-time clients' timeout divisor."""
+    from conformance.params import apply_params
+    from conformance.runner import run_one
+    from conformance.scenarios import BY_ID
+
+    base = {k: run[k] for k in ("run_id", "scenario", "family", "client", "params", "seed", "rep")}
+    wall = time.perf_counter()
+    try:
+        scenario = apply_params(BY_ID[run["scenario"]], json.loads(run["params"]), run["seed"])
+        adapter = adapter_for(run["client"])
+        ok, why = adapter.available()
+        if ok:
+            ok, why = adapter.supports(scenario.steps)
+        result = run_one(scenario, adapter, scale) if ok else Result(scenario.id, adapter.name, Status.NA, message=why)
+    except Exception as exc:  # noqa: BLE001 - the run broke: an error row, never a failed Spark task
+        result = Result(run["scenario"], run["client"], Status.ERROR, message=f"{type(exc).__name__}: {exc}")
+    rows = [{**base, "record": "run", "status": result.status.value, "message": result.message[:2000],
+             "wall_s": time.perf_counter() - wall, "simulated_s": result.simulated_s, **figures(result)}]
+    for e in result.trace:
+        rows.append({**base, "record": "event", "t_ms": e.t_ms, "kind": e.kind, "broker": e.broker, "conn": e.conn,
+                     "correlation_id": e.correlation_id, "ev_api": e.api,
+                     "details": json.dumps(e.details, default=str, separators=(",", ":")) if e.details else None})
+    end_ms = result.simulated_s * 1000
+    for name, status, detail in result.contracts:
+        if status in (Status.FAIL, Status.ERROR):
+            rows.append({**base, "record": "event", "t_ms": end_ms, "kind": "violation",
+                         "details": json.dumps({"contract": name, "status": status.value, "detail": detail})})
+    if result.status is Status.ERROR and not result.contracts:
+        rows.append({**base, "record": "event", "t_ms": end_ms, "kind": "violation",
+                     "details": json.dumps({"contract": "run", "status": "error", "detail": result.message})})
+    return rows

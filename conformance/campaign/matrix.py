@@ -1,0 +1,114 @@
+"""The campaign matrix: a YAML file expanded into one row per run.
+
+    name: small
+    clients: [ours]               # ours = broker-emu (async) in virtual time; or adapter names
+    seeds: [1, 2, 3]              # or {count: 10, start: 0}
+    repetitions: 1
+    runs:                         # groups; each is scenarios x grid x clients x seeds x repetitions
+      - scenarios: [kip19.produce-black-hole, KIP-91]   # ids, id prefixes or families
+        grid:
+          request.timeout.ms: [10000, 30000]
+          fault.ms: [5000, 20000]
+
+A group may override ``clients``, ``seeds`` and ``repetitions``. Without ``runs`` the top level
+itself is the one group. Parameter keys: conformance/params.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.params import apply_params
+from conformance.runner import select
+from conformance.scenarios import CATALOGUE
+
+CLIENT_ALIASES = {
+    "ours": "broker-emu (async)",
+    "ours-blocking": "broker-emu (blocking)",
+    "confluent": "confluent-kafka",
+    "librdkafka": "confluent-kafka",
+}
+TOP_KEYS = {"name", "description", "clients", "seeds", "repetitions", "runs", "scenarios", "grid"}
+GROUP_KEYS = {"scenarios", "grid", "clients", "seeds", "repetitions"}
+
+
+class MatrixError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: int
+    scenario: str
+    family: str
+    client: str
+    params: str      # canonical JSON (sorted keys): the grouping key of every aggregate
+    seed: int
+    rep: int
+
+    def as_row(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "scenario": self.scenario, "family": self.family, "client": self.client,
+                "params": self.params, "seed": self.seed, "rep": self.rep}
+
+
+def _seeds(raw: Any) -> list[int]:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return [raw]
+    if isinstance(raw, list) and all(isinstance(s, int) for s in raw):
+        return raw
+    if isinstance(raw, dict) and set(raw) <= {"count", "start"}:
+        start = int(raw.get("start", 0))
+        return list(range(start, start + int(raw["count"])))
+    raise MatrixError(f"seeds: a list of integers or {{count: N, start: S}}, got {raw!r}")
+
+
+def _grid(raw: Any) -> list[dict[str, Any]]:
+    if raw is None:
+        return [{}]
+    if not isinstance(raw, dict):
+        raise MatrixError(f"grid: a mapping of parameter -> list of values, got {raw!r}")
+    keys = sorted(raw)
+    values = [v if isinstance(v, list) else [v] for v in (raw[k] for k in keys)]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
+
+
+def client_name(alias: str) -> str:
+    return CLIENT_ALIASES.get(alias, alias)
+
+
+def expand(doc: dict[str, Any]) -> list[Run]:
+    if not isinstance(doc, dict):
+        raise MatrixError("a matrix is a YAML mapping")
+    unknown = set(doc) - TOP_KEYS
+    if unknown:
+        raise MatrixError(f"unknown top-level key(s) {sorted(unknown)}; known: {sorted(TOP_KEYS)}")
+    groups = doc.get("runs") or [{k: doc[k] for k in ("scenarios", "grid") if k in doc}]
+    runs: list[Run] = []
+    for i, group in enumerate(groups):
+        bad = set(group) - GROUP_KEYS
+        if bad:
+            raise MatrixError(f"runs[{i}]: unknown key(s) {sorted(bad)}; known: {sorted(GROUP_KEYS)}")
+        try:
+            scenarios = select(CATALOGUE, group.get("scenarios"))
+        except SystemExit as exc:
+            raise MatrixError(f"runs[{i}]: {exc}") from None
+        clients = [client_name(c) for c in group.get("clients", doc.get("clients", ["ours"]))]
+        seeds = _seeds(group.get("seeds", doc.get("seeds", [0])))
+        reps = int(group.get("repetitions", doc.get("repetitions", 1)))
+        for scenario, params, client, seed, rep in itertools.product(
+                scenarios, _grid(group.get("grid")), clients, seeds, range(reps)):
+            apply_params(scenario, params, seed)   # reject unknown parameters before any run
+            runs.append(Run(len(runs), scenario.id, scenario.family, client,
+                            json.dumps(params, sort_keys=True), seed, rep))
+    return runs
+
+
+def load(path: str) -> tuple[dict[str, Any], list[Run]]:
+    import yaml
+
+    with open(path) as f:
+        doc = yaml.safe_load(f)
+    return doc, expand(doc)

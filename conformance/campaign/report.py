@@ -1,0 +1,180 @@
+"""DIR/summary.json and DIR/report.html (inline SVG drawn here: no plotting dependency)."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import defaultdict
+from typing import Any
+
+CELL = 46
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _colour(rate: float | None) -> str:
+    if rate is None:
+        return "#ddd"
+    # red (0) -> amber -> green (1)
+    r = int(220 - 170 * rate)
+    g = int(60 + 150 * rate)
+    return f"rgb({r},{g},70)"
+
+
+def _params(key: str) -> dict[str, Any]:
+    return json.loads(key) if key else {}
+
+
+def heat_maps(per_key: list[dict[str, Any]]) -> str:
+    """Per scenario x client: pass rate over the two parameters with most values (others
+    averaged, by run counts)."""
+    out = []
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in per_key:
+        groups[(row["scenario"], row["client"])].append(row)
+    for (scenario, client), rows in groups.items():
+        values: dict[str, set] = defaultdict(set)
+        for row in rows:
+            for k, v in _params(row["params"]).items():
+                values[k].add(json.dumps(v))
+        axes = sorted((k for k in values if len(values[k]) > 1), key=lambda k: -len(values[k]))[:2]
+        if not axes:
+            continue
+        xk = axes[0]
+        yk = axes[1] if len(axes) > 1 else None
+        xs = sorted(values[xk], key=lambda v: (isinstance(json.loads(v), str), json.loads(v)))
+        ys = sorted(values[yk], key=lambda v: (isinstance(json.loads(v), str), json.loads(v))) if yk else ["-"]
+        cells: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+        for row in rows:
+            p = _params(row["params"])
+            judged = row["passed"] + row["failed"] + row["errors"]
+            c = cells[(json.dumps(p.get(xk)), json.dumps(p.get(yk)) if yk else "-")]
+            c[0] += row["passed"]
+            c[1] += judged
+        left, top = 120, 40
+        w, h = left + CELL * len(xs) + 20, top + CELL * len(ys) + 40
+        svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-size="11">',
+               f'<text x="4" y="14" font-weight="bold">{_esc(scenario)} · {_esc(client)}</text>',
+               f'<text x="{left}" y="30">{_esc(xk)} →</text>']
+        if yk:
+            svg.append(f'<text x="4" y="{top + 12}">{_esc(yk)} ↓</text>')
+        for j, y in enumerate(ys):
+            svg.append(f'<text x="4" y="{top + CELL * j + CELL // 2 + 16}">{_esc(y)}</text>')
+            for i, x in enumerate(xs):
+                passed, judged = cells.get((x, y), (0.0, 0.0))
+                rate = passed / judged if judged else None
+                label = "n/a" if rate is None else f"{rate:.0%}"
+                svg.append(f'<rect x="{left + CELL * i}" y="{top + CELL * j + 4}" width="{CELL - 2}" height="{CELL - 2}" '
+                           f'fill="{_colour(rate)}"><title>{_esc(xk)}={_esc(x)} {_esc(yk or "")}={_esc(y)}: '
+                           f'{int(passed)}/{int(judged)} pass</title></rect>')
+                svg.append(f'<text x="{left + CELL * i + 8}" y="{top + CELL * j + CELL // 2 + 8}">{label}</text>')
+        for i, x in enumerate(xs):
+            svg.append(f'<text x="{left + CELL * i + 2}" y="{top + CELL * len(ys) + 20}">{_esc(x)}</text>')
+        svg.append("</svg>")
+        out.append("".join(svg))
+    return "\n".join(out) or "<p>No parameter varies: no heat map.</p>"
+
+
+def overshoot_plot(per_key: list[dict[str, Any]]) -> str:
+    rows = [r for r in per_key if r.get("overshoot_n")]
+    if not rows:
+        return "<p>No run ended at an API deadline: no overshoot to plot.</p>"
+    hi = max(max(r["overshoot_max"], 1.0) for r in rows)
+    lo = min(min(r["overshoot_pct"][0], 0.0) for r in rows)
+    left, width, row_h = 430, 420, 18
+    x = lambda v: left + (v - lo) / (hi - lo or 1) * width
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 60}" height="{row_h * len(rows) + 40}" font-size="10">',
+           f'<line x1="{x(0)}" y1="0" x2="{x(0)}" y2="{row_h * len(rows) + 10}" stroke="#888" stroke-dasharray="3"/>',
+           (f'<text x="{left}" y="{row_h * len(rows) + 30}">overshoot ms: {lo:.0f} … {hi:.0f} '
+           '(bar p50→p99, tick p95, dot max; dashed: the deadline)</text>')]
+    for i, r in enumerate(rows):
+        y = 10 + row_h * i
+        p50, p95, p99 = r["overshoot_pct"]
+        label = f'{r["scenario"]} · {r["client"]} · {r["params"]}'
+        svg.append(f'<text x="2" y="{y + 4}">{_esc(label[:80])}</text>')
+        svg.append(f'<rect x="{x(p50)}" y="{y - 5}" width="{max(1.5, x(p99) - x(p50))}" height="10" fill="#4a7ab5">'
+                   f'<title>p50 {p50:.1f} p95 {p95:.1f} p99 {p99:.1f} max {r["overshoot_max"]:.1f} ms '
+                   f'({r["overshoot_n"]} runs)</title></rect>')
+        svg.append(f'<line x1="{x(p95)}" y1="{y - 7}" x2="{x(p95)}" y2="{y + 7}" stroke="#000"/>')
+        svg.append(f'<circle cx="{x(r["overshoot_max"])}" cy="{y}" r="3" fill="#c33"/>')
+    svg.append("</svg>")
+    return "".join(svg)
+
+
+def first_timeout_plot(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "<p>No produce was parked in the purgatory: nothing to plot.</p>"
+    by_ratio: dict[float, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in rows:
+        by_ratio[r["ratio"]][r["side"]] += r["runs"]
+    ratios = sorted(by_ratio)
+    bar, gap, height = 40, 20, 160
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{60 + (bar + gap) * len(ratios) + 160}" height="{height + 60}" font-size="11">']
+    for i, ratio in enumerate(ratios):
+        sides = by_ratio[ratio]
+        total = sum(sides.values())
+        x0, y = 50 + (bar + gap) * i, 10 + height
+        for side, colour in (("client", "#4a7ab5"), ("broker", "#e0a030")):
+            h = height * sides.get(side, 0) / total
+            y -= h
+            svg.append(f'<rect x="{x0}" y="{y}" width="{bar}" height="{h}" fill="{colour}">'
+                       f'<title>ratio {ratio}: {side} first in {sides.get(side, 0)}/{total} runs</title></rect>')
+        svg.append(f'<text x="{x0}" y="{height + 28}">{ratio:g}</text>')
+    lx = 60 + (bar + gap) * len(ratios)
+    svg.append(f'<rect x="{lx}" y="20" width="10" height="10" fill="#4a7ab5"/><text x="{lx + 14}" y="29">client disconnect first</text>')
+    svg.append(f'<rect x="{lx}" y="40" width="10" height="10" fill="#e0a030"/><text x="{lx + 14}" y="49">broker REQUEST_TIMED_OUT first</text>')
+    svg.append(f'<text x="50" y="{height + 48}">timeout_ms / request.timeout.ms</text></svg>')
+    return "".join(svg)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_esc(_fmt(r.get(c)))}</td>" for c in columns) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    if isinstance(v, list):
+        return " / ".join(_fmt(x) for x in v)
+    return "" if v is None else str(v)
+
+
+def to_html(summary: dict[str, Any]) -> str:
+    t = summary["totals"]
+    meta = summary.get("campaign", {})
+    parts = [
+        "<!doctype html><meta charset='utf-8'><title>broker-emu campaign</title>",
+        ("<style>body{font-family:sans-serif;margin:20px} table{border-collapse:collapse;font-size:12px}"
+        "td,th{border:1px solid #ccc;padding:2px 6px} svg{margin:6px 12px 6px 0}</style>"),
+        f"<h1>Campaign {_esc(meta.get('name', ''))}</h1>",
+        (f"<p>{t['runs']} runs: {t['passed']} pass, {t['failed']} fail, {t['errors']} error, {t['na']} n/a; "
+        f"{t['events']} trace events; simulated {t['simulated_s'] or 0:.0f} s. "
+        f"Wall: {meta.get('wall_s', 0):.1f} s ({meta.get('runs_per_minute', 0):.0f} runs/min) on {_esc(meta.get('master', ''))}.</p>"),
+        "<h2>Pass rate over the parameter grid</h2>", heat_maps(summary["per_key"]),
+        "<h2>Overshoot of API return time over its deadline</h2>", overshoot_plot(summary["per_key"]),
+        "<h2>Which side timed out first</h2>", first_timeout_plot(summary["first_timeout"]),
+        "<h2>Per scenario × client × parameters</h2>",
+        _table(summary["per_key"], ["scenario", "client", "params", "runs", "pass_rate", "overshoot_pct", "overshoot_max",
+                                    "disconnect_error_pct", "disconnect_error_absmax", "lost", "duplicated"]),
+        "<h2>Attempts (requests of the scenario's API per run)</h2>",
+        _table(summary["attempts"], ["scenario", "client", "params", "attempts", "runs"]),
+        "<h2>Violations</h2>", _table(summary["violations"], ["scenario", "client", "contract", "runs"]),
+        "<h2>Worst runs</h2>",
+        _table(summary["worst_runs"], ["run_id", "scenario", "client", "params", "seed", "status", "overshoot_ms",
+                                       "disconnect_error_ms", "message", "replay"]),
+    ]
+    return "\n".join(parts)
+
+
+def write(out_dir: str, summary: dict[str, Any]) -> tuple[str, str]:
+    import pathlib
+
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    (out / "report.html").write_text(to_html(summary))
+    return str(out / "summary.json"), str(out / "report.html")
