@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.params import apply_params
+from conformance.params import ParamError, apply_params
 from conformance.runner import select
 from conformance.scenarios import CATALOGUE
 
@@ -100,7 +100,10 @@ def expand(doc: dict[str, Any]) -> list[Run]:
         reps = int(group.get("repetitions", doc.get("repetitions", 1)))
         for scenario, params, client, seed, rep in itertools.product(
                 scenarios, _grid(group.get("grid")), clients, seeds, range(reps)):
-            apply_params(scenario, params, seed)   # reject unknown parameters before any run
+            try:
+                apply_params(scenario, params, seed)   # reject unknown parameters before any run
+            except ParamError as exc:
+                raise MatrixError(f"runs[{i}]: {exc}") from None
             runs.append(Run(len(runs), scenario.id, scenario.family, client,
                             json.dumps(params, sort_keys=True), seed, rep))
     return runs
