@@ -127,7 +127,7 @@ class Connection:
                             return
                         continue
                     self._queued_bytes += len(frame)
-                    send.send_nowait(frame)
+                    send.send_nowait((frame, self.cluster.now_ms()))
                 while self._queued_bytes > READ_AHEAD_BYTES:
                     self._drained = trio.Event()
                     await self._drained.wait()
@@ -144,10 +144,10 @@ class Connection:
             self._current.cancel()
 
     async def _processor(self, recv: trio.MemoryReceiveChannel) -> None:
-        async for frame in recv:
+        async for frame, arrived_ms in recv:
             self._queued_bytes -= len(frame)
             self._drained.set()
-            if not await self._run_one(frame) and not self.peer_closed:
+            if not await self._run_one(frame, arrived_ms) and not self.peer_closed:
                 return
 
     def _answers_at_once(self, frame: bytes) -> bool:
@@ -159,7 +159,7 @@ class Connection:
         return (len(frame) >= 2 and int.from_bytes(frame[:2], "big") in ANSWERS_AT_ONCE
                 and not self.cluster.faults.rules and not self.peer_closed)
 
-    async def _run_one(self, frame: bytes) -> bool:
+    async def _run_one(self, frame: bytes, arrived_ms: float | None = None) -> bool:
         """Handle one request, containing handler bugs to this connection; False: close it."""
         keep = True
         self._busy = True
@@ -168,7 +168,7 @@ class Connection:
                 if self.peer_closed:
                     self._current.cancel()  # run up to the first wait only
                 try:
-                    keep = await self._process(frame)
+                    keep = await self._process(frame, arrived_ms)
                 except Exception as exc:  # a handler bug closes this connection, never the cluster
                     import traceback
                     traceback.print_exc()
@@ -180,7 +180,7 @@ class Connection:
         return keep
 
     # -- one request --------------------------------------------------------------------------
-    async def _process(self, frame: bytes) -> bool:
+    async def _process(self, frame: bytes, arrived_ms: float | None = None) -> bool:
         """Handle one request; False means the connection must close."""
         try:
             header = decode_request_header(frame)
@@ -203,7 +203,7 @@ class Connection:
         except ProtocolError as exc:
             self.abort(f"malformed request: {exc}")
             return False
-        return await self._handle(ctx, body)
+        return await self._handle(ctx, body, arrived_ms)
 
     async def _api_versions_fallback(self, header) -> bool:
         """A too-new ApiVersions gets UNSUPPORTED_VERSION in the v0 layout (KIP-511), listing
@@ -215,11 +215,17 @@ class Connection:
         return await self._send(encode_response(API_VERSIONS, 0, header.correlation_id, body),
                                 header.correlation_id, API_VERSIONS, header.api_version, [35])
 
-    async def _handle(self, ctx: RequestContext, body) -> bool:
+    async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None) -> bool:
         cluster = self.cluster
         fields = ctx.trace_fields()
         topics = topics_of(cluster, ctx.api_key, body)
-        cluster.trace.emit("recv", **fields, details={"topics": sorted({t for t, _ in topics})} if topics else None)
+        details: dict[str, Any] = {"topics": sorted({t for t, _ in topics})} if topics else {}
+        if arrived_ms is not None and arrived_ms < cluster.now_ms():
+            # it waited behind earlier requests (answers go in order; a throttle mutes the
+            # connection): when it reached the broker is what the client did, ``t_ms`` is when
+            # the broker got to it
+            details["arrived_ms"] = arrived_ms
+        cluster.trace.emit("recv", **fields, details=details or None)
         facts = RequestFacts(self.broker.id, ctx.api_key, ctx.api_version, ctx.client_id, self.id, frozenset(topics))
         decision = cluster.faults.decide(facts, cluster.now_ms())
         for rule in decision.applied:

@@ -85,6 +85,7 @@ class BrokerConnection:
         self.core = ConnectionCore(client_id)
         self.versions: dict[int, tuple[int, int]] = {}   # ApiVersions answer: key -> (min, max)
         self.closed = False
+        self.throttled_until = 0.0   # trio time: KIP-219, no request goes out before it
         self.close_reason = ""
         self._on_closed = on_closed
         self._scope = trio.CancelScope()
@@ -185,6 +186,13 @@ class BrokerConnection:
         if self.closed:
             raise ConnectionClosedError(ApiKey(api_key).api_name, -1, self.node, self.address,
                                         f"the connection was already closed ({self.close_reason})")
+        if trio.current_time() < self.throttled_until:
+            # the broker asked us to hold back (throttle_time_ms); it mutes the connection too,
+            # but a client that sends anyway only queues work on a muted broker (KIP-219)
+            await trio.sleep_until(self.throttled_until)
+            if self.closed:
+                raise ConnectionClosedError(ApiKey(api_key).api_name, -1, self.node, self.address,
+                                            f"the connection closed while throttled ({self.close_reason})")
         req = self.core.send(api_key, version, body, trio.current_time(), timeout, setting=setting,
                              expects_response=expects_response)
         req.waiter = waiter = _Waiter()
@@ -203,6 +211,9 @@ class BrokerConnection:
             raise
         if waiter.error is not None:
             raise waiter.error
+        throttle_ms = waiter.body.get("throttle_time_ms", 0) if hasattr(waiter.body, "get") else 0
+        if throttle_ms and throttle_ms > 0:
+            self.throttled_until = max(self.throttled_until, trio.current_time() + throttle_ms / 1000)
         return waiter.body
 
     async def _flush(self) -> None:

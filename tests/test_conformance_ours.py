@@ -49,3 +49,15 @@ def test_contracts_fail_on_broken_clients(scenario, adapter, contract):
     statuses = {name: status for name, status, _ in result.contracts}
     assert statuses[contract] is Status.FAIL, result.contracts
     assert result.status is Status.FAIL
+
+
+def test_the_throttle_contract_fails_on_a_client_that_ignores_throttle_time(monkeypatch):
+    """The broker mutes a throttled connection itself (KIP-219), so the contract must judge when
+    the next request *arrived*, not when the muted broker read it — else it could not fail."""
+    from client.transport import BrokerConnection
+
+    monkeypatch.setattr(BrokerConnection, "throttled_until", property(lambda self: 0.0, lambda self, value: None),
+                        raising=False)
+    result = run_plan(Plan([BY_ID["server.throttle-honoured"]], [OurAdapter()]))[0]
+    statuses = {name: status for name, status, _ in result.contracts}
+    assert statuses["Produce throttle honoured"] is Status.FAIL, result.contracts
