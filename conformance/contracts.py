@@ -266,3 +266,91 @@ def honours_throttle(api: str, throttle_ms: float) -> Contract:
         return Verdict(True, figure)
 
     return Contract(f"{api} throttle honoured", check, side="server")
+
+
+def held_without_disconnect(api: str, longer_than: float | str) -> Contract:
+    """The broker held ``api`` (the answer went out more than ``longer_than`` ms after the
+    request arrived: e.g. JoinGroup waiting for the other members) and the client did not
+    take the wait for a dead broker: no client-side close of that connection before the answer."""
+
+    def check(ev: Evidence) -> Verdict:
+        answers = {(e.conn, e.correlation_id): e for e in ev.events("send", api)}
+        pairs = [(r, answers.get((r.conn, r.correlation_id))) for r in ev.events("recv", api)]
+        if not pairs:
+            return Verdict(False, message=f"the broker never received {api}")
+        want = expected_ms(ev, longer_than)
+        held = [(r, a) for r, a in pairs if a is not None and a.t_ms - r.t_ms > want]
+        if not held:
+            longest = max((a.t_ms - r.t_ms for r, a in pairs if a is not None), default=0.0)
+            return Verdict(False, f"longest {api} wait {_fmt_s(longest)}",
+                           f"no {api} was held longer than {want:.0f} ms (the scenario did not exercise a held request)")
+        r, a = held[0]
+        early_close = _first(ev.events("conn_close"), lambda e: e.conn == r.conn and e.broker == r.broker
+                             and r.t_ms <= e.t_ms < a.t_ms and e.details.get("closed_by") == "client")
+        figure = f"{api} held {_fmt_s(a.t_ms - r.t_ms)}"
+        if early_close is not None:
+            return Verdict(False, figure, f"the client closed conn {r.conn} {early_close.t_ms - r.t_ms:.0f} ms into the wait")
+        return Verdict(True, figure)
+
+    return Contract(f"{api} held without a client disconnect", check, side="server")
+
+
+def nothing_outlives_the_call(api: str, operation: str, *, min_attempts: int = 2) -> Contract:
+    """Retries shrink to the time left (KIP-266 with the min rule): every ``api`` request the
+    client gave up on was abandoned (its connection closed by the client) no later than the
+    call itself returned, and there were at least ``min_attempts`` attempts."""
+
+    def check(ev: Evidence) -> Verdict:
+        o = _outcome(ev, operation)
+        recvs = ev.events("recv", api)
+        if o is None or not recvs:
+            return Verdict(False, message=f"no {operation} outcome or no {api} request")
+        step = next((st for st in ev.steps if st.kind == operation and st.timeout_s is not None), None)
+        # the first attempt goes out as the call starts; the deadline is the call's, not its return
+        call_end = recvs[0].t_ms + (step.timeout_s * 1000 if step is not None else o.elapsed_s * 1000)
+        closes = [e for e in ev.events("conn_close") if e.details.get("closed_by") == "client"
+                  and any(e.conn == r.conn and e.broker == r.broker for r in recvs)]
+        last = max((e.t_ms for e in closes), default=None)
+        figure = f"{len(recvs)} attempt(s), last abandoned at {_fmt_s((last or 0) - recvs[0].t_ms)}"
+        if len(recvs) < min_attempts:
+            return Verdict(False, figure, f"expected at least {min_attempts} {api} attempts, the broker saw {len(recvs)}")
+        tol = max(5.0, ev.slack_ms)
+        if last is None or last > call_end + tol:
+            return Verdict(False, figure, f"a {api} attempt was still in flight {((last or 0) - call_end):.0f} ms after "
+                                          f"{operation}'s deadline (its request timeout was not min(time left, request.timeout.ms))")
+        return Verdict(True, figure)
+
+    return Contract(f"no {api} attempt outlives {operation}", check, side="server")
+
+
+def error_names(operation: str, *words: str) -> Contract:
+    """The failure explains itself: its message names each of ``words`` (the settings involved)."""
+
+    def check(ev: Evidence) -> Verdict:
+        o = _outcome(ev, operation)
+        if o is None or o.ok:
+            return Verdict(False, message=f"{operation} did not fail")
+        missing = [w for w in words if w not in (o.error_message or "")]
+        figure = f"names {', '.join(w for w in words if w not in missing)}"
+        if missing:
+            return Verdict(False, figure, f"the message does not name {', '.join(missing)}: {o.error_message!r}")
+        return Verdict(True, figure)
+
+    return Contract(f"{operation} error names the settings", check)
+
+
+def attempted_once(first_apis: tuple[str, ...], api: str) -> Contract:
+    """Attempt-then-check with no time left: the call still went to the network (at least one
+    of ``first_apis`` — e.g. FindCoordinator, then OffsetFetch — reached the broker), and did
+    not repeat ``api``. (Java, too, sends FindCoordinator when the coordinator is unknown.)"""
+
+    def check(ev: Evidence) -> Verdict:
+        counts = {a: len(ev.events("recv", a)) for a in first_apis}
+        figure = ", ".join(f"{n} {a}" for a, n in counts.items())
+        if sum(counts.values()) == 0:
+            return Verdict(False, figure, f"nothing reached the broker: the call gave up before attempting ({' or '.join(first_apis)})")
+        if counts.get(api, 0) > 1:
+            return Verdict(False, figure, f"{api} was sent {counts[api]} times with no time left")
+        return Verdict(True, figure)
+
+    return Contract("attempted once with timeout 0", check, side="server")

@@ -255,3 +255,131 @@ CATALOGUE += (
 )
 
 BY_ID = {s.id: s for s in CATALOGUE}
+
+
+def _consumer_deadline(id_: str, title: str, operation: str, api: str, timeout_s: float | None, args: dict | None = None,
+                       teaching: str = "") -> Scenario:
+    expected = "timeout" if timeout_s is not None else "default.api.timeout.ms"
+    return Scenario(
+        id=id_, family="KIP-266", title=title,
+        teaching=teaching or (f"The broker never answers {api}. {operation}() must not hang: it gives up at its "
+                              f"deadline ({'the timeout it was given' if timeout_s is not None else 'default.api.timeout.ms'}) "
+                              "with a timeout that says what it was waiting for."),
+        references=("KIP-266", "consumer timeout design"),
+        steps=(Operation(operation, {"group": "cg", "topic": "t", "partition": 0, **(args or {})}, timeout_s=timeout_s),),
+        faults=({"match": {"api": api}, "action": "black_hole"},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "default.api.timeout.ms": API_TIMEOUT},
+        contracts=(C.outcome_is(operation, error="TimeoutException"),
+                   C.returns_within(operation, expected, early_ms=20, late_fraction=0.25)),
+    )
+
+
+CATALOGUE += (
+    _consumer_deadline("kip266.position-leader-black-hole", "position(timeout=5 s) against a black-holed leader fails at its deadline",
+                       "position", "ListOffsets", 5.0),
+    _consumer_deadline("kip266.end-offsets-default-api-timeout", "end_offsets() without a timeout gives up at default.api.timeout.ms",
+                       "end_offsets", "ListOffsets", None),
+    _consumer_deadline("kip266.offsets-for-times-black-hole", "offsets_for_times(timeout=5 s) against a black-holed leader",
+                       "offsets_for_times", "ListOffsets", 5.0, {"timestamp_ms": 0}),
+    _consumer_deadline("kip266.commit-sync-coordinator-black-hole",
+                       "commit_sync(timeout=5 s) against a black-holed coordinator fails at its deadline",
+                       "commit_sync", "OffsetCommit", 5.0, {"offset": 1}),
+    _consumer_deadline("kip266.list-topics-black-hole", "list_topics(timeout=5 s) when no broker answers Metadata",
+                       "list_topics", "Metadata", 5.0),
+    Scenario(
+        id="kip266.poll-zero",
+        family="KIP-266",
+        title="poll(0) returns at once",
+        teaching="poll(0) checks what is buffered and returns: it must not wait for the network at all.",
+        references=("KIP-266",),
+        steps=(Operation("poll", {"topic": "t", "partition": 0, "offset": "earliest"}, timeout_s=0.0),),
+        needs_faults=False,
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "fetch.max.wait.ms": 500},
+        contracts=(C.outcome_is("poll", ok=True), C.returns_within("poll", 0, late_ms=1_500)),
+    ),
+    Scenario(
+        id="kip266.timeout-zero-attempts-once",
+        family="KIP-266",
+        title="committed(timeout=0) still goes to the network once (attempt-then-check)",
+        teaching=("A deadline is checked only after an attempt fails: even with no time left, the call sends its "
+                  "request once, and succeeds if the answer is already at hand. The broker's trace shows one request."),
+        references=("KIP-266", "consumer timeout design"),
+        steps=(Operation("committed", {"group": "cg", "topic": "t", "partition": 0}, timeout_s=0.0),),
+        needs_faults=False,
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "default.api.timeout.ms": API_TIMEOUT},
+        contracts=(C.attempted_once(("FindCoordinator", "OffsetFetch"), "OffsetFetch"),),
+    ),
+    Scenario(
+        id="kip266.retries-shrink-to-time-left",
+        family="KIP-266",
+        title="committed(timeout=5 s) with request.timeout.ms=3 s: the retry gets only the 2 s left",
+        teaching=("The first attempt waits request.timeout.ms (3 s) and is abandoned; the retry may wait only what "
+                  "is left of the call (2 s), so when the call gives up nothing of it is still in flight (the seed "
+                  "design's min rule; Java's consumer keeps request.timeout.ms per request)."),
+        references=("KIP-266", "consumer timeout design"),
+        steps=(Operation("committed", {"group": "cg", "topic": "t", "partition": 0}, timeout_s=5.0),),
+        faults=({"match": {"api": "OffsetFetch"}, "action": "black_hole"},),
+        client_config={"request.timeout.ms": 3_000, "default.api.timeout.ms": API_TIMEOUT, "fetch.max.wait.ms": 500},
+        contracts=(C.outcome_is("committed", error="TimeoutException"),
+                   C.returns_within("committed", "timeout", early_ms=20, late_fraction=0.25),
+                   C.nothing_outlives_the_call("OffsetFetch", "committed")),
+    ),
+    Scenario(
+        id="kip266.close-timeout",
+        family="KIP-266",
+        title="close(timeout=2 s) with a black-holed Fetch in flight returns by its deadline, without an error",
+        teaching=("close() lets a fetch in flight finish, but never waits past its timeout: then it forces itself "
+                  "closed. It never raises a timeout."),
+        references=("KIP-266",),
+        steps=(Operation("close", {"topic": "t", "partition": 0}, timeout_s=2.0),),
+        faults=({"match": {"api": "Fetch"}, "action": "black_hole"},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "fetch.max.wait.ms": 500},
+        contracts=(C.outcome_is("close", ok=True), C.returns_within("close", "timeout", early_ms=20, late_fraction=0.25)),
+    ),
+    Scenario(
+        id="server.joingroup-held",
+        family="Server side",
+        title="JoinGroup held for the silent member's session: waiting on the broker is not a dead broker",
+        teaching=("A first member stops heartbeating. A second member's JoinGroup is held by the coordinator until "
+                  "the first is expelled (session.timeout.ms) or rejoins. The wait is longer than request.timeout.ms, "
+                  "so a client that used request.timeout.ms for JoinGroup would disconnect and rejoin forever; the "
+                  "Java client (and ours) give JoinGroup the rebalance timeout plus 5 s."),
+        references=("SEMANTICS.md §2", "KIP-266"),
+        steps=(Operation("join_group_held", {"group": "held", "topic": "t"}, timeout_s=120.0),),
+        faults=(),
+        broker_config={"group.initial.rebalance.delay.ms": 0},
+        client_config={"request.timeout.ms": 10_000, "session.timeout.ms": 20_000, "heartbeat.interval.ms": 1_000,
+                       "max.poll.interval.ms": 60_000, "fetch.max.wait.ms": 500},
+        contracts=(C.outcome_is("join_group_held", ok=True), C.held_without_disconnect("JoinGroup", "request.timeout.ms")),
+    ),
+    Scenario(
+        id="kip91.config-validation",
+        family="KIP-91",
+        title="delivery.timeout.ms below linger.ms + request.timeout.ms is refused, naming the three",
+        teaching=("A record must be allowed at least one full attempt: delivery.timeout.ms >= linger.ms + "
+                  "request.timeout.ms. Set explicitly below that, the producer refuses to start, and says why."),
+        references=("KIP-91",),
+        steps=(Operation("configure_producer", {}),),
+        needs_faults=False,
+        client_config={"delivery.timeout.ms": 20_000, "linger.ms": 5, "request.timeout.ms": REQUEST_TIMEOUT},
+        contracts=(C.outcome_is("configure_producer", error="ConfigException"),
+                   C.error_names("configure_producer", "delivery.timeout.ms", "linger.ms", "request.timeout.ms")),
+    ),
+    Scenario(
+        id="kip19.late-response-ignored",
+        family="KIP-19",
+        title="An answer later than request.timeout.ms: the client has moved on; the late answer changes nothing",
+        teaching=("The broker answers the first Produce after 35 s, 5 s past the client's request timeout. The client "
+                  "closed that connection at 30 s and retried; the late answer has nowhere to go. With idempotence "
+                  "the retry is recognised, so the record is in the log once."),
+        references=("KIP-19", "KIP-91"),
+        steps=(PRODUCE,),
+        faults=({"match": {"api": "Produce"}, "action": {"type": "delay_response", "ms": 35_000}, "times": 1},),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all",
+                       "enable.idempotence": True},
+        contracts=(C.client_disconnects_after("Produce", "request.timeout.ms", 50, tolerance_fraction=0.15),
+                   C.outcome_is("produce", ok=True), _log_has(1)),
+    ),
+)
+
+BY_ID = {s.id: s for s in CATALOGUE}

@@ -61,3 +61,75 @@ def test_the_throttle_contract_fails_on_a_client_that_ignores_throttle_time(monk
     result = run_plan(Plan([BY_ID["server.throttle-honoured"]], [OurAdapter()]))[0]
     statuses = {name: status for name, status, _ in result.contracts}
     assert statuses["Produce throttle honoured"] is Status.FAIL, result.contracts
+
+
+def _contract_status(scenario_id, adapter=None):
+    result = run_plan(Plan([BY_ID[scenario_id]], [adapter or OurAdapter()]))[0]
+    return {name: status for name, status, _ in result.contracts}, result
+
+
+def test_the_held_joingroup_contract_fails_when_joingroup_uses_request_timeout(monkeypatch):
+    import client.network
+
+    monkeypatch.setattr(client.network.NetworkClient, "request_timeout_for",
+                        lambda self, api_key, body: (self.config["request.timeout.ms"] / 1000, "request.timeout.ms"))
+    statuses, result = _contract_status("server.joingroup-held")
+    assert statuses["JoinGroup held without a client disconnect"] is Status.FAIL, result.contracts
+
+
+def test_the_min_rule_contract_fails_when_retries_keep_the_full_request_timeout(monkeypatch):
+    import trio
+
+    from client.consumer import AsyncConsumer
+    from client.errors import KafkaError, TimeoutException
+
+    async def full_timeouts(self, call, deadline, attempt, waiting_for):   # broken: no min(time left, ...)
+        while True:
+            try:
+                return await attempt(self.request_timeout)
+            except KafkaError as exc:
+                if trio.current_time() >= deadline:
+                    raise TimeoutException(f"{call} gave up: {exc}") from None
+            await trio.sleep(0.1)
+
+    monkeypatch.setattr(AsyncConsumer, "_attempt_then_check", full_timeouts)
+    statuses, result = _contract_status("kip266.retries-shrink-to-time-left")
+    assert statuses["no OffsetFetch attempt outlives committed"] is Status.FAIL, result.contracts
+
+
+def test_the_attempt_once_contract_fails_on_a_client_that_asks_twice():
+    class AsksTwice(OurAdapter):
+        name = "broken-asks-twice"
+
+        async def _committed(self, step, env):
+            await super()._committed(step, env)
+            return await super()._committed(step, env)
+
+    statuses, result = _contract_status("kip266.timeout-zero-attempts-once", AsksTwice())
+    assert statuses["attempted once with timeout 0"] is Status.FAIL, result.contracts
+
+
+def test_the_config_message_contract_fails_on_a_terse_error(monkeypatch):
+    import client.config
+
+    def terse(config):
+        raise client.config.ConfigException("invalid configuration")
+
+    monkeypatch.setattr(client.config, "producer_config", terse)
+    statuses, result = _contract_status("kip91.config-validation")
+    assert statuses["configure_producer error names the settings"] is Status.FAIL, result.contracts
+
+
+def test_the_close_and_poll_zero_contracts_fail_on_a_client_that_overstays():
+    class Overstays(OurAdapter):
+        name = "broken-overstays"
+
+        async def run(self, steps, env):
+            from dataclasses import replace
+            return await super().run(tuple(replace(s, timeout_s=(s.timeout_s or 0) + 3.0) for s in steps), env)
+
+    for scenario, contract in (("kip266.close-timeout", "close returns at its deadline"),
+                               ("kip266.poll-zero", "poll returns at its deadline"),
+                               ("kip266.position-leader-black-hole", "position returns at its deadline")):
+        statuses, result = _contract_status(scenario, Overstays())
+        assert statuses[contract] is Status.FAIL, (scenario, result.contracts)

@@ -14,7 +14,9 @@ from conformance.model import Operation, Outcome
 class OurAdapter(Adapter):
     name = "broker-emu (async)"
     virtual_time = True
-    operations = frozenset({"produce", "poll", "committed"})
+    operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
+                            "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
+                            "configure_producer", "join_group_held"})
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
@@ -59,6 +61,96 @@ class OurAdapter(Adapter):
             except KafkaError as exc:
                 name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
                 return Outcome("committed", False, trio.current_time() - start, name, str(exc))
+
+    async def _consumer_call(self, step: Operation, env: RunEnv, call) -> Outcome:
+        """One deadline-taking consumer call on a fresh consumer (assigned to the step's
+        partition), timed from the call itself."""
+        from client.consumer import TopicPartition, open_consumer
+
+        async with open_consumer(self._consumer_config(env, step.args.get("group", "cg")), connect=self._connect(env)) as consumer:
+            tp = TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))
+            consumer.assign([tp])
+            start = trio.current_time()
+            try:
+                got = await call(consumer, tp, step.timeout_s)
+                return Outcome(step.kind, True, trio.current_time() - start, value=repr(got)[:200])
+            except KafkaError as exc:
+                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                return Outcome(step.kind, False, trio.current_time() - start, name, str(exc))
+
+    async def _position(self, step, env):
+        return await self._consumer_call(step, env, lambda c, tp, t: c.position(tp, timeout=t))
+
+    async def _end_offsets(self, step, env):
+        return await self._consumer_call(step, env, lambda c, tp, t: c.end_offsets([tp], timeout=t))
+
+    async def _beginning_offsets(self, step, env):
+        return await self._consumer_call(step, env, lambda c, tp, t: c.beginning_offsets([tp], timeout=t))
+
+    async def _offsets_for_times(self, step, env):
+        return await self._consumer_call(step, env, lambda c, tp, t: c.offsets_for_times(
+            {tp: step.args.get("timestamp_ms", 0)}, timeout=t))
+
+    async def _list_topics(self, step, env):
+        return await self._consumer_call(step, env, lambda c, tp, t: c.list_topics(timeout=t))
+
+    async def _partitions_for(self, step, env):
+        return await self._consumer_call(step, env, lambda c, tp, t: c.partitions_for(tp.topic, timeout=t))
+
+    async def _commit_sync(self, step, env):
+        return await self._consumer_call(step, env, lambda c, tp, t: c.commit_sync({tp: step.args.get("offset", 0)}, timeout=t))
+
+    async def _close(self, step: Operation, env: RunEnv) -> Outcome:
+        """close(timeout) with a fetch in flight (started by a short poll first)."""
+        from client.consumer import TopicPartition, open_consumer
+
+        async with open_consumer(self._consumer_config(env, None), connect=self._connect(env)) as consumer:
+            consumer.assign([TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))])
+            await consumer.poll(step.args.get("poll_first_s", 0.2))
+            start = trio.current_time()
+            try:
+                await consumer.aclose(step.timeout_s)
+                return Outcome("close", True, trio.current_time() - start)
+            except KafkaError as exc:
+                return Outcome("close", False, trio.current_time() - start, type(exc).__name__, str(exc))
+
+    async def _configure_producer(self, step: Operation, env: RunEnv) -> Outcome:
+        """Build a producer from the scenario's config; a refused config is the outcome."""
+        from client.config import ConfigException, producer_config
+
+        config = {k: v for k, v in env.config.items() if k in PRODUCER}
+        config.update({"bootstrap.servers": env.bootstrap})
+        try:
+            producer_config(config)
+            return Outcome("configure_producer", True, 0.0)
+        except ConfigException as exc:
+            return Outcome("configure_producer", False, 0.0, "ConfigException", str(exc))
+
+    async def _join_group_held(self, step: Operation, env: RunEnv) -> Outcome:
+        """A first member joins, then goes silent (its heartbeats are black-holed by the
+        scenario, matched by client id ``<id>-first``); the second member's JoinGroup is held
+        by the coordinator until the first is expelled. Timed: the second member's wait for
+        its assignment."""
+        from client.consumer import open_consumer
+
+        group = step.args.get("group", "held")
+        topic = step.args.get("topic", "t")
+        first_cfg = {**self._consumer_config(env, group), "client.id": f"{env.client_id}-first"}
+        async with open_consumer(first_cfg, connect=self._connect(env)) as first:
+            first.subscribe([topic])
+            while not first.assignment():
+                await first.poll(0.5)
+            env.cluster.faults.add({"match": {"api": "Heartbeat", "client_id": f"{env.client_id}-first"},
+                                    "action": "black_hole"}, env.cluster.now_ms())
+            async with open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as second:
+                second.subscribe([topic])
+                start = trio.current_time()
+                with trio.move_on_after(step.timeout_s or 600):
+                    while not second.assignment():
+                        await second.poll(0.5)
+                ok = bool(second.assignment())
+                return Outcome("join_group_held", ok, trio.current_time() - start, None if ok else "TimeoutException",
+                               None if ok else "the second member never got an assignment")
 
     async def _produce(self, step: Operation, env: RunEnv) -> Outcome:
         config = {k: v for k, v in env.config.items() if k in PRODUCER}
