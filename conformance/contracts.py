@@ -239,7 +239,7 @@ def retry_on_new_leader(api: str) -> Contract:
     return Contract(f"{api} retried on the new leader", check, side="server")
 
 
-def honours_throttle(api: str, throttle_ms: float) -> Contract:
+def honours_throttle(api: str, throttle_ms: float | str) -> Contract:
     """After a response carrying throttle_time_ms, the client waited that long before sending the
     next ``api`` request to that broker (KIP-219; the broker also mutes the connection)."""
 
@@ -258,7 +258,7 @@ def honours_throttle(api: str, throttle_ms: float) -> Contract:
         if nxt is None:
             return Verdict(False, "no second request", f"the client sent no second {api} to broker {first.broker} "
                                                        "after the throttled answer")
-        want = throttle_ms / ev.scale
+        want = expected_ms(ev, throttle_ms)
         gap = arrived(nxt) - first.t_ms
         figure = f"next {api} {gap:.0f} ms after a {want:.0f} ms throttle"
         if gap < want - max(1.0, ev.slack_ms / 5):

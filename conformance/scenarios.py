@@ -197,7 +197,7 @@ CATALOGUE += (
         steps=(Operation("produce", {"topic": "t", "partition": 0, "value": b"a", "count": 2}),),
         faults=({"match": {"api": "Produce"}, "action": {"type": "throttle", "ms": 6_000}, "times": 1},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "1"},
-        contracts=(C.honours_throttle("Produce", 6_000), C.outcome_is("produce", ok=True)),
+        contracts=(C.honours_throttle("Produce", "fault.ms"), C.outcome_is("produce", ok=True)),
     ),
 )
 

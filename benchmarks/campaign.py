@@ -1,0 +1,71 @@
+"""Campaign benchmark (not a test): the same runs of a matrix three ways in one process
+invocation, and the Spark overhead relative to plain Python.
+
+  loop      one process, execute() run after run, rows kept in memory (the floor)
+  pool      a process pool of --parallelism workers, same function (equal parallelism to Spark)
+  spark     `broker-emu campaign`'s job on local[--parallelism]: DataFrame of runs, mapInArrow,
+            Parquet written once (session start-up reported separately, not included)
+
+Prints runs/minute for each and the ratios spark/loop and spark/pool of wall time.
+
+Run: .venv/bin/python -m benchmarks.campaign [--matrix examples/campaign-large.yaml] [--parallelism 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import tempfile
+import time
+
+from conformance.campaign.execute import execute
+from conformance.campaign.matrix import load
+
+
+def _rows_of(run: dict) -> int:
+    return len(execute(run))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--matrix", default="examples/campaign-large.yaml")
+    ap.add_argument("--parallelism", type=int, default=2)
+    args = ap.parse_args()
+    _, runs = load(args.matrix)
+    rows = [r.as_row() for r in runs]
+    print(f"{args.matrix}: {len(rows)} runs, {os.cpu_count()} cores, parallelism {args.parallelism}")
+
+    start = time.perf_counter()
+    events = sum(_rows_of(r) for r in rows)
+    loop = time.perf_counter() - start
+    print(f"loop : {loop:7.2f} s  {len(rows) / loop * 60:8.0f} runs/min  ({events} rows)")
+
+    start = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(args.parallelism) as pool:
+        pooled = sum(pool.map(_rows_of, rows, chunksize=8))
+    pool_s = time.perf_counter() - start
+    print(f"pool : {pool_s:7.2f} s  {len(rows) / pool_s * 60:8.0f} runs/min  ({pooled} rows)")
+
+    from conformance.campaign.job import run_campaign
+    from conformance.campaign.spark_session import get_session
+
+    start = time.perf_counter()
+    spark = get_session(f"local[{args.parallelism}]", "broker-emu campaign benchmark", args.parallelism)
+    spark.range(1).count()
+    startup = time.perf_counter() - start
+    try:
+        with tempfile.TemporaryDirectory() as out:
+            start = time.perf_counter()
+            path = run_campaign(spark, rows, out, parallelism=args.parallelism, progress=False)
+            spark_s = time.perf_counter() - start
+            written = spark.read.parquet(path).count()
+    finally:
+        spark.stop()
+    print(f"spark: {spark_s:7.2f} s  {len(rows) / spark_s * 60:8.0f} runs/min  ({written} rows in Parquet; "
+          f"session start-up {startup:.1f} s not included)")
+    print(f"overhead: spark/loop {spark_s / loop:.2f}x, spark/pool {spark_s / pool_s:.2f}x of wall time")
+
+
+if __name__ == "__main__":
+    main()
