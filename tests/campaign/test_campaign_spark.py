@@ -3,6 +3,8 @@ fixed trace, and a small campaign end to end (Spark's verdicts equal a plain loo
 
 import json
 import pathlib
+import re
+from xml.etree import ElementTree
 
 import pytest
 
@@ -103,4 +105,6 @@ def test_a_small_campaign_on_spark_matches_a_plain_loop(spark, tmp_path):
     json_path, html_path = report.write(str(tmp_path), summary)
     page = pathlib.Path(html_path).read_text()
     assert page.count("<svg") >= 2 and "request.timeout.ms" in page and "replay" in page
+    for svg in re.findall(r"<svg.*?</svg>", page, re.DOTALL):
+        ElementTree.fromstring(svg)          # each plot is well-formed SVG
     assert json.loads(pathlib.Path(json_path).read_text())["totals"]["runs"] == 9
