@@ -30,7 +30,10 @@ ROW_FIELDS: tuple[tuple[str, str], ...] = (
     ("t_ms", "double"), ("kind", "string"), ("broker", "int"), ("conn", "int"), ("correlation_id", "int"),
     ("ev_api", "string"), ("details", "string"),
 )
-OP_API = {"produce": "Produce", "poll": "Fetch", "committed": "OffsetFetch"}
+OP_API = {"produce": "Produce", "poll": "Fetch", "committed": "OffsetFetch", "commit_sync": "OffsetCommit",
+          "position": "ListOffsets", "end_offsets": "ListOffsets", "beginning_offsets": "ListOffsets",
+          "offsets_for_times": "ListOffsets", "list_topics": "Metadata", "partitions_for": "Metadata",
+          "join_group_held": "JoinGroup"}
 
 _ADAPTERS: dict[str, Any] = {}
 
