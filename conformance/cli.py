@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import html
 import sys
 import time
 
@@ -36,6 +37,11 @@ def add_explain(sub) -> None:
     e.add_argument("scenario", nargs="?", help="scenario id (see --list)")
     e.add_argument("--list", action="store_true", help="list scenario ids")
     e.add_argument("--out", metavar="FILE.svg|FILE.html", help="also write the timeline as SVG (or HTML)")
+    e.add_argument("--client", help="run with this client instead of our async face (real time, scaled; "
+                                    "drawn on Kafka's full time axis)")
+    e.add_argument("--compare", metavar="CLIENT|SCENARIO|KEY=VALUE,...",
+                   help="draw a second run below the first on the same time axis: another client, another "
+                        "scenario, or the same scenario with parameter overrides (e.g. request.timeout.ms=40000)")
     e.set_defaults(func=run_explain)
 
 
@@ -51,20 +57,63 @@ def run_explain(args: argparse.Namespace) -> int:
     if scenario is None:
         print(f"error: no scenario {args.scenario!r}; see broker-emu explain --list", file=sys.stderr)
         return 2
-    result, spans, marks = explain(scenario)
-    title = f"{scenario.id}: {scenario.title}"
-    print(render_text(title, spans, marks))
-    print(f"\n{scenario.teaching}\n\nverdict for our client: {result.status.value.upper()}")
+    try:
+        result, spans, marks = explain(scenario, args.client)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    title = f"{scenario.id} ({args.client or 'broker-emu (async)'}): {scenario.title}"
+    panels = [(title, spans, marks)]
+    if args.compare:
+        other = _compare_panel(scenario, args.compare)
+        if other is None:
+            return 2
+        panels.append(other)
+    if len(panels) == 1:
+        print(render_text(title, spans, marks))
+    else:
+        from conformance.explain import render_compare_text
+        print(render_compare_text(panels))
+    print(f"\n{scenario.teaching}\n\nverdict for {args.client or 'our client'}: {result.status.value.upper()}")
     for name, status, detail in result.contracts:
         print(f"  {status.value:<5} {name}: {detail}")
     if args.out:
-        svg = render_svg(title, spans, marks)
+        from conformance.explain import render_compare_svg
+        svg = render_svg(title, spans, marks) if len(panels) == 1 else render_compare_svg(panels)
         body = svg if args.out.endswith(".svg") else (
-            f"<!doctype html><meta charset='utf-8'><title>{title}</title><body>{svg}<p>{scenario.teaching}</p></body>")
+            f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title><body>{svg}"
+            f"<p>{html.escape(scenario.teaching)}</p></body>")
         with open(args.out, "w") as f:
             f.write(body)
         print(f"wrote {args.out}")
     return 0
+
+
+def _compare_panel(scenario, spec: str):
+    """The second panel of --compare: a client name, a scenario id, or KEY=VALUE overrides."""
+    from conformance.explain import explain
+    from conformance.params import ParamError, apply_params, parse_param
+    from conformance.runner import default_adapters
+    from conformance.scenarios import BY_ID
+
+    try:
+        if spec in BY_ID:
+            other = BY_ID[spec]
+            _, sp, mk = explain(other)
+            return (f"{other.id} (broker-emu (async)): {other.title}", sp, mk)
+        if "=" in spec:
+            params = dict(parse_param(part) for part in spec.split(",") if part)
+            variant = apply_params(scenario, params)
+            _, sp, mk = explain(variant)
+            return (f"{scenario.id} with {spec} (broker-emu (async))", sp, mk)
+        if spec in {a.name for a in default_adapters()}:
+            _, sp, mk = explain(scenario, spec)
+            return (f"{scenario.id} ({spec}, real time x{30:.0f}, stretched to full scale)", sp, mk)
+    except (ParamError, KeyError, ValueError) as exc:
+        print(f"error: --compare {spec!r}: {exc}", file=sys.stderr)
+        return None
+    print(f"error: --compare {spec!r} is neither a client, a scenario id nor KEY=VALUE overrides", file=sys.stderr)
+    return None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ class Mark:
     label: str
 
 
-LANES = ("application", "client requests", "broker", "purgatory")
+LANES = ("application", "client requests", "wire", "broker", "purgatory", "who gave up first")
 
 
 def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
@@ -53,13 +53,18 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
         reply = answered.get((e.conn, e.correlation_id))
         close = closes.get(e.conn)
         if reply is not None:
-            errors = reply.details.get("errors")
+            errors = [int(x) for x in reply.details.get("errors") or []]
             spans.append(Span("client requests", e.t_ms, reply.t_ms, f"{e.api}" + (f" -> error {errors}" if errors else ""),
                               "request"))
         elif close is not None and close.details.get("closed_by") == "client":
-            spans.append(Span("client requests", e.t_ms, close.t_ms,
-                              f"{e.api} unanswered: client gave up (request.timeout.ms), closed the connection",
-                              "timeout-client"))
+            if close.t_ms - e.t_ms < 50:   # closed at once (shutting down, a bootstrap connection): no timeout
+                spans.append(Span("client requests", e.t_ms, max(close.t_ms, e.t_ms),
+                                  f"{e.api} unanswered: the client closed the connection at once (not a timeout)",
+                                  "request"))
+            else:
+                spans.append(Span("client requests", e.t_ms, close.t_ms,
+                                  f"{e.api} unanswered: client gave up (request.timeout.ms), closed the connection",
+                                  "timeout-client"))
     for e in trace:
         if e.kind == "fault_applied":
             marks.append(Mark("broker", e.t_ms, f"fault: {e.details['action']['type']} on {e.api}"))
@@ -75,9 +80,24 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
             start = entered.get((e.conn, e.correlation_id))
             if start is not None:
                 expired = e.kind == "purgatory_expire"
+                if e.api == "Fetch":   # a long poll ending at max_wait_ms is the normal case, not an error
+                    label = ("held Fetch: long poll ended at max_wait_ms (fetch.max.wait.ms), answered with what it had"
+                             if expired else "held Fetch: data arrived, answered early")
+                    spans.append(Span("purgatory", start.t_ms, e.t_ms, label, "request"))
+                    continue
                 label = (f"parked {e.api}: REQUEST_TIMED_OUT at timeout_ms={e.details.get('timeout_ms')} (server side)"
                          if expired else f"parked {e.api}: completed")
                 spans.append(Span("purgatory", start.t_ms, e.t_ms, label, "timeout-server" if expired else "ok"))
+    for e in trace:   # the wire: what crossed it, each way (ApiVersions left out, as above)
+        if e.kind == "recv" and e.api not in ("ApiVersions", None):
+            marks.append(Mark("wire", e.t_ms, f"-> {e.api} (conn {e.conn})"))
+        elif e.kind == "send" and e.api not in ("ApiVersions", None):
+            marks.append(Mark("wire", e.t_ms, f"<- {e.api} (conn {e.conn})"))
+    first = min((sp for sp in spans if sp.kind in ("timeout-client", "timeout-server")), key=lambda sp: sp.end, default=None)
+    if first is not None:
+        side = ("the client (request.timeout.ms): it closed the connection" if first.kind == "timeout-client"
+                else "the broker (its purgatory, timeout_ms): it answered REQUEST_TIMED_OUT")
+        marks.append(Mark("who gave up first", first.end, f"first to give up: {side}"))
     marks.sort(key=lambda m: (m.t, m.lane, m.label))  # events at one instant: a stable order
     # trio runs ready tasks in a deliberately varying order, so two requests sent at one virtual
     # instant may reach the trace either way round: order by time, then by name
@@ -85,12 +105,18 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
     return spans, marks
 
 
-def render_text(title: str, spans: list[Span], marks: list[Mark], width: int = 60) -> str:
-    end = max([s.end for s in spans] + [m.t for m in marks] + [1.0])
+def _end(spans: list[Span], marks: list[Mark]) -> float:
+    return max([s.end for s in spans] + [m.t for m in marks] + [1.0])
+
+
+def render_text(title: str, spans: list[Span], marks: list[Mark], width: int = 60, end: float | None = None) -> str:
+    end = end or _end(spans, marks)
     scale = width / end
     lines = [title, f"time axis: 0 .. {end / 1000:.2f} s ({end / width / 1000:.2f} s per column)", ""]
     fill = {"timeout-client": "!", "timeout-server": "#", "error": "x"}
     for lane in LANES:
+        if lane == "wire":
+            continue   # one line per frame is too much for a terminal; the SVG/HTML has this lane
         lane_spans = [s for s in spans if s.lane == lane]
         lane_marks = [m for m in marks if m.lane == lane]
         if not lane_spans and not lane_marks:
@@ -103,7 +129,8 @@ def render_text(title: str, spans: list[Span], marks: list[Mark], width: int = 6
         for m in lane_marks:
             pos = min(int(m.t * scale), width - 1)
             lines.append(f"  |{' ' * pos + '^':<{width}}| {m.t / 1000:8.3f} s           {m.label}")
-    lines += ["", "legend: = request/call   ! client-side timeout   # server-side timeout (purgatory)   x call failed"]
+    lines += ["", "legend: = request/call   ! client-side timeout   # server-side timeout (purgatory)   x call failed",
+              "        (--out FILE.html adds the wire lane: every frame each way)"]
     return "\n".join(lines)
 
 
@@ -111,8 +138,8 @@ COLORS = {"call": "#4a90d9", "ok": "#4caf50", "error": "#e53935", "request": "#9
           "timeout-client": "#fb8c00", "timeout-server": "#8e24aa"}
 
 
-def render_svg(title: str, spans: list[Span], marks: list[Mark], width: int = 1100) -> str:
-    end = max([s.end for s in spans] + [m.t for m in marks] + [1.0])
+def render_svg(title: str, spans: list[Span], marks: list[Mark], width: int = 1100, end: float | None = None) -> str:
+    end = end or _end(spans, marks)
     left, plot = 150, width - 170
     x = lambda t: left + t / end * plot  # noqa: E731
     rows, y = [], 40
@@ -143,10 +170,37 @@ def render_svg(title: str, spans: list[Span], marks: list[Mark], width: int = 11
             f'{ticks}{"".join(out)}</svg>')
 
 
-def explain(scenario: Scenario) -> tuple[Result, list[Span], list[Mark]]:
+def explain(scenario: Scenario, client: str | None = None, scale: float = 30.0) -> tuple[Result, list[Span], list[Mark]]:
+    """Run ``scenario`` with one client and build its timeline. Our async face runs in virtual
+    time at full length; any other client runs in real time with timeouts divided by ``scale``,
+    and its timeline is stretched back by ``scale`` so both read on Kafka's real time axis."""
     from conformance.adapters.ours import OurAdapter
     from conformance.virtual import run_virtual_time
 
-    result = run_virtual_time(scenario, OurAdapter())
+    if client is None or client == OurAdapter.name:
+        result = run_virtual_time(scenario, OurAdapter())
+        spans, marks = build(result.trace)
+        return result, spans, marks
+    from conformance.runner import Plan, default_adapters, run_plan
+
+    adapters = {a.name: a for a in default_adapters()}
+    if client not in adapters:
+        raise KeyError(f"no client {client!r} (known: {', '.join(adapters)})")
+    result = run_plan(Plan([scenario], [adapters[client]], scale=scale))[0]
     spans, marks = build(result.trace)
+    for sp in spans:
+        sp.start, sp.end = sp.start * scale, sp.end * scale
+    for m in marks:
+        m.t *= scale
     return result, spans, marks
+
+
+def render_compare_text(panels: list[tuple[str, list[Span], list[Mark]]], width: int = 60) -> str:
+    """Several timelines one above the other on one time axis."""
+    end = max(_end(sp, mk) for _, sp, mk in panels)
+    return ("\n\n" + "-" * (width + 4) + "\n\n").join(render_text(t, sp, mk, width, end) for t, sp, mk in panels)
+
+
+def render_compare_svg(panels: list[tuple[str, list[Span], list[Mark]]], width: int = 1100) -> str:
+    end = max(_end(sp, mk) for _, sp, mk in panels)
+    return "<br/>".join(render_svg(t, sp, mk, width, end) for t, sp, mk in panels)
