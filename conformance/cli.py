@@ -89,6 +89,36 @@ def run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def write_timelines(results, html_path: str) -> dict:
+    """One timeline page per run that has a trace, next to the HTML report, drawn from the
+    run's own trace (nothing is re-run); returns the report's links to them."""
+    import os
+    import re
+
+    from conformance.explain import build, render_svg
+    from conformance.scenarios import BY_ID
+
+    folder = os.path.join(os.path.dirname(os.path.abspath(html_path)), "timelines")
+    links = {}
+    for r in results:
+        if not r.trace:
+            continue
+        spans, marks = build(r.trace)
+        slug = re.sub(r"[^a-z0-9]+", "-", r.client.lower()).strip("-")
+        name = f"{r.scenario}--{slug}.html"
+        scenario = BY_ID.get(r.scenario)
+        note = "" if r.client.startswith("broker-emu (async)") else " (real time: every timeout divided by the scale)"
+        title = f"{r.scenario} — {r.client}: {r.status.value.upper()}{note}"
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, name), "w") as f:
+            f.write(f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title><body>"
+                    f"{render_svg(title, spans, marks)}<p>{html.escape(scenario.teaching if scenario else '')}</p>"
+                    f"<ul>{''.join(f'<li>{html.escape(n)}: {st.value} {html.escape(d)}</li>' for n, st, d in r.contracts)}</ul>"
+                    f"</body>")
+        links[(r.scenario, r.client)] = f"timelines/{name}"
+    return links
+
+
 def _compare_panel(scenario, spec: str):
     """The second panel of --compare: a client name, a scenario id, or KEY=VALUE overrides."""
     from conformance.explain import explain
@@ -170,8 +200,9 @@ def run(args: argparse.Namespace) -> int:
         with open(args.junit, "w") as f:
             f.write(report.to_junit(results))
     if args.html:
+        links = write_timelines(results, args.html)
         with open(args.html, "w") as f:
-            f.write(report.to_html(results))
+            f.write(report.to_html(results, timeline_links=links))
     ours = [r for r in results if r.client.startswith("broker-emu")]
     broken = [r for r in results if r.status is Status.ERROR]
     failed_ours = [r for r in ours if r.status is Status.FAIL]

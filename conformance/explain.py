@@ -138,6 +138,22 @@ COLORS = {"call": "#4a90d9", "ok": "#4caf50", "error": "#e53935", "request": "#9
           "timeout-client": "#fb8c00", "timeout-server": "#8e24aa"}
 
 
+CHAR_PX = 6.3   # a generous average width of an 11 px sans-serif character
+
+
+def _label(text: str, at: float, y: float, left: float, width: float) -> str:
+    """A label that stays inside the drawing: placed left of its anchor when it would run off
+    the right edge, and shortened (full text in its tooltip) when it fits neither way."""
+    room_right, room_left = width - 8 - at, at - left
+    shown = text
+    if len(text) * CHAR_PX > max(room_right, room_left):
+        shown = text[: max(int(max(room_right, room_left) / CHAR_PX) - 1, 8)] + "…"
+    anchor = "start" if len(shown) * CHAR_PX <= room_right else "end"
+    pos = at if anchor == "start" else at - 8
+    return (f'<text class="label" x="{pos:.1f}" y="{y}" font-size="11" text-anchor="{anchor}">'
+            f'{html.escape(shown)}<title>{html.escape(text)}</title></text>')
+
+
 def render_svg(title: str, spans: list[Span], marks: list[Mark], width: int = 1100, end: float | None = None) -> str:
     end = end or _end(spans, marks)
     left, plot = 150, width - 170
@@ -149,17 +165,16 @@ def render_svg(title: str, spans: list[Span], marks: list[Mark], width: int = 11
         lane_marks = [m for m in marks if m.lane == lane]
         if not items and not lane_marks:
             continue
-        out.append(f'<text x="10" y="{y + 14}" class="lane">{lane}</text>')
+        out.append(f'<text x="10" y="{y + 14}" class="lane" font-size="13">{lane}</text>')
         for s in items:
             w = max(x(s.end) - x(s.start), 2)
             out.append(f'<rect class="span {s.kind}" x="{x(s.start):.1f}" y="{y}" width="{w:.1f}" height="18" '
                        f'fill="{COLORS.get(s.kind, "#999")}"><title>{html.escape(s.label)}</title></rect>')
-            out.append(f'<text x="{x(s.start) + 3:.1f}" y="{y + 32}" font-size="11">{html.escape(s.label)} '
-                       f'({s.start / 1000:.2f}-{s.end / 1000:.2f} s)</text>')
+            out.append(_label(f"{s.label} ({s.start / 1000:.2f}-{s.end / 1000:.2f} s)", x(s.start) + 3, y + 32, left, width))
             y += 40
         for m in lane_marks:
             out.append(f'<line x1="{x(m.t):.1f}" x2="{x(m.t):.1f}" y1="{y}" y2="{y + 16}" stroke="#333"/>'
-                       f'<text x="{x(m.t) + 4:.1f}" y="{y + 13}" font-size="11">{html.escape(m.label)} ({m.t / 1000:.2f} s)</text>')
+                       + _label(f"{m.label} ({m.t / 1000:.2f} s)", x(m.t) + 4, y + 13, left, width))
             y += 22
         rows.append(y)
         y += 12
