@@ -10,7 +10,7 @@ import time
 def add_campaign(sub) -> None:
     c = sub.add_parser("campaign", help="run a conformance matrix on Spark and report statistics (docs/campaigns.md)")
     c.add_argument("matrix", help="matrix YAML (see examples/campaign-small.yaml)")
-    c.add_argument("--master", default="local[*]", help="Spark master (default local[*]; spark://HOST:7077 for a cluster)")
+    c.add_argument("--master", default="local[*]", help="Spark master (default local[*]; spark://HOST:7077 for a cluster; sc://HOST:15002 for Spark Connect)")
     c.add_argument("--out", default="campaign-out", help="output directory: traces/ (Parquet), summary.json, report.html")
     c.add_argument("--parallelism", type=int, help="task slots to plan for (default: Spark's default parallelism)")
     c.add_argument("--scale", type=float, default=30.0, help="real-time clients run every timeout divided by this")
@@ -41,7 +41,7 @@ def run_campaign_command(args: argparse.Namespace) -> int:
         wall = time.perf_counter() - start
         print(f"runs done in {wall:.1f} s ({len(runs) / wall * 60:.0f} runs/min); aggregating {path}", file=sys.stderr)
         summary = summarise(spark, spark.read.parquet(path))
-        summary["campaign"] = {"name": doc.get("name", args.matrix), "matrix": args.matrix, "master": spark.sparkContext.master,
+        summary["campaign"] = {"name": doc.get("name", args.matrix), "matrix": args.matrix, "master": args.master,
                                "runs": len(runs), "wall_s": round(wall, 3), "runs_per_minute": round(len(runs) / wall * 60, 1),
                                "traces": path}
     finally:

@@ -81,15 +81,17 @@ def run_campaign(spark, runs: list[dict[str, Any]], out_dir: str, *, parallelism
     """Execute every run on Spark and write all rows once; returns the Parquet directory."""
     import pandas as pd
 
+    from conformance.campaign.spark_session import is_connect
+
     path = f"{out_dir.rstrip('/')}/{TRACES}"
-    slots = parallelism or spark.sparkContext.defaultParallelism
+    slots = parallelism or (4 if is_connect(spark) else spark.sparkContext.defaultParallelism)
     # a few tasks per slot: balance uneven runs, and progress moves in small steps
     tasks = max(1, min(len(runs), slots * 4))
     frame = spark.createDataFrame(pd.DataFrame(runs), "run_id long, scenario string, family string, client string, "
                                   "params string, seed long, rep int")
     rows = frame.repartition(tasks).mapInArrow(_execute_batches(scale), spark_schema())
     writer = rows.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS)
-    if progress:
+    if progress and not is_connect(spark):   # a Connect client has no status tracker
         with Progress(spark, len(runs)):
             writer.parquet(path)
     else:

@@ -2,7 +2,8 @@
 the running interpreter, quiet, no UI, no Maven.
 
 ``local[*]`` by default; ``master`` selects a cluster (``spark://host:7077``...), whose executors
-need broker-emu installed in the Python they run (docs/campaigns.md)."""
+need broker-emu installed in the Python they run (docs/campaigns.md), or a Spark Connect server
+(``sc://host:15002``)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ def get_session(master: str | None = None, app_name: str = "broker-emu", paralle
     prepare_environment(master)
     from pyspark.sql import SparkSession
 
+    if master.startswith("sc://"):
+        # Spark Connect: the server owns its configuration, logging and UI; campaigns use only
+        # DataFrame APIs (mapInArrow, Parquet, SQL), which Connect supports
+        return SparkSession.builder.remote(master).appName(app_name).getOrCreate()
+
     log_conf = f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.driver.extraJavaOptions", log_conf)
@@ -53,3 +59,7 @@ def get_session(master: str | None = None, app_name: str = "broker-emu", paralle
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def is_connect(spark) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
