@@ -289,6 +289,14 @@ class Cluster:
 
         return connect_in_memory(self, broker_id)
 
+    async def open_connection(self, broker_id: int) -> trio.abc.Stream:
+        """``connect`` as a client's connect call sees it: a drop_connects fault makes the attempt
+        hang (the trace records ``connect_dropped``), as a SYN into a firewall would."""
+        for rule in self.faults.on_connect(broker_id, 0, self.now_ms(), only="drop_connects"):
+            self.trace.emit("connect_dropped", broker=broker_id, details={"rule": rule.id})
+            await trio.sleep_forever()
+        return self.connect(broker_id)
+
     # -- idempotence ----------------------------------------------------------------------------
     def init_producer_id(self, producer_id: int = -1, epoch: int = -1) -> tuple[int, int]:
         if producer_id >= 0 and producer_id in self.producer_epochs:

@@ -92,13 +92,15 @@ class Connection:
                     await trio.aclose_forcefully(self.stream)
 
     async def _connection_faults(self) -> bool:
-        for rule in self.cluster.faults.on_connect(self.broker.id, self.id, self.cluster.now_ms()):
+        in_memory = self.addr.startswith("memory:")   # drop_connects was decided before connecting
+        for rule in self.cluster.faults.on_connect(self.broker.id, self.id, self.cluster.now_ms(),
+                                                   skip="drop_connects" if in_memory else None):
             self._trace("fault_applied", details={"rule": rule.id, "action": rule.action.to_dict()})
             kind = rule.action.type
             if kind == "refuse_connections":
                 self._closed_by("broker", f"fault {rule.id}: refuse_connections")
                 return False
-            if kind == "accept_never_read":
+            if kind in ("accept_never_read", "drop_connects"):
                 await trio.sleep_forever()
             if kind == "slow_accept":
                 await trio.sleep(rule.action.ms / 1000)

@@ -6,6 +6,7 @@ unscaled milliseconds and compared after dividing by ``Evidence.scale``.
 
 from __future__ import annotations
 
+import itertools
 from typing import Iterable
 
 from broker_emu.trace import TraceEvent
@@ -354,3 +355,53 @@ def attempted_once(first_apis: tuple[str, ...], api: str) -> Contract:
         return Verdict(True, figure)
 
     return Contract("attempted once with timeout 0", check, side="server")
+
+
+def setup_timeout_grows(broker: int) -> Contract:
+    """KIP-601: a connection attempt that never completes is abandoned at
+    socket.connection.setup.timeout.ms, the next gets twice as long (±20 % jitter), up to
+    socket.connection.setup.timeout.max.ms. Read from the broker's side: the gaps between the
+    attempts it saw (each gap = one setup timeout plus a short reconnect backoff)."""
+
+    def check(ev: Evidence) -> Verdict:
+        attempts = [e.t_ms for e in ev.trace if e.kind == "connect_dropped" and e.broker == broker]
+        base = expected_ms(ev, "socket.connection.setup.timeout.ms")
+        cap = expected_ms(ev, "socket.connection.setup.timeout.max.ms")
+        backoff = expected_ms(ev, "reconnect.backoff.max.ms")
+        gaps = [b - a for a, b in itertools.pairwise(attempts)]
+        figure = "attempt gaps " + ", ".join(_fmt_s(g) for g in gaps)
+        if len(gaps) < 3:
+            return Verdict(False, figure, f"expected at least 4 connection attempts to broker {broker}, saw {len(attempts)}")
+        for i, gap in enumerate(gaps):
+            want = min(base * 2 ** i, cap)
+            low, high = 0.8 * want - ev.slack_ms, min(1.2 * want, cap) + backoff + ev.slack_ms
+            if not low <= gap <= high:
+                return Verdict(False, figure, f"attempt {i + 2} came {gap:.0f} ms after the previous one, expected "
+                                              f"{low:.0f}..{high:.0f} ms (setup timeout {want:.0f} ms ±20 % plus backoff)")
+        return Verdict(True, figure)
+
+    return Contract("connection setup timeout grows per attempt (KIP-601)", check, side="server")
+
+
+def replies_in_order_behind(parked_api: str, api: str) -> Contract:
+    """A parked request holds up everything behind it on its connection (Kafka answers in order):
+    the first ``api`` request that arrived on the parked request's connection while it was
+    parked was answered only after it."""
+
+    def check(ev: Evidence) -> Verdict:
+        enter = next((e for e in ev.events("purgatory_enter", parked_api)), None)
+        if enter is None:
+            return Verdict(False, message=f"no {parked_api} was parked")
+        answer = next((e for e in ev.events("send", parked_api) if e.conn == enter.conn and e.correlation_id == enter.correlation_id), None)
+        behind = next((e for e in ev.events("recv", api) if e.conn == enter.conn
+                       and (e.details or {}).get("arrived_ms", e.t_ms) >= enter.t_ms and e.correlation_id != enter.correlation_id), None)
+        if answer is None or behind is None:
+            return Verdict(False, "nothing queued", f"no {api} arrived on conn {enter.conn} while {parked_api} was parked")
+        reply = next((e for e in ev.events("send", api) if e.conn == behind.conn and e.correlation_id == behind.correlation_id), None)
+        waited = (reply.t_ms if reply else behind.t_ms) - (behind.details or {}).get("arrived_ms", behind.t_ms)
+        figure = f"{api} waited {_fmt_s(waited)} behind the parked {parked_api}"
+        if reply is not None and reply.t_ms < answer.t_ms:
+            return Verdict(False, figure, f"{api} was answered before the parked {parked_api} ahead of it")
+        return Verdict(True, figure)
+
+    return Contract(f"{api} answered after the parked {parked_api} ahead of it", check, side="server")

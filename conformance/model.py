@@ -90,6 +90,7 @@ class Scenario:
     client_config: dict[str, Any] = field(default_factory=dict)
     faults: tuple[dict[str, Any], ...] = ()
     needs_faults: bool = True   # False: can run against any bootstrap (a real Kafka)
+    in_memory_only: str = ""    # why only in-memory (virtual-time) connections can run it, if so
 
 
 @dataclass

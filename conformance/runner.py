@@ -146,6 +146,8 @@ def run_plan(plan: Plan, progress: Callable[[int, int, Result], None] | None = N
                 result = Result(scenario.id, adapter.name, Status.NA, message=why)
             else:
                 ok, why_not = adapter.supports(scenario.steps)
+                if ok and scenario.in_memory_only and not adapter.virtual_time:
+                    ok, why_not = False, scenario.in_memory_only
                 if ok and plan.bootstrap and (adapter.virtual_time or not external_ok(scenario)):
                     ok, why_not = False, ("virtual time needs the embedded emulator" if adapter.virtual_time
                                           else "needs fault injection or broker settings")

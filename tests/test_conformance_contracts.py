@@ -86,3 +86,27 @@ def test_reports():
     assert '"status": "fail"' in to_json(results)
     page = to_html(results, timeline_links={("kip19.produce", "ours"): "t/kip19.html"})
     assert 'href="t/kip19.html"' in page and 'class="fail"' in page
+
+
+def test_replies_in_order_fails_when_a_later_request_overtakes_the_parked_one():
+    parked = [ev(0, "recv", api="Produce", corr=1), ev(1, "purgatory_enter", api="Produce", corr=1),
+              ev(5, "recv", api="Produce", corr=2, arrived_ms=2)]
+    in_order = parked + [ev(10000, "send", api="Produce", corr=1), ev(10001, "send", api="Produce", corr=2)]
+    overtaken = parked + [ev(6, "send", api="Produce", corr=2), ev(10000, "send", api="Produce", corr=1)]
+    contract = C.replies_in_order_behind("Produce", "Produce")
+    assert contract.check(evidence(in_order)).passed
+    verdict = contract.check(evidence(overtaken))
+    assert not verdict.passed and "before the parked" in verdict.message
+
+
+def test_setup_timeout_contract_wants_growth_up_to_the_cap():
+    def attempts(*ts):
+        return [ev(t, "connect_dropped", broker=1) for t in ts]
+
+    config = {"socket.connection.setup.timeout.ms": 10000, "socket.connection.setup.timeout.max.ms": 30000,
+              "reconnect.backoff.max.ms": 1000}
+    contract = C.setup_timeout_grows(1)
+    good = Evidence([], attempts(0, 9700, 29100, 59000, 89400), config, client_id="c")
+    flat = Evidence([], attempts(0, 10000, 20000, 30000, 40000), config, client_id="c")
+    assert contract.check(good).passed
+    assert not contract.check(flat).passed

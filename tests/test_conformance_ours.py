@@ -133,3 +133,11 @@ def test_the_close_and_poll_zero_contracts_fail_on_a_client_that_overstays():
                                ("kip266.position-leader-black-hole", "position returns at its deadline")):
         statuses, result = _contract_status(scenario, Overstays())
         assert statuses[contract] is Status.FAIL, (scenario, result.contracts)
+
+
+def test_the_setup_timeout_contract_fails_on_a_client_whose_setup_timeout_never_grows(monkeypatch):
+    from client.backoff import ExponentialBackoff
+
+    monkeypatch.setattr(ExponentialBackoff, "backoff", lambda self, attempts: self.initial_ms / 1000)  # broken: never grows
+    statuses, result = _contract_status("kip19.connection-setup-timeout")
+    assert statuses["connection setup timeout grows per attempt (KIP-601)"] is Status.FAIL, result.contracts

@@ -115,12 +115,16 @@ class FaultEngine:
                 decision.terminal = action
         return decision
 
-    def on_connect(self, broker: int, connection: int, now_ms: float) -> list[Rule]:
-        """Connection-level rules that fire for a new connection on ``broker``."""
+    def on_connect(self, broker: int, connection: int, now_ms: float, only: str | None = None,
+                   skip: str | None = None) -> list[Rule]:
+        """Connection-level rules that fire for a new connection on ``broker`` (``only``/``skip``:
+        one action type, for the in-memory connect path that handles drop_connects itself)."""
         fired = []
         for rule in list(self.rules.values()):
             m = rule.match
             if not rule.action.connection_level:
+                continue
+            if (only is not None and rule.action.type != only) or (skip is not None and rule.action.type == skip):
                 continue
             if (m.broker is not None and m.broker != broker) or (m.connection is not None and m.connection != connection):
                 continue

@@ -24,6 +24,10 @@ CONNECTION_ACTIONS = {
     "refuse_connections": (),      # close new connections at once
     "accept_never_read": (),       # accept, never read a byte
     "slow_accept": ("ms",),        # accept, then wait before reading
+    "drop_connects": (),           # the connection attempt never completes (SYNs dropped): the
+                                   # client's socket.connection.setup.timeout.ms must fire. In-memory
+                                   # connections only; a TCP handshake completes in the kernel, so on
+                                   # TCP it acts as accept_never_read
 }
 ACTIONS = {**REQUEST_ACTIONS, **CONNECTION_ACTIONS}
 MATCH_KEYS = ("broker", "api", "api_version", "topic", "partition", "client_id", "connection")

@@ -16,11 +16,11 @@ class OurAdapter(Adapter):
     virtual_time = True
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "configure_producer", "join_group_held"})
+                            "configure_producer", "join_group_held", "produce_pipelined"})
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
-            return env.cluster.connect(node if node >= 0 else 0)
+            return await env.cluster.open_connection(node if node >= 0 else 0)
         return connect
 
     async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
@@ -151,6 +151,25 @@ class OurAdapter(Adapter):
                 ok = bool(second.assignment())
                 return Outcome("join_group_held", ok, trio.current_time() - start, None if ok else "TimeoutException",
                                None if ok else "the second member never got an assignment")
+
+    async def _produce_pipelined(self, step: Operation, env: RunEnv) -> Outcome:
+        """``count`` records sent back to back, each its own batch (linger.ms=0, so the later
+        ones go out while the first is in flight, on the same connection), then all awaited."""
+        config = {k: v for k, v in env.config.items() if k in PRODUCER}
+        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id})
+        async with open_producer(config, connect=self._connect(env)) as producer:
+            await producer.refresh_metadata([step.args["topic"]])
+            start = trio.current_time()
+            futures = []
+            for i in range(step.args.get("count", 2)):
+                futures.append(await producer.send(step.args["topic"], step.args["value"], partition=step.args.get("partition")))
+                await trio.sleep(step.args.get("gap_s", 0.01))
+            try:
+                metas = [await f.get() for f in futures]
+                return Outcome("produce_pipelined", True, trio.current_time() - start, value=[m.offset for m in metas])
+            except KafkaError as exc:
+                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                return Outcome("produce_pipelined", False, trio.current_time() - start, name, str(exc))
 
     async def _produce(self, step: Operation, env: RunEnv) -> Outcome:
         config = {k: v for k, v in env.config.items() if k in PRODUCER}
