@@ -254,47 +254,6 @@ CATALOGUE += (
     ),
 )
 
-CATALOGUE += (
-    Scenario(
-        id="kip19.connection-setup-timeout",
-        family="KIP-19",
-        title="The leader drops connection attempts: each is abandoned at the setup timeout, which grows (KIP-601)",
-        teaching=("Connecting to the leader never completes (a firewall dropping SYNs). No request was sent, so "
-                  "request.timeout.ms plays no part: socket.connection.setup.timeout.ms (10 s) abandons the attempt, "
-                  "and each following attempt gets twice as long (±20 %), up to socket.connection.setup.timeout.max.ms "
-                  "(30 s). The record fails at delivery.timeout.ms, still in the accumulator."),
-        references=("KIP-19", "KIP-601", "KIP-91"),
-        steps=(PRODUCE,),
-        faults=({"match": {"broker": 1}, "action": "drop_connects"},),
-        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all",
-                       "socket.connection.setup.timeout.ms": 10_000, "socket.connection.setup.timeout.max.ms": 30_000,
-                       "reconnect.backoff.max.ms": 1_000},
-        in_memory_only=("dropped connection attempts need in-memory connections: on loopback TCP the kernel "
-                        "completes the handshake"),
-        contracts=(C.outcome_is("produce", error="TimeoutException"),
-                   C.returns_within("produce", "delivery.timeout.ms", early_ms=100, late_fraction=0.1),
-                   C.setup_timeout_grows(1)),
-    ),
-    Scenario(
-        id="server.parked-produce-blocks-the-connection",
-        family="Server side",
-        title="A parked acks=all Produce holds up the next request on its connection (answers go in order)",
-        teaching=("The followers copy with a 10 s lag, so the first acks=all Produce waits in the purgatory. The "
-                  "producer sends a second batch on the same connection meanwhile; the broker answers strictly in "
-                  "order, so the second waits behind the first even though nothing is wrong with it. This is why a "
-                  "client's request timeout counts from sending, queueing included."),
-        references=("SEMANTICS.md §1", "DelayedProduce"),
-        steps=(Operation("produce_pipelined", {"topic": "t", "partition": 0, "value": b"v", "count": 2}),),
-        faults=({"replication": {"topic": "t", "mode": "lag", "lag_ms": 10_000}},),
-        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all",
-                       "linger.ms": 0},
-        contracts=(C.outcome_is("produce_pipelined", ok=True),
-                   C.replies_in_order_behind("Produce", "Produce")),
-    ),
-)
-
-BY_ID = {s.id: s for s in CATALOGUE}
-
 
 def _consumer_deadline(id_: str, title: str, operation: str, api: str, timeout_s: float | None, args: dict | None = None,
                        teaching: str = "") -> Scenario:

@@ -110,3 +110,9 @@ def test_setup_timeout_contract_wants_growth_up_to_the_cap():
     flat = Evidence([], attempts(0, 10000, 20000, 30000, 40000), config, client_id="c")
     assert contract.check(good).passed
     assert not contract.check(flat).passed
+
+
+def test_scenario_ids_are_unique():
+    from conformance.scenarios import BY_ID, CATALOGUE
+
+    assert len(BY_ID) == len(CATALOGUE)
