@@ -141,3 +141,12 @@ def test_the_setup_timeout_contract_fails_on_a_client_whose_setup_timeout_never_
     monkeypatch.setattr(ExponentialBackoff, "backoff", lambda self, attempts: self.initial_ms / 1000)  # broken: never grows
     statuses, result = _contract_status("kip19.connection-setup-timeout")
     assert statuses["connection setup timeout grows per attempt (KIP-601)"] is Status.FAIL, result.contracts
+
+
+def test_the_blocking_faces_keep_the_kip266_contracts_in_real_time():
+    from conformance.adapters.ours import OurBlockingAdapter
+
+    ids = ["kip266.committed-coordinator-black-hole", "kip266.end-offsets-default-api-timeout",
+           "kip266.retries-shrink-to-time-left", "kip266.timeout-zero-attempts-once", "kip266.close-timeout"]
+    results = run_plan(Plan([BY_ID[i] for i in ids], [OurBlockingAdapter()], scale=30.0))
+    assert [(r.scenario, r.status, r.message) for r in results if r.status is not Status.PASS] == []

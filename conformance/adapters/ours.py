@@ -190,14 +190,59 @@ class OurAdapter(Adapter):
 
 
 class OurBlockingAdapter(RealTimeAdapter):
-    """The blocking face (``client.Producer``: application thread + trio network thread), over
-    real loopback TCP in real time with scaled timeouts, like any third-party client."""
+    """The blocking faces (``client.Producer``, ``client.Consumer``: application thread + trio
+    network thread), over real loopback TCP in real time with scaled timeouts, like any
+    third-party client."""
 
     name = "broker-emu (blocking)"
-    operations = frozenset({"produce"})
+    operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
+                            "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close"})
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
-        return [self._produce(s, env) for s in steps]
+        return [self._produce(s, env) if s.kind == "produce" else self._consumer_step(s, env) for s in steps]
+
+    def _consumer_step(self, step: Operation, env: RunEnv) -> Outcome:
+        """One consumer call on a fresh blocking ``client.Consumer`` (the application thread
+        waits on the network thread; timeouts in seconds, already scaled)."""
+        from client import Consumer
+        from client.config import CONSUMER
+
+        config = {k: v for k, v in env.config.items() if k in CONSUMER}
+        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id,
+                       "group.id": step.args.get("group", "cg"), "auto.offset.reset": "earliest",
+                       "retry.backoff.ms": scaled_ms(100, env.scale), "reconnect.backoff.ms": scaled_ms(50, env.scale)})
+        if config.get("request.timeout.ms", 30000) <= config.get("fetch.max.wait.ms", 500):
+            config["fetch.max.wait.ms"] = max(1, int(config.get("request.timeout.ms", 30000)) // 2)
+        tp = (step.args.get("topic", "t"), step.args.get("partition", 0))
+        t = step.timeout_s
+        calls = {
+            "poll": lambda c: c.poll(t or 0.0),
+            "committed": lambda c: c.committed([tp], timeout=t),
+            "position": lambda c: c.position(tp, timeout=t),
+            "end_offsets": lambda c: c.end_offsets([tp], timeout=t),
+            "beginning_offsets": lambda c: c.beginning_offsets([tp], timeout=t),
+            "offsets_for_times": lambda c: c.offsets_for_times({tp: step.args.get("timestamp_ms", 0)}, timeout=t),
+            "list_topics": lambda c: c.list_topics(timeout=t),
+            "partitions_for": lambda c: c.partitions_for(tp[0], timeout=t),
+            "commit_sync": lambda c: c.commit_sync({tp: step.args.get("offset", 0)}, timeout=t),
+        }
+        consumer = Consumer(config)
+        try:
+            consumer.assign([tp])
+            if step.kind == "close":
+                consumer.poll(step.args.get("poll_first_s", 0.2) / env.scale)   # a fetch in flight
+                start = env.clock()
+                consumer.close(t)
+                return Outcome("close", True, env.clock() - start)
+            start = env.clock()
+            try:
+                got = calls[step.kind](consumer)
+                return Outcome(step.kind, True, env.clock() - start, value=repr(got)[:200])
+            except KafkaError as exc:
+                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                return Outcome(step.kind, False, env.clock() - start, name, str(exc))
+        finally:
+            consumer.close(1.0)
 
     def _produce(self, step: Operation, env: RunEnv) -> Outcome:
         from client import Producer
