@@ -230,7 +230,8 @@ class OurBlockingAdapter(RealTimeAdapter):
         try:
             consumer.assign([tp])
             if step.kind == "close":
-                consumer.poll(step.args.get("poll_first_s", 0.2) / env.scale)   # a fetch in flight
+                # long enough (real time) to connect and have the black-holed Fetch in flight
+                consumer.poll(max(step.args.get("poll_first_s", 0.2) / env.scale, 0.3))
                 start = env.clock()
                 consumer.close(t)
                 return Outcome("close", True, env.clock() - start)
