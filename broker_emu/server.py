@@ -184,8 +184,9 @@ class Connection:
     # -- one request --------------------------------------------------------------------------
     async def _process(self, frame: bytes, arrived_ms: float | None = None) -> bool:
         """Handle one request; False means the connection must close."""
+        anomalies: list[str] = []
         try:
-            header = decode_request_header(frame)
+            header = decode_request_header(frame, anomalies)
         except ProtocolError as exc:
             self.abort(f"corrupt request header: {exc}")
             return False
@@ -201,10 +202,16 @@ class Connection:
             self.abort(f"unsupported API key {header.api_key} version {header.api_version}")
             return False
         try:
-            _, body = decode_request(frame, header, records_as_views=True)
+            _, body = decode_request(frame, header, records_as_views=True, anomalies=anomalies)
         except ProtocolError as exc:
             self.abort(f"malformed request: {exc}")
             return False
+        if anomalies:
+            # accepted as Kafka accepts it (codec.decode_request), and kept in the trace so a
+            # conformance report can still show what the client sent
+            self._trace("request_anomaly", correlation_id=header.correlation_id, api_key=header.api_key,
+                        api=ApiKey(header.api_key).api_name, api_version=header.api_version,
+                        details={"anomalies": anomalies, "bytes": len(frame)})
         return await self._handle(ctx, body, arrived_ms)
 
     async def _api_versions_fallback(self, header) -> bool:

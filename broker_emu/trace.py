@@ -18,7 +18,7 @@ KINDS = (
     "conn_open", "recv", "fault_applied", "purgatory_enter", "purgatory_complete",
     "purgatory_expire", "send", "conn_close",
     "broker_stop", "broker_start", "leader_change", "isr_change", "replication_mode",
-    "group_rebalance", "group_member_expired", "group_member_removed", "app_call",
+    "group_rebalance", "group_member_expired", "group_member_removed", "app_call", "request_anomaly",
 )
 
 

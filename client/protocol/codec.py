@@ -69,9 +69,11 @@ def response_header_version(api_key: int, version: int) -> int:
 
 # -- requests ----------------------------------------------------------------------------------
 
-def decode_request_header(frame: bytes) -> RequestHeader:
+def decode_request_header(frame: bytes, anomalies: list[str] | None = None) -> RequestHeader:
     """Read a request header. Works for APIs and versions the codec does not know (their
-    header is assumed to be v1), so the caller can still name what it refuses."""
+    header is assumed to be v1), so the caller can still name what it refuses. With an
+    ``anomalies`` list the header's tagged section is read as Kafka reads it (see
+    ``decode_request``)."""
     if type(frame) is not bytes:
         frame = bytes(frame)
     try:
@@ -101,8 +103,9 @@ def decode_request_header(frame: bytes) -> RequestHeader:
         io = BytesIO(frame)
         io.seek(pos)
         tagged = Message()
+        this = {"_end": len(frame)} if anomalies is None else {"_end": len(frame), "_anomalies": anomalies}
         try:
-            read_tagged(io, {"_end": len(frame)}, tagged, {})
+            read_tagged(io, this, tagged, {})
         except DecodeError as exc:
             raise CorruptFrameError("request header", api_key, version, io.tell(), str(exc)) from None
         pos = io.tell()
@@ -110,17 +113,37 @@ def decode_request_header(frame: bytes) -> RequestHeader:
 
 
 def decode_request(frame: bytes, header: RequestHeader | None = None, *,
-                   records_as_views: bool = False) -> tuple[RequestHeader, Message]:
+                   records_as_views: bool = False,
+                   anomalies: list[str] | None = None) -> tuple[RequestHeader, Message]:
     """Decode a request frame (without its size prefix) into its header and body; ``header``,
     when the caller already decoded it from this frame, is not read again. With
-    ``records_as_views``, records fields are read-only memoryviews of ``frame`` (no copy)."""
+    ``records_as_views``, records fields are read-only memoryviews of ``frame`` (no copy).
+
+    Strict by default: anything but one exact encoding is a CorruptFrameError. Given an
+    ``anomalies`` list, the frame is read the way Apache Kafka's broker reads it, and what a
+    strict read would refuse but Kafka accepts is appended there as text instead:
+
+    - bytes after the body are ignored: ``RequestContext.parseRequest`` hands the buffer to
+      ``AbstractRequest.parseRequest``, whose generated ``*RequestData.read`` takes the fields
+      its schema names and nothing checks ``buffer.remaining()`` afterwards (librdkafka 2.16's
+      admin client sends 3 such bytes after a Metadata v12 body);
+    - tagged fields (body and header, ``RequestHeaderData``) in any order, a repeated known
+      tag overwriting the earlier value (the generated readers switch on each tag in turn);
+      unknown tags are kept, unread, as Kafka keeps ``_unknownTaggedFields`` (strict does too).
+
+    What Kafka refuses stays refused (``SocketServer.processCompletedReceives`` closes the
+    connection on any parse error): short fields, impossible lengths, bad UTF-8, unknown API
+    keys and versions. One place where we are stricter: a known tagged field whose value does not
+    fill its declared size. Kafka reads the value by its type and would take the leftover bytes
+    for the next tag; we refuse the frame rather than guess where that read would go."""
     if type(frame) is not bytes:
         frame = bytes(frame)
     if header is None:
-        header = decode_request_header(frame)
+        header = decode_request_header(frame, anomalies)
     _check_version(header.api_key, header.api_version)
     con = message_construct(header.api_key, header.api_version, "request")
-    body = _parse(con, frame, header.size, "request", header.api_key, header.api_version, views=records_as_views)
+    body = _parse(con, frame, header.size, "request", header.api_key, header.api_version, views=records_as_views,
+                  anomalies=anomalies)
     return header, body
 
 
@@ -206,17 +229,21 @@ def decode_consumer_blob(name: str, blob: bytes) -> tuple[int, Message]:
 # -- shared ------------------------------------------------------------------------------------
 
 def _parse(con, frame: bytes, start: int, what: str, api_key, version, allow_trailing: bool = False,
-           views: bool = False):
+           views: bool = False, anomalies: list[str] | None = None):
     io = BytesIO(frame)
     io.seek(start)
-    this = {"_end": len(frame), "_view": memoryview(frame)} if views else {"_end": len(frame)}
+    this: dict[str, Any] = {"_end": len(frame), "_view": memoryview(frame)} if views else {"_end": len(frame)}
+    if anomalies is not None:
+        this["_anomalies"] = anomalies
     try:
         body = con.parsefunc(io, this) if hasattr(con, "parsefunc") else con._parse(io, this, "")
     except RecursionError:
         raise CorruptFrameError(what, api_key, version, io.tell(), "nesting too deep") from None
     except Exception as exc:  # any failure on hostile bytes is a corrupt frame, never a crash
         raise CorruptFrameError(what, api_key, version, io.tell(), f"{type(exc).__name__}: {exc}") from None
-    if io.tell() != len(frame) and not allow_trailing:
+    if io.tell() != len(frame) and anomalies is not None:
+        anomalies.append(f"{len(frame) - io.tell()} bytes after the body (ignored, as Kafka does)")
+    elif io.tell() != len(frame) and not allow_trailing:
         raise CorruptFrameError(what, api_key, version, io.tell(), f"{len(frame) - io.tell()} unread bytes at the end")
     return body
 

@@ -235,11 +235,17 @@ def read_tagged(io, this, result: dict, known: dict) -> None:
     if count > this["_end"] - io.tell():
         raise DecodeError(f"tagged field count {count} exceeds the bytes left")
     last = -1
+    anomalies = this.get("_anomalies")
     for _ in range(count):
         tag = read_uvarint(io)
         if tag <= last:
-            raise DecodeError(f"tagged fields out of order ({tag} after {last})")
-        last = tag
+            # Kafka's generated readers (MessageDataGenerator: a switch per tag) take tags in
+            # any order, a repeated known tag overwriting the earlier value; a lenient decode
+            # (the broker's) does the same and records it, a strict one refuses
+            if anomalies is None:
+                raise DecodeError(f"tagged fields out of order ({tag} after {last})")
+            anomalies.append(f"tagged field {tag} after {last} (out of order or repeated)")
+        last = max(last, tag)
         size = read_uvarint(io)
         if size > this["_end"] - io.tell():
             raise DecodeError(f"tagged field {tag} size {size} exceeds the bytes left")
@@ -250,7 +256,7 @@ def read_tagged(io, this, result: dict, known: dict) -> None:
             continue
         name, parse = entry
         sub = BytesIO(raw)
-        value = parse(sub, {"_end": size})
+        value = parse(sub, {"_end": size, "_anomalies": anomalies} if anomalies is not None else {"_end": size})
         if sub.tell() != size:
             raise DecodeError(f"tagged field {name} (tag {tag}) has {size - sub.tell()} stray bytes")
         result[name] = value

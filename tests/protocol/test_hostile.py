@@ -463,3 +463,40 @@ def test_strings_are_at_most_32767_bytes_in_compact_form_too():
     for version in (0, 4):  # classic and compact
         with pytest.raises(EncodeError):
             encode_request(12, version, 1, "c", body)
+
+
+# -- what Kafka's broker accepts (the lenient read the emulator uses) ----------------------------
+
+def test_a_lenient_read_accepts_what_kafka_accepts_and_says_so():
+    # librdkafka 2.16's AdminClient.list_topics(): Metadata v12 with 3 bytes after the body.
+    # Kafka's generated MetadataRequestData.read ignores them; a strict read refuses them.
+    frame = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
+    must_fail_request(frame, match="3 unread bytes")
+    anomalies: list[str] = []
+    header, body = decode_request(frame, anomalies=anomalies)
+    assert (header.api_key, header.api_version, header.client_id) == (3, 12, "rdkafka")
+    assert body.topics is None and body.allow_auto_topic_creation is False
+    assert anomalies == ["3 bytes after the body (ignored, as Kafka does)"]
+
+
+def test_a_lenient_read_takes_tags_in_any_order_the_last_repeat_winning():
+    header = i16(18) + i16(3) + i32(1) + str16("c") + uvarint(2) + uvarint(5) + uvarint(0) + uvarint(4) + uvarint(0)
+    anomalies: list[str] = []
+    got, body = decode_request(header + cstr("a") + cstr("b") + NO_TAGS, anomalies=anomalies)
+    assert body.client_software_name == "a" and body.client_software_version == "b"
+    assert anomalies == ["tagged field 4 after 5 (out of order or repeated)"]
+    # a repeated known tag in a body: the later value wins, as in Kafka's generated switch
+    meta = i16(3) + i16(12) + i32(2) + str16("c") + NO_TAGS
+    body_tags = uvarint(2) + uvarint(0) + uvarint(1) + b"\x00" + uvarint(0) + uvarint(1) + b"\x00"
+    anomalies = []
+    decode_request(meta + carr(None) + b"\x00\x00" + body_tags, anomalies=anomalies)
+    assert anomalies == ["tagged field 0 after 0 (out of order or repeated)"]
+
+
+def test_a_lenient_read_still_refuses_what_kafka_refuses():
+    valid = _h1(12, 0) + str16("g") + i32(1) + str16("m")
+    for cut in range(10, len(valid)):
+        with pytest.raises(CorruptFrameError):
+            decode_request(valid[:cut], anomalies=[])
+    with pytest.raises(UnsupportedVersionError):
+        decode_request(_h1(12, 99) + str16("g"), anomalies=[])
