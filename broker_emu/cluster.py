@@ -46,14 +46,6 @@ class Topic:
     configs: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
-class ProducerBatchRecord:
-    first_seq: int
-    last_seq: int
-    base_offset: int
-    epoch: int = 0
-
-
 class Cluster:
     def __init__(self, brokers: int | Iterable[int] = 3, config: dict[str, Any] | None = None,
                  host: str = "127.0.0.1", trace_sink=None):
@@ -75,8 +67,8 @@ class Cluster:
         self.replication = Replication(self.scheduler, self.config, self.is_alive, self._partition_changed,
                                        self._isr_changed, partitions=self.all_partitions, emit=self.trace.emit)
         self.next_producer_id = 1000
+        # the coordinator's view (InitProducerId); sequences live per partition, in its log
         self.producer_epochs: dict[int, int] = {}
-        self.producer_state: dict[tuple[int, str, int], list[ProducerBatchRecord]] = {}
         self.groups: Any = None
         self._nursery: trio.Nursery | None = None
         self.conn_ids = itertools.count(1)

@@ -5,6 +5,10 @@ stamped into a separate 16-byte head (the CRC covers neither field, SEMANTICS.md
 records are never decoded on the produce or fetch path. Per batch we keep its offsets, its max
 timestamp (for ListOffsets) and a running byte total, so "how many bytes lie between offset a
 and the high watermark" (DelayedFetch's min_bytes check) is two bisections, not a scan.
+
+Idempotent producers' state lives here too (``producers``, Kafka keeps its
+``ProducerStateManager`` in ``UnifiedLog``), because it must follow the log: every append
+updates it and every truncation rewinds it (see ``broker_emu.producer_state``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import bisect
 import struct
 from dataclasses import dataclass
 
+from broker_emu.producer_state import ProducerStateManager
 from client.protocol.records import BatchHeader
 
 _STAMP = struct.Struct(">qii")  # base offset, batch length, partition leader epoch: bytes 0-15
@@ -52,9 +57,11 @@ class PartitionLog:
         self.log_end_offset = 0
         self.size_bytes = 0
         self.retention_bytes = retention_bytes
+        self.producers = ProducerStateManager()
 
     def append(self, batch: bytes | memoryview, header: BatchHeader, leader_epoch: int, timestamp_override: int | None = None) -> tuple[int, int]:
-        """Append one validated batch; returns (base offset, last offset)."""
+        """Append one validated batch (an idempotent one already checked against ``producers``);
+        returns (base offset, last offset)."""
         base = self.log_end_offset
         # kept as given when immutable (bytes, or a read-only view of a request frame)
         raw = batch if type(batch) is bytes or (type(batch) is memoryview and batch.readonly) else bytes(batch)
@@ -68,12 +75,15 @@ class PartitionLog:
         self._cum.append((self._cum[-1] if self._cum else self._dropped) + size)
         self.log_end_offset = last + 1
         self.size_bytes += size
+        if header.producer_id >= 0:
+            self.producers.update(header.producer_id, header.producer_epoch, header.base_sequence, base, last)
         self._retain()
         return base, last
 
     def _retain(self) -> None:
         """Size-based retention (``retention.bytes``): drop whole batches from the front, never
-        the active (last) one, and move the log start offset."""
+        the active (last) one, and move the log start offset. Producer state is kept, as
+        Kafka's ``onLogStartOffsetIncremented`` keeps it."""
         if self.retention_bytes < 0 or self.size_bytes <= self.retention_bytes:
             return
         n, size = 0, self.size_bytes
@@ -91,7 +101,8 @@ class PartitionLog:
         self.log_start_offset = self.batches[0].base_offset if self.batches else self.log_end_offset
 
     def truncate_to(self, offset: int) -> None:
-        """Drop everything at or above ``offset`` (a new leader that had less)."""
+        """Drop everything at or above ``offset`` (a new leader that had less), and rewind the
+        producer state to what is left (``UnifiedLog.truncateTo`` → ``rebuildProducerState``)."""
         while self.batches and self.batches[-1].base_offset >= offset:
             gone = self.batches.pop()
             self._bases.pop()
@@ -101,6 +112,7 @@ class PartitionLog:
         if self.batches and self.batches[-1].last_offset >= offset:
             offset = self.batches[-1].last_offset + 1  # a straddling batch stays whole
         self.log_end_offset = max(min(self.log_end_offset, offset), self.log_start_offset)
+        self.producers.truncate(self.log_end_offset, self.batches)
 
     def _first_index(self, offset: int) -> int:
         """Index of the batch holding ``offset`` (or the first after it)."""

@@ -4,8 +4,10 @@ acks=1: append and answer. acks=0: append, answer nothing; if any partition fail
 connection so the producer notices. acks=-1: append, then park a DelayedProduce in the
 purgatory until the high watermark covers every appended offset; at the request's timeout_ms
 (counted from after the append) unfinished partitions answer REQUEST_TIMED_OUT — the data stays
-in the log. Idempotent producers: the last 5 batches per (producer, partition) are remembered; an
-exact repeat answers with the original offset and appends nothing.
+in the log. Idempotent producers: the partition's log keeps each producer's last 5 batches
+(``broker_emu.producer_state``, Kafka's ProducerStateManager); an exact repeat answers with the
+original offset and appends nothing. That state follows the log: a leader change that truncates
+a batch also forgets its sequence, so the producer's retry is appended, not taken for a duplicate.
 
 Differences from a real broker: transactions are not supported (transactional batches are
 appended as ordinary ones); LogAppendTime rewrites the batch CRC as Kafka does.
@@ -24,9 +26,8 @@ from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError
 
 NONE, CORRUPT_MESSAGE, UNKNOWN_TOPIC, NOT_LEADER, REQUEST_TIMED_OUT = 0, 2, 3, 6, 7
 MESSAGE_TOO_LARGE, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND = 10, 19, 20
-INVALID_REQUIRED_ACKS, OUT_OF_ORDER_SEQUENCE, DUPLICATE_SEQUENCE, INVALID_PRODUCER_EPOCH = 21, 45, 46, 47
+INVALID_REQUIRED_ACKS, INVALID_PRODUCER_EPOCH = 21, 47
 UNSUPPORTED_COMPRESSION, INVALID_RECORD = 76, 87
-SEQ_CACHE = 5
 
 
 class PartitionResult:
@@ -115,24 +116,14 @@ def validate_batch(ctx, topic: str, records: bytes, header) -> tuple[int, str | 
     return NONE, None
 
 
-def check_sequence(cluster, key, header) -> tuple[int, int | None]:
-    """Idempotence: (error, original base offset if this batch is a duplicate)."""
+def check_sequence(cluster, p, header) -> tuple[int, int | None]:
+    """Idempotence: (error, original base offset if this batch is a duplicate). The epoch the
+    coordinator last gave this producer fences older ones everywhere (an emulator shortcut: a
+    Kafka partition only knows the epochs written to it); the rest is the partition's state."""
     if cluster.producer_epochs.get(header.producer_id, header.producer_epoch) > header.producer_epoch:
         return INVALID_PRODUCER_EPOCH, None
-    history = cluster.producer_state.get(key)
-    first, last = header.base_sequence, header.base_sequence + header.last_offset_delta
-    if history and history[-1].epoch == header.producer_epoch:
-        for h in history:
-            if h.first_seq == first and h.last_seq == last:
-                return NONE, h.base_offset
-        expected = (history[-1].last_seq + 1) & 0x7FFFFFFF
-        if first != expected:
-            older = first < history[0].first_seq
-            return (DUPLICATE_SEQUENCE if older else OUT_OF_ORDER_SEQUENCE), None
-    elif history and first != 0:  # a new epoch starts at sequence 0
-        return OUT_OF_ORDER_SEQUENCE, None
-    # no state for this producer here (new, or its state was lost): any sequence starts it (KIP-360)
-    return NONE, None
+    error, duplicate = p.log.producers.check(header)
+    return int(error), duplicate.first_offset if duplicate is not None else None
 
 
 def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: int) -> PartitionResult:
@@ -159,9 +150,8 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
     if error:
         result.error, result.message = error, message
         return result
-    key = (header.producer_id, topic, index)
     if header.producer_id >= 0:
-        error, original = check_sequence(cluster, key, header)
+        error, original = check_sequence(cluster, p, header)
         if error:
             result.error = error
             return result
@@ -177,13 +167,7 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
     previous = p.log_end_offset
     base, last = p.log.append(data, header, p.leader_epoch, result.log_append_time if log_append else None)
     result.base_offset, result.required = base, last + 1
-    if header.producer_id >= 0:
-        from broker_emu.cluster import ProducerBatchRecord
-        history = cluster.producer_state.setdefault(key, [])
-        if history and history[-1].epoch != header.producer_epoch:
-            history.clear()
-        history.append(ProducerBatchRecord(header.base_sequence, header.base_sequence + header.last_offset_delta, base, header.producer_epoch))
-        del history[:-SEQ_CACHE]
+    if header.producer_id >= 0:  # the log updated the partition's producer state; the coordinator learns the epoch
         cluster.producer_epochs[header.producer_id] = max(cluster.producer_epochs.get(header.producer_id, 0), header.producer_epoch)
     cluster.after_append(p, previous)
     return result
