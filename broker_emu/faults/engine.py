@@ -11,9 +11,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from broker_emu.faults.rules import Rule, parse_rule
+from broker_emu.faults.rules import FaultConfigError, Rule, check_rule, parse_rule
 
 TERMINAL = ("black_hole", "close_before", "close_after", "error", "partial_response")
+# Every request walks every rule: a bound keeps a script (or a fuzzer) that adds rules in a loop
+# from slowing the cluster to a crawl or growing it without end.
+MAX_RULES = 10_000
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,15 @@ class FaultEngine:
         self._next_id = 1
 
     def add(self, raw: Mapping[str, Any] | Rule, now_ms: float) -> Rule:
-        """Validate and add a rule (all-or-nothing: a bad rule changes nothing)."""
-        rule = raw if isinstance(raw, Rule) else parse_rule(raw, self._next_id, self.brokers)
+        """Validate and add a rule (all-or-nothing: a bad rule changes nothing). A ``Rule`` built
+        in Python is checked as strictly as a dict from HTTP or YAML."""
+        if len(self.rules) >= MAX_RULES:
+            raise FaultConfigError("rule", f"{MAX_RULES} rules are active already; remove some first")
+        if isinstance(raw, Rule):
+            check_rule(raw, self.brokers)
+            rule = raw
+        else:
+            rule = parse_rule(raw, self._next_id, self.brokers)
         rule.id = self._next_id
         rule.added_ms = now_ms
         self._next_id += 1

@@ -4,6 +4,9 @@ HTTP JSON all use this one parser), validated with errors that name the offendin
 
 from __future__ import annotations
 
+import math
+import re
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -30,6 +33,13 @@ CONNECTION_ACTIONS = {
                                    # TCP it acts as accept_never_read
 }
 ACTIONS = {**REQUEST_ACTIONS, **CONNECTION_ACTIONS}
+REPLICATION_MODES = ("stall", "lag", "normal")
+REPLICATION_KEYS = ("topic", "partition", "follower", "mode", "lag_ms")
+# Bounds every front checks (HTTP, Python, YAML). Durations end up in Kafka's int32 millisecond
+# fields (throttle_time_ms) and in trio deadlines, so they are finite and at most int32: ~24.8 days.
+MAX_MS = 2**31 - 1
+INT16_MAX, INT32_MAX, INT64_MAX = 2**15 - 1, 2**31 - 1, 2**63 - 1
+MAX_STRING = 32767                 # Kafka's STRING: an int16 length
 MATCH_KEYS = ("broker", "api", "api_version", "topic", "partition", "client_id", "connection")
 RULE_KEYS = ("match", "action", "times", "after", "probability", "duration_ms", "at_ms", "id", "name")
 
@@ -116,20 +126,52 @@ class Rule:
         return d
 
 
-def _int(value: Any, where: str, minimum: int | None = None) -> int:
+_repr = reprlib.Repr()
+_repr.maxstring = _repr.maxother = 60
+_repr.maxlevel = 2
+
+
+def show(value: Any) -> str:
+    """A short repr for error messages: a bad value may be a megabyte of JSON."""
+    return _repr.repr(value)
+
+
+def check_int(value: Any, where: str, minimum: int | None = None, maximum: int = INT64_MAX) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise FaultConfigError(where, f"expected an integer, got {value!r}")
+        raise FaultConfigError(where, f"expected an integer, got {show(value)}")
     if minimum is not None and value < minimum:
-        raise FaultConfigError(where, f"must be >= {minimum}, got {value}")
+        raise FaultConfigError(where, f"must be >= {minimum}, got {show(value)}")
+    if value > maximum:
+        raise FaultConfigError(where, f"must be <= {maximum}, got {show(value)}")
     return value
 
 
-def _ms(value: Any, where: str) -> float:
+def check_ms(value: Any, where: str) -> float:
+    """A duration or instant in milliseconds: a finite number in [0, MAX_MS] (NaN and Infinity,
+    which Python's JSON and YAML both accept, never reach a timer)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise FaultConfigError(where, f"expected milliseconds as a number, got {value!r}")
+        raise FaultConfigError(where, f"expected milliseconds as a number, got {show(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise FaultConfigError(where, f"must be a finite number of milliseconds, got {value}")
     if value < 0:
-        raise FaultConfigError(where, f"must not be negative, got {value}")
+        raise FaultConfigError(where, f"must not be negative, got {show(value)}")
+    if value > MAX_MS:
+        raise FaultConfigError(where, f"must be at most {MAX_MS} ms (Kafka's int32 milliseconds), got {show(value)}")
     return float(value)
+
+
+def check_str(value: Any, where: str, max_len: int = MAX_STRING) -> str:
+    if not isinstance(value, str):
+        raise FaultConfigError(where, f"expected a string, got {show(value)}")
+    if len(value) > max_len:
+        raise FaultConfigError(where, f"longer than {max_len} characters")
+    return value
+
+
+def check_keys(raw: Mapping[Any, Any], known: tuple[str, ...], prefix: str) -> None:
+    for key in raw:
+        if key not in known:
+            raise FaultConfigError(f"{prefix}{key}", f"unknown key (known: {', '.join(known)})")
 
 
 def parse_api(value: Any, where: str = "match.api") -> int:
@@ -148,89 +190,133 @@ def parse_api(value: Any, where: str = "match.api") -> int:
 
 
 def parse_error_code(value: Any, where: str = "action.error") -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
+    """A Kafka error name (``REQUEST_TIMED_OUT``) or code; codes are int16 on the wire."""
     if isinstance(value, str):
-        name = value.upper()
+        name = value.strip().upper()
         if name in ErrorCode.__members__:
             return int(ErrorCode[name])
-        if name.lstrip("-").isdigit():
-            return int(name)
-    raise FaultConfigError(where, f"unknown Kafka error {value!r} (use a name like REQUEST_TIMED_OUT or a code)")
+        if not re.fullmatch(r"-?[0-9]{1,6}", name):
+            raise FaultConfigError(where, f"unknown Kafka error {show(value)} (use a name like REQUEST_TIMED_OUT or a code)")
+        value = int(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FaultConfigError(where, f"unknown Kafka error {show(value)} (use a name like REQUEST_TIMED_OUT or a code)")
+    if not -INT16_MAX - 1 <= value <= INT16_MAX:
+        raise FaultConfigError(where, f"error codes are int16 on the wire, got {show(value)}")
+    return value
 
 
 def parse_match(raw: Any, brokers: set[int] | None = None) -> Match:
     if raw is None:
         return Match()
     if not isinstance(raw, Mapping):
-        raise FaultConfigError("match", f"expected an object, got {raw!r}")
-    for key in raw:
-        if key not in MATCH_KEYS:
-            raise FaultConfigError(f"match.{key}", f"unknown key (known: {', '.join(MATCH_KEYS)})")
+        raise FaultConfigError("match", f"expected an object, got {show(raw)}")
+    check_keys(raw, MATCH_KEYS, "match.")
     broker = raw.get("broker")
     if broker is not None:
-        broker = _int(broker, "match.broker", 0)
+        broker = check_int(broker, "match.broker", 0, INT32_MAX)
         if brokers is not None and broker not in brokers:
             raise FaultConfigError("match.broker", f"no broker {broker} (brokers: {sorted(brokers)})")
-    topic = raw.get("topic")
-    if topic is not None and not isinstance(topic, str):
-        raise FaultConfigError("match.topic", f"expected a string, got {topic!r}")
-    client_id = raw.get("client_id")
-    if client_id is not None and not isinstance(client_id, str):
-        raise FaultConfigError("match.client_id", f"expected a string, got {client_id!r}")
+
+    def optional(key: str, check: Any, *args: Any) -> Any:
+        return check(raw[key], f"match.{key}", *args) if raw.get(key) is not None else None
+
     return Match(
         broker=broker,
         api=parse_api(raw["api"]) if raw.get("api") is not None else None,
-        api_version=_int(raw["api_version"], "match.api_version", 0) if raw.get("api_version") is not None else None,
-        topic=topic,
-        partition=_int(raw["partition"], "match.partition", 0) if raw.get("partition") is not None else None,
-        client_id=client_id,
-        connection=_int(raw["connection"], "match.connection", 0) if raw.get("connection") is not None else None,
+        api_version=optional("api_version", check_int, 0, INT16_MAX),
+        topic=optional("topic", check_str),
+        partition=optional("partition", check_int, 0, INT32_MAX),
+        client_id=optional("client_id", check_str),
+        connection=optional("connection", check_int, 0),
     )
 
 
 def parse_action(raw: Any) -> Action:
     if isinstance(raw, str):
         raw = {"type": raw}
-    if not isinstance(raw, Mapping) or "type" not in raw:
-        raise FaultConfigError("action", f"expected an object with a 'type', got {raw!r}")
-    kind = raw["type"]
-    if kind not in ACTIONS:
-        raise FaultConfigError("action.type", f"unknown action {kind!r} (known: {', '.join(ACTIONS)})")
+    if not isinstance(raw, Mapping):
+        raise FaultConfigError("action", f"expected an object with a 'type', got {show(raw)}")
+    kind = raw.get("type")
+    if not isinstance(kind, str) or kind not in ACTIONS:
+        raise FaultConfigError("action.type", f"unknown action {show(kind)} (known: {', '.join(ACTIONS)})")
     for key in raw:
         if key != "type" and key not in ACTIONS[kind]:
             raise FaultConfigError(f"action.{key}", f"not a parameter of {kind!r} (takes: {', '.join(ACTIONS[kind]) or 'nothing'})")
-    ms = 0.0
-    if "ms" in ACTIONS[kind]:
-        if "ms" not in raw:
-            raise FaultConfigError("action.ms", f"{kind!r} needs 'ms'")
-        ms = _ms(raw["ms"], "action.ms")
+    for key in ACTIONS[kind]:
+        if raw.get(key) is None:
+            raise FaultConfigError(f"action.{key}", f"{kind!r} needs {key!r}" + (" (an error name or code)" if key == "error" else ""))
+    ms = check_ms(raw["ms"], "action.ms") if "ms" in ACTIONS[kind] else 0.0
     error = parse_error_code(raw["error"]) if kind == "error" else 0
-    if kind == "error" and "error" not in raw:
-        raise FaultConfigError("action.error", "'error' needs an error name or code")
     return Action(kind, ms, error)
 
 
 def parse_rule(raw: Any, rule_id: int, brokers: set[int] | None = None) -> Rule:
     """Build a Rule from a dict; raises FaultConfigError naming the bad field."""
     if not isinstance(raw, Mapping):
-        raise FaultConfigError("rule", f"expected an object, got {raw!r}")
-    for key in raw:
-        if key not in RULE_KEYS:
-            raise FaultConfigError(key, f"unknown key (known: {', '.join(RULE_KEYS)})")
-    if "action" not in raw:
+        raise FaultConfigError("rule", f"expected an object, got {show(raw)}")
+    check_keys(raw, RULE_KEYS, "")
+    if raw.get("action") is None:
         raise FaultConfigError("action", "a rule needs an action")
     probability = raw.get("probability", 1.0)
     if isinstance(probability, bool) or not isinstance(probability, (int, float)) or not 0.0 <= probability <= 1.0:
-        raise FaultConfigError("probability", f"must be a number in [0, 1], got {probability!r}")
+        raise FaultConfigError("probability", f"must be a number in [0, 1], got {show(probability)}")
+
+    def optional(key: str, check: Any, *args: Any) -> Any:
+        return check(raw[key], key, *args) if raw.get(key) is not None else None
+
     return Rule(
         id=rule_id,
         match=parse_match(raw.get("match"), brokers),
         action=parse_action(raw["action"]),
-        times=_int(raw["times"], "times", 1) if raw.get("times") is not None else None,
-        after=_int(raw.get("after", 0), "after", 0),
+        times=optional("times", check_int, 1),
+        after=check_int(raw.get("after", 0), "after", 0),
         probability=float(probability),
-        duration_ms=_ms(raw["duration_ms"], "duration_ms") if raw.get("duration_ms") is not None else None,
-        at_ms=_ms(raw["at_ms"], "at_ms") if raw.get("at_ms") is not None else None,
-        name=str(raw["name"]) if raw.get("name") is not None else None,
+        duration_ms=optional("duration_ms", check_ms),
+        at_ms=optional("at_ms", check_ms),
+        name=optional("name", check_str),
     )
+
+
+def check_rule(rule: Rule, brokers: set[int] | None = None) -> None:
+    """Validate a Rule built in Python (``faults.add(Rule(...))``) exactly as a dict would be."""
+    action = rule.action
+    params = ACTIONS.get(action.type, ()) if isinstance(action.type, str) else ()
+    raw: dict[str, Any] = {
+        "match": {k: getattr(rule.match, k) for k in MATCH_KEYS if getattr(rule.match, k) is not None},
+        "action": {"type": action.type} | ({"ms": action.ms} if "ms" in params else {})
+                  | ({"error": action.error} if "error" in params else {}),
+        "after": rule.after, "probability": rule.probability,
+    }
+    raw |= {k: getattr(rule, k) for k in ("times", "duration_ms", "at_ms", "name") if getattr(rule, k) is not None}
+    parse_rule(raw, rule.id, brokers)
+
+
+@dataclass(frozen=True)
+class ReplicationCommand:
+    topic: str | None
+    partition: int | None
+    follower: int | None
+    mode: str
+    lag_ms: float
+
+
+def parse_replication(raw: Any, prefix: str = "", brokers: set[int] | None = None) -> ReplicationCommand:
+    """The replication command (HTTP ``POST /replication``, scenario ``replication:`` events);
+    fields are named ``{prefix}lag_ms`` and so on. ``brokers``: check the follower exists."""
+    if not isinstance(raw, Mapping):
+        raise FaultConfigError(prefix.rstrip(".") or "body", f"expected an object, got {show(raw)}")
+    check_keys(raw, REPLICATION_KEYS, prefix)
+    mode = raw.get("mode")
+    if not isinstance(mode, str) or mode not in REPLICATION_MODES:
+        raise FaultConfigError(f"{prefix}mode", f"must be one of {', '.join(REPLICATION_MODES)}, got {show(mode)}")
+    topic = check_str(raw["topic"], f"{prefix}topic") if raw.get("topic") is not None else None
+    partition = check_int(raw["partition"], f"{prefix}partition", 0, INT32_MAX) if raw.get("partition") is not None else None
+    if partition is not None and topic is None:
+        raise FaultConfigError(f"{prefix}partition", "a partition needs a topic")
+    follower = check_int(raw["follower"], f"{prefix}follower", 0, INT32_MAX) if raw.get("follower") is not None else None
+    if follower is not None and brokers is not None and follower not in brokers:
+        raise FaultConfigError(f"{prefix}follower", f"no broker {follower} (brokers: {sorted(brokers)})")
+    lag_ms = check_ms(raw["lag_ms"], f"{prefix}lag_ms") if raw.get("lag_ms") is not None else 0.0
+    if mode == "lag" and not lag_ms:
+        raise FaultConfigError(f"{prefix}lag_ms", "mode 'lag' needs 'lag_ms' > 0")
+    return ReplicationCommand(topic, partition, follower, mode, lag_ms)

@@ -28,10 +28,12 @@ import trio
 import yaml
 
 from broker_emu.faults.engine import FaultEngine
-from broker_emu.faults.rules import FaultConfigError
+from broker_emu.faults.rules import (INT32_MAX, FaultConfigError, check_int, check_keys, check_ms, check_str,
+                                     parse_replication, show)
 
 EVENT_VERBS = ("stop_broker", "start_broker", "move_leader", "replication")
 TOP_KEYS = ("seed", "brokers", "topics", "config", "faults", "events", "name", "description")
+MAX_BROKERS, MAX_PARTITIONS = 1000, 10_000   # a typo must not make the cluster build for an hour
 
 
 @dataclass(frozen=True)
@@ -55,41 +57,57 @@ def _err(path: str, message: str) -> FaultConfigError:
     return FaultConfigError(path, message)
 
 
+def _broker_ref(value: Any, where: str, broker_ids: set[int]) -> int:
+    value = check_int(value, where, 0, INT32_MAX)
+    if value not in broker_ids:
+        raise _err(where, f"no broker {value} (brokers: {sorted(broker_ids)})")
+    return value
+
+
 def _parse_event(raw: Any, i: int, broker_ids: set[int]) -> Event:
     where = f"events[{i}]"
     if not isinstance(raw, dict):
-        raise _err(where, f"expected a mapping, got {raw!r}")
-    at = raw.get("at_ms", 0)
-    if isinstance(at, bool) or not isinstance(at, (int, float)) or at < 0:
-        raise _err(f"{where}.at_ms", f"must be a non-negative number, got {at!r}")
+        raise _err(where, f"expected a mapping, got {show(raw)}")
+    at = check_ms(raw.get("at_ms", 0), f"{where}.at_ms")
     verbs = [k for k in raw if k != "at_ms"]
     if len(verbs) != 1 or verbs[0] not in EVENT_VERBS:
-        raise _err(where, f"needs exactly one of {', '.join(EVENT_VERBS)} (got {verbs})")
+        raise _err(where, f"needs exactly one of {', '.join(EVENT_VERBS)} (got {show(verbs)})")
     verb = verbs[0]
     value = raw[verb]
     if verb in ("stop_broker", "start_broker"):
-        if value not in broker_ids:
-            raise _err(f"{where}.{verb}", f"no broker {value!r} (brokers: {sorted(broker_ids)})")
-        return Event(float(at), verb, {"broker": value})
+        return Event(at, verb, {"broker": _broker_ref(value, f"{where}.{verb}", broker_ids)})
     if not isinstance(value, dict):
-        raise _err(f"{where}.{verb}", f"expected a mapping, got {value!r}")
+        raise _err(f"{where}.{verb}", f"expected a mapping, got {show(value)}")
     if verb == "move_leader":
+        prefix = f"{where}.move_leader."
+        check_keys(value, ("topic", "partition", "broker"), prefix)
         for key in ("topic", "partition", "broker"):
             if key not in value:
-                raise _err(f"{where}.move_leader.{key}", "missing")
-        if value["broker"] not in broker_ids:
-            raise _err(f"{where}.move_leader.broker", f"no broker {value['broker']!r}")
-        return Event(float(at), verb, dict(value))
-    mode = value.get("mode")
-    if mode not in ("stall", "lag", "normal"):
-        raise _err(f"{where}.replication.mode", f"must be stall, lag or normal, got {mode!r}")
-    if mode == "lag" and not value.get("lag_ms"):
-        raise _err(f"{where}.replication.lag_ms", "mode lag needs lag_ms > 0")
-    follower = value.get("follower")
-    if follower is not None and follower not in broker_ids:
-        raise _err(f"{where}.replication.follower", f"no broker {follower!r}")
-    return Event(float(at), verb, {"topic": value.get("topic"), "partition": value.get("partition"),
-                                  "follower": follower, "mode": mode, "lag_ms": float(value.get("lag_ms", 0))})
+                raise _err(prefix + key, "missing")
+        return Event(at, verb, {"topic": check_str(value["topic"], prefix + "topic"),
+                                "partition": check_int(value["partition"], prefix + "partition", 0, INT32_MAX),
+                                "broker": _broker_ref(value["broker"], prefix + "broker", broker_ids)})
+    cmd = parse_replication(value, f"{where}.replication.", broker_ids)
+    return Event(at, verb, {"topic": cmd.topic, "partition": cmd.partition, "follower": cmd.follower,
+                            "mode": cmd.mode, "lag_ms": cmd.lag_ms})
+
+
+def _list(doc: dict, key: str) -> list:
+    value = doc.get(key) or []
+    if not isinstance(value, list):
+        raise _err(key, f"must be a list, got {show(value)}")
+    return value
+
+
+def _parse_topic(t: Any, i: int, brokers: int) -> tuple[str, int, int]:
+    if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+        raise _err(f"topics[{i}]", "needs a name")
+    check_keys(t, ("name", "partitions", "replication_factor"), f"topics[{i}].")
+    parts = check_int(t.get("partitions", 1), f"topics[{i}].partitions", 1, MAX_PARTITIONS)
+    rf = t.get("replication_factor", min(3, brokers))
+    if isinstance(rf, bool) or not isinstance(rf, int) or not 1 <= rf <= brokers:
+        raise _err(f"topics[{i}].replication_factor", f"must be 1..{brokers}, got {show(rf)}")
+    return check_str(t["name"], f"topics[{i}].name", 249), parts, rf
 
 
 def parse_scenario(doc: Any, default_brokers: int = 3) -> ScenarioFile:
@@ -97,37 +115,24 @@ def parse_scenario(doc: Any, default_brokers: int = 3) -> ScenarioFile:
         return ScenarioFile()
     if not isinstance(doc, dict):
         raise _err("scenario", "the file must hold a mapping at the top")
-    for key in doc:
-        if key not in TOP_KEYS:
-            raise _err(key, f"unknown key (known: {', '.join(TOP_KEYS)})")
-    seed = doc.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise _err("seed", f"must be an integer, got {seed!r}")
+    check_keys(doc, TOP_KEYS, "")
+    seed = check_int(doc.get("seed", 0), "seed")
     brokers = doc.get("brokers")
-    if brokers is not None and (isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1):
-        raise _err("brokers", f"must be a positive integer, got {brokers!r}")
+    if brokers is not None:
+        brokers = check_int(brokers, "brokers", 1, MAX_BROKERS)
     ids = set(range(brokers or default_brokers))
-    topics = []
-    for i, t in enumerate(doc.get("topics") or []):
-        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
-            raise _err(f"topics[{i}]", "needs a name")
-        parts, rf = t.get("partitions", 1), t.get("replication_factor", min(3, len(ids)))
-        if not isinstance(parts, int) or parts < 1:
-            raise _err(f"topics[{i}].partitions", f"must be a positive integer, got {parts!r}")
-        if not isinstance(rf, int) or not 1 <= rf <= len(ids):
-            raise _err(f"topics[{i}].replication_factor", f"must be 1..{len(ids)}, got {rf!r}")
-        topics.append((t["name"], parts, rf))
+    topics = [_parse_topic(t, i, len(ids)) for i, t in enumerate(_list(doc, "topics"))]
     config = doc.get("config") or {}
     if not isinstance(config, dict):
         raise _err("config", "must be a mapping of broker config names to values")
-    faults = doc.get("faults") or []
+    faults = _list(doc, "faults")
     probe = FaultEngine(brokers=ids)
     for i, raw in enumerate(faults):
         try:
             probe.add(raw, 0)
         except FaultConfigError as exc:
             raise _err(f"faults[{i}].{exc.field}", str(exc).split(": ", 1)[-1]) from None
-    events = sorted((_parse_event(raw, i, ids) for i, raw in enumerate(doc.get("events") or [])), key=lambda e: e.at_ms)
+    events = sorted((_parse_event(raw, i, ids) for i, raw in enumerate(_list(doc, "events"))), key=lambda e: e.at_ms)
     return ScenarioFile(seed, brokers, topics, dict(config), list(faults), events)
 
 
@@ -136,6 +141,8 @@ def load_scenario(text: str, default_brokers: int = 3) -> ScenarioFile:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise _err("yaml", f"not valid YAML: {exc}") from None
+    except RecursionError:
+        raise _err("yaml", "nested too deeply") from None
     return parse_scenario(doc, default_brokers)
 
 
