@@ -1,19 +1,44 @@
 """Routes of the control API. Each route validates fully before touching the cluster, so a
-bad request never changes it.
+bad request never changes it: types, finite numbers, ranges and unknown keys are refused with a
+4xx naming the field (the rule checks are ``broker_emu.faults.rules``, shared with Python and
+scenario files).
 
+The table below is the API: ``ROUTES`` is checked against the OpenAPI document
+(``broker_emu.control.openapi``, served at ``GET /openapi.json``) by a test, both ways.
 The target is anything with the ``ControlTarget`` shape; the cluster provides it.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Any, Protocol
+from typing import Any, Awaitable, Callable, Protocol
+from urllib.parse import unquote
 
 from broker_emu.control.http import HttpError, HttpRequest, HttpResponse
+from broker_emu.control.openapi import OPENAPI
 from broker_emu.faults import FaultConfigError, FaultEngine
+from broker_emu.faults.engine import MAX_RULES
+from broker_emu.faults.rules import INT32_MAX, check_int, parse_replication, show
 from broker_emu.trace import Trace
 
-REPLICATION_MODES = ("stall", "lag", "normal")
+MAX_RULES_PER_REQUEST = 1000
+
+# (method, path template, handler name, allowed query parameters)
+ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [
+    ("POST", "/faults", "add_fault", ()),
+    ("GET", "/faults", "list_faults", ()),
+    ("DELETE", "/faults", "clear_faults", ()),
+    ("DELETE", "/faults/{id}", "delete_fault", ()),
+    ("POST", "/brokers/{id}/stop", "stop_broker", ()),
+    ("POST", "/brokers/{id}/start", "start_broker", ()),
+    ("POST", "/partitions/{topic}/{partition}/leader", "move_leader", ()),
+    ("POST", "/replication", "replication", ()),
+    ("GET", "/trace", "get_trace", ("since_ms", "client_id", "api", "kind")),
+    ("GET", "/cluster", "cluster", ()),
+    ("GET", "/openapi.json", "openapi", ()),
+]
+BODY_METHODS = {"add_fault", "move_leader", "replication"}
 
 
 class ControlTarget(Protocol):
@@ -29,56 +54,74 @@ class ControlTarget(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
-def _int_field(body: dict, name: str, *, optional: bool = False) -> int | None:
-    value = body.get(name)
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise HttpError(400, f"'{name}' must be an integer, got {value!r}", name)
-    return value
+def compile_template(template: str) -> re.Pattern[str]:
+    """``/faults/{id}`` -> a regex with one named group per parameter (any non-empty segment:
+    the route says what a bad value means, with a 400 naming it, rather than a bare 404)."""
+    return re.compile(re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", template))
+
+
+def path_int(text: str, field: str, minimum: int = 0) -> int:
+    text = unquote(text)
+    if not re.fullmatch(r"-?[0-9]{1,10}", text):
+        raise HttpError(400, f"'{field}' must be an integer, got {show(text)}", field)
+    return check_int(int(text), field, minimum, INT32_MAX)  # FaultConfigError: a 400 naming the field
+
+
+def json_object(request: HttpRequest, example: str) -> dict[str, Any]:
+    body = request.json()
+    if not isinstance(body, dict):
+        raise HttpError(400, f"expected a JSON object like {example}, got {show(body)}", "body")
+    return body
 
 
 class Routes:
     def __init__(self, target: ControlTarget):
         self.target = target
-        self.table = [
-            ("POST", r"/faults", self.add_fault),
-            ("GET", r"/faults", self.list_faults),
-            ("DELETE", r"/faults", self.clear_faults),
-            ("DELETE", r"/faults/(?P<id>\d+)", self.delete_fault),
-            ("POST", r"/brokers/(?P<id>-?\d+)/(?P<verb>stop|start)", self.broker_verb),
-            ("POST", r"/partitions/(?P<topic>[^/]+)/(?P<partition>\d+)/leader", self.move_leader),
-            ("POST", r"/replication", self.replication),
-            ("GET", r"/trace", self.get_trace),
-            ("GET", r"/cluster", self.cluster),
-        ]
+        self.table: list[tuple[str, re.Pattern[str], Callable[..., Awaitable[HttpResponse]], tuple[str, ...], str]] = [
+            (method, compile_template(template), getattr(self, name), query, name)
+            for method, template, name, query in ROUTES]
 
     async def __call__(self, request: HttpRequest) -> HttpResponse:
-        path_matched = False
-        for method, pattern, fn in self.table:
-            m = re.fullmatch(pattern, request.path.rstrip("/") or "/")
+        path = request.path.rstrip("/") or "/"
+        allowed = []
+        for method, pattern, fn, query, name in self.table:
+            m = pattern.fullmatch(path)
             if m is None:
                 continue
-            path_matched = True
-            if method == request.method:
-                try:
-                    return await fn(request, **m.groupdict())
-                except FaultConfigError as exc:
-                    raise HttpError(400, str(exc), exc.field) from None
-        if path_matched:
-            raise HttpError(405, f"{request.method} not allowed on {request.path}")
-        raise HttpError(404, f"no route {request.path}; see docs/control-api.md")
+            if method != request.method:
+                allowed.append(method)
+                continue
+            self._check_request(request, query, name)
+            try:
+                return await fn(request, **m.groupdict())
+            except FaultConfigError as exc:
+                raise HttpError(400, str(exc), exc.field) from None
+        if allowed:
+            raise HttpError(405, f"{request.method} not allowed on {request.path[:200]} (allowed: {', '.join(allowed)})")
+        raise HttpError(404, f"no route {request.path[:200]}; see GET /openapi.json")
+
+    @staticmethod
+    def _check_request(request: HttpRequest, query: tuple[str, ...], name: str) -> None:
+        for key in request.query:
+            if key not in query:
+                raise HttpError(400, f"unknown query parameter (known: {', '.join(query) or 'none'})", key)
+        if name not in BODY_METHODS and request.body.strip():
+            raise HttpError(400, f"{request.method} {request.path[:200]} takes no body", "body")
 
     def _broker(self, value: Any, field: str = "broker") -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise HttpError(400, f"'{field}' must be a broker id, got {value!r}", field)
+            raise HttpError(400, f"'{field}' must be a broker id, got {show(value)}", field)
         if value not in self.target.broker_ids():
-            raise HttpError(404, f"no broker {value} (brokers: {sorted(self.target.broker_ids())})", field)
+            raise HttpError(404, f"no broker {show(value)} (brokers: {sorted(self.target.broker_ids())})", field)
         return value
 
     async def add_fault(self, request: HttpRequest) -> HttpResponse:
         body = request.json()
         rules = body if isinstance(body, list) else [body]
+        if len(rules) > MAX_RULES_PER_REQUEST:
+            raise HttpError(400, f"at most {MAX_RULES_PER_REQUEST} rules per request", "body")
+        if len(self.target.faults.rules) + len(rules) > MAX_RULES:
+            raise HttpError(409, f"at most {MAX_RULES} rules at once; remove some first", "body")
         # validate every rule first: all or nothing
         probe = FaultEngine(brokers=self.target.broker_ids())
         for i, raw in enumerate(rules):
@@ -98,63 +141,61 @@ class Routes:
         return HttpResponse(200, {"removed": self.target.faults.clear()})
 
     async def delete_fault(self, request: HttpRequest, id: str) -> HttpResponse:
-        if not self.target.faults.remove(int(id)):
-            raise HttpError(404, f"no fault {id}")
-        return HttpResponse(200, {"removed": int(id)})
+        rule_id = path_int(id, "id")
+        if not self.target.faults.remove(rule_id):
+            raise HttpError(404, f"no fault {rule_id}", "id")
+        return HttpResponse(200, {"removed": rule_id})
 
-    async def broker_verb(self, request: HttpRequest, id: str, verb: str) -> HttpResponse:
-        broker = self._broker(int(id))
-        if verb == "stop":
-            await self.target.stop_broker(broker)
-        else:
-            await self.target.start_broker(broker)
-        return HttpResponse(200, {"broker": broker, "state": "stopped" if verb == "stop" else "running"})
+    async def stop_broker(self, request: HttpRequest, id: str) -> HttpResponse:
+        broker = self._broker(path_int(id, "id"), "id")
+        await self.target.stop_broker(broker)
+        return HttpResponse(200, {"broker": broker, "state": "stopped"})
+
+    async def start_broker(self, request: HttpRequest, id: str) -> HttpResponse:
+        broker = self._broker(path_int(id, "id"), "id")
+        await self.target.start_broker(broker)
+        return HttpResponse(200, {"broker": broker, "state": "running"})
 
     async def move_leader(self, request: HttpRequest, topic: str, partition: str) -> HttpResponse:
-        body = request.json()
-        if not isinstance(body, dict):
-            raise HttpError(400, "expected a JSON object like {\"broker\": 1}")
+        topic, index = unquote(topic), path_int(partition, "partition")
+        body = json_object(request, '{"broker": 1}')
+        for key in body:
+            if key != "broker":
+                raise HttpError(400, "unknown key (known: broker)", key)
         broker = self._broker(body.get("broker"))
         try:
-            self.target.move_leader(topic, int(partition), broker)
+            self.target.move_leader(topic, index, broker)
         except (KeyError, ValueError) as exc:
             raise HttpError(404 if isinstance(exc, KeyError) else 400, str(exc).strip("'")) from None
-        return HttpResponse(200, {"topic": topic, "partition": int(partition), "leader": broker})
+        return HttpResponse(200, {"topic": topic, "partition": index, "leader": broker})
 
     async def replication(self, request: HttpRequest) -> HttpResponse:
-        body = request.json()
-        if not isinstance(body, dict):
-            raise HttpError(400, "expected a JSON object")
-        mode = body.get("mode")
-        if mode not in REPLICATION_MODES:
-            raise HttpError(400, f"'mode' must be one of {', '.join(REPLICATION_MODES)}, got {mode!r}", "mode")
-        topic = body.get("topic")
-        if topic is not None and not isinstance(topic, str):
-            raise HttpError(400, f"'topic' must be a string or null, got {topic!r}", "topic")
-        partition = _int_field(body, "partition", optional=True)
-        follower = body.get("follower")
-        if follower is not None:
-            follower = self._broker(follower, "follower")
-        lag_ms = body.get("lag_ms", 0)
-        if isinstance(lag_ms, bool) or not isinstance(lag_ms, (int, float)) or lag_ms < 0:
-            raise HttpError(400, f"'lag_ms' must be a non-negative number, got {lag_ms!r}", "lag_ms")
-        if mode == "lag" and not lag_ms:
-            raise HttpError(400, "mode 'lag' needs 'lag_ms' > 0", "lag_ms")
+        cmd = parse_replication(json_object(request, '{"topic": "t", "mode": "stall"}'))
+        if cmd.follower is not None:
+            self._broker(cmd.follower, "follower")
         try:
-            self.target.set_replication(topic, partition, follower, mode, float(lag_ms))
+            self.target.set_replication(cmd.topic, cmd.partition, cmd.follower, cmd.mode, cmd.lag_ms)
         except (KeyError, ValueError) as exc:
             raise HttpError(404 if isinstance(exc, KeyError) else 400, str(exc).strip("'")) from None
-        return HttpResponse(200, {"topic": topic, "partition": partition, "follower": follower, "mode": mode, "lag_ms": lag_ms})
+        return HttpResponse(200, {"topic": cmd.topic, "partition": cmd.partition, "follower": cmd.follower,
+                                  "mode": cmd.mode, "lag_ms": cmd.lag_ms})
 
     async def get_trace(self, request: HttpRequest) -> HttpResponse:
         q = request.query
-        try:
-            since = float(q["since_ms"]) if "since_ms" in q else None
-        except ValueError:
-            raise HttpError(400, f"since_ms must be a number, got {q['since_ms']!r}", "since_ms") from None
+        since = None
+        if "since_ms" in q:
+            try:
+                since = float(q["since_ms"])
+            except ValueError:
+                since = math.nan
+            if not math.isfinite(since):
+                raise HttpError(400, f"since_ms must be a finite number, got {show(q['since_ms'])}", "since_ms")
         kinds = q["kind"].split(",") if "kind" in q else None
         events = self.target.trace.query(since_ms=since, client_id=q.get("client_id"), api=q.get("api"), kind=kinds)
         return HttpResponse(200, self.target.trace.to_jsonl(events), content_type="application/x-ndjson")
 
     async def cluster(self, request: HttpRequest) -> HttpResponse:
         return HttpResponse(200, self.target.describe())
+
+    async def openapi(self, request: HttpRequest) -> HttpResponse:
+        return HttpResponse(200, OPENAPI)

@@ -103,7 +103,7 @@ async def test_bad_requests_get_4xx_naming_the_field_and_change_nothing(method, 
 async def test_malformed_json_is_400():
     def script(base, cluster):
         with socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1]))) as s:
-            s.sendall(b"POST /faults HTTP/1.1\r\nContent-Length: 5\r\n\r\n{oops")
+            s.sendall(b"POST /faults HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n{oops")
             return s.recv(4096).decode()
 
     answer = await with_server(script)
