@@ -53,6 +53,7 @@ def tune_allocator() -> None:
 async def serve(args: argparse.Namespace) -> None:
     from broker_emu import open_cluster
     from broker_emu.control import Routes, serve_http
+    from broker_emu.control.http import is_loopback
     from broker_emu.faults.scenario_file import load_scenario, run_events
 
     config = dict(args.config or [])
@@ -75,10 +76,12 @@ async def serve(args: argparse.Namespace) -> None:
                     nursery.start_soon(run_events, cluster, scenario.events)
                 print(f"bootstrap={cluster.bootstrap}", flush=True)
                 if args.control_port is not None:
+                    # the control API stays on loopback unless remote control was asked for
+                    host = args.host if args.allow_remote_control or is_loopback(args.host) else "127.0.0.1"
                     port = await nursery.start(lambda task_status: serve_http(
-                        Routes(cluster), args.host, args.control_port, token=args.token,
+                        Routes(cluster), host, args.control_port, token=args.token or None,
                         allow_remote=args.allow_remote_control, task_status=task_status))
-                    print(f"control=http://{args.host}:{port}", flush=True)
+                    print(f"control=http://{host}:{port}", flush=True)
                 with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     async for _ in signals:
                         nursery.cancel_scope.cancel()
@@ -86,6 +89,18 @@ async def serve(args: argparse.Namespace) -> None:
     finally:
         if sink:
             sink.close()
+
+
+def check_serve_exposure(args: argparse.Namespace) -> str | None:
+    """What `serve` refuses to expose to the network without an explicit opt-in (one line)."""
+    from broker_emu.control.http import is_loopback
+
+    if args.allow_remote_control and not args.token:
+        return "--allow-remote-control needs --token: without one, anyone who can reach the control API can stop brokers"
+    if not is_loopback(args.host) and not args.allow_remote:
+        return (f"--host {args.host} is not loopback: the Kafka listeners have no authentication; "
+                "pass --allow-remote to expose them anyway")
+    return None
 
 
 def fault_command(args: argparse.Namespace) -> int:
@@ -131,7 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--config", action="append", type=parse_config, metavar="KEY=VALUE", help="broker config (Kafka's names)")
     s.add_argument("--control-port", type=int, default=None, help="serve the HTTP control API (0 picks a port)")
     s.add_argument("--token", default=None, help="require this bearer token on the control API")
-    s.add_argument("--allow-remote-control", action="store_true", help="allow a non-loopback control bind")
+    s.add_argument("--allow-remote", action="store_true",
+                   help="let --host be non-loopback: anyone who can reach it can use the Kafka listeners (no auth)")
+    s.add_argument("--allow-remote-control", action="store_true",
+                   help="bind the control API to --host even if it is not loopback (needs --token)")
     s.add_argument("--scenario", help="YAML scenario file (faults and timed events)")
     s.add_argument("--trace", help="write the trace as JSONL to this file")
 
@@ -169,6 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
+        refusal = check_serve_exposure(args)
+        if refusal:
+            print(f"error: {refusal}", file=sys.stderr)
+            return 2
         tune_allocator()
         try:
             trio.run(serve, args)
