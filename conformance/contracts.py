@@ -38,12 +38,17 @@ def expected_ms(ev: Evidence, spec: float | str, operation: str | None = None) -
                 raise ValueError("no timed fault was applied in this run")
             return float(applied.details["action"]["ms"])
         if spec == "timeout":
-            step = next((s for s in ev.steps if s.kind == operation and s.timeout_s is not None), None)
-            if step is None:
+            timeout_s = _step_timeout_s(ev, operation)
+            if timeout_s is None:
                 raise ValueError(f"no {operation} step with a timeout in this run")
-            return step.timeout_s * 1000
+            return timeout_s * 1000
         return float(ev.config[spec])
     return spec / ev.scale
+
+
+def _step_timeout_s(ev: Evidence, operation: str | None) -> float | None:
+    """The deadline of the first ``operation`` step that has one (already scaled)."""
+    return next((s.timeout_s for s in ev.steps if s.kind == operation and s.timeout_s is not None), None)
 
 
 # -- client side -----------------------------------------------------------------------------
@@ -306,9 +311,9 @@ def nothing_outlives_the_call(api: str, operation: str, *, min_attempts: int = 2
         recvs = ev.events("recv", api)
         if o is None or not recvs:
             return Verdict(False, message=f"no {operation} outcome or no {api} request")
-        step = next((st for st in ev.steps if st.kind == operation and st.timeout_s is not None), None)
+        timeout_s = _step_timeout_s(ev, operation)
         # the first attempt goes out as the call starts; the deadline is the call's, not its return
-        call_end = recvs[0].t_ms + (step.timeout_s * 1000 if step is not None else o.elapsed_s * 1000)
+        call_end = recvs[0].t_ms + (timeout_s if timeout_s is not None else o.elapsed_s) * 1000
         closes = [e for e in ev.events("conn_close") if e.details.get("closed_by") == "client"
                   and any(e.conn == r.conn and e.broker == r.broker for r in recvs)]
         last = max((e.t_ms for e in closes), default=None)

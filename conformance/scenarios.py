@@ -31,8 +31,7 @@ def _first_timeout_is_a_configured_one() -> Contract:
         want = enter.details.get("timeout_ms", 0)
         expire = next((e for e in ev.events("purgatory_expire") if e.correlation_id == enter.correlation_id and e.conn == enter.conn), None)
         close = next((e for e in ev.events("conn_close") if e.conn == enter.conn and e.broker == enter.broker), None)
-        client_first = close is not None and close.details.get("closed_by") == "client" and (expire is None or close.t_ms < expire.t_ms)
-        if client_first:
+        if close is not None and close.details.get("closed_by") == "client" and (expire is None or close.t_ms < expire.t_ms):
             got = close.t_ms - enter.t_ms
             ok = got >= want * 0.8 - 50
             return Verdict(ok, f"client gave up first, {got:.0f} ms after the append (timeout_ms {want})",

@@ -53,7 +53,10 @@ def screenshots() -> list[str]:
         if svg is None:
             continue
         (SHOTS / f"{page.stem}.svg").write_text(svg)
-        height = int(re.search(r'height="(\d+)"', svg).group(1)) + 20
+        m = re.search(r'height="(\d+)"', svg)
+        if m is None:
+            raise ValueError(f"{page.name}: its first timeline <svg> has no height attribute")
+        height = int(m.group(1)) + 20
         screenshot(page_html(svg), str(SHOTS / f"{page.stem}.png"), height=min(height, 4000))
         written.append(f"{page.stem}.png")
     return written

@@ -48,10 +48,12 @@ def default_of(f: Field) -> Any:
 
 
 def struct_construct(fields: tuple[Field, ...], version: int, flexible: bool, nullable: bool = False) -> KStruct:
-    wire_fields, absent, tagged = [], {}, []
+    wire_fields, absent = [], {}
+    tagged: list[tuple[int, str, Any, Any]] = []
     for f in fields:
-        if flexible and f.tagged_in(version):
-            tagged.append((f.tag, f.name, field_construct(f, version, True), default_of(f)))
+        tag = f.tag if flexible and f.tagged_in(version) else None
+        if tag is not None:
+            tagged.append((tag, f.name, field_construct(f, version, True), default_of(f)))
         elif f.present_in(version):
             wire_fields.append((f.name, field_construct(f, version, flexible), default_of(f)))
         else:

@@ -65,7 +65,7 @@ class FrameSplitter:
         if data:
             self._chunks.append((data if type(data) is bytes else bytes(data), 0))
             self._have += len(data)
-        frames = []
+        frames: list[bytes] = []
         while True:
             if self._need is None:
                 if self._have < 4:

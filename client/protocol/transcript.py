@@ -40,12 +40,12 @@ def summarize(api_key: int, body: Any) -> str:
         value = body.get(name) if isinstance(body, dict) else None
         if value in (None, "") or (value == -1 and name != "acks") or (name == "throttle_time_ms" and value == 0):
             continue
-        if True:
-            parts.append(f"{name}={body[name]}")
+        parts.append(f"{name}={value}")
     topics = body.get("topics") or body.get("topic_data") or body.get("responses") if isinstance(body, dict) else None
     if topics:
         names = [t.get("name") or t.get("topic") for t in topics if isinstance(t, dict)]
-        errors = sorted({p.get("error_code") for t in topics for p in (t.get("partitions") or t.get("partition_responses") or []) if isinstance(p, dict) and p.get("error_code")})
+        errors = sorted({code for t in topics for p in (t.get("partitions") or t.get("partition_responses") or [])
+                         if isinstance(p, dict) and (code := p.get("error_code"))})
         parts.append(f"topics={[n for n in names if n]}")
         if errors:
             parts.append(f"partition_errors={errors}")

@@ -5,6 +5,7 @@ that ratio when scaling, so what the suite measures is the client's real behavio
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
 from conformance.model import Operation, Outcome
@@ -55,7 +56,7 @@ class ConfluentAdapter(RealTimeAdapter):
         p = Producer(conf)
         if step.args.get("warm_up", True):
             p.list_topics(step.args["topic"], timeout=10)  # warm up: time the send, not the bootstrap
-        result = {}
+        result: dict[str, Any] = {}
         start = env.clock()
         for _ in range(step.args.get("count", 1)):
             result.clear()

@@ -95,7 +95,7 @@ def figures(result: Result) -> dict[str, Any]:
     out["request_timeout_ms"] = float(rt) if rt is not None else None
     if outcome is not None:
         out["elapsed_ms"] = outcome.elapsed_s * 1000
-        deadline = _deadline_ms(ev, op, outcome.error_type)
+        deadline = _deadline_ms(ev, outcome.operation, outcome.error_type)
         out["deadline_ms"] = deadline
         # overshoot only where the deadline is what ended the call (timeouts, polls)
         if deadline is not None and (outcome.error_type == "TimeoutException" or op == "poll"):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -128,7 +128,7 @@ def read_range(options: dict[str, str], part: OffsetRange):
         next_offset = part.start
         while next_offset < part.end:
             with trio.move_on_after(wait_s) as scope:
-                records = []
+                records: list[Any] = []
                 while not records:
                     records = await consumer.poll(wait_s)
             if scope.cancelled_caught:
@@ -157,8 +157,9 @@ class BatchReader(DataSourceReader):
         end = _resolve(self.options.get("endingoffsets"), "latest", bounds)
         return [OffsetRange(t, p, start[(t, p)], end[(t, p)]) for (t, p) in sorted(bounds)]
 
-    def read(self, partition: OffsetRange):
-        yield from read_range(self.options, partition)
+    def read(self, partition: InputPartition):
+        # Spark hands back one of the partitions partitions() made
+        yield from read_range(self.options, cast(OffsetRange, partition))
 
 
 class StreamReader(DataSourceStreamReader):
@@ -187,8 +188,9 @@ class StreamReader(DataSourceStreamReader):
         lo, hi = self._decode(start), self._decode(end)
         return [OffsetRange(t, p, lo.get((t, p), 0), o) for (t, p), o in sorted(hi.items()) if o > lo.get((t, p), 0)]
 
-    def read(self, partition: OffsetRange):
-        yield from read_range(self.options, partition)
+    def read(self, partition: InputPartition):
+        # Spark hands back one of the partitions partitions() made
+        yield from read_range(self.options, cast(OffsetRange, partition))
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the stream's offsets live in Spark's checkpoint, not in Kafka."""

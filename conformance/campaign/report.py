@@ -115,7 +115,7 @@ def first_timeout_plot(rows: list[dict[str, Any]]) -> str:
     for i, ratio in enumerate(ratios):
         sides = by_ratio[ratio]
         total = sum(sides.values())
-        x0, y = 50 + (bar + gap) * i, 10 + height
+        x0, y = 50 + (bar + gap) * i, float(10 + height)
         for side, colour in (("client", "#4a7ab5"), ("broker", "#e0a030")):
             h = height * sides.get(side, 0) / total
             y -= h
