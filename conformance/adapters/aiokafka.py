@@ -73,7 +73,8 @@ class AiokafkaAdapter(RealTimeAdapter):
             consumer.assign([tp])
             await consumer.seek_to_beginning(tp)
             start = env.clock()
-            got = await consumer.getmany(timeout_ms=int(step.timeout_s * 1000))
+            # no timeout given: aiokafka's own default (timeout_ms=0, what is already fetched)
+            got = await (consumer.getmany() if step.timeout_s is None else consumer.getmany(timeout_ms=int(step.timeout_s * 1000)))
             return Outcome("poll", True, env.clock() - start, value=sum(len(v) for v in got.values()))
         finally:
             await consumer.stop()

@@ -70,12 +70,14 @@ class KafkaPythonAdapter(RealTimeAdapter):
         from kafka import TopicPartition
 
         consumer = self._consumer(env, None)
+        start = env.clock()
         try:
             tp = TopicPartition(step.args["topic"], step.args["partition"])
             consumer.assign([tp])
             consumer.seek_to_beginning(tp)
             start = env.clock()
-            got = consumer.poll(timeout_ms=int(step.timeout_s * 1000))
+            # no timeout given: kafka-python's own default (timeout_ms=0, what is already buffered)
+            got = consumer.poll() if step.timeout_s is None else consumer.poll(timeout_ms=int(step.timeout_s * 1000))
             return Outcome("poll", True, env.clock() - start, value=sum(len(v) for v in got.values()))
         except Exception as exc:
             return Outcome("poll", False, env.clock() - start, _error_type(exc), str(exc))
