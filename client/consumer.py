@@ -18,15 +18,15 @@ from typing import Any, AsyncIterator, Awaitable, Callable, NamedTuple
 
 import trio
 
+from client.backoff import ExponentialBackoff
 from client.config import consumer_config
-from client.errors import KafkaError, TimeoutException, error_for_code
+from client.errors import ErrorCode, KafkaError, TimeoutException, error_for_code
 from client.exceptions import CommitFailedException, WakeupException
-from client.group import GroupMembership
+from client.group import COORDINATOR_ERRORS, GroupMembership
+from client.metadata import STALE_METADATA_ERRORS, ClusterMetadata, MetadataUpdater
 from client.network import Connect, NetworkClient
 from client.protocol import ApiKey
 from client.protocol.records import decode_batch, iter_batches
-
-NOT_COORDINATOR_ERRORS = {14, 15, 16}
 
 
 class TopicPartition(NamedTuple):
@@ -50,11 +50,15 @@ class AsyncConsumer:
         self.config = consumer_config(config)
         self.nursery = nursery
         self.net = NetworkClient(self.config, nursery, connect)
-        self.leaders: dict[TopicPartition, int] = {}
+        # the producer's metadata layer: leaders, brokers, bootstrap fallback, and a refresh
+        # requested by every disconnect (the updater listens) and by stale-metadata errors
+        retry_backoff = ExponentialBackoff(self.config["retry.backoff.ms"], self.config["retry.backoff.max.ms"], self.net.rng)
+        self.metadata = ClusterMetadata(self.config["metadata.max.age.ms"] / 1000, retry_backoff)
+        self.updater = MetadataUpdater(self.net, self.metadata, self.config["allow.auto.create.topics"])
         self.positions: dict[TopicPartition, int | None] = {}
         self.buffer: list[ConsumerRecord] = []
         self._data = trio.Event()
-        self._fetching: set[int] = set()
+        self._fetching: set[int | str] = set()   # leaders with a Fetch in flight, and _METADATA
         self.coordinator: int | None = None
         self.last_coordinator: int | None = None   # for error messages after a failed attempt
         self.request_timeout = self.config["request.timeout.ms"] / 1000
@@ -93,21 +97,28 @@ class AsyncConsumer:
             backoff = min(backoff * 2, self.config["retry.backoff.max.ms"] / 1000)
 
     # -- metadata and coordinator --------------------------------------------------------------
-    def _any_node(self) -> int:
-        known = [n for n in self.net.nodes if n >= 0] or list(self.net.nodes)
-        return known[0]
+    def _leader(self, tp: TopicPartition) -> int | None:
+        info = self.metadata.leader(tp.topic, tp.partition)
+        return info.leader if info is not None and info.leader >= 0 else None
 
-    async def _refresh_metadata(self, topics: list[str], timeout: float) -> None:
-        md = await self.net.request(self._any_node(), ApiKey.METADATA,
-                                    {"topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False}, timeout=timeout)
-        self.net.nodes.update({b.node_id: (b.host, b.port) for b in md.brokers})
-        for t in md.topics:
-            for p in t.partitions:
-                self.leaders[TopicPartition(t.name, p.partition_index)] = p.leader_id
+    async def _leaders_for(self, tps: list[TopicPartition], request_timeout: float) -> dict[TopicPartition, int]:
+        """The current leader of each partition, after a metadata refresh when metadata is stale
+        (a disconnect, a stale-metadata error) or lacks one of them."""
+        if self.metadata.need_update or any(self._leader(tp) is None for tp in tps):
+            self.metadata.add_interest(tp.topic for tp in tps)
+            await self.updater.refresh(deadline=trio.current_time() + request_timeout)
+        leaders: dict[TopicPartition, int] = {}
+        for tp in tps:
+            node = self._leader(tp)
+            if node is None:
+                code = self.metadata.topic_errors.get(tp.topic, ErrorCode.LEADER_NOT_AVAILABLE)
+                raise error_for_code(code, f"no leader known for {tp.topic}-{tp.partition} ({ErrorCode(code).name})")
+            leaders[tp] = node
+        return leaders
 
     async def _find_coordinator(self, timeout: float) -> int:
         group = self.config["group.id"]
-        answer = await self.net.request(self._any_node(), ApiKey.FIND_COORDINATOR,
+        answer = await self.net.request(self.net.least_loaded_node(), ApiKey.FIND_COORDINATOR,
                                         {"key": group, "key_type": 0, "coordinator_keys": [group]}, timeout=timeout)
         entry = answer.coordinators[0] if answer.get("coordinators") else answer
         if entry.error_code:
@@ -126,6 +137,7 @@ class AsyncConsumer:
         if self.membership is not None:
             raise KafkaError("assign() and subscribe() exclude each other: unsubscribe() first")
         self.positions = {TopicPartition(*tp): self.positions.get(TopicPartition(*tp)) for tp in partitions}
+        self.metadata.add_interest(tp.topic for tp in self.positions)
 
     def subscribe(self, topics: list[str] | None = None, pattern: str | re.Pattern | None = None,
                   on_assign: Callable[[list[TopicPartition]], Any] | None = None,
@@ -176,6 +188,7 @@ class AsyncConsumer:
         self.positions = {tp: None for tp in tps}
         if not tps:
             return
+        self.metadata.add_interest(tp.topic for tp in tps)
         try:
             committed = await self.committed(tps, self.request_timeout)
         except KafkaError:
@@ -190,20 +203,28 @@ class AsyncConsumer:
         self.buffer = [r for r in self.buffer if (r.topic, r.partition) != tuple(tp)]
 
     async def _list_offsets(self, tps: list[TopicPartition], timestamp: int, request_timeout: float) -> dict:
-        missing = [tp.topic for tp in tps if tp not in self.leaders]
-        if missing:
-            await self._refresh_metadata(sorted(set(missing)), request_timeout)
+        """One ListOffsets per leader (Java's OffsetFetcher groups them the same way), all within
+        one request timeout; a stale-metadata error asks for a refresh before the next attempt."""
+        end = trio.current_time() + request_timeout
+        by_node: dict[int, list[TopicPartition]] = {}
+        for tp, node in (await self._leaders_for(tps, request_timeout)).items():
+            by_node.setdefault(node, []).append(tp)
         out = {}
-        for tp in tps:
-            body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": tp.topic, "partitions": [
-                {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": timestamp}]}]}
-            answer = await self.net.request(self.leaders[tp], ApiKey.LIST_OFFSETS, body, timeout=request_timeout)
-            part = answer.topics[0].partitions[0]
-            if part.error_code:
-                if part.error_code in (3, 6):
-                    self.leaders.pop(tp, None)
-                raise error_for_code(part.error_code)
-            out[tp] = (part.offset, part.timestamp)
+        for node, group in by_node.items():
+            body = {"replica_id": -1, "isolation_level": 0, "topics": [
+                {"name": topic, "partitions": [{"partition_index": tp.partition, "current_leader_epoch": -1,
+                                                "timestamp": timestamp} for tp in group if tp.topic == topic]}
+                for topic in sorted({tp.topic for tp in group})]}
+            timeout = max(end - trio.current_time(), 0.001)
+            answer = await self.net.request(node, ApiKey.LIST_OFFSETS, body, timeout=timeout)
+            for t in answer.topics:
+                for part in t.partitions:
+                    if part.error_code:
+                        if part.error_code in STALE_METADATA_ERRORS:
+                            self.updater.request_update()
+                        raise error_for_code(part.error_code, f"ListOffsets for {t.name}-{part.partition_index} to "
+                                                              f"broker {node}: {ErrorCode(part.error_code).name}")
+                    out[TopicPartition(t.name, part.partition_index)] = (part.offset, part.timestamp)
         return out
 
     async def beginning_offsets(self, tps, timeout: float | None = None) -> dict:
@@ -275,9 +296,7 @@ class AsyncConsumer:
     async def list_topics(self, timeout: float | None = None) -> dict[str, list[int]]:
         """Every topic with its partition ids (Metadata for all topics, attempt-then-check)."""
         async def attempt(rt: float) -> dict[str, list[int]]:
-            md = await self.net.request(self._any_node(), ApiKey.METADATA, {"topics": None, "allow_auto_topic_creation": False},
-                                        timeout=rt)
-            self.net.nodes.update({b.node_id: (b.host, b.port) for b in md.brokers})
+            md = await self.updater.refresh(deadline=trio.current_time() + rt, all_topics=True)
             return {t.name: sorted(p.partition_index for p in t.partitions) for t in md.topics if t.error_code == 0}
 
         return await self._attempt_then_check("list_topics()", self._deadline(timeout), attempt,
@@ -286,8 +305,8 @@ class AsyncConsumer:
     async def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
         """The topic's partition ids ([] if it does not exist), attempt-then-check."""
         async def attempt(rt: float) -> list[int]:
-            await self._refresh_metadata([topic], rt)
-            return sorted(tp.partition for tp in self.leaders if tp.topic == topic)
+            await self.updater.refresh([topic], deadline=trio.current_time() + rt)
+            return [p.partition for p in self.metadata.partitions(topic) or ()]
 
         return await self._attempt_then_check("partitions_for()", self._deadline(timeout), attempt,
                                               lambda: "no broker answered Metadata")
@@ -295,7 +314,7 @@ class AsyncConsumer:
     async def client_instance_id(self, timeout: float | None = None):
         """The id the cluster gives this client for telemetry (KIP-714, GetTelemetrySubscriptions)."""
         async def attempt(rt: float):
-            answer = await self.net.request(self._any_node(), ApiKey.GET_TELEMETRY_SUBSCRIPTIONS,
+            answer = await self.net.request(self.net.least_loaded_node(), ApiKey.GET_TELEMETRY_SUBSCRIPTIONS,
                                             {"client_instance_id": __import__("uuid").UUID(int=0)}, timeout=rt)
             if answer.error_code:
                 raise error_for_code(answer.error_code)
@@ -359,27 +378,52 @@ class AsyncConsumer:
             self._wakeup_event = trio.Event()
             raise WakeupException("poll() was interrupted by wakeup()")
 
+    _METADATA = "metadata"   # the key of the refresh in flight in ``_fetching``
+
     def _start_fetches(self) -> None:
+        """A Fetch to each leader of fetchable partitions. As Java's Fetcher: a partition with no
+        known leader waits for a metadata refresh, and a leader in reconnect backoff is skipped
+        until its backoff ends (then looked at again)."""
         by_leader: dict[int, list[TopicPartition]] = {}
+        need_metadata = self.metadata.need_update
+        buffered = {(r.topic, r.partition) for r in self.buffer}
         for tp, pos in self.positions.items():
-            if pos is not None and tp in self.leaders and tp not in self.paused:
-                by_leader.setdefault(self.leaders[tp], []).append(tp)
-        for tp, pos in self.positions.items():
-            if pos is not None and tp not in self.leaders and -1 not in self._fetching:
-                self._fetching.add(-1)
-                self.nursery.start_soon(self._metadata_for_fetch, tp.topic)
+            if pos is None or tp in self.paused or (tp.topic, tp.partition) in buffered:
+                continue
+            node = self._leader(tp)
+            if node is None:
+                need_metadata = True
+            else:
+                by_leader.setdefault(node, []).append(tp)
+        if need_metadata and self._METADATA not in self._fetching:
+            self._fetching.add(self._METADATA)
+            self.nursery.start_soon(self._metadata_for_fetch)
         for node, tps in by_leader.items():
-            if node not in self._fetching and not any(r.partition == tp.partition and r.topic == tp.topic for r in self.buffer for tp in tps):
-                self._fetching.add(node)
+            if node in self._fetching:
+                continue
+            self._fetching.add(node)
+            delay = self.net.connection_delay(node)
+            if delay > 0 and not self.net.is_ready(node):
+                self.nursery.start_soon(self._look_again_after, node, delay)
+            else:
                 self.nursery.start_soon(self._fetch, node, tps)
 
-    async def _metadata_for_fetch(self, topic: str) -> None:
+    async def _look_again_after(self, node: int, delay: float) -> None:
         try:
-            await self._refresh_metadata([topic], self.request_timeout)
-        except KafkaError:
-            await trio.sleep(self.config["retry.backoff.ms"] / 1000)
+            await trio.sleep(delay)
         finally:
-            self._fetching.discard(-1)
+            self._fetching.discard(node)
+            self._data.set()
+
+    async def _metadata_for_fetch(self) -> None:
+        """Refresh the assigned topics' metadata, no sooner than the refresh backoff allows."""
+        try:
+            await trio.sleep_until(self.metadata.allowed_at)
+            await self.updater.refresh(deadline=trio.current_time() + self.request_timeout)
+        except KafkaError:
+            pass   # the updater applied the refresh backoff; the next look tries again
+        finally:
+            self._fetching.discard(self._METADATA)
             self._data.set()
 
     async def _fetch(self, node: int, tps: list[TopicPartition]) -> None:
@@ -397,8 +441,9 @@ class AsyncConsumer:
             if not self._take(answer, fetched_at):
                 await trio.sleep(self.config["retry.backoff.ms"] / 1000)  # errors: back off before refetching
         except KafkaError:
-            for tp in tps:
-                self.leaders.pop(tp, None)  # refresh metadata before fetching again (KIP-19)
+            # a disconnect or request timeout has already asked for a metadata refresh (the
+            # updater listens to the network client): the next fetch follows the new leader (KIP-19)
+            self.updater.request_update()
             await trio.sleep(self.config["retry.backoff.ms"] / 1000)
         finally:
             self._fetching.discard(node)
@@ -412,10 +457,11 @@ class AsyncConsumer:
                 tp = TopicPartition(topic.topic, part.partition_index)
                 if part.error_code:
                     clean = False
-                    if part.error_code == 1 and self.config["auto.offset.reset"] != "none":
-                        self.positions[tp] = None
+                    if part.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and self.config["auto.offset.reset"] != "none":
+                        if self.positions.get(tp) == fetched_at.get((tp.topic, tp.partition)):
+                            self.positions[tp] = None    # reset per auto.offset.reset at the next look
                     else:
-                        self.leaders.pop(tp, None)
+                        self.updater.request_update()   # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...
                     continue
                 start = fetched_at[(tp.topic, tp.partition)]
                 if self.positions.get(tp) != start:
@@ -447,7 +493,7 @@ class AsyncConsumer:
                 raise
             topics = answer.groups[0].topics if answer.get("groups") else answer.topics
             error = (answer.groups[0].error_code if answer.get("groups") else answer.get("error_code", 0))
-            if error in NOT_COORDINATOR_ERRORS:
+            if error in COORDINATOR_ERRORS:
                 self.coordinator = None
             if error:
                 raise error_for_code(error)
@@ -488,7 +534,7 @@ class AsyncConsumer:
                 raise
             for t in answer.topics:
                 for p in t.partitions:
-                    if p.error_code in NOT_COORDINATOR_ERRORS:
+                    if p.error_code in COORDINATOR_ERRORS:
                         self.coordinator = None
                     if p.error_code:
                         raise error_for_code(p.error_code)

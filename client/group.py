@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from client.assignors import ASSIGNORS
-from client.errors import KafkaError, error_for_code
+from client.errors import ErrorCode, KafkaError, error_for_code
 from client.exceptions import CommitFailedException
 from client.protocol import ApiKey
 from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 79, 27, 22, 25
 FENCED_INSTANCE_ID = 82
-COORDINATOR_ERRORS = {14, 15, 16}
+# NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS: find it again
+COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                ErrorCode.NOT_COORDINATOR})
 FENCING_ERRORS = {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID}
 SUBSCRIPTION_VERSION = 1   # topics + owned partitions: what every client since Kafka 2.4 reads
 
@@ -95,18 +97,16 @@ class GroupMembership:
         return sorted(t for t in (all_topics or []) if self.pattern.fullmatch(t))
 
     async def _topic_partitions(self, topics: list[str] | None) -> dict[str, int]:
-        """Partition counts (``topics`` None: every topic, for a pattern)."""
-        body = {"topics": None if topics is None else [{"name": t} for t in topics], "allow_auto_topic_creation": False}
-        md = await self.consumer.net.request(self.consumer._any_node(), ApiKey.METADATA, body,
-                                             timeout=self.consumer.request_timeout)
-        self.consumer.net.nodes.update({b.node_id: (b.host, b.port) for b in md.brokers})
-        out = {}
-        for t in md.topics:
-            if t.error_code == 0:
-                out[t.name] = len(t.partitions)
-                for p in t.partitions:
-                    self.consumer.leaders[_tp(t.name, p.partition_index)] = p.leader_id
-        return out
+        """Partition counts (``topics`` None: every topic, for a pattern), through the
+        consumer's metadata layer, so the leaders learnt here serve its fetches too."""
+        consumer = self.consumer
+        deadline = trio.current_time() + consumer.request_timeout
+        if topics is None:
+            md = await consumer.updater.refresh(deadline=deadline, all_topics=True)
+        else:
+            consumer.metadata.add_interest(topics)
+            md = await consumer.updater.refresh(topics, deadline=deadline)
+        return {t.name: len(t.partitions) for t in md.topics if t.error_code == 0}
 
     # -- join and sync -------------------------------------------------------------------------
     async def _revoke(self) -> None:

@@ -25,13 +25,19 @@ from typing import Any
 import trio
 
 from client.backoff import ExponentialBackoff
-from client.errors import KafkaError, error_for_code, error_name
+from client.errors import ErrorCode, KafkaError, error_for_code, error_name
 from client.exceptions import MaxBlockTimeoutException
 from client.network import NetworkClient
 from client.protocol import ApiKey
 
 # topic errors after which waiting longer cannot help
-FATAL_TOPIC_ERRORS = {17, 29}   # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
+FATAL_TOPIC_ERRORS = frozenset({ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.TOPIC_AUTHORIZATION_FAILED})
+# partition errors after which the leader we used is probably wrong: refresh before retrying
+# (Java's Errors marked InvalidMetadataException, as the producer and consumer both treat them)
+STALE_METADATA_ERRORS = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
+})
 
 
 @dataclass(slots=True)
@@ -144,11 +150,17 @@ class MetadataUpdater:
         if self.metadata.need_update:
             self._wanted.set()
 
-    async def refresh(self, topics: Iterable[str] | None = None, deadline: float | None = None) -> Any:
-        """One Metadata round: the best candidate first, then each other broker and bootstrap
-        address until one answers. ``topics`` None means the topics of interest."""
-        names = sorted(self.metadata.interest if topics is None else set(topics))
-        body = {"topics": [{"name": t} for t in names], "allow_auto_topic_creation": self.allow_auto_create}
+    async def refresh(self, topics: Iterable[str] | None = None, deadline: float | None = None, *,
+                      all_topics: bool = False) -> Any:
+        """One Metadata round: the best candidate first (``NetworkClient.candidates``: a live,
+        least-loaded node), then each other broker and bootstrap address until one answers or
+        ``deadline`` passes. ``topics`` None means the topics of interest; ``all_topics`` asks
+        for every topic (never creating one, as Java's MetadataRequest.Builder.allTopics)."""
+        if all_topics:
+            body: dict[str, Any] = {"topics": None, "allow_auto_topic_creation": False}
+        else:
+            names = sorted(self.metadata.interest if topics is None else set(topics))
+            body = {"topics": [{"name": t} for t in names], "allow_auto_topic_creation": self.allow_auto_create}
         last: KafkaError | None = None
         for node in self.net.candidates():
             if deadline is not None and trio.current_time() >= deadline:

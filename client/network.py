@@ -136,6 +136,13 @@ class NetworkClient:
 
         return sorted(pool, key=rank)
 
+    def least_loaded_node(self) -> int:
+        """Where a request that may go to any broker goes (Metadata, FindCoordinator,
+        GetTelemetrySubscriptions): the best of ``candidates``, never simply the first known —
+        a broker that failed is backing off and ranks behind the live ones (Java's
+        NetworkClient.leastLoadedNode)."""
+        return self.candidates()[0]
+
     # -- connecting ------------------------------------------------------------------------
     async def connection(self, node: int) -> BrokerConnection:
         """The node's connection, connecting (and negotiating versions) if needed. Concurrent

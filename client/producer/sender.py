@@ -29,6 +29,7 @@ import trio
 from client.backoff import ExponentialBackoff
 from client.errors import KafkaError, error_for_code, error_name
 from client.exceptions import DeliveryTimeoutException, broker_request_timed_out_message
+from client.metadata import STALE_METADATA_ERRORS as STALE_METADATA
 from client.metadata import ClusterMetadata, MetadataUpdater
 from client.network import NetworkClient
 from client.producer.accumulator import RecordAccumulator
@@ -36,7 +37,6 @@ from client.producer.batch import ProducerBatch
 from client.protocol import ApiKey
 from client.protocol.records import encode_batch
 
-STALE_METADATA = {3, 5, 6, 9, 74, 75}   # after these the leader we used is probably wrong
 DUPLICATE_SEQUENCE_NUMBER = 46          # already written: success (Java does the same)
 
 
