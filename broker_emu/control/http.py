@@ -244,6 +244,18 @@ def encode_safely(response: HttpResponse) -> bytes:
         return error_response(500, f"internal error: cannot encode the answer: {type(exc).__name__}").encode()
 
 
+async def linger(stream: trio.abc.Stream) -> None:
+    """Half-close, then read and drop what the client still sends (a body we refused unread) until
+    it closes: closing with unread input makes the kernel reset the connection, and the client
+    could lose our answer."""
+    if isinstance(stream, trio.SocketStream):
+        await stream.send_eof()
+    with trio.move_on_after(1):
+        for _ in range(64):
+            if not await stream.receive_some(65536):
+                break
+
+
 async def serve_connection(stream: trio.abc.Stream, handler: Handler, policy: Policy) -> None:
     try:
         async with stream:
@@ -255,6 +267,7 @@ async def serve_connection(stream: trio.abc.Stream, handler: Handler, policy: Po
             else:
                 response = await respond(request, handler, policy)
             await stream.send_all(encode_safely(response))
+            await linger(stream)
     except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass  # the client went away or stalled: nothing to answer
     except Exception:
