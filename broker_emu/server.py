@@ -56,6 +56,9 @@ class Connection:
         self.peer_closed = False
         self._current: trio.CancelScope | None = None  # the request being handled
         self._busy = False                                 # a request is being handled
+        # opt-in: called with (connection, frame) for every request frame read, before it is
+        # decoded (tools/capture_corpus.py records real clients' requests this way)
+        self._tap = getattr(cluster, "frame_tap", None)
 
     # -- lifecycle ----------------------------------------------------------------------------
     def _trace(self, kind: str, **fields: Any) -> None:
@@ -123,6 +126,8 @@ class Connection:
                     self.abort(str(exc))
                     return
                 for frame in frames:
+                    if self._tap is not None:
+                        self._tap(self, frame)
                     if not self._busy and self._queued_bytes == 0 and self._answers_at_once(frame):
                         if not await self._run_one(frame):
                             self.scope.cancel()
