@@ -157,7 +157,7 @@ def _label(text: str, at: float, y: float, left: float, width: float) -> str:
 def render_svg(title: str, spans: list[Span], marks: list[Mark], width: int = 1100, end: float | None = None) -> str:
     end = end or _end(spans, marks)
     left, plot = 150, width - 170
-    x = lambda t: left + t / end * plot  # noqa: E731
+    x = lambda t: left + t / end * plot
     rows, y = [], 40
     out = [f'<text x="10" y="20" font-weight="bold">{html.escape(title)}</text>']
     for lane in LANES:

@@ -28,8 +28,16 @@ import trio
 import yaml
 
 from broker_emu.faults.engine import FaultEngine
-from broker_emu.faults.rules import (INT32_MAX, FaultConfigError, check_int, check_keys, check_ms, check_str,
-                                     parse_replication, show)
+from broker_emu.faults.rules import (
+    INT32_MAX,
+    FaultConfigError,
+    check_int,
+    check_keys,
+    check_ms,
+    check_str,
+    parse_replication,
+    show,
+)
 
 EVENT_VERBS = ("stop_broker", "start_broker", "move_leader", "replication")
 TOP_KEYS = ("seed", "brokers", "topics", "config", "faults", "events", "name", "description")

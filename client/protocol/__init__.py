@@ -18,12 +18,6 @@ prefix. Malformed input raises ``CorruptFrameError`` naming the API, version and
 """
 
 from client.protocol.api_keys import ApiKey
-from client.protocol.errors import (
-    CorruptFrameError,
-    ProtocolError,
-    UnknownApiError,
-    UnsupportedVersionError,
-)
 from client.protocol.codec import (
     RequestHeader,
     api_spec,
@@ -35,6 +29,12 @@ from client.protocol.codec import (
     request_header_version,
     response_header_version,
     supported_versions,
+)
+from client.protocol.errors import (
+    CorruptFrameError,
+    ProtocolError,
+    UnknownApiError,
+    UnsupportedVersionError,
 )
 
 __all__ = [

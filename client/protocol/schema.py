@@ -7,8 +7,10 @@ into a construct for one version.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
+
 
 class _Null:
     """Marks an explicit ``"default": "null"`` (distinct from "no default given")."""

@@ -161,7 +161,7 @@ class OurAdapter(Adapter):
             await producer.refresh_metadata([step.args["topic"]])
             start = trio.current_time()
             futures = []
-            for i in range(step.args.get("count", 2)):
+            for _ in range(step.args.get("count", 2)):
                 futures.append(await producer.send(step.args["topic"], step.args["value"], partition=step.args.get("partition")))
                 await trio.sleep(step.args.get("gap_s", 0.01))
             try:

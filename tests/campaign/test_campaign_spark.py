@@ -8,15 +8,15 @@ from xml.etree import ElementTree
 
 import pytest
 
-# py4j (the Python-JVM bridge) leaves its callback sockets to the garbage collector
-pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),
-              pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
-
 from conformance.campaign import report
 from conformance.campaign.aggregate import summarise
 from conformance.campaign.execute import ROW_FIELDS, execute
 from conformance.campaign.job import run_campaign, spark_schema
 from conformance.campaign.matrix import expand
+
+# py4j (the Python-JVM bridge) leaves its callback sockets to the garbage collector
+pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),
+              pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
 
 KEY_A = json.dumps({"request.timeout.ms": 30000})
 KEY_B = json.dumps({"request.timeout.ms": 10000})

@@ -2,8 +2,17 @@
 
 from broker_emu import open_cluster
 from client.protocol import ApiKey
-from tests.emulator.helpers import (API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CLUSTER, DESCRIBE_CONFIGS,
-                                    INIT_PRODUCER_ID, METADATA, SASL_HANDSHAKE, WireClient)
+from tests.emulator.helpers import (
+    API_VERSIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    DESCRIBE_CLUSTER,
+    DESCRIBE_CONFIGS,
+    INIT_PRODUCER_ID,
+    METADATA,
+    SASL_HANDSHAKE,
+    WireClient,
+)
 
 ADVERTISED = {  # the ranges; old librdkafka needs Produce and the group APIs from v0
     "PRODUCE": (0, 11), "FETCH": (4, 17), "LIST_OFFSETS": (1, 10), "METADATA": (0, 12), "OFFSET_COMMIT": (2, 9),

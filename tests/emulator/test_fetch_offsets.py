@@ -4,8 +4,19 @@ import trio
 
 from broker_emu import open_cluster
 from client.protocol.records import decode_batch, iter_batches
-from tests.emulator.helpers import (FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, PRODUCE, WireClient, batch, fetch_body,
-                                    follower_of, leader_of, produce_body, produce_many)
+from tests.emulator.helpers import (
+    FETCH,
+    LIST_OFFSETS,
+    OFFSET_FOR_LEADER_EPOCH,
+    PRODUCE,
+    WireClient,
+    batch,
+    fetch_body,
+    follower_of,
+    leader_of,
+    produce_body,
+    produce_many,
+)
 
 
 def part0(r):

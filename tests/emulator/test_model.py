@@ -35,7 +35,7 @@ def test_append_rewrites_only_base_offset_and_leader_epoch():
 
 def test_read_returns_whole_batches_below_the_limit_and_min_one_first_batch():
     log = PartitionLog()
-    for i in range(4):
+    for _ in range(4):
         appended(log, [b"x" * 100, b"y" * 100])  # offsets 0-1, 2-3, 4-5, 6-7
     size = len(log.batches[0].data)
     assert parse_batch_header(log.read(3, 10_000, upto=8)).base_offset == 2  # the batch holding offset 3

@@ -8,8 +8,17 @@ import trio.testing
 from broker_emu import open_cluster
 from broker_emu.server import READ_AHEAD_BYTES
 from client.protocol import encode_request
-from tests.emulator.helpers import (API_VERSIONS, FETCH, LIST_OFFSETS, METADATA, PRODUCE, WireClient, fetch_body,
-                                    leader_of, produce_body)
+from tests.emulator.helpers import (
+    API_VERSIONS,
+    FETCH,
+    LIST_OFFSETS,
+    METADATA,
+    PRODUCE,
+    WireClient,
+    fetch_body,
+    leader_of,
+    produce_body,
+)
 
 
 def with_version(frame: bytes, version: int) -> bytes:

@@ -3,8 +3,18 @@
 import trio
 
 from broker_emu import open_cluster
-from tests.emulator.helpers import (INIT_PRODUCER_ID, METADATA, PRODUCE, WireClient, batch, follower_of, leader_of,
-                                    partition_results, produce_body, produce_many)
+from tests.emulator.helpers import (
+    INIT_PRODUCER_ID,
+    METADATA,
+    PRODUCE,
+    WireClient,
+    batch,
+    follower_of,
+    leader_of,
+    partition_results,
+    produce_body,
+    produce_many,
+)
 
 
 async def test_acks_all_times_out_exactly_timeout_ms_after_the_append(autojump_clock):

@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from client.protocol import encode_request, encode_response
 from client.protocol.framing import FrameSplitter, FrameTooLargeError

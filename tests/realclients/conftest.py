@@ -8,7 +8,6 @@ import pytest
 
 from .clients import installed_version, require_client  # noqa: F401  (re-exported for the tests)
 
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

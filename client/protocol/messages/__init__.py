@@ -2,6 +2,7 @@
 
 from client.protocol.messages.api_versions import API_VERSIONS
 from client.protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HEARTBEAT
+from client.protocol.messages.consumer_protocol import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
 from client.protocol.messages.create_topics import CREATE_TOPICS
 from client.protocol.messages.delete_topics import DELETE_TOPICS
 from client.protocol.messages.describe_cluster import DESCRIBE_CLUSTER
@@ -24,9 +25,7 @@ from client.protocol.messages.produce import PRODUCE
 from client.protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
 from client.protocol.messages.sasl_handshake import SASL_HANDSHAKE
 from client.protocol.messages.sync_group import SYNC_GROUP
-from client.protocol.messages.consumer_protocol import (
-    CONSUMER_PROTOCOL_ASSIGNMENT,
-    CONSUMER_PROTOCOL_SUBSCRIPTION,
-)
+
+__all__ = ["ALL_APIS", "CONSUMER_PROTOCOL_ASSIGNMENT", "CONSUMER_PROTOCOL_SUBSCRIPTION", "API_VERSIONS", "CONSUMER_GROUP_HEARTBEAT", "CREATE_TOPICS", "DELETE_TOPICS", "DESCRIBE_CLUSTER", "DESCRIBE_CONFIGS", "DESCRIBE_GROUPS", "FETCH", "FIND_COORDINATOR", "GET_TELEMETRY_SUBSCRIPTIONS", "HEARTBEAT", "INIT_PRODUCER_ID", "JOIN_GROUP", "LEAVE_GROUP", "LIST_GROUPS", "LIST_OFFSETS", "METADATA", "OFFSET_COMMIT", "OFFSET_FETCH", "OFFSET_FOR_LEADER_EPOCH", "PRODUCE", "SASL_AUTHENTICATE", "SASL_HANDSHAKE", "SYNC_GROUP"]
 
 ALL_APIS = {api.key: api for api in (API_VERSIONS, CONSUMER_GROUP_HEARTBEAT, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CLUSTER, DESCRIBE_CONFIGS, DESCRIBE_GROUPS, FETCH, FIND_COORDINATOR, GET_TELEMETRY_SUBSCRIPTIONS, HEARTBEAT, INIT_PRODUCER_ID, JOIN_GROUP, LEAVE_GROUP, LIST_GROUPS, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, OFFSET_FOR_LEADER_EPOCH, PRODUCE, SASL_AUTHENTICATE, SASL_HANDSHAKE, SYNC_GROUP)}
