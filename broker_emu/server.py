@@ -219,6 +219,18 @@ class Connection:
                         details={"anomalies": anomalies, "bytes": len(frame)})
         return await self._handle(ctx, body, arrived_ms)
 
+    def _stop_broker_later(self, delay_s: float) -> None:
+        """The stop_broker fault with a delay: this request goes on (into a long poll, the
+        purgatory...) and the broker stops under it."""
+        cluster, broker_id = self.cluster, self.broker.id
+
+        async def stop() -> None:
+            await trio.sleep(delay_s)
+            await cluster.stop_broker(broker_id)
+
+        assert cluster._nursery is not None   # a serving cluster always has one (runtime.open_cluster)
+        cluster._nursery.start_soon(stop)
+
     async def _api_versions_fallback(self, header) -> bool:
         """A too-new ApiVersions gets UNSUPPORTED_VERSION in the v0 layout (KIP-511), listing
         the ApiVersions range we do serve, so the client can retry with a version we know."""
@@ -244,6 +256,11 @@ class Connection:
         decision = cluster.faults.decide(facts, cluster.now_ms())
         for rule in decision.applied:
             cluster.trace.emit("fault_applied", **fields, details={"rule": rule.id, "action": rule.action.to_dict()})
+        if decision.stop_broker_ms is not None:
+            if decision.stop_broker_ms == 0:
+                await cluster.stop_broker(self.broker.id)   # a crash on receipt: this request dies with it
+                return False
+            self._stop_broker_later(decision.stop_broker_ms / 1000)
         if decision.delay_request_ms:
             await trio.sleep(decision.delay_request_ms / 1000)
         terminal = decision.terminal

@@ -7,7 +7,7 @@ unscaled milliseconds and compared after dividing by ``Evidence.scale``.
 from __future__ import annotations
 
 import itertools
-from typing import Iterable
+from typing import Any, Iterable
 
 from broker_emu.trace import TraceEvent
 from conformance.model import Contract, Evidence, Outcome, Verdict
@@ -410,3 +410,59 @@ def replies_in_order_behind(parked_api: str, api: str) -> Contract:
         return Verdict(True, figure)
 
     return Contract(f"{api} answered after the parked {parked_api} ahead of it", check, side="server")
+
+
+# -- failover and faithfulness (issue 12) --------------------------------------------------------
+
+def resumes_on_survivor(api: str, within: float | str, *, late_fraction: float = 0.0) -> Contract:
+    """After a broker stopped, the client's next ``api`` request reached a surviving broker within
+    ``within`` (scaled) of the stop: the disconnect is seen at once, metadata comes from a
+    survivor (never only from the dead bootstrap broker) and the request goes to the new leader
+    (KIP-19)."""
+
+    def check(ev: Evidence) -> Verdict:
+        stop = _first(ev.events("broker_stop"), lambda e: True)
+        if stop is None:
+            return Verdict(False, message="no broker stopped in this run (the fault never fired)")
+        want = expected_ms(ev, within, api)
+        limit = want + max(late_fraction * want, ev.slack_ms)
+        nxt = _first(ev.events("recv", api), lambda e: e.t_ms >= stop.t_ms and e.broker != stop.broker)
+        if nxt is None:
+            return Verdict(False, "never", f"no {api} reached a surviving broker after broker {stop.broker} stopped "
+                                           f"at {_fmt_s(stop.t_ms)} (allowed {limit:.0f} ms)")
+        gap = nxt.t_ms - stop.t_ms
+        figure = f"{api} on broker {nxt.broker} {gap:.0f} ms after broker {stop.broker} stopped"
+        if gap > limit:
+            return Verdict(False, figure, f"{figure}: allowed {limit:.0f} ms")
+        return Verdict(True, figure)
+
+    return Contract(f"{api} resumes on a surviving broker", check, side="server")
+
+
+def no_broker_close() -> Contract:
+    """The broker closed none of the client's connections: every request it sent was one the
+    broker accepts (a request Kafka accepts must not cost the client its connection)."""
+
+    def check(ev: Evidence) -> Verdict:
+        closed = [e for e in ev.events("conn_close") if e.details.get("closed_by") == "broker"]
+        anomalies = ev.events("request_anomaly")
+        note = f"; {len(anomalies)} request(s) accepted as Kafka does ({anomalies[0].details['anomalies'][0]})" if anomalies else ""
+        if closed:
+            return Verdict(False, f"{len(closed)} closed by the broker",
+                           f"the broker closed conn {closed[0].conn}: {closed[0].details.get('reason')}")
+        return Verdict(True, f"{len(ev.events('conn_open'))} connections, none closed by the broker{note}")
+
+    return Contract("no connection closed by the broker", check, side="server")
+
+
+def value_includes(operation: str, item: Any) -> Contract:
+    """The operation's result (e.g. the topics listed) includes ``item``."""
+
+    def check(ev: Evidence) -> Verdict:
+        o = _outcome(ev, operation)
+        if o is None or not o.ok:
+            return Verdict(False, message=f"{operation} did not succeed")
+        got = o.value or []
+        return Verdict(item in got, f"{len(got)} item(s)", f"{operation} returned {got!r}, without {item!r}")
+
+    return Contract(f"{operation} includes {item!r}", check)

@@ -91,6 +91,7 @@ class Scenario:
     faults: tuple[dict[str, Any], ...] = ()
     needs_faults: bool = True   # False: can run against any bootstrap (a real Kafka)
     in_memory_only: str = ""    # why only in-memory (virtual-time) connections can run it, if so
+    bootstrap_brokers: tuple[int, ...] = ()   # the client's bootstrap.servers: these brokers only (all if empty)
 
 
 @dataclass

@@ -33,7 +33,7 @@ def scale_fault(rule: dict[str, Any], scale: float) -> dict[str, Any]:
         if key in out:
             out[key] = scaled_ms(out[key], scale)
     action = out.get("action")
-    if isinstance(action, dict) and "ms" in action:
+    if isinstance(action, dict) and action.get("ms"):   # 0 stays 0 (stop_broker: before handling)
         out["action"] = {**action, "ms": scaled_ms(action["ms"], scale)}
     if "replication" in out:
         out["replication"] = {**out["replication"], "lag_ms": scaled_ms(out["replication"].get("lag_ms", 0), scale)}
@@ -48,19 +48,30 @@ def _move_leader_later(cluster, spec: dict, at_s: float) -> None:
             target = next(b for b in p.isr if b != p.leader)
         cluster.move_leader(spec["topic"], spec["partition"], target)
 
-    cluster.scheduler.call_later(at_s, move)
+    if at_s <= 0:
+        move()   # part of the set-up: in place before the client's first request
+    else:
+        cluster.scheduler.call_later(at_s, move)
 
 
 def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
     for raw in scenario.faults:
         rule = scale_fault(raw, scale)
         if "move_leader" in rule:
-            _move_leader_later(cluster, rule["move_leader"], rule["at_ms"] / 1000)
+            # scaling keeps every delay >= 1 ms; at_ms 0 (or none) means "before the client starts"
+            _move_leader_later(cluster, rule["move_leader"], rule["at_ms"] / 1000 if raw.get("at_ms") else 0.0)
         elif "replication" in rule:
             r = rule["replication"]
             cluster.set_replication(r.get("topic"), r.get("partition"), r.get("follower"), r["mode"], r.get("lag_ms", 0))
         else:
             cluster.faults.add(rule, cluster.now_ms())
+
+
+def bootstrap_of(cluster, scenario: Scenario) -> str:
+    """The client's bootstrap.servers: every broker, or the scenario's chosen ones (so that "the
+    bootstrap broker dies" means what it says). Virtual-time runs bootstrap from broker 0."""
+    chosen = scenario.bootstrap_brokers or tuple(cluster.brokers)
+    return ",".join(f"{cluster.brokers[b].host}:{cluster.brokers[b].port}" for b in chosen)
 
 
 def snapshot(cluster) -> dict[str, Any]:
@@ -98,7 +109,7 @@ def run_real_time(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
         cluster = tc.cluster
         assert cluster is not None  # start() returned: the cluster is up
         tc.call(apply_setup, cluster, scenario, scale)
-        env = RunEnv(tc.bootstrap, client_id, scale_config(scenario.client_config, scale), scale)
+        env = RunEnv(tc.call(bootstrap_of, cluster, scenario), client_id, scale_config(scenario.client_config, scale), scale)
         steps = tuple(replace(s, timeout_s=None if s.timeout_s is None else s.timeout_s / scale) for s in scenario.steps)
         outcomes = _run_blocking(adapter, steps, env)
         trace = tc.call(lambda: list(cluster.trace.events))

@@ -19,6 +19,9 @@ def run_virtual_time(scenario: Scenario, adapter: Adapter) -> Result:
 
     state: dict = {}
 
+    if scenario.bootstrap_brokers not in ((), (0,)):
+        raise ValueError(f"{scenario.id}: virtual-time runs bootstrap from broker 0 (adapters map bootstrap nodes to it)")
+
     async def main() -> None:
         config = {"group.initial.rebalance.delay.ms": 0, **scenario.broker_config}
         async with open_cluster(scenario.brokers, topics=scenario.topics, config=config, listen=False) as cluster:

@@ -36,6 +36,7 @@ class Decision:
     delay_request_ms: float = 0.0
     delay_response_ms: float = 0.0
     throttle_ms: float = 0.0
+    stop_broker_ms: float | None = None   # stop the broker this long after the request was read
     terminal: Any = None           # the first terminal Action, if any
     applied: list[Rule] = field(default_factory=list)
 
@@ -121,6 +122,9 @@ class FaultEngine:
                 decision.delay_response_ms += action.ms
             elif action.type == "throttle":
                 decision.throttle_ms = max(decision.throttle_ms, action.ms)
+            elif action.type == "stop_broker":
+                decision.stop_broker_ms = min(action.ms, decision.stop_broker_ms if decision.stop_broker_ms is not None
+                                              else action.ms)
             elif decision.terminal is None:
                 decision.terminal = action
         return decision

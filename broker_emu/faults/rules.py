@@ -22,6 +22,9 @@ REQUEST_ACTIONS = {
     "error": ("error",),           # answer with this error code (per partition where it has them)
     "throttle": ("ms",),           # throttle_time_ms in the response, then mute the connection (KIP-219)
     "partial_response": (),        # write half the response frame, then stall
+    "stop_broker": ("ms",),        # the broker that read it stops: ms 0, before handling it (a crash on
+                                   # receipt); ms > 0, that long after it was read (e.g. during a long
+                                   # poll, or with a Produce parked in the purgatory)
 }
 CONNECTION_ACTIONS = {
     "refuse_connections": (),      # close new connections at once

@@ -19,7 +19,7 @@ def _error_type(exc: BaseException) -> str:
 
 class AiokafkaAdapter(RealTimeAdapter):
     name = "aiokafka"
-    operations = frozenset({"produce", "poll", "committed"})
+    operations = frozenset({"produce", "poll", "committed", "admin_list_topics"})
 
     def available(self):
         ok = importlib.util.find_spec("aiokafka") is not None
@@ -39,6 +39,28 @@ class AiokafkaAdapter(RealTimeAdapter):
         return {"bootstrap_servers": env.bootstrap, "client_id": env.client_id,
                 "request_timeout_ms": env.config.get("request.timeout.ms", scaled_ms(40_000, env.scale)),
                 "retry_backoff_ms": scaled_ms(100, env.scale)}
+
+    async def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
+        """AIOKafkaAdminClient.list_topics() (request_timeout_ms bounds each call)."""
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        admin = AIOKafkaAdminClient(**self._common(env))
+        rounds = int(step.args.get("repeat", 1))
+        await admin.start()
+        try:
+            start, topics = env.clock(), []
+            for i in range(rounds):
+                if i:
+                    await asyncio.sleep(step.args.get("pause_s", 0.0) / env.scale)
+                start = env.clock()
+                try:
+                    topics = sorted(await admin.list_topics())
+                except Exception as exc:  # the client's own error: an outcome
+                    return Outcome("admin_list_topics", False, env.clock() - start, _error_type(exc),
+                                   f"call {i + 1} of {rounds}: {exc}")
+            return Outcome("admin_list_topics", True, env.clock() - start, value=topics)
+        finally:
+            await admin.close()
 
     async def _produce(self, step: Operation, env: RunEnv) -> Outcome:
         from aiokafka import AIOKafkaProducer

@@ -17,6 +17,8 @@ Operations (``Operation.kind``) and their ``args``:
     partitions_for   topic
     commit_sync      group, topic, partition, offset
     close            -
+    admin_list_topics repeat (calls of one client, default 1), pause_s (unscaled, between calls)
+                     -> every topic's name, through the client's admin API (its all-topics Metadata)
 
 ``Operation.timeout_s`` is the API deadline (None: the client's default).
 """
@@ -32,7 +34,7 @@ from conformance.model import Operation, Outcome
 
 ALL_OPERATIONS = frozenset({
     "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
-    "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
+    "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close", "admin_list_topics",
 })
 
 
@@ -87,3 +89,22 @@ class RealTimeAdapter(Adapter):
 
 def scaled_ms(value: Any, scale: float) -> Any:
     return max(1, int(round(value / scale))) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def list_rounds(step: Operation, env: RunEnv, call: Callable[[], Any], error_type: Callable[[BaseException], str],
+                sleep: Callable[[float], Any] = time.sleep) -> Outcome:
+    """``admin_list_topics`` for a blocking client: ``repeat`` calls on one client, ``pause_s``
+    (scaled here) apart. The outcome is the last call's time and topic names, or the first call
+    that failed, saying which."""
+    rounds = int(step.args.get("repeat", 1))
+    start, topics = env.clock(), []
+    for i in range(rounds):
+        if i:
+            sleep(step.args.get("pause_s", 0.0) / env.scale)
+        start = env.clock()
+        try:
+            topics = sorted(call())
+        except Exception as exc:  # the client's own error: an outcome, not a crash
+            return Outcome("admin_list_topics", False, env.clock() - start, error_type(exc),
+                           f"call {i + 1} of {rounds}: {exc}")
+    return Outcome("admin_list_topics", True, env.clock() - start, value=topics)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
+from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.model import Operation, Outcome
 
 TIMEOUT_CODES = {"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TIMED_OUT_QUEUE"}
@@ -19,7 +19,7 @@ def _error_type(err) -> str:
 
 class ConfluentAdapter(RealTimeAdapter):
     name = "confluent-kafka"
-    operations = frozenset({"produce", "poll", "committed"})
+    operations = frozenset({"produce", "poll", "committed", "admin_list_topics"})
 
     def available(self):
         ok = importlib.util.find_spec("confluent_kafka") is not None
@@ -71,6 +71,18 @@ class ConfluentAdapter(RealTimeAdapter):
         if err is None:
             return Outcome("produce", True, result["t"] - start, value=result["offset"])
         return Outcome("produce", False, result["t"] - start, _error_type(err), err.str())
+
+    def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._common(env))
+        timeout = step.timeout_s if step.timeout_s is not None else scaled_ms(30_000, env.scale) / 1000
+
+        def error_type(exc: BaseException) -> str:
+            return _error_type(exc.args[0]) if isinstance(exc, KafkaException) and exc.args else type(exc).__name__
+
+        return list_rounds(step, env, lambda: list(admin.list_topics(timeout=timeout).topics), error_type)
 
     def _consumer(self, env: RunEnv, group: str):
         from confluent_kafka import Consumer

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
+from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.model import Operation, Outcome
 
 
@@ -16,7 +16,7 @@ def _error_type(exc: Exception) -> str:
 
 class KafkaPythonAdapter(RealTimeAdapter):
     name = "kafka-python"
-    operations = frozenset({"produce", "poll", "committed"})
+    operations = frozenset({"produce", "poll", "committed", "admin_list_topics"})
 
     def available(self):
         ok = importlib.util.find_spec("kafka") is not None
@@ -35,6 +35,16 @@ class KafkaPythonAdapter(RealTimeAdapter):
         return {"bootstrap_servers": env.bootstrap.split(","), "client_id": env.client_id,
                 "request_timeout_ms": c.get("request.timeout.ms", scaled_ms(30_000, env.scale)),
                 "retry_backoff_ms": scaled_ms(100, env.scale), "reconnect_backoff_ms": scaled_ms(50, env.scale)}
+
+    def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
+        """KafkaAdminClient.list_topics() (no per-call timeout: request_timeout_ms bounds it)."""
+        from kafka.admin import KafkaAdminClient
+
+        admin = KafkaAdminClient(**self._common(env))
+        try:
+            return list_rounds(step, env, admin.list_topics, _error_type)
+        finally:
+            admin.close()
 
     def _produce(self, step: Operation, env: RunEnv) -> Outcome:
         from kafka import KafkaProducer

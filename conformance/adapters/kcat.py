@@ -12,7 +12,7 @@ from conformance.model import Operation, Outcome
 
 class KcatAdapter(RealTimeAdapter):
     name = "kcat"
-    operations = frozenset({"produce"})
+    operations = frozenset({"produce", "admin_list_topics"})
 
     def available(self):
         ok = shutil.which("kcat") is not None
@@ -21,10 +21,29 @@ class KcatAdapter(RealTimeAdapter):
     def supports(self, steps):
         if any(s.kind == "produce" and s.args.get("count", 1) > 1 for s in steps):
             return False, "kcat batches all its records into one request; it cannot send one after another"
+        if any(s.kind == "admin_list_topics" and s.args.get("repeat", 1) > 1 for s in steps):
+            return False, ("each kcat -L is a new client that starts from its bootstrap list: it cannot list "
+                           "twice as one client")
         return super().supports(steps)
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
-        return [self._produce(s, env) for s in steps]
+        return [self._admin_list_topics(s, env) if s.kind == "admin_list_topics" else self._produce(s, env) for s in steps]
+
+    def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
+        """``kcat -L -J``: librdkafka's all-topics Metadata, printed as JSON."""
+        import json
+
+        timeout_ms = int((step.timeout_s or scaled_ms(30_000, env.scale) / 1000) * 1000)
+        args = ["kcat", "-b", env.bootstrap, "-L", "-J", "-m", str(max(1, timeout_ms // 1000)),
+                "-X", f"client.id={env.client_id}", "-X", f"socket.timeout.ms={max(10, timeout_ms)}"]
+        start = env.clock()
+        proc = subprocess.run(args, capture_output=True, timeout=timeout_ms / 1000 + 30)
+        elapsed = env.clock() - start
+        if proc.returncode != 0:
+            err = proc.stderr.decode(errors="replace").strip().splitlines()
+            return Outcome("admin_list_topics", False, elapsed, "KcatError", err[-1] if err else f"exit code {proc.returncode}")
+        doc = json.loads(proc.stdout)
+        return Outcome("admin_list_topics", True, elapsed, value=sorted(t["topic"] for t in doc.get("topics", [])))
 
     def _produce(self, step: Operation, env: RunEnv) -> Outcome:
         c = env.config

@@ -7,7 +7,7 @@ import trio
 from client.config import PRODUCER
 from client.errors import KafkaError
 from client.producer import open_producer
-from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv, scaled_ms
+from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.model import Operation, Outcome
 
 
@@ -16,7 +16,7 @@ class OurAdapter(Adapter):
     virtual_time = True
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "configure_producer", "join_group_held", "produce_pipelined"})
+                            "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics"})
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
@@ -49,6 +49,26 @@ class OurAdapter(Adapter):
             start = trio.current_time()
             records = await consumer.poll(step.timeout_s or 0.0)
             return Outcome("poll", True, trio.current_time() - start, value=len(records))
+
+    async def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
+        """Our client has no admin client: its all-topics Metadata call is the consumer's
+        list_topics() (KIP-266 deadline: the step's, else default.api.timeout.ms)."""
+        from client.consumer import open_consumer
+
+        rounds = int(step.args.get("repeat", 1))
+        async with open_consumer(self._consumer_config(env, None), connect=self._connect(env)) as consumer:
+            start, topics = trio.current_time(), {}
+            for i in range(rounds):
+                if i:
+                    await trio.sleep(step.args.get("pause_s", 0.0))
+                start = trio.current_time()
+                try:
+                    topics = await consumer.list_topics(timeout=step.timeout_s)
+                except KafkaError as exc:
+                    name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                    return Outcome("admin_list_topics", False, trio.current_time() - start, name,
+                                   f"call {i + 1} of {rounds}: {exc}")
+            return Outcome("admin_list_topics", True, trio.current_time() - start, value=sorted(topics))
 
     async def _committed(self, step: Operation, env: RunEnv) -> Outcome:
         from client.consumer import TopicPartition, open_consumer
@@ -196,10 +216,17 @@ class OurBlockingAdapter(RealTimeAdapter):
 
     name = "broker-emu (blocking)"
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
-                            "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close"})
+                            "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
+                            "admin_list_topics"})
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         return [self._produce(s, env) if s.kind == "produce" else self._consumer_step(s, env) for s in steps]
+
+    def _admin_list_topics(self, consumer, step: Operation, env: RunEnv) -> Outcome:
+        def error_type(exc: BaseException) -> str:
+            return "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+
+        return list_rounds(step, env, lambda: consumer.list_topics(timeout=step.timeout_s), error_type)
 
     def _consumer_step(self, step: Operation, env: RunEnv) -> Outcome:
         """One consumer call on a fresh blocking ``client.Consumer`` (the application thread
@@ -228,6 +255,8 @@ class OurBlockingAdapter(RealTimeAdapter):
         }
         consumer = Consumer(config)
         try:
+            if step.kind == "admin_list_topics":   # our client has no admin client: the consumer's call
+                return self._admin_list_topics(consumer, step, env)
             consumer.assign([tp])
             if step.kind == "close":
                 # long enough (real time) to connect and have the black-holed Fetch in flight
