@@ -9,7 +9,7 @@ from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scal
 from conformance.model import Operation, Outcome
 
 
-def _error_type(exc: Exception) -> str:
+def _error_type(exc: BaseException) -> str:
     name = type(exc).__name__
     return "TimeoutException" if "Timeout" in name or "TimedOut" in name else name
 
