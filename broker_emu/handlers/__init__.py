@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from client.errors import ErrorCode
 from client.protocol import ApiKey
 
 
@@ -64,41 +65,144 @@ def error_codes(body: Any) -> list[int]:
     return found
 
 
+# Errors.message() for the codes whose default message Kafka puts in a response's
+# error_message (org.apache.kafka.common.protocol.Errors).
+KAFKA_MESSAGES = {
+    3: "This server does not host this topic-partition.",
+    14: "The coordinator is loading and hence can't process requests.",
+    15: "The coordinator is not available.",
+    16: "This is not the correct coordinator.",
+    42: "This most likely occurs because of a request being malformed by the client library or the message was sent "
+        "to an incompatible broker. See the broker logs for more details.",
+    100: "This server does not host this topic ID.",
+}
+
+
+def kafka_message(code: int) -> str:
+    """``Errors.message()``: the error's default message (its name for codes not tabled here)."""
+    if code in KAFKA_MESSAGES:
+        return KAFKA_MESSAGES[code]
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error code {code}"
+
+
 def error_response(api_key: int, version: int, request: Any, code: int) -> dict[str, Any]:
-    """An injected error answer with no side effects, mirroring the request's topics and
-    partitions where the API reports errors per partition."""
+    """An injected error answer with no side effects: what Kafka sends when the whole request
+    fails with that error (each API's ``<Api>Request.getErrorResponse``), the error repeated in
+    every topic, partition, group or key the request names, with the fields Kafka fills beside
+    it (docs/responses.md)."""
     api = ApiKey(api_key)
-    if api == ApiKey.PRODUCE:
-        return {"responses": [{"name": t["name"], "partition_responses": [
-            {"index": p["index"], "error_code": code, "base_offset": -1} for p in t["partition_data"]]}
-            for t in request["topic_data"]]}
-    if api == ApiKey.FETCH:
-        return {"error_code": 0, "responses": [{"topic": t.get("topic", ""), "topic_id": t.get("topic_id"), "partitions": [
-            {"partition_index": p["partition"], "error_code": code, "high_watermark": -1} for p in t["partitions"]]}
-            for t in request["topics"]]}
-    if api == ApiKey.LIST_OFFSETS:
-        return {"topics": [{"name": t["name"], "partitions": [
-            {"partition_index": p["partition_index"], "error_code": code, "offset": -1, "timestamp": -1} for p in t["partitions"]]}
-            for t in request["topics"]]}
-    if api == ApiKey.METADATA:
-        return {"brokers": [], "topics": [{"name": t["name"], "error_code": code} for t in request.get("topics") or ()]}
-    if api == ApiKey.OFFSET_COMMIT:
-        return {"topics": [{"name": t["name"], "partitions": [
-            {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]} for t in request["topics"]]}
-    if api == ApiKey.FIND_COORDINATOR:
-        keys = request.get("coordinator_keys") or []
-        return {"error_code": code, "node_id": -1, "host": "", "port": -1,
-                "coordinators": [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code} for k in keys]}
-    if api == ApiKey.OFFSET_FETCH:
-        groups = request.get("groups") or []
-        return {"error_code": code, "groups": [{"group_id": g["group_id"], "error_code": code} for g in groups]}
-    if api == ApiKey.DESCRIBE_GROUPS:
-        return {"groups": [{"group_id": g, "error_code": code} for g in request["groups"]]}
-    if api == ApiKey.DELETE_TOPICS:
-        return {"responses": [{"name": n, "error_code": code} for n in request.get("topic_names") or []]}
-    if api == ApiKey.CREATE_TOPICS:
-        return {"topics": [{"name": t["name"], "error_code": code} for t in request["topics"]]}
-    return {"error_code": code}
+    build = _ERROR_BUILDERS.get(api)
+    return build(version, request, code) if build else {"error_code": code}
+
+
+def _produce_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # ProduceResponse.PartitionResponse(error): base offset, log append time and log start offset -1
+    return {"responses": [{"name": t["name"], "partition_responses": [
+        {"index": p["index"], "error_code": code, "base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1}
+        for p in t["partition_data"]]} for t in request["topic_data"]]}
+
+
+def _fetch_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # a read that failed with that error in every partition (ReplicaManager.createLogReadResult)
+    from broker_emu.handlers.fetch import error_partition
+
+    return {"error_code": 0, "responses": [{"topic": t.get("topic", ""), "topic_id": t.get("topic_id"), "partitions": [
+        error_partition(p["partition"], code, before_read=False) for p in t["partitions"]]} for t in request["topics"]]}
+
+
+def _list_offsets_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # KafkaApis.handleListOffsetRequestV1AndAbove's buildErrorResponse
+    return {"topics": [{"name": t["name"], "partitions": [
+        {"partition_index": p["partition_index"], "error_code": code, "offset": -1, "timestamp": -1, "leader_epoch": -1}
+        for p in t["partitions"]]} for t in request["topics"]]}
+
+
+def _metadata_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # KafkaApis.metadataResponseTopic(error, name, zero id, isInternal, no partitions); an
+    # injected answer knows no brokers (the pipeline does not pass the cluster here)
+    return {"brokers": [], "topics": [{"name": t["name"], "topic_id": t.get("topic_id"), "error_code": code,
+                                       "is_internal": t["name"] in KAFKA_INTERNAL_TOPICS, "partitions": []}
+                                      for t in request.get("topics") or ()]}
+
+
+def _offset_commit_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # OffsetCommitRequest.getErrorResponse: the error in every partition
+    return {"topics": [{"name": t["name"], "partitions": [
+        {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]} for t in request["topics"]]}
+
+
+def _find_coordinator_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # FindCoordinatorResponse.prepareOldResponse / prepareErrorResponse: Node.noNode() and Errors.message()
+    message = kafka_message(code)
+    if version < 4:
+        return {"error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
+    return {"coordinators": [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
+                             for k in request.get("coordinator_keys") or []]}
+
+
+def _offset_fetch_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # OffsetFetchRequest.getErrorResponse: v0-1 put the error in every requested partition (no
+    # top-level error before v2), v2-7 a top-level error and no topics, v8+ one per group
+    if version >= 8:
+        return {"groups": [{"group_id": g["group_id"], "error_code": code, "topics": []} for g in request.get("groups") or []]}
+    if version >= 2:
+        return {"error_code": code, "topics": []}
+    return {"topics": [{"name": t["name"], "partitions": [
+        {"partition_index": i, "committed_offset": -1, "metadata": "", "error_code": code} for i in t["partition_indexes"]]}
+        for t in request.get("topics") or ()]}
+
+
+def _describe_groups_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # DescribeGroupsResponse.groupError: empty state, protocol and members; no authorized operations
+    return {"groups": [{"group_id": g, "error_code": code, "group_state": "", "protocol_type": "", "protocol_data": "",
+                        "members": []} for g in request["groups"]]}
+
+
+def _delete_topics_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # DeleteTopicsRequest.getErrorResponse: names (v0-5) or names and ids (v6+), no message
+    if version >= 6:
+        return {"responses": [{"name": t.get("name"), "topic_id": t.get("topic_id"), "error_code": code}
+                              for t in request.get("topics") or []]}
+    return {"responses": [{"name": n, "error_code": code} for n in request.get("topic_names") or []]}
+
+
+def _create_topics_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # CreateTopicsRequest.getErrorResponse: ApiError.fromThrowable leaves no message; the
+    # schema defaults give no partitions, no replication factor and an empty config list
+    return {"topics": [{"name": t["name"], "error_code": code, "error_message": None, "num_partitions": -1,
+                        "replication_factor": -1, "configs": []} for t in request["topics"]]}
+
+
+def _describe_configs_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # DescribeConfigsRequest.getErrorResponse: Errors.message() and no configs
+    return {"results": [{"resource_type": r["resource_type"], "resource_name": r["resource_name"], "error_code": code,
+                         "error_message": kafka_message(code), "configs": []} for r in request["resources"]]}
+
+
+def _join_group_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # JoinGroupRequest.getErrorResponse: unknown generation, no protocol (null from v7), no leader or member id
+    return {"error_code": code, "generation_id": -1, "protocol_type": None, "protocol_name": None if version >= 7 else "",
+            "leader": "", "member_id": "", "members": []}
+
+
+def _api_versions_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # ApiVersionsRequest.getErrorResponse: no api keys (only UNSUPPORTED_VERSION lists ApiVersions itself)
+    return {"error_code": code, "api_keys": []}
+
+
+KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})  # Topic.isInternal
+
+_ERROR_BUILDERS = {
+    ApiKey.PRODUCE: _produce_error, ApiKey.FETCH: _fetch_error, ApiKey.LIST_OFFSETS: _list_offsets_error,
+    ApiKey.METADATA: _metadata_error, ApiKey.OFFSET_COMMIT: _offset_commit_error,
+    ApiKey.FIND_COORDINATOR: _find_coordinator_error, ApiKey.OFFSET_FETCH: _offset_fetch_error,
+    ApiKey.DESCRIBE_GROUPS: _describe_groups_error, ApiKey.DELETE_TOPICS: _delete_topics_error,
+    ApiKey.CREATE_TOPICS: _create_topics_error, ApiKey.DESCRIBE_CONFIGS: _describe_configs_error,
+    ApiKey.JOIN_GROUP: _join_group_error, ApiKey.API_VERSIONS: _api_versions_error,
+}
 
 
 def register_all() -> None:

@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import uuid
 
+from broker_emu.cluster import validate_topic_name
+from broker_emu.handlers import kafka_message
+from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, authorized
 from broker_emu.registry import handles
 from client.protocol import ApiKey
 
 TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_TOPIC = 36, 37, 38, 17
 INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST = 39, 42
 UNKNOWN_TOPIC, UNKNOWN_TOPIC_ID = 3, 100
+MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 114, 115
+BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # org.apache.kafka.clients.admin.EndpointType
+ZERO_UUID = uuid.UUID(int=0)
 
 
 @handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
@@ -30,8 +36,13 @@ async def create_topics(ctx, req):
 
 
 def _create_one(cluster, t, validate_only: bool) -> dict:
-    entry = {"name": t.name, "error_code": 0, "error_message": None, "topic_config_error_code": 0,
-             "num_partitions": -1, "replication_factor": -1, "configs": None}
+    """One CreatableTopicResult as the controller builds it (``ReplicationControlManager.createTopics``):
+    an error carries its message and the schema defaults (zero topic id, -1 partitions and
+    replication factor, an empty config list); a success (or a validate_only pass) carries the
+    topic's effective configs (v5+, KIP-525) — here the ones the emulator knows, as
+    DescribeConfigs reports them."""
+    entry = {"name": t.name, "topic_id": ZERO_UUID, "error_code": 0, "error_message": None, "topic_config_error_code": 0,
+             "num_partitions": -1, "replication_factor": -1, "configs": []}
     n = None if t.num_partitions == -1 else t.num_partitions
     rf = None if t.replication_factor == -1 else t.replication_factor
     assignments = [list(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)] if t.assignments else None
@@ -42,20 +53,30 @@ def _create_one(cluster, t, validate_only: bool) -> dict:
     if validate_only:
         n = len(assignments) if assignments else n or cluster.config["num.partitions"]
         rf = len(assignments[0]) if assignments else rf or min(cluster.config["default.replication.factor"], len(cluster.brokers))
-        entry.update(num_partitions=n, replication_factor=rf)
+        entry.update(num_partitions=n, replication_factor=rf, configs=_created_configs(cluster, creation_configs(t)))
         return entry
     try:
-        topic = cluster.create_topic(t.name, n, rf, {c.name: c.value for c in t.configs or ()}, assignments)
+        topic = cluster.create_topic(t.name, n, rf, creation_configs(t), assignments)
     except ValueError as exc:
         entry.update(error_code=INVALID_REPLICA_ASSIGNMENT, error_message=str(exc))
         return entry
     entry.update(topic_id=topic.topic_id, num_partitions=len(topic.partitions),
-                 replication_factor=len(topic.partitions[0].replicas))
+                 replication_factor=len(topic.partitions[0].replicas), configs=_created_configs(cluster, topic.configs))
     return entry
 
 
+def creation_configs(t) -> dict[str, str]:
+    return {c.name: c.value for c in t.configs or ()}
+
+
+def _created_configs(cluster, overrides: dict[str, str]) -> list[dict]:
+    """CreatableTopicConfigs: name, value, source, not read-only, not sensitive."""
+    return [{"name": c["name"], "value": c["value"], "read_only": False, "config_source": c["config_source"],
+             "is_sensitive": False} for c in _configs(topic_values(cluster, overrides), None)]
+
+
 def _create_error(cluster, name: str, n, rf, assignments) -> tuple[int, str] | None:
-    from broker_emu.cluster import MAX_PARTITIONS, validate_topic_name
+    from broker_emu.cluster import MAX_PARTITIONS
 
     if assignments and (n is not None or rf is not None):
         return INVALID_REQUEST, "give either replica assignments or partitions and replication factor, not both"
@@ -82,10 +103,13 @@ async def delete_topics(ctx, req):
     for name, tid in wanted:
         topic = cluster.topics.get(name) if name else cluster.topic_by_id(tid)
         if topic is None:
-            out.append({"name": name, "topic_id": tid, "error_code": UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC})
+            # ReplicationControlManager.findTopicIds / findTopicNames: new ApiError(code), so
+            # Errors.message() goes out (v5+); a name gets the zero id, an id a null name
+            error = UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC
+            out.append({"name": name, "topic_id": tid or ZERO_UUID, "error_code": error, "error_message": kafka_message(error)})
             continue
         cluster.delete_topic(topic.name)
-        out.append({"name": topic.name, "topic_id": topic.topic_id, "error_code": 0})
+        out.append({"name": topic.name, "topic_id": topic.topic_id, "error_code": 0, "error_message": None})
     return {"throttle_time_ms": 0, "responses": out}
 
 
@@ -98,26 +122,46 @@ DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 @handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
 async def describe_configs(ctx, req):
     """Topic (2) and broker (4) resources. Each value carries its source as the broker reports
-    it: a topic override, a broker setting given at start (static), or Kafka's default."""
+    it: a topic override, a broker setting given at start (static), or Kafka's default.
+    Errors as ``ConfigHelper.describeConfigs`` answers them: an unknown topic gets
+    UNKNOWN_TOPIC_OR_PARTITION with the schema's empty message; an invalid name, another
+    broker's id or an unsupported type the exception's message; never any configs. A broker
+    resource named "" lists the cluster-wide dynamic defaults, of which the emulator has none.
+    Deliberate difference: broker loggers, groups and client metrics are not emulated and
+    answer INVALID_REQUEST (a real broker describes them)."""
+    return {"throttle_time_ms": 0, "results": [_describe_one(ctx, r) for r in req.resources]}
+
+
+def _describe_one(ctx, r) -> dict:
     cluster = ctx.cluster
-    results = []
-    for r in req.resources:
-        entry = {"error_code": 0, "error_message": None, "resource_type": r.resource_type, "resource_name": r.resource_name, "configs": []}
-        if r.resource_type == 2 and r.resource_name not in cluster.topics:
-            entry.update(error_code=UNKNOWN_TOPIC, error_message=f"unknown topic {r.resource_name}")
-        elif r.resource_type == 2:
-            t = cluster.topics[r.resource_name]
-            values = {name: (t.configs[name], DYNAMIC_TOPIC_CONFIG) if name in t.configs else _broker_value(cluster, broker_name)
-                      for name, broker_name in TOPIC_DEFAULTS.items()}
-            values.update({k: (v, DYNAMIC_TOPIC_CONFIG) for k, v in t.configs.items()})
-            entry["configs"] = _configs(values, r.configuration_keys)
-        elif r.resource_type == 4:
-            entry["configs"] = _configs({k: _broker_value(cluster, k) for k in cluster.config if not k.startswith("emu.")},
-                                        r.configuration_keys)
-        else:
-            entry.update(error_code=INVALID_REQUEST, error_message=f"resource type {r.resource_type} is not supported by broker-emu")
-        results.append(entry)
-    return {"throttle_time_ms": 0, "results": results}
+    entry = {"error_code": 0, "error_message": None, "resource_type": r.resource_type, "resource_name": r.resource_name,
+             "configs": []}
+    if r.resource_type == 2:
+        try:
+            validate_topic_name(r.resource_name)
+        except ValueError as exc:
+            return entry | {"error_code": INVALID_TOPIC, "error_message": str(exc)}
+        t = cluster.topics.get(r.resource_name)
+        if t is None:
+            return entry | {"error_code": UNKNOWN_TOPIC, "error_message": ""}
+        return entry | {"configs": _configs(topic_values(cluster, t.configs), r.configuration_keys)}
+    if r.resource_type == 4:
+        if r.resource_name == "":
+            return entry
+        if r.resource_name != str(ctx.broker_id):
+            return entry | {"error_code": INVALID_REQUEST, "error_message": f"Unexpected broker id, expected {ctx.broker_id} "
+                            f"or empty string, but received {r.resource_name}"}
+        values = {k: _broker_value(cluster, k) for k in cluster.config if not k.startswith("emu.")}
+        return entry | {"configs": _configs(values, r.configuration_keys)}
+    return entry | {"error_code": INVALID_REQUEST, "error_message": f"resource type {r.resource_type} is not supported by broker-emu"}
+
+
+def topic_values(cluster, overrides: dict[str, str]) -> dict[str, tuple[str, int]]:
+    """(value, source) per topic config: the override, else the broker setting behind it."""
+    values = {name: (overrides[name], DYNAMIC_TOPIC_CONFIG) if name in overrides else _broker_value(cluster, broker_name)
+              for name, broker_name in TOPIC_DEFAULTS.items()}
+    values.update({k: (v, DYNAMIC_TOPIC_CONFIG) for k, v in overrides.items()})
+    return values
 
 
 def _broker_value(cluster, name: str) -> tuple[str, int]:
@@ -136,11 +180,24 @@ def _configs(values: dict[str, tuple[str, int]], keys) -> list[dict]:
 
 @handles(ApiKey.DESCRIBE_CLUSTER, 0, 1)
 async def describe_cluster(ctx, req):
+    """Brokers answer for the broker endpoint type (KIP-919): asked for a controller endpoint,
+    or an unknown type, Kafka answers MISMATCHED_ENDPOINT_TYPE / UNSUPPORTED_ENDPOINT_TYPE
+    (INVALID_REQUEST in v0) with a message and nothing else (``AuthHelper.computeDescribeClusterResponse``).
+    Cluster authorized operations, when asked, are every cluster operation (no authorizer)."""
+    from broker_emu.handlers.metadata import controller_id
+
     cluster = ctx.cluster
-    return {"throttle_time_ms": 0, "error_code": 0, "endpoint_type": 1, "cluster_id": cluster.cluster_id,
-            "controller_id": cluster.controller_id,
+    wanted = req.endpoint_type if ctx.api_version >= 1 else BROKER_ENDPOINT
+    if wanted != BROKER_ENDPOINT:
+        known = wanted == CONTROLLER_ENDPOINT
+        error = INVALID_REQUEST if ctx.api_version == 0 else MISMATCHED_ENDPOINT_TYPE if known else UNSUPPORTED_ENDPOINT_TYPE
+        message = ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+                   if known else f"Unsupported endpoint type {wanted}")
+        return {"throttle_time_ms": 0, "error_code": error, "error_message": message}
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "endpoint_type": BROKER_ENDPOINT,
+            "cluster_id": cluster.cluster_id, "controller_id": controller_id(cluster),
             "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in cluster.live_brokers()],
-            "cluster_authorized_operations": -2147483648}
+            "cluster_authorized_operations": authorized(CLUSTER_OPERATIONS, req.include_cluster_authorized_operations)}
 
 
 @handles(ApiKey.SASL_HANDSHAKE, 0, 1)

@@ -2,7 +2,8 @@
 
 Any version is accepted; a too-new one is answered by the connection pipeline in the v0 layout
 with UNSUPPORTED_VERSION (KIP-511). v3+ checks client_software_name/version like the broker
-(letters, digits, '-' and '.', starting and ending with a letter or digit) -> INVALID_REQUEST.
+(letters, digits, '-' and '.', starting and ending with a letter or digit) -> INVALID_REQUEST,
+answered like Kafka's ApiVersionsRequest.getErrorResponse: the error and no api keys.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from broker_emu.registry import REGISTRY, advertised_range, handles
 from client.protocol import ApiKey
 
+INVALID_REQUEST = 42
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
@@ -19,12 +21,11 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 async def api_versions(ctx, req):
     if ctx.api_version >= 3 and not (_SOFTWARE.fullmatch(req.client_software_name or "")
                                      and _SOFTWARE.fullmatch(req.client_software_version or "")):
-        error = 42
-    else:
-        error = 0
+        # ApiVersionsRequest.getErrorResponse: the error alone, no api keys
+        return {"error_code": INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
     keys = []
     for api in sorted(REGISTRY):
         rng = advertised_range(ctx.cluster, api)
         if rng is not None:
             keys.append({"api_key": int(api), "min_version": rng[0], "max_version": rng[1]})
-    return {"error_code": error, "api_keys": keys, "throttle_time_ms": 0}
+    return {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0}

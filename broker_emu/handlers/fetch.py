@@ -10,6 +10,12 @@ Byte limits follow KIP-74 as the broker applies them: partitions are read in req
 each up to min(partition_max_bytes, what is left of max_bytes); until some partition has returned
 data, the first batch is returned whole even if it is larger than both limits, so a consumer
 can always make progress; after that, a batch that does not fit is left for the next fetch.
+
+A partition answered with an error carries what Kafka puts beside it (``error_partition``): an
+empty record set, never a null one, and -1 for the offsets it could not read (see
+docs/responses.md). From v16 a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH partition also names
+the current leader, and the response lists that leader's endpoint (KIP-951), as
+``KafkaApis.handleFetchRequest`` does; earlier versions leave the tagged field out.
 """
 
 from __future__ import annotations
@@ -21,8 +27,25 @@ from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
 from client.protocol import ApiKey
 
+EMPTY_RECORDS = b""  # MemoryRecords.EMPTY: a record set of length 0
 UNKNOWN_TOPIC, OFFSET_OUT_OF_RANGE, NOT_LEADER = 3, 1, 6
 FETCH_SESSION_ID_NOT_FOUND, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID = 70, 74, 75, 100
+
+
+def error_partition(index: int, error: int, *, before_read: bool) -> dict[str, Any]:
+    """A partition that cannot be read, as Kafka answers it. Partitions refused before the read
+    (unknown topic, partition or topic id) get ``FetchResponse.partitionResponse``: high
+    watermark -1 and the schema defaults, so an empty aborted-transactions list. Partitions whose
+    read fails (not leader, fenced or unknown epoch, offset out of range) get
+    ``ReplicaManager.createLogReadResult``: high watermark, last stable offset and log start
+    offset all -1 (UnifiedLog.UnknownOffset), aborted transactions null. Either way
+    ``KafkaApis``' createResponse passes the records through ``FetchResponse.recordsOrFail``, so
+    they go out as MemoryRecords.EMPTY, length 0. A null record set (length -1) is not
+    what Kafka sends and librdkafka rejects it ("invalid MessageSetSize -1"), dropping the whole
+    response, so its consumer never sees OFFSET_OUT_OF_RANGE and never resets."""
+    return {"partition_index": index, "error_code": error, "high_watermark": -1, "last_stable_offset": -1,
+            "log_start_offset": -1, "aborted_transactions": [] if before_read else None,
+            "preferred_read_replica": -1, "records": EMPTY_RECORDS}
 
 
 def _resolve(cluster, version: int, t) -> tuple[str | None, Any]:
@@ -84,25 +107,29 @@ class FetchPlan:
         budget = self.req.max_bytes
         min_one = True  # Kafka: minOneMessage until the first partition returns data
         by_topic: dict[Any, dict] = {}
+        leaders: set[int] = set()
         for name, tid, pr in self.entries:
             err, p = self.partition_error(name, tid, pr)
-            part = {"partition_index": pr.partition, "error_code": err, "high_watermark": -1,
-                    "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
-                    "preferred_read_replica": -1, "records": None}
-            if p is not None and err in (0, OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH):
-                part.update(high_watermark=p.high_watermark, last_stable_offset=p.high_watermark,
-                            log_start_offset=p.log.log_start_offset)
-            if err == NOT_LEADER and p is not None and self.ctx.api_version >= 12:
-                part["current_leader"] = {"leader_id": p.leader, "leader_epoch": p.leader_epoch}
-            if err == 0:
+            if err:
+                part = error_partition(pr.partition, err, before_read=p is None)
+                if err in (NOT_LEADER, FENCED_LEADER_EPOCH) and p is not None and self.ctx.api_version >= 16:
+                    part["current_leader"] = {"leader_id": p.leader, "leader_epoch": p.leader_epoch}
+                    leaders.add(p.leader)
+            else:
                 limit = max(min(pr.partition_max_bytes, budget), 0)
                 data = p.log.read(pr.fetch_offset, limit, p.high_watermark, min_one)
                 budget -= len(data)
                 min_one = min_one and not data
-                part["records"] = data
+                part = {"partition_index": pr.partition, "error_code": 0, "high_watermark": p.high_watermark,
+                        "last_stable_offset": p.high_watermark, "log_start_offset": p.log.log_start_offset,
+                        "aborted_transactions": None, "preferred_read_replica": -1, "records": data}
             key = tid if self.ctx.api_version >= 13 else name
             by_topic.setdefault(key, {"topic": name or "", "topic_id": tid, "partitions": []})["partitions"].append(part)
-        return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": list(by_topic.values())}
+        response = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": list(by_topic.values())}
+        if leaders:
+            response["node_endpoints"] = [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
+                                          for b in self.ctx.cluster.live_brokers() if b.id in leaders]
+        return response
 
 
 class DelayedFetch(DelayedOperation):

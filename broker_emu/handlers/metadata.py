@@ -1,12 +1,27 @@
 """Metadata v0-12: live brokers, cluster id, controller, topics with leaders, epochs, ISR and
 topic ids. A null topic list (v1+) or an empty one (v0) means every topic. Missing topics are
 auto-created when the broker allows it and the request does (v4+ flag; always before v4).
-Auto-created topics are ready at once (a real broker first answers LEADER_NOT_AVAILABLE)."""
+Auto-created topics are ready at once (a real broker first answers LEADER_NOT_AVAILABLE).
+
+A topic that cannot be described carries what ``KafkaApis.metadataResponseTopic`` puts beside
+the error: its name, the zero topic id (or the unknown id asked for, with a null name),
+``Topic.isInternal(name)`` and no partitions. Authorized operations (v8+) are every operation the
+resource supports when asked for, as with no authorizer (``broker_emu.handlers.authorized``):
+topic operations on every topic looked up by name, error or not (``handleTopicMetadataRequest``
+sets them after ``getTopicMetadata``), never on an unknown topic id; cluster operations only in
+v8-10, the versions that carry the field."""
 
 from __future__ import annotations
 
+import uuid
+
+from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
+from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, NOT_REQUESTED, TOPIC_OPERATIONS, authorized
 from broker_emu.registry import handles
 from client.protocol import ApiKey
+
+ZERO_UUID = uuid.UUID(int=0)
+UNKNOWN_TOPIC, INVALID_TOPIC, UNKNOWN_TOPIC_ID = 3, 17, 100
 
 
 def partition_metadata(cluster, p) -> dict:
@@ -22,43 +37,58 @@ def partition_metadata(cluster, p) -> dict:
     }
 
 
-def topic_metadata(cluster, topic) -> dict:
-    return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id, "is_internal": False,
+def topic_metadata(cluster, topic, ops: int = NOT_REQUESTED) -> dict:
+    return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id,
+            "is_internal": topic.name in KAFKA_INTERNAL_TOPICS,
             "partitions": [partition_metadata(cluster, p) for p in topic.partitions],
-            "topic_authorized_operations": -2147483648}
+            "topic_authorized_operations": ops}
+
+
+def topic_error(error: int, name: str | None, topic_id: uuid.UUID = ZERO_UUID, ops: int = NOT_REQUESTED) -> dict:
+    """``KafkaApis.metadataResponseTopic(error, name, id, isInternal, no partitions)``."""
+    return {"error_code": error, "name": name, "topic_id": topic_id, "is_internal": name in KAFKA_INTERNAL_TOPICS,
+            "partitions": [], "topic_authorized_operations": ops}
 
 
 @handles(ApiKey.METADATA, 0, 12)
 async def metadata(ctx, req):
     cluster = ctx.cluster
+    v = ctx.api_version
     requested = req.topics
-    if requested is None or (ctx.api_version == 0 and not requested):
-        topics = [topic_metadata(cluster, t) for t in cluster.topics.values()]
+    topic_ops = authorized(TOPIC_OPERATIONS, v >= 8 and bool(req.include_topic_authorized_operations))
+    if requested is None or (v == 0 and not requested):
+        topics = [topic_metadata(cluster, t, topic_ops) for t in cluster.topics.values()]
     else:
-        auto = req.allow_auto_topic_creation if ctx.api_version >= 4 else True
-        topics = []
-        for entry in requested:
-            name = entry.name
-            if name is None and entry.topic_id is not None:
-                t = cluster.topic_by_id(entry.topic_id)
-                topics.append(topic_metadata(cluster, t) if t else
-                              {"error_code": 100, "name": None, "topic_id": entry.topic_id, "partitions": []})
-                continue
-            t = cluster.topics.get(name) or (cluster.maybe_auto_create(name) if auto else None)
-            if t is None:
-                error = 17 if _invalid(name) else 3
-                topics.append({"error_code": error, "name": name, "partitions": []})
-            else:
-                topics.append(topic_metadata(cluster, t))
+        auto = req.allow_auto_topic_creation if v >= 4 else True
+        topics = [_one_topic(cluster, entry, auto, topic_ops) for entry in requested]
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in cluster.live_brokers()],
         "cluster_id": cluster.cluster_id,
-        "controller_id": cluster.controller_id if cluster.is_alive(cluster.controller_id) else
-        min((b.id for b in cluster.live_brokers()), default=-1),
+        "controller_id": controller_id(cluster),
         "topics": topics,
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": authorized(CLUSTER_OPERATIONS, 8 <= v <= 10 and
+                                                    bool(req.include_cluster_authorized_operations)),
     }
+
+
+def _one_topic(cluster, entry, auto: bool, ops: int) -> dict:
+    name = entry.name
+    if name is None and entry.topic_id is not None:  # v12 by id; unknown ids get no authorized operations
+        t = cluster.topic_by_id(entry.topic_id)
+        return topic_metadata(cluster, t, ops) if t else topic_error(UNKNOWN_TOPIC_ID, None, entry.topic_id)
+    t = cluster.topics.get(name) or (cluster.maybe_auto_create(name) if auto else None)
+    if t is None:
+        return topic_error(INVALID_TOPIC if _invalid(name) else UNKNOWN_TOPIC, name, ops=ops)
+    return topic_metadata(cluster, t, ops)
+
+
+def controller_id(cluster) -> int:
+    """The controller if it is alive, else the lowest live broker (a KRaft broker reports a
+    random live one), else -1."""
+    if cluster.is_alive(cluster.controller_id):
+        return cluster.controller_id
+    return min((b.id for b in cluster.live_brokers()), default=-1)
 
 
 def _invalid(name: str) -> bool:

@@ -67,9 +67,11 @@ async def test_offset_out_of_range_and_log_start_after_retention(autojump_clock)
         w = WireClient(cluster.connect(0))
         for _ in range(3):
             await w.call(PRODUCE, 9, produce_body("t", 0, [b"v"], acks=1))
-        for offset in (0, 4):
+        for offset in (0, 4):  # below the log start, past the end: Kafka reads nothing and knows no offsets
             p = part0(await w.call(FETCH, 12, fetch_body("t", 0, offset, max_wait_ms=0)))
-            assert (p.error_code, p.log_start_offset, p.high_watermark) == (1, 2, 3)
+            assert (p.error_code, p.log_start_offset, p.high_watermark, p.records) == (1, -1, -1, b"")
+        p = part0(await w.call(FETCH, 12, fetch_body("t", 0, 2, max_wait_ms=0)))
+        assert (p.error_code, p.log_start_offset, p.high_watermark) == (0, 2, 3)
         p = part0(await w.call(FETCH, 12, fetch_body("t", 0, 3, max_wait_ms=0)))
         assert p.error_code == 0 and not p.records  # at the end: nothing yet, no error
 
@@ -104,8 +106,11 @@ async def test_errors_answer_at_once_and_leader_moves_wake_parked_fetches(autoju
     async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
         leader = leader_of(cluster, "t")
         f = WireClient(cluster.connect(follower_of(cluster, "t")))
-        r = await f.call(FETCH, 12, fetch_body("t", 0, 0, max_wait_ms=5000))
+        body = fetch_body("t", 0, 0, max_wait_ms=5000)
+        body["topics"][0]["topic_id"] = cluster.topics["t"].topic_id
+        r = await f.call(FETCH, 16, body)
         assert trio.current_time() == 0 and part0(r).error_code == 6 and part0(r).current_leader.leader_id == leader
+        assert [n.node_id for n in r.node_endpoints] == [leader]  # KIP-951, v16+
         body = fetch_body("t", 0, 0)
         body.update(session_id=5, session_epoch=1)
         w = WireClient(cluster.connect(leader))
