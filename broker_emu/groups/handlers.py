@@ -16,16 +16,15 @@ from typing import Any
 import trio
 
 from broker_emu.groups.coordinator import JoinRequest
+from broker_emu.handlers import kafka_message
+from broker_emu.handlers.authorized import GROUP_OPERATIONS, NOT_REQUESTED
 from broker_emu.groups.offsets import offset_fields
 from broker_emu.groups.state import Reply
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 
-GROUP_KEY, TRANSACTION_KEY = 0, 1
-# AclOperation bits READ(3) | DELETE(6) | DESCRIBE(8): what a group allows with no authorizer.
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-NOT_REQUESTED = -(1 << 31)
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
 
 def _now() -> float:
@@ -61,27 +60,39 @@ def _broker(cluster: Any, node_id: int) -> Any:
 def _coordinator(cluster: Any, key_type: int, key: str) -> dict[str, Any]:
     """Groups map to a broker the way Kafka maps them to a __consumer_offsets partition leader.
     Transactions are not emulated; a transactional id gets a broker by the same rule, so clients
-    can locate "a coordinator" (InitProducerId then decides what is supported)."""
+    can locate "a coordinator" (InitProducerId then decides what is supported). Share groups
+    (key type 2) are not emulated: INVALID_REQUEST, as a broker without a share coordinator answers.
+    The error goes with Node.noNode() (``KafkaApis.getCoordinator``)."""
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
-        return {"error_code": E.INVALID_REQUEST, "error_message": f"Unknown coordinator type received: {key_type}",
-                "node_id": -1, "host": "", "port": -1}
+        return {"error_code": E.INVALID_REQUEST, "node_id": -1, "host": "", "port": -1}
     node = cluster.coordinator_for(key)
     if node < 0:
-        return {"error_code": E.COORDINATOR_NOT_AVAILABLE, "error_message": "The coordinator is not available.",
-                "node_id": -1, "host": "", "port": -1}
+        return {"error_code": E.COORDINATOR_NOT_AVAILABLE, "node_id": -1, "host": "", "port": -1}
     b = _broker(cluster, node)
-    # Kafka sends Errors.message() even on success, which for NONE is the string "NONE".
-    return {"error_code": E.NONE, "error_message": "NONE", "node_id": b.id, "host": b.host, "port": b.port}
+    return {"error_code": E.NONE, "node_id": b.id, "host": b.host, "port": b.port}
 
 
 @handles(ApiKey.FIND_COORDINATOR, 0, 6)
 async def find_coordinator(ctx, req):
-    """v0-3: one key; v4+: batched ``coordinator_keys``. key_type 0 group, 1 transaction."""
-    key_type = req.get("key_type", GROUP_KEY) if ctx.api_version >= 1 else GROUP_KEY
-    if ctx.api_version >= 4:
-        return {"throttle_time_ms": 0, "coordinators": [
-            {"key": k, **_coordinator(ctx.cluster, key_type, k)} for k in req["coordinator_keys"]]}
-    return {"throttle_time_ms": 0, **_coordinator(ctx.cluster, key_type, req["key"])}
+    """v0-3: one key; v4+: batched ``coordinator_keys``. key_type 0 group, 1 transaction.
+
+    error_message as ``KafkaApis.handleFindCoordinatorRequest*`` fills it: v0-3 send
+    Errors.message() — "NONE" on success, the error's default text otherwise (an error answer
+    is ``FindCoordinatorResponse.prepareOldResponse``); v4+ set no message per key (the schema's
+    "") unless the whole request fails, as an unknown key type does (``CoordinatorType.forId``
+    throws; ``prepareErrorResponse`` then gives every key the error's default text)."""
+    v = ctx.api_version
+    key_type = req.get("key_type", GROUP_KEY) if v >= 1 else GROUP_KEY
+    request_fails = key_type not in (GROUP_KEY, TRANSACTION_KEY, SHARE_KEY)
+    if v >= 4:
+        coordinators = []
+        for k in req["coordinator_keys"]:
+            found = _coordinator(ctx.cluster, key_type, k)
+            message = kafka_message(found["error_code"]) if request_fails else ""
+            coordinators.append({"key": k, **found, "error_message": message})
+        return {"throttle_time_ms": 0, "coordinators": coordinators}
+    found = _coordinator(ctx.cluster, key_type, req["key"])
+    return {"throttle_time_ms": 0, **found, "error_message": kafka_message(found["error_code"]) if found["error_code"] else "NONE"}
 
 
 # -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ----------------------------------------------------
@@ -101,6 +112,10 @@ async def join_group(ctx, req):
         require_known_member_id=v >= 4, supports_skip_assignment=v >= 9)
     groups = ctx.cluster.groups
     result = await _parked(lambda reply: groups.join_group(join, reply, broker_id=ctx.broker_id, now=_now()))
+    if result.get("error_code") == E.NOT_COORDINATOR:
+        # Kafka: the coordinator runtime refuses the write; GroupCoordinatorService answers
+        # new JoinGroupResponseData().setErrorCode(...), member id left "" (handleOperationException)
+        result = {**result, "member_id": ""}
     body = {"throttle_time_ms": 0, "error_code": E.NONE, "generation_id": -1, "protocol_type": None,
             "protocol_name": None, "leader": "", "skip_assignment": False, "member_id": "", "members": []} | result
     if v < 7 and body["protocol_name"] is None:
@@ -226,11 +241,13 @@ async def list_groups(ctx, req):
 @handles(ApiKey.DESCRIBE_GROUPS, 0, 5)
 async def describe_groups(ctx, req):
     """An unknown group is described as Dead with error NONE (Kafka before DescribeGroups v6).
-    v3+: ``authorized_operations`` when asked (no authorizer: every group operation)."""
+    v3+: ``authorized_operations`` when asked, for groups answered without error
+    (``KafkaApis.handleDescribeGroupsRequest``; no authorizer: every group operation). A group
+    in error is ``DescribeGroupsResponse.groupError``: empty state, protocol and members."""
     asked_ops = ctx.api_version >= 3 and req.get("include_authorized_operations")
     out = []
     for group_id in req["groups"]:
         error, summary = ctx.cluster.groups.describe_group(group_id, broker_id=ctx.broker_id, now=_now())
-        ops = GROUP_AUTHORIZED_OPERATIONS if asked_ops and not error else NOT_REQUESTED
+        ops = GROUP_OPERATIONS if asked_ops and not error else NOT_REQUESTED
         out.append({"error_code": error, "group_id": group_id, **summary, "authorized_operations": ops})
     return {"throttle_time_ms": 0, "groups": out}

@@ -78,7 +78,7 @@ async def test_describe_groups_shows_metadata_and_assignment_only_when_stable(c)
     m = g.members[0]
     assert (m.member_id, m.client_id, m.client_host, m.member_metadata, m.member_assignment) == (
         a.member_id, "a", "/127.0.0.1", b"sub", b"assigned")
-    assert g.authorized_operations == 328                                 # READ | DELETE | DESCRIBE
+    assert g.authorized_operations == 3400  # READ | DELETE | DESCRIBE | DESCRIBE_CONFIGS | ALTER_CONFIGS (Kafka 4.0)
     assert (unknown.error_code, unknown.group_state, unknown.members) == (0, "Dead", [])
     elsewhere = (await call(c, DESCRIBE, 0, {"groups": ["g"]}, broker=1)).groups[0]
     assert (elsewhere.error_code, elsewhere.group_state) == (16, "")
