@@ -227,7 +227,7 @@ class Consumer:
 
     def close(self, timeout: float | None = None) -> None:
         """Never raises a timeout: lets long polls finish within ``timeout``, then forces itself closed."""
-        if self._thread.is_alive() and self._token is not None:
+        if self._thread.is_alive() and self._token is not None and self._stop is not None:
             try:
                 self._call("close()", timeout if timeout is not None else 30.0, lambda c, t: c.aclose(t))
             except (NetworkThreadDied, TimeoutException):

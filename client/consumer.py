@@ -12,6 +12,7 @@ nothing, and a fetch still in flight is kept for the next poll.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, NamedTuple
@@ -174,7 +175,7 @@ class AsyncConsumer:
         return sorted(self.positions)
 
     def current_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-        return {tp: self.positions[tp] for tp in tps if self.positions.get(tp) is not None}
+        return {tp: pos for tp in tps if (pos := self.positions.get(tp)) is not None}
 
     def unassign_from_group(self, tps: list[TopicPartition]) -> None:
         for tp in tps:
@@ -238,7 +239,7 @@ class AsyncConsumer:
         deadline = self._deadline(timeout)
         for tp, ts in tps_to_ts.items():
             got = await self._attempt_then_check("offsets_for_times()", deadline,
-                                                 lambda rt, tp=tp, ts=ts: self._list_offsets([TopicPartition(*tp)], ts, rt),
+                                                 functools.partial(self._list_offsets, [TopicPartition(*tp)], ts),
                                                  lambda: "the partition leader did not answer ListOffsets")
             out.update(got)
         return out
@@ -251,9 +252,16 @@ class AsyncConsumer:
 
     async def position(self, tp: TopicPartition, timeout: float | None = None) -> int:
         tp = TopicPartition(*tp)
-        if self.positions.get(tp) is None:
+        if tp not in self.positions:
+            # Java's KafkaConsumer.position: only an assigned partition has one
+            raise KafkaError(f"position() of {tp.topic}-{tp.partition}: only partitions assigned to this consumer have a "
+                             f"position (assigned: {sorted(self.positions)})")
+        if self.positions[tp] is None:
             await self._reset_positions([tp], self._deadline(timeout))
-        return self.positions[tp]
+        pos = self.positions.get(tp)
+        if pos is None:   # unassigned meanwhile (a rebalance)
+            raise KafkaError(f"position() of {tp.topic}-{tp.partition}: the partition was revoked while its position was looked up")
+        return pos
 
     async def _reset_positions(self, tps: list[TopicPartition], deadline: float) -> None:
         """Positions from seek_to_beginning/_end where asked, else auto.offset.reset."""
@@ -264,7 +272,7 @@ class AsyncConsumer:
             raise KafkaError(f"no position for {by_strategy['none']} and auto.offset.reset=none")
         for strategy, group in by_strategy.items():
             ts = -2 if strategy == "earliest" else -1
-            offsets = await self._attempt_then_check("position()", deadline, lambda rt, g=group, ts=ts: self._list_offsets(g, ts, rt),
+            offsets = await self._attempt_then_check("position()", deadline, functools.partial(self._list_offsets, group, ts),
                                                      lambda: "the partition leaders did not answer ListOffsets")
             for tp, (offset, _) in offsets.items():
                 if tp in self.positions and self.positions[tp] is None:

@@ -463,7 +463,8 @@ CATALOGUE += (
                   "address is the dead one) and fetches from the new leader within one request timeout. poll() "
                   "itself returns at its deadline, without an error."),
         references=("KIP-19", "KIP-266"),
-        steps=(Operation("poll", {"topic": "t", "partition": 0, "offset": "earliest"}, timeout_s=20.0),),
+        # the poll outlasts the stop by more than a request timeout, so the contract can wait for it
+        steps=(Operation("poll", {"topic": "t", "partition": 0, "offset": "earliest"}, timeout_s=90.0),),
         bootstrap_brokers=(0,),
         faults=({"move_leader": {"topic": "t", "partition": 0, "broker": 0}, "at_ms": 0},
                 {"match": {"api": "Fetch", "broker": 0}, "action": {"type": "stop_broker", "ms": 250}, "after": 1,

@@ -150,3 +150,46 @@ def test_the_blocking_faces_keep_the_kip266_contracts_in_real_time():
            "kip266.retries-shrink-to-time-left", "kip266.timeout-zero-attempts-once", "kip266.close-timeout"]
     results = run_plan(Plan([BY_ID[i] for i in ids], [OurBlockingAdapter()], scale=30.0))
     assert [(r.scenario, r.status, r.message) for r in results if r.status is not Status.PASS] == []
+
+
+class OnlyTheFirstBroker:
+    """Broken on purpose, as our consumer was before issue 12: every request that may go to any
+    broker goes to the first one it knows (the bootstrap broker), and only there."""
+
+    @staticmethod
+    def candidates(self):
+        known = sorted(n for n in self.nodes if n >= 0) or sorted(self.nodes, reverse=True)
+        return known[:1]
+
+
+@pytest.mark.parametrize("scenario, contract", [
+    ("failover.bootstrap-broker-dies-producer", "Produce resumes on a surviving broker"),
+    ("failover.leader-stops-during-long-poll", "Fetch resumes on a surviving broker"),
+    ("failover.bootstrap-broker-dies-metadata", "Metadata resumes on a surviving broker"),
+    ("failover.bootstrap-broker-dies-metadata", "admin_list_topics outcome"),
+])
+def test_the_failover_contracts_fail_on_a_client_tied_to_its_first_broker(monkeypatch, scenario, contract):
+    import client.network
+
+    monkeypatch.setattr(client.network.NetworkClient, "candidates", OnlyTheFirstBroker.candidates)
+    result = run_plan(Plan([BY_ID[scenario]], [OurAdapter()]))[0]
+    statuses = {name: status for name, status, _ in result.contracts}
+    assert statuses[contract] is Status.FAIL, result.contracts
+
+
+def test_the_broker_close_contract_fails_on_a_client_whose_metadata_request_is_cut(monkeypatch):
+    """A request the broker must refuse (a Metadata body cut short) costs the connection, and the
+    contract says so; the listing itself may still succeed on a retry elsewhere."""
+    import client.connection
+    from client.protocol import ApiKey, encode_request
+
+    def cut_metadata(api_key, version, corr, client_id, body):
+        frame = encode_request(api_key, version, corr, client_id, body)
+        if api_key != ApiKey.METADATA:
+            return frame
+        return (len(frame) - 5).to_bytes(4, "big") + frame[4:-1]   # one byte short, size fixed up
+
+    monkeypatch.setattr(client.connection, "encode_request", cut_metadata)
+    result = run_plan(Plan([BY_ID["faithful.admin-list-all-topics"]], [OurAdapter()]))[0]
+    statuses = {name: status for name, status, _ in result.contracts}
+    assert statuses["no connection closed by the broker"] is Status.FAIL, result.contracts

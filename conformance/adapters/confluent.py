@@ -88,8 +88,13 @@ class ConfluentAdapter(RealTimeAdapter):
         from confluent_kafka import Consumer
 
         c = env.config
+        # librdkafka's own backoffs are scaled like every other time, or its 500 ms fetch error
+        # backoff alone would be half a scaled request timeout
         return Consumer({**self._common(env), "group.id": group, "enable.auto.commit": False,
-                         "fetch.wait.max.ms": c.get("fetch.max.wait.ms", 500)})
+                         "fetch.wait.max.ms": c.get("fetch.max.wait.ms", 500),
+                         "fetch.error.backoff.ms": scaled_ms(500, env.scale),
+                         "reconnect.backoff.ms": scaled_ms(100, env.scale),
+                         "reconnect.backoff.max.ms": scaled_ms(10_000, env.scale)})
 
     def _poll(self, step: Operation, env: RunEnv) -> Outcome:
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition
