@@ -199,20 +199,33 @@ async def produce(ctx, req):
     return build_response(cluster, ctx, results)
 
 
+# Errors Kafka answers before anything reaches the log, or with LogAppendInfo.UNKNOWN_LOG_APPEND_INFO
+# (KafkaApis.handleProduceRequest's PartitionResponse(error) for unknown topics and
+# ProduceRequest.validateRecords; ReplicaManager.appendToLocalLog's "known exceptions";
+# sendInvalidRequiredAcksResponse): log start offset -1 like the base offset. Other errors
+# (NOT_ENOUGH_REPLICAS, sequence and epoch errors) carry the log start offset (processFailedRecord),
+# and so does a partition that failed after its append (DelayedProduce keeps the append's info).
+# INVALID_RECORD counts as a request-level refusal.
+NO_LOG_INFO = frozenset({UNKNOWN_TOPIC, NOT_LEADER, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, INVALID_REQUIRED_ACKS,
+                         UNSUPPORTED_COMPRESSION, INVALID_RECORD})
+
+
 def build_response(cluster, ctx, results: list[PartitionResult]) -> dict:
     by_topic: dict[str, list] = {}
+    leaders: set[int] = set()
     for r in results:
         p = cluster.partition(r.topic, r.index)
         entry: dict[str, Any] = {"index": r.index, "error_code": r.error, "base_offset": r.base_offset,
                  "log_append_time_ms": r.log_append_time,
-                 "log_start_offset": p.log.log_start_offset if p else -1, "record_errors": [],
-                 "error_message": r.message if r.error else None}
+                 "log_start_offset": -1 if p is None or (r.error in NO_LOG_INFO and r.required < 0) else p.log.log_start_offset,
+                 "record_errors": [], "error_message": r.message if r.error else None}
         if r.error == NOT_LEADER and p is not None and ctx.api_version >= 10:
             entry["current_leader"] = {"leader_id": p.leader, "leader_epoch": p.leader_epoch}
+            leaders.add(p.leader)
         by_topic.setdefault(r.topic, []).append(entry)
     response = {"responses": [{"name": name, "partition_responses": parts} for name, parts in by_topic.items()],
                 "throttle_time_ms": 0}
-    if ctx.api_version >= 10 and any(r.error == NOT_LEADER for r in results):
+    if leaders:  # KIP-951: the endpoints of the leaders named above (KafkaApis.handleProduceRequest)
         response["node_endpoints"] = [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
-                                      for b in cluster.live_brokers()]
+                                      for b in cluster.live_brokers() if b.id in leaders]
     return response
