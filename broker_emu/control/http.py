@@ -128,7 +128,7 @@ def parse_head(raw: bytes) -> tuple[str, str, dict[str, str], dict[str, str]]:
         headers[name] = value.strip()
     try:
         url = urlsplit(target)
-        query = {k: v[-1] for k, v in parse_qs(url.query, max_num_fields=50).items()}
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True, max_num_fields=50).items()}
     except ValueError as exc:
         raise HttpError(400, f"malformed request target: {exc}", "request-line") from None
     if not url.path.startswith("/"):
@@ -286,4 +286,8 @@ async def serve_http(handler: Handler, host: str = "127.0.0.1", port: int = 0, *
     bound = listeners[0].socket.getsockname()[1]
     policy = Policy(bound, token, allow_remote)
     task_status.started(bound)
-    await trio.serve_listeners(lambda s: serve_connection(s, handler, policy), listeners)
+
+    async def handle(stream: trio.SocketStream) -> None:
+        await serve_connection(stream, handler, policy)
+
+    await trio.serve_listeners(handle, listeners)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker_emu.faults.rules import (ACTIONS, INT16_MAX, INT32_MAX, INT64_MAX, MATCH_KEYS, MAX_MS, MAX_STRING,
-                                     REPLICATION_MODES)
+from broker_emu.faults.rules import ACTIONS, INT16_MAX, INT32_MAX, INT64_MAX, MAX_MS, MAX_STRING, REPLICATION_MODES
+from client.errors import ErrorCode
+from client.protocol import ApiKey
 
 MS_ACTIONS = sorted(k for k, params in ACTIONS.items() if params == ("ms",))
 PLAIN_ACTIONS = sorted(k for k, params in ACTIONS.items() if not params)
@@ -52,6 +53,11 @@ def _query_param(name: str, schema: dict[str, Any], description: str) -> dict[st
     return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
 
 
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """An optional field where null means "not set", as the parser reads it."""
+    return {"nullable": True, "allOf": [schema]} if "$ref" in schema else {**schema, "nullable": True}
+
+
 MS = {"type": "number", "minimum": 0, "maximum": MAX_MS,
       "description": "milliseconds: finite, at most int32 (NaN and Infinity are refused)"}
 BROKER_ID = {"type": "integer", "minimum": 0, "maximum": INT32_MAX}
@@ -63,14 +69,15 @@ SCHEMAS: dict[str, Any] = {
         "error": {"type": "string", "description": "what is wrong"},
         "field": {"type": "string", "description": "where: a JSON path (`action.ms`, `[1].action.type`), a header or `body`"}}},
     "Match": {"type": "object", "additionalProperties": False, "properties": {
-        "broker": BROKER_ID,
-        "api": {"oneOf": [{"type": "string", "example": "Produce"}, {"type": "integer", "minimum": 0, "maximum": INT16_MAX}],
-                "description": "an API name like `Produce` or its key"},
-        "api_version": {"type": "integer", "minimum": 0, "maximum": INT16_MAX},
-        "topic": STRING,
-        "partition": {"type": "integer", "minimum": 0, "maximum": INT32_MAX},
-        "client_id": STRING,
-        "connection": {"type": "integer", "minimum": 0, "maximum": INT64_MAX}}},
+        "broker": _nullable(BROKER_ID),
+        "api": {"nullable": True, "oneOf": [{"type": "string", "enum": [k.api_name for k in ApiKey]},
+                          {"type": "integer", "enum": [int(k) for k in ApiKey]}],
+                "description": "an API name like `Produce` (also `produce`, `PRODUCE`) or its key"},
+        "api_version": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT16_MAX},
+        "topic": _nullable(STRING),
+        "partition": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT32_MAX},
+        "client_id": _nullable(STRING),
+        "connection": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT64_MAX}}},
     "Action": {"oneOf": [
         {"type": "string", "enum": PLAIN_ACTIONS},
         {"type": "object", "additionalProperties": False, "required": ["type"],
@@ -79,19 +86,20 @@ SCHEMAS: dict[str, Any] = {
          "properties": {"type": {"type": "string", "enum": MS_ACTIONS}, "ms": MS}},
         {"type": "object", "additionalProperties": False, "required": ["type", "error"],
          "properties": {"type": {"type": "string", "enum": ["error"]},
-                        "error": {"oneOf": [{"type": "string", "example": "NOT_LEADER_OR_FOLLOWER",
-                                             "description": "a Kafka error name"},
+                        "error": {"oneOf": [{"type": "string", "enum": list(ErrorCode.__members__),
+                                             "description": "a Kafka error name (any case)"},
                                             {"type": "integer", "minimum": -INT16_MAX - 1, "maximum": INT16_MAX}]}}}]},
     "Rule": {"type": "object", "additionalProperties": False, "required": ["action"], "properties": {
-        "match": _ref("Match"),
+        "match": _nullable(_ref("Match")),
         "action": _ref("Action"),
-        "times": {"type": "integer", "minimum": 1, "maximum": INT64_MAX, "description": "apply at most n times"},
+        "times": {"nullable": True, "type": "integer", "minimum": 1, "maximum": INT64_MAX, "description": "apply at most n times"},
         "after": {"type": "integer", "minimum": 0, "maximum": INT64_MAX, "description": "skip the first n matching requests"},
         "probability": {"type": "number", "minimum": 0, "maximum": 1},
-        "duration_ms": MS,
-        "at_ms": MS,
-        "name": STRING,
-        "id": {"type": "integer", "description": "ignored (the server numbers rules)"}}},
+        "duration_ms": _nullable(MS),
+        "at_ms": _nullable(MS),
+        "name": _nullable(STRING),
+        "id": {"type": "integer", "nullable": True, "minimum": 0,
+               "description": "ignored (the server numbers rules; a listed rule can be posted back)"}}},
     "AddedRule": {"type": "object", "required": ["id", "rule"], "properties": {
         "id": {"type": "integer"}, "rule": OBJECT}},
     "Replication": {"type": "object", "additionalProperties": False, "required": ["mode"], "properties": {
@@ -100,7 +108,7 @@ SCHEMAS: dict[str, Any] = {
                       "description": "needs a topic"},
         "follower": {"type": "integer", "nullable": True, "minimum": 0, "maximum": INT32_MAX},
         "mode": {"type": "string", "enum": list(REPLICATION_MODES)},
-        "lag_ms": {**MS, "description": "for mode `lag`: > 0"}}},
+        "lag_ms": {**MS, "nullable": True, "description": "for mode `lag`: > 0"}}},
     "Leader": {"type": "object", "additionalProperties": False, "required": ["broker"], "properties": {"broker": BROKER_ID}},
 }
 

@@ -267,6 +267,7 @@ def parse_rule(raw: Any, rule_id: int, brokers: set[int] | None = None) -> Rule:
     def optional(key: str, check: Any, *args: Any) -> Any:
         return check(raw[key], key, *args) if raw.get(key) is not None else None
 
+    optional("id", check_int, 0)  # accepted (a listed rule can be posted back) and ignored
     return Rule(
         id=rule_id,
         match=parse_match(raw.get("match"), brokers),

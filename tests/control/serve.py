@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections import Counter
 from typing import Any
 
 from client.protocol import decode_response, encode_request
@@ -93,8 +94,8 @@ def raw_http(port: int, data: bytes) -> bytes:
         return out
 
 
-def _kafka_call(addr: tuple[str, int], api: int, version: int, body: dict) -> Any:
-    with socket.create_connection(addr, timeout=20) as s:
+def _kafka_call(addr: tuple[str, int], api: int, version: int, body: dict, timeout: float = 20) -> Any:
+    with socket.create_connection(addr, timeout=timeout) as s:
         s.sendall(encode_request(api, version, 1, "control-tests", body))
         splitter, frames = FrameSplitter(), []
         while not frames:
@@ -115,3 +116,21 @@ def kafka_produce(served: Served, topic: str = "t", partition: int = 0, acks: in
     answer = _kafka_call(brokers[leader], 0, 9, {"acks": acks, "timeout_ms": 5000, "topic_data": [
         {"name": topic, "partition_data": [{"index": partition, "records": records}]}]})
     return answer.responses[0].partition_responses[0].error_code
+
+
+def kafka_poke(served: Served, timeout: float = 1.0) -> Counter:
+    """ApiVersions, Metadata and an acks=1 Produce to every broker, tolerating whatever faults
+    are in force (black holes, closes, refused connections, long delays); how each one ended."""
+    outcomes: Counter = Counter()
+    records = encode_batch([Record(b"poke", timestamp=1000)])
+    calls = [(18, 3, {"client_software_name": "t", "client_software_version": "1"}),
+             (3, 9, {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}),
+             (0, 9, {"acks": 1, "timeout_ms": 500, "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}]})]
+    for addr in served.bootstrap:
+        for api, version, body in calls:
+            try:
+                _kafka_call(addr, api, version, body, timeout)
+                outcomes["answered"] += 1
+            except (OSError, EOFError) as exc:
+                outcomes[type(exc).__name__] += 1
+    return outcomes
