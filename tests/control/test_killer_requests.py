@@ -119,3 +119,14 @@ def test_body_over_the_limit_is_413(served):
     status, answer = http_call(served.port, "POST", "/faults", b"[" + b"0," * 600_000 + b"0]")
     assert status == 413 and answer["field"] == "body"
     after_each(served)
+
+
+def test_the_largest_throttle_accepted_still_answers_kafka(served):
+    # the bound is what the wire can carry: throttle_time_ms is an int32
+    rule = {"match": {"api": "Produce"}, "action": {"type": "throttle", "ms": 2**31 - 1}, "times": 1}
+    assert http_call(served.port, "POST", "/faults", rule)[0] == 201
+    assert kafka_produce(served) == 0          # answered (then the connection is muted), not broken
+    listed = http_call(served.port, "GET", "/faults")[1]["faults"]
+    assert listed[0]["applied"] == 1
+    assert http_call(served.port, "DELETE", "/faults")[0] == 200
+    after_each(served)
