@@ -15,6 +15,8 @@ closes the connection before anything is allocated for it.
 
 from __future__ import annotations
 
+import logging
+import traceback
 from typing import TYPE_CHECKING, Any, Mapping
 
 import trio
@@ -24,6 +26,7 @@ from broker_emu.encoded_responses import encode_with_errors
 from broker_emu.faults import RequestFacts
 from broker_emu.handlers import CloseConnection, error_response, topics_of
 from broker_emu.registry import REGISTRY, advertised_range
+from client.errors import ErrorCode
 from client.protocol import (
     ApiKey,
     decode_request,
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
     from broker_emu.cluster import Broker, Cluster
 
 READ_AHEAD_BYTES = 16 << 20  # covers 5 in-flight 1 MB produce batches with room to spare
+log = logging.getLogger("broker_emu.server")
 API_VERSIONS = int(ApiKey.API_VERSIONS)
 # handlers that answer without waiting on anything (no purgatory, no group join)
 ANSWERS_AT_ONCE = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR,
@@ -176,9 +180,11 @@ class Connection:
                     self._current.cancel()  # run up to the first wait only
                 try:
                     keep = await self._process(frame, arrived_ms)
-                except Exception as exc:  # a handler bug closes this connection, never the cluster
-                    import traceback
-                    traceback.print_exc()
+                except Exception as exc:  # a bug outside a handler closes this connection, never the cluster
+                    self.cluster.trace.emit("handler_error", broker=self.broker.id, conn=self.id, client_id=self.client_id,
+                                            client_addr=self.addr, details={
+                                                "stage": "pipeline", "error": f"{type(exc).__name__}: {exc}"})
+                    log.error("broker %s: connection %s failed", self.broker.id, self.id, exc_info=exc)
                     self.abort(f"internal error: {type(exc).__name__}: {exc}")
                     return False
         finally:
@@ -278,6 +284,10 @@ class Connection:
         except CloseConnection as exc:
             self.abort(exc.reason)
             return False
+        except Exception as exc:  # a bug, never a way to reject input: Kafka's answer for it
+            response = self._handler_failed(ctx, body, exc, "handler")
+            if response is None:
+                return False
         if terminal is not None and terminal.type == "close_after":
             self.abort(f"fault: close_after {ctx.api_key}")
             return False
@@ -288,7 +298,17 @@ class Connection:
             response["throttle_time_ms"] = max(int(decision.throttle_ms), response.get("throttle_time_ms", 0) or 0)
         if decision.delay_response_ms:
             await trio.sleep(decision.delay_response_ms / 1000)
-        out, errors = encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
+        try:
+            out, errors = encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
+        except Exception as exc:  # an answer this version cannot carry: Kafka's error answer instead
+            response = self._handler_failed(ctx, body, exc, "encoder")
+            if response is None:
+                return False
+            try:
+                out, errors = encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
+            except Exception as again:
+                self._handler_failed(ctx, body, again, "error answer", answer=False)
+                return False
         if terminal is not None and terminal.type == "partial_response":
             await self.stream.send_all(out[: max(1, len(out) // 2)])
             cluster.trace.emit("send", **fields, details={"partial": True, "bytes": len(out) // 2})
@@ -298,6 +318,27 @@ class Connection:
         if decision.throttle_ms:
             await trio.sleep(decision.throttle_ms / 1000)  # KIP-219: the broker mutes the channel
         return True
+
+    def _handler_failed(self, ctx: RequestContext, body: Any, exc: Exception, stage: str,
+                        answer: bool = True) -> Mapping[str, Any] | None:
+        """An unexpected exception while serving a request is a bug: it goes to the trace as
+        ``handler_error`` (with the request) and to the log, and the request gets the answer
+        Kafka gives then — ``KafkaApis.handle`` catches it and sends the request's own error
+        response with UNKNOWN_SERVER_ERROR (``RequestHandlerHelper.handleError``). Only when even
+        that answer cannot be built is the connection closed (None)."""
+        where = traceback.extract_tb(exc.__traceback__)[-3:]
+        self.cluster.trace.emit("handler_error", **ctx.trace_fields(), details={
+            "stage": stage, "error": f"{type(exc).__name__}: {exc}",
+            "at": [f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in where]})
+        log.error("broker %s: %s failed on %s v%s (correlation id %s)", self.broker.id, stage,
+                  ApiKey(ctx.api_key).api_name, ctx.api_version, ctx.correlation_id, exc_info=exc)
+        if answer:
+            try:
+                return error_response(ctx.api_key, ctx.api_version, body, ErrorCode.UNKNOWN_SERVER_ERROR)
+            except Exception as inner:   # noqa: BLE001 — no answer fits: the connection goes
+                exc = inner
+        self.abort(f"internal error ({stage}): {type(exc).__name__}: {exc}")
+        return None
 
     async def _send(self, out: bytes, correlation_id: int, api_key: int, version: int, errors, fields=None) -> bool:
         try:

@@ -11,6 +11,7 @@ and cluster-level: broker_stop, broker_start, leader_change, isr_change, replica
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any, Callable, Iterable
 
@@ -18,8 +19,29 @@ KINDS = (
     "conn_open", "recv", "fault_applied", "purgatory_enter", "purgatory_complete",
     "purgatory_expire", "send", "conn_close",
     "broker_stop", "broker_start", "leader_change", "isr_change", "replication_mode",
-    "group_rebalance", "group_member_expired", "group_member_removed", "app_call", "request_anomaly",
+    "group_rebalance", "group_member_expired", "group_member_removed", "app_call", "request_anomaly", "handler_error",
 )
+
+
+class HandlerErrors:
+    """Every handler_error of every cluster in this process: a bug in the emulator, which the test
+    suite turns into a failure of the test that caused it (tests/conftest.py)."""
+
+    def __init__(self, keep: int = 100):
+        self.count = 0
+        self.recent: deque[TraceEvent] = deque(maxlen=keep)
+
+    def record(self, event: TraceEvent) -> None:
+        self.count += 1
+        self.recent.append(event)
+
+    def since(self, count: int) -> list[TraceEvent]:
+        """Those recorded after ``count`` was read (the newest ``keep`` of them)."""
+        n = min(self.count - count, len(self.recent))
+        return list(self.recent)[-n:] if n > 0 else []
+
+
+HANDLER_ERRORS = HandlerErrors()
 
 
 @dataclass(slots=True)
@@ -59,6 +81,8 @@ class Trace:
     def emit(self, kind: str, **fields: Any) -> TraceEvent:
         details = fields.pop("details", None) or {}
         event = TraceEvent(self.now_ms(), kind, details=details, **fields)
+        if kind == "handler_error":
+            HANDLER_ERRORS.record(event)
         if len(self.events) < self._limit:
             self.events.append(event)
         else:

@@ -1,0 +1,26 @@
+"""Suite-wide rules.
+
+A ``handler_error`` is a bug in the emulator (an exception escaped a handler or an encoder: the
+client got UNKNOWN_SERVER_ERROR or lost its connection). Any test during which one happened, in
+any cluster of this process, fails with it — unless it is marked ``handler_errors_expected``
+(tests of that very path)."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker_emu.trace import HANDLER_ERRORS
+
+pytest_plugins = ["pytester"]   # tests/emulator/test_handler_errors.py runs an inner suite
+
+
+@pytest.fixture(autouse=True)
+def _no_handler_errors(request):
+    before = HANDLER_ERRORS.count
+    yield
+    new = HANDLER_ERRORS.since(before)
+    if new and not request.node.get_closest_marker("handler_errors_expected"):
+        shown = "; ".join(f"{e.api} v{e.api_version}: {e.details.get('stage')}: {e.details.get('error')} "
+                          f"at {e.details.get('at')}" for e in new[:3])
+        pytest.fail(f"{HANDLER_ERRORS.count - before} handler_error(s) in the emulator during this test: {shown}",
+                    pytrace=False)
