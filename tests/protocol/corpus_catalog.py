@@ -127,6 +127,7 @@ def categories(api_key: int, version: int, body: Mapping[str, Any]) -> set[str]:
         out |= _produce(body)
     elif api_key == ApiKey.FETCH:
         out.add(_fetch_session(version, body))
+        out.add("Fetch topics by id" if version >= 13 else "Fetch topics by name")  # KIP-516
     elif api_key == ApiKey.DELETE_TOPICS:  # v6+: by name or by id (KIP-516)
         out |= {f"DeleteTopics by {'name' if t.name is not None else 'id'}" for t in body.topics or ()}
         out |= {"DeleteTopics by name" for _ in body.topic_names or ()}

@@ -41,7 +41,7 @@ REQUIRED = {
     "Metadata topics=null", "Metadata topics=empty", "Metadata topics=named", "Metadata topics=ids",
     *(f"Produce codec={c}" for c in ALL_CODECS), "Produce acks=0", "Produce acks=1", "Produce acks=-1",
     "Produce idempotent",
-    "Fetch sessionless", "Fetch session requested",
+    "Fetch sessionless", "Fetch session requested", "Fetch topics by name", "Fetch topics by id",
     *GROUP_APIS,
     "CreateTopics", "DeleteTopics by name", "DeleteTopics by id", "DescribeConfigs", "DescribeCluster",
     "ListGroups", "DescribeGroups", "InitProducerId",
