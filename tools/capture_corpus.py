@@ -95,6 +95,9 @@ def capture(client: str) -> Capture:
         tc.call(setattr, tc.cluster, "frame_tap", tap)
         version, steps = _drive(client, tc.bootstrap)
         time.sleep(0.5)  # frames a closing client still sends (LeaveGroup, last heartbeat)
+        # a handler that raised is an emulator bug whatever the frame: report it with the frames
+        for error in tc.call(lambda: [e for e in tc.cluster.trace.events if e.kind == "handler_error"]):
+            steps[f"handler_error {error.api} v{error.api_version}"] = str(error.details)[:300]
     with lock:
         cap = Capture(client, version, list(frames), steps)
     if not client.startswith("ours"):
