@@ -130,3 +130,14 @@ def test_the_largest_throttle_accepted_still_answers_kafka(served):
     assert listed[0]["applied"] == 1
     assert http_call(served.port, "DELETE", "/faults")[0] == 200
     after_each(served)
+
+
+def test_rules_are_capped_all_or_nothing(served):
+    batch = [{"match": {"api": "Produce", "client_id": "nobody"}, "action": "black_hole"}] * 1000
+    for _ in range(10):
+        assert http_call(served.port, "POST", "/faults", batch)[0] == 201
+    status, answer = http_call(served.port, "POST", "/faults", batch[:1])
+    assert status == 409 and answer["field"] == "body"
+    assert http_call(served.port, "POST", "/faults", batch + batch[:1])[1]["field"] == "body"   # 1001 in one
+    assert http_call(served.port, "DELETE", "/faults")[1] == {"removed": 10_000}
+    after_each(served)
