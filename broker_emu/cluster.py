@@ -60,7 +60,7 @@ class Cluster:
         self.controller_id = ids[0]
         self.topics: dict[str, Topic] = {}
         self.scheduler = Scheduler()
-        self.trace = Trace(trio.current_time, sink=trace_sink)
+        self.trace = Trace(trio.current_time, sink=trace_sink, max_bytes=self.config["emu.trace.max.bytes"])
         self.faults = FaultEngine(seed=self.config["emu.seed"], brokers=ids)
         self.produce_purgatory = Purgatory("Produce", self.scheduler, self._purgatory_event)
         self.fetch_purgatory = Purgatory("Fetch", self.scheduler, self._purgatory_event)
@@ -237,7 +237,10 @@ class Cluster:
     async def stop_broker(self, broker_id: int) -> None:
         """Close the listener and every connection; the controller moves leadership to a live
         ISR member and drops the broker from ISRs at once (faster than Kafka's session timeout,
-        so scenarios are exact; documented)."""
+        so scenarios are exact; documented). With no live ISR member the partition stays
+        offline (metadata: no leader) until one returns, as Kafka with its default
+        ``unclean.leader.election.enable=false``: electing a replica that lacks committed data
+        would truncate below the high watermark."""
         b = self.brokers[broker_id]
         if not b.alive:
             return
@@ -252,8 +255,9 @@ class Cluster:
                 if broker_id in p.isr and len(p.isr) > 1:
                     p.isr.remove(broker_id)
                 if p.leader == broker_id:
-                    candidates = [r for r in p.isr if r != broker_id and self.is_alive(r)] or \
-                                 [r for r in p.replicas if r != broker_id and self.is_alive(r)]
+                    candidates = [r for r in p.isr if r != broker_id and self.is_alive(r)]
+                    if not candidates and self.config["unclean.leader.election.enable"]:
+                        candidates = [r for r in p.replicas if r != broker_id and self.is_alive(r)]
                     if candidates:
                         self.move_leader(p.topic, p.index, candidates[0])
                 p.update_high_watermark()

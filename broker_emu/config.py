@@ -11,6 +11,7 @@ DEFAULTS: dict[str, Any] = {
     "default.replication.factor": 3,          # capped at the number of brokers
     "min.insync.replicas": 1,
     "replica.lag.time.max.ms": 30000,
+    "unclean.leader.election.enable": False,   # a stopped sole ISR member leaves its partitions offline
     "message.max.bytes": 1048588,
     "socket.request.max.bytes": 104857600,
     "group.initial.rebalance.delay.ms": 3000,
@@ -23,6 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "emu.seed": 0,
     "emu.telemetry": False,                   # advertise GetTelemetrySubscriptions (KIP-714)
     "emu.replication.delay.ms": 0,            # how long followers take to copy in normal mode
+    "emu.trace.max.bytes": 64 << 20,          # the in-memory trace is a ring of about this many bytes
 }
 
 
