@@ -143,7 +143,12 @@ class Sender:
         for tp in ready:
             info = self.metadata.leader(*tp)
             if info is None or info.leader < 0:
-                self.updater.request_update()         # no leader known: ask again
+                # No leader known: ask again, and look again after retry.backoff.ms — nothing else
+                # wakes us when the answer names one (Java's sender loop runs again on any
+                # response). Without this a partition offline until its leader restarted (same
+                # leader epoch, no KIP-951 hint) waited for its batches' delivery timeout.
+                self.updater.request_update()
+                next_at = min(next_at, now + self.config["retry.backoff.ms"] / 1000)
                 continue
             if not self.net.is_ready(info.leader):
                 self._connect(info.leader)
