@@ -179,6 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     try:
         from conformance.cli import add_commands
         add_commands(sub)
+        from conformance.chaos.cli import add_chaos
+        add_chaos(sub)   # broker-emu chaos (docs/chaos.md)
     except ImportError:
         pass
     return parser

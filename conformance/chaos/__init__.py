@@ -1,0 +1,10 @@
+"""Failover chaos with accounting (issue 13): producers and a consumer driven through leader
+moves, broker stops, black holes, lost answers and replication stalls on a seed; then every
+record is read back and counted per partition — lost, misplaced, duplicated within a producer
+epoch, reordered. ``broker-emu chaos`` runs it (docs/chaos.md).
+
+- ``plan``: the seeded fault schedule, applied through the cluster's Python controls;
+- ``accounting``: the pure bookkeeping;
+- ``readback``: the broker-side truth and the per-seed result;
+- ``ours``: our client in virtual time (the CI test); ``confluent``: confluent-kafka in real time.
+"""

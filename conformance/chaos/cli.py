@@ -1,0 +1,134 @@
+"""`broker-emu chaos [--client ours|confluent-kafka] [--seeds N] [--first-seed S] [--duration SECONDS]
+[--json FILE] [--verbose]`: failover chaos with accounting (docs/chaos.md).
+
+Exit status 0 when no seed lost, misplaced or duplicated (within a producer epoch) an
+acknowledged record and the consumer saw exactly what the logs hold; 1 otherwise; 2 for bad
+arguments or a client that is not installed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from typing import Callable
+
+from conformance.chaos.accounting import FIELDS
+from conformance.chaos.readback import SeedResult
+
+CLIENTS = ("ours", "confluent-kafka")
+DEFAULTS = {  # (seeds, duration s, interval s): virtual time is cheap, real time is not
+    "ours": (100, 8.0, 0.1),
+    "confluent-kafka": (10, 60.0, 0.02),
+}
+
+
+def add_chaos(sub) -> None:
+    c = sub.add_parser("chaos", help="failover chaos: count lost, duplicated and reordered records per partition")
+    c.add_argument("--client", choices=CLIENTS, default="ours",
+                   help="ours: client.AsyncProducer/AsyncConsumer in virtual time; confluent-kafka: real time")
+    c.add_argument("--seeds", type=int, help="how many seeds (default 100 for ours, 10 for confluent-kafka)")
+    c.add_argument("--first-seed", type=int, default=0)
+    c.add_argument("--duration", type=float, help="seconds of chaos per seed (default 8 virtual / 60 real)")
+    c.add_argument("--partitions", type=int, default=3)
+    c.add_argument("--producers", type=int, default=3)
+    c.add_argument("--interval", type=float, help="seconds between two records of the fastest producer")
+    c.add_argument("--json", metavar="FILE", help="write every seed's figures as JSON")
+    c.add_argument("--verbose", action="store_true", help="print every chaos action as it fires")
+    c.set_defaults(func=run_chaos_command)
+
+
+def run_chaos_command(args: argparse.Namespace) -> int:
+    seeds, duration, interval = DEFAULTS[args.client]
+    seeds = args.seeds if args.seeds is not None else seeds
+    duration = args.duration if args.duration is not None else duration
+    interval = args.interval if args.interval is not None else interval
+    if seeds < 1 or duration < 2 or interval <= 0 or args.partitions < 1 or args.producers < 1:
+        print("error: --seeds, --partitions, --producers >= 1, --duration >= 2, --interval > 0", file=sys.stderr)
+        return 2
+    run_seed = _runner(args.client)
+    if run_seed is None:
+        return 2
+    def to_stderr(line: str) -> None:
+        print(f"  {line}", file=sys.stderr, flush=True)
+    print(f"chaos: {args.client}, seeds {args.first_seed}..{args.first_seed + seeds - 1}, {duration:g} s each "
+          f"({'virtual' if args.client == 'ours' else 'real'} time), {args.producers} producers, "
+          f"{args.partitions} partitions, acks=all, enable.idempotence, min.insync.replicas=2", file=sys.stderr)
+    results = run_seeds(run_seed, range(args.first_seed, args.first_seed + seeds), dict(
+        duration=duration, partitions=args.partitions, producers=args.producers, interval=interval),
+        say=to_stderr if args.verbose else None, progress=to_stderr, out=lambda line: print(line, file=sys.stderr, flush=True))
+    replay = (f"broker-emu chaos --client {args.client} --seeds 1 --duration {duration:g} --interval {interval:g} "
+              f"--producers {args.producers} --partitions {args.partitions} --verbose --first-seed")
+    print_summary(args.client, results, replay)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([r.as_dict() for r in results], f, indent=1)
+    return 1 if any(r.bad() for r in results) else 0
+
+
+def _runner(client: str) -> Callable[..., SeedResult] | None:
+    if client == "ours":
+        from conformance.chaos.ours import run_seed
+        return run_seed
+    from conformance.chaos import confluent
+
+    ok, why = confluent.available()
+    if not ok:
+        print(f"error: {why}", file=sys.stderr)
+        return None
+    return confluent.run_seed
+
+
+def run_seeds(run_seed: Callable[..., SeedResult], seeds, params: dict, *, say=None, progress=None,
+              out: Callable[[str], None] = print) -> list[SeedResult]:
+    """Each seed in turn, one line per seed; ``say`` gets every chaos action, ``progress`` the
+    real-time runs' lines every 10 s."""
+    results = []
+    start = time.perf_counter()
+    seeds = list(seeds)
+    for i, seed in enumerate(seeds, 1):
+        r = run_seed(seed, **params, say=say, progress=progress)
+        results.append(r)
+        out(f"[{i}/{len(seeds)} {time.perf_counter() - start:6.1f}s] {seed_line(r)}")
+        if r.bad():
+            for kind, examples in r.accounting.examples().items():
+                out(f"    {kind}: {'; '.join(examples[:3])}")
+    return results
+
+
+def seed_line(r: SeedResult) -> str:
+    t = r.accounting.totals()
+    flag = "BAD " if r.bad() else ""
+    return (f"{flag}seed {r.seed}: {t['sent']} sent, {t['acked']} acknowledged, {t['failed']} failed | lost {t['lost']}, "
+            f"misplaced {t['misplaced']}, dup {t['dup_in_epoch']} in epoch (+{t['dup_across_epochs']} across), "
+            f"reordered {t['reordered']} | consumer missed {r.consumer['consumer_missed']}, wrong "
+            f"{r.consumer['consumer_wrong']} | {sum(r.actions.values())} actions | {r.wall_s:.1f}s wall"
+            + (f" | {'; '.join(r.notes[:2])}" if r.notes else ""))
+
+
+def totals(results: list[SeedResult]) -> Counter:
+    total: Counter = Counter({k: 0 for k in FIELDS})
+    for r in results:
+        total.update(r.accounting.totals())
+        total["consumer_missed"] += r.consumer["consumer_missed"]
+        total["consumer_wrong"] += r.consumer["consumer_wrong"]
+    return total
+
+
+def print_summary(client: str, results: list[SeedResult], replay: str = "broker-emu chaos --seeds 1 --first-seed") -> None:
+    t = totals(results)
+    actions: Counter = Counter()
+    for r in results:
+        actions.update(r.actions)
+    bad = [r.seed for r in results if r.bad()]
+    print(f"{client}: {len(results)} seeds, {t['sent']} records sent, {t['acked']} acknowledged, {t['failed']} failed "
+          f"({t['failed_but_stored']} of them stored anyway)")
+    print(f"  lost {t['lost']}, misplaced {t['misplaced']}, duplicated in epoch {t['dup_in_epoch']} "
+          f"(across epochs {t['dup_across_epochs']}), reordered {t['reordered']}; consumer missed "
+          f"{t['consumer_missed']}, read wrong {t['consumer_wrong']}")
+    print(f"  actions: {', '.join(f'{k} {v}' for k, v in sorted(actions.items()))}")
+    if bad:
+        print(f"  BAD seeds: {bad[:20]}; replay one with: {replay} {bad[0]}")
+    else:
+        print("  no acknowledged record lost or misplaced, none duplicated within a producer epoch")

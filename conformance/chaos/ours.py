@@ -1,0 +1,136 @@
+"""Chaos with our client, in virtual time: producers (client.AsyncProducer) and a consumer
+(client.AsyncConsumer) on in-memory connections to an emulated cluster, under trio's MockClock
+with autojump, so a run of tens of seconds of faults takes a fraction of a second and is a
+function of its seed alone."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import trio
+import trio.testing
+
+import client
+from broker_emu import open_cluster
+from conformance.chaos.accounting import Sent, account, record_value
+from conformance.chaos.plan import Chaos, make_plan
+from conformance.chaos.readback import SeedResult, committed, join
+
+TOPIC = "chaos"
+CLUSTER_CONFIG = {"min.insync.replicas": 2, "replica.lag.time.max.ms": 2000}
+PRODUCER_CONFIG = {"acks": "all", "enable.idempotence": True, "linger.ms": 5, "request.timeout.ms": 3000,
+                   "delivery.timeout.ms": 120_000, "retry.backoff.ms": 50, "reconnect.backoff.ms": 50,
+                   "metadata.max.age.ms": 5000, "socket.connection.setup.timeout.ms": 1000}
+CONSUMER_CONFIG = {"auto.offset.reset": "earliest", "enable.auto.commit": False, "request.timeout.ms": 3000,
+                   "fetch.max.wait.ms": 200, "metadata.max.age.ms": 5000, "default.api.timeout.ms": 10_000}
+SETTLE_S = 300.0   # after the chaos: how long (virtual) producers and the consumer get to finish
+
+
+def run_seed(seed: int, *, duration: float = 8.0, partitions: int = 3, producers: int = 3, interval: float = 0.1,
+             say: Callable[[str], None] | None = None, progress: Callable[[str], None] | None = None) -> SeedResult:
+    """One seed, in its own trio run with a virtual clock (``say`` gets each chaos action; a
+    virtual-time seed is too short to need ``progress``)."""
+    wall = time.perf_counter()
+    clock = trio.testing.MockClock(autojump_threshold=0)
+    result = trio.run(_run, seed, duration, partitions, producers, interval, say, clock=clock)
+    result.wall_s = time.perf_counter() - wall
+    return result
+
+
+async def _run(seed: int, duration: float, partitions: int, producers: int, interval: float,
+               say: Callable[[str], None] | None) -> SeedResult:
+    config = {**CLUSTER_CONFIG, "emu.seed": seed}
+    async with open_cluster(3, topics=[(TOPIC, partitions, 3)], config=config, listen=False) as cluster:
+        async def connect(node: int, host: str, port: int) -> trio.abc.Stream:
+            return await cluster.open_connection(node if node >= 0 else -1 - node)   # bootstrap i is broker i
+
+        bootstrap = ",".join(f"broker{b}:9092" for b in sorted(cluster.brokers))
+        plan = make_plan(seed, TOPIC, duration, mean_gap=1.0)   # dense: virtual seconds are cheap
+        chaos = Chaos(cluster, plan, say or (lambda line: None))
+        sent: list[Sent] = []
+        reader = Reader()
+        start = trio.current_time()
+        notes: list[str] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_consume, bootstrap, connect, partitions, reader)
+            async with trio.open_nursery() as work:
+                work.start_soon(_chaos_then_heal, chaos)
+                for i in range(producers):
+                    work.start_soon(_produce, i, seed, bootstrap, connect, partitions, duration, interval, sent, notes)
+            reader.read_up_to({p.index: p.high_watermark for p in cluster.topics[TOPIC].partitions})
+            with trio.move_on_after(SETTLE_S):
+                await reader.reached.wait()
+            reader.stop.set()
+        log = committed(cluster, TOPIC)
+        stored, consumer = join(reader.consumed, log)
+        return SeedResult(seed, "ours", account(sent, stored), consumer, plan.counts(),
+                          trio.current_time() - start, 0.0, plan.executed, notes)
+
+
+class Reader:
+    """What the consumer read, and whether it has reached the partitions' ends (known once the
+    producers are done and the chaos healed)."""
+
+    def __init__(self) -> None:
+        self.consumed: dict[tuple[int, int], bytes | None] = {}
+        self.ends: dict[int, int] | None = None
+        self.reached = trio.Event()
+        self.stop = trio.Event()
+
+    def read_up_to(self, ends: dict[int, int]) -> None:
+        self.ends = ends
+        self.check()
+
+    def check(self) -> None:
+        if self.ends is not None and all(self.upto(p) >= end for p, end in self.ends.items()):
+            self.reached.set()
+
+    def upto(self, partition: int) -> int:
+        """The next offset after the highest record read from ``partition`` (0 if none)."""
+        return max((o + 1 for (p, o) in self.consumed if p == partition), default=0)
+
+
+async def _chaos_then_heal(chaos: Chaos) -> None:
+    await chaos.run()
+    await chaos.heal_all()   # then everything converges: producers finish, the consumer catches up
+
+
+async def _produce(index: int, seed: int, bootstrap: str, connect, partitions: int, duration: float,
+                   interval: float, sent: list[Sent], notes: list[str]) -> None:
+    import random
+
+    config = {**PRODUCER_CONFIG, "bootstrap.servers": bootstrap, "client.id": f"chaos-producer-{index}"}
+    async with client.open_producer(config, connect=connect, rng=random.Random(f"{seed}:{index}")) as producer:
+        deadline = trio.current_time() + duration
+        n = 0
+        while trio.current_time() < deadline:
+            record = Sent(index, n, n % partitions)
+            sent.append(record)
+            await producer.send(TOPIC, record_value(index, n), partition=record.partition,
+                                on_delivery=_outcome(record))
+            n += 1
+            await trio.sleep(interval * (1 + index / 2))   # unequal rates: someone writes while others are stuck
+        with trio.move_on_after(SETTLE_S):   # every record has its outcome long before (delivery.timeout.ms)
+            await producer.flush()
+        if any(s.offset is None and s.error is None for s in sent if s.producer == index):
+            notes.append(f"producer {index}: records without an outcome after {SETTLE_S:.0f}s of settling")
+
+
+def _outcome(record: Sent):
+    def on_delivery(error, meta) -> None:
+        if error is not None:
+            record.error = f"{type(error).__name__}: {error}"
+        else:
+            record.offset = meta.offset
+    return on_delivery
+
+
+async def _consume(bootstrap: str, connect, partitions: int, reader: Reader) -> None:
+    config = {**CONSUMER_CONFIG, "bootstrap.servers": bootstrap, "client.id": "chaos-consumer"}
+    async with client.open_consumer(config, connect=connect) as consumer:
+        consumer.assign([client.TopicPartition(TOPIC, p) for p in range(partitions)])
+        while not reader.stop.is_set():
+            for r in await consumer.poll(0.5):
+                reader.consumed[r.partition, r.offset] = r.value
+            reader.check()
