@@ -16,10 +16,10 @@ from typing import Any
 import trio
 
 from broker_emu.groups.coordinator import JoinRequest
-from broker_emu.handlers import kafka_message
-from broker_emu.handlers.authorized import GROUP_OPERATIONS, NOT_REQUESTED
 from broker_emu.groups.offsets import offset_fields
 from broker_emu.groups.state import Reply
+from broker_emu.handlers import kafka_message
+from broker_emu.handlers.authorized import GROUP_OPERATIONS, NOT_REQUESTED
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
