@@ -60,7 +60,7 @@ class Cluster:
         self.controller_id = ids[0]
         self.topics: dict[str, Topic] = {}
         self.scheduler = Scheduler()
-        self.trace = Trace(trio.current_time, sink=trace_sink)
+        self.trace = Trace(trio.current_time, sink=trace_sink, max_bytes=self.config["emu.trace.max.bytes"])
         self.faults = FaultEngine(seed=self.config["emu.seed"], brokers=ids)
         self.produce_purgatory = Purgatory("Produce", self.scheduler, self._purgatory_event)
         self.fetch_purgatory = Purgatory("Fetch", self.scheduler, self._purgatory_event)

@@ -24,6 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "emu.seed": 0,
     "emu.telemetry": False,                   # advertise GetTelemetrySubscriptions (KIP-714)
     "emu.replication.delay.ms": 0,            # how long followers take to copy in normal mode
+    "emu.trace.max.bytes": 64 << 20,          # the in-memory trace is a ring of about this many bytes
 }
 
 

@@ -6,8 +6,9 @@ request order. The broker mutes a connection while it handles a request, so an a
 parked in the purgatory blocks every later request on that connection (SEMANTICS.md §1.1).
 
 Unlike Kafka, which stops reading a muted connection, a reader task keeps reading ahead, up to
-READ_AHEAD_BYTES of whole frames, so that a client's disconnect during a long park is seen and
-traced when it happens (the conformance suite judges KIP-19 disconnects by it). Frames read
+READ_AHEAD_BYTES or READ_AHEAD_FRAMES of whole frames (each counted with its overhead, so a
+client that pipelines small requests and never reads an answer cannot make the broker buffer),
+so that a client's disconnect during a long park is seen and traced when it happens (the conformance suite judges KIP-19 disconnects by it). Frames read
 ahead are still processed strictly one at a time; past the bound the reader stops and the
 socket's own buffers push back, as with Kafka. A length prefix above socket.request.max.bytes
 closes the connection before anything is allocated for it.
@@ -25,6 +26,7 @@ from broker_emu.context import RequestContext
 from broker_emu.encoded_responses import encode_with_errors
 from broker_emu.faults import RequestFacts
 from broker_emu.handlers import CloseConnection, error_response, topics_of
+from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
 from broker_emu.registry import REGISTRY, advertised_range
 from client.errors import ErrorCode
 from client.protocol import (
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
     from broker_emu.cluster import Broker, Cluster
 
 READ_AHEAD_BYTES = 16 << 20  # covers 5 in-flight 1 MB produce batches with room to spare
+READ_AHEAD_FRAMES = 64       # ... and small requests pipelined by a client that reads no answer
+FRAME_OVERHEAD = 256         # what a queued frame costs beyond its bytes (object, tuple, timestamp)
 log = logging.getLogger("broker_emu.server")
 API_VERSIONS = int(ApiKey.API_VERSIONS)
 # handlers that answer without waiting on anything (no purgatory, no group join)
@@ -56,6 +60,8 @@ class Connection:
         self.closed = False
         self.scope = trio.CancelScope()
         self._queued_bytes = 0
+        self._queued_frames = 0
+        self._held_big_buffer = False   # a partial frame of BIG_BUFFER_BYTES or more was buffered
         self._drained = trio.Event()
         self.peer_closed = False
         self._current: trio.CancelScope | None = None  # the request being handled
@@ -94,6 +100,8 @@ class Connection:
         finally:
             self.broker.connections.discard(self)
             self._closed_by("broker", "connection ended")
+            if self._held_big_buffer:
+                release_free_memory()   # else the allocator keeps a big partial frame's pages
             with trio.CancelScope(shield=True):
                 with trio.move_on_after(1):
                     await trio.aclose_forcefully(self.stream)
@@ -129,6 +137,8 @@ class Connection:
                 except FrameTooLargeError as exc:
                     self.abort(str(exc))
                     return
+                if splitter.buffered >= BIG_BUFFER_BYTES:
+                    self._held_big_buffer = True
                 for frame in frames:
                     if self._tap is not None:
                         self._tap(self, frame)
@@ -137,9 +147,10 @@ class Connection:
                             self.scope.cancel()
                             return
                         continue
-                    self._queued_bytes += len(frame)
+                    self._queued_bytes += len(frame) + FRAME_OVERHEAD
+                    self._queued_frames += 1
                     send.send_nowait((frame, self.cluster.now_ms()))
-                while self._queued_bytes > READ_AHEAD_BYTES:
+                while self._queued_bytes > READ_AHEAD_BYTES or self._queued_frames >= READ_AHEAD_FRAMES:
                     self._drained = trio.Event()
                     await self._drained.wait()
 
@@ -156,7 +167,8 @@ class Connection:
 
     async def _processor(self, recv: trio.MemoryReceiveChannel) -> None:
         async for frame, arrived_ms in recv:
-            self._queued_bytes -= len(frame)
+            self._queued_bytes -= len(frame) + FRAME_OVERHEAD
+            self._queued_frames -= 1
             self._drained.set()
             if not await self._run_one(frame, arrived_ms) and not self.peer_closed:
                 return
@@ -201,9 +213,10 @@ class Connection:
         except ProtocolError as exc:
             self.abort(f"corrupt request header: {exc}")
             return False
-        self.client_id = header.client_id
+        if header.client_id != self.client_id:
+            self.client_id = header.client_id   # else keep the one string: trace events share it
         ctx = RequestContext(self.cluster, self.broker, self.id, self.addr, header.api_key, header.api_version,
-                             header.correlation_id, header.client_id, self)
+                             header.correlation_id, self.client_id, self)
         rng = advertised_range(self.cluster, header.api_key)
         if rng is None or not rng[0] <= header.api_version <= rng[1]:
             if header.api_key == API_VERSIONS:

@@ -63,15 +63,32 @@ class TraceEvent:
         return json.dumps(d, separators=(",", ":"), default=str)
 
 
-class Trace:
-    """An in-memory, append-only event list, optionally mirrored to a JSONL file."""
+# What an event costs in memory, roughly: the slotted object and its details dict, plus the
+# strings it alone may hold. An estimate, cheap enough for every event, that keeps the ring's
+# budget honest against hostile input (a 32 KB client id on every request).
+EVENT_BYTES = 360
+DETAIL_BYTES = 120
+DEFAULT_MAX_BYTES = 64 << 20
 
-    def __init__(self, clock: Callable[[], float], sink: IO[str] | None = None, limit: int = 1_000_000):
+
+def event_bytes(event: TraceEvent) -> int:
+    return (EVENT_BYTES + DETAIL_BYTES * len(event.details) + len(event.client_id or "")
+            + len(event.client_addr or ""))
+
+
+class Trace:
+    """The events in memory as a ring bounded in bytes (``max_bytes``, broker config
+    ``emu.trace.max.bytes``: the oldest go first, counted in ``dropped``), optionally mirrored to
+    a JSONL file that keeps every event."""
+
+    def __init__(self, clock: Callable[[], float], sink: IO[str] | None = None, max_bytes: int = DEFAULT_MAX_BYTES):
         self._clock = clock  # seconds, trio's clock; t_ms is relative to construction
         self._start = clock()
         self._sink = sink
-        self._limit = limit
-        self.events: list[TraceEvent] = []
+        self.max_bytes = max_bytes
+        self.events: deque[TraceEvent] = deque()
+        self._sizes: deque[int] = deque()
+        self.bytes = 0
         self.dropped = 0
         self._listeners: list[Callable[[TraceEvent], None]] = []
 
@@ -83,10 +100,14 @@ class Trace:
         event = TraceEvent(self.now_ms(), kind, details=details, **fields)
         if kind == "handler_error":
             HANDLER_ERRORS.record(event)
-        if len(self.events) < self._limit:
-            self.events.append(event)
-        else:
-            self.dropped += 1  # bounded memory on long chaos runs; the JSONL sink keeps everything
+        size = event_bytes(event)
+        self.events.append(event)
+        self._sizes.append(size)
+        self.bytes += size
+        while self.bytes > self.max_bytes and len(self.events) > 1:
+            self.events.popleft()   # the JSONL sink, when there is one, keeps everything
+            self.bytes -= self._sizes.popleft()
+            self.dropped += 1
         if self._sink is not None:
             self._sink.write(event.to_json() + "\n")
             self._sink.flush()

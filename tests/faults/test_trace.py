@@ -1,7 +1,7 @@
 import io
 import json
 
-from broker_emu.trace import Trace
+from broker_emu.trace import EVENT_BYTES, Trace
 
 
 class FakeClock:
@@ -30,13 +30,21 @@ def test_events_carry_ms_since_start_and_filter():
                         "details": {"closed_by": "client", "reason": "eof"}}
 
 
-def test_memory_is_bounded_but_sink_keeps_everything():
+def test_memory_is_a_ring_bounded_in_bytes_but_sink_keeps_everything():
     sink = io.StringIO()
-    trace = Trace(FakeClock(), sink=sink, limit=10)
+    trace = Trace(FakeClock(), sink=sink, max_bytes=10 * EVENT_BYTES)
     for i in range(25):
         trace.emit("recv", correlation_id=i)
-    assert len(trace.events) == 10 and trace.dropped == 15
+    assert len(trace.events) == 10 and trace.dropped == 15 and trace.bytes <= trace.max_bytes
+    assert [e.correlation_id for e in trace.events] == list(range(15, 25))   # the newest stay
     assert len(sink.getvalue().splitlines()) == 25
+
+
+def test_a_long_client_id_counts_against_the_budget():
+    trace = Trace(FakeClock(), max_bytes=1 << 20)
+    for i in range(100):
+        trace.emit("recv", correlation_id=i, client_id="c" * 32_000)
+    assert 20 <= len(trace.events) <= 32 and trace.bytes <= 1 << 20
 
 
 def test_subscribers_see_events_live():
