@@ -24,3 +24,14 @@ def _no_handler_errors(request):
                           f"at {e.details.get('at')}" for e in new[:3])
         pytest.fail(f"{HANDLER_ERRORS.count - before} handler_error(s) in the emulator during this test: {shown}",
                     pytrace=False)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Markers a fast local run can deselect (README): ``spark`` for tests that start Spark's
+    JVM, ``browser`` for those that drive headless Chromium (``realclient`` and ``slow`` are set
+    where the tests are)."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+        if item.path.name == "test_timeline_browser.py":
+            item.add_marker(pytest.mark.browser)
