@@ -21,8 +21,14 @@ from broker_emu.handlers import CloseConnection
 from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
 from client.protocol import ApiKey
-from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError, iter_batches, parse_batch_header, \
-    set_log_append_time, verify_crc
+from client.protocol.records import (
+    CorruptRecordBatchError,
+    TruncatedBatchError,
+    iter_batches,
+    parse_batch_header,
+    set_log_append_time,
+    verify_crc,
+)
 
 NONE, CORRUPT_MESSAGE, UNKNOWN_TOPIC, NOT_LEADER, REQUEST_TIMED_OUT = 0, 2, 3, 6, 7
 MESSAGE_TOO_LARGE, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND = 10, 19, 20
