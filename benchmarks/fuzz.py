@@ -1,0 +1,614 @@
+"""The fuzz campaign (issue 13, item 7): a million hostile frames against a running emulator.
+
+    .venv/bin/python -m benchmarks.fuzz                         # 10^6 frames (the documented long run)
+    .venv/bin/python -m benchmarks.fuzz --frames 30000 --seed 7 --json out/fuzz.json
+
+Not a test; the CI variant is tests/test_fuzz_campaign.py (25k frames). docs/fuzzing.md has the
+figures of the last long run and how to read them.
+
+Theory of operation
+-------------------
+The emulator runs as a subprocess, ``broker-emu serve --brokers 3 --topic t:3:3 --control-port 0
+--trace FIFO`` (so a death is seen: the process is gone), with its trace written into a named
+pipe that a thread here reads to the end: every ``handler_error`` (an exception that escaped a
+handler or an encoder; must be 0) and every ``conn_close`` with its reason, however many events
+the emulator's in-memory ring has dropped. Its stderr is read too: each handler error is also
+logged there, a second count. A sampler reads ``/proc/PID/status`` (VmRSS, and VmHWM, the
+kernel's own peak) and checks the process is alive.
+
+``--connections`` trio tasks drive loopback TCP connections, each with its own seeded frame
+source (benchmarks/fuzz_frames.py: valid frames of every advertised API and version, real
+clients' frames, mutations, hostile lengths, counts and size prefixes, random bytes). Each sends
+a batch (pipelined: benign frames first, at most one fuzzy frame last), then reads answers,
+matching correlation ids in order, until every frame that expects one is answered, the broker
+closes the connection, or ``--batch-timeout`` passes (the connection is then dropped: a stall).
+Every answer is decoded with the codec as the request's API and version (an undecodable answer
+is an encoder bug). Each frame ends in exactly one outcome:
+
+- ``answered``;
+- ``closed``: the broker closed the connection with this frame the first one unanswered;
+- ``lost``: behind a closed or stalled frame in the same pipeline, never processed;
+- ``silent``: no answer expected (Produce acks=0) and none came;
+- ``skipped``: no answer although a later frame's answer came (none expected: the broker answers in order);
+- ``stalled``: still unanswered at the batch deadline (a long poll or a wait the mutation made long).
+
+At the end: the emulator's own ``GET /trace?kind=handler_error`` as a third count, a normal
+produce + fetch round trip with our client (acks=all to ``t``, read back by offset), VmHWM, then
+SIGTERM. Frames are reproducible from ``--seed`` (each connection's frame source is seeded from
+it and its index); the interleaving of connections in the broker is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from benchmarks.fuzz_frames import BENIGN, CATEGORIES, I32, Frame, FrameSource, Pool, load_corpus
+from client.protocol import decode_response, encode_request
+
+OUTCOMES = ("answered", "closed", "lost", "silent", "skipped", "stalled")
+API_VERSIONS = 18
+SERVE_CONFIG = {
+    # JoinGroup answers at once instead of after 3 s: pipelines keep moving
+    "group.initial.rebalance.delay.ms": "0",
+    # GetTelemetrySubscriptions is advertised, so it is fuzzed too (as the corpus cluster has it)
+    "emu.telemetry": "true",
+    # the valid Produce frames fill the log: keep it small, so peak memory shows what leaks
+    "log.retention.bytes": str(4 << 20),
+}
+EXAMPLES_KEPT = 5
+
+
+# -- accounting (no I/O) --------------------------------------------------------------------------
+
+@dataclass
+class Ledger:
+    by_category: dict[str, collections.Counter] = field(
+        default_factory=lambda: {c: collections.Counter() for c in CATEGORIES})
+    by_kind: dict[tuple[str, str], collections.Counter] = field(default_factory=lambda: collections.defaultdict(collections.Counter))
+    connections: int = 0
+    connect_failures: int = 0
+    unmatched_answers: int = 0
+    bad_answers: list[dict[str, str]] = field(default_factory=list)
+    bad_answer_count: int = 0
+    benign_closes: list[dict[str, str]] = field(default_factory=list)
+    # benign frames the broker closed on, by the kind of the batch's last frame
+    benign_closed_behind: collections.Counter = field(default_factory=collections.Counter)
+
+    def count(self, frame: Frame, what: str, last: Frame | None = None) -> None:
+        self.by_category[frame.category][what] += 1
+        kinds = frame.kind.split("+") if frame.category == "mutated" else [frame.kind]
+        for kind in kinds:
+            self.by_kind[(frame.category, kind)][what] += 1
+        if what == "closed" and frame.category in BENIGN:
+            behind = "itself" if last is None or last is frame else f"{last.category}/{last.kind}"
+            self.benign_closed_behind[behind] += 1
+            if behind == "itself" and len(self.benign_closes) < EXAMPLES_KEPT:
+                self.benign_closes.append({"kind": frame.kind, "frame": frame.data[4:].hex()})
+
+    def bad_answer(self, frame: Frame, answer: bytes, error: str) -> None:
+        self.bad_answer_count += 1
+        if len(self.bad_answers) < EXAMPLES_KEPT:
+            self.bad_answers.append({"kind": frame.kind, "request": frame.data.hex(), "answer": answer.hex(), "error": error})
+
+    def total(self, what: str) -> int:
+        return sum(c[what] for c in self.by_category.values())
+
+
+def check_answer(frame: Frame, answer: bytes, api_versions_range: tuple[int, int]) -> str | None:
+    """Why the answer does not decode as the request's API and version, or None."""
+    claimed = frame.claimed
+    if claimed is None:
+        return "an answer to a frame without a header"
+    key, version = claimed
+    if key == API_VERSIONS and not api_versions_range[0] <= version <= api_versions_range[1]:
+        version = 0     # KIP-511: a too-new ApiVersions is answered in the v0 layout
+    try:
+        decode_response(key, version, answer)
+    except Exception as exc:  # noqa: BLE001 — whatever the codec says is the finding
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+class Pipeline:
+    """One connection's frames in flight, in order, and the answers split from the stream."""
+
+    def __init__(self, ledger: Ledger, api_versions_range: tuple[int, int]):
+        self.ledger, self.range = ledger, api_versions_range
+        self.pending: collections.deque[Frame] = collections.deque()
+        self.buffer = bytearray()
+
+    def sent(self, frames: list[Frame]) -> None:
+        for f in frames:
+            self.ledger.count(f, "sent")
+        self.pending.extend(frames)
+
+    def awaiting(self) -> bool:
+        return any(not f.silent for f in self.pending)
+
+    def received(self, data: bytes) -> None:
+        self.buffer += data
+        while len(self.buffer) >= 4:
+            size = I32.unpack_from(self.buffer, 0)[0]
+            if len(self.buffer) < 4 + size:
+                return
+            answer = bytes(self.buffer[4:4 + size])
+            del self.buffer[:4 + size]
+            self.answer(answer)
+
+    def answer(self, answer: bytes) -> None:
+        cid = I32.unpack_from(answer, 0)[0] if len(answer) >= 4 else None
+        if not any(f.correlation_id == cid for f in self.pending):
+            self.ledger.unmatched_answers += 1
+            return
+        while self.pending:
+            f = self.pending.popleft()
+            if f.correlation_id == cid:
+                self.ledger.count(f, "answered")
+                error = check_answer(f, answer, self.range)
+                if error:
+                    self.ledger.bad_answer(f, answer, error)
+                return
+            self.ledger.count(f, "silent" if f.silent else "skipped")
+
+    def ended(self, how: str) -> None:
+        """The connection ended: ``closed`` by the broker, ``stalled`` (we gave up), or ``done``."""
+        first = True
+        while self.pending:
+            f = self.pending.popleft()
+            if how == "done" or (f.silent and how == "stalled"):
+                self.ledger.count(f, "silent" if f.silent else "skipped")
+            elif first:
+                self.ledger.count(f, how, self.pending[-1] if self.pending else f)
+                first = False
+            else:
+                self.ledger.count(f, "lost")
+
+
+# -- the emulator process -------------------------------------------------------------------------
+
+CLOSE_REASON_DIGITS = re.compile(r"-?\d+")
+HANDLER_ERROR_LOG = re.compile(r"^broker \d+: (.* failed on |connection \d+ failed)")
+
+
+class TraceTap(threading.Thread):
+    """Reads the emulator's JSONL trace from a named pipe to its end, keeping counts."""
+
+    def __init__(self, path: str):
+        super().__init__(daemon=True, name="trace-tap")
+        self.path = path
+        self.events = 0
+        self.handler_errors: list[dict[str, Any]] = []
+        self.handler_error_count = 0
+        self.close_reasons: collections.Counter = collections.Counter()
+        self.anomalies = 0
+
+    def run(self) -> None:
+        with open(self.path, "rb", buffering=0) as pipe:
+            try:
+                import fcntl
+                fcntl.fcntl(pipe.fileno(), 1031, 1 << 20)   # F_SETPIPE_SZ: fewer stalls of the writer
+            except (OSError, ImportError):
+                pass
+            rest = b""
+            while chunk := pipe.read(1 << 20):
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                for line in lines:
+                    self.line(line)
+
+    def line(self, line: bytes) -> None:
+        self.events += 1
+        if b'"kind":"conn_close"' in line:
+            details = json.loads(line).get("details", {})
+            reason = details.get("reason", "").split(":")[0].split(" on ")[0].split(" (")[0]
+            reason = CLOSE_REASON_DIGITS.sub("N", reason)
+            self.close_reasons[f"{details.get('closed_by')}: {reason}"] += 1
+        elif b'"kind":"handler_error"' in line:
+            self.handler_error_count += 1
+            if len(self.handler_errors) < 20:
+                self.handler_errors.append(json.loads(line))
+        elif b'"kind":"request_anomaly"' in line:
+            self.anomalies += 1
+
+
+class LineTap(threading.Thread):
+    """Drains a pipe of the subprocess line by line (stderr: counts handler errors logged)."""
+
+    def __init__(self, stream, name: str):
+        super().__init__(daemon=True, name=name)
+        self.stream = stream
+        self.tail: collections.deque[str] = collections.deque(maxlen=40)
+        self.handler_errors = 0
+
+    def run(self) -> None:
+        for raw in self.stream:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.tail.append(line)
+            if HANDLER_ERROR_LOG.match(line):
+                self.handler_errors += 1
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (the peak) in bytes, from /proc (psutil is not a dependency)."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    name, value, _unit = line.split()
+                    out[name[:-1]] = int(value) * 1024
+    except OSError:
+        pass
+    return out
+
+
+class Emulator:
+    """``broker-emu serve`` as a subprocess, with its trace, stderr and memory watched."""
+
+    def __init__(self, workdir: Path, extra_config: dict[str, str] | None = None):
+        self.fifo = str(workdir / "trace.fifo")
+        os.mkfifo(self.fifo)
+        self.tap = TraceTap(self.fifo)
+        self.tap.start()    # opening a FIFO blocks until both ends are open
+        config = {**SERVE_CONFIG, **(extra_config or {})}
+        self.command = ["broker-emu", "serve", "--brokers", "3", "--topic", "t:3:3", "--control-port", "0",
+                        "--trace", self.fifo] + [a for k, v in config.items() for a in ("--config", f"{k}={v}")]
+        self.proc = subprocess.Popen([sys.executable, "-m", "broker_emu", *self.command[1:]],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.stderr = LineTap(self.proc.stderr, "emulator-stderr")
+        self.stderr.start()
+        self.bootstrap, self.control = self._read_addresses()
+        self.stdout = LineTap(self.proc.stdout, "emulator-stdout")
+        self.stdout.start()
+        self.cpu_seconds = 0.0
+
+    def _read_addresses(self) -> tuple[str, str]:
+        found: dict[str, str] = {}
+        assert self.proc.stdout is not None
+        while len(found) < 2:
+            line = self.proc.stdout.readline().decode().strip()
+            if not line:
+                raise RuntimeError(f"broker-emu serve ended before printing its addresses: {list(self.stderr.tail)}")
+            key, _, value = line.partition("=")
+            if key in ("bootstrap", "control"):
+                found[key] = value
+        return found["bootstrap"], found["control"]
+
+    @property
+    def brokers(self) -> list[tuple[str, int]]:
+        return [(h, int(p)) for h, p in (a.rsplit(":", 1) for a in self.bootstrap.split(","))]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def memory(self) -> dict[str, int]:
+        return proc_status(self.proc.pid)
+
+    def control_get(self, path: str) -> Any:
+        from broker_emu.control.client import call
+        return call(self.control, "GET", path, timeout=30)
+
+    def cpu(self) -> float:
+        """User + system CPU seconds of the emulator so far (/proc/PID/stat)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return self.cpu_seconds
+        return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 1)
+
+    def stop(self) -> int:
+        if self.alive():
+            self.cpu_seconds = self.cpu()
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self.tap.join(30)
+        self.stderr.join(5)
+        self.stdout.join(5)
+        return code
+
+
+def advertised_versions(address: tuple[str, int]) -> dict[int, tuple[int, int]]:
+    """The emulator's ApiVersions answer (v3), over the wire: what it serves is what is fuzzed."""
+    with socket.create_connection(address, timeout=10) as s:
+        s.sendall(encode_request(API_VERSIONS, 3, 1, "fuzz", {"client_software_name": "fuzz",
+                                                               "client_software_version": "1"}))
+        data = b""
+        while len(data) < 4 or len(data) < 4 + I32.unpack_from(data, 0)[0]:
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                raise RuntimeError("the emulator closed the connection on ApiVersions")
+            data += chunk
+    _, body = decode_response(API_VERSIONS, 3, data[4:])
+    return {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+
+
+def topic_ids(emulator: Emulator) -> dict[str, uuid.UUID]:
+    return {t["name"]: uuid.UUID(t["topic_id"]) for t in emulator.control_get("/cluster")["topics"]}
+
+
+# -- the campaign ---------------------------------------------------------------------------------
+
+@dataclass
+class Options:
+    frames: int = 1_000_000
+    seconds: float | None = None
+    seed: int = 1
+    connections: int = 48
+    max_pipeline: int = 8
+    batch_timeout: float = 2.0
+    examples: int = 24          # hypothesis bodies per advertised (API, version)
+    progress: float = 10.0      # seconds between progress lines; 0: none
+    sample_every: float = 0.5   # seconds between memory samples
+
+
+@dataclass
+class Run:
+    options: Options
+    emulator: Emulator
+    pool: Pool
+    ledger: Ledger
+    api_versions_range: tuple[int, int]
+    log: Callable[[str], None]
+    stopping: bool = False
+    death: int | None = None
+    started: float = 0.0
+    samples: list[tuple[float, int, int]] = field(default_factory=list)   # (s, frames sent, rss)
+
+    def sent(self) -> int:
+        return self.ledger.total("sent")
+
+    def should_stop(self) -> bool:
+        if self.options.seconds is not None and trio.current_time() - self.started >= self.options.seconds:
+            self.stopping = True
+        return self.stopping
+
+
+async def send_batch(stream: trio.SocketStream, frames: list[Frame], pipeline: Pipeline, deadline: float) -> str:
+    """Send one batch and read until it is settled: ``open``, ``closed`` or ``stalled``."""
+    pipeline.sent(frames)
+    try:
+        with trio.move_on_at(deadline) as scope:
+            await stream.send_all(b"".join(f.data for f in frames))
+            if frames[-1].eof:
+                await stream.send_eof()
+            while pipeline.awaiting():
+                data = await stream.receive_some(1 << 16)
+                if not data:
+                    pipeline.ended("closed")
+                    return "closed"
+                pipeline.received(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pipeline.ended("closed")
+        return "closed"
+    if scope.cancelled_caught:
+        pipeline.ended("stalled")
+        return "stalled"
+    return "closed" if frames[-1].eof else "open"
+
+
+async def connect(address: tuple[str, int]) -> trio.SocketStream:
+    """A loopback connection without open_tcp_stream's resolving and happy eyeballs (thousands of
+    connections a run: a third of the harness's time otherwise)."""
+    sock = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_STREAM)
+    try:
+        await sock.connect(address)
+    except BaseException:
+        sock.close()
+        raise
+    return trio.SocketStream(sock)
+
+
+async def connection_task(run: Run, index: int, budget: int) -> None:
+    rng = random.Random(f"{run.options.seed}:{index}")
+    source = FrameSource(run.pool, rng, first_correlation_id=(index << 24) + 1)
+    brokers = run.emulator.brokers
+    while budget > 0 and not run.should_stop():
+        try:
+            stream = await connect(rng.choice(brokers))
+        except OSError:
+            run.ledger.connect_failures += 1
+            if not run.emulator.alive():
+                return
+            await trio.sleep(0.05)
+            continue
+        run.ledger.connections += 1
+        pipeline = Pipeline(run.ledger, run.api_versions_range)
+        async with stream:
+            state = "open"
+            while state == "open" and budget > 0 and not run.should_stop():
+                frames = source.batch(rng.randint(1, run.options.max_pipeline))[:budget]
+                budget -= len(frames)
+                state = await send_batch(stream, frames, pipeline, trio.current_time() + run.options.batch_timeout)
+            if state == "open":
+                pipeline.ended("done")
+
+
+async def watch(run: Run) -> None:
+    """Memory samples, the liveness check and progress lines, until the campaign ends."""
+    last_print, last_sent = trio.current_time(), 0
+    while True:
+        now = trio.current_time()
+        if not run.emulator.alive():
+            run.death = run.emulator.proc.returncode
+            run.stopping = True
+            run.log(f"the emulator died (exit code {run.death})")
+            return
+        rss = run.emulator.memory().get("VmRSS", 0)
+        run.samples.append((round(now - run.started, 2), run.sent(), rss))
+        if run.options.progress and now - last_print >= run.options.progress:
+            sent = run.sent()
+            rate = (sent - last_sent) / (now - last_print)
+            run.log(f"[{now - run.started:6.0f}s] {sent:,} frames ({rate:,.0f}/s), "
+                    f"{run.ledger.total('answered'):,} answers, {run.ledger.total('closed'):,} closes, "
+                    f"RSS {rss / 2**20:.0f} MiB, handler errors {run.emulator.tap.handler_error_count}")
+            last_print, last_sent = now, sent
+        await trio.sleep(run.options.sample_every)
+
+
+async def drive(run: Run) -> float:
+    n = run.options.connections
+    budgets = [run.options.frames // n + (1 if i < run.options.frames % n else 0) for i in range(n)]
+    run.started = trio.current_time()
+    async with trio.open_nursery() as outer:
+        outer.start_soon(watch, run)
+        async with trio.open_nursery() as nursery:
+            for i, budget in enumerate(budgets):
+                nursery.start_soon(connection_task, run, i, budget)
+        elapsed = trio.current_time() - run.started
+        outer.cancel_scope.cancel()
+    return elapsed
+
+
+def round_trip(bootstrap: str, seed: int) -> dict[str, Any]:
+    """A normal produce (acks=all) and fetch with our client, after the campaign."""
+    import client
+
+    value = f"fuzz-round-trip-{seed}-{time.time_ns()}".encode()
+    try:
+        with client.Producer({"bootstrap.servers": bootstrap, "acks": "all", "delivery.timeout.ms": 30000}) as p:
+            meta = p.send("t", value, partition=0).result(timeout=40)
+        with client.Consumer({"bootstrap.servers": bootstrap, "enable.auto.commit": False}) as c:
+            c.assign([("t", meta.partition)])
+            c.seek(("t", meta.partition), meta.offset)
+            deadline = time.monotonic() + 20   # noqa: the blocking face's own wall time
+            while time.monotonic() < deadline:
+                for r in c.poll(1.0):
+                    if r.offset == meta.offset:
+                        return {"ok": r.value == value, "partition": meta.partition, "offset": meta.offset}
+        return {"ok": False, "error": f"offset {meta.offset} not fetched within 20 s"}
+    except Exception as exc:  # noqa: BLE001 — the report says what failed
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def run_campaign(options: Options, log: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Start an emulator, fuzz it, check it, stop it; the summary as a JSON-able dict."""
+    with tempfile.TemporaryDirectory(prefix="broker-emu-fuzz-") as tmp:
+        t0 = time.monotonic()
+        emulator = Emulator(Path(tmp))
+        try:
+            advertised = advertised_versions(emulator.brokers[0])
+            log(f"emulator pid {emulator.proc.pid} at {emulator.bootstrap}; {len(advertised)} APIs advertised; "
+                f"building the frame pool (seed {options.seed}, {options.examples} bodies per API version)")
+            pool = Pool.build(advertised, options.seed, options.examples, load_corpus(), topic_ids(emulator))
+            baseline = emulator.memory().get("VmRSS", 0)
+            run = Run(options, emulator, pool, Ledger(), advertised.get(API_VERSIONS, (0, 0)), log)
+            setup = time.monotonic() - t0
+            elapsed = trio.run(drive, run)
+            alive = emulator.alive()
+            time.sleep(0.5)     # the trace tap catches up with the last events
+            memory = emulator.memory()
+            ring = emulator.control_get("/trace?kind=handler_error") if alive else []
+            trip = round_trip(emulator.bootstrap, options.seed) if alive else {"ok": False, "error": "the emulator is dead"}
+            alive = alive and emulator.alive()
+        finally:
+            exit_code = emulator.stop()
+        return summary(run, elapsed, setup, baseline, memory, alive, exit_code, ring, trip, emulator)
+
+
+def summary(run: Run, elapsed: float, setup: float, baseline: int, memory: dict[str, int], alive: bool,
+            exit_code: int, ring: list, trip: dict[str, Any], emulator: Emulator) -> dict[str, Any]:
+    ledger, tap = run.ledger, emulator.tap
+    cpu = emulator.cpu_seconds
+    rss = [s[2] for s in run.samples if s[2]]
+    tenth = next((s[2] for s in run.samples if s[1] >= run.sent() / 10), 0)
+    return {
+        "seed": run.options.seed, "options": vars(run.options), "command": " ".join(emulator.command),
+        "seconds": round(elapsed, 1), "setup_seconds": round(setup, 1),
+        "frames": run.sent(), "frames_per_second": round(run.sent() / elapsed) if elapsed else 0,
+        "answers": ledger.total("answered"), "closes": ledger.total("closed"),
+        "outcomes": {o: ledger.total(o) for o in OUTCOMES},
+        "by_category": {c: dict(n) for c, n in ledger.by_category.items()},
+        "by_kind": {f"{c}/{k}": dict(n) for (c, k), n in sorted(ledger.by_kind.items())},
+        "connections": ledger.connections, "connect_failures": ledger.connect_failures,
+        "unmatched_answers": ledger.unmatched_answers,
+        "bad_answers": ledger.bad_answer_count, "bad_answer_examples": ledger.bad_answers,
+        "benign_closes": ledger.benign_closes, "benign_closed_behind": dict(ledger.benign_closed_behind.most_common()),
+        "cpu_seconds": {"emulator": cpu, "harness": round(time.process_time(), 1)},
+        "handler_errors": tap.handler_error_count, "handler_errors_logged": emulator.stderr.handler_errors,
+        "handler_errors_in_ring": len(ring), "handler_error_examples": tap.handler_errors[:EXAMPLES_KEPT],
+        "trace_events": tap.events, "request_anomalies": tap.anomalies,
+        "close_reasons": dict(tap.close_reasons.most_common()),
+        "deaths": 0 if run.death is None and alive else 1, "alive_at_end": alive, "exit_code": exit_code,
+        "memory": {"baseline_rss": baseline, "rss_after_10_percent": tenth, "peak_rss": memory.get("VmHWM", max(rss, default=0)),
+                   "max_sampled_rss": max(rss, default=0), "final_rss": memory.get("VmRSS", 0)},
+        "round_trip": trip,
+        "stderr_tail": list(emulator.stderr.tail)[-10:],
+    }
+
+
+def table(s: dict[str, Any]) -> str:
+    mib = lambda b: f"{b / 2**20:.0f} MiB"
+    lines = [f"fuzz campaign, seed {s['seed']}: {s['frames']:,} frames in {s['seconds']} s "
+             f"({s['frames_per_second']:,}/s; {s['setup_seconds']} s set-up)", "",
+             f"{'category':10} {'sent':>10} " + " ".join(f"{o:>9}" for o in OUTCOMES)]
+    for c, n in s["by_category"].items():
+        lines.append(f"{c:10} {n.get('sent', 0):>10,} " + " ".join(f"{n.get(o, 0):>9,}" for o in OUTCOMES))
+    lines.append(f"{'total':10} {s['frames']:>10,} " + " ".join(f"{s['outcomes'][o]:>9,}" for o in OUTCOMES))
+    m = s["memory"]
+    lines += ["",
+              f"handler errors       {s['handler_errors']} (trace), {s['handler_errors_logged']} (stderr), "
+              f"{s['handler_errors_in_ring']} (GET /trace)",
+              f"process deaths       {s['deaths']} (exit code {s['exit_code']} after SIGTERM)",
+              f"undecodable answers  {s['bad_answers']};  unmatched answers {s['unmatched_answers']}",
+              f"peak RSS             {mib(m['peak_rss'])} (baseline {mib(m['baseline_rss'])}, after 10% "
+              f"{mib(m['rss_after_10_percent'])}, final {mib(m['final_rss'])})",
+              f"round trip           {'ok' if s['round_trip'].get('ok') else 'FAILED: ' + str(s['round_trip'])}",
+              f"connections          {s['connections']:,} ({s['connect_failures']} failed to connect)",
+              f"CPU seconds          emulator {s['cpu_seconds']['emulator']}, harness {s['cpu_seconds']['harness']}",
+              f"trace events         {s['trace_events']:,} ({s['request_anomalies']:,} request anomalies)",
+              "", "broker closes by reason:"]
+    lines += [f"  {n:>9,}  {reason}" for reason, n in list(s["close_reasons"].items())[:15]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks.fuzz", description=__doc__.splitlines()[0])
+    d = Options()
+    parser.add_argument("--frames", type=int, default=d.frames, help="frames to send (default 10^6)")
+    parser.add_argument("--seconds", type=float, default=None, help="stop after this long, whatever the count")
+    parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument("--connections", type=int, default=d.connections)
+    parser.add_argument("--max-pipeline", type=int, default=d.max_pipeline, help="frames per batch, at most")
+    parser.add_argument("--batch-timeout", type=float, default=d.batch_timeout)
+    parser.add_argument("--examples", type=int, default=d.examples, help="hypothesis bodies per API version")
+    parser.add_argument("--progress", type=float, default=d.progress, help="seconds between progress lines")
+    parser.add_argument("--json", help="also write the summary here")
+    args = parser.parse_args(argv)
+    options = Options(**{k: v for k, v in vars(args).items() if k != "json"})
+    s = run_campaign(options, log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(table(s))
+    text = json.dumps(s, indent=1, default=str)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(text)
+    else:
+        print(text)
+    ok = s["handler_errors"] == 0 and s["handler_errors_logged"] == 0 and s["deaths"] == 0 and s["round_trip"].get("ok")
+    return 0 if ok and s["bad_answers"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
