@@ -198,6 +198,7 @@ class TraceTap(threading.Thread):
         self.events = 0
         self.handler_errors: list[dict[str, Any]] = []
         self.handler_error_count = 0
+        self.signatures: collections.Counter = collections.Counter()   # one per distinct bug, roughly
         self.close_reasons: collections.Counter = collections.Counter()
         self.anomalies = 0
 
@@ -224,8 +225,14 @@ class TraceTap(threading.Thread):
             self.close_reasons[f"{details.get('closed_by')}: {reason}"] += 1
         elif b'"kind":"handler_error"' in line:
             self.handler_error_count += 1
-            if len(self.handler_errors) < 20:
-                self.handler_errors.append(json.loads(line))
+            event = json.loads(line)
+            details = event.get("details", {})
+            where = (details.get("at") or ["?"])[0]
+            error = CLOSE_REASON_DIGITS.sub("N", details.get("error", "?"))[:100]
+            signature = f"{event.get('api')}: {details.get('stage')}: {error} ({where})"
+            self.signatures[signature] += 1
+            if self.signatures[signature] <= 3:
+                self.handler_errors.append(event)
         elif b'"kind":"request_anomaly"' in line:
             self.anomalies += 1
 
@@ -264,7 +271,7 @@ def proc_status(pid: int) -> dict[str, int]:
 class Emulator:
     """``broker-emu serve`` as a subprocess, with its trace, stderr and memory watched."""
 
-    def __init__(self, workdir: Path, extra_config: dict[str, str] | None = None):
+    def __init__(self, workdir: Path, extra_config: dict[str, str] | None = None, root: str | None = None):
         self.fifo = str(workdir / "trace.fifo")
         os.mkfifo(self.fifo)
         self.tap = TraceTap(self.fifo)
@@ -272,7 +279,8 @@ class Emulator:
         config = {**SERVE_CONFIG, **(extra_config or {})}
         self.command = ["broker-emu", "serve", "--brokers", "3", "--topic", "t:3:3", "--control-port", "0",
                         "--trace", self.fifo] + [a for k, v in config.items() for a in ("--config", f"{k}={v}")]
-        self.proc = subprocess.Popen([sys.executable, "-m", "broker_emu", *self.command[1:]],
+        # ``root``: another checkout's emulator (python -m runs the package found in the cwd)
+        self.proc = subprocess.Popen([sys.executable, "-m", "broker_emu", *self.command[1:]], cwd=root,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.stderr = LineTap(self.proc.stderr, "emulator-stderr")
         self.stderr.start()
@@ -327,6 +335,9 @@ class Emulator:
         self.tap.join(30)
         self.stderr.join(5)
         self.stdout.join(5)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
         return code
 
 
@@ -362,6 +373,7 @@ class Options:
     examples: int = 24          # hypothesis bodies per advertised (API, version)
     progress: float = 10.0      # seconds between progress lines; 0: none
     sample_every: float = 0.5   # seconds between memory samples
+    emulator_root: str | None = None   # run the emulator of another checkout (default: this one)
 
 
 @dataclass
@@ -493,7 +505,7 @@ def round_trip(bootstrap: str, seed: int) -> dict[str, Any]:
         with client.Consumer({"bootstrap.servers": bootstrap, "enable.auto.commit": False}) as c:
             c.assign([("t", meta.partition)])
             c.seek(("t", meta.partition), meta.offset)
-            deadline = time.monotonic() + 20   # noqa: the blocking face's own wall time
+            deadline = time.monotonic() + 20   # real time: the blocking client runs in its own thread
             while time.monotonic() < deadline:
                 for r in c.poll(1.0):
                     if r.offset == meta.offset:
@@ -507,7 +519,7 @@ def run_campaign(options: Options, log: Callable[[str], None] = lambda line: Non
     """Start an emulator, fuzz it, check it, stop it; the summary as a JSON-able dict."""
     with tempfile.TemporaryDirectory(prefix="broker-emu-fuzz-") as tmp:
         t0 = time.monotonic()
-        emulator = Emulator(Path(tmp))
+        emulator = Emulator(Path(tmp), root=options.emulator_root)
         try:
             advertised = advertised_versions(emulator.brokers[0])
             log(f"emulator pid {emulator.proc.pid} at {emulator.bootstrap}; {len(advertised)} APIs advertised; "
@@ -534,6 +546,8 @@ def summary(run: Run, elapsed: float, setup: float, baseline: int, memory: dict[
     cpu = emulator.cpu_seconds
     rss = [s[2] for s in run.samples if s[2]]
     tenth = next((s[2] for s in run.samples if s[1] >= run.sent() / 10), 0)
+    timeline = [next((s for s in run.samples if s[1] >= run.sent() * k / 10), run.samples[-1]) for k in range(1, 11)] \
+        if run.samples else []
     return {
         "seed": run.options.seed, "options": vars(run.options), "command": " ".join(emulator.command),
         "seconds": round(elapsed, 1), "setup_seconds": round(setup, 1),
@@ -548,12 +562,14 @@ def summary(run: Run, elapsed: float, setup: float, baseline: int, memory: dict[
         "benign_closes": ledger.benign_closes, "benign_closed_behind": dict(ledger.benign_closed_behind.most_common()),
         "cpu_seconds": {"emulator": cpu, "harness": round(time.process_time(), 1)},
         "handler_errors": tap.handler_error_count, "handler_errors_logged": emulator.stderr.handler_errors,
-        "handler_errors_in_ring": len(ring), "handler_error_examples": tap.handler_errors[:EXAMPLES_KEPT],
+        "handler_errors_in_ring": len(ring), "handler_error_signatures": dict(tap.signatures.most_common()),
+        "handler_error_examples": tap.handler_errors,
         "trace_events": tap.events, "request_anomalies": tap.anomalies,
         "close_reasons": dict(tap.close_reasons.most_common()),
         "deaths": 0 if run.death is None and alive else 1, "alive_at_end": alive, "exit_code": exit_code,
         "memory": {"baseline_rss": baseline, "rss_after_10_percent": tenth, "peak_rss": memory.get("VmHWM", max(rss, default=0)),
-                   "max_sampled_rss": max(rss, default=0), "final_rss": memory.get("VmRSS", 0)},
+                   "max_sampled_rss": max(rss, default=0), "final_rss": memory.get("VmRSS", 0),
+                   "timeline": [{"seconds": t, "frames": n, "rss": r} for t, n, r in timeline]},
         "round_trip": trip,
         "stderr_tail": list(emulator.stderr.tail)[-10:],
     }
@@ -571,6 +587,7 @@ def table(s: dict[str, Any]) -> str:
     lines += ["",
               f"handler errors       {s['handler_errors']} (trace), {s['handler_errors_logged']} (stderr), "
               f"{s['handler_errors_in_ring']} (GET /trace)",
+              *(f"  {n:>9,}  {sig}" for sig, n in s["handler_error_signatures"].items()),
               f"process deaths       {s['deaths']} (exit code {s['exit_code']} after SIGTERM)",
               f"undecodable answers  {s['bad_answers']};  unmatched answers {s['unmatched_answers']}",
               f"peak RSS             {mib(m['peak_rss'])} (baseline {mib(m['baseline_rss'])}, after 10% "
@@ -595,7 +612,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-timeout", type=float, default=d.batch_timeout)
     parser.add_argument("--examples", type=int, default=d.examples, help="hypothesis bodies per API version")
     parser.add_argument("--progress", type=float, default=d.progress, help="seconds between progress lines")
-    parser.add_argument("--json", help="also write the summary here")
+    parser.add_argument("--emulator-root", help="a checkout whose broker_emu to fuzz (default: the one on sys.path)")
+    parser.add_argument("--json", help="write the JSON summary here instead of to stdout")
     args = parser.parse_args(argv)
     options = Options(**{k: v for k, v in vars(args).items() if k != "json"})
     s = run_campaign(options, log=lambda line: print(line, file=sys.stderr, flush=True))

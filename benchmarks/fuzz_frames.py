@@ -182,7 +182,7 @@ class Steer:
             return "t"
         return self.rng.choice(SCRATCH_TOPICS)
 
-    def scalar(self, key: int, name: str, v: Any) -> Any:  # noqa: C901 — one table, read at once
+    def scalar(self, key: int, name: str, v: Any) -> Any:
         rng = self.rng
         if isinstance(v, str):
             if name in TOPIC_KEYS:
