@@ -8,7 +8,8 @@ gives what is stored, each record with the producer id and epoch of the batch th
 
 - **lost**: acknowledged, and absent from the partition — the one thing acks=all forbids;
 - **misplaced**: acknowledged at an offset where another record sits, though it is stored
-  elsewhere (issue 13's signature: two records acknowledged at one offset);
+  elsewhere (issue 13's signature: two records acknowledged at one offset); a record
+  acknowledged without an offset (a DUPLICATE_SEQUENCE_NUMBER answer) is only checked for loss;
 - **duplicated in epoch**: stored twice by batches of the same producer id and epoch —
   idempotence forbids it (sequence numbers dedupe within an epoch);
 - **duplicated across epochs**: stored twice, by different epochs — allowed for a
@@ -16,7 +17,8 @@ gives what is stored, each record with the producer id and epoch of the batch th
   epoch after the epoch bump; KIP-360), counted for information;
 - **reordered**: stored after a record of the same producer sent later (first copies only);
 - **failed** / **failed but stored**: the application was told it failed (delivery timeout...);
-  such a record may or may not be stored — neither is an error.
+  such a record may or may not be stored — neither is an error;
+- **unresolved**: the application was never told (no delivery report by the end of the run).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
-FIELDS = ("sent", "acked", "failed", "stored", "lost", "misplaced", "dup_in_epoch", "dup_across_epochs",
+FIELDS = ("sent", "acked", "acked_without_offset", "failed", "unresolved", "stored", "lost", "misplaced", "dup_in_epoch", "dup_across_epochs",
           "reordered", "failed_but_stored")
 BAD = ("lost", "misplaced", "dup_in_epoch")   # what acks=all + idempotence must never show
 
@@ -50,7 +52,7 @@ class Sent:
     producer: int
     n: int
     partition: int
-    offset: int | None = None     # acknowledged at this offset
+    offset: int | None = None     # acknowledged at this offset (-1: acknowledged, offset not given)
     error: str | None = None      # or failed with this
 
     @property
@@ -102,7 +104,7 @@ class Accounting:
     def as_dict(self) -> dict:
         return {"totals": dict(self.totals()),
                 "partitions": {p: dict(t.counts) for p, t in sorted(self.partitions.items())},
-                "examples": {k: v[:5] for k, v in self.examples().items() if k in BAD}}
+                "examples": {k: v[:5] for k, v in self.examples().items() if k in BAD + ("unresolved",)}}
 
 
 def account(sent: Iterable[Sent], stored: Iterable[Stored]) -> Accounting:
@@ -133,12 +135,16 @@ def _account_sent(tally: PartitionTally, s: Sent, copies: list[Stored], at: dict
             there = at.get((s.partition, s.offset))
             tally.add("lost", f"{name} acknowledged at offset {s.offset}, absent"
                               + (f" (offset {s.offset} holds {there.value!r})" if there else ""))
+        elif s.offset == -1:
+            tally.add("acked_without_offset")    # e.g. answered DUPLICATE_SEQUENCE_NUMBER: stored, where unknown
         elif all(c.offset != s.offset for c in copies):
             tally.add("misplaced", f"{name} acknowledged at offset {s.offset}, stored at {[c.offset for c in copies]}")
     elif s.error is not None:
         tally.add("failed")
         if copies:
             tally.add("failed_but_stored")
+    else:
+        tally.add("unresolved", f"{name}: no outcome" + (f", stored at {[c.offset for c in copies]}" if copies else ""))
 
 
 def _account_stored(tally: PartitionTally, records: list[Stored]) -> None:

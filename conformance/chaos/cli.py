@@ -91,7 +91,7 @@ def run_seeds(run_seed: Callable[..., SeedResult], seeds, params: dict, *, say=N
         r = run_seed(seed, **params, say=say, progress=progress)
         results.append(r)
         out(f"[{i}/{len(seeds)} {time.perf_counter() - start:6.1f}s] {seed_line(r)}")
-        if r.bad():
+        if r.bad() or r.accounting.totals()["unresolved"]:
             for kind, examples in r.accounting.examples().items():
                 out(f"    {kind}: {'; '.join(examples[:3])}")
     return results
@@ -123,7 +123,8 @@ def print_summary(client: str, results: list[SeedResult], replay: str = "broker-
         actions.update(r.actions)
     bad = [r.seed for r in results if r.bad()]
     print(f"{client}: {len(results)} seeds, {t['sent']} records sent, {t['acked']} acknowledged, {t['failed']} failed "
-          f"({t['failed_but_stored']} of them stored anyway)")
+          f"({t['failed_but_stored']} of them stored anyway), {t['unresolved']} without an outcome, "
+          f"{t['acked_without_offset']} acknowledged without an offset")
     print(f"  lost {t['lost']}, misplaced {t['misplaced']}, duplicated in epoch {t['dup_in_epoch']} "
           f"(across epochs {t['dup_across_epochs']}), reordered {t['reordered']}; consumer missed "
           f"{t['consumer_missed']}, read wrong {t['consumer_wrong']}")

@@ -133,8 +133,8 @@ def _outcome(record: Sent):
     def on_delivery(err, msg) -> None:
         if err is not None:
             record.error = f"{err.name()}: {err.str()}"
-        else:
-            record.offset = msg.offset()
+        else:   # offset() is None when the answer gave none (DUPLICATE_SEQUENCE_NUMBER is a success)
+            record.offset = msg.offset() if msg.offset() is not None else -1
     return on_delivery
 
 

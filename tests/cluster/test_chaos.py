@@ -54,6 +54,12 @@ def test_a_failed_record_may_or_may_not_be_stored():
     assert (t["failed"], t["failed_but_stored"], acc.bad()) == (2, 1, 0)
 
 
+def test_a_record_acknowledged_without_an_offset_is_checked_for_loss_only_and_silence_is_counted():
+    acc = account([Sent(0, 0, 0, offset=-1), Sent(0, 1, 0, offset=-1), Sent(0, 2, 0)], [stored(0, 5, 0, 0)])
+    t = acc.totals()
+    assert (t["acked"], t["acked_without_offset"], t["lost"], t["misplaced"], t["unresolved"]) == (2, 1, 1, 0, 1)
+
+
 def test_reordering_is_per_producer_and_counts_first_copies_only():
     records = [stored(0, 0, 0, 2), stored(0, 1, 1, 0), stored(0, 2, 0, 1), stored(0, 3, 0, 2, epoch=1)]
     t = account([], records).totals()
