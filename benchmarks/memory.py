@@ -6,8 +6,8 @@ Each case runs against a fresh `broker-emu serve` process and reads its resident
 - unread-pipeline: 3 connections pipeline Heartbeats and never read an answer
 - long-client-id: 10,000 requests (answers read) with a 32 KB client id
 - partial-frames: 4 connections each send an 80 MiB size prefix and 80 MiB - 1 bytes, then close
-- soak: a producer and a consumer, steady rate, for --soak-minutes (RSS sampled every minute;
-  flat after warm-up is the goal)
+- soak: a producer and a consumer, --soak-rate 1 KB records/s for --soak-minutes, with a 64 MiB
+  log cap (RSS sampled every minute; flat after warm-up is the goal)
 
 Run: .venv/bin/python -m benchmarks.memory [--cases unread-pipeline,long-client-id,...] [--soak-minutes 10]
 """
@@ -109,7 +109,7 @@ def partial_frames(addr, pid: int, count: int = 4) -> dict:
     return {"connections": count, "peak_mib": peak, "after_close_mib": settle(pid, 3.0)}
 
 
-def soak(addr, pid: int, minutes: float) -> dict:
+def soak(addr, pid: int, minutes: float, rate: float = 2000.0) -> dict:
     from client import Consumer, Producer
 
     bootstrap = f"{addr[0]}:{addr[1]}"
@@ -119,11 +119,15 @@ def soak(addr, pid: int, minutes: float) -> dict:
     def produce() -> None:
         with Producer({"bootstrap.servers": bootstrap, "linger.ms": 5}) as p:
             value = os.urandom(1000)
+            started = time.monotonic()
             while not stop.is_set():
                 futures = [p.send("t", value) for _ in range(200)]
                 for f in futures:
                     f.result()
                 counts["produced"] += len(futures)
+                ahead = counts["produced"] / rate - (time.monotonic() - started)
+                if ahead > 0:
+                    time.sleep(ahead)
 
     def consume() -> None:
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": "soak", "auto.offset.reset": "latest"})
@@ -166,7 +170,7 @@ CASES = {
     "unread-pipeline": lambda addr, pid, a: unread_pipeline(addr, pid),
     "long-client-id": lambda addr, pid, a: long_client_id(addr, pid),
     "partial-frames": lambda addr, pid, a: partial_frames(addr, pid),
-    "soak": lambda addr, pid, a: soak(addr, pid, a.soak_minutes),
+    "soak": lambda addr, pid, a: soak(addr, pid, a.soak_minutes, a.soak_rate),
 }
 
 
@@ -174,6 +178,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default="unread-pipeline,long-client-id,partial-frames")
     ap.add_argument("--soak-minutes", type=float, default=10.0)
+    ap.add_argument("--soak-rate", type=float, default=2000.0, help="records/s of 1 KB")
     ap.add_argument("--json", help="write the figures here too")
     args = ap.parse_args()
     out = {}
