@@ -1,4 +1,5 @@
-"""``python -m broker_emu``: the same as the ``broker-emu`` command."""
+"""``python -m broker_emu``: the emulator's own commands (serve, fault). The whole ``broker-emu``
+command (conformance, explain, campaign, chaos too) is ``conformance.main``."""
 
 from broker_emu.cli import main
 

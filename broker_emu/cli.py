@@ -135,10 +135,17 @@ def fault_command(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The emulator's own commands (serve, fault). The ``broker-emu`` command composes them with
+    the conformance suite's in ``conformance.main``, the layer above both."""
     parser = argparse.ArgumentParser(prog="broker-emu", description="A Kafka broker emulator for testing and teaching timeouts.")
     sub = parser.add_subparsers(dest="command", required=True)
+    add_commands(sub)
+    return parser
 
+
+def add_commands(sub: Any) -> None:
     s = sub.add_parser("serve", help="run an emulated cluster on loopback")
+    s.set_defaults(func=serve_command)
     s.add_argument("--brokers", type=int, default=None, help="number of brokers (default 3)")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=0, help="first broker port; 0 picks free ports")
@@ -154,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--trace", help="write the trace as JSONL to this file")
 
     f = sub.add_parser("fault", help="drive a running cluster's control API")
+    f.set_defaults(func=fault_command)
     f.add_argument("--control", default="http://127.0.0.1:9080", help="control API URL (printed by serve)")
     f.add_argument("--token", default=None)
     fs = f.add_subparsers(dest="fault_cmd", required=True)
@@ -176,34 +184,27 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--follower", type=int)
     rp.add_argument("--lag-ms", type=float, default=0)
 
+
+def serve_command(args: argparse.Namespace) -> int:
+    refusal = check_serve_exposure(args)
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
+    tune_allocator()
     try:
-        from conformance.cli import add_commands
-        add_commands(sub)
-        from conformance.chaos.cli import add_chaos
-        add_chaos(sub)   # broker-emu chaos (docs/chaos.md)
-    except ImportError:
+        trio.run(serve, args)
+    except KeyboardInterrupt:
         pass
-    return parser
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m broker_emu.cli serve|fault``: the emulator alone (the full command is
+    ``broker-emu``, conformance.main)."""
     args = build_parser().parse_args(argv)
-    if args.command == "serve":
-        refusal = check_serve_exposure(args)
-        if refusal:
-            print(f"error: {refusal}", file=sys.stderr)
-            return 2
-        tune_allocator()
-        try:
-            trio.run(serve, args)
-        except KeyboardInterrupt:
-            pass
-        except (ValueError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        return 0
-    if args.command == "fault":
-        return fault_command(args)
     return args.func(args)
 
 

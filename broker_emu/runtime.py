@@ -10,17 +10,14 @@ from typing import Any, AsyncIterator, Iterable, Iterator
 import trio
 
 from broker_emu.cluster import Cluster
-from broker_emu.handlers import register_all
+from broker_emu.groups import GroupCoordinator
+from broker_emu.handlers.catalog import register_all
 from broker_emu.server import serve_broker
 
 TopicSpec = tuple  # (name, partitions, replication_factor)
 
 
 def _attach_groups(cluster: Cluster) -> Any:
-    try:
-        from broker_emu.groups import GroupCoordinator
-    except ImportError:
-        return None
     cluster.groups = GroupCoordinator(cluster)
     return cluster.groups
 

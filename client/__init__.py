@@ -9,26 +9,28 @@
     async with client.open_consumer({"bootstrap.servers": ..., "group.id": "g"}) as c:  # trio
         c.assign([client.TopicPartition("orders", 0)])
         records = await c.poll(2.0)            # returns at its deadline, never raises a timeout
+
+Importing ``client`` (or the codec, ``client.protocol``, which the emulator uses) loads none of the
+client machinery: each public name is imported on first use (PEP 562), so ``import broker_emu``
+stays free of producer, consumer and network code (tests/structure checks it).
 """
 
-from client.blocking_consumer import Consumer
-from client.consumer import AsyncConsumer, ConsumerRecord, TopicPartition, open_consumer
-from client.exceptions import (
-    ConnectionClosedError,
-    ConnectionSetupTimeoutException,
-    DeliveryTimeoutException,
-    MaxBlockTimeoutException,
-    NetworkThreadDied,
-    RequestTimeoutException,
-)
-from client.producer import (
-    AsyncProducer,
-    DeliveryFuture,
-    Producer,
-    RecordMetadata,
-    open_producer,
-)
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "Consumer": "client.blocking_consumer",
+    "AsyncConsumer": "client.consumer", "ConsumerRecord": "client.consumer", "TopicPartition": "client.consumer",
+    "open_consumer": "client.consumer",
+    "ConnectionClosedError": "client.exceptions", "ConnectionSetupTimeoutException": "client.exceptions",
+    "DeliveryTimeoutException": "client.exceptions", "MaxBlockTimeoutException": "client.exceptions",
+    "NetworkThreadDied": "client.exceptions", "RequestTimeoutException": "client.exceptions",
+    "AsyncProducer": "client.producer", "DeliveryFuture": "client.producer", "Producer": "client.producer",
+    "RecordMetadata": "client.producer", "open_producer": "client.producer",
+}
 __all__ = [
     "AsyncConsumer",
     "AsyncProducer",
@@ -47,3 +49,25 @@ __all__ = [
     "open_consumer",
     "open_producer",
 ]
+
+if TYPE_CHECKING:
+    from client.blocking_consumer import Consumer
+    from client.consumer import AsyncConsumer, ConsumerRecord, TopicPartition, open_consumer
+    from client.exceptions import (
+        ConnectionClosedError,
+        ConnectionSetupTimeoutException,
+        DeliveryTimeoutException,
+        MaxBlockTimeoutException,
+        NetworkThreadDied,
+        RequestTimeoutException,
+    )
+    from client.producer import AsyncProducer, DeliveryFuture, Producer, RecordMetadata, open_producer
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'client' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value   # once: later lookups do not come here
+    return value

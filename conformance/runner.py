@@ -9,96 +9,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 import trio
 
 from broker_emu import run_cluster_in_thread
-from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv, scaled_ms
+from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv
+from conformance.cluster_setup import apply_setup, bootstrap_of, scale_config, snapshot
+from conformance.judging import judge
 from conformance.model import Evidence, Operation, Outcome, Result, Scenario, Status
+from conformance.virtual import run_virtual_time
 
-MS_KEYS_SUFFIX = ".ms"
 # Real-time runs share two cores with the emulator and the client's own threads: timing
 # contracts allow this much absolute slack on top of their own tolerance (documented).
 REAL_TIME_SLACK_MS = 150.0
-
-
-def scale_config(config: dict[str, Any], scale: float) -> dict[str, Any]:
-    return {k: scaled_ms(v, scale) if k.endswith(MS_KEYS_SUFFIX) else v for k, v in config.items()}
-
-
-def scale_fault(rule: dict[str, Any], scale: float) -> dict[str, Any]:
-    out = dict(rule)
-    for key in ("duration_ms", "at_ms"):
-        if key in out:
-            out[key] = scaled_ms(out[key], scale)
-    action = out.get("action")
-    if isinstance(action, dict) and action.get("ms"):   # 0 stays 0 (stop_broker: before handling)
-        out["action"] = {**action, "ms": scaled_ms(action["ms"], scale)}
-    if "replication" in out:
-        out["replication"] = {**out["replication"], "lag_ms": scaled_ms(out["replication"].get("lag_ms", 0), scale)}
-    return out
-
-
-def _move_leader_later(cluster, spec: dict, at_s: float) -> None:
-    def move() -> None:
-        p = cluster.partition(spec["topic"], spec["partition"])
-        target = spec["broker"]
-        if target == "other":
-            target = next(b for b in p.isr if b != p.leader)
-        cluster.move_leader(spec["topic"], spec["partition"], target)
-
-    if at_s <= 0:
-        move()   # part of the set-up: in place before the client's first request
-    else:
-        cluster.scheduler.call_later(at_s, move)
-
-
-def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
-    for raw in scenario.faults:
-        rule = scale_fault(raw, scale)
-        if "move_leader" in rule:
-            # scaling keeps every delay >= 1 ms; at_ms 0 (or none) means "before the client starts"
-            _move_leader_later(cluster, rule["move_leader"], rule["at_ms"] / 1000 if raw.get("at_ms") else 0.0)
-        elif "replication" in rule:
-            r = rule["replication"]
-            cluster.set_replication(r.get("topic"), r.get("partition"), r.get("follower"), r["mode"], r.get("lag_ms", 0))
-        else:
-            cluster.faults.add(rule, cluster.now_ms())
-
-
-def bootstrap_of(cluster, scenario: Scenario) -> str:
-    """The client's bootstrap.servers: every broker, or the scenario's chosen ones (so that "the
-    bootstrap broker dies" means what it says). Virtual-time runs bootstrap from broker 0."""
-    chosen = scenario.bootstrap_brokers or tuple(cluster.brokers)
-    return ",".join(f"{cluster.brokers[b].host}:{cluster.brokers[b].port}" for b in chosen)
-
-
-def snapshot(cluster) -> dict[str, Any]:
-    return {"log_end_offsets": {f"{t.name}-{p.index}": p.log_end_offset for t in cluster.topics.values() for p in t.partitions},
-            "high_watermarks": {f"{t.name}-{p.index}": p.high_watermark for t in cluster.topics.values() for p in t.partitions}}
-
-
-def judge(scenario: Scenario, client: str, evidence: Evidence) -> Result:
-    result = Result(scenario.id, client, Status.PASS, trace=evidence.trace)
-    failures = []
-    for contract in scenario.contracts:
-        try:
-            verdict = contract.check(evidence)
-        except Exception as exc:  # a contract bug must show, not pass
-            result.contracts.append((contract.name, Status.ERROR, f"{type(exc).__name__}: {exc}"))
-            failures.append(f"{contract.name}: contract error {exc}")
-            continue
-        status = Status.PASS if verdict.passed else Status.FAIL
-        result.contracts.append((contract.name, status, verdict.figure if verdict.passed else verdict.message))
-        if verdict.figure:
-            result.figures[contract.name] = verdict.figure
-        if not verdict.passed:
-            failures.append(f"{contract.name}: {verdict.message}")
-    if failures:
-        result.status = Status.FAIL
-        result.message = "; ".join(failures)
-    return result
 
 
 def run_real_time(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
@@ -190,25 +114,18 @@ def run_plan(plan: Plan, progress: Callable[[int, int, Result], None] | None = N
 
 def run_one(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
     if adapter.virtual_time:
-        from conformance.virtual import run_virtual_time
         return run_virtual_time(scenario, adapter)
     return run_real_time(scenario, adapter, scale)
 
 
 def default_adapters() -> list[Adapter]:
+    from conformance.adapters.aiokafka import AiokafkaAdapter
     from conformance.adapters.confluent import ConfluentAdapter
     from conformance.adapters.kafka_python import KafkaPythonAdapter
-
-    adapters: list[Adapter] = []
-    try:
-        from conformance.adapters.ours import OurAdapter, OurBlockingAdapter
-        adapters += [OurAdapter(), OurBlockingAdapter()]
-    except ImportError:
-        pass
-    from conformance.adapters.aiokafka import AiokafkaAdapter
     from conformance.adapters.kcat import KcatAdapter
+    from conformance.adapters.ours import OurAdapter, OurBlockingAdapter
 
-    return adapters + [ConfluentAdapter(), KafkaPythonAdapter(), AiokafkaAdapter(), KcatAdapter()]
+    return [OurAdapter(), OurBlockingAdapter(), ConfluentAdapter(), KafkaPythonAdapter(), AiokafkaAdapter(), KcatAdapter()]
 
 
 def select(scenarios: Iterable[Scenario], ids: list[str] | None) -> list[Scenario]:

@@ -11,11 +11,12 @@ import trio.testing
 
 from broker_emu import open_cluster
 from conformance.adapters.base import Adapter, RunEnv
+from conformance.cluster_setup import apply_setup, snapshot
+from conformance.judging import judge
 from conformance.model import Evidence, Result, Scenario
 
 
 def run_virtual_time(scenario: Scenario, adapter: Adapter) -> Result:
-    from conformance.runner import apply_setup, judge, snapshot
 
     state: dict = {}
 

@@ -45,7 +45,7 @@ def test_wire_lane_has_every_frame_each_way():
 
 
 def test_compare_draws_both_runs_on_one_axis(capsys, tmp_path):
-    from broker_emu.cli import build_parser as build_parser_for_tests
+    from conformance.main import build_parser as build_parser_for_tests
 
     out = tmp_path / "race.svg"
     args = build_parser_for_tests().parse_args(["explain", "server.purgatory-request-timed-out",

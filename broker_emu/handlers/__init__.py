@@ -204,10 +204,3 @@ _ERROR_BUILDERS = {
     ApiKey.JOIN_GROUP: _join_group_error, ApiKey.API_VERSIONS: _api_versions_error,
 }
 
-
-def register_all() -> None:
-    from broker_emu.handlers import admin, api_versions, fetch, metadata, offsets, produce  # noqa: F401
-    try:
-        from broker_emu.groups import handlers as group_handlers  # noqa: F401
-    except ImportError:
-        pass

@@ -1,0 +1,10 @@
+"""Every API the emulator serves: importing a handler module registers its handlers
+(``registry.handles``), and registering is what advertises an API in ApiVersions."""
+
+from __future__ import annotations
+
+
+def register_all() -> None:
+    """Register every handler (idempotent: a module registers once, when first imported)."""
+    from broker_emu.groups import handlers as group_handlers  # noqa: F401
+    from broker_emu.handlers import admin, api_versions, fetch, metadata, offsets, produce  # noqa: F401

@@ -1,0 +1,68 @@
+"""Setting a cluster up for a scenario (faults, replication, leader moves, the client's bootstrap),
+and what a run leaves behind for log checks. Times in scenarios are Kafka's; real-time runs
+divide them by ``scale``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.adapters.base import scaled_ms
+from conformance.model import Scenario
+
+MS_KEYS_SUFFIX = ".ms"
+
+
+def scale_config(config: dict[str, Any], scale: float) -> dict[str, Any]:
+    return {k: scaled_ms(v, scale) if k.endswith(MS_KEYS_SUFFIX) else v for k, v in config.items()}
+
+
+def scale_fault(rule: dict[str, Any], scale: float) -> dict[str, Any]:
+    out = dict(rule)
+    for key in ("duration_ms", "at_ms"):
+        if key in out:
+            out[key] = scaled_ms(out[key], scale)
+    action = out.get("action")
+    if isinstance(action, dict) and action.get("ms"):   # 0 stays 0 (stop_broker: before handling)
+        out["action"] = {**action, "ms": scaled_ms(action["ms"], scale)}
+    if "replication" in out:
+        out["replication"] = {**out["replication"], "lag_ms": scaled_ms(out["replication"].get("lag_ms", 0), scale)}
+    return out
+
+
+def _move_leader_later(cluster, spec: dict, at_s: float) -> None:
+    def move() -> None:
+        p = cluster.partition(spec["topic"], spec["partition"])
+        target = spec["broker"]
+        if target == "other":
+            target = next(b for b in p.isr if b != p.leader)
+        cluster.move_leader(spec["topic"], spec["partition"], target)
+
+    if at_s <= 0:
+        move()   # part of the set-up: in place before the client's first request
+    else:
+        cluster.scheduler.call_later(at_s, move)
+
+
+def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
+    for raw in scenario.faults:
+        rule = scale_fault(raw, scale)
+        if "move_leader" in rule:
+            # scaling keeps every delay >= 1 ms; at_ms 0 (or none) means "before the client starts"
+            _move_leader_later(cluster, rule["move_leader"], rule["at_ms"] / 1000 if raw.get("at_ms") else 0.0)
+        elif "replication" in rule:
+            r = rule["replication"]
+            cluster.set_replication(r.get("topic"), r.get("partition"), r.get("follower"), r["mode"], r.get("lag_ms", 0))
+        else:
+            cluster.faults.add(rule, cluster.now_ms())
+
+
+def bootstrap_of(cluster, scenario: Scenario) -> str:
+    """The client's bootstrap.servers: every broker, or the scenario's chosen ones (so that "the
+    bootstrap broker dies" means what it says). Virtual-time runs bootstrap from broker 0."""
+    chosen = scenario.bootstrap_brokers or tuple(cluster.brokers)
+    return ",".join(f"{cluster.brokers[b].host}:{cluster.brokers[b].port}" for b in chosen)
+
+
+def snapshot(cluster) -> dict[str, Any]:
+    return {"log_end_offsets": {f"{t.name}-{p.index}": p.log_end_offset for t in cluster.topics.values() for p in t.partitions},
+            "high_watermarks": {f"{t.name}-{p.index}": p.high_watermark for t in cluster.topics.values() for p in t.partitions}}

@@ -1,0 +1,31 @@
+"""The ``broker-emu`` command: the emulator's commands (serve, fault: ``broker_emu.cli``) and the
+conformance suite's (conformance, explain, campaign: ``conformance.cli``; chaos:
+``conformance.chaos.cli``), composed here, in the layer above both, so the emulator never
+imports the suite."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from broker_emu import cli as emulator_cli
+from conformance import cli as conformance_cli
+from conformance.chaos import cli as chaos_cli
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="broker-emu", description="A Kafka broker emulator for testing and teaching timeouts.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    emulator_cli.add_commands(sub)
+    conformance_cli.add_commands(sub)
+    chaos_cli.add_chaos(sub)   # docs/chaos.md
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
