@@ -21,6 +21,7 @@ from broker_emu.partition import Partition
 from broker_emu.purgatory import Purgatory
 from broker_emu.replication import Replication
 from broker_emu.scheduler import Scheduler
+from broker_emu.topic_config import effective, validate_topic_configs
 from broker_emu.trace import Trace
 
 INTERNAL_TOPICS = ("__consumer_offsets",)
@@ -103,12 +104,14 @@ class Cluster:
         """A new topic, ready at once. Replicas are placed round-robin from a seeded random
         start (Kafka's rack-unaware assignment without its shifting), unless ``assignments``
         gives each partition's replica list; the first live replica leads; every live replica
-        starts in the ISR. Raises ValueError naming the bad argument."""
+        starts in the ISR. Raises ValueError naming the bad argument (``InvalidConfig``, with
+        Kafka's message, for a config Kafka would refuse)."""
         if name in self.topics:
             raise ValueError(f"topic {name!r} already exists")
         validate_topic_name(name)
+        validate_topic_configs(configs or {}, self.config)
         placement = self._placement(partitions, replication_factor, assignments)
-        retention = int((configs or {}).get("retention.bytes", self.config["log.retention.bytes"]))
+        retention = effective("retention.bytes", configs or {}, self.config)
         now = trio.current_time()
         parts = []
         for i, replicas in enumerate(placement):
@@ -175,9 +178,7 @@ class Cluster:
 
     def max_message_bytes(self, topic: str) -> int:
         t = self.topics.get(topic)
-        if t is not None and "max.message.bytes" in t.configs:
-            return int(t.configs["max.message.bytes"])
-        return self.config["message.max.bytes"]
+        return effective("max.message.bytes", t.configs if t is not None else {}, self.config)
 
     # -- groups -------------------------------------------------------------------------------
     def coordinator_for(self, group_id: str) -> int:

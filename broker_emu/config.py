@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from broker_emu.topic_config import InvalidConfig, Validator, at_least, one_of
+
 DEFAULTS: dict[str, Any] = {
     "auto.create.topics.enable": True,
     "num.partitions": 1,
@@ -25,6 +27,19 @@ DEFAULTS: dict[str, Any] = {
     "emu.telemetry": False,                   # advertise GetTelemetrySubscriptions (KIP-714)
     "emu.replication.delay.ms": 0,            # how long followers take to copy in normal mode
     "emu.trace.max.bytes": 64 << 20,          # the in-memory trace is a ring of about this many bytes
+    # Kafka streams a compressed batch's records; the emulator decompresses a batch whole, so it
+    # bounds the result (past it: MESSAGE_TOO_LARGE), lest a small batch expand into gigabytes
+    "emu.decompressed.max.bytes": 64 << 20,
+}
+
+# Kafka's validators for the broker settings the emulator uses (KafkaConfig / ServerLogConfigs)
+VALIDATORS: dict[str, Validator] = {
+    "num.partitions": at_least(1), "default.replication.factor": at_least(1), "min.insync.replicas": at_least(1),
+    "replica.lag.time.max.ms": at_least(0), "message.max.bytes": at_least(0), "socket.request.max.bytes": at_least(1),
+    "group.initial.rebalance.delay.ms": at_least(0), "group.min.session.timeout.ms": at_least(0),
+    "group.max.session.timeout.ms": at_least(0), "offsets.topic.num.partitions": at_least(1),
+    "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
+    "emu.trace.max.bytes": at_least(0), "emu.replication.delay.ms": at_least(0),
 }
 
 
@@ -47,5 +62,10 @@ def broker_config(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
                 raise ConfigError(f"{key} must be an integer, got {value!r}") from None
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise ConfigError(f"{key} must be {expected.__name__}, got {value!r}")
+        if key in VALIDATORS:
+            try:
+                VALIDATORS[key](key, value)
+            except InvalidConfig as exc:
+                raise ConfigError(str(exc)) from None
         config[key] = value
     return config

@@ -1,10 +1,12 @@
 """A partition's log: raw record batches as bytes, offsets, and reads by offset or timestamp.
 
-Batches are stored as the client sent them, with base offset and partition leader epoch
-stamped into a separate 16-byte head (the CRC covers neither field, SEMANTICS.md §1.7), so
-records are never decoded on the produce or fetch path. Per batch we keep its offsets, its max
-timestamp (for ListOffsets) and a running byte total, so "how many bytes lie between offset a
-and the high watermark" (DelayedFetch's min_bytes check) is two bisections, not a scan.
+Batches are stored as the client sent them (once ``broker_emu.validation`` has checked them, as
+Kafka's LogValidator does: nothing that a read path could trip over is ever appended), with base
+offset and partition leader epoch stamped into a separate 16-byte head (the CRC covers neither
+field, SEMANTICS.md §1.7), so records are not decoded on the fetch path. Per batch we keep its
+offsets, its max timestamp (for ListOffsets) and a running byte total, so "how many bytes lie
+between offset a and the high watermark" (DelayedFetch's min_bytes check) is two bisections, not
+a scan.
 
 Idempotent producers' state lives here too (``producers``, Kafka keeps its
 ``ProducerStateManager`` in ``UnifiedLog``), because it must follow the log: every append
@@ -18,6 +20,7 @@ import struct
 from dataclasses import dataclass
 
 from broker_emu.producer_state import ProducerStateManager
+from broker_emu.validation import record_times
 from client.protocol.records import BatchHeader
 
 _STAMP = struct.Struct(">qii")  # base offset, batch length, partition leader epoch: bytes 0-15
@@ -59,16 +62,17 @@ class PartitionLog:
         self.retention_bytes = retention_bytes
         self.producers = ProducerStateManager()
 
-    def append(self, batch: bytes | memoryview, header: BatchHeader, leader_epoch: int, timestamp_override: int | None = None) -> tuple[int, int]:
-        """Append one validated batch (an idempotent one already checked against ``producers``);
-        returns (base offset, last offset)."""
+    def append(self, batch: bytes | memoryview, header: BatchHeader, leader_epoch: int, max_timestamp: int | None = None) -> tuple[int, int]:
+        """Append one validated batch (an idempotent one already checked against ``producers``)
+        with the max timestamp validation found (the header's if not given); returns (base
+        offset, last offset)."""
         base = self.log_end_offset
         # kept as given when immutable (bytes, or a read-only view of a request frame)
         raw = batch if type(batch) is bytes or (type(batch) is memoryview and batch.readonly) else bytes(batch)
         size = len(raw)
         head = _STAMP.pack(base, header.batch_length, leader_epoch)
         last = base + header.last_offset_delta
-        max_ts = header.max_timestamp if timestamp_override is None else timestamp_override
+        max_ts = header.max_timestamp if max_timestamp is None else max_timestamp
         self.batches.append(StoredBatch(base, last, max_ts, head, raw, size))
         self._bases.append(base)
         self._lasts.append(last)
@@ -144,13 +148,27 @@ class PartitionLog:
         return self._cum[j - 1] - (self._cum[i - 1] if i > 0 else self._dropped)
 
     def offset_for_timestamp(self, timestamp: int, upto: int | None = None) -> StoredBatch | None:
-        """The first batch (below ``upto``) whose max timestamp is >= ``timestamp``; the caller
-        finds the record inside it (ListOffsets is rare, so it may decode)."""
+        """The first batch (below ``upto``) whose max timestamp is >= ``timestamp``."""
         for b in self.batches:
             if upto is not None and b.last_offset >= upto:
                 return None
             if b.max_timestamp >= timestamp:
                 return b
+        return None
+
+    def record_for_timestamp(self, timestamp: int, upto: int | None = None) -> tuple[StoredBatch, int, int] | None:
+        """(batch, offset, timestamp) of the first record (below ``upto``) whose timestamp is >=
+        ``timestamp``. Batches whose max timestamp is smaller are skipped unread; inside one that
+        may hold it, the records are read (ListOffsets is rare). A batch whose max timestamp
+        exceeds its records' (Kafka can store one: a producer-set LogAppendTime batch in a
+        CreateTime topic) yields nothing and the search goes on, as ``LogSegment.findOffsetByTimestamp``."""
+        for b in self.batches:
+            if upto is not None and b.last_offset >= upto:
+                return None
+            if b.max_timestamp >= timestamp:
+                found = next(((b.base_offset + o, ts) for o, ts in record_times(b.data) if ts >= timestamp), None)
+                if found is not None:
+                    return b, found[0], found[1]
         return None
 
     def max_timestamp_batch(self, upto: int | None = None) -> StoredBatch | None:
@@ -162,3 +180,9 @@ class PartitionLog:
             if best is None or b.max_timestamp > best.max_timestamp:
                 best = b
         return best
+
+    @staticmethod
+    def max_timestamp_record(b: StoredBatch) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record of ``b`` whose timestamp is the batch's max
+        timestamp (``RecordBatch.offsetOfMaxTimestamp``), or None if none has it."""
+        return next(((b.base_offset + o, ts) for o, ts in record_times(b.data) if ts == b.max_timestamp), None)

@@ -10,10 +10,11 @@ from broker_emu.cluster import validate_topic_name
 from broker_emu.handlers import kafka_message
 from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, authorized
 from broker_emu.registry import handles
+from broker_emu.topic_config import InvalidConfig, validate_topic_configs
 from client.protocol import ApiKey
 
 TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_TOPIC = 36, 37, 38, 17
-INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST = 39, 42
+INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST, INVALID_CONFIG = 39, 42, 40
 UNKNOWN_TOPIC, UNKNOWN_TOPIC_ID = 3, 100
 MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 114, 115
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # org.apache.kafka.clients.admin.EndpointType
@@ -31,7 +32,9 @@ async def init_producer_id(ctx, req):
 @handles(ApiKey.CREATE_TOPICS, 2, 7)
 async def create_topics(ctx, req):
     """Partitions/replication factor -1 take num.partitions/default.replication.factor;
-    explicit replica assignments are honoured; validate_only changes nothing."""
+    explicit replica assignments are honoured; validate_only changes nothing. Configs are
+    validated as the controller does (``broker_emu.topic_config``): a null value, an unknown
+    name or a bad value answers INVALID_CONFIG with Kafka's message naming the key and why."""
     return {"throttle_time_ms": 0, "topics": [_create_one(ctx.cluster, t, req.validate_only) for t in req.topics]}
 
 
@@ -46,7 +49,7 @@ def _create_one(cluster, t, validate_only: bool) -> dict:
     n = None if t.num_partitions == -1 else t.num_partitions
     rf = None if t.replication_factor == -1 else t.replication_factor
     assignments = [list(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)] if t.assignments else None
-    error = _create_error(cluster, t.name, n, rf, assignments)
+    error = _create_error(cluster, t.name, n, rf, assignments, t.configs or ())
     if error:
         entry.update(error_code=error[0], error_message=error[1])
         return entry
@@ -75,13 +78,17 @@ def _created_configs(cluster, overrides: dict[str, str]) -> list[dict]:
              "is_sensitive": False} for c in _configs(topic_values(cluster, overrides), None)]
 
 
-def _create_error(cluster, name: str, n, rf, assignments) -> tuple[int, str] | None:
+def _create_error(cluster, name: str, n, rf, assignments, configs) -> tuple[int, str] | None:
     from broker_emu.cluster import MAX_PARTITIONS
 
     if assignments and (n is not None or rf is not None):
         return INVALID_REQUEST, "give either replica assignments or partitions and replication factor, not both"
     if name in cluster.topics:
         return TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+    try:  # before the partition checks, as ReplicationControlManager.createTopics
+        validate_topic_configs({c.name: c.value for c in configs}, cluster.config)
+    except InvalidConfig as exc:
+        return INVALID_CONFIG, str(exc)
     if n is not None and n < 1:
         return INVALID_PARTITIONS, f"Number of partitions must be larger than 0, got {n}."
     if n is not None and n > MAX_PARTITIONS:

@@ -5,8 +5,10 @@ high watermark (read_uncommitted and, with no transactions, read_committed too);
 (-5) answers -1 as a broker without tiered storage does; max timestamp (-3) and a timestamp
 answer the record found over the whole log, or -1 if that record is not yet below the high
 watermark (the broker filters by the last fetchable offset the same way). Finding a record
-inside a batch decodes that one batch: lookups are rare, and the answer must be the record's
-offset, not the batch's.
+inside a batch reads that batch's record timestamps (``PartitionLog.record_for_timestamp``):
+lookups are rare, and the answer must be the record's offset, not the batch's. Max timestamp
+answers the first record of the batch with the largest max timestamp whose timestamp equals it
+(``RecordBatch.offsetOfMaxTimestamp``; every record of a LogAppendTime batch does).
 
 OffsetForLeaderEpoch: the end offset of the requested epoch from the partition's epoch history
 (the start of the next epoch, or the log end for the current one), the way the broker's leader
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 from broker_emu.registry import handles
 from client.protocol import ApiKey
-from client.protocol.records import decode_batch
 
 UNKNOWN_TOPIC, NOT_LEADER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH = 3, 6, 74, 75
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
@@ -28,26 +29,6 @@ def epoch_error(p, current_leader_epoch: int) -> int:
     if current_leader_epoch < 0 or current_leader_epoch == p.leader_epoch:
         return 0
     return FENCED_LEADER_EPOCH if current_leader_epoch < p.leader_epoch else UNKNOWN_LEADER_EPOCH
-
-
-def _batch_epoch(b) -> int:
-    return b.leader_epoch
-
-
-def _record_at_or_after(b, timestamp: int) -> tuple[int, int]:
-    header, records = decode_batch(b.data, check_crc=False)
-    if header.timestamp_type == 1:  # LogAppendTime: every record carries the batch's time
-        return b.base_offset, b.max_timestamp
-    r = next(r for r in records if r.timestamp >= timestamp)
-    return r.offset, r.timestamp
-
-
-def _max_timestamp_record(b) -> tuple[int, int]:
-    header, records = decode_batch(b.data, check_crc=False)
-    if header.timestamp_type == 1:
-        return b.last_offset, b.max_timestamp
-    r = max(records, key=lambda r: r.timestamp)  # the first record with the max wins
-    return r.offset, r.timestamp
 
 
 def lookup(p, timestamp: int) -> tuple[int, int, int]:
@@ -61,13 +42,13 @@ def lookup(p, timestamp: int) -> tuple[int, int, int]:
         return -1, -1, -1
     if timestamp == MAX_TIMESTAMP:
         b = log.max_timestamp_batch()
-        found = _max_timestamp_record(b) if b is not None else None
+        found = log.max_timestamp_record(b) if b is not None else None
     else:
-        b = log.offset_for_timestamp(timestamp)
-        found = _record_at_or_after(b, timestamp) if b is not None else None
-    if found is None or found[0] >= p.high_watermark:
+        hit = log.record_for_timestamp(timestamp)
+        b, found = (hit[0], hit[1:]) if hit is not None else (None, None)
+    if b is None or found is None or found[0] >= p.high_watermark:
         return -1, -1, -1
-    return found[0], found[1], _batch_epoch(b)
+    return found[0], found[1], b.leader_epoch
 
 
 @handles(ApiKey.LIST_OFFSETS, 1, 10)

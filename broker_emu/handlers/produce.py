@@ -9,6 +9,11 @@ in the log. Idempotent producers: the partition's log keeps each producer's last
 original offset and appends nothing. That state follows the log: a leader change that truncates
 a batch also forgets its sequence, so the producer's retry is appended, not taken for a duplicate.
 
+Every batch is validated before it reaches the log, as ``UnifiedLog.append`` and
+``LogValidator`` do (``broker_emu.validation``): a refused batch answers its partition alone
+with Kafka's code (CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP with record_errors,
+MESSAGE_TOO_LARGE, ...), so nothing a read path cannot serve is ever stored.
+
 Differences from a real broker: transactions are not supported (transactional batches are
 appended as ordinary ones); LogAppendTime rewrites the batch CRC as Kafka does.
 """
@@ -20,15 +25,10 @@ from typing import Any
 from broker_emu.handlers import CloseConnection
 from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
+from broker_emu.topic_config import log_rules
+from broker_emu.validation import AppendError, validate_append
 from client.protocol import ApiKey
-from client.protocol.records import (
-    CorruptRecordBatchError,
-    TruncatedBatchError,
-    iter_batches,
-    parse_batch_header,
-    set_log_append_time,
-    verify_crc,
-)
+from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError, iter_batches, parse_batch_header
 
 NONE, CORRUPT_MESSAGE, UNKNOWN_TOPIC, NOT_LEADER, REQUEST_TIMED_OUT = 0, 2, 3, 6, 7
 MESSAGE_TOO_LARGE, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND = 10, 19, 20
@@ -37,13 +37,16 @@ UNSUPPORTED_COMPRESSION, INVALID_RECORD = 76, 87
 
 
 class PartitionResult:
-    __slots__ = ("topic", "index", "error", "base_offset", "required", "log_append_time", "message")
+    __slots__ = ("topic", "index", "error", "base_offset", "required", "log_append_time", "message", "record_errors",
+                 "in_log")
 
     def __init__(self, topic: str, index: int, error: int = NONE, base_offset: int = -1, message: str | None = None):
         self.topic, self.index, self.error, self.base_offset = topic, index, error, base_offset
         self.required = -1      # acks=all: HW must reach this
         self.log_append_time = -1
         self.message = message
+        self.record_errors: list[tuple[int, str]] = []
+        self.in_log = False     # refused by the log's validation: the answer carries the log start offset
 
 
 class DelayedProduce(DelayedOperation):
@@ -72,7 +75,7 @@ class DelayedProduce(DelayedOperation):
             elif p.leader != self.ctx.broker_id or not cluster.is_alive(self.ctx.broker_id):
                 r.error = NOT_LEADER
             elif p.high_watermark >= r.required:
-                min_isr = int(cluster.topics[r.topic].configs.get("min.insync.replicas", cluster.config["min.insync.replicas"]))
+                min_isr = log_rules(cluster, r.topic).min_insync_replicas
                 r.error = NOT_ENOUGH_REPLICAS_AFTER_APPEND if len(p.isr) < min_isr else NONE
             else:
                 still.append(r)
@@ -107,21 +110,6 @@ def parse_single_batch(ctx, records: bytes | None) -> tuple[int, Any, str | None
     return NONE, header, None
 
 
-def validate_batch(ctx, topic: str, records: bytes, header) -> tuple[int, str | None]:
-    """The log's checks (``LogValidator``), after the min.insync.replicas check: size, CRC,
-    offsets and counts, control and sequence flags. Never decodes records."""
-    limit = ctx.cluster.max_message_bytes(topic)
-    if len(records) > limit:
-        return MESSAGE_TOO_LARGE, f"batch of {len(records)} bytes over max.message.bytes {limit}"
-    if not verify_crc(records, 0, header):
-        return CORRUPT_MESSAGE, "CRC-32C mismatch"
-    if header.base_offset != 0 or header.records_count <= 0 or header.last_offset_delta + 1 != header.records_count:
-        return INVALID_RECORD, "base offset, last offset delta and record count disagree"
-    if header.is_control or (header.producer_id >= 0 and header.base_sequence < 0):
-        return INVALID_RECORD, "control batch or idempotent batch without a sequence"
-    return NONE, None
-
-
 def check_sequence(cluster, p, header) -> tuple[int, int | None]:
     """Idempotence: (error, original base offset if this batch is a duplicate). The epoch the
     coordinator last gave this producer fences older ones everywhere (an emulator shortcut: a
@@ -146,15 +134,18 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
     if error:
         result.error, result.message = error, message
         return result
-    t = cluster.topics[topic]
-    min_isr = int(t.configs.get("min.insync.replicas", cluster.config["min.insync.replicas"]))
+    rules = log_rules(cluster, topic)
+    min_isr = rules.min_insync_replicas
     if acks == -1 and len(p.isr) < min_isr:  # before anything is appended (Partition.appendRecordsToLeader)
         result.error, result.message = NOT_ENOUGH_REPLICAS, f"ISR {p.isr} smaller than min.insync.replicas {min_isr}"
         return result
     assert records is not None  # parse_single_batch refused an empty or null records field
-    error, message = validate_batch(ctx, topic, records, header)
-    if error:
-        result.error, result.message = error, message
+    now = cluster.wall_ms()
+    try:
+        valid = validate_append(records, header, rules, f"{topic}-{index}", now)
+    except AppendError as exc:
+        result.error, result.message, result.record_errors = exc.code, exc.message, exc.record_errors
+        result.in_log = exc.code not in (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE)  # ReplicaManager.appendToLocalLog
         return result
     if header.producer_id >= 0:
         error, original = check_sequence(cluster, p, header)
@@ -165,13 +156,10 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
             result.base_offset = original
             result.required = original + header.last_offset_delta + 1
             return result
-    log_append = t.configs.get("message.timestamp.type", cluster.config["log.message.timestamp.type"]) == "LogAppendTime"
-    data = records
-    if log_append:
-        result.log_append_time = cluster.wall_ms()
-        data = set_log_append_time(records, result.log_append_time)
+    if rules.log_append_time:
+        result.log_append_time = now
     previous = p.log_end_offset
-    base, last = p.log.append(data, header, p.leader_epoch, result.log_append_time if log_append else None)
+    base, last = p.log.append(valid.batch, valid.header, p.leader_epoch, valid.max_timestamp)
     result.base_offset, result.required = base, last + 1
     if header.producer_id >= 0:  # the log updated the partition's producer state; the coordinator learns the epoch
         cluster.producer_epochs[header.producer_id] = max(cluster.producer_epochs.get(header.producer_id, 0), header.producer_epoch)
@@ -210,8 +198,8 @@ async def produce(ctx, req):
 # ProduceRequest.validateRecords; ReplicaManager.appendToLocalLog's "known exceptions";
 # sendInvalidRequiredAcksResponse): log start offset -1 like the base offset. Other errors
 # (NOT_ENOUGH_REPLICAS, sequence and epoch errors) carry the log start offset (processFailedRecord),
-# and so does a partition that failed after its append (DelayedProduce keeps the append's info).
-# INVALID_RECORD counts as a request-level refusal.
+# and so does a partition that failed after its append (DelayedProduce keeps the append's info)
+# or in the log's validation other than CRC and size (``in_log``: processFailedRecord).
 NO_LOG_INFO = frozenset({UNKNOWN_TOPIC, NOT_LEADER, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, INVALID_REQUIRED_ACKS,
                          UNSUPPORTED_COMPRESSION, INVALID_RECORD})
 
@@ -223,8 +211,10 @@ def build_response(cluster, ctx, results: list[PartitionResult]) -> dict:
         p = cluster.partition(r.topic, r.index)
         entry: dict[str, Any] = {"index": r.index, "error_code": r.error, "base_offset": r.base_offset,
                  "log_append_time_ms": r.log_append_time,
-                 "log_start_offset": -1 if p is None or (r.error in NO_LOG_INFO and r.required < 0) else p.log.log_start_offset,
-                 "record_errors": [], "error_message": r.message if r.error else None}
+                 "log_start_offset": -1 if p is None or (r.error in NO_LOG_INFO and r.required < 0 and not r.in_log)
+                 else p.log.log_start_offset,
+                 "record_errors": [{"batch_index": i, "batch_index_error_message": m} for i, m in r.record_errors],
+                 "error_message": r.message if r.error else None}
         if r.error == NOT_LEADER and p is not None and ctx.api_version >= 10:
             entry["current_leader"] = {"leader_id": p.leader, "leader_epoch": p.leader_epoch}
             leaders.add(p.leader)

@@ -12,7 +12,9 @@
 Decompression is bounded by ``max_size`` (default 128 MiB) so a small hostile batch cannot
 expand into gigabytes: gzip streams with a length cap, snappy checks each block's length
 preamble before decompressing, lz4 and zstd decompress into a buffer that grows geometrically
-up to ``max_size`` and fail when the data wants more. Every failure is a ``CompressionError``.
+up to ``max_size`` and fail when the data wants more. Every failure is a ``CompressionError``;
+data that would expand past the limit raises its subclass ``DecompressedTooLarge`` (a bound, not
+corruption: the broker answers it differently).
 """
 
 from __future__ import annotations
@@ -34,10 +36,15 @@ _FIRST_GUESS = 64 * 1024
 _GROWTH = 8
 # cramjam raises DecompressionError for bad data and OSError for a frame cut short
 _CRAMJAM_ERRORS = (cramjam.DecompressionError, OSError, ValueError)
+_NO_ROOM = "failed to write whole buffer"  # cramjam's error when the output buffer is full
 
 
 class CompressionError(ValueError):
     """Unknown codec, data that does not decompress, or data that expands past the limit."""
+
+
+class DecompressedTooLarge(CompressionError):
+    """The data would expand past ``max_size``."""
 
 
 def codec_code(name_or_code: str | int) -> int:
@@ -82,7 +89,7 @@ def decompress(codec: int, data, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
     else:
         raise CompressionError(f"unknown compression codec {codec}")
     if len(out) > max_size:
-        raise CompressionError(f"{NAMES[codec]} data expands to {len(out)} bytes, over the {max_size} limit")
+        raise DecompressedTooLarge(f"{NAMES[codec]} data expands to {len(out)} bytes, over the {max_size} limit")
     return out
 
 
@@ -95,10 +102,12 @@ def _bounded_into(decompress_into, name: str, data, max_size: int) -> bytes:
         try:
             n = decompress_into(data, buf)
         except _CRAMJAM_ERRORS as exc:
-            if cap < max_size:  # maybe it only needed more room: retry larger (corrupt data fails again)
+            if _NO_ROOM not in str(exc):  # corrupt, not short of room: a bigger buffer would not help
+                raise CompressionError(f"{name} data does not decompress: {exc}") from None
+            if cap < max_size:
                 cap = min(max_size, cap * _GROWTH)
                 continue
-            raise CompressionError(f"{name} data does not decompress within the {max_size}-byte limit: {exc}") from None
+            raise DecompressedTooLarge(f"{name} data does not decompress within the {max_size}-byte limit") from None
         return bytes(memoryview(buf)[:n])
 
 
@@ -114,7 +123,7 @@ def _gunzip(data, max_size: int) -> bytes:
             raise CompressionError(f"gzip data does not decompress: {exc}") from None
         total += len(chunk)
         if total > max_size or d.unconsumed_tail:
-            raise CompressionError(f"gzip data expands beyond the {max_size}-byte limit")
+            raise DecompressedTooLarge(f"gzip data expands beyond the {max_size}-byte limit")
         if not d.eof:
             raise CompressionError("gzip data is truncated")
         out.append(chunk)
@@ -140,7 +149,7 @@ def _raw_snappy(block: bytes, budget: int) -> bytes:
     except _CRAMJAM_ERRORS as exc:
         raise CompressionError(f"snappy data does not decompress: {exc}") from None
     if claimed > budget:
-        raise CompressionError(f"snappy block claims {claimed} bytes, over the remaining limit of {budget}")
+        raise DecompressedTooLarge(f"snappy block claims {claimed} bytes, over the remaining limit of {budget}")
     try:
         return bytes(cramjam.snappy.decompress_raw(block))
     except _CRAMJAM_ERRORS as exc:
