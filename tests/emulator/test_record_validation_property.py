@@ -82,7 +82,7 @@ async def read_everything(w: WireClient, timestamps: list[int]) -> list:
         {"partition": 0, "current_leader_epoch": -1, "leader_epoch": e} for e in (0, -1, 5)]}]}))
     delete_records = getattr(ApiKey, "DELETE_RECORDS", None)
     if delete_records is not None and delete_records in REGISTRY:
-        answers.append(await w.call(delete_records, 2, {"timeout_ms": 100, "topics": [
+        answers.append(await w.call(delete_records, REGISTRY[delete_records].max_version, {"timeout_ms": 100, "topics": [
             {"name": "t", "partitions": [{"partition_index": 0, "offset": 1}]}]}))
         answers.append(await w.call(LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [{"name": "t", "partitions": [
             {"partition_index": 0, "current_leader_epoch": -1, "timestamp": ts} for ts in (-2, -3, *timestamps)]}]}))
