@@ -7,6 +7,7 @@ I/O lives in ``server.py`` and the waits in the purgatories.
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 import uuid
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ import trio
 
 from broker_emu.config import broker_config
 from broker_emu.faults import FaultEngine
-from broker_emu.log import PartitionLog
+from broker_emu.log import LogMemory, PartitionLog, log_memory_budget
 from broker_emu.partition import Partition
 from broker_emu.purgatory import Purgatory
 from broker_emu.replication import Replication
@@ -24,6 +25,7 @@ from broker_emu.scheduler import Scheduler
 from broker_emu.topic_config import effective, validate_topic_configs
 from broker_emu.trace import Trace
 
+log_module = logging.getLogger("broker_emu")
 INTERNAL_TOPICS = ("__consumer_offsets",)
 MAX_PARTITIONS = 10_000  # per topic: a valid CreateTopics must not be able to exhaust memory
 
@@ -62,6 +64,8 @@ class Cluster:
         self.topics: dict[str, Topic] = {}
         self.scheduler = Scheduler()
         self.trace = Trace(trio.current_time, sink=trace_sink, max_bytes=self.config["emu.trace.max.bytes"])
+        self.log_memory = LogMemory(log_memory_budget(self.config["emu.log.memory.bytes"]), self._log_evicted)
+        self._evict_warned_at = float("-inf")
         self.faults = FaultEngine(seed=self.config["emu.seed"], brokers=ids)
         self.produce_purgatory = Purgatory("Produce", self.scheduler, self._purgatory_event)
         self.fetch_purgatory = Purgatory("Fetch", self.scheduler, self._purgatory_event)
@@ -73,6 +77,19 @@ class Cluster:
         self.groups: Any = None
         self._nursery: trio.Nursery | None = None
         self.conn_ids = itertools.count(1)
+
+    def _log_evicted(self, log: PartitionLog, freed: int, log_start: int) -> None:
+        """The log memory budget dropped a partition's oldest batches: say so, in the trace
+        always and on stderr at most every 10 s, so nobody mistakes it for a bug."""
+        topic, _, index = log.name.rpartition("-")
+        self.trace.emit("log_evicted", details={"topic": topic, "partition": int(index or 0), "bytes": freed,
+                                                "log_start_offset": log_start, "budget": self.log_memory.limit})
+        now = trio.current_time()
+        if now - self._evict_warned_at >= 10:
+            self._evict_warned_at = now
+            log_module.warning("broker-emu: the logs reached emu.log.memory.bytes=%d: dropped the oldest %d bytes of "
+                               "%s (log start offset now %d); raise the budget to keep more", self.log_memory.limit,
+                               freed, log.name, log_start)
 
     # -- time ---------------------------------------------------------------------------------
     def now_ms(self) -> float:
@@ -118,7 +135,8 @@ class Cluster:
             leader = next((r for r in replicas if self.is_alive(r)), replicas[0])
             followers = [r for r in replicas if r != leader]
             parts.append(Partition(name, i, replicas, leader, 0, sorted(r for r in replicas if self.is_alive(r)),
-                                   PartitionLog(retention), {r: 0 for r in followers}, {r: now for r in followers}))
+                                   PartitionLog(retention, self.log_memory, f"{name}-{i}"),
+                                   {r: 0 for r in followers}, {r: now for r in followers}))
         topic = Topic(name, self.new_uuid(), parts, dict(configs or {}))
         self.topics[name] = topic
         return topic
@@ -144,6 +162,7 @@ class Cluster:
     def delete_topic(self, name: str) -> None:
         topic = self.topics.pop(name)
         for p in topic.partitions:
+            p.log.close()
             self.produce_purgatory.check_and_complete(p.key)
             self.fetch_purgatory.check_and_complete(p.key)
 

@@ -20,7 +20,7 @@ DEFAULTS: dict[str, Any] = {
     "group.min.session.timeout.ms": 6000,
     "group.max.session.timeout.ms": 1800000,
     "offsets.topic.num.partitions": 50,
-    "log.retention.bytes": 268435456,          # in memory: bounded per partition (Kafka: -1, on disk)
+    "log.retention.bytes": -1,                 # Kafka's: unlimited per partition (emu.log.memory.bytes bounds all)
     "log.message.timestamp.type": "CreateTime",
     "cluster.id": "broker-emu-cluster",
     "emu.seed": 0,
@@ -30,6 +30,9 @@ DEFAULTS: dict[str, Any] = {
     # Kafka streams a compressed batch's records; the emulator decompresses a batch whole, so it
     # bounds the result (past it: MESSAGE_TOO_LARGE), lest a small batch expand into gigabytes
     "emu.decompressed.max.bytes": 64 << 20,
+    # every partition's log together (log.LogMemory): past it the cluster's oldest batches go, and
+    # the trace and stderr say so; 0 = half the memory available when the cluster starts
+    "emu.log.memory.bytes": 0,
 }
 
 # Kafka's validators for the broker settings the emulator uses (KafkaConfig / ServerLogConfigs)
@@ -39,7 +42,7 @@ VALIDATORS: dict[str, Validator] = {
     "group.initial.rebalance.delay.ms": at_least(0), "group.min.session.timeout.ms": at_least(0),
     "group.max.session.timeout.ms": at_least(0), "offsets.topic.num.partitions": at_least(1),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
-    "emu.trace.max.bytes": at_least(0), "emu.replication.delay.ms": at_least(0),
+    "emu.trace.max.bytes": at_least(0), "emu.replication.delay.ms": at_least(0), "emu.log.memory.bytes": at_least(-1),
 }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker_emu.producer_state import ProducerStateManager
@@ -38,6 +39,7 @@ class StoredBatch:
     head: bytes
     raw: bytes | memoryview
     size: int
+    seq: int = 0        # append order across every log sharing a LogMemory (oldest first)
 
     @property
     def leader_epoch(self) -> int:
@@ -49,8 +51,65 @@ class StoredBatch:
         return b"".join((self.head, self.raw[16:]))
 
 
+def log_memory_budget(configured: int) -> int:
+    """``emu.log.memory.bytes``: as configured (-1: no budget), or with 0, half of the memory
+    the machine has available now (/proc/meminfo), at least 256 MiB; no budget where that is
+    unknown."""
+    if configured != 0:
+        return configured
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return max(int(line.split()[1]) * 1024 // 2, 256 << 20)
+    except OSError:
+        pass
+    return -1
+
+
+class LogMemory:
+    """Every partition log's bytes against one cluster-wide budget (``emu.log.memory.bytes``).
+
+    The log lives in memory, and a test suite may write hundreds of MiB to one partition and
+    read them back from the start: a per-partition cap would silently cut its head. So nothing
+    is dropped until all logs together exceed the budget; then the oldest batches of the whole
+    cluster go first (down to 90% of the budget, so this happens rarely), exactly as size
+    retention drops them (the log start offset moves; a fetch below it is OFFSET_OUT_OF_RANGE),
+    and ``on_evict`` says so (the cluster traces ``log_evicted`` and warns on stderr)."""
+
+    def __init__(self, limit: int = -1, on_evict: Callable[[PartitionLog, int, int], None] | None = None):
+        self.limit = limit          # bytes; -1: no budget
+        self.used = 0
+        self.seq = 0
+        self.logs: list[PartitionLog] = []
+        self.on_evict = on_evict
+
+    def charge(self, n: int) -> None:
+        self.used += n
+        if 0 <= self.limit < self.used:
+            self._evict()
+
+    def _evict(self) -> None:
+        target = self.limit * 9 // 10
+        while self.used > target:
+            candidates = [log for log in self.logs if len(log.batches) > 1]   # never a log's active batch
+            if not candidates:
+                return
+            candidates.sort(key=lambda log: log.batches[0].seq)
+            victim = candidates[0]
+            next_seq = candidates[1].batches[0].seq if len(candidates) > 1 else None
+            n, freed = 0, 0
+            while (n < len(victim.batches) - 1 and self.used - freed > target
+                   and (next_seq is None or victim.batches[n].seq < next_seq)):
+                freed += victim.batches[n].size
+                n += 1
+            victim._drop_front(n)
+            if self.on_evict is not None:
+                self.on_evict(victim, freed, victim.log_start_offset)
+
+
 class PartitionLog:
-    def __init__(self, retention_bytes: int = -1):
+    def __init__(self, retention_bytes: int = -1, memory: LogMemory | None = None, name: str = ""):
         self.batches: list[StoredBatch] = []
         self._bases: list[int] = []
         self._lasts: list[int] = []
@@ -61,6 +120,15 @@ class PartitionLog:
         self.size_bytes = 0
         self.retention_bytes = retention_bytes
         self.producers = ProducerStateManager()
+        self.name = name                 # "topic-partition", for what the memory budget reports
+        self.memory = memory or LogMemory()
+        self.memory.logs.append(self)
+
+    def close(self) -> None:
+        """The partition is gone (topic deleted): its bytes leave the budget."""
+        self.memory.used -= self.size_bytes
+        if self in self.memory.logs:
+            self.memory.logs.remove(self)
 
     def append(self, batch: bytes | memoryview, header: BatchHeader, leader_epoch: int, max_timestamp: int | None = None) -> tuple[int, int]:
         """Append one validated batch (an idempotent one already checked against ``producers``)
@@ -73,7 +141,8 @@ class PartitionLog:
         head = _STAMP.pack(base, header.batch_length, leader_epoch)
         last = base + header.last_offset_delta
         max_ts = header.max_timestamp if max_timestamp is None else max_timestamp
-        self.batches.append(StoredBatch(base, last, max_ts, head, raw, size))
+        self.memory.seq += 1
+        self.batches.append(StoredBatch(base, last, max_ts, head, raw, size, self.memory.seq))
         self._bases.append(base)
         self._lasts.append(last)
         self._cum.append((self._cum[-1] if self._cum else self._dropped) + size)
@@ -82,6 +151,7 @@ class PartitionLog:
         if header.producer_id >= 0:
             self.producers.update(header.producer_id, header.producer_epoch, header.base_sequence, base, last)
         self._retain()
+        self.memory.charge(size)
         return base, last
 
     def _retain(self) -> None:
@@ -101,7 +171,8 @@ class PartitionLog:
             return
         self._dropped = self._cum[n - 1]
         del self.batches[:n], self._bases[:n], self._lasts[:n], self._cum[:n]
-        self.size_bytes = self._cum[-1] - self._dropped if self._cum else 0
+        before, self.size_bytes = self.size_bytes, self._cum[-1] - self._dropped if self._cum else 0
+        self.memory.used -= before - self.size_bytes
         self.log_start_offset = self.batches[0].base_offset if self.batches else self.log_end_offset
 
     def truncate_to(self, offset: int) -> None:
@@ -113,6 +184,7 @@ class PartitionLog:
             self._lasts.pop()
             self._cum.pop()
             self.size_bytes -= gone.size
+            self.memory.used -= gone.size
         if self.batches and self.batches[-1].last_offset >= offset:
             offset = self.batches[-1].last_offset + 1  # a straddling batch stays whole
         self.log_end_offset = max(min(self.log_end_offset, offset), self.log_start_offset)

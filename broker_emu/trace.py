@@ -20,6 +20,7 @@ KINDS = (
     "purgatory_expire", "send", "conn_close",
     "broker_stop", "broker_start", "leader_change", "isr_change", "replication_mode",
     "group_rebalance", "group_member_expired", "group_member_removed", "app_call", "request_anomaly", "handler_error",
+    "log_evicted",
 )
 
 

@@ -1,6 +1,6 @@
 """The broker's fast paths change nothing a client can see: cached Metadata answers follow the
 cluster, batches stored without a copy read back stamped and intact, requests answered by the
-reader keep their order, and the in-memory log is bounded by default."""
+reader keep their order, and the in-memory logs are bounded by default."""
 
 import trio
 
@@ -89,5 +89,7 @@ def test_records_views_are_read_only_and_equal_the_copied_bytes():
     assert type(a) is bytes and type(b) is memoryview and b.readonly and bytes(b) == a
 
 
-def test_the_in_memory_log_is_bounded_by_default():
-    assert broker_config()["log.retention.bytes"] == 256 * 1024 * 1024
+def test_the_in_memory_log_is_bounded_by_default_cluster_wide_not_per_partition():
+    # Kafka's per-partition default (unlimited); one budget for every log (tests/emulator/test_log_memory.py)
+    assert broker_config()["log.retention.bytes"] == -1
+    assert broker_config()["emu.log.memory.bytes"] == 0   # 0: half the memory available at start
