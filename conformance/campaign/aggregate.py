@@ -1,7 +1,8 @@
 """Campaign statistics with Spark SQL over the persisted rows (never by re-running the runs:
 every query reads the Parquet, or a DataFrame built from it).
 
-Every aggregate is per scenario x client x params (the canonical JSON of the run's overrides).
+Every aggregate is per scenario x client x params (the canonical JSON of the run's overrides);
+chaos seeds (family ``Chaos``) are summed per client x params, with their worst seeds.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import json
 import shlex
 from typing import Any
+
+from conformance.campaign.chaos_runs import FAMILY as CHAOS_FAMILY
+from conformance.campaign.chaos_runs import replay_command as chaos_replay_command
 
 KEY = ("scenario", "client", "params")
 PERCENTILES = "array(0.5, 0.95, 0.99)"
@@ -85,10 +89,11 @@ def replay_command(scenario: str, client: str, params: str, seed: int) -> str:
 
 
 def worst_runs(spark, limit: int = 20) -> list[dict[str, Any]]:
-    """Failed and errored runs first, then the largest overshoot or disconnect error."""
+    """Failed and errored runs first, then the largest overshoot or disconnect error (chaos
+    seeds have their own list, ``chaos_worst_seeds``)."""
     rows = _rows(spark.sql(f"""
         SELECT run_id, scenario, client, params, seed, rep, status, message, overshoot_ms, disconnect_error_ms
-        FROM runs
+        FROM runs WHERE family <> '{CHAOS_FAMILY}'
         ORDER BY CASE WHEN status IN ('fail', 'error') THEN 0 ELSE 1 END,
                  greatest(coalesce(overshoot_ms, 0), coalesce(abs(disconnect_error_ms), 0)) DESC, run_id
         LIMIT {int(limit)}"""))
@@ -97,13 +102,70 @@ def worst_runs(spark, limit: int = 20) -> list[dict[str, Any]]:
     return rows
 
 
+CHAOS_COUNTS = ("sent", "acked", "acked_without_offset", "failed_records", "failed_but_stored", "unresolved",
+                "lost", "misplaced", "dup_in_epoch", "dup_across_epochs", "reordered", "consumer_missed",
+                "consumer_wrong")
+# what acks=all + idempotence must never show; a seed with any is "fail" (conformance/chaos/accounting.py BAD)
+CHAOS_BAD = "coalesce(lost, 0) + coalesce(misplaced, 0) + coalesce(dup_in_epoch, 0) + " \
+            "coalesce(consumer_missed, 0) + coalesce(consumer_wrong, 0)"
+CHAOS_ODD = "coalesce(dup_across_epochs, 0) + coalesce(reordered, 0) + coalesce(failed_records, 0) + " \
+            "coalesce(unresolved, 0) + coalesce(acked_without_offset, 0)"
+
+
+def chaos_per_config(spark) -> list[dict[str, Any]]:
+    """Per client x parameters: seeds by status and every accounting count summed."""
+    sums = ",\n               ".join(f"coalesce(sum({c}), 0) AS {c}" for c in CHAOS_COUNTS)
+    return _rows(spark.sql(f"""
+        SELECT client, params, count(*) AS seeds, min(seed) AS first_seed, max(seed) AS last_seed,
+               sum(CASE WHEN status = 'pass' THEN 1 ELSE 0 END) AS passed,
+               sum(CASE WHEN status = 'fail' THEN 1 ELSE 0 END) AS bad_seeds,
+               sum(CASE WHEN status = 'error' THEN 1 ELSE 0 END) AS errors,
+               sum(CASE WHEN status = 'n/a' THEN 1 ELSE 0 END) AS na,
+               {sums},
+               coalesce(sum(simulated_s), 0) AS simulated_s, coalesce(sum(wall_s), 0) AS wall_s
+        FROM runs WHERE family = '{CHAOS_FAMILY}' GROUP BY client, params ORDER BY client, params"""))
+
+
+def chaos_actions(spark) -> list[dict[str, Any]]:
+    """Chaos actions that fired (not skipped), per client x parameters x kind."""
+    return _rows(spark.sql(f"""
+        SELECT client, params, action, sum(n) AS steps
+        FROM (SELECT client, params, explode(from_json(actions, 'map<string,int>')) AS (action, n)
+              FROM runs WHERE family = '{CHAOS_FAMILY}' AND actions IS NOT NULL)
+        GROUP BY client, params, action ORDER BY client, params, steps DESC, action"""))
+
+
+def chaos_worst_seeds(spark, limit: int = 20) -> list[dict[str, Any]]:
+    """Broken seeds first (errors, then most lost/misplaced/duplicated in epoch/consumer
+    differences), then the most duplicated across epochs, reordered, failed or unresolved, then
+    the slowest to converge (longest run time); each with its ``broker-emu chaos`` replay."""
+    rows = _rows(spark.sql(f"""
+        SELECT run_id, client, params, seed, status, {CHAOS_BAD} AS bad, {CHAOS_ODD} AS odd,
+               {", ".join(CHAOS_COUNTS)}, simulated_s, message
+        FROM runs WHERE family = '{CHAOS_FAMILY}'
+        ORDER BY CASE status WHEN 'error' THEN 0 WHEN 'fail' THEN 1 WHEN 'pass' THEN 2 ELSE 3 END,
+                 {CHAOS_BAD} DESC, {CHAOS_ODD} DESC, simulated_s DESC, run_id
+        LIMIT {int(limit)}"""))
+    for r in rows:
+        r["replay"] = chaos_replay_command(r["client"], r["params"], r["seed"])
+    return rows
+
+
+def chaos_seeds(spark) -> list[dict[str, Any]]:
+    """One line per seed (the report's strip): status, bad and odd counts."""
+    return _rows(spark.sql(f"""
+        SELECT client, params, seed, status, {CHAOS_BAD} AS bad, {CHAOS_ODD} AS odd
+        FROM runs WHERE family = '{CHAOS_FAMILY}' ORDER BY client, params, seed, run_id"""))
+
+
 def totals(spark) -> dict[str, Any]:
-    row = spark.sql("""
+    row = spark.sql(f"""
         SELECT count(*) AS runs, sum(CASE WHEN status = 'pass' THEN 1 ELSE 0 END) AS passed,
                sum(CASE WHEN status = 'fail' THEN 1 ELSE 0 END) AS failed,
                sum(CASE WHEN status = 'error' THEN 1 ELSE 0 END) AS errors,
                sum(CASE WHEN status = 'n/a' THEN 1 ELSE 0 END) AS na,
-               sum(simulated_s) AS simulated_s, sum(wall_s) AS run_wall_s
+               sum(simulated_s) AS simulated_s, sum(wall_s) AS run_wall_s,
+               sum(CASE WHEN family = '{CHAOS_FAMILY}' THEN 1 ELSE 0 END) AS chaos_seeds
         FROM runs""").collect()[0].asDict()
     row["events"] = spark.sql("SELECT count(*) AS n FROM events").collect()[0]["n"]
     return row
@@ -115,8 +177,13 @@ def summarise(spark, rows_df) -> dict[str, Any]:
     rows_df = rows_df.cache()
     try:
         register(spark, rows_df)
-        return {"totals": totals(spark), "per_key": per_key(spark), "attempts": attempts_histogram(spark),
-                "first_timeout": first_timeout(spark), "violations": violations(spark),
-                "worst_runs": worst_runs(spark)}
+        summary: dict[str, Any] = {
+            "totals": totals(spark), "per_key": per_key(spark), "attempts": attempts_histogram(spark),
+            "first_timeout": first_timeout(spark), "violations": violations(spark), "worst_runs": worst_runs(spark),
+            "chaos": {"per_config": [], "actions": [], "worst_seeds": [], "seeds": []}}
+        if summary["totals"]["chaos_seeds"]:     # four queries fewer for a campaign without chaos
+            summary["chaos"] = {"per_config": chaos_per_config(spark), "actions": chaos_actions(spark),
+                                "worst_seeds": chaos_worst_seeds(spark), "seeds": chaos_seeds(spark)}
+        return summary
     finally:
         rows_df.unpersist()

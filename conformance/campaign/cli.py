@@ -55,5 +55,18 @@ def run_campaign_command(args: argparse.Namespace) -> int:
     for w in summary["worst_runs"][:3]:
         if w["status"] in ("fail", "error"):
             print(f"  replay: {w['replay']}")
+    print_chaos(summary["chaos"])
     print(f"wrote {json_path} and {html_path}")
     return 0
+
+
+def print_chaos(chaos: dict) -> None:
+    for c in chaos["per_config"]:
+        print(f"chaos [{c['client']}] {c['params']}: {c['seeds']} seeds ({c['bad_seeds']} bad, {c['errors']} error, "
+              f"{c['na']} n/a); {c['sent']} records, {c['acked']} acknowledged, {c['failed_records']} failed, "
+              f"{c['unresolved']} unresolved | lost {c['lost']}, misplaced {c['misplaced']}, duplicated in epoch "
+              f"{c['dup_in_epoch']}, across epochs {c['dup_across_epochs']}, reordered {c['reordered']} | consumer "
+              f"missed {c['consumer_missed']}, wrong {c['consumer_wrong']}")
+    for w in chaos["worst_seeds"][:3]:
+        if w["status"] in ("fail", "error"):
+            print(f"  replay: {w['replay']}")

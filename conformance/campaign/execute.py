@@ -3,7 +3,9 @@ turned into rows. A run that fails or breaks yields rows too (status + violation
 never an exception, so a Spark task never fails because a client did.
 
 Rows share one flat schema (``ROW_FIELDS``): ``record`` is "run" (one per run, the figures
-below) or "event" (the server trace, plus "violation" events for failed contracts).
+below) or "event" (the server trace, plus "violation" events for failed contracts). A chaos
+seed (family ``Chaos``) is run by conformance/campaign/chaos_runs.py into the same schema: its
+accounting in the run row, its chaos actions as events.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import json
 import time
 from typing import Any
 
+from conformance.campaign.chaos_runs import FAMILY as CHAOS_FAMILY
+from conformance.campaign.chaos_runs import execute_chaos
 from conformance.contracts import abandoned_requests
 from conformance.model import Evidence, Result, Status
 
@@ -26,6 +30,10 @@ ROW_FIELDS: tuple[tuple[str, str], ...] = (
     ("first_timeout", "string"), ("purgatory_timeout_ms", "double"),
     ("sent", "int"), ("acked", "int"), ("in_log", "int"), ("lost", "int"), ("duplicated", "int"),
     ("scale", "double"), ("wall_s", "double"), ("simulated_s", "double"),
+    # chaos seeds' accounting (conformance/chaos/accounting.py), beside sent, acked, in_log, lost, duplicated
+    ("acked_without_offset", "int"), ("failed_records", "int"), ("failed_but_stored", "int"), ("unresolved", "int"),
+    ("misplaced", "int"), ("dup_in_epoch", "int"), ("dup_across_epochs", "int"), ("reordered", "int"),
+    ("consumer_missed", "int"), ("consumer_wrong", "int"), ("actions", "string"),
     # event fields
     ("t_ms", "double"), ("kind", "string"), ("broker", "int"), ("conn", "int"), ("correlation_id", "int"),
     ("ev_api", "string"), ("details", "string"),
@@ -122,6 +130,8 @@ def execute(run: dict[str, Any], scale: float = 30.0) -> list[dict[str, Any]]:
     from conformance.scenarios import BY_ID
 
     base = {k: run[k] for k in ("run_id", "scenario", "family", "client", "params", "seed", "rep")}
+    if run["family"] == CHAOS_FAMILY:
+        return execute_chaos(run, base)
     wall = time.perf_counter()
     try:
         scenario = apply_params(BY_ID[run["scenario"]], json.loads(run["params"]), run["seed"])

@@ -10,8 +10,15 @@
           request.timeout.ms: [10000, 30000]
           fault.ms: [5000, 20000]
 
+    chaos:                        # failover chaos (docs/chaos.md): one run per client x parameters x seed
+      - clients: [ours]           # ours (virtual time) or confluent (real time)
+        seeds: {count: 200}
+        duration: 8               # seconds of chaos per seed; also interval, producers, partitions
+        grid: {duration: [4, 8]}  # optional: vary any of those four
+
 A group may override ``clients``, ``seeds`` and ``repetitions``. Without ``runs`` the top level
-itself is the one group. Parameter keys: conformance/params.py.
+itself is the one group (none when the matrix has only ``chaos``). Parameter keys:
+conformance/params.py; chaos parameters: conformance/campaign/chaos_runs.py.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.campaign import chaos_runs
 from conformance.params import ParamError, apply_params
 from conformance.runner import select
 from conformance.scenarios import CATALOGUE
@@ -31,8 +39,9 @@ CLIENT_ALIASES = {
     "confluent": "confluent-kafka",
     "librdkafka": "confluent-kafka",
 }
-TOP_KEYS = {"name", "description", "clients", "seeds", "repetitions", "runs", "scenarios", "grid"}
+TOP_KEYS = {"name", "description", "clients", "seeds", "repetitions", "runs", "scenarios", "grid", "chaos"}
 GROUP_KEYS = {"scenarios", "grid", "clients", "seeds", "repetitions"}
+CHAOS_KEYS = {"clients", "seeds", "grid", *chaos_runs.PARAMS}
 
 
 class MatrixError(ValueError):
@@ -86,6 +95,8 @@ def expand(doc: dict[str, Any]) -> list[Run]:
     if unknown:
         raise MatrixError(f"unknown top-level key(s) {sorted(unknown)}; known: {sorted(TOP_KEYS)}")
     groups = doc.get("runs") or [{k: doc[k] for k in ("scenarios", "grid") if k in doc}]
+    if "chaos" in doc and not doc.get("runs") and "scenarios" not in doc:
+        groups = []                  # a chaos-only matrix: not every scenario of the catalogue
     runs: list[Run] = []
     for i, group in enumerate(groups):
         bad = set(group) - GROUP_KEYS
@@ -106,6 +117,31 @@ def expand(doc: dict[str, Any]) -> list[Run]:
                 raise MatrixError(f"runs[{i}]: {exc}") from None
             runs.append(Run(len(runs), scenario.id, scenario.family, client,
                             json.dumps(params, sort_keys=True), seed, rep))
+    return _expand_chaos(doc, runs)
+
+
+def _expand_chaos(doc: dict[str, Any], runs: list[Run]) -> list[Run]:
+    """``chaos:`` groups (a list, or one mapping): clients x grid x seeds, one run per seed; a
+    group's ``seeds`` default to the top level's, else to ``broker-emu chaos``'s count."""
+    raw = doc.get("chaos")
+    for i, group in enumerate(raw if isinstance(raw, list) else [] if raw is None else [raw]):
+        if not isinstance(group, dict):
+            raise MatrixError(f"chaos[{i}]: a mapping of clients, seeds, grid, {', '.join(chaos_runs.PARAMS)}")
+        bad = set(group) - CHAOS_KEYS
+        if bad:
+            raise MatrixError(f"chaos[{i}]: unknown key(s) {sorted(bad)}; known: {sorted(CHAOS_KEYS)}")
+        fixed = {k: group[k] for k in chaos_runs.PARAMS if k in group}
+        for alias in group.get("clients", doc.get("clients", ["ours"])):
+            client = client_name(alias)
+            for combo in _grid(group.get("grid")):
+                try:
+                    params = chaos_runs.resolve_params(client, {**fixed, **combo})
+                except chaos_runs.ChaosParamError as exc:
+                    raise MatrixError(f"chaos[{i}]: {exc}") from None
+                default = {"count": chaos_runs.default_seed_count(client)}
+                for seed in _seeds(group.get("seeds", doc.get("seeds", default))):
+                    runs.append(Run(len(runs), chaos_runs.SCENARIO, chaos_runs.FAMILY, client,
+                                    json.dumps(params, sort_keys=True), seed, 0))
     return runs
 
 

@@ -7,6 +7,8 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from conformance.campaign.chaos_runs import SCENARIO as CHAOS_SCENARIO
+
 CELL = 46
 
 
@@ -129,6 +131,62 @@ def first_timeout_plot(rows: list[dict[str, Any]]) -> str:
     return "".join(svg)
 
 
+SEED_COLOURS = {"fail": "#c33", "error": "#700", "n/a": "#bbb"}
+SEED_LEGEND = (("#4a4", "clean"), ("#e0a030", "duplicated across epochs, reordered, failed or unresolved"),
+               ("#c33", "lost, misplaced, duplicated in epoch or consumer off"), ("#700", "error"), ("#bbb", "n/a"))
+
+
+def chaos_strips(seeds: list[dict[str, Any]], per_row: int = 100, cell: int = 7) -> str:
+    """Per client x parameters: one square per seed, coloured by what the accounting found."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for s in seeds:
+        groups[(s["client"], s["params"])].append(s)
+    out = []
+    for (client, params), rows in groups.items():
+        lines = (len(rows) + per_row - 1) // per_row
+        height = 22 + cell * lines + 24
+        svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(per_row * cell + 10, 760)}" height="{height}" font-size="11">',
+               f'<text x="2" y="14" font-weight="bold">{_esc(client)} · {_esc(params)}</text>']
+        for i, s in enumerate(rows):
+            colour = SEED_COLOURS.get(s["status"]) or ("#e0a030" if s["odd"] else "#4a4")
+            x, y = 2 + cell * (i % per_row), 20 + cell * (i // per_row)
+            svg.append(f'<rect x="{x}" y="{y}" width="{cell - 1}" height="{cell - 1}" fill="{colour}">'
+                       f'<title>seed {s["seed"]}: {_esc(s["status"])}, bad {s["bad"] or 0}, odd {s["odd"] or 0}</title></rect>')
+        x = 2
+        for colour, label in SEED_LEGEND:
+            svg.append(f'<rect x="{x}" y="{height - 14}" width="9" height="9" fill="{colour}"/>'
+                       f'<text x="{x + 12}" y="{height - 6}">{_esc(label)}</text>')
+            x += 24 + 6 * len(label)
+        svg.append("</svg>")
+        out.append("".join(svg))
+    return "\n".join(out)
+
+
+def chaos_section(summary: dict[str, Any]) -> list[str]:
+    chaos = summary.get("chaos", {})
+    if not chaos.get("per_config"):
+        return []
+    counts = ["sent", "acked", "lost", "misplaced", "dup_in_epoch", "dup_across_epochs", "reordered",
+              "failed_records", "failed_but_stored", "unresolved", "acked_without_offset", "consumer_missed",
+              "consumer_wrong"]
+    return [
+        "<h2>Failover chaos (docs/chaos.md)</h2>",
+        ("<p>Per client × parameters, summed over the seeds. Never allowed: lost, misplaced, dup_in_epoch, "
+         "consumer_missed / consumer_wrong (a seed with any is <i>bad</i>). Counted only: duplicated across "
+         "producer epochs, reordered, failed (told so), unresolved (no outcome).</p>"),
+        _table(chaos["per_config"], ["client", "params", "seeds", "first_seed", "last_seed", "passed", "bad_seeds",
+                                     "errors", "na", *counts, "simulated_s", "wall_s"]),
+        chaos_strips(chaos.get("seeds", [])),
+        "<h3>Chaos actions that fired</h3>", _table(chaos["actions"], ["client", "params", "action", "steps"]),
+        "<h3>Broken guarantees</h3>",
+        _table([v for v in summary["violations"] if v["scenario"] == CHAOS_SCENARIO], ["client", "contract", "runs"]),
+        "<h3>Worst seeds</h3>",
+        _table(chaos["worst_seeds"], ["seed", "client", "status", "bad", "odd", "sent", "acked", "lost", "misplaced",
+                                      "dup_in_epoch", "dup_across_epochs", "reordered", "failed_records",
+                                      "unresolved", "simulated_s", "message", "replay"]),
+    ]
+
+
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{_esc(_fmt(r.get(c)))}</td>" for c in columns) + "</tr>" for r in rows)
@@ -154,6 +212,15 @@ def to_html(summary: dict[str, Any]) -> str:
         (f"<p>{t['runs']} runs: {t['passed']} pass, {t['failed']} fail, {t['errors']} error, {t['na']} n/a; "
         f"{t['events']} trace events; simulated {t['simulated_s'] or 0:.0f} s. "
         f"Wall: {meta.get('wall_s', 0):.1f} s ({meta.get('runs_per_minute', 0):.0f} runs/min) on {_esc(meta.get('master', ''))}.</p>"),
+    ]
+    # a chaos-only campaign has no scenario figures to draw
+    if any(r["scenario"] != CHAOS_SCENARIO for r in summary["per_key"]):
+        parts += scenario_sections(summary)
+    return "\n".join(parts + chaos_section(summary))
+
+
+def scenario_sections(summary: dict[str, Any]) -> list[str]:
+    return [
         "<h2>Pass rate over the parameter grid</h2>", heat_maps(summary["per_key"]),
         "<h2>Overshoot of API return time over its deadline</h2>", overshoot_plot(summary["per_key"]),
         "<h2>Which side timed out first</h2>", first_timeout_plot(summary["first_timeout"]),
@@ -167,7 +234,6 @@ def to_html(summary: dict[str, Any]) -> str:
         _table(summary["worst_runs"], ["run_id", "scenario", "client", "params", "seed", "status", "overshoot_ms",
                                        "disconnect_error_ms", "message", "replay"]),
     ]
-    return "\n".join(parts)
 
 
 def write(out_dir: str, summary: dict[str, Any]) -> tuple[str, str]:

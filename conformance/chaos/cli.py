@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from collections import Counter
@@ -47,37 +48,49 @@ def run_chaos_command(args: argparse.Namespace) -> int:
     if seeds < 1 or duration < 2 or interval <= 0 or args.partitions < 1 or args.producers < 1:
         print("error: --seeds, --partitions, --producers >= 1, --duration >= 2, --interval > 0", file=sys.stderr)
         return 2
-    run_seed = _runner(args.client)
+    run_seed, why = seed_runner(args.client)
     if run_seed is None:
+        print(f"error: {why}", file=sys.stderr)
         return 2
     def to_stderr(line: str) -> None:
         print(f"  {line}", file=sys.stderr, flush=True)
     print(f"chaos: {args.client}, seeds {args.first_seed}..{args.first_seed + seeds - 1}, {duration:g} s each "
           f"({'virtual' if args.client == 'ours' else 'real'} time), {args.producers} producers, "
           f"{args.partitions} partitions, acks=all, enable.idempotence, min.insync.replicas=2", file=sys.stderr)
-    results = run_seeds(run_seed, range(args.first_seed, args.first_seed + seeds), dict(
-        duration=duration, partitions=args.partitions, producers=args.producers, interval=interval),
-        say=to_stderr if args.verbose else None, progress=to_stderr, out=lambda line: print(line, file=sys.stderr, flush=True))
-    replay = (f"broker-emu chaos --client {args.client} --seeds 1 --duration {duration:g} --interval {interval:g} "
-              f"--producers {args.producers} --partitions {args.partitions} --verbose --first-seed")
-    print_summary(args.client, results, replay)
+    params = dict(duration=duration, partitions=args.partitions, producers=args.producers, interval=interval)
+    results = run_seeds(run_seed, range(args.first_seed, args.first_seed + seeds), params,
+                        say=to_stderr if args.verbose else None, progress=to_stderr,
+                        out=lambda line: print(line, file=sys.stderr, flush=True))
+    print_summary(args.client, results, replay_command(args.client, params))
     if args.json:
         with open(args.json, "w") as f:
             json.dump([r.as_dict() for r in results], f, indent=1)
     return 1 if any(r.bad() for r in results) else 0
 
 
-def _runner(client: str) -> Callable[..., SeedResult] | None:
+def seed_runner(client: str) -> tuple[Callable[..., SeedResult] | None, str]:
+    """The per-seed function of ``client`` (one of ``CLIENTS``): ``run_seed(seed, *, duration,
+    partitions, producers, interval)``, or None and why (confluent-kafka not installed)."""
     if client == "ours":
         from conformance.chaos.ours import run_seed
-        return run_seed
+        return run_seed, ""
+    if client != "confluent-kafka":
+        return None, f"chaos runs {', '.join(CLIENTS)}, not {client!r}"
     from conformance.chaos import confluent
 
     ok, why = confluent.available()
-    if not ok:
-        print(f"error: {why}", file=sys.stderr)
-        return None
-    return confluent.run_seed
+    return (confluent.run_seed, "") if ok else (None, why)
+
+
+def replay_command(client: str, params: dict, seed: int | None = None) -> str:
+    """``broker-emu chaos`` for one seed with ``params`` (duration, interval, producers,
+    partitions), every action printed; without ``seed``, up to ``--first-seed`` (append one)."""
+    args = ["broker-emu", "chaos", "--client", client, "--seeds", "1"]
+    for key in ("duration", "interval", "producers", "partitions"):
+        value = params[key]
+        args += [f"--{key}", f"{value:g}" if isinstance(value, float) else str(value)]
+    args += ["--verbose", "--first-seed"]
+    return shlex.join(args + ([str(seed)] if seed is not None else []))
 
 
 def run_seeds(run_seed: Callable[..., SeedResult], seeds, params: dict, *, say=None, progress=None,

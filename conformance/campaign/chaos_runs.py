@@ -1,0 +1,130 @@
+"""Chaos seeds as campaign runs (no Spark here): one seed of ``broker-emu chaos`` executed into
+rows of the campaign's schema, so the same Spark job, Parquet and SQL carry them.
+
+A matrix's ``chaos:`` groups (conformance/campaign/matrix.py) expand to one run per client,
+parameter set and seed, with scenario ``chaos`` and family ``Chaos``; ``params`` is the canonical
+JSON of the seed's parameters (``duration``, ``interval``, ``producers``, ``partitions``, every
+one resolved, so it is the complete replay key).
+
+A seed's run row carries the accounting of conformance/chaos/accounting.py (sent, acknowledged,
+lost, misplaced, duplicated within / across producer epochs, reordered, failed, the consumer's
+view). Its status is "fail" exactly when ``broker-emu chaos`` would exit 1 for it (an
+acknowledged record lost or misplaced, a duplicate within an epoch, a consumer that did not read
+exactly the log), "error" when the seed itself broke, "n/a" when the client is not installed.
+Its events are the chaos actions as they fired (``chaos_action``) and one ``violation`` per
+broken guarantee, with examples.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from conformance.chaos.cli import DEFAULTS, seed_line, seed_runner
+from conformance.chaos.readback import SeedResult
+
+SCENARIO = "chaos"
+FAMILY = "Chaos"
+# campaign client name -> `broker-emu chaos --client`
+CHAOS_CLIENTS = {"broker-emu (async)": "ours", "confluent-kafka": "confluent-kafka"}
+PARAMS = ("duration", "interval", "producers", "partitions")
+# what each broken guarantee is called in the violations table
+GUARANTEES = {"lost": "no acknowledged record lost", "misplaced": "no acknowledged record misplaced",
+              "dup_in_epoch": "no duplicate within a producer epoch",
+              "consumer_missed": "the consumer read every committed record",
+              "consumer_wrong": "the consumer read only what the log holds"}
+# run-row column -> accounting total (conformance/chaos/accounting.py FIELDS)
+COUNTS = {"sent": "sent", "acked": "acked", "acked_without_offset": "acked_without_offset",
+          "failed_records": "failed", "failed_but_stored": "failed_but_stored", "unresolved": "unresolved",
+          "in_log": "stored", "lost": "lost", "misplaced": "misplaced", "dup_in_epoch": "dup_in_epoch",
+          "dup_across_epochs": "dup_across_epochs", "reordered": "reordered"}
+
+
+class ChaosParamError(ValueError):
+    pass
+
+
+def resolve_params(client: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The seed's complete parameters: ``given`` over the client's defaults (``broker-emu
+    chaos``'s: 8 virtual s at 0.1 s for ours, 60 real s at 0.02 s for confluent-kafka), checked
+    as the command checks them."""
+    if client not in CHAOS_CLIENTS:
+        raise ChaosParamError(f"chaos runs the clients {sorted(CHAOS_CLIENTS)} (ours, confluent), not {client!r}")
+    unknown = set(given) - set(PARAMS)
+    if unknown:
+        raise ChaosParamError(f"unknown chaos parameter(s) {sorted(unknown)}; known: {list(PARAMS)}")
+    _, duration, interval = DEFAULTS[CHAOS_CLIENTS[client]]
+    out = {"duration": duration, "interval": interval, "producers": 3, "partitions": 3, **given}
+    try:
+        out = {"duration": float(out["duration"]), "interval": float(out["interval"]),
+               "producers": int(out["producers"]), "partitions": int(out["partitions"])}
+    except (TypeError, ValueError) as exc:
+        raise ChaosParamError(f"chaos parameters are numbers: {exc}") from None
+    if out["duration"] < 2 or out["interval"] <= 0 or out["producers"] < 1 or out["partitions"] < 1:
+        raise ChaosParamError(f"chaos needs duration >= 2, interval > 0, producers and partitions >= 1: {out}")
+    return out
+
+
+def default_seed_count(client: str) -> int:
+    return DEFAULTS[CHAOS_CLIENTS[client]][0]
+
+
+def replay_command(client: str, params: str, seed: int) -> str:
+    from conformance.chaos.cli import replay_command as chaos_replay
+
+    chaos_client = CHAOS_CLIENTS.get(client, "ours")
+    given = json.loads(params)
+    try:
+        full = resolve_params(client, given)
+    except ChaosParamError:   # a row that broke on its parameters: replay them as they were
+        _, duration, interval = DEFAULTS[chaos_client]
+        full = {"duration": duration, "interval": interval, "producers": 3, "partitions": 3, **given}
+    return chaos_replay(chaos_client, full, seed)
+
+
+def execute_chaos(run: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows for one chaos seed (see module doc); never raises."""
+    wall = time.perf_counter()
+    try:
+        run_seed, why = seed_runner(CHAOS_CLIENTS.get(run["client"], run["client"]))
+        if run_seed is None:
+            return [{**base, "record": "run", "status": "n/a", "message": why, "wall_s": time.perf_counter() - wall}]
+        result = run_seed(int(run["seed"]), **resolve_params(run["client"], json.loads(run["params"])))
+    except Exception as exc:  # noqa: BLE001 - the seed broke: an error row, never a failed Spark task
+        message = _describe(exc)
+        return [{**base, "record": "run", "status": "error", "message": message[:2000],
+                 "wall_s": time.perf_counter() - wall},
+                {**base, "record": "event", "t_ms": 0.0, "kind": "violation",
+                 "details": json.dumps({"contract": "run", "status": "error", "detail": message})}]
+    return seed_rows(result, base, time.perf_counter() - wall)
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message``; for a trio nursery's exception group, of every exception inside."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def seed_rows(result: SeedResult, base: dict[str, Any], wall_s: float) -> list[dict[str, Any]]:
+    totals = result.accounting.totals()
+    counts = {column: int(totals[field]) for column, field in COUNTS.items()}
+    message = seed_line(result) + "".join(f" | {note}" for note in result.notes[2:])
+    run = {**base, "record": "run", "status": "fail" if result.bad() else "pass", "message": message[:2000],
+           **counts, "duplicated": counts["dup_in_epoch"] + counts["dup_across_epochs"],
+           "consumer_missed": result.consumer["consumer_missed"], "consumer_wrong": result.consumer["consumer_wrong"],
+           "actions": json.dumps(result.actions, sort_keys=True), "simulated_s": result.seconds, "wall_s": wall_s}
+    rows = [run]
+    for when, line in result.executed:
+        rows.append({**base, "record": "event", "t_ms": when * 1000, "kind": "chaos_action",
+                     "details": json.dumps({"action": line})})
+    examples = result.accounting.examples()
+    end_ms = result.seconds * 1000
+    for key, contract in GUARANTEES.items():
+        if run[key]:
+            detail = examples.get(key) or result.consumer.get("consumer_examples", [])
+            rows.append({**base, "record": "event", "t_ms": end_ms, "kind": "violation",
+                         "details": json.dumps({"contract": contract, "status": "fail", "count": run[key],
+                                                "detail": detail[:3]})})
+    return rows
