@@ -1,0 +1,250 @@
+"""The blocking consumer: the consumer timeout design's two threads, made safe.
+
+The application thread posts each call as an *event* carrying an absolute deadline to the
+network thread (trio) and waits on its future. On the network thread the call runs with its own
+deadline (attempt-then-check), and a *reaper* completes any event still pending after its
+deadline with a TimeoutException, but only after at least one network poll has run since the
+deadline passed (the reaper runs after the I/O of each cycle, as in Kafka's
+CompletableEventReaper). Beyond Kafka: the application thread watches the network thread, so if
+that thread has died or stopped polling, the call fails promptly with a clear error instead of
+waiting forever.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+import trio
+
+from client.config import consumer_config
+from client.consumer.async_consumer import AsyncConsumer, open_consumer
+from client.consumer.records import TopicPartition
+from client.errors import TimeoutException
+from client.exceptions import NetworkThreadDied
+from client.network import Connect
+
+WATCHDOG_S = 0.1      # how often a waiting application thread checks the network thread
+STALL_S = 5.0         # a network thread that has not polled for this long is declared stuck
+REAPER_GRACE_S = 0.05  # the reaper's margin over a call's own deadline handling
+
+
+@dataclass
+class _Event:
+    name: str
+    deadline: float                       # network-thread time
+    future: concurrent.futures.Future
+    polled_after_deadline: bool = False
+
+
+class Consumer:
+    def __init__(self, config: dict[str, Any], connect: Connect | None = None):
+        self.config = consumer_config(config)
+        self._connect = connect
+        self._events: list[_Event] = []
+        self._ready = threading.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+        self._error: BaseException | None = None
+        self.last_poll = 0.0                 # network-thread time of its last reaper cycle
+        self._poll_counter = 0
+        self._thread = threading.Thread(target=self._main, name="broker-emu-consumer-network", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+
+    # -- network thread ----------------------------------------------------------------------
+    def _main(self) -> None:
+        try:
+            trio.run(self._run)
+        except BaseException as exc:
+            self._error = NetworkThreadDied(f"the consumer's network thread died: {exc!r}")
+        finally:
+            self._ready.set()
+            for ev in self._events:
+                if not ev.future.done():
+                    ev.future.set_exception(self._error or NetworkThreadDied("the consumer is closed"))
+
+    async def _run(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._stop = trio.Event()
+        async with open_consumer(self.config, self._connect) as consumer:
+            self._consumer: AsyncConsumer = consumer
+            async with trio.open_nursery() as self._nursery:
+                self._nursery.start_soon(self._reaper)
+                self._ready.set()
+                await self._stop.wait()
+                self._nursery.cancel_scope.cancel()
+
+    async def _reaper(self) -> None:
+        """After each cycle of the network thread, expire events whose deadline has passed,
+        once a poll has happened after that deadline (attempt-then-check, on the thread side)."""
+        while True:
+            await trio.sleep(0.01)
+            now = trio.current_time()
+            self.last_poll, self._poll_counter = now, self._poll_counter + 1
+            for ev in list(self._events):
+                if ev.future.done():
+                    self._events.remove(ev)
+                elif now >= ev.deadline + REAPER_GRACE_S:
+                    if ev.polled_after_deadline:
+                        ev.future.set_exception(TimeoutException(
+                            f"{ev.name} expired in the reaper: its deadline passed on the network thread"))
+                        self._events.remove(ev)
+                    else:
+                        ev.polled_after_deadline = True
+
+    # -- application thread ------------------------------------------------------------------
+    def _call(self, name: str, timeout: float | None, make: Callable[[AsyncConsumer, float | None], Awaitable[Any]]) -> Any:
+        self._check_alive()
+        budget = self.config["default.api.timeout.ms"] / 1000 if timeout is None else max(timeout, 0.0)
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        async def post() -> None:
+            ev = _Event(name, trio.current_time() + budget, future)
+            self._events.append(ev)
+
+            async def work() -> None:
+                try:
+                    result = await make(self._consumer, budget)
+                except trio.Cancelled:  # the network thread is being torn down
+                    if not future.done():
+                        future.set_exception(NetworkThreadDied(f"{name}: the consumer's network thread stopped"))
+                    raise
+                except BaseException as exc:  # delivered to the caller through the future
+                    if not future.done():
+                        future.set_exception(exc)
+                    return
+                if not future.done():
+                    future.set_result(result)
+
+            try:
+                self._nursery.start_soon(work)
+            except RuntimeError:  # the network thread is shutting down (crashed or closing)
+                self._events.remove(ev)
+                raise NetworkThreadDied(f"{name}: the consumer's network thread is shutting down") from None
+
+        try:
+            trio.from_thread.run(post, trio_token=self._token)
+        except (trio.RunFinishedError, trio.Cancelled):  # the network thread is going away
+            raise NetworkThreadDied(f"{name}: the consumer's network thread stopped") from None
+        return self._wait(future, name)
+
+    def _wait(self, future: concurrent.futures.Future, name: str) -> Any:
+        polls_seen, idle = self._poll_counter, 0.0
+        while True:
+            try:
+                return future.result(timeout=WATCHDOG_S)
+            except concurrent.futures.TimeoutError:
+                pass
+            if not self._thread.is_alive():
+                raise self._error or NetworkThreadDied(f"{name}: the consumer's network thread is gone")
+            if self._poll_counter == polls_seen:
+                idle += WATCHDOG_S
+                if idle >= STALL_S:
+                    raise NetworkThreadDied(f"{name}: the consumer's network thread has not polled for {idle:.1f} s")
+            else:
+                polls_seen, idle = self._poll_counter, 0.0
+
+    def _check_alive(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if not self._thread.is_alive():
+            raise NetworkThreadDied("the consumer's network thread is not running (closed or crashed)")
+
+    # -- the API -------------------------------------------------------------------------------
+    def assign(self, partitions) -> None:
+        self._call("assign()", 5.0, lambda c, t: _sync(c.assign, [TopicPartition(*p) for p in partitions]))
+
+    def subscribe(self, topics: list[str] | None = None, pattern: str | None = None,
+                  on_assign: Callable[[list[TopicPartition]], Any] | None = None,
+                  on_revoke: Callable[[list[TopicPartition]], Any] | None = None) -> None:
+        """Join the group for these topics (or a pattern). The rebalance callbacks run on the
+        network thread, inside the poll that triggered the rebalance or in the background."""
+        self._call("subscribe()", 5.0, lambda c, t: _sync(c.subscribe, topics, pattern, on_assign, on_revoke))
+
+    def unsubscribe(self) -> None:
+        self._call("unsubscribe()", None, lambda c, t: c.unsubscribe())
+
+    def assignment(self) -> list[TopicPartition]:
+        return self._call("assignment()", 5.0, lambda c, t: _sync(c.assignment))
+
+    def poll(self, timeout: float = 0.0):
+        return self._call("poll()", timeout, lambda c, t: c.poll(timeout))
+
+    def wakeup(self) -> None:
+        """Interrupt a poll running on another thread (it raises WakeupException); thread-safe."""
+        self._check_alive()
+        trio.from_thread.run_sync(lambda: self._consumer.wakeup(), trio_token=self._token)
+
+    def seek(self, tp, offset: int) -> None:
+        self._call("seek()", 5.0, lambda c, t: _sync(c.seek, TopicPartition(*tp), offset))
+
+    def seek_to_beginning(self, partitions=None) -> None:
+        self._call("seek_to_beginning()", 5.0, lambda c, t: _sync(c.seek_to_beginning, partitions))
+
+    def seek_to_end(self, partitions=None) -> None:
+        self._call("seek_to_end()", 5.0, lambda c, t: _sync(c.seek_to_end, partitions))
+
+    def pause(self, partitions) -> None:
+        self._call("pause()", 5.0, lambda c, t: _sync(c.pause, partitions))
+
+    def resume(self, partitions) -> None:
+        self._call("resume()", 5.0, lambda c, t: _sync(c.resume, partitions))
+
+    def commit_async(self, offsets=None, callback=None) -> None:
+        """The callback runs on the network thread when the commit ends."""
+        self._call("commit_async()", 5.0, lambda c, t: _sync(c.commit_async, offsets, callback))
+
+    def list_topics(self, timeout: float | None = None) -> dict:
+        return self._call("list_topics()", timeout, lambda c, t: c.list_topics(t))
+
+    def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        return self._call("partitions_for()", timeout, lambda c, t: c.partitions_for(topic, t))
+
+    def offsets_for_times(self, partitions_to_ts: dict, timeout: float | None = None) -> dict:
+        return self._call("offsets_for_times()", timeout, lambda c, t: c.offsets_for_times(partitions_to_ts, t))
+
+    def client_instance_id(self, timeout: float | None = None):
+        return self._call("client_instance_id()", timeout, lambda c, t: c.client_instance_id(t))
+
+    def committed(self, partitions, timeout: float | None = None) -> dict:
+        return self._call("committed()", timeout, lambda c, t: c.committed(partitions, t))
+
+    def commit_sync(self, offsets=None, timeout: float | None = None) -> None:
+        return self._call("commit_sync()", timeout, lambda c, t: c.commit_sync(offsets, t))
+
+    def position(self, tp, timeout: float | None = None) -> int:
+        return self._call("position()", timeout, lambda c, t: c.position(tp, t))
+
+    def end_offsets(self, partitions, timeout: float | None = None) -> dict:
+        return self._call("end_offsets()", timeout, lambda c, t: c.end_offsets(partitions, t))
+
+    def beginning_offsets(self, partitions, timeout: float | None = None) -> dict:
+        return self._call("beginning_offsets()", timeout, lambda c, t: c.beginning_offsets(partitions, t))
+
+    def close(self, timeout: float | None = None) -> None:
+        """Never raises a timeout: lets long polls finish within ``timeout``, then forces itself closed."""
+        if self._thread.is_alive() and self._token is not None and self._stop is not None:
+            try:
+                self._call("close()", timeout if timeout is not None else 30.0, lambda c, t: c.aclose(t))
+            except (NetworkThreadDied, TimeoutException):
+                pass
+            try:
+                trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+            except (trio.RunFinishedError, trio.Cancelled):
+                pass
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "Consumer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+async def _sync(fn, *args):
+    return fn(*args)
