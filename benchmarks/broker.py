@@ -17,7 +17,6 @@ import time
 
 from confluent_kafka import Producer
 
-
 # Like with like: librdkafka's mock keeps 5 MB per partition (mpart->max_size) and reuses that
 # memory; the emulator keeps every byte by default (log.retention.bytes -1, one cluster-wide
 # budget), and a log that only grows costs a page fault per new page. The benchmark bounds the

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "Consumer": "client.blocking_consumer",
+    "Consumer": "client.consumer.blocking",
     "AsyncConsumer": "client.consumer", "ConsumerRecord": "client.consumer", "TopicPartition": "client.consumer",
     "open_consumer": "client.consumer",
     "ConnectionClosedError": "client.exceptions", "ConnectionSetupTimeoutException": "client.exceptions",
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from client.blocking_consumer import Consumer
+    from client.consumer.blocking import Consumer
     from client.consumer import AsyncConsumer, ConsumerRecord, TopicPartition, open_consumer
     from client.exceptions import (
         ConnectionClosedError,

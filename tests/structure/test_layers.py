@@ -1,0 +1,81 @@
+"""The layering rules of docs/architecture.md, enforced on every import statement (module level
+and inside functions) of broker_emu, client and conformance:
+
+- the emulator (broker_emu) uses only the wire codec of the client package (client.protocol)
+  and Kafka's error codes (client.errors, a leaf);
+- nothing below conformance imports conformance (the ``broker-emu`` command that composes both
+  lives in conformance.main);
+- no import cycles;
+- no ``except ImportError`` around an import of the project's own modules (a broken import
+  must fail loudly, not remove a feature);
+- and at run time, importing the codec or the emulator loads no client machinery.
+"""
+
+import ast
+import subprocess
+import sys
+
+from tests.structure.imports import ROOT, cycles, edges, project_modules
+
+EMULATOR_MAY_USE = ("client.protocol", "client.errors")
+
+
+def _graph():
+    graph: dict[str, set[str]] = {}
+    for e in edges():
+        graph.setdefault(e.source, set()).add(e.target)
+    return graph
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def test_the_emulator_uses_only_the_codec_and_error_codes_of_the_client_package():
+    wrong = sorted(f"{e.source}:{e.line} imports {e.target}" for e in edges()
+                   if _under(e.source, "broker_emu") and _under(e.target, "client")
+                   and not any(_under(e.target, ok) for ok in EMULATOR_MAY_USE))
+    assert wrong == []
+    leaf = sorted(f"client.errors:{e.line} imports {e.target}" for e in edges()
+                  if e.source == "client.errors" and not _under(e.target, "client.protocol"))
+    assert leaf == []
+
+
+def test_nothing_below_conformance_imports_it():
+    wrong = sorted(f"{e.source}:{e.line} imports {e.target}" for e in edges()
+                   if not _under(e.source, "conformance") and _under(e.target, "conformance"))
+    assert wrong == []
+
+
+def test_there_are_no_import_cycles():
+    assert cycles(_graph()) == []
+
+
+def test_no_import_error_fallback_for_the_projects_own_modules():
+    modules = project_modules()
+    found = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Try):
+                continue
+            catches = [h for h in node.handlers if h.type is not None and "ImportError" in ast.unparse(h.type)]
+            own = [n for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))
+                   and any(_under(m, p) for m in _names(n) for p in ("broker_emu", "client", "conformance"))]
+            if catches and own:
+                found.append(f"{name}:{node.lineno}")
+    assert found == []
+
+
+def _names(node):
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    return [node.module or ""]
+
+
+def test_importing_the_codec_or_the_emulator_loads_no_client_machinery():
+    probe = ("import sys, {m}; print(' '.join(sorted(n for n in sys.modules if n.split('.')[0] == 'client'"
+             " and not n.startswith('client.protocol'))))")
+    for module in ("client.protocol", "broker_emu", "broker_emu.runtime"):
+        out = subprocess.run([sys.executable, "-c", probe.format(m=module)], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.split()
+        assert set(out) <= {"client", "client.errors"}, (module, out)
