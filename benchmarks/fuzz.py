@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
 import os
 import random
@@ -99,7 +100,12 @@ class Ledger:
         for kind in kinds:
             self.by_kind[(frame.category, kind)][what] += 1
         if what == "closed" and frame.category in BENIGN:
-            behind = "itself" if last is None or last is frame else f"{last.category}/{last.kind}"
+            if last is None or last is frame:
+                behind = "itself"
+            elif last.category in BENIGN or last.category == "mutated":
+                behind = last.category
+            else:
+                behind = f"{last.category}/{last.kind}"
             self.benign_closed_behind[behind] += 1
             if behind == "itself" and len(self.benign_closes) < EXAMPLES_KEPT:
                 self.benign_closes.append({"kind": frame.kind, "frame": frame.data[4:].hex()})
@@ -374,6 +380,7 @@ class Options:
     progress: float = 10.0      # seconds between progress lines; 0: none
     sample_every: float = 0.5   # seconds between memory samples
     emulator_root: str | None = None   # run the emulator of another checkout (default: this one)
+    config: dict[str, str] = field(default_factory=dict)   # more --config KEY=VALUE for serve
 
 
 @dataclass
@@ -388,6 +395,11 @@ class Run:
     death: int | None = None
     started: float = 0.0
     samples: list[tuple[float, int, int]] = field(default_factory=list)   # (s, frames sent, rss)
+    digests: list[Any] = field(default_factory=list)   # per connection task: SHA-256 of its frames
+
+    def frames_digest(self) -> str:
+        """One SHA-256 over every frame sent, connection task by task: equal for equal seeds."""
+        return hashlib.sha256(b"".join(d.digest() for d in self.digests)).hexdigest()
 
     def sent(self) -> int:
         return self.ledger.total("sent")
@@ -434,12 +446,16 @@ async def connect(address: tuple[str, int]) -> trio.SocketStream:
 
 
 async def connection_task(run: Run, index: int, budget: int) -> None:
+    # two generators: the frames (and batch sizes) depend on the seed alone, whatever the broker
+    # answers; which broker each new connection goes to depends on how often the broker closes
     rng = random.Random(f"{run.options.seed}:{index}")
+    pick = random.Random(f"{run.options.seed}:{index}:brokers")
     source = FrameSource(run.pool, rng, first_correlation_id=(index << 24) + 1)
     brokers = run.emulator.brokers
+    digest = run.digests[index]
     while budget > 0 and not run.should_stop():
         try:
-            stream = await connect(rng.choice(brokers))
+            stream = await connect(pick.choice(brokers))
         except OSError:
             run.ledger.connect_failures += 1
             if not run.emulator.alive():
@@ -453,6 +469,8 @@ async def connection_task(run: Run, index: int, budget: int) -> None:
             while state == "open" and budget > 0 and not run.should_stop():
                 frames = source.batch(rng.randint(1, run.options.max_pipeline))[:budget]
                 budget -= len(frames)
+                for f in frames:
+                    digest.update(f.data)
                 state = await send_batch(stream, frames, pipeline, trio.current_time() + run.options.batch_timeout)
             if state == "open":
                 pipeline.ended("done")
@@ -484,6 +502,7 @@ async def drive(run: Run) -> float:
     n = run.options.connections
     budgets = [run.options.frames // n + (1 if i < run.options.frames % n else 0) for i in range(n)]
     run.started = trio.current_time()
+    run.digests = [hashlib.sha256() for _ in range(n)]
     async with trio.open_nursery() as outer:
         outer.start_soon(watch, run)
         async with trio.open_nursery() as nursery:
@@ -519,7 +538,7 @@ def run_campaign(options: Options, log: Callable[[str], None] = lambda line: Non
     """Start an emulator, fuzz it, check it, stop it; the summary as a JSON-able dict."""
     with tempfile.TemporaryDirectory(prefix="broker-emu-fuzz-") as tmp:
         t0 = time.monotonic()
-        emulator = Emulator(Path(tmp), root=options.emulator_root)
+        emulator = Emulator(Path(tmp), options.config, root=options.emulator_root)
         try:
             advertised = advertised_versions(emulator.brokers[0])
             log(f"emulator pid {emulator.proc.pid} at {emulator.bootstrap}; {len(advertised)} APIs advertised; "
@@ -533,11 +552,14 @@ def run_campaign(options: Options, log: Callable[[str], None] = lambda line: Non
             time.sleep(0.5)     # the trace tap catches up with the last events
             memory = emulator.memory()
             ring = emulator.control_get("/trace?kind=handler_error") if alive else []
+            topics = len(emulator.control_get("/cluster")["topics"]) if alive else None
             trip = round_trip(emulator.bootstrap, options.seed) if alive else {"ok": False, "error": "the emulator is dead"}
             alive = alive and emulator.alive()
         finally:
             exit_code = emulator.stop()
-        return summary(run, elapsed, setup, baseline, memory, alive, exit_code, ring, trip, emulator)
+        out = summary(run, elapsed, setup, baseline, memory, alive, exit_code, ring, trip, emulator)
+        out["topics_at_end"] = topics   # auto-created and CreateTopics'd by the frames
+        return out
 
 
 def summary(run: Run, elapsed: float, setup: float, baseline: int, memory: dict[str, int], alive: bool,
@@ -551,7 +573,7 @@ def summary(run: Run, elapsed: float, setup: float, baseline: int, memory: dict[
     return {
         "seed": run.options.seed, "options": vars(run.options), "command": " ".join(emulator.command),
         "seconds": round(elapsed, 1), "setup_seconds": round(setup, 1),
-        "frames": run.sent(), "frames_per_second": round(run.sent() / elapsed) if elapsed else 0,
+        "frames": run.sent(), "frames_sha256": run.frames_digest(), "frames_per_second": round(run.sent() / elapsed) if elapsed else 0,
         "answers": ledger.total("answered"), "closes": ledger.total("closed"),
         "outcomes": {o: ledger.total(o) for o in OUTCOMES},
         "by_category": {c: dict(n) for c, n in ledger.by_category.items()},
@@ -578,7 +600,8 @@ def summary(run: Run, elapsed: float, setup: float, baseline: int, memory: dict[
 def table(s: dict[str, Any]) -> str:
     mib = lambda b: f"{b / 2**20:.0f} MiB"
     lines = [f"fuzz campaign, seed {s['seed']}: {s['frames']:,} frames in {s['seconds']} s "
-             f"({s['frames_per_second']:,}/s; {s['setup_seconds']} s set-up)", "",
+             f"({s['frames_per_second']:,}/s; {s['setup_seconds']} s set-up)",
+             f"frames sha256 {s['frames_sha256'][:16]}... (the same for the same seed and options)", "",
              f"{'category':10} {'sent':>10} " + " ".join(f"{o:>9}" for o in OUTCOMES)]
     for c, n in s["by_category"].items():
         lines.append(f"{c:10} {n.get('sent', 0):>10,} " + " ".join(f"{n.get(o, 0):>9,}" for o in OUTCOMES))
@@ -613,9 +636,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=d.examples, help="hypothesis bodies per API version")
     parser.add_argument("--progress", type=float, default=d.progress, help="seconds between progress lines")
     parser.add_argument("--emulator-root", help="a checkout whose broker_emu to fuzz (default: the one on sys.path)")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a broker setting for serve, on top of the campaign's own (repeatable)")
     parser.add_argument("--json", help="write the JSON summary here instead of to stdout")
     args = parser.parse_args(argv)
-    options = Options(**{k: v for k, v in vars(args).items() if k != "json"})
+    config = dict(item.split("=", 1) for item in args.config)
+    options = Options(**{k: v for k, v in vars(args).items() if k not in ("json", "config")}, config=config)
     s = run_campaign(options, log=lambda line: print(line, file=sys.stderr, flush=True))
     print(table(s))
     text = json.dumps(s, indent=1, default=str)
