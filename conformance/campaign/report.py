@@ -145,7 +145,9 @@ def chaos_strips(seeds: list[dict[str, Any]], per_row: int = 100, cell: int = 7)
     for (client, params), rows in groups.items():
         lines = (len(rows) + per_row - 1) // per_row
         height = 22 + cell * lines + 24
-        svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(per_row * cell + 10, 760)}" height="{height}" font-size="11">',
+        legend_width = sum(24 + 6 * len(label) for _, label in SEED_LEGEND)
+        svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(per_row * cell, legend_width) + 10}" '
+               f'height="{height}" font-size="11">',
                f'<text x="2" y="14" font-weight="bold">{_esc(client)} · {_esc(params)}</text>']
         for i, s in enumerate(rows):
             colour = SEED_COLOURS.get(s["status"]) or ("#e0a030" if s["odd"] else "#4a4")
