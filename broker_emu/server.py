@@ -254,11 +254,11 @@ class Connection:
         """A too-new ApiVersions gets UNSUPPORTED_VERSION in the v0 layout (KIP-511), listing
         the ApiVersions range we do serve, so the client can retry with a version we know."""
         lo, hi = advertised_range(self.cluster, API_VERSIONS) or (0, 0)  # always registered
-        body = {"error_code": 35, "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
+        body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
         self._trace("recv", correlation_id=header.correlation_id, api_key=API_VERSIONS, api="ApiVersions",
                     api_version=header.api_version, details={"too_new": True})
         return await self._send(encode_response(API_VERSIONS, 0, header.correlation_id, body),
-                                header.correlation_id, API_VERSIONS, header.api_version, [35])
+                                header.correlation_id, API_VERSIONS, header.api_version, [ErrorCode.UNSUPPORTED_VERSION])
 
     async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None) -> bool:
         cluster = self.cluster

@@ -51,8 +51,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from client.consumer.blocking import Consumer
     from client.consumer import AsyncConsumer, ConsumerRecord, TopicPartition, open_consumer
+    from client.consumer.blocking import Consumer
     from client.exceptions import (
         ConnectionClosedError,
         ConnectionSetupTimeoutException,

@@ -39,6 +39,9 @@ STALE_METADATA_ERRORS = frozenset({
     ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
 })
 
+# partition errors whose answer still names the leader (REPLICA_NOT_AVAILABLE: a follower is down)
+_LEADER_NAMED = frozenset({ErrorCode.NONE, ErrorCode.REPLICA_NOT_AVAILABLE})
+
 
 @dataclass(slots=True)
 class PartitionInfo:
@@ -91,7 +94,7 @@ class ClusterMetadata:
         for t in md.topics:
             if t.error_code and not t.partitions:
                 self.topic_errors[t.name] = t.error_code
-                if t.error_code == 3:            # UNKNOWN_TOPIC_OR_PARTITION: gone, or never existed
+                if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:   # gone, or never existed
                     self.topics.pop(t.name, None)
                 continue
             self.topic_errors.pop(t.name, None)
@@ -109,7 +112,7 @@ class ClusterMetadata:
         epoch = p.get("leader_epoch", -1)
         if old is not None and 0 <= epoch < old.leader_epoch:
             return old   # a stale view (KIP-320): keep what we know
-        leader = p.leader_id if p.error_code in (0, 9) else -1   # REPLICA_NOT_AVAILABLE still names the leader
+        leader = p.leader_id if p.error_code in _LEADER_NAMED else -1
         return PartitionInfo(topic, p.partition_index, leader, epoch, list(p.replica_nodes), list(p.isr_nodes))
 
     def update_leader(self, topic: str, partition: int, leader: int, epoch: int) -> bool:

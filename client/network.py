@@ -27,7 +27,7 @@ from typing import Any
 import trio
 
 from client.backoff import ExponentialBackoff
-from client.errors import KafkaError, UnsupportedVersionError, error_for_code
+from client.errors import ErrorCode, KafkaError, UnsupportedVersionError, error_for_code
 from client.exceptions import ConnectionFailedError, ConnectionSetupTimeoutException
 from client.protocol import ApiKey, supported_versions
 from client.transport import (
@@ -201,7 +201,7 @@ class NetworkClient:
         version = supported_versions(key)[1]
         timeout = self.config["request.timeout.ms"] / 1000
         answer = await conn.request(key, version, SOFTWARE, timeout)
-        if answer.error_code == 35 and version > 0:
+        if answer.error_code == ErrorCode.UNSUPPORTED_VERSION and version > 0:
             theirs = next((k.max_version for k in answer.api_keys if k.api_key == key), 0)
             answer = await conn.request(key, min(theirs, version), SOFTWARE, timeout)
         if answer.error_code:

@@ -27,7 +27,6 @@ from broker_emu.groups.state import (
 )
 from client.errors import ErrorCode as E
 
-GROUP_ID_NOT_FOUND = 69          # not yet in client.errors.ErrorCode
 OFFSET_METADATA_MAX_BYTES = 4096  # Kafka: offset.metadata.max.bytes
 
 # (topic, partition, committed_offset, committed_leader_epoch, committed_metadata or None)
@@ -49,7 +48,7 @@ class OffsetsMixin:
         g: Group | None = self.group(group_id, now)  # type: ignore[attr-defined]
         if g is None and generation_id >= 0:
             # Kafka 4.0: GROUP_ID_NOT_FOUND from v9; before, ILLEGAL_GENERATION for compatibility.
-            return [GROUP_ID_NOT_FOUND if api_version >= 9 else E.ILLEGAL_GENERATION] * len(offsets)
+            return [E.GROUP_ID_NOT_FOUND if api_version >= 9 else E.ILLEGAL_GENERATION] * len(offsets)
         if g is None:
             g = self.groups[group_id] = Group(group_id, coordinator=broker_id, state_since=now)
         error = self._commit_error(g, generation_id, member_id, group_instance_id)

@@ -11,12 +11,11 @@ from broker_emu.handlers import kafka_message
 from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, authorized
 from broker_emu.registry import handles
 from broker_emu.topic_config import InvalidConfig, validate_topic_configs
+from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 
-TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_TOPIC = 36, 37, 38, 17
-INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST, INVALID_CONFIG = 39, 42, 40
-UNKNOWN_TOPIC, UNKNOWN_TOPIC_ID = 3, 100
-MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 114, 115
+# Codes not yet in client.errors.ErrorCode (add them there, then use E.<name>):
+INVALID_REPLICA_ASSIGNMENT, MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 39, 114, 115
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # org.apache.kafka.clients.admin.EndpointType
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -82,23 +81,23 @@ def _create_error(cluster, name: str, n, rf, assignments, configs) -> tuple[int,
     from broker_emu.cluster import MAX_PARTITIONS
 
     if assignments and (n is not None or rf is not None):
-        return INVALID_REQUEST, "give either replica assignments or partitions and replication factor, not both"
+        return E.INVALID_REQUEST, "give either replica assignments or partitions and replication factor, not both"
     if name in cluster.topics:
-        return TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+        return E.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
     try:  # before the partition checks, as ReplicationControlManager.createTopics
         validate_topic_configs({c.name: c.value for c in configs}, cluster.config)
     except InvalidConfig as exc:
-        return INVALID_CONFIG, str(exc)
+        return E.INVALID_CONFIG, str(exc)
     if n is not None and n < 1:
-        return INVALID_PARTITIONS, f"Number of partitions must be larger than 0, got {n}."
+        return E.INVALID_PARTITIONS, f"Number of partitions must be larger than 0, got {n}."
     if n is not None and n > MAX_PARTITIONS:
-        return INVALID_PARTITIONS, f"{n} partitions is over broker-emu's limit of {MAX_PARTITIONS} per topic."
+        return E.INVALID_PARTITIONS, f"{n} partitions is over broker-emu's limit of {MAX_PARTITIONS} per topic."
     if rf is not None and not 1 <= rf <= len(cluster.brokers):
-        return INVALID_REPLICATION_FACTOR, f"Replication factor {rf} is not between 1 and the {len(cluster.brokers)} brokers."
+        return E.INVALID_REPLICATION_FACTOR, f"Replication factor {rf} is not between 1 and the {len(cluster.brokers)} brokers."
     try:
         validate_topic_name(name)
     except ValueError as exc:
-        return INVALID_TOPIC, str(exc)
+        return E.INVALID_TOPIC_EXCEPTION, str(exc)
     return None
 
 
@@ -112,7 +111,7 @@ async def delete_topics(ctx, req):
         if topic is None:
             # ReplicationControlManager.findTopicIds / findTopicNames: new ApiError(code), so
             # Errors.message() goes out (v5+); a name gets the zero id, an id a null name
-            error = UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC
+            error = E.UNKNOWN_TOPIC_ID if name is None else E.UNKNOWN_TOPIC_OR_PARTITION
             out.append({"name": name, "topic_id": tid or ZERO_UUID, "error_code": error, "error_message": kafka_message(error)})
             continue
         cluster.delete_topic(topic.name)
@@ -147,20 +146,20 @@ def _describe_one(ctx, r) -> dict:
         try:
             validate_topic_name(r.resource_name)
         except ValueError as exc:
-            return entry | {"error_code": INVALID_TOPIC, "error_message": str(exc)}
+            return entry | {"error_code": E.INVALID_TOPIC_EXCEPTION, "error_message": str(exc)}
         t = cluster.topics.get(r.resource_name)
         if t is None:
-            return entry | {"error_code": UNKNOWN_TOPIC, "error_message": ""}
+            return entry | {"error_code": E.UNKNOWN_TOPIC_OR_PARTITION, "error_message": ""}
         return entry | {"configs": _configs(topic_values(cluster, t.configs), r.configuration_keys)}
     if r.resource_type == 4:
         if r.resource_name == "":
             return entry
         if r.resource_name != str(ctx.broker_id):
-            return entry | {"error_code": INVALID_REQUEST, "error_message": f"Unexpected broker id, expected {ctx.broker_id} "
+            return entry | {"error_code": E.INVALID_REQUEST, "error_message": f"Unexpected broker id, expected {ctx.broker_id} "
                             f"or empty string, but received {r.resource_name}"}
         values = {k: _broker_value(cluster, k) for k in cluster.config if not k.startswith("emu.")}
         return entry | {"configs": _configs(values, r.configuration_keys)}
-    return entry | {"error_code": INVALID_REQUEST, "error_message": f"resource type {r.resource_type} is not supported by broker-emu"}
+    return entry | {"error_code": E.INVALID_REQUEST, "error_message": f"resource type {r.resource_type} is not supported by broker-emu"}
 
 
 def topic_values(cluster, overrides: dict[str, str]) -> dict[str, tuple[str, int]]:
@@ -197,7 +196,7 @@ async def describe_cluster(ctx, req):
     wanted = req.endpoint_type if ctx.api_version >= 1 else BROKER_ENDPOINT
     if wanted != BROKER_ENDPOINT:
         known = wanted == CONTROLLER_ENDPOINT
-        error = INVALID_REQUEST if ctx.api_version == 0 else MISMATCHED_ENDPOINT_TYPE if known else UNSUPPORTED_ENDPOINT_TYPE
+        error = E.INVALID_REQUEST if ctx.api_version == 0 else MISMATCHED_ENDPOINT_TYPE if known else UNSUPPORTED_ENDPOINT_TYPE
         message = ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
                    if known else f"Unsupported endpoint type {wanted}")
         return {"throttle_time_ms": 0, "error_code": error, "error_message": message}

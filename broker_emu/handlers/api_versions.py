@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 
 from broker_emu.registry import REGISTRY, advertised_range, handles
+from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 
-INVALID_REQUEST = 42
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
@@ -22,7 +22,7 @@ async def api_versions(ctx, req):
     if ctx.api_version >= 3 and not (_SOFTWARE.fullmatch(req.client_software_name or "")
                                      and _SOFTWARE.fullmatch(req.client_software_version or "")):
         # ApiVersionsRequest.getErrorResponse: the error alone, no api keys
-        return {"error_code": INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
+        return {"error_code": E.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
     keys = []
     for api in sorted(REGISTRY):
         rng = advertised_range(ctx.cluster, api)

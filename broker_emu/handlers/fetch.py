@@ -25,11 +25,10 @@ from typing import Any
 from broker_emu.handlers.offsets import epoch_error
 from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
+from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 
 EMPTY_RECORDS = b""  # MemoryRecords.EMPTY: a record set of length 0
-UNKNOWN_TOPIC, OFFSET_OUT_OF_RANGE, NOT_LEADER = 3, 1, 6
-FETCH_SESSION_ID_NOT_FOUND, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID = 70, 74, 75, 100
 
 
 def error_partition(index: int, error: int, *, before_read: bool) -> dict[str, Any]:
@@ -76,18 +75,18 @@ class FetchPlan:
     def partition_error(self, name, tid, pr) -> tuple[int, Any]:
         cluster = self.ctx.cluster
         if name is None:
-            return (UNKNOWN_TOPIC_ID if self.ctx.api_version >= 13 else UNKNOWN_TOPIC), None
+            return (E.UNKNOWN_TOPIC_ID if self.ctx.api_version >= 13 else E.UNKNOWN_TOPIC_OR_PARTITION), None
         p = cluster.partition(name, pr.partition)
         if p is None:
-            return UNKNOWN_TOPIC, None
+            return E.UNKNOWN_TOPIC_OR_PARTITION, None
         if p.leader != self.ctx.broker_id:
-            return NOT_LEADER, p
+            return E.NOT_LEADER_OR_FOLLOWER, p
         err = epoch_error(p, pr.current_leader_epoch)
         if err:
             return err, p
         if pr.fetch_offset < p.log.log_start_offset or pr.fetch_offset > p.log_end_offset:
-            return OFFSET_OUT_OF_RANGE, p
-        return 0, p
+            return E.OFFSET_OUT_OF_RANGE, p
+        return E.NONE, p
 
     def available_bytes(self) -> tuple[int, bool]:
         """(bytes visible to this fetch, whether any partition has an error)."""
@@ -112,7 +111,7 @@ class FetchPlan:
             err, p = self.partition_error(name, tid, pr)
             if err:
                 part = error_partition(pr.partition, err, before_read=p is None)
-                if err in (NOT_LEADER, FENCED_LEADER_EPOCH) and p is not None and self.ctx.api_version >= 16:
+                if err in (E.NOT_LEADER_OR_FOLLOWER, E.FENCED_LEADER_EPOCH) and p is not None and self.ctx.api_version >= 16:
                     part["current_leader"] = {"leader_id": p.leader, "leader_epoch": p.leader_epoch}
                     leaders.add(p.leader)
             else:
@@ -155,7 +154,7 @@ class DelayedFetch(DelayedOperation):
 @handles(ApiKey.FETCH, 4, 17)
 async def fetch(ctx, req):
     if ctx.api_version >= 7 and req.session_id != 0:
-        return {"throttle_time_ms": 0, "error_code": FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
+        return {"throttle_time_ms": 0, "error_code": E.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
     plan = FetchPlan(ctx, req)
     available, errored = plan.available_bytes()
     if req.max_wait_ms > 0 and plan.entries and not errored and available < req.min_bytes:

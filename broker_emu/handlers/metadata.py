@@ -18,10 +18,10 @@ import uuid
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
 from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, NOT_REQUESTED, TOPIC_OPERATIONS, authorized
 from broker_emu.registry import handles
+from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 
 ZERO_UUID = uuid.UUID(int=0)
-UNKNOWN_TOPIC, INVALID_TOPIC, UNKNOWN_TOPIC_ID = 3, 17, 100
 
 
 def partition_metadata(cluster, p) -> dict:
@@ -76,10 +76,10 @@ def _one_topic(cluster, entry, auto: bool, ops: int) -> dict:
     name = entry.name
     if name is None and entry.topic_id is not None:  # v12 by id; unknown ids get no authorized operations
         t = cluster.topic_by_id(entry.topic_id)
-        return topic_metadata(cluster, t, ops) if t else topic_error(UNKNOWN_TOPIC_ID, None, entry.topic_id)
+        return topic_metadata(cluster, t, ops) if t else topic_error(E.UNKNOWN_TOPIC_ID, None, entry.topic_id)
     t = cluster.topics.get(name) or (cluster.maybe_auto_create(name) if auto else None)
     if t is None:
-        return topic_error(INVALID_TOPIC if _invalid(name) else UNKNOWN_TOPIC, name, ops=ops)
+        return topic_error(E.INVALID_TOPIC_EXCEPTION if _invalid(name) else E.UNKNOWN_TOPIC_OR_PARTITION, name, ops=ops)
     return topic_metadata(cluster, t, ops)
 
 

@@ -18,17 +18,17 @@ epoch cache answers, after fencing on current_leader_epoch.
 from __future__ import annotations
 
 from broker_emu.registry import handles
+from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 
-UNKNOWN_TOPIC, NOT_LEADER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH = 3, 6, 74, 75
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
 def epoch_error(p, current_leader_epoch: int) -> int:
     """KIP-320 fencing: an older epoch is fenced, a newer one not known yet."""
     if current_leader_epoch < 0 or current_leader_epoch == p.leader_epoch:
-        return 0
-    return FENCED_LEADER_EPOCH if current_leader_epoch < p.leader_epoch else UNKNOWN_LEADER_EPOCH
+        return E.NONE
+    return E.FENCED_LEADER_EPOCH if current_leader_epoch < p.leader_epoch else E.UNKNOWN_LEADER_EPOCH
 
 
 def lookup(p, timestamp: int) -> tuple[int, int, int]:
@@ -61,9 +61,9 @@ async def list_offsets(ctx, req):
             p = cluster.partition(t.name, pr.partition_index)
             out = {"partition_index": pr.partition_index, "error_code": 0, "timestamp": -1, "offset": -1, "leader_epoch": -1}
             if p is None:
-                out["error_code"] = UNKNOWN_TOPIC
+                out["error_code"] = E.UNKNOWN_TOPIC_OR_PARTITION
             elif p.leader != ctx.broker_id:
-                out["error_code"] = NOT_LEADER
+                out["error_code"] = E.NOT_LEADER_OR_FOLLOWER
             elif epoch_error(p, pr.current_leader_epoch):
                 out["error_code"] = epoch_error(p, pr.current_leader_epoch)
             else:
@@ -98,9 +98,9 @@ async def offset_for_leader_epoch(ctx, req):
             p = cluster.partition(t.topic, pr.partition)
             out = {"error_code": 0, "partition": pr.partition, "leader_epoch": -1, "end_offset": -1}
             if p is None:
-                out["error_code"] = UNKNOWN_TOPIC
+                out["error_code"] = E.UNKNOWN_TOPIC_OR_PARTITION
             elif p.leader != ctx.broker_id:
-                out["error_code"] = NOT_LEADER
+                out["error_code"] = E.NOT_LEADER_OR_FOLLOWER
             elif epoch_error(p, pr.current_leader_epoch):
                 out["error_code"] = epoch_error(p, pr.current_leader_epoch)
             else:

@@ -27,20 +27,16 @@ from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
 from broker_emu.topic_config import log_rules
 from broker_emu.validation import AppendError, validate_append
+from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError, iter_batches, parse_batch_header
-
-NONE, CORRUPT_MESSAGE, UNKNOWN_TOPIC, NOT_LEADER, REQUEST_TIMED_OUT = 0, 2, 3, 6, 7
-MESSAGE_TOO_LARGE, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND = 10, 19, 20
-INVALID_REQUIRED_ACKS, INVALID_PRODUCER_EPOCH = 21, 47
-UNSUPPORTED_COMPRESSION, INVALID_RECORD = 76, 87
 
 
 class PartitionResult:
     __slots__ = ("topic", "index", "error", "base_offset", "required", "log_append_time", "message", "record_errors",
                  "in_log")
 
-    def __init__(self, topic: str, index: int, error: int = NONE, base_offset: int = -1, message: str | None = None):
+    def __init__(self, topic: str, index: int, error: int = E.NONE, base_offset: int = -1, message: str | None = None):
         self.topic, self.index, self.error, self.base_offset = topic, index, error, base_offset
         self.required = -1      # acks=all: HW must reach this
         self.log_append_time = -1
@@ -62,7 +58,7 @@ class DelayedProduce(DelayedOperation):
         self.timeout_ms = timeout_ms
         self.pending = pending
         for r in pending:
-            r.error = REQUEST_TIMED_OUT  # what an unfinished partition answers at expiry
+            r.error = E.REQUEST_TIMED_OUT  # what an unfinished partition answers at expiry
         self.waiting = list(pending)
 
     def try_complete(self) -> bool:
@@ -71,12 +67,12 @@ class DelayedProduce(DelayedOperation):
         for r in self.waiting:
             p = cluster.partition(r.topic, r.index)
             if p is None:
-                r.error = UNKNOWN_TOPIC
+                r.error = E.UNKNOWN_TOPIC_OR_PARTITION
             elif p.leader != self.ctx.broker_id or not cluster.is_alive(self.ctx.broker_id):
-                r.error = NOT_LEADER
+                r.error = E.NOT_LEADER_OR_FOLLOWER
             elif p.high_watermark >= r.required:
                 min_isr = log_rules(cluster, r.topic).min_insync_replicas
-                r.error = NOT_ENOUGH_REPLICAS_AFTER_APPEND if len(p.isr) < min_isr else NONE
+                r.error = E.NOT_ENOUGH_REPLICAS_AFTER_APPEND if len(p.isr) < min_isr else E.NONE
             else:
                 still.append(r)
         self.waiting = still
@@ -95,19 +91,19 @@ def parse_single_batch(ctx, records: bytes | None) -> tuple[int, Any, str | None
     """(error, header, message): the request-level checks (``ProduceRequest.validateRecords``),
     made before anything else — exactly one record batch of magic 2, zstd only from v7."""
     if not records:
-        return INVALID_RECORD, None, "no record batch"
+        return E.INVALID_RECORD, None, "no record batch"
     try:
         header = parse_batch_header(records, 0)
     except TruncatedBatchError as exc:
-        return CORRUPT_MESSAGE, None, str(exc)
+        return E.CORRUPT_MESSAGE, None, str(exc)
     except CorruptRecordBatchError as exc:
-        return INVALID_RECORD, None, str(exc)
+        return E.INVALID_RECORD, None, str(exc)
     if header.size != len(records):
         extra = list(iter_batches(records))
-        return INVALID_RECORD, None, f"{len(extra)} record batches where exactly one is allowed"
+        return E.INVALID_RECORD, None, f"{len(extra)} record batches where exactly one is allowed"
     if header.compression == 4 and ctx.api_version < 7:
-        return UNSUPPORTED_COMPRESSION, None, "zstd needs Produce v7+"
-    return NONE, header, None
+        return E.UNSUPPORTED_COMPRESSION_TYPE, None, "zstd needs Produce v7+"
+    return E.NONE, header, None
 
 
 def check_sequence(cluster, p, header) -> tuple[int, int | None]:
@@ -115,7 +111,7 @@ def check_sequence(cluster, p, header) -> tuple[int, int | None]:
     coordinator last gave this producer fences older ones everywhere (an emulator shortcut: a
     Kafka partition only knows the epochs written to it); the rest is the partition's state."""
     if cluster.producer_epochs.get(header.producer_id, header.producer_epoch) > header.producer_epoch:
-        return INVALID_PRODUCER_EPOCH, None
+        return E.INVALID_PRODUCER_EPOCH, None
     error, duplicate = p.log.producers.check(header)
     return int(error), duplicate.first_offset if duplicate is not None else None
 
@@ -125,10 +121,10 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
     result = PartitionResult(topic, index)
     p = cluster.partition(topic, index)
     if p is None:
-        result.error = UNKNOWN_TOPIC
+        result.error = E.UNKNOWN_TOPIC_OR_PARTITION
         return result
     if p.leader != ctx.broker_id:
-        result.error = NOT_LEADER
+        result.error = E.NOT_LEADER_OR_FOLLOWER
         return result
     error, header, message = parse_single_batch(ctx, records)
     if error:
@@ -137,7 +133,7 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
     rules = log_rules(cluster, topic)
     min_isr = rules.min_insync_replicas
     if acks == -1 and len(p.isr) < min_isr:  # before anything is appended (Partition.appendRecordsToLeader)
-        result.error, result.message = NOT_ENOUGH_REPLICAS, f"ISR {p.isr} smaller than min.insync.replicas {min_isr}"
+        result.error, result.message = E.NOT_ENOUGH_REPLICAS, f"ISR {p.isr} smaller than min.insync.replicas {min_isr}"
         return result
     assert records is not None  # parse_single_batch refused an empty or null records field
     now = cluster.wall_ms()
@@ -145,7 +141,7 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
         valid = validate_append(records, header, rules, f"{topic}-{index}", now)
     except AppendError as exc:
         result.error, result.message, result.record_errors = exc.code, exc.message, exc.record_errors
-        result.in_log = exc.code not in (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE)  # ReplicaManager.appendToLocalLog
+        result.in_log = exc.code not in (E.CORRUPT_MESSAGE, E.MESSAGE_TOO_LARGE)  # ReplicaManager.appendToLocalLog
         return result
     if header.producer_id >= 0:
         error, original = check_sequence(cluster, p, header)
@@ -175,7 +171,7 @@ async def produce(ctx, req):
     for t in req.topic_data:
         for pd in t.partition_data:
             if acks not in (-1, 0, 1):
-                results.append(PartitionResult(t.name, pd.index, INVALID_REQUIRED_ACKS))
+                results.append(PartitionResult(t.name, pd.index, E.INVALID_REQUIRED_ACKS))
             else:
                 results.append(append_partition(ctx, t.name, pd.index, pd.records, acks))
     if acks == 0:
@@ -184,7 +180,7 @@ async def produce(ctx, req):
             raise CloseConnection(f"acks=0 produce failed on {failed[0].topic}-{failed[0].index} (error {failed[0].error})")
         return None
     if acks == -1:
-        appended = [r for r in results if r.error == NONE and r.required >= 0]
+        appended = [r for r in results if r.error == E.NONE and r.required >= 0]
         if appended:
             op = DelayedProduce(ctx, req.timeout_ms, appended)
             keys = [(r.topic, r.index) for r in appended]
@@ -200,8 +196,8 @@ async def produce(ctx, req):
 # (NOT_ENOUGH_REPLICAS, sequence and epoch errors) carry the log start offset (processFailedRecord),
 # and so does a partition that failed after its append (DelayedProduce keeps the append's info)
 # or in the log's validation other than CRC and size (``in_log``: processFailedRecord).
-NO_LOG_INFO = frozenset({UNKNOWN_TOPIC, NOT_LEADER, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, INVALID_REQUIRED_ACKS,
-                         UNSUPPORTED_COMPRESSION, INVALID_RECORD})
+NO_LOG_INFO = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER, E.MESSAGE_TOO_LARGE, E.CORRUPT_MESSAGE, E.INVALID_REQUIRED_ACKS,
+                         E.UNSUPPORTED_COMPRESSION_TYPE, E.INVALID_RECORD})
 
 
 def build_response(cluster, ctx, results: list[PartitionResult]) -> dict:
@@ -215,7 +211,7 @@ def build_response(cluster, ctx, results: list[PartitionResult]) -> dict:
                  else p.log.log_start_offset,
                  "record_errors": [{"batch_index": i, "batch_index_error_message": m} for i, m in r.record_errors],
                  "error_message": r.message if r.error else None}
-        if r.error == NOT_LEADER and p is not None and ctx.api_version >= 10:
+        if r.error == E.NOT_LEADER_OR_FOLLOWER and p is not None and ctx.api_version >= 10:
             entry["current_leader"] = {"leader_id": p.leader, "leader_epoch": p.leader_epoch}
             leaders.add(p.leader)
         by_topic.setdefault(r.topic, []).append(entry)

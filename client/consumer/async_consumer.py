@@ -33,7 +33,7 @@ from client.consumer.fetcher import Fetcher
 from client.consumer.group import Callback, GroupDriver
 from client.consumer.membership import Membership
 from client.consumer.records import ConsumerRecord, TopicPartition
-from client.errors import KafkaError, TimeoutException, error_for_code
+from client.errors import ErrorCode, KafkaError, TimeoutException, error_for_code
 from client.exceptions import WakeupException
 from client.metadata import ClusterMetadata, MetadataUpdater
 from client.network import Connect, NetworkClient
@@ -158,7 +158,7 @@ class AsyncConsumer:
         """Every topic with its partition ids (Metadata for all topics, attempt-then-check)."""
         async def attempt(rt: float) -> dict[str, list[int]]:
             md = await self.updater.refresh(deadline=trio.current_time() + rt, all_topics=True)
-            return {t.name: sorted(p.partition_index for p in t.partitions) for t in md.topics if t.error_code == 0}
+            return {t.name: sorted(p.partition_index for p in t.partitions) for t in md.topics if t.error_code == ErrorCode.NONE}
 
         return await self._attempt_then_check("list_topics()", self._deadline(timeout), attempt,
                                               lambda: "no broker answered Metadata")

@@ -262,7 +262,7 @@ class Fetcher:
 
     def _take_answer(self, answer: Any, fetched_at: dict[TopicPartition, int]) -> bool:
         """Buffer the records; False if any partition had an error."""
-        clean = answer.error_code == 0
+        clean = answer.error_code == ErrorCode.NONE
         for topic in answer.responses:
             for part in topic.partitions:
                 tp = TopicPartition(topic.topic, part.partition_index)

@@ -29,7 +29,7 @@ from client.consumer.coordinator import COORDINATOR_ERRORS, CoordinatorClient
 from client.consumer.fetcher import Fetcher
 from client.consumer.membership import CLOSED, HEARTBEAT, JOIN, LEAVE, Action, Membership, plan_assignments
 from client.consumer.records import TopicPartition
-from client.errors import KafkaError
+from client.errors import ErrorCode, KafkaError
 from client.metadata import ClusterMetadata, MetadataUpdater
 from client.protocol import ApiKey
 
@@ -155,7 +155,7 @@ class GroupDriver:
         else:
             self.metadata.add_interest(topics)
             md = await self.updater.refresh(topics, deadline=deadline)
-        return {t.name: len(t.partitions) for t in md.topics if t.error_code == 0}
+        return {t.name: len(t.partitions) for t in md.topics if t.error_code == ErrorCode.NONE}
 
     async def _assigned(self, tps: list[TopicPartition]) -> None:
         """Positions of newly assigned partitions start at the group's committed offsets

@@ -213,7 +213,7 @@ class Membership:
     def on_heartbeat_response(self, code: int, now: float) -> None:
         self.heartbeat_in_flight = False
         self.heartbeat_due = now + self.heartbeat_interval
-        if code == 0:
+        if code == ErrorCode.NONE:
             self.session_deadline = now + self.session_timeout_ms / 1000
             return
         self.on_error(code)

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import trio
 
 from client.backoff import ExponentialBackoff
-from client.errors import KafkaError, error_for_code, error_name
+from client.errors import ErrorCode, KafkaError, error_for_code, error_name
 from client.exceptions import DeliveryTimeoutException, broker_request_timed_out_message
 from client.metadata import STALE_METADATA_ERRORS as STALE_METADATA
 from client.metadata import ClusterMetadata, MetadataUpdater
@@ -37,7 +37,8 @@ from client.producer.batch import ProducerBatch
 from client.protocol import ApiKey
 from client.protocol.records import encode_batch
 
-DUPLICATE_SEQUENCE_NUMBER = 46          # already written: success (Java does the same)
+# DUPLICATE_SEQUENCE_NUMBER: already written, so a success (Java does the same)
+_WRITTEN = frozenset({ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER})
 
 
 class Sender:
@@ -244,12 +245,12 @@ class Sender:
             if p is None:
                 self._attempt_failed(b, KafkaError(f"broker {node} did not answer for {b.topic}-{b.partition}"))
                 continue
-            if p.error_code in (0, DUPLICATE_SEQUENCE_NUMBER):
+            if p.error_code in _WRITTEN:
                 b.complete(p.base_offset, p.get("log_append_time_ms", -1))
                 continue
             if p.error_code in STALE_METADATA:
                 self._maybe_new_leader(b, p)
-            if p.error_code == 7:
+            if p.error_code == ErrorCode.REQUEST_TIMED_OUT:
                 message = broker_request_timed_out_message(node, address, b.topic, b.partition, self.config["request.timeout.ms"])
             else:
                 detail = f": {p.error_message}" if p.get("error_message") else ""
