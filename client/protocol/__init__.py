@@ -34,7 +34,7 @@ from client.protocol.errors import (
     CorruptFrameError,
     ProtocolError,
     UnknownApiError,
-    UnsupportedVersionError,
+    UnsupportedCodecVersionError,
 )
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
     "ProtocolError",
     "RequestHeader",
     "UnknownApiError",
-    "UnsupportedVersionError",
+    "UnsupportedCodecVersionError",
     "api_spec",
     "decode_request",
     "decode_request_header",

@@ -15,7 +15,7 @@ from io import BytesIO
 from typing import Any, Mapping, NamedTuple
 
 from client.protocol.build import data_construct, message_construct
-from client.protocol.errors import CorruptFrameError, UnknownApiError, UnsupportedVersionError
+from client.protocol.errors import CorruptFrameError, UnknownApiError, UnsupportedCodecVersionError
 from client.protocol.messages import ALL_APIS
 from client.protocol.schema import Api
 from client.protocol.wire import DecodeError, EncodeError, Message, read_tagged
@@ -50,7 +50,7 @@ def _check_version(api_key: int, version: int) -> Api:
     api = api_spec(api_key)
     lo, hi = api.version_range
     if not lo <= version <= hi:
-        raise UnsupportedVersionError(api_key, version, (lo, hi))
+        raise UnsupportedCodecVersionError(api_key, version, (lo, hi))
     return api
 
 

@@ -25,7 +25,10 @@ class UnknownApiError(ProtocolError):
         super().__init__(f"unknown API key {api_key}")
 
 
-class UnsupportedVersionError(ProtocolError):
+class UnsupportedCodecVersionError(ProtocolError):
+    """An (API, version) the codec has no schema for. Not ``client.errors.UnsupportedVersionError``,
+    which is a broker's UNSUPPORTED_VERSION answer (code 35)."""
+
     def __init__(self, api_key: int, version: int, supported: tuple[int, int]):
         self.api_key = api_key
         self.version = version

@@ -3,7 +3,7 @@ naming the API, version and byte offset — never another exception, never a han
 allocation sized by a claimed length (issue 2, item 7).
 
 Allowed outcomes: ``CorruptFrameError``; for requests also ``UnknownApiError`` and
-``UnsupportedVersionError`` when the header's api/version is one the codec does not serve.
+``UnsupportedCodecVersionError`` when the header's api/version is one the codec does not serve.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from client.protocol import (
     CorruptFrameError,
     UnknownApiError,
-    UnsupportedVersionError,
+    UnsupportedCodecVersionError,
     decode_request,
     decode_request_header,
     decode_response,
@@ -95,7 +95,7 @@ def try_request(frame: bytes):
     except UnknownApiError as exc:
         assert exc.api_key == key and key not in ALL_APIS
         return None
-    except UnsupportedVersionError as exc:
+    except UnsupportedCodecVersionError as exc:
         assert (exc.api_key, exc.version) == (key, version) and not served(key, version)
         return None
     assert (header.api_key, header.api_version) == (key, version)
@@ -416,7 +416,7 @@ def test_strings_that_are_not_utf8(bad):
 def test_unknown_api_and_version_in_the_header():
     with pytest.raises(UnknownApiError):
         decode_request(_h1(1000, 0))
-    with pytest.raises(UnsupportedVersionError) as info:
+    with pytest.raises(UnsupportedCodecVersionError) as info:
         decode_request(_h1(3, 13))
     assert info.value.supported == (0, 12)
     # the header alone still reads, so the refusal can name what was asked
@@ -498,5 +498,5 @@ def test_a_lenient_read_still_refuses_what_kafka_refuses():
     for cut in range(10, len(valid)):
         with pytest.raises(CorruptFrameError):
             decode_request(valid[:cut], anomalies=[])
-    with pytest.raises(UnsupportedVersionError):
+    with pytest.raises(UnsupportedCodecVersionError):
         decode_request(_h1(12, 99) + str16("g"), anomalies=[])
