@@ -17,6 +17,7 @@ import trio
 
 from broker_emu.config import broker_config
 from broker_emu.faults import FaultEngine
+from broker_emu.faults.rules import REPLICATION_MODES, FaultConfigError, check_ms
 from broker_emu.log import LogMemory, PartitionLog, log_memory_budget
 from broker_emu.partition import Partition
 from broker_emu.purgatory import Purgatory
@@ -245,7 +246,12 @@ class Cluster:
         self.replication.resync(p)
 
     def set_replication(self, topic: str | None, partition: int | None, follower: int | None, mode: str, lag_ms: float = 0.0) -> None:
-        """Validated entry point for chaos (control API, scenario files): see ``Replication``."""
+        """Validated entry point for chaos (control API, scenario files, Python): see
+        ``Replication``. The mode and lag are checked here too, so a NaN or infinite lag from
+        Python never reaches a timer (faults.rules.check_ms)."""
+        if mode not in REPLICATION_MODES:
+            raise FaultConfigError("mode", f"unknown replication mode {mode!r} (known: {', '.join(REPLICATION_MODES)})")
+        lag_ms = check_ms(lag_ms, "lag_ms")
         if topic is not None and topic not in self.topics:
             raise KeyError(f"no topic {topic!r}")
         if topic is not None and partition is not None and self.partition(topic, partition) is None:

@@ -135,3 +135,20 @@ def test_scenario_files_refuse_the_same_values(text, field):
     with pytest.raises(FaultConfigError) as info:
         load_scenario(text)
     assert info.value.field == field
+
+
+async def test_set_replication_from_python_refuses_nan_infinity_and_unknown_modes(autojump_clock):
+    import math
+
+    import pytest
+
+    from broker_emu import open_cluster
+    from broker_emu.faults.rules import FaultConfigError
+
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        for bad in (math.nan, math.inf, -1.0, 1e309):
+            with pytest.raises(FaultConfigError, match="lag_ms"):
+                cluster.set_replication("t", 0, None, "lag", bad)
+        with pytest.raises(FaultConfigError, match="mode"):
+            cluster.set_replication("t", 0, None, "sideways", 0)
+        cluster.set_replication("t", 0, None, "lag", 250)   # a good one still works
