@@ -13,7 +13,6 @@ waiting forever.
 from __future__ import annotations
 
 import concurrent.futures
-import threading
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -25,6 +24,7 @@ from client.consumer.records import TopicPartition
 from client.errors import TimeoutException
 from client.exceptions import NetworkThreadDied
 from client.network import Connect
+from client.trio_thread import TrioThread
 
 WATCHDOG_S = 0.1      # how often a waiting application thread checks the network thread
 STALL_S = 5.0         # a network thread that has not polled for this long is declared stuck
@@ -44,39 +44,28 @@ class Consumer:
         self.config = consumer_config(config)
         self._connect = connect
         self._events: list[_Event] = []
-        self._ready = threading.Event()
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._stop: trio.Event | None = None
         self._error: BaseException | None = None
         self.last_poll = 0.0                 # network-thread time of its last reaper cycle
         self._poll_counter = 0
-        self._thread = threading.Thread(target=self._main, name="broker-emu-consumer-network", daemon=True)
-        self._thread.start()
-        self._ready.wait()
+        self._runner = TrioThread("broker-emu-consumer-network", self._run, self._exited)
+        self._runner.start()
         if self._error is not None:
             raise self._error
 
     # -- network thread ----------------------------------------------------------------------
-    def _main(self) -> None:
-        try:
-            trio.run(self._run)
-        except BaseException as exc:
-            self._error = NetworkThreadDied(f"the consumer's network thread died: {exc!r}")
-        finally:
-            self._ready.set()
-            for ev in self._events:
-                if not ev.future.done():
-                    ev.future.set_exception(self._error or NetworkThreadDied("the consumer is closed"))
+    def _exited(self, error: BaseException | None) -> None:
+        if error is not None:
+            self._error = NetworkThreadDied(f"the consumer's network thread died: {error!r}")
+        for ev in self._events:
+            if not ev.future.done():
+                ev.future.set_exception(self._error or NetworkThreadDied("the consumer is closed"))
 
     async def _run(self) -> None:
-        self._token = trio.lowlevel.current_trio_token()
-        self._stop = trio.Event()
         async with open_consumer(self.config, self._connect) as consumer:
             self._consumer: AsyncConsumer = consumer
             async with trio.open_nursery() as self._nursery:
                 self._nursery.start_soon(self._reaper)
-                self._ready.set()
-                await self._stop.wait()
+                await self._runner.until_stopped()
                 self._nursery.cancel_scope.cancel()
 
     async def _reaper(self) -> None:
@@ -128,7 +117,7 @@ class Consumer:
                 raise NetworkThreadDied(f"{name}: the consumer's network thread is shutting down") from None
 
         try:
-            trio.from_thread.run(post, trio_token=self._token)
+            self._runner.run(post)
         except (trio.RunFinishedError, trio.Cancelled):  # the network thread is going away
             raise NetworkThreadDied(f"{name}: the consumer's network thread stopped") from None
         return self._wait(future, name)
@@ -140,7 +129,7 @@ class Consumer:
                 return future.result(timeout=WATCHDOG_S)
             except concurrent.futures.TimeoutError:
                 pass
-            if not self._thread.is_alive():
+            if not self._runner.is_alive():
                 raise self._error or NetworkThreadDied(f"{name}: the consumer's network thread is gone")
             if self._poll_counter == polls_seen:
                 idle += WATCHDOG_S
@@ -152,7 +141,7 @@ class Consumer:
     def _check_alive(self) -> None:
         if self._error is not None:
             raise self._error
-        if not self._thread.is_alive():
+        if not self._runner.is_alive():
             raise NetworkThreadDied("the consumer's network thread is not running (closed or crashed)")
 
     # -- the API -------------------------------------------------------------------------------
@@ -178,7 +167,7 @@ class Consumer:
     def wakeup(self) -> None:
         """Interrupt a poll running on another thread (it raises WakeupException); thread-safe."""
         self._check_alive()
-        trio.from_thread.run_sync(lambda: self._consumer.wakeup(), trio_token=self._token)
+        self._runner.run_sync(lambda: self._consumer.wakeup())
 
     def seek(self, tp, offset: int) -> None:
         self._call("seek()", 5.0, lambda c, t: _sync(c.seek, TopicPartition(*tp), offset))
@@ -228,16 +217,12 @@ class Consumer:
 
     def close(self, timeout: float | None = None) -> None:
         """Never raises a timeout: lets long polls finish within ``timeout``, then forces itself closed."""
-        if self._thread.is_alive() and self._token is not None and self._stop is not None:
+        if self._runner.is_alive() and self._runner.token is not None:
             try:
                 self._call("close()", timeout if timeout is not None else 30.0, lambda c, t: c.aclose(t))
             except (NetworkThreadDied, TimeoutException):
                 pass
-            try:
-                trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
-            except (trio.RunFinishedError, trio.Cancelled):
-                pass
-            self._thread.join(timeout=5)
+            self._runner.stop(join_timeout=5)
 
     def __enter__(self) -> "Consumer":
         return self

@@ -36,6 +36,7 @@ from client.producer.async_producer import (
 )
 from client.producer.batch import DeliveryFuture, RecordMetadata
 from client.transport import Connect
+from client.trio_thread import TrioThread
 
 GRACE_S = 0.05   # the network thread's own max.block.ms timer fires first; this is only a backstop
 
@@ -63,9 +64,6 @@ class Producer:
     def __init__(self, config: dict[str, Any], connect: Connect | None = None, **producer_kwargs: Any):
         self._parsed = producer_config(config)   # a bad config fails here, on the caller's thread
         self._config, self._connect, self._kwargs = dict(config), connect, producer_kwargs
-        self._ready = threading.Event()
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._stop: trio.Event | None = None
         self._error: BaseException | None = None
         self._producer: AsyncProducer | None = None
         self._pending: set[concurrent.futures.Future] = set()
@@ -74,33 +72,26 @@ class Producer:
         self._memory = threading.Condition(self._lock)    # notified when the sender frees buffer.memory
         self._handoff: list[tuple[tuple, concurrent.futures.Future, int]] = []
         self._drain_scheduled = False
-        self._thread = threading.Thread(target=self._main, name="broker-emu-producer-network", daemon=True)
-        self._thread.start()
-        self._ready.wait()
+        self._runner = TrioThread("broker-emu-producer-network", self._run, self._exited)
+        self._runner.start()
         if self._error is not None:
             raise self._error
 
     # -- the network thread ------------------------------------------------------------------
-    def _main(self) -> None:
-        try:
-            trio.run(self._run)
-        except BaseException as exc:  # noqa: BLE001 - whatever killed the thread is reported to every later call
-            self._error = exc if isinstance(exc, KafkaError) else NetworkThreadDied(f"the network thread died: {exc!r}")
-        finally:
-            if self._error is None:
-                self._error = NetworkThreadDied("the producer is closed (its network thread has stopped)")
-            self._ready.set()
-            self._fail_pending()
+    def _exited(self, error: BaseException | None) -> None:
+        """Whatever ended the network thread is reported to every later call."""
+        if error is not None:
+            self._error = error if isinstance(error, KafkaError) else NetworkThreadDied(f"the network thread died: {error!r}")
+        if self._error is None:
+            self._error = NetworkThreadDied("the producer is closed (its network thread has stopped)")
+        self._fail_pending()
 
     async def _run(self) -> None:
-        self._token = trio.lowlevel.current_trio_token()
-        self._stop = trio.Event()
         async with open_producer(self._config, self._connect, **self._kwargs) as producer:
             async with trio.open_nursery() as self._nursery:
                 self._producer = producer
                 producer.sender.memory_listeners.append(self._notify_memory)
-                self._ready.set()
-                await self._stop.wait()
+                await self._runner.until_stopped()
                 self._nursery.cancel_scope.cancel()
             producer.close_now("the producer was closed before these were delivered")
 
@@ -112,12 +103,12 @@ class Producer:
                 f.set_exception(self._error or NetworkThreadDied("the producer closed before delivery"))
 
     def _check_alive(self) -> None:
-        if not self._thread.is_alive() or self._token is None:
+        if not self._runner.is_alive() or self._runner.token is None:
             raise self._error or NetworkThreadDied("the producer's network thread is not running")
 
     def _call_soon(self, fn: Callable, *args: Any) -> None:
         try:
-            self._token.run_sync_soon(fn, *args)  # type: ignore[union-attr]
+            self._runner.run_sync_soon(fn, *args)
         except trio.RunFinishedError:
             raise self._error or NetworkThreadDied("the producer's network thread stopped") from None
 
@@ -155,7 +146,7 @@ class Producer:
             # the common case first: room now, no predicate closure, no thread checks
             room = producer.can_send_nowait(args[0], size + self._posted) or self._memory.wait_for(
                 lambda: producer.can_send_nowait(args[0], size + self._posted) or producer.closed or
-                not self._thread.is_alive(), timeout=self._parsed["max.block.ms"] / 1000)
+                not self._runner.is_alive(), timeout=self._parsed["max.block.ms"] / 1000)
             if room:
                 self._posted += size
                 self._handoff.append((args, result, size))
@@ -225,7 +216,7 @@ class Producer:
         sent so far; returns how many are still pending."""
         with self._lock:
             pending = list(self._pending)
-        if self._thread.is_alive() and self._producer is not None:
+        if self._runner.is_alive() and self._producer is not None:
             try:
                 self._call_soon(self._nursery.start_soon, self._producer.flush)
             except KafkaError:
@@ -236,14 +227,9 @@ class Producer:
     def close(self, timeout: float | None = None) -> None:
         """Flush for at most ``timeout`` seconds, then stop; records still undelivered fail
         with ProducerClosedError."""
-        if self._thread.is_alive():
+        if self._runner.is_alive():
             self.flush(timeout)
-            if self._token is not None and self._stop is not None:
-                try:
-                    trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
-                except trio.RunFinishedError:
-                    pass
-            self._thread.join(timeout=5)
+            self._runner.stop(join_timeout=5)
         self._fail_pending()
 
     def __enter__(self) -> Self:

@@ -41,7 +41,7 @@ def test_a_dead_network_thread_fails_calls_promptly():
         c = Consumer({"bootstrap.servers": tc.bootstrap, "group.id": "g"})
         tc.call(lambda: tc.cluster.faults.add({"match": {"api": "OffsetFetch"}, "action": "black_hole"}, 0))
 
-        trio.from_thread.run_sync(lambda: c._nursery.start_soon(_crash), trio_token=c._token)
+        c._runner.run_sync(lambda: c._nursery.start_soon(_crash))
         start = time.perf_counter()
         with pytest.raises(NetworkThreadDied):
             c.committed([("t", 0)], timeout=30)       # would wait 30 s without the watchdog
