@@ -18,6 +18,7 @@ max.block.ms).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from client.errors import ErrorCode, KafkaError, error_for_code, error_name
 from client.exceptions import MaxBlockTimeoutException
 from client.network import NetworkClient
 from client.protocol import ApiKey
+from client.wakeup import Wakeup
 
 # topic errors after which waiting longer cannot help
 FATAL_TOPIC_ERRORS = frozenset({ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.TOPIC_AUTHORIZATION_FAILED})
@@ -139,7 +141,7 @@ class ClusterMetadata:
 class MetadataUpdater:
     def __init__(self, net: NetworkClient, metadata: ClusterMetadata, allow_auto_create: bool = True):
         self.net, self.metadata, self.allow_auto_create = net, metadata, allow_auto_create
-        self._wanted = trio.Event()
+        self._wanted = Wakeup()
         self._changed = trio.Event()
         self.last_error: str | None = None
         net.disconnect_listeners.append(lambda node: self.request_update())
@@ -200,7 +202,7 @@ class MetadataUpdater:
         every metadata.max.age.ms."""
         task_status.started()
         while True:
-            self._wanted = trio.Event()
+            self._wanted.new_cycle()
             if self.metadata.interest:
                 due = self.metadata.next_update_at()
                 if due <= trio.current_time():
@@ -210,12 +212,11 @@ class MetadataUpdater:
                         pass  # recorded in last_error; backoff applied
                     continue
                 if not self.metadata.need_update:
-                    with trio.move_on_at(due):
-                        await self._wanted.wait()
+                    await self._wanted.sleep_until(due)
                     continue
                 await trio.sleep_until(due)
                 continue
-            await self._wanted.wait()
+            await self._wanted.sleep_until(math.inf)
 
     async def wait_for_topic(self, topic: str, deadline: float, max_block_ms: int) -> list[PartitionInfo]:
         """Block until the topic's partitions are known, at most until ``deadline``

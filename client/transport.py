@@ -13,6 +13,7 @@ told (``on_closed``) so it can back off reconnecting and ask for a metadata refr
 
 from __future__ import annotations
 
+import math
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -22,6 +23,7 @@ import trio
 from client.connection import ConnectionCore, InFlight
 from client.exceptions import ConnectionClosedError, RequestTimeoutException
 from client.protocol import ApiKey, ProtocolError
+from client.wakeup import Wakeup
 
 Connect = Callable[[int, str, int], Awaitable[trio.abc.Stream]]
 SETTLE_ROUNDS = 16
@@ -89,7 +91,7 @@ class BrokerConnection:
         self.close_reason = ""
         self._on_closed = on_closed
         self._scope = trio.CancelScope()
-        self._wake = trio.Event()
+        self._wake = Wakeup()
         self._send_lock = trio.Lock()
 
     # -- tasks -----------------------------------------------------------------------------
@@ -124,9 +126,8 @@ class BrokerConnection:
     async def _timer(self) -> None:
         while True:
             deadline = self.core.next_deadline()
-            self._wake = trio.Event()
-            with trio.move_on_at(float("inf") if deadline is None else deadline):
-                await self._wake.wait()
+            self._wake.new_cycle()
+            if await self._wake.sleep_until(math.inf if deadline is None else deadline):
                 continue
             # Ties go to the answer. Java expires a request only once the time since sending
             # *exceeds* its timeout, so an answer arriving at the very deadline is accepted: a

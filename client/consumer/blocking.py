@@ -4,8 +4,8 @@ The application thread posts each call as an *event* carrying an absolute deadli
 network thread (trio) and waits on its future. On the network thread the call runs with its own
 deadline (attempt-then-check), and a *reaper* completes any event still pending after its
 deadline with a TimeoutException, but only after at least one network poll has run since the
-deadline passed (the reaper runs after the I/O of each cycle, as in Kafka's
-CompletableEventReaper). Beyond Kafka: the application thread watches the network thread, so if
+deadline passed (as Kafka's CompletableEventReaper, run after the I/O of each cycle; ours sleeps
+until the next event is due, then gives it one more network cycle). Beyond Kafka: the application thread watches the network thread, so if
 that thread has died or stopped polling, the call fails promptly with a clear error instead of
 waiting forever.
 """
@@ -13,6 +13,7 @@ waiting forever.
 from __future__ import annotations
 
 import concurrent.futures
+import math
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -25,10 +26,12 @@ from client.errors import TimeoutException
 from client.exceptions import NetworkThreadDied
 from client.network import Connect
 from client.trio_thread import TrioThread
+from client.wakeup import Wakeup
 
 WATCHDOG_S = 0.1      # how often a waiting application thread checks the network thread
 STALL_S = 5.0         # a network thread that has not polled for this long is declared stuck
 REAPER_GRACE_S = 0.05  # the reaper's margin over a call's own deadline handling
+REAPER_CYCLE_S = 0.01  # an overdue event expires this long after it is first seen overdue (a network cycle)
 
 
 @dataclass
@@ -37,6 +40,10 @@ class _Event:
     deadline: float                       # network-thread time
     future: concurrent.futures.Future
     polled_after_deadline: bool = False
+    reap_at: float = 0.0                  # when the reaper next looks at it
+
+    def __post_init__(self) -> None:
+        self.reap_at = self.deadline + REAPER_GRACE_S
 
 
 class Consumer:
@@ -45,8 +52,9 @@ class Consumer:
         self._connect = connect
         self._events: list[_Event] = []
         self._error: BaseException | None = None
-        self.last_poll = 0.0                 # network-thread time of its last reaper cycle
+        self.last_poll = 0.0                 # network-thread time of its last heartbeat (reaper cycle or probe)
         self._poll_counter = 0
+        self._reaper_wake = Wakeup()
         self._runner = TrioThread("broker-emu-consumer-network", self._run, self._exited)
         self._runner.start()
         if self._error is not None:
@@ -69,22 +77,28 @@ class Consumer:
                 self._nursery.cancel_scope.cancel()
 
     async def _reaper(self) -> None:
-        """After each cycle of the network thread, expire events whose deadline has passed,
-        once a poll has happened after that deadline (attempt-then-check, on the thread side)."""
+        """Expire events whose deadline has passed, once a network cycle has run after that
+        deadline (attempt-then-check, on the thread side). Sleeps until the next event is due or
+        a new one is posted."""
         while True:
-            await trio.sleep(0.01)
+            self._reaper_wake.new_cycle()
             now = trio.current_time()
-            self.last_poll, self._poll_counter = now, self._poll_counter + 1
+            self._polled()
             for ev in list(self._events):
                 if ev.future.done():
                     self._events.remove(ev)
-                elif now >= ev.deadline + REAPER_GRACE_S:
+                elif now >= ev.reap_at:
                     if ev.polled_after_deadline:
                         ev.future.set_exception(TimeoutException(
                             f"{ev.name} expired in the reaper: its deadline passed on the network thread"))
                         self._events.remove(ev)
                     else:
-                        ev.polled_after_deadline = True
+                        ev.polled_after_deadline, ev.reap_at = True, now + REAPER_CYCLE_S
+            await self._reaper_wake.sleep_until(min((ev.reap_at for ev in self._events), default=math.inf))
+
+    def _polled(self) -> None:
+        """The network thread is running its tasks: the watchdog's heartbeat."""
+        self.last_poll, self._poll_counter = trio.current_time(), self._poll_counter + 1
 
     # -- application thread ------------------------------------------------------------------
     def _call(self, name: str, timeout: float | None, make: Callable[[AsyncConsumer, float | None], Awaitable[Any]]) -> Any:
@@ -95,6 +109,7 @@ class Consumer:
         async def post() -> None:
             ev = _Event(name, trio.current_time() + budget, future)
             self._events.append(ev)
+            self._reaper_wake.set()
 
             async def work() -> None:
                 try:
@@ -124,6 +139,7 @@ class Consumer:
 
     def _wait(self, future: concurrent.futures.Future, name: str) -> Any:
         polls_seen, idle = self._poll_counter, 0.0
+        self._probe()
         while True:
             try:
                 return future.result(timeout=WATCHDOG_S)
@@ -137,6 +153,15 @@ class Consumer:
                     raise NetworkThreadDied(f"{name}: the consumer's network thread has not polled for {idle:.1f} s")
             else:
                 polls_seen, idle = self._poll_counter, 0.0
+            self._probe()
+
+    def _probe(self) -> None:
+        """Ask the network thread for a heartbeat (``_polled``): a thread stuck in a callback never
+        runs it. The reaper sleeps to its next deadline, so it is no heartbeat of its own."""
+        try:
+            self._runner.run_sync_soon(self._polled)
+        except trio.RunFinishedError:
+            pass   # the watchdog sees the thread gone
 
     def _check_alive(self) -> None:
         if self._error is not None:

@@ -32,6 +32,7 @@ from client.consumer.records import TopicPartition
 from client.errors import ErrorCode, KafkaError
 from client.metadata import ClusterMetadata, MetadataUpdater
 from client.protocol import ApiKey
+from client.wakeup import Wakeup
 
 Callback = Callable[[list[TopicPartition]], Any]
 Committed = Callable[[list[TopicPartition], float], Awaitable[dict[TopicPartition, int | None]]]
@@ -48,7 +49,7 @@ class GroupDriver:
         self.on_assign, self.on_revoke = on_assign, on_revoke
         self.request_timeout = config["request.timeout.ms"] / 1000
         self.active = trio.Event()          # set while joined with an assignment
-        self._wake = trio.Event()
+        self._wake = Wakeup()
 
     # -- facing the consumer ----------------------------------------------------------------
     @property
@@ -93,11 +94,10 @@ class GroupDriver:
     async def run(self) -> None:
         m = self.membership
         while m.state != CLOSED:
-            self._wake = trio.Event()
+            self._wake.new_cycle()
             action = m.handle_timeouts(trio.current_time())
             if action is None:
-                with trio.move_on_at(m.next_deadline()):
-                    await self._wake.wait()
+                await self._wake.sleep_until(m.next_deadline())
                 continue
             try:
                 await self._perform(action)

@@ -36,6 +36,7 @@ from client.producer.accumulator import RecordAccumulator
 from client.producer.batch import ProducerBatch
 from client.protocol import ApiKey
 from client.protocol.records import encode_batch
+from client.wakeup import Wakeup
 
 # DUPLICATE_SEQUENCE_NUMBER: already written, so a success (Java does the same)
 _WRITTEN = frozenset({ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER})
@@ -53,7 +54,7 @@ class Sender:
         self.sending: dict[int, int] = {}          # broker -> Produce requests out
         self._connecting: set[int] = set()
         self._init_running = False
-        self._wake = trio.Event()
+        self._wake = Wakeup()
         self.memory_freed = trio.Event()
         self.memory_listeners: list[Callable[[], None]] = []   # e.g. the blocking face's application thread
         self.nursery: trio.Nursery | None = None
@@ -66,14 +67,13 @@ class Sender:
         async with trio.open_nursery() as self.nursery:
             task_status.started()
             while True:
-                self._wake = trio.Event()
+                self._wake.new_cycle()
                 now = trio.current_time()
                 self._expire(now)
                 wait_until = self.acc.next_deadline()
                 if self._have_producer_id():
                     wait_until = min(wait_until, self._drain(now))
-                with trio.move_on_at(wait_until):
-                    await self._wake.wait()
+                await self._wake.sleep_until(wait_until)
 
     def _expire(self, now: float) -> None:
         expired = self.acc.expire(now)

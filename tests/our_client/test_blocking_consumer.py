@@ -63,6 +63,14 @@ def test_the_reaper_completes_an_event_that_outlives_its_deadline():
             assert 0.3 <= time.perf_counter() - start < 1.5
 
 
+def test_the_reaper_sleeps_until_its_next_deadline():
+    """Issue 14.3: the reaper polled every 10 ms; now it wakes only for an event that is due."""
+    with run_cluster_in_thread(brokers=1) as tc, Consumer({"bootstrap.servers": tc.bootstrap}) as c:
+        before = c._poll_counter
+        time.sleep(0.3)
+        assert c._poll_counter - before <= 1
+
+
 FAST_GROUP = {"group.id": "bg", "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
               "heartbeat.interval.ms": 200, "client.id": "blocking"}
 
