@@ -13,9 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
+from broker_emu.context import RequestContext
 from client.protocol import ApiKey, supported_versions
+from client.protocol.wire import Message
 
-Handler = Callable[[Any, Any], Awaitable[Mapping[str, Any] | None]]
+# ``async def handle_x(ctx: RequestContext, req: Message) -> dict[str, Any]``; None answers nothing
+# (Produce with acks=0)
+Handler = Callable[[RequestContext, Message], Awaitable[Mapping[str, Any] | None]]
 
 
 @dataclass(frozen=True)

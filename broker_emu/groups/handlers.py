@@ -15,6 +15,7 @@ from typing import Any
 
 import trio
 
+from broker_emu.context import RequestContext
 from broker_emu.groups.coordinator import JoinRequest
 from broker_emu.groups.offsets import offset_fields
 from broker_emu.groups.state import Reply
@@ -23,6 +24,7 @@ from broker_emu.handlers.authorized import GROUP_OPERATIONS, NOT_REQUESTED
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
+from client.protocol.wire import Message
 
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
@@ -73,7 +75,7 @@ def _coordinator(cluster: Any, key_type: int, key: str) -> dict[str, Any]:
 
 
 @handles(ApiKey.FIND_COORDINATOR, 0, 6)
-async def find_coordinator(ctx, req):
+async def find_coordinator(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """v0-3: one key; v4+: batched ``coordinator_keys``. key_type 0 group, 1 transaction.
 
     error_message as ``KafkaApis.handleFindCoordinatorRequest*`` fills it: v0-3 send
@@ -97,7 +99,7 @@ async def find_coordinator(ctx, req):
 
 # -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ----------------------------------------------------
 @handles(ApiKey.JOIN_GROUP, 0, 9)
-async def join_group(ctx, req):
+async def join_group(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """A long poll: answered when the join phase completes (all members rejoined or the rebalance
     timeout), at once for errors, MEMBER_ID_REQUIRED (v4+) and unchanged followers. v0 has no
     rebalance timeout: the session timeout is used, as Kafka does."""
@@ -124,7 +126,7 @@ async def join_group(ctx, req):
 
 
 @handles(ApiKey.SYNC_GROUP, 0, 5)
-async def sync_group(ctx, req):
+async def sync_group(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Followers wait for the leader's assignment; members missing SyncGroup within the
     rebalance timeout are removed. v5+ must name protocol type and name (Kafka: else
     INCONSISTENT_GROUP_PROTOCOL)."""
@@ -143,7 +145,7 @@ async def sync_group(ctx, req):
 
 
 @handles(ApiKey.HEARTBEAT, 0, 4)
-async def heartbeat(ctx, req):
+async def heartbeat(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Restarts the member's session; REBALANCE_IN_PROGRESS tells it to rejoin."""
     code = ctx.cluster.groups.heartbeat(
         group_id=req["group_id"], generation_id=req["generation_id"], member_id=req["member_id"],
@@ -153,7 +155,7 @@ async def heartbeat(ctx, req):
 
 
 @handles(ApiKey.LEAVE_GROUP, 0, 5)
-async def leave_group(ctx, req):
+async def leave_group(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """v0-2: one member, its error is the top-level error; v3+: a batch (KIP-345), each member
     by member id or, for the admin client, by group.instance.id alone."""
     v = ctx.api_version
@@ -173,7 +175,7 @@ def _partition_exists(cluster: Any, topic: str, partition: int) -> bool:
 
 
 @handles(ApiKey.OFFSET_COMMIT, 2, 9)
-async def offset_commit(ctx, req):
+async def offset_commit(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Per partition: UNKNOWN_TOPIC_OR_PARTITION for partitions the cluster lacks (checked before
     the group, as KafkaApis does), else the group's verdict, else OFFSET_METADATA_TOO_LARGE."""
     v = ctx.api_version
@@ -204,7 +206,7 @@ def _fetch_one(ctx: Any, group_id: str, topics: Any) -> tuple[int, list[dict[str
 
 
 @handles(ApiKey.OFFSET_FETCH, 1, 9)
-async def offset_fetch(ctx, req):
+async def offset_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """v1-7: one group (``topics`` null from v2 = all committed partitions); v8+: a batch of
     groups, each with its own error. A group error is per partition in v1, top-level after."""
     v = ctx.api_version
@@ -226,7 +228,7 @@ async def offset_fetch(ctx, req):
 
 # -- ListGroups / DescribeGroups ------------------------------------------------------------------------
 @handles(ApiKey.LIST_GROUPS, 0, 5)
-async def list_groups(ctx, req):
+async def list_groups(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Groups this broker coordinates. v4+: ``states_filter``, v5+: ``types_filter`` (only
     "classic" groups exist here); both case-insensitive."""
     v = ctx.api_version
@@ -239,7 +241,7 @@ async def list_groups(ctx, req):
 
 
 @handles(ApiKey.DESCRIBE_GROUPS, 0, 5)
-async def describe_groups(ctx, req):
+async def describe_groups(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """An unknown group is described as Dead with error NONE (Kafka before DescribeGroups v6).
     v3+: ``authorized_operations`` when asked, for groups answered without error
     (``KafkaApis.handleDescribeGroupsRequest``; no authorizer: every group operation). A group

@@ -5,14 +5,17 @@ SaslAuthenticate answers ILLEGAL_SASL_STATE, so a client configured for SASL fai
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from broker_emu.cluster import validate_topic_name
+from broker_emu.context import RequestContext
 from broker_emu.handlers import kafka_message
 from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, authorized
 from broker_emu.registry import handles
 from broker_emu.topic_config import InvalidConfig, validate_topic_configs
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
+from client.protocol.wire import Message
 
 # Codes not yet in client.errors.ErrorCode (add them there, then use E.<name>):
 INVALID_REPLICA_ASSIGNMENT, MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 39, 114, 115
@@ -21,7 +24,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 @handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
-async def init_producer_id(ctx, req):
+async def init_producer_id(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Idempotent producers get a fresh id (or an epoch bump for a known id, v3+).
     Transactions are not emulated: a transactional id is accepted but ignored."""
     pid, epoch = ctx.cluster.init_producer_id(req.producer_id, req.producer_epoch)
@@ -29,7 +32,7 @@ async def init_producer_id(ctx, req):
 
 
 @handles(ApiKey.CREATE_TOPICS, 2, 7)
-async def create_topics(ctx, req):
+async def create_topics(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Partitions/replication factor -1 take num.partitions/default.replication.factor;
     explicit replica assignments are honoured; validate_only changes nothing. Configs are
     validated as the controller does (``broker_emu.topic_config``): a null value, an unknown
@@ -102,7 +105,7 @@ def _create_error(cluster, name: str, n, rf, assignments, configs) -> tuple[int,
 
 
 @handles(ApiKey.DELETE_TOPICS, 1, 6)
-async def delete_topics(ctx, req):
+async def delete_topics(ctx: RequestContext, req: Message) -> dict[str, Any]:
     cluster = ctx.cluster
     wanted = [(n, None) for n in req.topic_names or ()] + [(t.name, t.topic_id) for t in req.topics or ()]
     out = []
@@ -126,7 +129,7 @@ DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 
 @handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
-async def describe_configs(ctx, req):
+async def describe_configs(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Topic (2) and broker (4) resources. Each value carries its source as the broker reports
     it: a topic override, a broker setting given at start (static), or Kafka's default.
     Errors as ``ConfigHelper.describeConfigs`` answers them: an unknown topic gets
@@ -185,7 +188,7 @@ def _configs(values: dict[str, tuple[str, int]], keys) -> list[dict]:
 
 
 @handles(ApiKey.DESCRIBE_CLUSTER, 0, 1)
-async def describe_cluster(ctx, req):
+async def describe_cluster(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Brokers answer for the broker endpoint type (KIP-919): asked for a controller endpoint,
     or an unknown type, Kafka answers MISMATCHED_ENDPOINT_TYPE / UNSUPPORTED_ENDPOINT_TYPE
     (INVALID_REQUEST in v0) with a message and nothing else (``AuthHelper.computeDescribeClusterResponse``).
@@ -207,17 +210,17 @@ async def describe_cluster(ctx, req):
 
 
 @handles(ApiKey.SASL_HANDSHAKE, 0, 1)
-async def sasl_handshake(ctx, req):
+async def sasl_handshake(ctx: RequestContext, req: Message) -> dict[str, Any]:
     return {"error_code": 33, "mechanisms": []}
 
 
 @handles(ApiKey.SASL_AUTHENTICATE, 0, 2)
-async def sasl_authenticate(ctx, req):
+async def sasl_authenticate(ctx: RequestContext, req: Message) -> dict[str, Any]:
     return {"error_code": 34, "error_message": "broker-emu does not support SASL", "auth_bytes": b""}
 
 
 @handles(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, advertised=lambda cluster: cluster.config["emu.telemetry"])
-async def get_telemetry_subscriptions(ctx, req):
+async def get_telemetry_subscriptions(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """KIP-714, only advertised with emu.telemetry: a subscription asking for no metrics."""
     instance = req.client_instance_id if req.client_instance_id and req.client_instance_id.int else uuid.UUID(int=ctx.cluster.rng.getrandbits(128))
     return {"throttle_time_ms": 0, "error_code": 0, "client_instance_id": instance, "subscription_id": 1,

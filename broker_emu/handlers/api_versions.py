@@ -9,16 +9,19 @@ answered like Kafka's ApiVersionsRequest.getErrorResponse: the error and no api 
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from broker_emu.context import RequestContext
 from broker_emu.registry import REGISTRY, advertised_range, handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
+from client.protocol.wire import Message
 
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 @handles(ApiKey.API_VERSIONS, 0, 4)
-async def api_versions(ctx, req):
+async def api_versions(ctx: RequestContext, req: Message) -> dict[str, Any]:
     if ctx.api_version >= 3 and not (_SOFTWARE.fullmatch(req.client_software_name or "")
                                      and _SOFTWARE.fullmatch(req.client_software_version or "")):
         # ApiVersionsRequest.getErrorResponse: the error alone, no api keys

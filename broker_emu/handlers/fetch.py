@@ -22,11 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker_emu.context import RequestContext
 from broker_emu.handlers.offsets import epoch_error
 from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
+from client.protocol.wire import Message
 
 EMPTY_RECORDS = b""  # MemoryRecords.EMPTY: a record set of length 0
 
@@ -152,7 +154,7 @@ class DelayedFetch(DelayedOperation):
 
 
 @handles(ApiKey.FETCH, 4, 17)
-async def fetch(ctx, req):
+async def fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     if ctx.api_version >= 7 and req.session_id != 0:
         return {"throttle_time_ms": 0, "error_code": E.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
     plan = FetchPlan(ctx, req)

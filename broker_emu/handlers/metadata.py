@@ -14,12 +14,15 @@ v8-10, the versions that carry the field."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
+from broker_emu.context import RequestContext
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
 from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, NOT_REQUESTED, TOPIC_OPERATIONS, authorized
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
+from client.protocol.wire import Message
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -51,7 +54,7 @@ def topic_error(error: int, name: str | None, topic_id: uuid.UUID = ZERO_UUID, o
 
 
 @handles(ApiKey.METADATA, 0, 12)
-async def metadata(ctx, req):
+async def metadata(ctx: RequestContext, req: Message) -> dict[str, Any]:
     cluster = ctx.cluster
     v = ctx.api_version
     requested = req.topics

@@ -17,9 +17,13 @@ epoch cache answers, after fencing on current_leader_epoch.
 
 from __future__ import annotations
 
+from typing import Any
+
+from broker_emu.context import RequestContext
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
+from client.protocol.wire import Message
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
@@ -52,7 +56,7 @@ def lookup(p, timestamp: int) -> tuple[int, int, int]:
 
 
 @handles(ApiKey.LIST_OFFSETS, 1, 10)
-async def list_offsets(ctx, req):
+async def list_offsets(ctx: RequestContext, req: Message) -> dict[str, Any]:
     cluster = ctx.cluster
     topics = []
     for t in req.topics:
@@ -89,7 +93,7 @@ def end_offset_for_epoch(p, requested: int) -> tuple[int, int]:
 
 
 @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4)
-async def offset_for_leader_epoch(ctx, req):
+async def offset_for_leader_epoch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     cluster = ctx.cluster
     topics = []
     for t in req.topics:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker_emu.context import RequestContext
 from broker_emu.handlers import CloseConnection
 from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
@@ -30,6 +31,7 @@ from broker_emu.validation import AppendError, validate_append
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError, iter_batches, parse_batch_header
+from client.protocol.wire import Message
 
 
 class PartitionResult:
@@ -164,7 +166,7 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
 
 
 @handles(ApiKey.PRODUCE, 0, 11)
-async def produce(ctx, req):
+async def produce(ctx: RequestContext, req: Message) -> dict[str, Any] | None:
     cluster = ctx.cluster
     acks = req.acks
     results: list[PartitionResult] = []
