@@ -1,6 +1,7 @@
 """The classic group coordinator: JoinGroup / SyncGroup / Heartbeat / LeaveGroup and the
-rebalance they drive, as Kafka's group coordinator runs them (SEMANTICS.md §2.5; Kafka 4.0's
-``GroupMetadataManager`` classic-group paths, which keep the 3.x ``GroupCoordinator`` rules).
+rebalance they drive, as Kafka's group coordinator runs them (Kafka 3.x ``GroupCoordinator`` and
+``DelayedJoin``; Kafka 4.0's ``GroupMetadataManager`` classic-group paths, which keep those rules).
+ListGroups / DescribeGroups and the snapshots are in ``views.py``, offsets in ``offsets.py``.
 
 Theory of operation
 - Every operation is a synchronous function of the group state and ``now`` (atomic under trio).
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,7 @@ from broker_emu.groups.state import (
     complete,
 )
 from broker_emu.groups.timers import Timers
+from broker_emu.groups.views import GroupViewsMixin
 from client.errors import ErrorCode as E
 
 # Kafka: GroupCoordinator.NewMemberJoinTimeoutMs / classicGroupNewMemberJoinTimeoutMs.
@@ -80,7 +81,7 @@ def sync_error(code: int) -> dict[str, Any]:
     return {"error_code": code}
 
 
-class GroupCoordinator(OffsetsMixin):
+class GroupCoordinator(OffsetsMixin, GroupViewsMixin):
     def __init__(self, cluster: Any):
         self.cluster = cluster
         self.groups: dict[str, Group] = {}
@@ -497,58 +498,3 @@ class GroupCoordinator(OffsetsMixin):
         for m in new.members.values():
             self._schedule_heartbeat(new, m.member_id, m.session_timeout_ms, now)
         return new
-
-    # -- ListGroups / DescribeGroups / debugging -----------------------------------------------------
-    def list_groups(self, *, broker_id: int, states: list[str], types: list[str], now: float) -> list[Group]:
-        """Groups this broker coordinates; filters are case-insensitive (Kafka 3.7+)."""
-        wanted_states = {s.lower() for s in states}
-        if types and "classic" not in {t.lower() for t in types}:
-            return []
-        out = []
-        for gid in list(self.groups):
-            if self.cluster.coordinator_for(gid) != broker_id:
-                continue
-            g = self.group(gid, now)
-            if g is not None and (not wanted_states or g.state.lower() in wanted_states):
-                out.append(g)
-        return out
-
-    def describe_group(self, group_id: str, *, broker_id: int, now: float) -> tuple[int, dict[str, Any]]:
-        """Kafka's GroupSummary: member metadata and assignments only while Stable."""
-        error = self.validate(group_id, broker_id, allow_empty=True)
-        if error is not None:
-            return error, {"group_state": "", "protocol_type": "", "protocol_data": "", "members": []}
-        g = self.group(group_id, now)
-        if g is None:
-            return E.NONE, {"group_state": DEAD, "protocol_type": "", "protocol_data": "", "members": []}
-        stable = g.state == STABLE
-        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-                    "client_host": m.client_host, "member_metadata": m.metadata(g.protocol_name) if stable else b"",
-                    "member_assignment": m.assignment if stable else b""} for m in g.members.values()]
-        return E.NONE, {"group_state": g.state, "protocol_type": g.protocol_type or "",
-                        "protocol_data": (g.protocol_name or "") if stable else "", "members": members}
-
-    def statistics(self) -> dict[str, Any]:
-        """A small snapshot: how many groups in which state, members, armed timers."""
-        return {"groups": len(self.groups), "states": dict(Counter(g.state for g in self.groups.values())),
-                "members": sum(len(g.members) for g in self.groups.values()),
-                "pending_members": sum(len(g.pending_join) for g in self.groups.values()),
-                "timers": len(self.timers), "next_deadline": self.timers.next_deadline()}
-
-    def describe(self, group_id: str | None = None) -> Any:
-        """Everything about one group (or all of them), deadlines on trio's clock, for debugging."""
-        if group_id is None:
-            return [self.describe(gid) for gid in sorted(self.groups)]
-        g = self.groups[group_id]
-        gid = g.group_id
-        return {"group_id": gid, "coordinator": g.coordinator, "state": g.state, "state_since": g.state_since,
-                "generation_id": g.generation_id, "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
-                "leader": g.leader_id, "pending_join": sorted(g.pending_join), "pending_sync": sorted(g.pending_sync),
-                "join_deadline": self.timers.deadline(("join", gid)), "sync_deadline": self.timers.deadline(("sync", gid)),
-                "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                             "client_id": m.client_id, "client_host": m.client_host,
-                             "session_timeout_ms": m.session_timeout_ms, "rebalance_timeout_ms": m.rebalance_timeout_ms,
-                             "session_deadline": self.timers.deadline(("hb", gid, m.member_id)),
-                             "waiting_in": "join" if m.awaiting_join else "sync" if m.awaiting_sync else None,
-                             "is_new": m.is_new} for m in g.members.values()],
-                "offsets": {f"{t}-{p}": o.offset for (t, p), o in sorted(g.offsets.items())}}
