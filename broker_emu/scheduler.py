@@ -8,13 +8,18 @@ operations comfortably, and the deadline is exact instead of rounded to a 1 ms t
 
 Cancelled timers are dropped lazily; when they outnumber the live ones the heap is rebuilt, so
 operations that complete early (the common case) do not pile up until their old deadline.
+
+``TimerHeap`` is the sans-io heap (no clock: callers pass ``now``); ``Scheduler`` drives one on
+trio's clock. The group coordinator's keyed timers (``broker_emu/groups/timers.py``) are a
+``TimerHeap`` too, so the emulator has one timer heap.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Callable
+import math
+from typing import Any, Callable
 
 import trio
 
@@ -24,7 +29,7 @@ _COMPACT_MIN = 1024
 class Timer:
     __slots__ = ("deadline", "fn", "cancelled", "_owner")
 
-    def __init__(self, deadline: float, fn: Callable[[], None], owner: "Scheduler | None" = None):
+    def __init__(self, deadline: float, fn: Callable[..., None], owner: "TimerHeap | None" = None):
         self.deadline, self.fn, self.cancelled, self._owner = deadline, fn, False, owner
 
     def cancel(self) -> None:
@@ -35,37 +40,42 @@ class Timer:
                 self._owner._cancelled_one()
 
 
-def _noop() -> None:
+def _noop(*_: Any) -> None:
     pass
 
 
-class Scheduler:
-    def __init__(self) -> None:
+class TimerHeap:
+    """Timers in deadline order (ties in insertion order), on whatever clock the caller uses.
+    ``on_earlier`` is called when a new timer becomes the earliest live one."""
+
+    def __init__(self, on_earlier: Callable[[], None] | None = None) -> None:
         self._heap: list[tuple[float, int, Timer]] = []
         self._seq = itertools.count()
-        self._wake = trio.Event()
         self._cancelled = 0
+        self.on_earlier = on_earlier
 
     def __len__(self) -> int:
         """Live (not cancelled) timers."""
         return len(self._heap) - self._cancelled
 
     def next_deadline(self) -> float:
-        return self._heap[0][0] if self._heap else float("inf")
+        """The earliest live deadline (cancelled timers at the top are dropped), or inf."""
+        while self._heap and self._heap[0][2].cancelled:
+            heapq.heappop(self._heap)
+            self._cancelled -= 1
+        return self._heap[0][0] if self._heap else math.inf
 
-    def call_at(self, deadline: float, fn: Callable[[], None]) -> Timer:
+    def call_at(self, deadline: float, fn: Callable[..., None]) -> Timer:
+        earlier = deadline < self.next_deadline()
         timer = Timer(deadline, fn, self)
-        if not self._heap or deadline < self._heap[0][0]:
-            self._wake.set()
         heapq.heappush(self._heap, (deadline, next(self._seq), timer))
+        if earlier and self.on_earlier is not None:
+            self.on_earlier()
         return timer
 
-    def call_later(self, delay: float, fn: Callable[[], None]) -> Timer:
-        return self.call_at(trio.current_time() + delay, fn)
-
-    def run_due(self, now: float) -> int:
-        """Run every timer due at ``now`` (in deadline order, ties in insertion order)."""
-        ran = 0
+    def pop_due(self, now: float) -> Timer | None:
+        """The earliest live timer due at ``now``, taken off the heap (its ``fn`` is the caller's
+        to run), or None."""
         while self._heap and self._heap[0][0] <= now:
             _, _, timer = heapq.heappop(self._heap)
             if timer.cancelled:
@@ -73,6 +83,14 @@ class Scheduler:
                 continue
             timer._owner = None  # fired: a late cancel() must not count it again
             timer.cancelled = True
+            return timer
+        return None
+
+    def run_due(self, now: float) -> int:
+        """Run every timer due at ``now`` (in deadline order, ties in insertion order); timers
+        they add run too if already due."""
+        ran = 0
+        while (timer := self.pop_due(now)) is not None:
             timer.fn()
             ran += 1
         return ran
@@ -86,6 +104,20 @@ class Scheduler:
 
     def statistics(self) -> dict[str, int]:
         return {"live": len(self), "heap": len(self._heap)}
+
+
+class Scheduler(TimerHeap):
+    """One ``TimerHeap`` per cluster, driven on trio's clock by ``run``."""
+
+    def __init__(self) -> None:
+        super().__init__(on_earlier=self._wake_up)
+        self._wake = trio.Event()
+
+    def _wake_up(self) -> None:
+        self._wake.set()
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> Timer:
+        return self.call_at(trio.current_time() + delay, fn)
 
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()

@@ -3,23 +3,31 @@ replaces any task under the same key, ``cancel(key)`` drops it).
 
 Sans-io: deadlines are plain floats on trio's clock, supplied by the caller. The driver asks
 ``next_deadline()``, sleeps until then (or until ``on_earlier`` says a sooner one arrived) and
-calls ``fire_due(now)``; each task receives the ``now`` it fires at. Superseded entries stay in the heap and are skipped when popped.
+calls ``fire_due(now)``; each task receives the ``now`` it fires at. The heap is the emulator's one
+``TimerHeap`` (``broker_emu/scheduler.py``): replaced and cancelled tasks are dropped lazily.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
-import math
 from collections.abc import Callable, Hashable
+
+from broker_emu.scheduler import Timer, TimerHeap
 
 
 class Timers:
+    """Keys over one ``TimerHeap`` (``broker_emu/scheduler.py``): a key has at most one task."""
+
     def __init__(self, on_earlier: Callable[[], None] | None = None) -> None:
-        self._heap: list[tuple[float, int, Hashable]] = []
-        self._live: dict[Hashable, tuple[float, int, Callable[[float], None]]] = {}
-        self._seq = itertools.count()
-        self.on_earlier = on_earlier
+        self._heap = TimerHeap(on_earlier)
+        self._live: dict[Hashable, Timer] = {}
+
+    @property
+    def on_earlier(self) -> Callable[[], None] | None:
+        return self._heap.on_earlier
+
+    @on_earlier.setter
+    def on_earlier(self, fn: Callable[[], None] | None) -> None:
+        self._heap.on_earlier = fn
 
     def __len__(self) -> int:
         return len(self._live)
@@ -28,40 +36,37 @@ class Timers:
         return key in self._live
 
     def deadline(self, key: Hashable) -> float | None:
-        entry = self._live.get(key)
-        return entry[0] if entry else None
+        timer = self._live.get(key)
+        return timer.deadline if timer else None
 
     def schedule(self, key: Hashable, deadline: float, fn: Callable[[float], None]) -> None:
-        seq = next(self._seq)
-        earlier = deadline < self.next_deadline()
-        self._live[key] = (deadline, seq, fn)
-        heapq.heappush(self._heap, (deadline, seq, key))
-        if earlier and self.on_earlier is not None:
-            self.on_earlier()
+        old = self._live.get(key)
+
+        def fire(now: float) -> None:
+            del self._live[key]
+            fn(now)
+
+        self._live[key] = self._heap.call_at(deadline, fire)   # "earlier" counts the old one as armed
+        if old is not None:
+            old.cancel()
 
     def cancel(self, key: Hashable) -> None:
-        self._live.pop(key, None)
+        timer = self._live.pop(key, None)
+        if timer is not None:
+            timer.cancel()
 
     def cancel_where(self, predicate: Callable[[Hashable], bool]) -> None:
         for key in [k for k in self._live if predicate(k)]:
-            del self._live[key]
+            self._live.pop(key).cancel()
 
     def next_deadline(self) -> float:
-        while self._heap and not self._current(self._heap[0]):
-            heapq.heappop(self._heap)
-        return self._heap[0][0] if self._heap else math.inf
+        return self._heap.next_deadline()
 
     def fire_due(self, now: float) -> int:
         """Run every task due at ``now`` in deadline order (ties: scheduling order); tasks may
         schedule more, and those run too if already due. Returns how many ran."""
         ran = 0
-        while self.next_deadline() <= now:
-            _, _, key = heapq.heappop(self._heap)
-            _, _, fn = self._live.pop(key)
-            fn(now)
+        while (timer := self._heap.pop_due(now)) is not None:
+            timer.fn(now)
             ran += 1
         return ran
-
-    def _current(self, entry: tuple[float, int, Hashable]) -> bool:
-        live = self._live.get(entry[2])
-        return live is not None and live[1] == entry[1]
