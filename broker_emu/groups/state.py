@@ -208,7 +208,7 @@ class Group:
                  "metadata": m.metadata(self.protocol_name)} for m in self.members.values()]
 
     def join_result(self, member_id: str, *, leader_view: bool, skip_assignment: bool = False) -> dict[str, Any]:
-        return {"error_code": 0, "generation_id": self.generation_id, "protocol_type": self.protocol_type,
+        return {"error_code": ErrorCode.NONE, "generation_id": self.generation_id, "protocol_type": self.protocol_type,
                 "protocol_name": self.protocol_name, "leader": self.leader_id or "", "skip_assignment": skip_assignment,
                 "member_id": member_id, "members": self.join_members() if leader_view else []}
 

@@ -109,7 +109,7 @@ def _fetch_error(version: int, request: Any, code: int) -> dict[str, Any]:
     # a read that failed with that error in every partition (ReplicaManager.createLogReadResult)
     from broker_emu.handlers.fetch import error_partition
 
-    return {"error_code": 0, "responses": [{"topic": t.get("topic", ""), "topic_id": t.get("topic_id"), "partitions": [
+    return {"error_code": ErrorCode.NONE, "responses": [{"topic": t.get("topic", ""), "topic_id": t.get("topic_id"), "partitions": [
         error_partition(p["partition"], code, before_read=False) for p in t["partitions"]]} for t in request["topics"]]}
 
 

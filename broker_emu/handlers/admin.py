@@ -28,7 +28,7 @@ async def init_producer_id(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Idempotent producers get a fresh id (or an epoch bump for a known id, v3+).
     Transactions are not emulated: a transactional id is accepted but ignored."""
     pid, epoch = ctx.cluster.init_producer_id(req.producer_id, req.producer_epoch)
-    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": epoch}
+    return {"throttle_time_ms": 0, "error_code": E.NONE, "producer_id": pid, "producer_epoch": epoch}
 
 
 @handles(ApiKey.CREATE_TOPICS, 2, 7)
@@ -46,7 +46,7 @@ def _create_one(cluster, t, validate_only: bool) -> dict:
     replication factor, an empty config list); a success (or a validate_only pass) carries the
     topic's effective configs (v5+, KIP-525) — here the ones the emulator knows, as
     DescribeConfigs reports them."""
-    entry = {"name": t.name, "topic_id": ZERO_UUID, "error_code": 0, "error_message": None, "topic_config_error_code": 0,
+    entry = {"name": t.name, "topic_id": ZERO_UUID, "error_code": E.NONE, "error_message": None, "topic_config_error_code": E.NONE,
              "num_partitions": -1, "replication_factor": -1, "configs": []}
     n = None if t.num_partitions == -1 else t.num_partitions
     rf = None if t.replication_factor == -1 else t.replication_factor
@@ -118,7 +118,7 @@ async def delete_topics(ctx: RequestContext, req: Message) -> dict[str, Any]:
             out.append({"name": name, "topic_id": tid or ZERO_UUID, "error_code": error, "error_message": kafka_message(error)})
             continue
         cluster.delete_topic(topic.name)
-        out.append({"name": topic.name, "topic_id": topic.topic_id, "error_code": 0, "error_message": None})
+        out.append({"name": topic.name, "topic_id": topic.topic_id, "error_code": E.NONE, "error_message": None})
     return {"throttle_time_ms": 0, "responses": out}
 
 
@@ -143,7 +143,7 @@ async def describe_configs(ctx: RequestContext, req: Message) -> dict[str, Any]:
 
 def _describe_one(ctx, r) -> dict:
     cluster = ctx.cluster
-    entry = {"error_code": 0, "error_message": None, "resource_type": r.resource_type, "resource_name": r.resource_name,
+    entry = {"error_code": E.NONE, "error_message": None, "resource_type": r.resource_type, "resource_name": r.resource_name,
              "configs": []}
     if r.resource_type == 2:
         try:
@@ -203,7 +203,7 @@ async def describe_cluster(ctx: RequestContext, req: Message) -> dict[str, Any]:
         message = ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
                    if known else f"Unsupported endpoint type {wanted}")
         return {"throttle_time_ms": 0, "error_code": error, "error_message": message}
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "endpoint_type": BROKER_ENDPOINT,
+    return {"throttle_time_ms": 0, "error_code": E.NONE, "error_message": None, "endpoint_type": BROKER_ENDPOINT,
             "cluster_id": cluster.cluster_id, "controller_id": controller_id(cluster),
             "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in cluster.live_brokers()],
             "cluster_authorized_operations": authorized(CLUSTER_OPERATIONS, req.include_cluster_authorized_operations)}
@@ -211,18 +211,18 @@ async def describe_cluster(ctx: RequestContext, req: Message) -> dict[str, Any]:
 
 @handles(ApiKey.SASL_HANDSHAKE, 0, 1)
 async def sasl_handshake(ctx: RequestContext, req: Message) -> dict[str, Any]:
-    return {"error_code": 33, "mechanisms": []}
+    return {"error_code": E.UNSUPPORTED_SASL_MECHANISM, "mechanisms": []}
 
 
 @handles(ApiKey.SASL_AUTHENTICATE, 0, 2)
 async def sasl_authenticate(ctx: RequestContext, req: Message) -> dict[str, Any]:
-    return {"error_code": 34, "error_message": "broker-emu does not support SASL", "auth_bytes": b""}
+    return {"error_code": E.ILLEGAL_SASL_STATE, "error_message": "broker-emu does not support SASL", "auth_bytes": b""}
 
 
 @handles(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, advertised=lambda cluster: cluster.config["emu.telemetry"])
 async def get_telemetry_subscriptions(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """KIP-714, only advertised with emu.telemetry: a subscription asking for no metrics."""
     instance = req.client_instance_id if req.client_instance_id and req.client_instance_id.int else uuid.UUID(int=ctx.cluster.rng.getrandbits(128))
-    return {"throttle_time_ms": 0, "error_code": 0, "client_instance_id": instance, "subscription_id": 1,
+    return {"throttle_time_ms": 0, "error_code": E.NONE, "client_instance_id": instance, "subscription_id": 1,
             "accepted_compression_types": [0], "push_interval_ms": 300000, "telemetry_max_bytes": 1048576,
             "delta_temporality": True, "requested_metrics": []}

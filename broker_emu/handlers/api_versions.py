@@ -31,4 +31,4 @@ async def api_versions(ctx: RequestContext, req: Message) -> dict[str, Any]:
         rng = advertised_range(ctx.cluster, api)
         if rng is not None:
             keys.append({"api_key": int(api), "min_version": rng[0], "max_version": rng[1]})
-    return {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0}
+    return {"error_code": E.NONE, "api_keys": keys, "throttle_time_ms": 0}

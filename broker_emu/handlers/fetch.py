@@ -121,12 +121,12 @@ class FetchPlan:
                 data = p.log.read(pr.fetch_offset, limit, p.high_watermark, min_one)
                 budget -= len(data)
                 min_one = min_one and not data
-                part = {"partition_index": pr.partition, "error_code": 0, "high_watermark": p.high_watermark,
+                part = {"partition_index": pr.partition, "error_code": E.NONE, "high_watermark": p.high_watermark,
                         "last_stable_offset": p.high_watermark, "log_start_offset": p.log.log_start_offset,
                         "aborted_transactions": None, "preferred_read_replica": -1, "records": data}
             key = tid if self.ctx.api_version >= 13 else name
             by_topic.setdefault(key, {"topic": name or "", "topic_id": tid, "partitions": []})["partitions"].append(part)
-        response = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": list(by_topic.values())}
+        response = {"throttle_time_ms": 0, "error_code": E.NONE, "session_id": 0, "responses": list(by_topic.values())}
         if leaders:
             response["node_endpoints"] = [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
                                           for b in self.ctx.cluster.live_brokers() if b.id in leaders]

@@ -30,7 +30,7 @@ ZERO_UUID = uuid.UUID(int=0)
 def partition_metadata(cluster, p) -> dict:
     alive = cluster.is_alive(p.leader)
     return {
-        "error_code": 0 if alive else 5,
+        "error_code": E.NONE if alive else E.LEADER_NOT_AVAILABLE,
         "partition_index": p.index,
         "leader_id": p.leader if alive else -1,
         "leader_epoch": p.leader_epoch,
@@ -41,7 +41,7 @@ def partition_metadata(cluster, p) -> dict:
 
 
 def topic_metadata(cluster, topic, ops: int = NOT_REQUESTED) -> dict:
-    return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id,
+    return {"error_code": E.NONE, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.name in KAFKA_INTERNAL_TOPICS,
             "partitions": [partition_metadata(cluster, p) for p in topic.partitions],
             "topic_authorized_operations": ops}

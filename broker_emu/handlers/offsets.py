@@ -63,7 +63,7 @@ async def list_offsets(ctx: RequestContext, req: Message) -> dict[str, Any]:
         parts = []
         for pr in t.partitions:
             p = cluster.partition(t.name, pr.partition_index)
-            out = {"partition_index": pr.partition_index, "error_code": 0, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+            out = {"partition_index": pr.partition_index, "error_code": E.NONE, "timestamp": -1, "offset": -1, "leader_epoch": -1}
             if p is None:
                 out["error_code"] = E.UNKNOWN_TOPIC_OR_PARTITION
             elif p.leader != ctx.broker_id:
@@ -100,7 +100,7 @@ async def offset_for_leader_epoch(ctx: RequestContext, req: Message) -> dict[str
         parts = []
         for pr in t.partitions:
             p = cluster.partition(t.topic, pr.partition)
-            out = {"error_code": 0, "partition": pr.partition, "leader_epoch": -1, "end_offset": -1}
+            out = {"error_code": E.NONE, "partition": pr.partition, "leader_epoch": -1, "end_offset": -1}
             if p is None:
                 out["error_code"] = E.UNKNOWN_TOPIC_OR_PARTITION
             elif p.leader != ctx.broker_id:

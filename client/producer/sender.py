@@ -29,8 +29,7 @@ import trio
 from client.backoff import ExponentialBackoff
 from client.errors import ErrorCode, KafkaError, error_for_code, error_name
 from client.exceptions import DeliveryTimeoutException, broker_request_timed_out_message
-from client.metadata import STALE_METADATA_ERRORS as STALE_METADATA
-from client.metadata import ClusterMetadata, MetadataUpdater
+from client.metadata import STALE_METADATA_ERRORS, ClusterMetadata, MetadataUpdater
 from client.network import NetworkClient
 from client.producer.accumulator import RecordAccumulator
 from client.producer.batch import ProducerBatch
@@ -248,7 +247,7 @@ class Sender:
             if p.error_code in _WRITTEN:
                 b.complete(p.base_offset, p.get("log_append_time_ms", -1))
                 continue
-            if p.error_code in STALE_METADATA:
+            if p.error_code in STALE_METADATA_ERRORS:
                 self._maybe_new_leader(b, p)
             if p.error_code == ErrorCode.REQUEST_TIMED_OUT:
                 message = broker_request_timed_out_message(node, address, b.topic, b.partition, self.config["request.timeout.ms"])
