@@ -1,4 +1,4 @@
-"""Record batches, magic 2 (the only format current clients send; SEMANTICS.md §1.7).
+"""Record batches, magic 2 (the only format current clients send; Kafka's ``DefaultRecordBatch`` and ``DefaultRecord``).
 
 Layout (bytes from the batch start): base_offset int64 · batch_length int32 (bytes after this
 field) · partition_leader_epoch int32 · magic int8 · crc uint32 (CRC-32C of bytes 21..end) ·
@@ -379,9 +379,9 @@ def _read_headers(body: bytes, pos: int, end: int) -> tuple[list, int]:
 
 def _decode_records(body: bytes, count: int, base_offset: int, base_ts: int,
                     log_append_time: int | None) -> list[Record]:
-    """The records section. One- and two-byte varints (nearly all of them) are read inline; a
-    slice past a record's end is caught by the ``pos != end`` check. ``body[pos + 1]`` past the
-    data raises IndexError, which the caller reports as a corrupt batch."""
+    """The records section (Kafka's ``DefaultRecord`` layout). One- and two-byte varints (nearly
+    all of them) are read inline; ``body[pos + 1]`` past the data raises IndexError, which the
+    caller reports as a corrupt batch."""
     records: list[Record] = []
     append = records.append
     n = len(body)
@@ -410,44 +410,56 @@ def _decode_records(body: bytes, count: int, base_offset: int, base_ts: int,
         if b < 0x80:
             offset_delta = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif body[pos + 1] < 0x80:  # two bytes: records 64 to 8,191 of a batch
+            raw = (b & 0x7F) | (body[pos + 1] << 7)
+            offset_delta = (raw >> 1) ^ -(raw & 1)
+            pos += 2
         else:
             offset_delta, pos = read_varint(body, pos)
-        b = body[pos]
-        if b == 1:
-            key = None
-            pos += 1
-        elif b < 0x80 and not b & 1:
-            pos += 1
-            key = body[pos:pos + (b >> 1)]
-            pos += b >> 1
-        else:
-            key, pos = _read_nullable(body, pos)
-        b = body[pos]
-        if b == 1:
-            value = None
-            pos += 1
-        elif b < 0x80 and not b & 1:
-            pos += 1
-            value = body[pos:pos + (b >> 1)]
-            pos += b >> 1
-        elif b >= 0x80 and body[pos + 1] < 0x80 and not b & 1:  # two bytes: values of 64 B to 8 KB
-            size = ((b & 0x7F) | (body[pos + 1] << 7)) >> 1
-            pos += 2
-            value = body[pos:pos + size]
-            pos += size
-        else:
-            value, pos = _read_nullable(body, pos)
-        if pos >= end:
-            raise ValueError(f"key and value overrun the record ending at {end}")
-        if body[pos] == 0:
-            headers: list = []
-            pos += 1
-        else:
-            headers, pos = _read_headers(body, pos, end)
-        if pos != end:
-            raise ValueError(f"record ending at {end} used {pos - end + length} bytes, not {length}")
+        key, value, headers = _read_key_value_headers(body, pos, end, length)
         ts = base_ts + ts_delta if log_append_time is None else log_append_time
         append(Record(value, key, headers, ts, base_offset + offset_delta))
+        pos = end
     if pos != n:
         raise ValueError(f"{n - pos} bytes after the last record")
     return records
+
+
+def _read_key_value_headers(body: bytes, pos: int, end: int, length: int) -> tuple[bytes | None, bytes | None, list]:
+    """The rest of the record ending at ``end``: key, value, headers. Short keys and values are
+    read inline; a slice past the record's end is caught by the ``pos != end`` check."""
+    b = body[pos]
+    if b == 1:
+        key = None
+        pos += 1
+    elif b < 0x80 and not b & 1:
+        pos += 1
+        key = body[pos:pos + (b >> 1)]
+        pos += b >> 1
+    else:
+        key, pos = _read_nullable(body, pos)
+    b = body[pos]
+    if b == 1:
+        value = None
+        pos += 1
+    elif b < 0x80 and not b & 1:
+        pos += 1
+        value = body[pos:pos + (b >> 1)]
+        pos += b >> 1
+    elif b >= 0x80 and body[pos + 1] < 0x80 and not b & 1:  # two bytes: values of 64 B to 8 KB
+        size = ((b & 0x7F) | (body[pos + 1] << 7)) >> 1
+        pos += 2
+        value = body[pos:pos + size]
+        pos += size
+    else:
+        value, pos = _read_nullable(body, pos)
+    if pos >= end:
+        raise ValueError(f"key and value overrun the record ending at {end}")
+    if body[pos] == 0:
+        headers: list = []
+        pos += 1
+    else:
+        headers, pos = _read_headers(body, pos, end)
+    if pos != end:
+        raise ValueError(f"record ending at {end} used {pos - end + length} bytes, not {length}")
+    return key, value, headers
