@@ -45,7 +45,7 @@ def test_trio_thread_runs_calls_and_stops():
     assert thread.is_alive()
 
     async def add(a: int, b: int) -> int:
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         return a + b
 
     assert thread.run(add, 2, 3) == 5
