@@ -1,8 +1,8 @@
 """Kafka's error codes, one exception class per code, named after Kafka's names.
 
-Written by hand from ERRORS.md (the project's reference notes, from the Java client's Errors
-table): ``ErrorCode`` is the IntEnum of wire codes (``ErrorCode.REQUEST_TIMED_OUT == 7``), and
-each code has a class named CamelCase + ``Error`` (``NOT_LEADER_OR_FOLLOWER`` ->
+Written by hand from the Java client's error table (``org.apache.kafka.common.protocol.Errors``,
+which tests/test_errors.py holds as test data): ``ErrorCode`` is the IntEnum of wire codes
+(``ErrorCode.REQUEST_TIMED_OUT == 7``), and each code has a class named CamelCase + ``Error`` (``NOT_LEADER_OR_FOLLOWER`` ->
 ``NotLeaderOrFollowerError``) carrying ``code``, ``name``, ``retriable`` (the Java client's
 classification: the class extends RetriableException) and ``message``. The two codes whose
 names already end in EXCEPTION keep Java's class names (``InvalidTopicException``,
@@ -372,7 +372,7 @@ class StaleMemberEpochError(KafkaError):
     name = 'STALE_MEMBER_EPOCH'
 
 
-# -- client-local errors (never on the wire; ERRORS.md, "Client-local codes") -------------------
+# -- client-local errors (never on the wire; Java's TimeoutException, DisconnectException) -----
 
 class TimeoutException(RetriableError):
     """A client-side deadline passed (request.timeout.ms, delivery.timeout.ms, max.block.ms, an
@@ -412,72 +412,11 @@ KAFKAJS_ERRORS: dict[str, type[KafkaError]] = {
 }
 
 
+# Each wire code's class, collected from the classes above (those that set their own ``code``, so
+# DisconnectException, a NetworkException, does not take code 13).
 ERROR_CLASSES: dict[int, type[KafkaError]] = {
-    -1: UnknownServerError,
-    1: OffsetOutOfRangeError,
-    2: CorruptMessageError,
-    3: UnknownTopicOrPartitionError,
-    5: LeaderNotAvailableError,
-    6: NotLeaderOrFollowerError,
-    7: RequestTimedOutError,
-    8: BrokerNotAvailableError,
-    9: ReplicaNotAvailableError,
-    10: MessageTooLargeError,
-    12: OffsetMetadataTooLargeError,
-    13: NetworkException,
-    14: CoordinatorLoadInProgressError,
-    15: CoordinatorNotAvailableError,
-    16: NotCoordinatorError,
-    17: InvalidTopicException,
-    18: RecordListTooLargeError,
-    19: NotEnoughReplicasError,
-    20: NotEnoughReplicasAfterAppendError,
-    21: InvalidRequiredAcksError,
-    22: IllegalGenerationError,
-    23: InconsistentGroupProtocolError,
-    24: InvalidGroupIdError,
-    25: UnknownMemberIdError,
-    26: InvalidSessionTimeoutError,
-    27: RebalanceInProgressError,
-    28: InvalidCommitOffsetSizeError,
-    29: TopicAuthorizationFailedError,
-    30: GroupAuthorizationFailedError,
-    31: ClusterAuthorizationFailedError,
-    32: InvalidTimestampError,
-    33: UnsupportedSaslMechanismError,
-    34: IllegalSaslStateError,
-    35: UnsupportedVersionError,
-    36: TopicAlreadyExistsError,
-    37: InvalidPartitionsError,
-    38: InvalidReplicationFactorError,
-    40: InvalidConfigError,
-    41: NotControllerError,
-    42: InvalidRequestError,
-    43: UnsupportedForMessageFormatError,
-    45: OutOfOrderSequenceNumberError,
-    46: DuplicateSequenceNumberError,
-    47: InvalidProducerEpochError,
-    49: InvalidProducerIdMappingError,
-    51: ConcurrentTransactionsError,
-    56: KafkaStorageError,
-    58: SaslAuthenticationFailedError,
-    59: UnknownProducerIdError,
-    69: GroupIdNotFoundError,
-    70: FetchSessionIdNotFoundError,
-    71: InvalidFetchSessionEpochError,
-    74: FencedLeaderEpochError,
-    75: UnknownLeaderEpochError,
-    76: UnsupportedCompressionTypeError,
-    78: OffsetNotAvailableError,
-    79: MemberIdRequiredError,
-    81: GroupMaxSizeReachedError,
-    82: FencedInstanceIdError,
-    87: InvalidRecordError,
-    89: ThrottlingQuotaExceededError,
-    90: ProducerFencedError,
-    100: UnknownTopicIdError,
-    110: FencedMemberEpochError,
-    113: StaleMemberEpochError,
+    cls.code: cls for cls in list(globals().values())
+    if isinstance(cls, type) and issubclass(cls, KafkaError) and "code" in vars(cls) and cls.code is not None
 }
 
 
