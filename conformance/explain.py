@@ -31,8 +31,23 @@ LANES = ("application", "client requests", "wire", "broker", "purgatory", "who g
 
 
 def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
+    """The timeline's spans and marks, lane by lane (LANES)."""
     spans: list[Span] = []
     marks: list[Mark] = []
+    _application(trace, spans, marks)
+    _client_requests(trace, spans)
+    _broker(trace, marks)
+    _purgatory(trace, spans)
+    _wire(trace, marks)
+    _who_gave_up_first(spans, marks)
+    marks.sort(key=lambda m: (m.t, m.lane, m.label))  # events at one instant: a stable order
+    # trio runs ready tasks in a deliberately varying order, so two requests sent at one virtual
+    # instant may reach the trace either way round: order by time, then by name
+    spans.sort(key=lambda s: (s.start, s.end, s.label))
+    return spans, marks
+
+
+def _application(trace: list[TraceEvent], spans: list[Span], marks: list[Mark]) -> None:
     starts: dict[str, float] = {}
     for e in trace:
         if e.kind == "app_call":
@@ -45,6 +60,9 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
                                   "ok" if e.details.get("ok") else "error"))
                 if e.details.get("message"):
                     marks.append(Mark("application", e.t_ms, e.details["message"][:110]))
+
+
+def _client_requests(trace: list[TraceEvent], spans: list[Span]) -> None:
     answered = {(e.conn, e.correlation_id): e for e in trace if e.kind == "send"}
     closes = {e.conn: e for e in trace if e.kind == "conn_close"}
     for e in trace:
@@ -65,6 +83,9 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
                 spans.append(Span("client requests", e.t_ms, close.t_ms,
                                   f"{e.api} unanswered: client gave up (request.timeout.ms), closed the connection",
                                   "timeout-client"))
+
+
+def _broker(trace: list[TraceEvent], marks: list[Mark]) -> None:
     for e in trace:
         if e.kind == "fault_applied":
             marks.append(Mark("broker", e.t_ms, f"fault: {e.details['action']['type']} on {e.api}"))
@@ -72,6 +93,9 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
             marks.append(Mark("broker", e.t_ms, f"{e.kind.replace('_', ' ')} {e.details}"))
         elif e.kind == "conn_close" and e.details.get("closed_by") == "client":
             marks.append(Mark("broker", e.t_ms, f"client closed conn {e.conn}"))
+
+
+def _purgatory(trace: list[TraceEvent], spans: list[Span]) -> None:
     entered = {}
     for e in trace:
         if e.kind == "purgatory_enter":
@@ -88,21 +112,22 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
                 label = (f"parked {e.api}: REQUEST_TIMED_OUT at timeout_ms={e.details.get('timeout_ms')} (server side)"
                          if expired else f"parked {e.api}: completed")
                 spans.append(Span("purgatory", start.t_ms, e.t_ms, label, "timeout-server" if expired else "ok"))
+
+
+def _wire(trace: list[TraceEvent], marks: list[Mark]) -> None:
     for e in trace:   # the wire: what crossed it, each way (ApiVersions left out, as above)
         if e.kind == "recv" and e.api not in ("ApiVersions", None):
             marks.append(Mark("wire", e.t_ms, f"-> {e.api} (conn {e.conn})"))
         elif e.kind == "send" and e.api not in ("ApiVersions", None):
             marks.append(Mark("wire", e.t_ms, f"<- {e.api} (conn {e.conn})"))
+
+
+def _who_gave_up_first(spans: list[Span], marks: list[Mark]) -> None:
     first = min((sp for sp in spans if sp.kind in ("timeout-client", "timeout-server")), key=lambda sp: sp.end, default=None)
     if first is not None:
         side = ("the client (request.timeout.ms): it closed the connection" if first.kind == "timeout-client"
                 else "the broker (its purgatory, timeout_ms): it answered REQUEST_TIMED_OUT")
         marks.append(Mark("who gave up first", first.end, f"first to give up: {side}"))
-    marks.sort(key=lambda m: (m.t, m.lane, m.label))  # events at one instant: a stable order
-    # trio runs ready tasks in a deliberately varying order, so two requests sent at one virtual
-    # instant may reach the trace either way round: order by time, then by name
-    spans.sort(key=lambda s: (s.start, s.end, s.label))
-    return spans, marks
 
 
 def _end(spans: list[Span], marks: list[Mark]) -> float:
