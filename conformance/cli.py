@@ -147,17 +147,12 @@ def _compare_panel(scenario, spec: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance import report
     from conformance.model import Status
     from conformance.runner import Plan, default_adapters, run_plan, select
     from conformance.scenarios import CATALOGUE
 
     if args.list:
-        from conformance.runner import external_ok
-
-        for s in CATALOGUE:
-            where = " (also --bootstrap)" if external_ok(s) else ""
-            print(f"{s.id:<42} [{s.family}] {s.title}{where}")
+        _print_catalogue(CATALOGUE)
         return 0
     adapters = default_adapters()
     if args.client:
@@ -174,14 +169,35 @@ def run(args: argparse.Namespace) -> int:
         overrides = dict(parse_param(p) for p in args.param or ())
         scenarios = [apply_params(s, overrides, args.seed) for s in scenarios]
     start = time.perf_counter()
+    results = run_plan(Plan(scenarios, adapters, args.scale, args.bootstrap), _progress)
+    _print_summary(results, time.perf_counter() - start, args)
+    ours = [r for r in results if r.client.startswith("broker-emu")]
+    broken = [r for r in results if r.status is Status.ERROR]
+    failed_ours = [r for r in ours if r.status is Status.FAIL]
+    # exit 0 only if every applicable contract holds for our client and the harness ran cleanly;
+    # third-party failures are findings (docs/findings.md), not errors
+    return 1 if broken or failed_ours else 0
 
-    def progress(done: int, total: int, result) -> None:
-        bar = "#" * int(30 * done / total)
-        print(f"\r[{bar:<30}] {done}/{total} {result.client}: {result.scenario} {result.status.value}".ljust(110),
-              end="" if done < total else "\n", file=sys.stderr, flush=True)
 
-    results = run_plan(Plan(scenarios, adapters, args.scale, args.bootstrap), progress)
-    wall = time.perf_counter() - start
+def _print_catalogue(catalogue) -> None:
+    from conformance.runner import external_ok
+
+    for s in catalogue:
+        where = " (also --bootstrap)" if external_ok(s) else ""
+        print(f"{s.id:<42} [{s.family}] {s.title}{where}")
+
+
+def _progress(done: int, total: int, result) -> None:
+    bar = "#" * int(30 * done / total)
+    print(f"\r[{bar:<30}] {done}/{total} {result.client}: {result.scenario} {result.status.value}".ljust(110),
+          end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+
+def _print_summary(results: list, wall: float, args: argparse.Namespace) -> None:
+    """The matrix and the counts on stdout, then the reports asked for (--json, --junit, --html)."""
+    from conformance import report
+    from conformance.model import Status
+
     simulated = sum(r.simulated_s for r in results)
     print(report.matrix(results))
     print(f"\n{len(results)} runs: {sum(r.status is Status.PASS for r in results)} pass, "
@@ -203,9 +219,3 @@ def run(args: argparse.Namespace) -> int:
         links = write_timelines(results, args.html)
         with open(args.html, "w") as f:
             f.write(report.to_html(results, timeline_links=links))
-    ours = [r for r in results if r.client.startswith("broker-emu")]
-    broken = [r for r in results if r.status is Status.ERROR]
-    failed_ours = [r for r in ours if r.status is Status.FAIL]
-    # exit 0 only if every applicable contract holds for our client and the harness ran cleanly;
-    # third-party failures are findings (docs/findings.md), not errors
-    return 1 if broken or failed_ours else 0
