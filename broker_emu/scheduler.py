@@ -106,23 +106,39 @@ class TimerHeap:
         return {"live": len(self), "heap": len(self._heap)}
 
 
+class DeadlineLoop:
+    """The emulator's "sleep until the next deadline or a wake-up": run ``handle_timeouts(now)``,
+    then sleep until ``next_deadline()`` or ``wake()``. The client has the same wait in
+    ``client/wakeup.py``; the emulator may import only the codec and the error table, and the
+    codec stays free of trio, so each side keeps one."""
+
+    __slots__ = ("_handle_timeouts", "_next_deadline", "_wake")
+
+    def __init__(self, handle_timeouts: Callable[[float], object], next_deadline: Callable[[], float]) -> None:
+        self._handle_timeouts, self._next_deadline = handle_timeouts, next_deadline
+        self._wake = trio.Event()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            self._handle_timeouts(trio.current_time())
+            self._wake = trio.Event()
+            with trio.move_on_at(self._next_deadline()):
+                await self._wake.wait()
+
+
 class Scheduler(TimerHeap):
     """One ``TimerHeap`` per cluster, driven on trio's clock by ``run``."""
 
     def __init__(self) -> None:
-        super().__init__(on_earlier=self._wake_up)
-        self._wake = trio.Event()
-
-    def _wake_up(self) -> None:
-        self._wake.set()
+        self._loop = DeadlineLoop(self.run_due, self.next_deadline)
+        super().__init__(on_earlier=self._loop.wake)
 
     def call_later(self, delay: float, fn: Callable[[], None]) -> Timer:
         return self.call_at(trio.current_time() + delay, fn)
 
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
-        while True:
-            self.run_due(trio.current_time())
-            self._wake = trio.Event()
-            with trio.move_on_at(self.next_deadline()):
-                await self._wake.wait()
+        await self._loop.run(task_status=task_status)
