@@ -1,4 +1,4 @@
-"""Broker configuration: Kafka's dotted names and defaults (SEMANTICS.md §4), plus the
+"""Broker configuration: Kafka's dotted names and defaults (Kafka's ServerConfigs, ReplicationConfigs, GroupCoordinatorConfig, LogConfig), plus the
 emulator's own knobs under ``emu.``."""
 
 from __future__ import annotations

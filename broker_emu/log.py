@@ -3,7 +3,7 @@
 Batches are stored as the client sent them (once ``broker_emu.validation`` has checked them, as
 Kafka's LogValidator does: nothing that a read path could trip over is ever appended), with base
 offset and partition leader epoch stamped into a separate 16-byte head (the CRC covers neither
-field, SEMANTICS.md §1.7), so records are not decoded on the fetch path. Per batch we keep its
+field, Kafka's DefaultRecordBatch), so records are not decoded on the fetch path. Per batch we keep its
 offsets, its max timestamp (for ListOffsets) and a running byte total, so "how many bytes lie
 between offset a and the high watermark" (DelayedFetch's min_bytes check) is two bisections, not
 a scan.

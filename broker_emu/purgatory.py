@@ -1,6 +1,6 @@
 """Delayed operations (Kafka's purgatory), on the cluster's scheduler.
 
-Semantics kept from the broker (SEMANTICS.md §2.1):
+Semantics kept from the broker (Kafka's DelayedOperation and DelayedOperationPurgatory):
 
 - ``try_complete_else_watch`` checks once, registers the operation under its keys, checks again
   (closing the race with events in between), and only then starts its timer — so the timeout

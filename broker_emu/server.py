@@ -3,7 +3,8 @@
 Pipeline: read size-prefixed frames (bounded by socket.request.max.bytes) -> decode header ->
 fault rules -> handler -> response, strictly one request at a time per connection, responses in
 request order. The broker mutes a connection while it handles a request, so an acks=all produce
-parked in the purgatory blocks every later request on that connection (SEMANTICS.md §1.1).
+parked in the purgatory blocks every later request on that connection (Kafka's SocketServer:
+processCompletedReceives mutes, processCompletedSends unmutes).
 
 Unlike Kafka, which stops reading a muted connection, a reader task keeps reading ahead, up to
 READ_AHEAD_BYTES or READ_AHEAD_FRAMES of whole frames (each counted with its overhead, so a

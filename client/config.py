@@ -1,4 +1,4 @@
-"""Client configuration with Kafka's dotted names and defaults (SEMANTICS.md §4)."""
+"""Client configuration with Kafka's dotted names and defaults (Kafka's CommonClientConfigs, ProducerConfig, ConsumerConfig)."""
 
 from __future__ import annotations
 

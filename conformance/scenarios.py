@@ -20,7 +20,7 @@ def _data_kept() -> Contract:
 
 
 def _first_timeout_is_a_configured_one() -> Contract:
-    """Broker and client race (SEMANTICS.md §2.3): the broker's purgatory expires timeout_ms after
+    """Broker and client race (Kafka's Sender puts request.timeout.ms in timeout_ms): the broker's purgatory expires timeout_ms after
     the append, the client drops the connection request.timeout.ms after sending. Whichever
     fires first must fire at its own setting; the figure says who won."""
 
@@ -63,7 +63,7 @@ CATALOGUE: tuple[Scenario, ...] = (
                   "the client's own request.timeout.ms must fire, close the connection (the only way to abandon "
                   "a request on an ordered connection), ask for Metadata, and send the batch again on a new "
                   "connection, where it succeeds."),
-        references=("KIP-19", "SEMANTICS.md §3"),
+        references=("KIP-19", "NetworkClient"),
         steps=(PRODUCE,),
         faults=({"match": {"api": "Produce"}, "action": "black_hole", "times": 1},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all"},
@@ -108,9 +108,9 @@ CATALOGUE: tuple[Scenario, ...] = (
                   "so at the request's timeout_ms the broker itself answers REQUEST_TIMED_OUT (error 7) - a "
                   "server-side timeout. The record is still in the leader's log. Whether the client sees this "
                   "answer depends on its own request timeout: the broker's clock starts later, after the append."),
-        references=("DelayedProduce", "SEMANTICS.md §2.2-2.3"),
+        references=("DelayedProduce", "Sender.sendProduceRequests"),
         steps=(Operation("produce", {"topic": "t", "partition": 0, "value": b"hello", "count": 1}),),
-        # 5 ms of network and append time before the broker's clock starts (SEMANTICS.md §2.3)
+        # 5 ms of network and append time before the broker's clock starts (DelayedProduce: after the append)
         faults=({"replication": {"topic": "t", "mode": "stall"}},
                 {"match": {"api": "Produce"}, "action": {"type": "delay_request", "ms": 5}}),
         broker_config={"replica.lag.time.max.ms": 1_000_000},
@@ -123,7 +123,7 @@ CATALOGUE: tuple[Scenario, ...] = (
         family="Server side",
         title="acks=1 is answered at once even when followers are stalled",
         teaching="acks=1 waits for the leader's append only; the purgatory and timeout_ms play no part.",
-        references=("SEMANTICS.md §2.2",),
+        references=("ReplicaManager.appendRecords", "DelayedProduce"),
         steps=(PRODUCE,),
         faults=({"replication": {"topic": "t", "mode": "stall"}},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "1",
@@ -192,7 +192,7 @@ CATALOGUE += (
         title="A throttled Produce answer: the client waits throttle_time_ms before its next Produce",
         teaching=("Quotas do not fail requests: the broker answers at once with throttle_time_ms and mutes the "
                   "connection for that long (KIP-219). A well-behaved client also holds back its next request."),
-        references=("KIP-219", "SEMANTICS.md §1.5"),
+        references=("KIP-219", "InFlightRequests"),
         steps=(Operation("produce", {"topic": "t", "partition": 0, "value": b"a", "count": 2}),),
         faults=({"match": {"api": "Produce"}, "action": {"type": "throttle", "ms": 6_000}, "times": 1},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "1"},
@@ -341,7 +341,7 @@ CATALOGUE += (
                   "the first is expelled (session.timeout.ms) or rejoins. The wait is longer than request.timeout.ms, "
                   "so a client that used request.timeout.ms for JoinGroup would disconnect and rejoin forever; the "
                   "Java client (and ours) give JoinGroup the rebalance timeout plus 5 s."),
-        references=("SEMANTICS.md §2", "KIP-266"),
+        references=("DelayedJoin", "KIP-266"),
         steps=(Operation("join_group_held", {"group": "held", "topic": "t"}, timeout_s=120.0),),
         faults=(),
         broker_config={"group.initial.rebalance.delay.ms": 0},
@@ -408,7 +408,7 @@ CATALOGUE += (
                   "producer sends a second batch on the same connection meanwhile; the broker answers strictly in "
                   "order, so the second waits behind the first even though nothing is wrong with it. This is why a "
                   "client's request timeout counts from sending, queueing included."),
-        references=("SEMANTICS.md §1", "DelayedProduce"),
+        references=("SocketServer", "DelayedProduce"),
         steps=(Operation("produce_pipelined", {"topic": "t", "partition": 0, "value": b"v", "count": 2}),),
         faults=({"replication": {"topic": "t", "mode": "lag", "lag_ms": 10_000}},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all",

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Generate ``client/protocol/messages/*.py`` from Kafka's message JSON.
 
-Usage: python tools/generate_messages.py [MESSAGES_DIR]   (default: ../shared/kafka-protocol/messages)
+Usage: python tools/generate_messages.py MESSAGES_DIR
+
+MESSAGES_DIR holds Kafka's message JSON (``clients/src/main/resources/common/message`` in
+apache/kafka).
 
 The JSON is reference data and is not committed; the generated modules are. They keep only what
 the codec needs (names, types, version ranges, tags, defaults), in our own declarative form.
@@ -123,7 +126,9 @@ from client.protocol.schema import {imports}
 
 
 def main() -> None:
-    src = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "kafka-protocol" / "messages"
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    src = pathlib.Path(sys.argv[1])
     OUT.mkdir(parents=True, exist_ok=True)
     modules = []
     for req_path in sorted(src.glob("*Request.json")):

@@ -10,7 +10,7 @@ from client.protocol import ApiKey
 
 class CloseConnection(Exception):
     """Raised by a handler when the broker must close the connection instead of answering
-    (e.g. a failed acks=0 produce, SEMANTICS.md §2.2)."""
+    (e.g. a failed acks=0 produce, as Kafka's KafkaApis.handleProduceRequest does)."""
 
     def __init__(self, reason: str):
         self.reason = reason

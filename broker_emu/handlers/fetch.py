@@ -1,4 +1,4 @@
-"""Fetch v4-17 (SEMANTICS.md §1.9, §2.4).
+"""Fetch v4-17 (Kafka's ReplicaManager.fetchMessages, DelayedFetch).
 
 Fetch answers at once when max_wait_ms <= 0, when min_bytes are available, or when any
 partition has an error; otherwise a DelayedFetch waits in the purgatory and wakes early when the

@@ -1,4 +1,4 @@
-"""Produce v0-11 (SEMANTICS.md §1.6, §1.8, §2.2).
+"""Produce v0-11 (Kafka's ProduceRequest.validateRecords, LogValidator, DelayedProduce).
 
 acks=1: append and answer. acks=0: append, answer nothing; if any partition failed, close the
 connection so the producer notices. acks=-1: append, then park a DelayedProduce in the

@@ -1,6 +1,6 @@
 """Variable-length integers.
 
-Two kinds, never to be mixed up (SEMANTICS.md §1.3):
+Two kinds, never to be mixed up (Kafka's protocol/types/Type.java and utils/ByteUtils.java):
 
 - *unsigned* varints: KIP-482 compact lengths, counts and tagged-field headers in the protocol
   (``read_uvarint`` / ``write_uvarint``, the names the frame codec imports);

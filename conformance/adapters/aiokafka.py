@@ -1,7 +1,7 @@
 """aiokafka (asyncio). Its request timeout is request_timeout_ms (per request, asyncio
 wait_for; the connection is closed on expiry). It has no delivery.timeout.ms: a non-idempotent
 batch expires request_timeout_ms after it was created, an idempotent one is retried without
-limit (SEMANTICS.md §3.7), and no default.api.timeout.ms."""
+limit (aiokafka/producer/sender.py ``_can_retry``), and no default.api.timeout.ms."""
 
 from __future__ import annotations
 

@@ -211,8 +211,8 @@ def expected_blob(kind: str, version: int, value: dict) -> dict:
 
 
 # -- bytes spelled out by hand (golden and hostile tests) ------------------------------------------
-# Deliberately independent of the codec: each helper is the primitive encoding as SEMANTICS.md
-# §1.3 describes it, nothing more.
+# Deliberately independent of the codec: each helper is the primitive encoding as Kafka's
+# protocol/types/Type.java and ByteUtils (zigzag) describe it, nothing more.
 
 def i8(v: int) -> bytes:
     return v.to_bytes(1, "big", signed=True)

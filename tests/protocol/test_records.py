@@ -1,4 +1,4 @@
-"""Record batch v2: golden bytes written out from the layout (SEMANTICS.md §1.7), round trips over
+"""Record batch v2: golden bytes written out from the layout (Kafka's ``DefaultRecordBatch``), round trips over
 every codec, CRC coverage, the broker's offset stamping, truncation and garbage that may only
 raise CorruptRecordBatchError, varint edges, and a differential check against kafka-python."""
 

@@ -11,8 +11,8 @@ read more than the versions of what they will send. librdkafka, for one, only wr
 batches v2 when Fetch v4+ is advertised too (its "MsgVer2" feature needs Produce v3 and Fetch v4).
 
 ``api_versions_max`` lowers the ApiVersions versions we accept, to watch a client fall back: a
-request above it gets what a real broker sends for a version it does not know (SEMANTICS.md
-1.4): a v0-format body with UNSUPPORTED_VERSION and only ApiVersions' own range.
+request above it gets what a real broker sends for a version it does not know (KIP-511,
+Kafka's ApiVersionsRequest.getErrorResponse): a v0-format body with UNSUPPORTED_VERSION and only ApiVersions' own range.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class SingleBroker:
         try:
             count = sum(h.records_count for _, h in records.iter_batches(batches)) if batches else 0
         except records.CorruptRecordBatchError:
-            # e.g. a magic 0/1 message set: Produce v3+ takes record batch v2 only (SEMANTICS 1.6)
+            # e.g. a magic 0/1 message set: Produce v3+ takes record batch v2 only (Kafka's ProduceRequest.validateRecords)
             return {"index": partition, "error_code": INVALID_RECORD, "base_offset": -1}
         with self._lock:
             base = self._next_offset.get((topic, partition), 0)

@@ -1,7 +1,8 @@
 """ApiVersions fallback: the broker serves ApiVersions v0 only (scenario ``fallback``).
 
 A request above v0 gets what a real broker sends for an ApiVersions version it does not know: a
-v0-format UNSUPPORTED_VERSION listing ApiVersions 0-0 (SEMANTICS.md 1.4). Each client must then
+v0-format UNSUPPORTED_VERSION listing ApiVersions 0-0 (KIP-511; Kafka's
+RequestContext.parseRequest and ApiVersionsRequest.getErrorResponse). Each client must then
 retry on the same connection and go on to produce.
 """
 

@@ -2,7 +2,7 @@
 
 The figures pin the client versions dev/install-clients installs; docs/real-clients.md explains
 them. They matter to the emulator: ApiVersions must be served at every version a client opens
-with, and nothing may be required before it (SEMANTICS.md 1.4).
+with, and nothing may be required before it (Kafka's NetworkClient.handleApiVersionsResponse, KIP-511).
 """
 
 import pytest
