@@ -264,14 +264,7 @@ class Connection:
     async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None) -> bool:
         cluster = self.cluster
         fields = ctx.trace_fields()
-        topics = topics_of(cluster, ctx.api_key, body)
-        details: dict[str, Any] = {"topics": sorted({t for t, _ in topics})} if topics else {}
-        if arrived_ms is not None and arrived_ms < cluster.now_ms():
-            # it waited behind earlier requests (answers go in order; a throttle mutes the
-            # connection): when it reached the broker is what the client did, ``t_ms`` is when
-            # the broker got to it
-            details["arrived_ms"] = arrived_ms
-        cluster.trace.emit("recv", **fields, details=details or None)
+        topics = self._trace_recv(ctx, body, fields, arrived_ms)
         facts = RequestFacts(self.broker.id, ctx.api_key, ctx.api_version, ctx.client_id, self.id, frozenset(topics))
         decision = cluster.faults.decide(facts, cluster.now_ms())
         for rule in decision.applied:
@@ -312,17 +305,10 @@ class Connection:
             response["throttle_time_ms"] = max(int(decision.throttle_ms), response.get("throttle_time_ms", 0) or 0)
         if decision.delay_response_ms:
             await trio.sleep(decision.delay_response_ms / 1000)
-        try:
-            out, errors = encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
-        except Exception as exc:  # an answer this version cannot carry: Kafka's error answer instead
-            response = self._handler_failed(ctx, body, exc, "encoder")
-            if response is None:
-                return False
-            try:
-                out, errors = encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
-            except Exception as again:
-                self._handler_failed(ctx, body, again, "error answer", answer=False)
-                return False
+        encoded = self._encode(ctx, body, response)
+        if encoded is None:
+            return False
+        out, errors = encoded
         if terminal is not None and terminal.type == "partial_response":
             await self.stream.send_all(out[: max(1, len(out) // 2)])
             cluster.trace.emit("send", **fields, details={"partial": True, "bytes": len(out) // 2})
@@ -332,6 +318,35 @@ class Connection:
         if decision.throttle_ms:
             await trio.sleep(decision.throttle_ms / 1000)  # KIP-219: the broker mutes the channel
         return True
+
+    def _trace_recv(self, ctx: RequestContext, body: Any, fields: dict[str, Any],
+                    arrived_ms: float | None) -> list[tuple[str, int | None]]:
+        """Trace the request's arrival; return the (topic, partition) pairs it names."""
+        cluster = self.cluster
+        topics = topics_of(cluster, ctx.api_key, body)
+        details: dict[str, Any] = {"topics": sorted({t for t, _ in topics})} if topics else {}
+        if arrived_ms is not None and arrived_ms < cluster.now_ms():
+            # it waited behind earlier requests (answers go in order; a throttle mutes the
+            # connection): when it reached the broker is what the client did, ``t_ms`` is when
+            # the broker got to it
+            details["arrived_ms"] = arrived_ms
+        cluster.trace.emit("recv", **fields, details=details or None)
+        return topics
+
+    def _encode(self, ctx: RequestContext, body: Any, response: Mapping[str, Any]) -> tuple[bytes, list[int]] | None:
+        """The answer's bytes and error codes; an answer this version cannot carry gets Kafka's
+        error answer instead, and None means the connection was closed."""
+        try:
+            return encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
+        except Exception as exc:
+            fallback = self._handler_failed(ctx, body, exc, "encoder")
+            if fallback is None:
+                return None
+            try:
+                return encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, fallback)
+            except Exception as again:
+                self._handler_failed(ctx, body, again, "error answer", answer=False)
+                return None
 
     def _handler_failed(self, ctx: RequestContext, body: Any, exc: Exception, stage: str,
                         answer: bool = True) -> Mapping[str, Any] | None:
