@@ -177,15 +177,21 @@ def read_record(body, pos: int, n: int, scan: Scan, index: int, sample: bool = F
     if scan.offset_deltas is not None:
         scan.offset_deltas.append(off_delta)
     if scan.records is not None:
-        key = bytes(body[key_start:key_start + key_len]) if key_len >= 0 else None
-        value = bytes(body[value_start:value_start + value_len]) if value_len >= 0 else None
-        headers = [(bytes(body[ks:ks + kl]), bytes(body[vs:vs + vl]) if vl >= 0 else None)
-                   for _, ks, kl, vs, vl in header_bounds]
-        scan.records.append((ts_delta, key, value, headers))
+        scan.records.append((ts_delta, *_fields(body, key_start, key_len, value_start, value_len, header_bounds)))
     if not sample:
         return end, None
     return end, _sample_of(start, len_end, ts_at, off_at, key_at, key_start, value_at, value_start, headers_at,
                            header_bounds, end, key_len < 0)
+
+
+def _fields(body, key_start: int, key_len: int, value_start: int, value_len: int,
+            header_bounds: list[tuple[int, int, int, int, int]]) -> tuple[bytes | None, bytes | None, list]:
+    """A record's key, value and headers as bytes (for a rebuild)."""
+    key = bytes(body[key_start:key_start + key_len]) if key_len >= 0 else None
+    value = bytes(body[value_start:value_start + value_len]) if value_len >= 0 else None
+    headers = [(bytes(body[ks:ks + kl]), bytes(body[vs:vs + vl]) if vl >= 0 else None)
+               for _, ks, kl, vs, vl in header_bounds]
+    return key, value, headers
 
 
 def _size_error(size: int, remaining: int) -> BadRecords:
@@ -285,37 +291,10 @@ def walk(body, pos: int, n: int, i: int, stop: int, result: Scan) -> int:
             if ts_list is not None:
                 ts_list.append(d)
                 off_list.append(o)  # type: ignore[union-attr]
-            b = body[pos]                              # key
-            if b == 1:
-                if keyless is not None:
-                    keyless.append(i)
-                pos += 1
-            elif b < 0x80 and not b & 1:
-                pos += 1 + (b >> 1)
-            else:
-                pos = _skip(body, pos, "key")
-            if pos > end:
-                raise BadRecords("Found invalid record structure: key overruns the record")
-            b = body[pos]                              # value
-            if b == 1:
-                pos += 1
-            elif b < 0x80 and not b & 1:
-                pos += 1 + (b >> 1)
-            elif b >= 0x80 and not b & 1 and body[pos + 1] < 0x80:
-                pos += 2 + (((b & 0x7F) | (body[pos + 1] << 7)) >> 1)
-            else:
-                pos = _skip(body, pos, "value")
-            if pos > end:
-                raise BadRecords("Found invalid record structure: value overruns the record")
-            if pos == end:
-                raise BadRecords("Found invalid record structure: no header count")
-            if body[pos] == 0:                          # no headers
-                pos += 1
-            else:
-                pos = _read_headers(body, pos, end, [])
-            if pos != end:
-                raise BadRecords(f"Invalid record size: expected to read {size} bytes in record payload, but instead "
-                                 f"read {pos - end + size}")
+            if keyless is not None and body[pos] == 1:   # a null key
+                keyless.append(i)
+            _skip_rest(body, pos, end, size)
+            pos = end
             i += 1
     except IndexError:
         raise BadRecords("Found invalid record structure: the records end inside a record") from None
@@ -323,6 +302,39 @@ def walk(body, pos: int, n: int, i: int, stop: int, result: Scan) -> int:
         result.min_delta, result.max_delta = lo, hi
     result.consecutive = consecutive
     return pos
+
+
+def _skip_rest(body, pos: int, end: int, size: int) -> None:
+    """Check the key, value and headers of the record ending at ``end`` (from ``pos``, its key)."""
+    b = body[pos]                              # key
+    if b == 1:
+        pos += 1
+    elif b < 0x80 and not b & 1:
+        pos += 1 + (b >> 1)
+    else:
+        pos = _skip(body, pos, "key")
+    if pos > end:
+        raise BadRecords("Found invalid record structure: key overruns the record")
+    b = body[pos]                              # value
+    if b == 1:
+        pos += 1
+    elif b < 0x80 and not b & 1:
+        pos += 1 + (b >> 1)
+    elif b >= 0x80 and not b & 1 and body[pos + 1] < 0x80:
+        pos += 2 + (((b & 0x7F) | (body[pos + 1] << 7)) >> 1)
+    else:
+        pos = _skip(body, pos, "value")
+    if pos > end:
+        raise BadRecords("Found invalid record structure: value overruns the record")
+    if pos == end:
+        raise BadRecords("Found invalid record structure: no header count")
+    if body[pos] == 0:                          # no headers
+        pos += 1
+    else:
+        pos = _read_headers(body, pos, end, [])
+    if pos != end:
+        raise BadRecords(f"Invalid record size: expected to read {size} bytes in record payload, but instead "
+                         f"read {pos - end + size}")
 
 
 def _skip(body, pos: int, what: str) -> int:
