@@ -123,6 +123,41 @@ def test_an_undecodable_answer_is_counted_as_bad_and_an_unknown_one_as_unmatched
     assert "CorruptFrameError" in ledger.bad_answers[0]["error"]
 
 
+# -- what the campaign found (docs/fuzzing.md) -------------------------------------------------------
+
+def send_and_read(bootstrap: str, frame: bytes) -> bytes:
+    """One frame over real TCP; the answer without its size prefix, or b"" when the broker closes."""
+    import socket
+
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(frame)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                return b""
+            data += chunk
+    return data[4:]
+
+
+def test_produce_with_bytes_after_its_batch_that_are_no_batch_is_invalid_record_not_a_handler_error():
+    """Found by the fuzz campaign: parse_single_batch counted the batches for its message and
+    raised CorruptRecordBatchError on a second one with magic 0 (UNKNOWN_SERVER_ERROR). Kafka's
+    ProduceRequest.validateRecords answers INVALID_RECORD."""
+    from broker_emu import run_cluster_in_thread
+    from client.protocol import decode_response
+
+    frame = bytes.fromhex(  # Produce v3, acks=1, t-0: one good batch, then 17 zero bytes
+        "0000007c0000000300000007000163ffff00010000006400000001000174000000010000000000000056000000000000"
+        "000000000039ffffffff029e41f0b200000000000000000000000000000000000000000000ffffffffffffffffffffffff"
+        "ffff000000010e000000010276000000000000000000000000000000000000")
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)]) as tc:
+        answer = send_and_read(tc.bootstrap, frame)
+    part = decode_response(0, 3, answer)[1].responses[0].partition_responses[0]
+    assert (part.error_code, part.base_offset) == (87, -1)
+
+
 # -- the CI variant --------------------------------------------------------------------------------
 
 @pytest.mark.slow

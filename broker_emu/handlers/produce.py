@@ -30,7 +30,7 @@ from broker_emu.topic_config import log_rules
 from broker_emu.validation import AppendError, validate_append
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
-from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError, iter_batches, parse_batch_header
+from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError, parse_batch_header
 from client.protocol.wire import Message
 
 
@@ -101,8 +101,8 @@ def parse_single_batch(ctx, records: bytes | None) -> tuple[int, Any, str | None
     except CorruptRecordBatchError as exc:
         return E.INVALID_RECORD, None, str(exc)
     if header.size != len(records):
-        extra = list(iter_batches(records))
-        return E.INVALID_RECORD, None, f"{len(extra)} record batches where exactly one is allowed"
+        # not counted: bytes after the first batch need not parse (ProduceRequest.validateRecords)
+        return E.INVALID_RECORD, None, "more than one record batch where exactly one is allowed"
     if header.compression == 4 and ctx.api_version < 7:
         return E.UNSUPPORTED_COMPRESSION_TYPE, None, "zstd needs Produce v7+"
     return E.NONE, header, None
