@@ -123,7 +123,8 @@ def _list_offsets_error(version: int, request: Any, code: int) -> dict[str, Any]
 def _metadata_error(version: int, request: Any, code: int) -> dict[str, Any]:
     # KafkaApis.metadataResponseTopic(error, name, zero id, isInternal, no partitions); an
     # injected answer knows no brokers (the pipeline does not pass the cluster here)
-    return {"brokers": [], "topics": [{"name": t["name"], "topic_id": t.get("topic_id"), "error_code": code,
+    # (MetadataRequest.getErrorResponse: a null name, possible in v10+, becomes "")
+    return {"brokers": [], "topics": [{"name": t["name"] or "", "topic_id": t.get("topic_id"), "error_code": code,
                                        "is_internal": t["name"] in KAFKA_INTERNAL_TOPICS, "partitions": []}
                                       for t in request.get("topics") or ()]}
 

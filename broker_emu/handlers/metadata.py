@@ -59,6 +59,14 @@ async def metadata(ctx: RequestContext, req: Message) -> dict[str, Any]:
     v = ctx.api_version
     requested = req.topics
     topic_ops = authorized(TOPIC_OPERATIONS, v >= 8 and bool(req.include_topic_authorized_operations))
+    if requested is not None and v < 12 and any(e.name is None or (e.topic_id or ZERO_UUID) != ZERO_UUID
+                                                 for e in requested):
+        # v10-11 carry a topic id field but may not use it: KafkaApis.handleTopicMetadataRequest
+        # throws InvalidRequestException, answered by MetadataRequest.getErrorResponse (every
+        # requested topic INVALID_REQUEST, a null name as "", no brokers)
+        return {"throttle_time_ms": 0, "brokers": [], "topics": [
+            {"name": e.name or "", "topic_id": e.topic_id, "error_code": E.INVALID_REQUEST, "is_internal": False,
+             "partitions": []} for e in requested]}
     if requested is None or (v == 0 and not requested):
         topics = [topic_metadata(cluster, t, topic_ops) for t in cluster.topics.values()]
     else:

@@ -345,3 +345,24 @@ async def test_injected_errors_of_the_other_apis(autojump_clock):
         r = await w.call(API_VERSIONS, 3, {"client_software_name": "a", "client_software_version": "1"})
         assert (r.error_code, r.api_keys) == (16, [])
         assert trio.current_time() == 0
+
+
+async def test_metadata_v10_with_a_null_topic_name_is_answered_invalid_request(autojump_clock):
+    """Found by the fuzz campaign (docs/fuzzing.md): v10-11 may not name topics by id
+    (KafkaApis.handleTopicMetadataRequest), and the answer is MetadataRequest.getErrorResponse's."""
+    import uuid
+
+    from broker_emu import open_cluster
+    from tests.cluster.wire import WireClient
+
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        wire = WireClient(cluster.connect(0))
+        body = {"topics": [{"name": None, "topic_id": uuid.UUID(int=1)}], "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False}
+        answer = await wire.call(3, 10, body)
+        (topic,) = answer["topics"]
+        assert (topic["error_code"], topic["name"], topic["partitions"]) == (42, "", [])
+        assert answer["brokers"] == []
+        named = await wire.call(3, 11, {**body, "topics": [{"name": "t", "topic_id": uuid.UUID(int=0)}]})
+        assert named["topics"][0]["error_code"] == 0   # a name, and no id: served as usual
+        assert not [e for e in cluster.trace.events if e.kind in ("handler_error", "conn_close")]
