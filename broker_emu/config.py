@@ -1,5 +1,6 @@
-"""Broker configuration: Kafka's dotted names and defaults (Kafka's ServerConfigs, ReplicationConfigs, GroupCoordinatorConfig, LogConfig), plus the
-emulator's own knobs under ``emu.``."""
+"""Broker configuration: Kafka's dotted names and defaults (Kafka's ServerConfigs,
+ReplicationConfigs, GroupCoordinatorConfig, LogConfig), plus the emulator's own knobs under
+``emu.``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Client configuration with Kafka's dotted names and defaults (Kafka's CommonClientConfigs, ProducerConfig, ConsumerConfig)."""
+"""Client configuration with Kafka's dotted names and defaults (Kafka's CommonClientConfigs,
+ProducerConfig, ConsumerConfig)."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ the driver uses). ``send`` encodes a request into ``data_to_send()`` and records
 with its send time and its own timeout (request.timeout.ms by default; a caller may give another,
 e.g. JoinGroup's rebalance timeout + margin, or a smaller one: min(time left, request.timeout.ms)).
 ``receive`` splits bytes into frames and matches each to the oldest request in flight: a Kafka
-broker answers one connection's requests strictly in order (Kafka's SocketServer mutes it until the answer is sent), so a response
-whose correlation id is not the oldest one is a protocol violation and the connection is beyond
-repair (``CorrelationIdMismatch``; Java's NetworkClient fails the same way).
+broker answers one connection's requests strictly in order (Kafka's SocketServer mutes it until
+the answer is sent), so a response whose correlation id is not the oldest one is a protocol
+violation and the connection is beyond repair (``CorrelationIdMismatch``; Java's NetworkClient fails the same way).
 
 The driver sleeps until ``next_deadline()`` and calls ``handle_timeouts(now)``, which returns the
 requests past their deadline (aioquic's shape). It must then close the connection: on an

@@ -20,9 +20,9 @@ def _data_kept() -> Contract:
 
 
 def _first_timeout_is_a_configured_one() -> Contract:
-    """Broker and client race (Kafka's Sender puts request.timeout.ms in timeout_ms): the broker's purgatory expires timeout_ms after
-    the append, the client drops the connection request.timeout.ms after sending. Whichever
-    fires first must fire at its own setting; the figure says who won."""
+    """Broker and client race (Kafka's Sender puts request.timeout.ms in timeout_ms): the broker's
+    purgatory expires timeout_ms after the append, the client drops the connection
+    request.timeout.ms after sending. Whichever fires first must fire at its own setting; the figure says who won."""
 
     def check(ev: Evidence) -> Verdict:
         enter = next((e for e in ev.events("purgatory_enter")), None)

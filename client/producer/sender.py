@@ -13,8 +13,8 @@ Produce carries ``timeout_ms = request.timeout.ms``, as the Java producer does. 
 broker's purgatory (REQUEST_TIMED_OUT at timeout_ms after the append) race the client's own
 request timeout (request.timeout.ms after sending): the broker's clock starts later, so the
 client usually gives up first, closes the connection and never sees the broker's answer
-(Kafka's Sender.sendProduceRequests and DelayedProduce; docs/teaching shows both). Errors are retried with exponential backoff
-(retry.backoff.ms ×2 ±20 % up to retry.backoff.max.ms, KIP-580) while the batch has time left
+(Kafka's Sender.sendProduceRequests and DelayedProduce; docs/teaching shows both). Errors are
+retried with exponential backoff (retry.backoff.ms ×2 ±20 % up to retry.backoff.max.ms, KIP-580) while the batch has time left
 and attempts ≤ retries; a retriable error that arrives after the deadline is never retried (the
 batch has already failed). Errors meaning stale metadata ask for a refresh; a new leader named
 in the answer (KIP-951) is used at once, without backoff.

@@ -56,7 +56,8 @@ def U(n: int) -> uuid.UUID:
     return uuid.UUID(int=n)
 
 
-# Versions from which each API is flexible (each API's flexibleVersions in Kafka's message JSON: request header v2 from there).
+# Versions from which each API is flexible (its flexibleVersions in Kafka's message JSON), where
+# request header v2 starts.
 FLEXIBLE_FROM = {0: 9, 1: 12, 2: 6, 3: 9, 8: 8, 9: 6, 10: 3, 11: 6, 12: 4, 13: 4, 14: 4, 15: 5, 16: 3, 17: None,
                  18: 3, 19: 5, 20: 4, 22: 2, 23: 4, 32: 4, 36: 2, 60: 0, 68: 0, 71: 0}
 

@@ -9,8 +9,8 @@ returns the whole response frame to send (size prefix included) or ``None`` to s
 With no responder the listener never answers, which is how we see what a client sends first
 before any negotiation happens.
 
-Like a real broker (Kafka's SocketServer mutes it until the answer is sent) a connection is served strictly in order: the next frame
-is handed to the responder only after the previous answer was written, so pipelined requests
+Like a real broker (Kafka's SocketServer mutes it until the answer is sent) a connection is
+served strictly in order: the next frame is handed to the responder only after the previous answer was written, so pipelined requests
 are answered in order.
 
 It is test harness for real third-party clients, so it runs on real sockets in real time; it

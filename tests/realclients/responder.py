@@ -12,7 +12,8 @@ batches v2 when Fetch v4+ is advertised too (its "MsgVer2" feature needs Produce
 
 ``api_versions_max`` lowers the ApiVersions versions we accept, to watch a client fall back: a
 request above it gets what a real broker sends for a version it does not know (KIP-511,
-Kafka's ApiVersionsRequest.getErrorResponse): a v0-format body with UNSUPPORTED_VERSION and only ApiVersions' own range.
+Kafka's ApiVersionsRequest.getErrorResponse): a v0-format body with UNSUPPORTED_VERSION and only
+ApiVersions' own range.
 """
 
 from __future__ import annotations
