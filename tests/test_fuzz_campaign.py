@@ -13,7 +13,8 @@ import random
 import pytest
 
 from benchmarks.fuzz import Ledger, Options, Pipeline, run_campaign, table
-from benchmarks.fuzz_frames import CATEGORIES, Frame, FrameSource, Pool, framed, hostile_length, load_corpus
+from benchmarks.fuzz_frames import CATEGORIES, Frame, FrameSource, framed, hostile_length
+from benchmarks.fuzz_pool import Pool, load_corpus
 from broker_emu.handlers.catalog import register_all
 from broker_emu.registry import REGISTRY
 from client.protocol import ProtocolError, decode_request, encode_request
