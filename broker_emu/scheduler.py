@@ -3,8 +3,8 @@
 A heap of (deadline, sequence, timer) driven by a single task that sleeps until the earliest
 deadline and is woken when an earlier one arrives. Under MockClock/autojump the sleeps are
 virtual, so purgatory expiry lands on the exact deadline. This replaces Kafka's hierarchical
-timing wheel (SEMANTICS.md §2.1): insertion and expiry are O(log n), which holds 10^5 delayed
-operations comfortably, and the deadline is exact instead of rounded to a 1 ms tick.
+timing wheel (``SystemTimer`` / ``TimingWheel``): insertion and expiry are O(log n), which holds
+10^5 delayed operations comfortably, and the deadline is exact instead of rounded to a 1 ms tick.
 
 Cancelled timers are dropped lazily; when they outnumber the live ones the heap is rebuilt, so
 operations that complete early (the common case) do not pile up until their old deadline.
