@@ -6,6 +6,8 @@ duplicated within a producer epoch, and the consumer must read exactly what the 
 import re
 from collections import Counter
 
+import pytest
+
 from conformance.chaos.accounting import Sent, Stored, account, parse_value, record_value
 from conformance.chaos.cli import totals
 from conformance.chaos.ours import run_seed
@@ -74,6 +76,7 @@ def test_a_seed_replays_exactly():
     assert first.executed == again.executed and first.executed
 
 
+@pytest.mark.slow
 def test_our_client_loses_and_duplicates_nothing_through_100_seeds_of_failover_chaos():
     """acks=all, enable.idempotence, min.insync.replicas=2, 3 producers, 3 partitions, 8 virtual
     seconds of chaos per seed. Before the producer-state fix about a third of the seeds lost

@@ -44,6 +44,7 @@ def served():
     assert "Traceback" not in stderr, stderr[-3000:]
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
