@@ -9,6 +9,7 @@ import trio
 
 from broker_emu import open_cluster
 from client.consumer import TopicPartition, open_consumer
+from client.errors import ErrorCode
 from tests.cluster.wire import WireClient, produce_body
 
 REQUEST_TIMEOUT_S = 5.0
@@ -85,32 +86,37 @@ async def test_every_call_answers_from_the_survivors(autojump_clock, victim, mod
             assert took <= BOUND_S
 
 
+async def fetching_then_moved(cluster, c, before_move=lambda old: None) -> int:
+    """The consumer fetches t-0 from its leader; then the leadership moves to the next broker
+    (after ``before_move(old)``), which gets b"moved". Returns the old leader."""
+    c.assign([TPS[0]])
+    assert await c.poll(1.0) == []
+    old = cluster.partition("t", 0).leader
+    new = (old + 1) % 3
+    before_move(old)
+    cluster.move_leader("t", 0, new)
+    await WireClient(cluster.connect(new)).call(0, 9, produce_body("t", 0, [b"moved"], acks=1))
+    return old
+
+
 async def test_a_leader_move_is_followed_after_not_leader_or_follower(autojump_clock):
     async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
         async with open_consumer(CONFIG, connect=connect_to(cluster)) as c:
-            c.assign([TPS[0]])
-            assert await c.poll(1.0) == []
-            old = cluster.partition("t", 0).leader
-            new = (old + 1) % 3
-            cluster.move_leader("t", 0, new)
-            await WireClient(cluster.connect(new)).call(0, 9, produce_body("t", 0, [b"moved"], acks=1))
+            old = await fetching_then_moved(cluster, c)
             got, took = await timed(poll_values(c, {b"moved"}, 30))
             assert got == {b"moved"} and took <= BOUND_S
             answers = [e for e in cluster.trace.events if e.kind == "send" and e.api == "Fetch" and e.broker == old]
-            assert any(6 in (e.details or {}).get("errors", ()) for e in answers)   # NOT_LEADER_OR_FOLLOWER seen
+            assert any(ErrorCode.NOT_LEADER_OR_FOLLOWER in (e.details or {}).get("errors", ()) for e in answers)
 
 
 async def test_a_request_timeout_marks_metadata_stale_and_the_next_fetch_goes_to_the_new_leader(autojump_clock):
     async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
         async with open_consumer(CONFIG, connect=connect_to(cluster)) as c:
-            c.assign([TPS[0]])
-            assert await c.poll(1.0) == []
-            old = cluster.partition("t", 0).leader
-            new = (old + 1) % 3
             # the old leader goes silent (every request black-holed), then loses the leadership
-            cluster.faults.add({"match": {"broker": old}, "action": "black_hole"}, cluster.now_ms())
-            cluster.move_leader("t", 0, new)
-            await WireClient(cluster.connect(new)).call(0, 9, produce_body("t", 0, [b"moved"], acks=1))
+            def silence(old: int) -> None:
+                cluster.faults.add({"match": {"broker": old}, "action": "black_hole"}, cluster.now_ms())
+
+            old = await fetching_then_moved(cluster, c, silence)
             got, took = await timed(poll_values(c, {b"moved"}, 60))
             assert got == {b"moved"}
             assert took <= BOUND_S + 0.5, f"{took:.2f} s: a silent leader costs one request timeout, then the new one"

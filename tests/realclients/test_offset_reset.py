@@ -77,6 +77,18 @@ def expected(reset: str) -> list[bytes]:
     return VALUES if reset == "earliest" else [b"after"]
 
 
+def check_reset(cluster, topic: str, reset: str, since_ms: float, poll_once, close) -> None:
+    """Drive the consumer, close it (``close`` may return what the client said, for the message),
+    and check both sides: the trace shows the reset, and the records are the expected ones."""
+    try:
+        got, seen = drive(cluster, topic, reset, since_ms, poll_once)
+    finally:
+        said = close() or ""
+    context = f"; the client said {said}" if said else ""
+    assert seen, "no OFFSET_OUT_OF_RANGE answer followed by a ListOffsets reset in the trace" + context
+    assert got == expected(reset), said
+
+
 @pytest.mark.parametrize("reset", RESETS)
 def test_confluent_kafka_resets(cluster, reset):
     require_client("confluent-kafka")
@@ -92,12 +104,7 @@ def test_confluent_kafka_resets(cluster, reset):
         m = c.poll(0.3)
         return [m.value()] if m is not None and m.error() is None else []
 
-    try:
-        got, seen = drive(cluster, topic, reset, since, poll_once)
-    finally:
-        c.close()
-    assert seen, "no OFFSET_OUT_OF_RANGE answer followed by a ListOffsets reset in the trace"
-    assert got == expected(reset)
+    check_reset(cluster, topic, reset, since, poll_once, c.close)
 
 
 @pytest.mark.parametrize("reset", RESETS)
@@ -116,12 +123,7 @@ def test_kafka_python_resets(cluster, reset):
     def poll_once():
         return [r.value for batch in c.poll(timeout_ms=300).values() for r in batch]
 
-    try:
-        got, seen = drive(cluster, topic, reset, since, poll_once)
-    finally:
-        c.close()
-    assert seen, "no OFFSET_OUT_OF_RANGE answer followed by a ListOffsets reset in the trace"
-    assert got == expected(reset)
+    check_reset(cluster, topic, reset, since, poll_once, c.close)
 
 
 @pytest.mark.parametrize("reset", RESETS)
@@ -148,13 +150,11 @@ def test_aiokafka_resets(cluster, reset):
         batches = loop.run_until_complete(c.getmany(timeout_ms=300))
         return [r.value for batch in batches.values() for r in batch]
 
-    try:
-        got, seen = drive(cluster, topic, reset, since, poll_once)
-    finally:
+    def close():
         loop.run_until_complete(c.stop())
         loop.close()
-    assert seen, "no OFFSET_OUT_OF_RANGE answer followed by a ListOffsets reset in the trace"
-    assert got == expected(reset)
+
+    check_reset(cluster, topic, reset, since, poll_once, close)
 
 
 @pytest.mark.parametrize("reset", RESETS)
@@ -168,12 +168,7 @@ def test_our_consumer_resets(cluster, reset):
     def poll_once():
         return [r.value for r in c.poll(0.3)]
 
-    try:
-        got, seen = drive(cluster, topic, reset, since, poll_once)
-    finally:
-        c.close()
-    assert seen, "no OFFSET_OUT_OF_RANGE answer followed by a ListOffsets reset in the trace"
-    assert got == expected(reset)
+    check_reset(cluster, topic, reset, since, poll_once, c.close)
 
 
 class Lines:
@@ -217,12 +212,7 @@ def test_kcat_resets(cluster, reset):
     count = len(expected(reset))
     kcat = Lines(["kcat", "-b", cluster.bootstrap, "-C", "-t", topic, "-p", "0", "-o", "1000", "-c", str(count),
                   "-f", "%s\n", "-X", f"auto.offset.reset={reset}", "-X", "fetch.wait.max.ms=200"])
-    try:
-        got, seen = drive(cluster, topic, reset, since, kcat.poll)
-    finally:
-        stderr = kcat.stop()
-    assert seen, f"no OFFSET_OUT_OF_RANGE answer followed by a ListOffsets reset in the trace; kcat said {stderr}"
-    assert got == expected(reset), stderr
+    check_reset(cluster, topic, reset, since, kcat.poll, kcat.stop)
 
 
 @pytest.mark.parametrize("reset", RESETS)
@@ -240,9 +230,4 @@ def test_kafkajs_resets(cluster, reset):
         rows = [json.loads(line) for line in node.poll()]
         return [r["value"].encode() for r in rows if "value" in r]
 
-    try:
-        got, seen = drive(cluster, topic, reset, since, poll_once)
-    finally:
-        stderr = node.stop()
-    assert seen, f"no OFFSET_OUT_OF_RANGE answer followed by a ListOffsets reset in the trace; node said {stderr}"
-    assert got == expected(reset), stderr
+    check_reset(cluster, topic, reset, since, poll_once, node.stop)
