@@ -84,32 +84,42 @@ class Plan:
 
 
 def run_plan(plan: Plan, progress: Callable[[int, int, Result], None] | None = None) -> list[Result]:
-    results = []
+    results: list[Result] = []
     total = len(plan.scenarios) * len(plan.adapters)
     for adapter in plan.adapters:
-        available, why = adapter.available()
-        for scenario in plan.scenarios:
-            if not available:
-                result = Result(scenario.id, adapter.name, Status.NA, message=why)
-            else:
-                ok, why_not = adapter.supports(scenario.steps)
-                if ok and scenario.in_memory_only and not adapter.virtual_time:
-                    ok, why_not = False, scenario.in_memory_only
-                if ok and plan.bootstrap and (adapter.virtual_time or not external_ok(scenario)):
-                    ok, why_not = False, ("virtual time needs the embedded emulator" if adapter.virtual_time
-                                          else "needs fault injection or broker settings")
-                if not ok:
-                    result = Result(scenario.id, adapter.name, Status.NA, message=why_not)
-                else:
-                    try:
-                        result = (run_external(scenario, adapter, plan.bootstrap, plan.scale) if plan.bootstrap
-                                  else run_one(scenario, adapter, plan.scale))
-                    except Exception as exc:  # the run broke: an error cell, never a silent pass
-                        result = Result(scenario.id, adapter.name, Status.ERROR, message=f"{type(exc).__name__}: {exc}")
-            results.append(result)
-            if progress:
-                progress(len(results), total, result)
+        try:
+            results += _run_adapter(plan, adapter, total, len(results), progress)
+        finally:
+            adapter.shutdown()
     return results
+
+
+def _run_adapter(plan: Plan, adapter: Adapter, total: int, done: int,
+                 progress: Callable[[int, int, Result], None] | None) -> list[Result]:
+    results: list[Result] = []
+    available, why = adapter.available()
+    for scenario in plan.scenarios:
+        result = _run_cell(plan, adapter, scenario) if available else Result(scenario.id, adapter.name, Status.NA, message=why)
+        results.append(result)
+        if progress:
+            progress(done + len(results), total, result)
+    return results
+
+
+def _run_cell(plan: Plan, adapter: Adapter, scenario: Scenario) -> Result:
+    ok, why_not = adapter.supports(scenario.steps)
+    if ok and scenario.in_memory_only and not adapter.virtual_time:
+        ok, why_not = False, scenario.in_memory_only
+    if ok and plan.bootstrap and (adapter.virtual_time or not external_ok(scenario)):
+        ok, why_not = False, ("virtual time needs the embedded emulator" if adapter.virtual_time
+                              else "needs fault injection or broker settings")
+    if not ok:
+        return Result(scenario.id, adapter.name, Status.NA, message=why_not)
+    try:
+        return (run_external(scenario, adapter, plan.bootstrap, plan.scale) if plan.bootstrap
+                else run_one(scenario, adapter, plan.scale))
+    except Exception as exc:  # the run broke: an error cell, never a silent pass
+        return Result(scenario.id, adapter.name, Status.ERROR, message=f"{type(exc).__name__}: {exc}")
 
 
 def run_one(scenario: Scenario, adapter: Adapter, scale: float) -> Result:

@@ -60,6 +60,10 @@ class Adapter(abc.ABC):
         """Whether the client is installed here, and if not, why."""
         return True, ""
 
+    def shutdown(self) -> None:
+        """Release what the adapter keeps between scenarios (a client program it started)."""
+        return None
+
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
         missing = sorted({s.kind for s in steps} - self.operations)
         if missing:
