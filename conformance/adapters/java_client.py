@@ -1,0 +1,151 @@
+"""Apache Kafka's Java client (kafka-clients, pinned in conformance/adapters/java/pom.xml), the
+reference implementation of KIP-19, KIP-91 and KIP-266, driven through the line protocol by the
+program in conformance/adapters/java/ (built by dev/build-adapters/java).
+
+Each operation is one call of the Java client's own API, on a client built for the step from the
+scenario's config (Kafka's dotted names, passed through as they are) and timed in the program
+around that call:
+
+    operation           Java call                                         deadline (contract parameter)
+    produce             KafkaProducer.send(record).get()                  delivery.timeout.ms (the record's life),
+                                                                          request.timeout.ms (each Produce),
+                                                                          max.block.ms (send() waiting for metadata)
+    produce_pipelined   count send()s, then every Future.get()            as produce
+    configure_producer  new KafkaProducer(config)                         (its ConfigException, unwrapped)
+    poll                assign, seek, KafkaConsumer.poll(Duration)        the step's timeout (0 when none)
+    committed           KafkaConsumer.committed(Set, Duration)            the step's timeout, else default.api.timeout.ms
+    position            KafkaConsumer.position(tp, Duration)              idem
+    end_offsets         KafkaConsumer.endOffsets(list, Duration)          idem
+    beginning_offsets   KafkaConsumer.beginningOffsets(list, Duration)    idem
+    offsets_for_times   KafkaConsumer.offsetsForTimes(map, Duration)      idem
+    list_topics         KafkaConsumer.listTopics(Duration)                idem
+    partitions_for      KafkaConsumer.partitionsFor(topic, Duration)      idem
+    commit_sync         KafkaConsumer.commitSync(map, Duration)           idem
+    close               KafkaConsumer.close(CloseOptions.timeout(d))      the step's timeout, else close()'s own 30 s
+    admin_list_topics   Admin.listTopics(ListTopicsOptions.timeoutMs)     the step's timeout, else the admin's
+                                                                          default.api.timeout.ms
+
+Values as the other adapters report them: produce the last offset, poll the number of records,
+committed the offset (None when nothing is committed), position an offset, end/beginning offsets
+and offsets_for_times {partition: offset}, list_topics and admin_list_topics the sorted names,
+partitions_for the partition ids. A failed call reports the Java exception's simple class name
+(``TimeoutException``, ``ConfigException``...).
+
+The Java client's own defaults for the timeouts a scenario does not set are scaled here like the
+scenario's (request.timeout.ms 30 s, delivery.timeout.ms 120 s, max.block.ms 60 s,
+default.api.timeout.ms 60 s, and the backoffs and connection set-up timeouts), so a scaled run
+is Kafka's at full length, sped up.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from conformance.adapters.base import RunEnv, scaled_ms
+from conformance.adapters.line_protocol import LineProtocolAdapter
+from conformance.model import Operation, Outcome
+
+ROOT = Path(__file__).resolve().parents[2]
+JAR = ROOT / ".cache" / "adapters" / "java" / "java-adapter.jar"
+
+# Kafka's defaults (ms) for the Java client's timers, scaled with the run unless the scenario sets them
+JAVA_DEFAULTS_MS = {
+    "request.timeout.ms": 30_000, "delivery.timeout.ms": 120_000, "max.block.ms": 60_000,
+    "default.api.timeout.ms": 60_000, "retry.backoff.ms": 100, "retry.backoff.max.ms": 1_000,
+    "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 1_000,
+    "socket.connection.setup.timeout.ms": 10_000, "socket.connection.setup.timeout.max.ms": 30_000,
+}
+# args given in unscaled seconds (pauses between calls): the program sleeps real seconds
+SCALED_ARGS_S = ("pause_s", "gap_s")
+
+JAVA_OPERATIONS = frozenset({
+    "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets", "offsets_for_times",
+    "list_topics", "partitions_for", "commit_sync", "close", "admin_list_topics", "configure_producer",
+    "produce_pipelined",
+})
+# what the Java client does through a consumer group's coordinator and membership (KIP-848's
+# ConsumerGroupHeartbeat under group.protocol=consumer)
+GROUP_OPERATIONS = frozenset({"join_group_held"})
+
+
+def _java_config(env: RunEnv) -> dict[str, Any]:
+    config = {k: scaled_ms(v, env.scale) for k, v in JAVA_DEFAULTS_MS.items()}
+    config.update(env.config)
+    # a request timeout longer than the backoff cap must not be dwarfed by it (Java's own ratio)
+    if "delivery.timeout.ms" not in env.config:
+        linger = int(config.get("linger.ms", 0))
+        config["delivery.timeout.ms"] = max(config["delivery.timeout.ms"], int(config["request.timeout.ms"]) + linger)
+    return config
+
+
+def _scaled_step(step: Operation, scale: float) -> Operation:
+    args = dict(step.args)
+    for key in SCALED_ARGS_S:
+        if key in args:
+            args[key] = args[key] / scale
+    if step.kind == "close":   # long enough, in real time, to connect and have the Fetch in flight
+        args["poll_first_s"] = max(args.get("poll_first_s", 0.2) / scale, 0.3)
+    return replace(step, args=args)
+
+
+class JavaAdapter(LineProtocolAdapter):
+    """kafka-clients with the classic group protocol (JoinGroup/SyncGroup/Heartbeat)."""
+
+    name = "java"
+    operations = JAVA_OPERATIONS
+    group_protocol = "classic"
+
+    def command(self) -> list[str] | None:
+        java = shutil.which("java")
+        if java is None or not JAR.is_file():
+            return None
+        return [java, "-Xss1m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", str(JAR)]
+
+    def not_built_reason(self) -> str:
+        if shutil.which("java") is None:
+            return "java is not installed (the Java adapter needs Java 17)"
+        return f"the Java adapter is not built ({JAR.relative_to(ROOT)} missing: bash dev/build-adapters/java)"
+
+    def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
+        config = {**_java_config(env), "group.protocol": self.group_protocol}
+        java_env = replace(env, config=config)
+        return super().run_blocking(tuple(_scaled_step(s, env.scale) for s in steps), java_env)
+
+
+def emulator_has_kip848() -> bool:
+    """Whether the emulator serves ConsumerGroupHeartbeat (KIP-848's group protocol)."""
+    import broker_emu  # noqa: F401  (registers the handlers)
+    from broker_emu.registry import REGISTRY
+
+    return any(api.name == "CONSUMER_GROUP_HEARTBEAT" for api in REGISTRY)
+
+
+class JavaConsumerProtocolAdapter(JavaAdapter):
+    """kafka-clients with ``group.protocol=consumer`` (KIP-848: the AsyncKafkaConsumer, whose
+    group membership is ConsumerGroupHeartbeat). The emulator has no KIP-848 yet: group
+    operations are N/A against it; pass ``broker_has_kip848=True`` to run them against a real
+    Kafka 4 broker (``--bootstrap``). The consumer's other calls (assign, offsets, commits by the
+    coordinator) run everywhere, on the new consumer's own code."""
+
+    name = "java-consumer-protocol"
+    group_protocol = "consumer"
+
+    def __init__(self, broker_has_kip848: bool | None = None) -> None:
+        super().__init__()
+        self.broker_has_kip848 = broker_has_kip848
+
+    def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
+        group_ops = sorted({s.kind for s in steps} & GROUP_OPERATIONS)
+        has_848 = self.broker_has_kip848 if self.broker_has_kip848 is not None else emulator_has_kip848()
+        if group_ops and not has_848:
+            return False, (f"{', '.join(group_ops)} needs KIP-848's ConsumerGroupHeartbeat (group.protocol=consumer), "
+                           "which the emulator does not serve yet")
+        return super().supports(steps)
+
+
+def java_available() -> bool:
+    return shutil.which("java") is not None and JAR.is_file() and os.access(JAR, os.R_OK)
