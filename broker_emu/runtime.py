@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, AsyncIterator, Iterable, Iterator
+from typing import Any, AsyncContextManager, AsyncIterator, Callable, Iterable, Iterator
 
 import trio
 
@@ -52,7 +52,8 @@ class ThreadedCluster:
     """A cluster on its own trio thread. Use ``call(fn, *args)`` to run code on the cluster's
     thread (its state is not thread-safe)."""
 
-    def __init__(self, **kwargs: Any):
+    def __init__(self, opener: Callable[..., AsyncContextManager[Any]] | None = None, **kwargs: Any):
+        self._open = opener or open_cluster   # broker_emu.proxy runs its proxy the same way
         self._kwargs = kwargs
         self._ready = threading.Event()
         self._token: trio.lowlevel.TrioToken | None = None
@@ -74,7 +75,7 @@ class ThreadedCluster:
     async def _run(self) -> None:
         self._token = trio.lowlevel.current_trio_token()
         self._stop = trio.Event()
-        async with open_cluster(**self._kwargs) as cluster:
+        async with self._open(**self._kwargs) as cluster:
             self.cluster = cluster
             self._ready.set()
             await self._stop.wait()

@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import logging
 import traceback
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import trio
 
 from broker_emu.context import RequestContext
 from broker_emu.encoded_responses import encode_with_errors
-from broker_emu.faults import RequestFacts
+from broker_emu.faults import Decision, RequestFacts
 from broker_emu.handlers import CloseConnection, error_response, topics_of
 from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
 from broker_emu.registry import REGISTRY, advertised_range
+from broker_emu.trace import Kind
 from client.errors import ErrorCode
 from client.protocol import (
     ApiKey,
@@ -79,7 +80,7 @@ class Connection:
     def _closed_by(self, who: str, reason: str) -> None:
         if not self.closed:
             self.closed = True
-            self._trace("conn_close", details={"closed_by": who, "reason": reason})
+            self._trace(Kind.CONN_CLOSE, details={"closed_by": who, "reason": reason})
 
     def abort(self, reason: str) -> None:
         """Close from the broker side (broker stopped, fault, bad input)."""
@@ -88,7 +89,7 @@ class Connection:
 
     async def run(self) -> None:
         self.broker.connections.add(self)
-        self._trace("conn_open")
+        self._trace(Kind.CONN_OPEN)
         try:
             with self.scope:
                 if not await self._connection_faults():
@@ -111,7 +112,7 @@ class Connection:
         in_memory = self.addr.startswith("memory:")   # drop_connects was decided before connecting
         for rule in self.cluster.faults.on_connect(self.broker.id, self.id, self.cluster.now_ms(),
                                                    skip="drop_connects" if in_memory else None):
-            self._trace("fault_applied", details={"rule": rule.id, "action": rule.action.to_dict()})
+            self._trace(Kind.FAULT_APPLIED, details={"rule": rule.id, "action": rule.action.to_dict()})
             kind = rule.action.type
             if kind == "refuse_connections":
                 self._closed_by("broker", f"fault {rule.id}: refuse_connections")
@@ -194,7 +195,7 @@ class Connection:
                 try:
                     keep = await self._process(frame, arrived_ms)
                 except Exception as exc:  # a bug outside a handler closes this connection, never the cluster
-                    self.cluster.trace.emit("handler_error", broker=self.broker.id, conn=self.id, client_id=self.client_id,
+                    self.cluster.trace.emit(Kind.HANDLER_ERROR, broker=self.broker.id, conn=self.id, client_id=self.client_id,
                                             client_addr=self.addr, details={
                                                 "stage": "pipeline", "error": f"{type(exc).__name__}: {exc}"})
                     log.error("broker %s: connection %s failed", self.broker.id, self.id, exc_info=exc)
@@ -222,7 +223,7 @@ class Connection:
         if rng is None or not rng[0] <= header.api_version <= rng[1]:
             if header.api_key == API_VERSIONS:
                 return await self._api_versions_fallback(header)
-            self._trace("recv", correlation_id=header.correlation_id, api_key=header.api_key, api_version=header.api_version,
+            self._trace(Kind.RECV, correlation_id=header.correlation_id, api_key=header.api_key, api_version=header.api_version,
                         details={"unsupported": True})
             self.abort(f"unsupported API key {header.api_key} version {header.api_version}")
             return False
@@ -234,7 +235,7 @@ class Connection:
         if anomalies:
             # accepted as Kafka accepts it (codec.decode_request), and kept in the trace so a
             # conformance report can still show what the client sent
-            self._trace("request_anomaly", correlation_id=header.correlation_id, api_key=header.api_key,
+            self._trace(Kind.REQUEST_ANOMALY, correlation_id=header.correlation_id, api_key=header.api_key,
                         api=ApiKey(header.api_key).api_name, api_version=header.api_version,
                         details={"anomalies": anomalies, "bytes": len(frame)})
         return await self._handle(ctx, body, arrived_ms)
@@ -256,32 +257,18 @@ class Connection:
         the ApiVersions range we do serve, so the client can retry with a version we know."""
         lo, hi = advertised_range(self.cluster, API_VERSIONS) or (0, 0)  # always registered
         body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
-        self._trace("recv", correlation_id=header.correlation_id, api_key=API_VERSIONS, api="ApiVersions",
+        self._trace(Kind.RECV, correlation_id=header.correlation_id, api_key=API_VERSIONS, api="ApiVersions",
                     api_version=header.api_version, details={"too_new": True})
         return await self._send(encode_response(API_VERSIONS, 0, header.correlation_id, body),
                                 header.correlation_id, API_VERSIONS, header.api_version, [ErrorCode.UNSUPPORTED_VERSION])
 
     async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None) -> bool:
-        cluster = self.cluster
         fields = ctx.trace_fields()
         topics = self._trace_recv(ctx, body, fields, arrived_ms)
-        facts = RequestFacts(self.broker.id, ctx.api_key, ctx.api_version, ctx.client_id, self.id, frozenset(topics))
-        decision = cluster.faults.decide(facts, cluster.now_ms())
-        for rule in decision.applied:
-            cluster.trace.emit("fault_applied", **fields, details={"rule": rule.id, "action": rule.action.to_dict()})
-        if decision.stop_broker_ms is not None:
-            if decision.stop_broker_ms == 0:
-                await cluster.stop_broker(self.broker.id)   # a crash on receipt: this request dies with it
-                return False
-            self._stop_broker_later(decision.stop_broker_ms / 1000)
-        if decision.delay_request_ms:
-            await trio.sleep(decision.delay_request_ms / 1000)
-        terminal = decision.terminal
-        if terminal is not None and terminal.type == "black_hole":
-            await trio.sleep_forever()
-        if terminal is not None and terminal.type == "close_before":
-            self.abort(f"fault: close_before {ctx.api_key}")
+        decision = self._decide(ctx.api_key, ctx.api_version, topics, fields)
+        if not await self._faults_before(decision, ctx.api_key):
             return False
+        terminal = decision.terminal
         response: Mapping[str, Any] | None
         try:
             if terminal is not None and terminal.type == "error":
@@ -303,17 +290,52 @@ class Connection:
         if decision.throttle_ms:
             response = dict(response)
             response["throttle_time_ms"] = max(int(decision.throttle_ms), response.get("throttle_time_ms", 0) or 0)
-        if decision.delay_response_ms:
-            await trio.sleep(decision.delay_response_ms / 1000)
         encoded = self._encode(ctx, body, response)
         if encoded is None:
             return False
-        out, errors = encoded
+        return await self._send_faulted(encoded[0], encoded[1], decision, fields)
+
+    # -- the fault steps around a request (shared with broker_emu.proxy) ------------------------
+    def _decide(self, api_key: int, api_version: int, topics: list[tuple[str, int | None]],
+                fields: dict[str, Any]) -> Decision:
+        """The fault rules that apply to this request, each traced as ``fault_applied``."""
+        cluster = self.cluster
+        facts = RequestFacts(self.broker.id, api_key, api_version, self.client_id, self.id, frozenset(topics))
+        decision = cluster.faults.decide(facts, cluster.now_ms())
+        for rule in decision.applied:
+            cluster.trace.emit("fault_applied", **fields, details={"rule": rule.id, "action": rule.action.to_dict()})
+        return decision
+
+    async def _faults_before(self, decision: Decision, api_key: int) -> bool:
+        """What a decision does before the request is handled: stop the broker, hold the
+        request, swallow it (black_hole) or close instead of handling it. False: the connection
+        is closed."""
+        if decision.stop_broker_ms is not None:
+            if decision.stop_broker_ms == 0:
+                await self.cluster.stop_broker(self.broker.id)   # a crash on receipt: this request dies with it
+                return False
+            self._stop_broker_later(decision.stop_broker_ms / 1000)
+        if decision.delay_request_ms:
+            await trio.sleep(decision.delay_request_ms / 1000)
+        terminal = decision.terminal
+        if terminal is not None and terminal.type == "black_hole":
+            await trio.sleep_forever()
+        if terminal is not None and terminal.type == "close_before":
+            self.abort(f"fault: close_before {api_key}")
+            return False
+        return True
+
+    async def _send_faulted(self, out: bytes, errors: list[int], decision: Decision, fields: dict[str, Any]) -> bool:
+        """Send an answer as the decision says: held (delay_response), half written then
+        stalled (partial_response), and followed by the throttle's mute (KIP-219)."""
+        if decision.delay_response_ms:
+            await trio.sleep(decision.delay_response_ms / 1000)
+        terminal = decision.terminal
         if terminal is not None and terminal.type == "partial_response":
             await self.stream.send_all(out[: max(1, len(out) // 2)])
-            cluster.trace.emit("send", **fields, details={"partial": True, "bytes": len(out) // 2})
+            self.cluster.trace.emit("send", **fields, details={"partial": True, "bytes": len(out) // 2})
             await trio.sleep_forever()
-        if not await self._send(out, ctx.correlation_id, ctx.api_key, ctx.api_version, errors, fields):
+        if not await self._send(out, fields["correlation_id"], fields["api_key"], fields["api_version"], errors, fields):
             return False
         if decision.throttle_ms:
             await trio.sleep(decision.throttle_ms / 1000)  # KIP-219: the broker mutes the channel
@@ -330,7 +352,7 @@ class Connection:
             # connection): when it reached the broker is what the client did, ``t_ms`` is when
             # the broker got to it
             details["arrived_ms"] = arrived_ms
-        cluster.trace.emit("recv", **fields, details=details or None)
+        cluster.trace.emit(Kind.RECV, **fields, details=details or None)
         return topics
 
     def _encode(self, ctx: RequestContext, body: Any, response: Mapping[str, Any]) -> tuple[bytes, list[int]] | None:
@@ -356,7 +378,7 @@ class Connection:
         response with UNKNOWN_SERVER_ERROR (``RequestHandlerHelper.handleError``). Only when even
         that answer cannot be built is the connection closed (None)."""
         where = traceback.extract_tb(exc.__traceback__)[-3:]
-        self.cluster.trace.emit("handler_error", **ctx.trace_fields(), details={
+        self.cluster.trace.emit(Kind.HANDLER_ERROR, **ctx.trace_fields(), details={
             "stage": stage, "error": f"{type(exc).__name__}: {exc}",
             "at": [f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in where]})
         log.error("broker %s: %s failed on %s v%s (correlation id %s)", self.broker.id, stage,
@@ -378,11 +400,14 @@ class Connection:
         fields = fields or {"broker": self.broker.id, "conn": self.id, "client_id": self.client_id,
                             "client_addr": self.addr, "correlation_id": correlation_id, "api_key": api_key,
                             "api": ApiKey(api_key).api_name, "api_version": version}
-        self.cluster.trace.emit("send", **fields, details={"errors": sorted(set(errors))} if errors else None)
+        self.cluster.trace.emit(Kind.SEND, **fields, details={"errors": sorted(set(errors))} if errors else None)
         return True
 
 
-async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, connection: Callable[..., Connection] = Connection,
+                       task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Listen for ``broker`` and run a ``connection`` (the emulator's pipeline, or a subclass:
+    broker_emu.proxy) for each client until the listener's scope is cancelled."""
     listeners = await trio.open_tcp_listeners(port, host=broker.host)
     broker.port = listeners[0].socket.getsockname()[1]
 
@@ -392,7 +417,7 @@ async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, t
             addr = f"{peer[0]}:{peer[1]}"
         except OSError:
             addr = "?"
-        await Connection(cluster, broker, stream, addr).run()
+        await connection(cluster, broker, stream, addr).run()
 
     with trio.CancelScope() as scope:
         broker.listener_scope = scope
