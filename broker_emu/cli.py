@@ -135,7 +135,7 @@ def fault_command(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The emulator's own commands (serve, fault). The ``broker-emu`` command composes them with
+    """The emulator's own commands (serve, proxy, fault). The ``broker-emu`` command composes them with
     the conformance suite's in ``conformance.main``, the layer above both."""
     parser = argparse.ArgumentParser(prog="broker-emu", description="A Kafka broker emulator for testing and teaching timeouts.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -160,6 +160,8 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--scenario", help="YAML scenario file (faults and timed events)")
     s.add_argument("--trace", help="write the trace as JSONL to this file")
 
+    add_proxy_command(sub)
+
     f = sub.add_parser("fault", help="drive a running cluster's control API")
     f.set_defaults(func=fault_command)
     f.add_argument("--control", default="http://127.0.0.1:9080", help="control API URL (printed by serve)")
@@ -183,6 +185,22 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("--partition", type=int)
     rp.add_argument("--follower", type=int)
     rp.add_argument("--lag-ms", type=float, default=0)
+
+
+def add_proxy_command(sub: Any) -> None:
+    p = sub.add_parser("proxy", help="the fault engine, control API and trace in front of a Kafka cluster (docs/proxy.md)")
+    p.set_defaults(func=proxy_command)
+    p.add_argument("--upstream", required=True, metavar="HOST:PORT[,HOST:PORT]", help="the cluster's bootstrap servers")
+    p.add_argument("--control-port", type=int, default=None, help="serve the HTTP control API on loopback (0 picks a port)")
+    p.add_argument("--token", default=None, help="require this bearer token on the control API")
+    p.add_argument("--faults", help="YAML scenario file: its seed, faults and stop_broker/start_broker events")
+    p.add_argument("--trace", help="write the trace as JSONL to this file")
+
+
+def proxy_command(args: argparse.Namespace) -> int:
+    from broker_emu.proxy.main import proxy_command as run_proxy
+
+    return run_proxy(args)
 
 
 def serve_command(args: argparse.Namespace) -> int:

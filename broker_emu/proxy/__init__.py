@@ -1,0 +1,14 @@
+"""Proxy mode: the emulator's fault engine, control API, scenario fault files and trace in front
+of any Kafka cluster (a real Apache Kafka, or the emulator). See docs/proxy.md.
+
+    async with open_proxy("127.0.0.1:9092") as proxy:
+        print(proxy.bootstrap)            # one local listener per upstream broker
+
+    with run_proxy_in_thread("127.0.0.1:9092") as tp:   # for blocking code
+        print(tp.bootstrap)
+"""
+
+from broker_emu.proxy.proxy import Proxy, open_proxy, run_proxy_in_thread
+from broker_emu.proxy.upstream import UpstreamError
+
+__all__ = ["Proxy", "UpstreamError", "open_proxy", "run_proxy_in_thread"]

@@ -1,0 +1,103 @@
+"""What the proxy reads in and changes about the messages it forwards: broker addresses in
+answers, the versions ApiVersions advertises, and a Produce's acks.
+
+Addresses. Metadata (brokers), FindCoordinator (v0-3: the one node; v4+: each coordinator) and
+DescribeCluster (brokers, when it describes brokers rather than controllers) carry broker
+addresses; each is replaced by the proxy's listener for that node id, so that a client only ever
+connects through the proxy.
+
+Versions. An address can only be rewritten in a version the codec can decode. A client picks
+the newest version both it and the broker advertise, so the proxy lowers the max version the
+upstream advertises in ApiVersions, for the address-carrying APIs only, to the newest its codec
+knows (``cap_api_versions``). Every other API keeps the upstream's range, and what the codec does
+not know is passed through byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from client.protocol import ApiKey, supported_versions
+
+ADDRESS_APIS = frozenset({int(ApiKey.METADATA), int(ApiKey.FIND_COORDINATOR), int(ApiKey.DESCRIBE_CLUSTER)})
+BROKER_ENDPOINTS = 1   # DescribeCluster's endpoint_type for brokers (2: controllers)
+PRODUCE_FLEXIBLE_FROM = 9
+
+
+def address_entries(api_key: int, version: int, body: Any) -> Iterator[tuple[Any, str]]:
+    """Each (entry, id field) of an answer that holds a node's host and port (``entry`` is the
+    decoded mapping to change in place)."""
+    if api_key == ApiKey.METADATA:
+        for broker in body.get("brokers") or ():
+            yield broker, "node_id"
+    elif api_key == ApiKey.FIND_COORDINATOR:
+        if version < 4:
+            if body.get("node_id", -1) >= 0:
+                yield body, "node_id"
+        else:
+            for coordinator in body.get("coordinators") or ():
+                if coordinator.get("node_id", -1) >= 0:
+                    yield coordinator, "node_id"
+    elif api_key == ApiKey.DESCRIBE_CLUSTER:
+        if body.get("endpoint_type", BROKER_ENDPOINTS) == BROKER_ENDPOINTS:
+            for broker in body.get("brokers") or ():
+                yield broker, "broker_id"
+
+
+def cap_api_versions(body: Any) -> bool:
+    """Lower the advertised max version of the address-carrying APIs to what the codec can
+    rewrite (an API whose every version is beyond the codec is left out); True if it changed."""
+    changed = False
+    kept = []
+    for entry in body.get("api_keys") or ():
+        if entry["api_key"] in ADDRESS_APIS:
+            lo, hi = supported_versions(entry["api_key"])
+            if entry["max_version"] > hi:
+                entry["max_version"] = hi
+                changed = True
+            if entry["min_version"] > entry["max_version"] or entry["max_version"] < lo:
+                changed = True
+                continue
+        kept.append(entry)
+    if changed:
+        body["api_keys"] = kept
+    return changed
+
+
+def _uvarint(frame: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(frame) or shift > 28:
+            raise ValueError("bad varint")
+        byte = frame[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def produce_acks(frame: bytes, body_start: int, version: int) -> int | None:
+    """A Produce request's acks, read from the bytes (for versions the codec cannot decode:
+    whether an answer will come back depends on it). ``body_start`` is where a v1 request header
+    ends; flexible versions have a tagged section there first. None if the bytes do not say."""
+    pos = body_start
+    try:
+        if version >= PRODUCE_FLEXIBLE_FROM:
+            count, pos = _uvarint(frame, pos)          # the header's tagged fields
+            for _ in range(count):
+                _, pos = _uvarint(frame, pos)
+                size, pos = _uvarint(frame, pos)
+                pos += size
+        if version >= 3:                                 # transactional_id, a nullable string
+            if version >= PRODUCE_FLEXIBLE_FROM:
+                n, pos = _uvarint(frame, pos)
+                pos += max(n - 1, 0)
+            else:
+                n = int.from_bytes(frame[pos:pos + 2], "big", signed=True)
+                pos += 2 + max(n, 0)
+        if pos + 2 > len(frame):
+            return None
+        return int.from_bytes(frame[pos:pos + 2], "big", signed=True)
+    except ValueError:
+        return None
