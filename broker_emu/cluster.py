@@ -24,7 +24,7 @@ from broker_emu.purgatory import Purgatory
 from broker_emu.replication import Replication
 from broker_emu.scheduler import Scheduler
 from broker_emu.topic_config import effective, validate_topic_configs
-from broker_emu.trace import Trace
+from broker_emu.trace import Kind, Trace
 
 log_module = logging.getLogger("broker_emu")
 INTERNAL_TOPICS = ("__consumer_offsets",)
@@ -83,7 +83,7 @@ class Cluster:
         """The log memory budget dropped a partition's oldest batches: say so, in the trace
         always and on stderr at most every 10 s, so nobody mistakes it for a bug."""
         topic, _, index = log.name.rpartition("-")
-        self.trace.emit("log_evicted", details={"topic": topic, "partition": int(index or 0), "bytes": freed,
+        self.trace.emit(Kind.LOG_EVICTED, details={"topic": topic, "partition": int(index or 0), "bytes": freed,
                                                 "log_start_offset": log_start, "budget": self.log_memory.limit})
         now = trio.current_time()
         if now - self._evict_warned_at >= 10:
@@ -225,7 +225,7 @@ class Cluster:
         self.fetch_purgatory.check_and_complete(p.key)
 
     def _isr_changed(self, p: Partition, brokers: list[int], how: str) -> None:
-        self.trace.emit("isr_change", details={"topic": p.topic, "partition": p.index, how: brokers, "isr": list(p.isr),
+        self.trace.emit(Kind.ISR_CHANGE, details={"topic": p.topic, "partition": p.index, how: brokers, "isr": list(p.isr),
                                                "high_watermark": p.high_watermark})
 
     def move_leader(self, topic: str, partition: int, broker_id: int) -> None:
@@ -240,7 +240,7 @@ class Cluster:
             return
         old = p.leader
         p.become_leader(broker_id, trio.current_time())
-        self.trace.emit("leader_change", broker=broker_id, details={"topic": topic, "partition": partition, "from": old,
+        self.trace.emit(Kind.LEADER_CHANGE, broker=broker_id, details={"topic": topic, "partition": partition, "from": old,
                                                                     "to": broker_id, "leader_epoch": p.leader_epoch})
         self._partition_changed(p)
         self.replication.resync(p)
@@ -271,7 +271,7 @@ class Cluster:
         if not b.alive:
             return
         b.alive = False
-        self.trace.emit("broker_stop", broker=broker_id)
+        self.trace.emit(Kind.BROKER_STOP, broker=broker_id)
         if b.listener_scope is not None:
             b.listener_scope.cancel()
         for conn in list(b.connections):
@@ -296,7 +296,7 @@ class Cluster:
         if b.alive:
             return
         b.alive = True
-        self.trace.emit("broker_start", broker=broker_id)
+        self.trace.emit(Kind.BROKER_START, broker=broker_id)
         if self._nursery is not None and b.port:
             from broker_emu.server import serve_broker
             await self._nursery.start(serve_broker, self, b, b.port)
@@ -315,7 +315,7 @@ class Cluster:
         """``connect`` as a client's connect call sees it: a drop_connects fault makes the attempt
         hang (the trace records ``connect_dropped``), as a SYN into a firewall would."""
         for rule in self.faults.on_connect(broker_id, 0, self.now_ms(), only="drop_connects"):
-            self.trace.emit("connect_dropped", broker=broker_id, details={"rule": rule.id})
+            self.trace.emit(Kind.CONNECT_DROPPED, broker=broker_id, details={"rule": rule.id})
             await trio.sleep_forever()
         return self.connect(broker_id)
 

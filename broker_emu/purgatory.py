@@ -23,6 +23,7 @@ from typing import Any, Callable, Hashable, Iterable
 import trio
 
 from broker_emu.scheduler import Scheduler, Timer
+from broker_emu.trace import Kind
 
 PURGE_INTERVAL = 1000  # Kafka's default *.purgatory.purge.interval.requests
 
@@ -139,7 +140,7 @@ class Purgatory:
             return True
         op._purgatory = self
         op._timer = self.scheduler.call_later(op.timeout_s, op._fire)
-        self.on_event("purgatory_enter", op)
+        self.on_event(Kind.PURGATORY_ENTER, op)
         return False
 
     # -- leaving ----------------------------------------------------------------------------------
@@ -160,7 +161,7 @@ class Purgatory:
             return False
         self.completed_count += 1
         self._left(op)
-        self.on_event("purgatory_complete", op)
+        self.on_event(Kind.PURGATORY_COMPLETE, op)
         return True
 
     def _expire(self, op: DelayedOperation) -> None:
@@ -171,7 +172,7 @@ class Purgatory:
         op.force_complete()
         self.expired_count += 1
         self._left(op)
-        self.on_event("purgatory_expire", op)
+        self.on_event(Kind.PURGATORY_EXPIRE, op)
 
     def _left(self, op: DelayedOperation) -> None:
         self._live -= 1

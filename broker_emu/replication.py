@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import trio
 
+from broker_emu.trace import Kind
+
 if TYPE_CHECKING:
     from broker_emu.partition import Partition
     from broker_emu.scheduler import Scheduler, Timer
@@ -70,7 +72,7 @@ class Replication:
             self.modes.pop(key, None)
         else:
             self.modes[key] = Mode(mode, lag_ms)
-        self.emit("replication_mode", details={"topic": topic, "partition": partition, "follower": follower,
+        self.emit(Kind.REPLICATION_MODE, details={"topic": topic, "partition": partition, "follower": follower,
                                                "mode": mode, "lag_ms": lag_ms})
         self.resync_all()
 

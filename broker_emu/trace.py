@@ -3,25 +3,52 @@
 It is the evidence the conformance suite judges, the input of campaigns and of timelines.
 Times are milliseconds since cluster start on trio's clock (virtual in tests).
 
-Event kinds: conn_open, recv, fault_applied, purgatory_enter, purgatory_complete,
-purgatory_expire, send, conn_close (with ``closed_by`` "client" or "broker" and a ``reason``),
-and cluster-level: broker_stop, broker_start, leader_change, isr_change, replication_mode.
+Event kinds are ``Kind``; ``broker_emu.trace_reading`` reads them back (a request paired with
+its answer, the close that abandoned it, a stay in the purgatory, who gave up first).
 """
 
 from __future__ import annotations
 
+import enum
 import json
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any, Callable, Iterable
 
-KINDS = (
-    "conn_open", "recv", "fault_applied", "purgatory_enter", "purgatory_complete",
-    "purgatory_expire", "send", "conn_close",
-    "broker_stop", "broker_start", "leader_change", "isr_change", "replication_mode",
-    "group_rebalance", "group_member_expired", "group_member_removed", "app_call", "request_anomaly", "handler_error",
-    "log_evicted",
-)
+
+class Kind(enum.StrEnum):
+    """Every kind of trace event: emitters name them here, readers match on them, and ``emit``
+    refuses any other (a misspelt kind would otherwise be an event no reader ever sees)."""
+
+    # a connection and what crossed it
+    CONN_OPEN = "conn_open"
+    RECV = "recv"
+    SEND = "send"
+    CONN_CLOSE = "conn_close"          # details: closed_by "client" | "broker", reason
+    REQUEST_ANOMALY = "request_anomaly"   # accepted as Kafka accepts it, but unusual (trailing bytes...)
+    HANDLER_ERROR = "handler_error"    # a bug in the emulator, answered UNKNOWN_SERVER_ERROR
+    # faults
+    FAULT_APPLIED = "fault_applied"
+    CONNECT_DROPPED = "connect_dropped"
+    # the purgatory (a parked Produce, a long-poll Fetch)
+    PURGATORY_ENTER = "purgatory_enter"
+    PURGATORY_COMPLETE = "purgatory_complete"
+    PURGATORY_EXPIRE = "purgatory_expire"
+    # the cluster
+    BROKER_STOP = "broker_stop"
+    BROKER_START = "broker_start"
+    LEADER_CHANGE = "leader_change"
+    ISR_CHANGE = "isr_change"
+    REPLICATION_MODE = "replication_mode"
+    LOG_EVICTED = "log_evicted"
+    # groups
+    GROUP_REBALANCE = "group_rebalance"
+    GROUP_MEMBER_EXPIRED = "group_member_expired"
+    GROUP_MEMBER_REMOVED = "group_member_removed"
+    # the application's own calls, recorded by the conformance adapter of our client
+    APP_CALL = "app_call"
+
+
 
 
 class HandlerErrors:
@@ -96,10 +123,11 @@ class Trace:
     def now_ms(self) -> float:
         return round((self._clock() - self._start) * 1000.0, 3)
 
-    def emit(self, kind: str, **fields: Any) -> TraceEvent:
+    def emit(self, kind: Kind | str, **fields: Any) -> TraceEvent:
+        kind = Kind(kind)   # ValueError for a kind nobody reads
         details = fields.pop("details", None) or {}
         event = TraceEvent(self.now_ms(), kind, details=details, **fields)
-        if kind == "handler_error":
+        if kind is Kind.HANDLER_ERROR:
             HANDLER_ERRORS.record(event)
         size = event_bytes(event)
         self.events.append(event)

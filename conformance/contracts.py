@@ -9,7 +9,8 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterable
 
-from broker_emu.trace import TraceEvent
+from broker_emu.trace import Kind, TraceEvent
+from broker_emu.trace_reading import abandoned, closed_by, exchanges, purgatory_stays
 from conformance.model import Contract, Evidence, Outcome, Verdict
 
 
@@ -33,7 +34,7 @@ def expected_ms(ev: Evidence, spec: float | str, operation: str | None = None) -
     if isinstance(spec, str):
         if spec == "fault.ms":
             # the delay the broker actually applied (trace times are already scaled)
-            applied = next((e for e in ev.events("fault_applied") if "ms" in (e.details.get("action") or {})), None)
+            applied = next((e for e in ev.events(Kind.FAULT_APPLIED) if "ms" in (e.details.get("action") or {})), None)
             if applied is None:
                 raise ValueError("no timed fault was applied in this run")
             return float(applied.details["action"]["ms"])
@@ -109,14 +110,14 @@ def client_disconnects_after(api: str, expected: float | str, tolerance_ms: floa
     ``expected_ms`` after the broker received it (KIP-19: request.timeout.ms)."""
 
     def check(ev: Evidence) -> Verdict:
-        recv = _first(ev.events("recv", api), lambda e: True)
-        if recv is None:
+        first = next(iter(exchanges(ev.events(), api)), None)
+        if first is None:
             return Verdict(False, message=f"the broker never received {api}")
-        close = _first(ev.events("conn_close"), lambda e: e.conn == recv.conn and e.broker == recv.broker and e.t_ms >= recv.t_ms)
+        recv, close = first.request, first.close
         if close is None:
             return Verdict(False, "no disconnect", f"the connection that carried {api} (conn {recv.conn}) was never closed")
-        if close.details.get("closed_by") != "client":
-            return Verdict(False, f"closed by {close.details.get('closed_by')}", f"conn {recv.conn} was closed by the broker ({close.details.get('reason')}), not the client")
+        if closed_by(close) != "client":
+            return Verdict(False, f"closed by {closed_by(close)}", f"conn {recv.conn} was closed by the broker ({close.details.get('reason')}), not the client")
         want = expected_ms(ev, expected)
         got = close.t_ms - recv.t_ms
         tol = max(tolerance_ms / ev.scale, tolerance_fraction * want, ev.slack_ms)
@@ -133,11 +134,11 @@ def metadata_before_retry(api: str) -> Contract:
     sending ``api`` again (KIP-19: refresh metadata, then retry)."""
 
     def check(ev: Evidence) -> Verdict:
-        recvs = ev.events("recv")
+        recvs = ev.events(Kind.RECV)
         first = _first(recvs, lambda e: (e.api or "").lower() == api.lower())
         if first is None:
             return Verdict(False, message=f"the broker never received {api}")
-        close = _first(ev.events("conn_close"), lambda e: e.conn == first.conn and e.broker == first.broker and e.t_ms >= first.t_ms)
+        close = _first(ev.events(Kind.CONN_CLOSE), lambda e: e.conn == first.conn and e.broker == first.broker and e.t_ms >= first.t_ms)
         after = [e for e in recvs if e.t_ms >= (close.t_ms if close else first.t_ms) and e is not first]
         retry = _first(after, lambda e: (e.api or "").lower() == api.lower())
         if retry is None:
@@ -154,39 +155,23 @@ def metadata_before_retry(api: str) -> Contract:
     return Contract(f"Metadata before {api} retry, on a new connection", check, side="server")
 
 
-def abandoned_requests(ev: Evidence, api: str | None = None) -> list[tuple[TraceEvent, TraceEvent]]:
-    """(close, request) pairs: the client closed a connection while the broker still owed it an
-    answer. Closing an idle connection (e.g. the bootstrap one) abandons nothing."""
-    out = []
-    for close in ev.events("conn_close"):
-        if close.details.get("closed_by") != "client":
-            continue
-        on_conn = [e for e in ev.trace if e.conn == close.conn and e.broker == close.broker and e.t_ms <= close.t_ms]
-        answered = {e.correlation_id for e in on_conn if e.kind == "send"}
-        pending = [e for e in on_conn if e.kind == "recv" and e.correlation_id not in answered
-                   and (api is None or (e.api or "").lower() == api.lower())]
-        if pending:
-            out.append((close, pending[0]))
-    return out
-
-
 def no_client_disconnect(api: str | None = None, within_ms: float | None = None) -> Contract:
     """The client never dropped a connection with an ``api`` request outstanding (a slow broker
     or a long-poll is not a dead one). ``within_ms``: only during that window after the first
     ``api`` request (scaled), so a client's own close after the operation does not count."""
 
     def check(ev: Evidence) -> Verdict:
-        dropped = abandoned_requests(ev, api)
+        dropped = abandoned(ev.events(), api)
         if within_ms is not None:
-            first = next((e for e in ev.events("recv", api)), None)
+            first = next((e for e in ev.events(Kind.RECV, api)), None)
             limit = (first.t_ms if first else 0.0) + within_ms / ev.scale
-            dropped = [(c, r) for c, r in dropped if c.t_ms < limit]
-        if dropped:
-            close, req = dropped[0]
+            dropped = [x for x in dropped if x.close is not None and x.close.t_ms < limit]
+        if dropped and dropped[0].close is not None:
+            close, req = dropped[0].close, dropped[0].request
             return Verdict(False, f"{len(dropped)} request(s) abandoned",
                            f"client closed conn {close.conn} on broker {close.broker} at {close.t_ms:.0f} ms with "
                            f"{req.api} (corr {req.correlation_id}, sent at {req.t_ms:.0f} ms) unanswered")
-        return Verdict(True, f"{len(ev.events('conn_open'))} connections, no request abandoned")
+        return Verdict(True, f"{len(ev.events(Kind.CONN_OPEN))} connections, no request abandoned")
 
     return Contract(f"no {api or 'request'} abandoned by a disconnect", check, side="server")
 
@@ -196,14 +181,13 @@ def purgatory_expires_after(timeout_ms: float, tolerance_ms: float) -> Contract:
     REQUEST_TIMED_OUT (server-side timeout)."""
 
     def check(ev: Evidence) -> Verdict:
-        enter = _first(ev.events("purgatory_enter"), lambda e: True)
-        if enter is None:
+        stay = next(iter(purgatory_stays(ev.events())), None)
+        if stay is None:
             return Verdict(False, message="no request entered the purgatory")
-        expire = _first(ev.events("purgatory_expire"), lambda e: e.correlation_id == enter.correlation_id and e.conn == enter.conn)
-        if expire is None:
-            return Verdict(False, "no expiry", f"the parked request (corr {enter.correlation_id}) never expired")
+        if not stay.expired or stay.duration_ms is None:
+            return Verdict(False, "no expiry", f"the parked request (corr {stay.enter.correlation_id}) never expired")
         want = timeout_ms / ev.scale
-        got = expire.t_ms - enter.t_ms
+        got = stay.duration_ms
         figure = f"purgatory expiry at {_fmt_s(got)} of {_fmt_s(want)}"
         if abs(got - want) > tolerance_ms / ev.scale:
             return Verdict(False, figure, f"expired {got:.1f} ms after entering, expected {want:.1f} ms")
@@ -214,7 +198,7 @@ def purgatory_expires_after(timeout_ms: float, tolerance_ms: float) -> Contract:
 
 def request_count(api: str, *, at_least: int = 0, at_most: int | None = None) -> Contract:
     def check(ev: Evidence) -> Verdict:
-        n = len(ev.events("recv", api))
+        n = len(ev.events(Kind.RECV, api))
         figure = f"{n} {api} request(s)"
         if n < at_least or (at_most is not None and n > at_most):
             bound = f"between {at_least} and {at_most}" if at_most is not None else f"at least {at_least}"
@@ -229,10 +213,10 @@ def retry_on_new_leader(api: str) -> Contract:
     succeeded went to another."""
 
     def check(ev: Evidence) -> Verdict:
-        recvs = ev.events("recv", api)
+        recvs = ev.events(Kind.RECV, api)
         if not recvs:
             return Verdict(False, message=f"the broker never received {api}")
-        answered = {(e.broker, e.conn, e.correlation_id) for e in ev.events("send", api) if not e.details.get("errors")}
+        answered = {(e.broker, e.conn, e.correlation_id) for e in ev.events(Kind.SEND, api) if not e.details.get("errors")}
         ok = [e for e in recvs if (e.broker, e.conn, e.correlation_id) in answered]
         if not ok:
             return Verdict(False, "never succeeded", f"no {api} was answered without an error")
@@ -250,7 +234,7 @@ def honours_throttle(api: str, throttle_ms: float | str) -> Contract:
     next ``api`` request to that broker (KIP-219; the broker also mutes the connection)."""
 
     def check(ev: Evidence) -> Verdict:
-        sends = [e for e in ev.events("send", api)]
+        sends = [e for e in ev.events(Kind.SEND, api)]
         if not sends:
             return Verdict(False, message=f"no {api} response was sent")
         first = sends[0]
@@ -260,7 +244,7 @@ def honours_throttle(api: str, throttle_ms: float | str) -> Contract:
         def arrived(e):
             return (e.details or {}).get("arrived_ms", e.t_ms)
 
-        nxt = next((e for e in ev.events("recv", api) if e.broker == first.broker and arrived(e) > first.t_ms), None)
+        nxt = next((e for e in ev.events(Kind.RECV, api) if e.broker == first.broker and arrived(e) > first.t_ms), None)
         if nxt is None:
             return Verdict(False, "no second request", f"the client sent no second {api} to broker {first.broker} "
                                                        "after the throttled answer")
@@ -280,22 +264,20 @@ def held_without_disconnect(api: str, longer_than: float | str) -> Contract:
     take the wait for a dead broker: no client-side close of that connection before the answer."""
 
     def check(ev: Evidence) -> Verdict:
-        answers = {(e.conn, e.correlation_id): e for e in ev.events("send", api)}
-        pairs = [(r, answers.get((r.conn, r.correlation_id))) for r in ev.events("recv", api)]
+        pairs = exchanges(ev.events(), api)
         if not pairs:
             return Verdict(False, message=f"the broker never received {api}")
         want = expected_ms(ev, longer_than)
-        held = [(r, a) for r, a in pairs if a is not None and a.t_ms - r.t_ms > want]
+        held = [x for x in pairs if (x.wait_ms or 0.0) > want]
         if not held:
-            longest = max((a.t_ms - r.t_ms for r, a in pairs if a is not None), default=0.0)
+            longest = max((x.wait_ms for x in pairs if x.wait_ms is not None), default=0.0)
             return Verdict(False, f"longest {api} wait {_fmt_s(longest)}",
                            f"no {api} was held longer than {want:.0f} ms (the scenario did not exercise a held request)")
-        r, a = held[0]
-        early_close = _first(ev.events("conn_close"), lambda e: e.conn == r.conn and e.broker == r.broker
-                             and r.t_ms <= e.t_ms < a.t_ms and e.details.get("closed_by") == "client")
-        figure = f"{api} held {_fmt_s(a.t_ms - r.t_ms)}"
-        if early_close is not None:
-            return Verdict(False, figure, f"the client closed conn {r.conn} {early_close.t_ms - r.t_ms:.0f} ms into the wait")
+        x = held[0]
+        figure = f"{api} held {_fmt_s(x.wait_ms or 0.0)}"
+        if x.abandoned and x.close is not None:
+            return Verdict(False, figure, f"the client closed conn {x.request.conn} "
+                                          f"{x.close.t_ms - x.request.t_ms:.0f} ms into the wait")
         return Verdict(True, figure)
 
     return Contract(f"{api} held without a client disconnect", check, side="server")
@@ -308,13 +290,13 @@ def nothing_outlives_the_call(api: str, operation: str, *, min_attempts: int = 2
 
     def check(ev: Evidence) -> Verdict:
         o = _outcome(ev, operation)
-        recvs = ev.events("recv", api)
+        recvs = ev.events(Kind.RECV, api)
         if o is None or not recvs:
             return Verdict(False, message=f"no {operation} outcome or no {api} request")
         timeout_s = _step_timeout_s(ev, operation)
         # the first attempt goes out as the call starts; the deadline is the call's, not its return
         call_end = recvs[0].t_ms + (timeout_s if timeout_s is not None else o.elapsed_s) * 1000
-        closes = [e for e in ev.events("conn_close") if e.details.get("closed_by") == "client"
+        closes = [e for e in ev.events(Kind.CONN_CLOSE) if closed_by(e) == "client"
                   and any(e.conn == r.conn and e.broker == r.broker for r in recvs)]
         last = max((e.t_ms for e in closes), default=None)
         figure = f"{len(recvs)} attempt(s), last abandoned at {_fmt_s((last or 0) - recvs[0].t_ms)}"
@@ -351,7 +333,7 @@ def attempted_once(first_apis: tuple[str, ...], api: str) -> Contract:
     not repeat ``api``. (Java, too, sends FindCoordinator when the coordinator is unknown.)"""
 
     def check(ev: Evidence) -> Verdict:
-        counts = {a: len(ev.events("recv", a)) for a in first_apis}
+        counts = {a: len(ev.events(Kind.RECV, a)) for a in first_apis}
         figure = ", ".join(f"{n} {a}" for a, n in counts.items())
         if sum(counts.values()) == 0:
             return Verdict(False, figure, f"nothing reached the broker: the call gave up before attempting ({' or '.join(first_apis)})")
@@ -394,15 +376,15 @@ def replies_in_order_behind(parked_api: str, api: str) -> Contract:
     parked was answered only after it."""
 
     def check(ev: Evidence) -> Verdict:
-        enter = next((e for e in ev.events("purgatory_enter", parked_api)), None)
+        enter = next((e for e in ev.events(Kind.PURGATORY_ENTER, parked_api)), None)
         if enter is None:
             return Verdict(False, message=f"no {parked_api} was parked")
-        answer = next((e for e in ev.events("send", parked_api) if e.conn == enter.conn and e.correlation_id == enter.correlation_id), None)
-        behind = next((e for e in ev.events("recv", api) if e.conn == enter.conn
+        answer = next((e for e in ev.events(Kind.SEND, parked_api) if e.conn == enter.conn and e.correlation_id == enter.correlation_id), None)
+        behind = next((e for e in ev.events(Kind.RECV, api) if e.conn == enter.conn
                        and (e.details or {}).get("arrived_ms", e.t_ms) >= enter.t_ms and e.correlation_id != enter.correlation_id), None)
         if answer is None or behind is None:
             return Verdict(False, "nothing queued", f"no {api} arrived on conn {enter.conn} while {parked_api} was parked")
-        reply = next((e for e in ev.events("send", api) if e.conn == behind.conn and e.correlation_id == behind.correlation_id), None)
+        reply = next((e for e in ev.events(Kind.SEND, api) if e.conn == behind.conn and e.correlation_id == behind.correlation_id), None)
         waited = (reply.t_ms if reply else behind.t_ms) - (behind.details or {}).get("arrived_ms", behind.t_ms)
         figure = f"{api} waited {_fmt_s(waited)} behind the parked {parked_api}"
         if reply is not None and reply.t_ms < answer.t_ms:
@@ -426,14 +408,14 @@ def resumes_on_survivor(api: str, within: float | str, *, late_fraction: float =
     and the request goes to the new leader (KIP-19)."""
 
     def check(ev: Evidence) -> Verdict:
-        stop = _first(ev.events("broker_stop"), lambda e: True)
+        stop = _first(ev.events(Kind.BROKER_STOP), lambda e: True)
         if stop is None:
             return Verdict(False, message="no broker stopped in this run (the fault never fired)")
         want = expected_ms(ev, within, api)
         if ev.scale > 1:
             want = max(want, REAL_TIME_FLOOR_MS)
         limit = want + max(late_fraction * want, ev.slack_ms)
-        nxt = _first(ev.events("recv", api), lambda e: e.t_ms >= stop.t_ms and e.broker != stop.broker)
+        nxt = _first(ev.events(Kind.RECV, api), lambda e: e.t_ms >= stop.t_ms and e.broker != stop.broker)
         if nxt is None:
             return Verdict(False, "never", f"no {api} reached a surviving broker after broker {stop.broker} stopped "
                                            f"at {_fmt_s(stop.t_ms)} (allowed {limit:.0f} ms)")
@@ -451,13 +433,13 @@ def no_broker_close() -> Contract:
     broker accepts (a request Kafka accepts must not cost the client its connection)."""
 
     def check(ev: Evidence) -> Verdict:
-        closed = [e for e in ev.events("conn_close") if e.details.get("closed_by") == "broker"]
-        anomalies = ev.events("request_anomaly")
+        closed = [e for e in ev.events(Kind.CONN_CLOSE) if closed_by(e) == "broker"]
+        anomalies = ev.events(Kind.REQUEST_ANOMALY)
         note = f"; {len(anomalies)} request(s) accepted as Kafka does ({anomalies[0].details['anomalies'][0]})" if anomalies else ""
         if closed:
             return Verdict(False, f"{len(closed)} closed by the broker",
                            f"the broker closed conn {closed[0].conn}: {closed[0].details.get('reason')}")
-        return Verdict(True, f"{len(ev.events('conn_open'))} connections, none closed by the broker{note}")
+        return Verdict(True, f"{len(ev.events(Kind.CONN_OPEN))} connections, none closed by the broker{note}")
 
     return Contract("no connection closed by the broker", check, side="server")
 

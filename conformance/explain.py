@@ -7,7 +7,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from broker_emu.trace import TraceEvent
+from broker_emu.trace import Kind, TraceEvent
+from broker_emu.trace_reading import closed_by, exchanges, purgatory_stays
 from conformance.model import Result, Scenario
 
 
@@ -50,7 +51,7 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
 def _application(trace: list[TraceEvent], spans: list[Span], marks: list[Mark]) -> None:
     starts: dict[str, float] = {}
     for e in trace:
-        if e.kind == "app_call":
+        if e.kind == Kind.APP_CALL:
             op = e.details["op"]
             if e.details["phase"] == "start":
                 starts[op] = e.t_ms
@@ -63,62 +64,55 @@ def _application(trace: list[TraceEvent], spans: list[Span], marks: list[Mark]) 
 
 
 def _client_requests(trace: list[TraceEvent], spans: list[Span]) -> None:
-    answered = {(e.conn, e.correlation_id): e for e in trace if e.kind == "send"}
-    closes = {e.conn: e for e in trace if e.kind == "conn_close"}
-    for e in trace:
-        if e.kind != "recv" or e.api in ("ApiVersions",):
+    for x in exchanges(trace):
+        e = x.request
+        if e.api in ("ApiVersions",):
             continue
-        reply = answered.get((e.conn, e.correlation_id))
-        close = closes.get(e.conn)
-        if reply is not None:
-            errors = [int(x) for x in reply.details.get("errors") or []]
-            spans.append(Span("client requests", e.t_ms, reply.t_ms, f"{e.api}" + (f" -> error {errors}" if errors else ""),
+        if x.answer is not None and not x.abandoned:
+            errors = [int(n) for n in x.answer.details.get("errors") or []]
+            spans.append(Span("client requests", e.t_ms, x.answer.t_ms, f"{e.api}" + (f" -> error {errors}" if errors else ""),
                               "request"))
-        elif close is not None and close.details.get("closed_by") == "client":
-            if close.t_ms - e.t_ms < 50:   # closed at once (shutting down, a bootstrap connection): no timeout
-                spans.append(Span("client requests", e.t_ms, max(close.t_ms, e.t_ms),
+        elif x.abandoned and x.close is not None:
+            if (x.abandoned_after_ms or 0.0) < 50:   # closed at once (shutting down, a bootstrap connection): no timeout
+                spans.append(Span("client requests", e.t_ms, max(x.close.t_ms, e.t_ms),
                                   f"{e.api} unanswered: the client closed the connection at once (not a timeout)",
                                   "request"))
             else:
-                spans.append(Span("client requests", e.t_ms, close.t_ms,
+                spans.append(Span("client requests", e.t_ms, x.close.t_ms,
                                   f"{e.api} unanswered: client gave up (request.timeout.ms), closed the connection",
                                   "timeout-client"))
 
 
 def _broker(trace: list[TraceEvent], marks: list[Mark]) -> None:
     for e in trace:
-        if e.kind == "fault_applied":
+        if e.kind == Kind.FAULT_APPLIED:
             marks.append(Mark("broker", e.t_ms, f"fault: {e.details['action']['type']} on {e.api}"))
-        elif e.kind in ("leader_change", "isr_change", "broker_stop", "broker_start"):
+        elif e.kind in (Kind.LEADER_CHANGE, Kind.ISR_CHANGE, Kind.BROKER_STOP, Kind.BROKER_START):
             marks.append(Mark("broker", e.t_ms, f"{e.kind.replace('_', ' ')} {e.details}"))
-        elif e.kind == "conn_close" and e.details.get("closed_by") == "client":
+        elif closed_by(e) == "client":
             marks.append(Mark("broker", e.t_ms, f"client closed conn {e.conn}"))
 
 
 def _purgatory(trace: list[TraceEvent], spans: list[Span]) -> None:
-    entered = {}
-    for e in trace:
-        if e.kind == "purgatory_enter":
-            entered[(e.conn, e.correlation_id)] = e
-        elif e.kind in ("purgatory_expire", "purgatory_complete"):
-            start = entered.get((e.conn, e.correlation_id))
-            if start is not None:
-                expired = e.kind == "purgatory_expire"
-                if e.api == "Fetch":   # a long poll ending at max_wait_ms is the normal case, not an error
-                    label = ("held Fetch: long poll ended at max_wait_ms (fetch.max.wait.ms), answered with what it had"
-                             if expired else "held Fetch: data arrived, answered early")
-                    spans.append(Span("purgatory", start.t_ms, e.t_ms, label, "request"))
-                    continue
-                label = (f"parked {e.api}: REQUEST_TIMED_OUT at timeout_ms={e.details.get('timeout_ms')} (server side)"
-                         if expired else f"parked {e.api}: completed")
-                spans.append(Span("purgatory", start.t_ms, e.t_ms, label, "timeout-server" if expired else "ok"))
+    for stay in purgatory_stays(trace):
+        start, end = stay.enter, stay.end
+        if end is None:
+            continue
+        if start.api == "Fetch":   # a long poll ending at max_wait_ms is the normal case, not an error
+            label = ("held Fetch: long poll ended at max_wait_ms (fetch.max.wait.ms), answered with what it had"
+                     if stay.expired else "held Fetch: data arrived, answered early")
+            spans.append(Span("purgatory", start.t_ms, end.t_ms, label, "request"))
+            continue
+        label = (f"parked {start.api}: REQUEST_TIMED_OUT at timeout_ms={end.details.get('timeout_ms')} (server side)"
+                 if stay.expired else f"parked {start.api}: completed")
+        spans.append(Span("purgatory", start.t_ms, end.t_ms, label, "timeout-server" if stay.expired else "ok"))
 
 
 def _wire(trace: list[TraceEvent], marks: list[Mark]) -> None:
     for e in trace:   # the wire: what crossed it, each way (ApiVersions left out, as above)
-        if e.kind == "recv" and e.api not in ("ApiVersions", None):
+        if e.kind == Kind.RECV and e.api not in ("ApiVersions", None):
             marks.append(Mark("wire", e.t_ms, f"-> {e.api} (conn {e.conn})"))
-        elif e.kind == "send" and e.api not in ("ApiVersions", None):
+        elif e.kind == Kind.SEND and e.api not in ("ApiVersions", None):
             marks.append(Mark("wire", e.t_ms, f"<- {e.api} (conn {e.conn})"))
 
 

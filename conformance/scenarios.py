@@ -3,6 +3,8 @@ divided by the runner's scale factor, our client in virtual time at full length.
 
 from __future__ import annotations
 
+from broker_emu.trace import Kind
+from broker_emu.trace_reading import first_to_give_up
 from conformance import contracts as C
 from conformance.model import Contract, Evidence, Operation, Scenario, Verdict
 
@@ -25,29 +27,25 @@ def _first_timeout_is_a_configured_one() -> Contract:
     request.timeout.ms after sending. Whichever fires first must fire at its own setting; the figure says who won."""
 
     def check(ev: Evidence) -> Verdict:
-        enter = next((e for e in ev.events("purgatory_enter")), None)
-        if enter is None:
+        first = first_to_give_up(ev.events())
+        if first.stay is None:
             return Verdict(False, message="no produce entered the purgatory")
-        want = enter.details.get("timeout_ms", 0)
-        expire = next((e for e in ev.events("purgatory_expire") if e.correlation_id == enter.correlation_id and e.conn == enter.conn), None)
-        close = next((e for e in ev.events("conn_close") if e.conn == enter.conn and e.broker == enter.broker), None)
-        if close is not None and close.details.get("closed_by") == "client" and (expire is None or close.t_ms < expire.t_ms):
-            got = close.t_ms - enter.t_ms
+        want, got = first.stay.timeout_ms or 0.0, first.after_ms or 0.0
+        if first.who == "client":
             ok = got >= want * 0.8 - 50
-            return Verdict(ok, f"client gave up first, {got:.0f} ms after the append (timeout_ms {want})",
-                           "" if ok else f"the client dropped the connection after {got:.0f} ms, well before timeout_ms {want}")
-        if expire is None:
+            return Verdict(ok, f"client gave up first, {got:.0f} ms after the append (timeout_ms {want:.0f})",
+                           "" if ok else f"the client dropped the connection after {got:.0f} ms, well before timeout_ms {want:.0f}")
+        if first.who == "none":
             return Verdict(False, "nobody timed out", "the parked produce neither expired nor was abandoned")
-        got = expire.t_ms - enter.t_ms
         ok = abs(got - want) <= max(5.0, 0.02 * want)
-        return Verdict(ok, f"broker answered REQUEST_TIMED_OUT after {got:.0f} ms (timeout_ms {want})",
-                       "" if ok else f"the purgatory expired after {got:.1f} ms, not {want}")
+        return Verdict(ok, f"broker answered REQUEST_TIMED_OUT after {got:.0f} ms (timeout_ms {want:.0f})",
+                       "" if ok else f"the purgatory expired after {got:.1f} ms, not {want:.0f}")
     return Contract("the first timeout to fire is a configured one", check, side="server")
 
 
 def _no_purgatory() -> Contract:
     def check(ev: Evidence) -> Verdict:
-        n = len(ev.events("purgatory_enter"))
+        n = len(ev.events(Kind.PURGATORY_ENTER))
         return Verdict(n == 0, f"{n} parked request(s)", "acks=1 must not wait in the purgatory" if n else "")
     return Contract("acks=1 never waits for followers", check, side="server")
 

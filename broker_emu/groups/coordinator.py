@@ -50,6 +50,8 @@ from broker_emu.groups.state import (
 )
 from broker_emu.groups.timers import Timers
 from broker_emu.groups.views import GroupViewsMixin
+from broker_emu.scheduler import DeadlineLoop
+from broker_emu.trace import Kind
 from client.errors import ErrorCode as E
 
 # Kafka: GroupCoordinator.NewMemberJoinTimeoutMs / classicGroupNewMemberJoinTimeoutMs.
@@ -85,24 +87,14 @@ class GroupCoordinator(OffsetsMixin, GroupViewsMixin):
     def __init__(self, cluster: Any):
         self.cluster = cluster
         self.groups: dict[str, Group] = {}
-        self.timers = Timers(on_earlier=self._wake_driver)
+        self._loop = DeadlineLoop(self.handle_timeouts, self.next_deadline)
+        self.timers = Timers(on_earlier=self._loop.wake)
         self.rng = getattr(cluster, "rng", None) or random.Random(0)
-        self._wake: trio.Event | None = None
 
     # -- driver ------------------------------------------------------------------------------------
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Fire timers at their deadlines on trio's clock (exact under MockClock autojump)."""
-        self._wake = trio.Event()
-        task_status.started()
-        while True:
-            self.handle_timeouts(trio.current_time())
-            self._wake = trio.Event()
-            with trio.move_on_at(self.timers.next_deadline()):
-                await self._wake.wait()
-
-    def _wake_driver(self) -> None:
-        if self._wake is not None:
-            self._wake.set()
+        await self._loop.run(task_status=task_status)
 
     def next_deadline(self) -> float:
         return self.timers.next_deadline()
@@ -260,7 +252,7 @@ class GroupCoordinator(OffsetsMixin, GroupViewsMixin):
         initial = g.state == EMPTY
         timeout_ms = g.rebalance_timeout_ms()
         g.transition(PREPARING_REBALANCE, now)
-        self._trace("group_rebalance", group=g.group_id, reason=reason, rebalance_timeout_ms=timeout_ms,
+        self._trace(Kind.GROUP_REBALANCE, group=g.group_id, reason=reason, rebalance_timeout_ms=timeout_ms,
                     generation_id=g.generation_id)
         if initial:
             delay = self.config("group.initial.rebalance.delay.ms")
@@ -291,7 +283,7 @@ class GroupCoordinator(OffsetsMixin, GroupViewsMixin):
     def _complete_join(self, g: Group, now: float) -> None:
         self.timers.cancel(("join", g.group_id))
         for m in [m for m in g.not_yet_rejoined() if not m.is_static]:
-            self._trace("group_member_removed", group=g.group_id, member=m.member_id, reason="did not rejoin")
+            self._trace(Kind.GROUP_MEMBER_REMOVED, group=g.group_id, member=m.member_id, reason="did not rejoin")
             g.remove(m.member_id)
             self.timers.cancel(("hb", g.group_id, m.member_id))
         if not g.maybe_elect_new_joined_leader() and g.members:
@@ -377,7 +369,7 @@ class GroupCoordinator(OffsetsMixin, GroupViewsMixin):
             return
         missing = sorted(g.pending_sync)
         for member_id in missing:
-            self._trace("group_member_removed", group=gid, member=member_id, reason="no SyncGroup within rebalance timeout")
+            self._trace(Kind.GROUP_MEMBER_REMOVED, group=gid, member=member_id, reason="no SyncGroup within rebalance timeout")
             g.remove(member_id)
             self.timers.cancel(("hb", gid, member_id))
         self._prepare_rebalance(g, f"members {missing} did not send SyncGroup", now)
@@ -418,7 +410,7 @@ class GroupCoordinator(OffsetsMixin, GroupViewsMixin):
         if m is None or (parked and not m.is_new):
             return  # a member waiting in a join or sync phase satisfies its heartbeat
         timeout_ms = NEW_MEMBER_JOIN_TIMEOUT_MS if m.is_new else m.session_timeout_ms
-        self._trace("group_member_expired", group=gid, member=member_id, session_timeout_ms=timeout_ms)
+        self._trace(Kind.GROUP_MEMBER_EXPIRED, group=gid, member=member_id, session_timeout_ms=timeout_ms)
         self._remove_member_and_update(g, m, f"member {member_id} session expired", now)
 
     def _remove_member_and_update(self, g: Group, m: Member, reason: str, now: float) -> None:

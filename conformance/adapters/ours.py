@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import trio
 
+from broker_emu.trace import Kind
 from client.config import PRODUCER
 from client.errors import KafkaError
 from client.producer import open_producer
@@ -26,9 +27,9 @@ class OurAdapter(Adapter):
     async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         outcomes = []
         for s in steps:
-            env.cluster.trace.emit("app_call", client_id=env.client_id, details={"op": s.kind, "phase": "start"})
+            env.cluster.trace.emit(Kind.APP_CALL, client_id=env.client_id, details={"op": s.kind, "phase": "start"})
             outcome = await getattr(self, f"_{s.kind}")(s, env)
-            env.cluster.trace.emit("app_call", client_id=env.client_id, details={
+            env.cluster.trace.emit(Kind.APP_CALL, client_id=env.client_id, details={
                 "op": s.kind, "phase": "end", "ok": outcome.ok, "error": outcome.error_type, "message": outcome.error_message})
             outcomes.append(outcome)
         return outcomes

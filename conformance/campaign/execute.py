@@ -14,9 +14,9 @@ import json
 import time
 from typing import Any
 
+from broker_emu.trace_reading import abandoned, first_to_give_up
 from conformance.campaign.chaos_runs import FAMILY as CHAOS_FAMILY
 from conformance.campaign.chaos_runs import execute_chaos
-from conformance.contracts import abandoned_requests
 from conformance.model import Evidence, Result, Status
 
 # (name, arrow/spark type)
@@ -72,23 +72,6 @@ def _deadline_ms(ev: Evidence, op: str, error: str | None) -> float | None:
     return float(ev.config.get("default.api.timeout.ms", 60_000))
 
 
-def _first_timeout(ev: Evidence) -> tuple[str, float | None]:
-    """Who timed out first on the first parked request: the broker's purgatory ("broker") or the
-    client dropping the connection ("client"); "none" when nothing was parked or nobody did."""
-    # only the produce purgatory is a timeout; a Fetch long poll expiring is its normal end
-    enter = next(iter(ev.events("purgatory_enter", "Produce")), None)
-    if enter is None:
-        return "none", None
-    want = enter.details.get("timeout_ms")
-    expire = next((e for e in ev.events("purgatory_expire")
-                   if e.correlation_id == enter.correlation_id and e.conn == enter.conn), None)
-    close = next((e for e in ev.events("conn_close") if e.conn == enter.conn and e.broker == enter.broker
-                  and e.details.get("closed_by") == "client" and e.t_ms >= enter.t_ms), None)
-    if close is not None and (expire is None or close.t_ms < expire.t_ms):
-        return "client", want
-    return ("broker" if expire is not None else "none"), want
-
-
 def figures(result: Result) -> dict[str, Any]:
     ev = result.evidence
     out: dict[str, Any] = {}
@@ -108,12 +91,12 @@ def figures(result: Result) -> dict[str, Any]:
         # overshoot only where the deadline is what ended the call (timeouts, polls)
         if deadline is not None and (outcome.error_type == "TimeoutException" or op == "poll"):
             out["overshoot_ms"] = out["elapsed_ms"] - deadline
-    dropped = abandoned_requests(ev)
+    dropped = abandoned(ev.events())
     if dropped and rt is not None:
-        close, req = dropped[0]
-        out["disconnect_error_ms"] = (close.t_ms - req.t_ms) - float(rt)
-    out["first_timeout"], pt = _first_timeout(ev)
-    out["purgatory_timeout_ms"] = float(pt) if pt is not None else None
+        out["disconnect_error_ms"] = (dropped[0].abandoned_after_ms or 0.0) - float(rt)
+    first = first_to_give_up(ev.events())
+    out["first_timeout"] = first.who
+    out["purgatory_timeout_ms"] = first.stay.timeout_ms if first.stay is not None else None
     if op == "produce" and step is not None and ev.cluster is not None:
         sent = int(step.args.get("count", 1))
         topic = step.args["topic"]
