@@ -1,0 +1,95 @@
+"""Faults on the proxy behave as on the emulator: a delay holds the answer, a black hole makes
+the client give up at request.timeout.ms and close the connection (``closed_by`` client in the
+trace, as the conformance contracts read it), an injected error reaches the client, a
+connection fault closes new connections. Real time: timeouts are short, bounds generous."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import client
+from client.errors import TopicAuthorizationFailedError
+from tests.proxy.conftest import add_fault, events
+
+pytestmark = pytest.mark.realclient
+
+
+def _producer(proxy, **config):
+    ck = pytest.importorskip("confluent_kafka")
+    return ck.Producer({"bootstrap.servers": proxy.bootstrap, "acks": 1, "linger.ms": 0, **config})
+
+
+def _produce_one(producer, value: bytes = b"x", timeout: float = 20.0):
+    reports: list = []
+    start = time.perf_counter()
+    producer.produce("t", value, partition=0, on_delivery=lambda err, msg: reports.append(err))
+    producer.flush(timeout)
+    return reports, time.perf_counter() - start
+
+
+def test_a_delay_on_produce_holds_the_answer(proxy):
+    producer = _producer(proxy)
+    assert _produce_one(producer, b"warm-up")[0] == [None]
+    add_fault(proxy, {"match": {"api": "Produce"}, "action": {"type": "delay_response", "ms": 600}, "times": 1})
+    reports, took = _produce_one(producer)
+    assert reports == [None]
+    assert 0.55 <= took < 5.0
+    applied = [e for e in events(proxy, "fault_applied") if e.api == "Produce"]
+    assert len(applied) == 1
+    sends = [e for e in events(proxy, "send") if e.api == "Produce" and e.correlation_id == applied[0].correlation_id]
+    assert sends and sends[0].t_ms - applied[0].t_ms >= 590
+
+
+def test_a_black_hole_on_produce_times_out_at_request_timeout_and_the_client_closes(proxy):
+    ck = pytest.importorskip("confluent_kafka")
+    producer = _producer(proxy, **{"request.timeout.ms": 1000, "message.timeout.ms": 2500, "retries": 0})
+    assert _produce_one(producer, b"warm-up")[0] == [None]
+    add_fault(proxy, {"match": {"api": "Produce"}, "action": "black_hole"})
+    reports, took = _produce_one(producer, timeout=15)
+    assert len(reports) == 1 and reports[0] is not None
+    assert reports[0].code() in (ck.KafkaError._MSG_TIMED_OUT, ck.KafkaError._TIMED_OUT, ck.KafkaError.REQUEST_TIMED_OUT)
+    time.sleep(0.3)
+    trace = events(proxy)
+    held = [e for e in trace if e.kind == "recv" and e.api == "Produce"
+            and not any(s.kind == "send" and s.conn == e.conn and s.correlation_id == e.correlation_id for s in trace)]
+    assert held, "no Produce was held"
+    close = next(e for e in trace if e.kind == "conn_close" and e.conn == held[0].conn)
+    assert close.details["closed_by"] == "client"
+    assert 900 <= close.t_ms - held[0].t_ms < 4000      # librdkafka gives up at request.timeout.ms
+
+
+def test_an_injected_error_reaches_confluent_kafka(proxy):
+    ck = pytest.importorskip("confluent_kafka")
+    producer = _producer(proxy)
+    assert _produce_one(producer, b"warm-up")[0] == [None]
+    add_fault(proxy, {"match": {"api": "Produce", "topic": "t"}, "action": {"type": "error", "error": "TOPIC_AUTHORIZATION_FAILED"}})
+    reports, _ = _produce_one(producer)
+    assert len(reports) == 1 and reports[0] is not None
+    assert reports[0].code() == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED
+    sends = [e for e in events(proxy, "send") if e.api == "Produce" and e.details.get("errors")]
+    assert sends and sends[-1].details["errors"] == [29]
+
+
+def test_an_injected_error_reaches_our_client(proxy):
+    add_fault(proxy, {"match": {"api": "Produce"}, "action": {"type": "error", "error": 29}})
+    with client.Producer({"bootstrap.servers": proxy.bootstrap}) as p:
+        future = p.send("t", b"x", partition=1)
+        with pytest.raises(TopicAuthorizationFailedError):
+            future.result(10)
+
+
+def test_refused_connections_close_at_once_and_the_upstream_never_sees_them(upstream, proxy):
+    before = len(events(upstream, "conn_open"))
+    add_fault(proxy, {"match": {"broker": 1}, "action": "refuse_connections"})
+    import socket
+
+    port = int(proxy.bootstrap.split(",")[1].rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.settimeout(5)
+        assert s.recv(10) == b""
+    time.sleep(0.1)
+    assert len(events(upstream, "conn_open")) == before
+    close = events(proxy, "conn_close")[-1]
+    assert close.broker == 1 and close.details["closed_by"] == "broker" and "refuse_connections" in close.details["reason"]
