@@ -57,6 +57,7 @@ class ErrorCode(enum.IntEnum):
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
     INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
     INVALID_CONFIG = 40
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
@@ -85,6 +86,8 @@ class ErrorCode(enum.IntEnum):
     UNKNOWN_TOPIC_ID = 100
     FENCED_MEMBER_EPOCH = 110
     STALE_MEMBER_EPOCH = 113
+    MISMATCHED_ENDPOINT_TYPE = 114
+    UNSUPPORTED_ENDPOINT_TYPE = 115
 
 
 class KafkaError(Exception):
@@ -257,6 +260,10 @@ class InvalidReplicationFactorError(KafkaError):
     code = 38
     name = 'INVALID_REPLICATION_FACTOR'
 
+class InvalidReplicaAssignmentError(KafkaError):
+    code = 39
+    name = 'INVALID_REPLICA_ASSIGNMENT'
+
 class InvalidConfigError(KafkaError):
     code = 40
     name = 'INVALID_CONFIG'
@@ -370,6 +377,14 @@ class FencedMemberEpochError(KafkaError):
 class StaleMemberEpochError(KafkaError):
     code = 113
     name = 'STALE_MEMBER_EPOCH'
+
+class MismatchedEndpointTypeError(KafkaError):
+    code = 114
+    name = 'MISMATCHED_ENDPOINT_TYPE'
+
+class UnsupportedEndpointTypeError(KafkaError):
+    code = 115
+    name = 'UNSUPPORTED_ENDPOINT_TYPE'
 
 
 # -- client-local errors (never on the wire; Java's TimeoutException, DisconnectException) -----

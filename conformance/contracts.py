@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from broker_emu.trace import Kind, TraceEvent
 from broker_emu.trace_reading import abandoned, closed_by, exchanges, purgatory_stays
-from conformance.model import Contract, Evidence, Outcome, Verdict
+from conformance.model import Contract, Evidence, Outcome, Timing, Verdict
 
 
 def _fmt_s(ms: float) -> str:
@@ -90,11 +90,12 @@ def returns_within(operation: str, expected: float | str, *, early_ms: float = 0
         got = o.elapsed_s * 1000
         slack = max(late_ms / ev.scale, late_fraction * want, ev.slack_ms)
         figure = f"returned at {_fmt_s(got)} of {_fmt_s(want)}"
+        timing = Timing(got, want)
         if got < want - max(early_ms / ev.scale, ev.slack_ms / 5):
-            return Verdict(False, figure, f"{operation} returned {want - got:.1f} ms before its deadline")
+            return Verdict(False, figure, f"{operation} returned {want - got:.1f} ms before its deadline", timing=timing)
         if got > want + slack:
-            return Verdict(False, figure, f"{operation} overshot its deadline by {got - want:.1f} ms (allowed {slack:.1f} ms)")
-        return Verdict(True, figure)
+            return Verdict(False, figure, f"{operation} overshot its deadline by {got - want:.1f} ms (allowed {slack:.1f} ms)", timing=timing)
+        return Verdict(True, figure, timing=timing)
 
     return Contract(f"{operation} returns at its deadline", check)
 
@@ -122,9 +123,10 @@ def client_disconnects_after(api: str, expected: float | str, tolerance_ms: floa
         got = close.t_ms - recv.t_ms
         tol = max(tolerance_ms / ev.scale, tolerance_fraction * want, ev.slack_ms)
         figure = f"disconnect at {_fmt_s(got)} of {_fmt_s(want)}"
+        timing = Timing(got, want)
         if abs(got - want) > tol:
-            return Verdict(False, figure, f"client closed conn {recv.conn} {got:.1f} ms after {api}, expected {want:.1f} ± {tol:.1f} ms")
-        return Verdict(True, figure)
+            return Verdict(False, figure, f"client closed conn {recv.conn} {got:.1f} ms after {api}, expected {want:.1f} ± {tol:.1f} ms", timing=timing)
+        return Verdict(True, figure, timing=timing)
 
     return Contract(f"disconnect at request.timeout.ms after {api}", check, side="server")
 
@@ -189,9 +191,10 @@ def purgatory_expires_after(timeout_ms: float, tolerance_ms: float) -> Contract:
         want = timeout_ms / ev.scale
         got = stay.duration_ms
         figure = f"purgatory expiry at {_fmt_s(got)} of {_fmt_s(want)}"
+        timing = Timing(got, want)
         if abs(got - want) > tolerance_ms / ev.scale:
-            return Verdict(False, figure, f"expired {got:.1f} ms after entering, expected {want:.1f} ms")
-        return Verdict(True, figure)
+            return Verdict(False, figure, f"expired {got:.1f} ms after entering, expected {want:.1f} ms", timing=timing)
+        return Verdict(True, figure, timing=timing)
 
     return Contract("purgatory REQUEST_TIMED_OUT at timeout_ms", check, side="server")
 

@@ -19,6 +19,8 @@ def judge(scenario: Scenario, client: str, evidence: Evidence) -> Result:
         result.contracts.append((contract.name, status, verdict.figure if verdict.passed else verdict.message))
         if verdict.figure:
             result.figures[contract.name] = verdict.figure
+        if verdict.timing is not None:
+            result.timings[contract.name] = verdict.timing
         if not verdict.passed:
             failures.append(f"{contract.name}: {verdict.message}")
     if failures:

@@ -58,11 +58,24 @@ class Evidence:
                 and (self.client_id is None or e.client_id in (None, self.client_id))]
 
 
+@dataclass(frozen=True)
+class Timing:
+    """A timing figure as numbers: what was measured against what the contract expected (ms,
+    on the run's own clock: scaled for real-time runs)."""
+
+    got_ms: float
+    want_ms: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"got_ms": round(self.got_ms, 3), "want_ms": round(self.want_ms, 3)}
+
+
 @dataclass
 class Verdict:
     passed: bool
-    figure: str = ""      # the key number, e.g. "disconnect at 1.02 s of 1.00 s"
+    figure: str = ""      # the key number in words, e.g. "disconnect at 1.02 s of 1.00 s"
     message: str = ""     # why it failed, with evidence
+    timing: Timing | None = None   # the same figure as numbers, when it is a timing
 
 
 @dataclass(frozen=True)
@@ -106,11 +119,13 @@ class Result:
     wall_s: float = 0.0
     trace: list[TraceEvent] = field(default_factory=list)
     evidence: Evidence | None = None   # what was judged (campaigns derive their figures from it)
+    timings: dict[str, Timing] = field(default_factory=dict)   # contract name -> its timing figure
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "scenario": self.scenario, "client": self.client, "status": self.status.value,
-            "figures": self.figures, "message": self.message,
+            "figures": self.figures, "timings": {k: t.to_dict() for k, t in self.timings.items()},
+            "message": self.message,
             "contracts": [{"name": n, "status": s.value, "detail": d} for n, s, d in self.contracts],
             "simulated_s": round(self.simulated_s, 3), "wall_s": round(self.wall_s, 3),
         }

@@ -19,13 +19,10 @@ def _grid(results: Iterable[Result]) -> tuple[list[str], list[str], dict[tuple[s
     return scenarios, clients, {(r.scenario, r.client): r for r in results}
 
 
-_TIMING = __import__("re").compile(r"\d+\.\d+ s of \d")
-
-
 def key_figure(r: Result) -> str:
     """The most telling figure: a timing one ("returned at 2.00 s of 2.00 s") if there is one."""
-    figures = list(r.figures.values())
-    return next((f for f in figures if _TIMING.search(f)), figures[0] if figures else "")
+    timed = next((r.figures[name] for name in r.timings if name in r.figures), None)
+    return timed if timed is not None else next(iter(r.figures.values()), "")
 
 
 def matrix(results: Iterable[Result], width: int = 42) -> str:

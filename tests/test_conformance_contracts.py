@@ -116,3 +116,15 @@ def test_scenario_ids_are_unique():
     from conformance.scenarios import BY_ID, CATALOGUE
 
     assert len(BY_ID) == len(CATALOGUE)
+
+
+def test_a_timing_verdict_carries_its_numbers_and_the_report_picks_it():
+    """Reports take the key figure from the typed timing, not by reading the words back."""
+    from conformance.model import Result, Status, Timing
+    from conformance.report import key_figure
+
+    r = Result("s", "c", Status.PASS, figures={"count": "3 Produce request(s)", "deadline": "returned at 2.00 s of 2.00 s"},
+               timings={"deadline": Timing(2000.0, 2000.0)})
+    assert key_figure(r) == "returned at 2.00 s of 2.00 s"
+    assert r.to_dict()["timings"] == {"deadline": {"got_ms": 2000.0, "want_ms": 2000.0}}
+    assert key_figure(Result("s", "c", Status.PASS, figures={"count": "3 Produce request(s)"})) == "3 Produce request(s)"

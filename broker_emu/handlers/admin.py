@@ -17,8 +17,6 @@ from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
 
-# Codes not yet in client.errors.ErrorCode (add them there, then use E.<name>):
-INVALID_REPLICA_ASSIGNMENT, MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 39, 114, 115
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # org.apache.kafka.clients.admin.EndpointType
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -63,7 +61,7 @@ def _create_one(cluster, t, validate_only: bool) -> dict:
     try:
         topic = cluster.create_topic(t.name, n, rf, creation_configs(t), assignments)
     except ValueError as exc:
-        entry.update(error_code=INVALID_REPLICA_ASSIGNMENT, error_message=str(exc))
+        entry.update(error_code=E.INVALID_REPLICA_ASSIGNMENT, error_message=str(exc))
         return entry
     entry.update(topic_id=topic.topic_id, num_partitions=len(topic.partitions),
                  replication_factor=len(topic.partitions[0].replicas), configs=_created_configs(cluster, topic.configs))
@@ -199,7 +197,7 @@ async def describe_cluster(ctx: RequestContext, req: Message) -> dict[str, Any]:
     wanted = req.endpoint_type if ctx.api_version >= 1 else BROKER_ENDPOINT
     if wanted != BROKER_ENDPOINT:
         known = wanted == CONTROLLER_ENDPOINT
-        error = E.INVALID_REQUEST if ctx.api_version == 0 else MISMATCHED_ENDPOINT_TYPE if known else UNSUPPORTED_ENDPOINT_TYPE
+        error = E.INVALID_REQUEST if ctx.api_version == 0 else E.MISMATCHED_ENDPOINT_TYPE if known else E.UNSUPPORTED_ENDPOINT_TYPE
         message = ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
                    if known else f"Unsupported endpoint type {wanted}")
         return {"throttle_time_ms": 0, "error_code": error, "error_message": message}
