@@ -61,6 +61,10 @@ JAVA_DEFAULTS_MS = {
 }
 # args given in unscaled seconds (pauses between calls): the program sleeps real seconds
 SCALED_ARGS_S = ("pause_s", "gap_s")
+# produce_pipelined's gap lets the first batch leave before the second record is sent; scaled
+# below this (real seconds) the Java sender thread has not yet connected to the leader and both
+# records join one batch (the scenario wants two Produce requests on one connection)
+MIN_GAP_S = 0.05
 
 JAVA_OPERATIONS = frozenset({
     "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets", "offsets_for_times",
@@ -87,6 +91,8 @@ def _scaled_step(step: Operation, scale: float) -> Operation:
     for key in SCALED_ARGS_S:
         if key in args:
             args[key] = args[key] / scale
+    if step.kind == "produce_pipelined":   # ours waits 10 ms (virtual) between the sends by default
+        args["gap_s"] = max(args.get("gap_s", 0.0) / scale, MIN_GAP_S)
     if step.kind == "close":   # long enough, in real time, to connect and have the Fetch in flight
         args["poll_first_s"] = max(args.get("poll_first_s", 0.2) / scale, 0.3)
     return replace(step, args=args)
@@ -109,6 +115,14 @@ class JavaAdapter(LineProtocolAdapter):
         if shutil.which("java") is None:
             return "java is not installed (the Java adapter needs Java 17)"
         return f"the Java adapter is not built ({JAR.relative_to(ROOT)} missing: bash dev/build-adapters/java)"
+
+    def shutdown(self) -> None:
+        """LineProtocolAdapter.shutdown leaves the program's stdout pipe open (a ResourceWarning
+        when the Popen is collected): closed here."""
+        proc = self._proc
+        super().shutdown()
+        if proc is not None and proc.stdout is not None:
+            proc.stdout.close()
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         config = {**_java_config(env), "group.protocol": self.group_protocol}
