@@ -1,7 +1,25 @@
 """aiokafka (asyncio). Its request timeout is request_timeout_ms (per request, asyncio
 wait_for; the connection is closed on expiry). It has no delivery.timeout.ms: a non-idempotent
 batch expires request_timeout_ms after it was created, an idempotent one is retried without
-limit (aiokafka/producer/sender.py ``_can_retry``), and no default.api.timeout.ms."""
+limit (aiokafka/producer/sender.py ``_can_retry``), and no default.api.timeout.ms.
+
+The consumer operations, by aiokafka's own names. None of them takes a deadline: an asyncio
+application gives a call one by cancelling it (``asyncio.timeout``), and that is how the adapter
+applies ``Operation.timeout_s``. Without one, what bounds each call is aiokafka's own:
+
+    committed          AIOKafkaConsumer.committed(tp): nothing (it retries a retriable error,
+                       each OffsetFetch bounded by request_timeout_ms, without limit)
+    position           AIOKafkaConsumer.position(tp): request_timeout_ms per wait for a reset
+    end_offsets,
+    beginning_offsets  AIOKafkaConsumer.end_offsets / beginning_offsets([tp]): request_timeout_ms
+    offsets_for_times  AIOKafkaConsumer.offsets_for_times({tp: ts}): request_timeout_ms
+    list_topics        AIOKafkaConsumer.topics(): a Metadata request, request_timeout_ms
+    partitions_for     AIOKafkaConsumer.partitions_for_topic(topic): no network, the cache only
+    commit_sync        AIOKafkaConsumer.commit({tp: offset}) (of an assigned partition, or it
+                       raises IllegalStateError): request_timeout_ms per OffsetCommit
+    close              AIOKafkaConsumer.stop()
+
+A call that has not returned long after its deadline is reported as NoReturn (py_common)."""
 
 from __future__ import annotations
 
@@ -9,6 +27,7 @@ import asyncio
 import importlib.util
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
+from conformance.adapters.py_common import not_created, offsets_value, short, timed_async, topics_value, watchdog_s
 from conformance.model import Operation, Outcome
 
 
@@ -19,16 +38,13 @@ def _error_type(exc: BaseException) -> str:
 
 class AiokafkaAdapter(RealTimeAdapter):
     name = "aiokafka"
-    operations = frozenset({"produce", "poll", "committed", "admin_list_topics"})
+    operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
+                            "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
+                            "admin_list_topics"})
 
     def available(self):
         ok = importlib.util.find_spec("aiokafka") is not None
         return ok, "" if ok else "aiokafka is not installed"
-
-    def supports(self, steps):
-        if any(s.kind == "committed" and s.timeout_s is None for s in steps):
-            return False, "aiokafka has no default.api.timeout.ms"
-        return super().supports(steps)
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         async def main():
@@ -101,17 +117,85 @@ class AiokafkaAdapter(RealTimeAdapter):
         finally:
             await consumer.stop()
 
-    async def _committed(self, step: Operation, env: RunEnv) -> Outcome:
+    async def _consumer_step(self, step: Operation, env: RunEnv, call, shape, bound_by: str, assign: bool = False) -> Outcome:
+        """One call on a fresh, started consumer (group: the step's, else "cg"), timed from the call."""
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
-        consumer = AIOKafkaConsumer(**self._common(env), group_id=step.args["group"], enable_auto_commit=False)
-        await consumer.start()
+        consumer = AIOKafkaConsumer(**self._common(env), group_id=step.args.get("group", "cg"), enable_auto_commit=False,
+                                    fetch_max_wait_ms=env.config.get("fetch.max.wait.ms", 500))
         start = env.clock()
         try:
-            got = await asyncio.wait_for(consumer.committed(TopicPartition(step.args["topic"], step.args["partition"])),
-                                         step.timeout_s)
-            return Outcome("committed", True, env.clock() - start, value=got)
-        except (asyncio.TimeoutError, Exception) as exc:
-            return Outcome("committed", False, env.clock() - start, _error_type(exc), str(exc) or type(exc).__name__)
+            async with asyncio.timeout(watchdog_s(step, env)):
+                await consumer.start()   # bootstraps: a Metadata answer is needed before any call
+        except Exception as exc:
+            await consumer.stop()
+            return not_created(step, env.clock() - start, exc, "AIOKafkaConsumer.start() (its bootstrap)")
+        try:
+            tp = TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))
+            if assign:
+                consumer.assign([tp])
+            return await timed_async(step, env, lambda: call(consumer, tp), shape, _error_type, bound_by)
         finally:
             await consumer.stop()
+
+    async def _committed(self, step: Operation, env: RunEnv) -> Outcome:
+        async def call(c, tp):
+            return {tp: await c.committed(tp)}
+
+        return await self._consumer_step(step, env, call, lambda got: offsets_value(
+            (tp.topic, tp.partition, o) for tp, o in got.items()), "committed() retries without limit")
+
+    async def _position(self, step: Operation, env: RunEnv) -> Outcome:
+        return await self._consumer_step(step, env, lambda c, tp: c.position(tp), short,
+                                         "request_timeout_ms bounds each wait for a position", assign=True)
+
+    async def _offsets(self, step: Operation, env: RunEnv, call) -> Outcome:
+        return await self._consumer_step(step, env, call, lambda got: short(offsets_value(
+            (tp.topic, tp.partition, o) for tp, o in got.items())), "request_timeout_ms bounds the ListOffsets")
+
+    async def _end_offsets(self, step: Operation, env: RunEnv) -> Outcome:
+        return await self._offsets(step, env, lambda c, tp: c.end_offsets([tp]))
+
+    async def _beginning_offsets(self, step: Operation, env: RunEnv) -> Outcome:
+        return await self._offsets(step, env, lambda c, tp: c.beginning_offsets([tp]))
+
+    async def _offsets_for_times(self, step: Operation, env: RunEnv) -> Outcome:
+        async def call(c, tp):
+            got = await c.offsets_for_times({tp: step.args.get("timestamp_ms", 0)})
+            # None: no record at or after the timestamp, Kafka's (-1, -1) as ours reports it
+            return {k: (-1, -1) if v is None else (v.offset, v.timestamp) for k, v in got.items()}
+
+        return await self._offsets(step, env, call)
+
+    async def _list_topics(self, step: Operation, env: RunEnv) -> Outcome:
+        async def call(c, tp):
+            return {t: c.partitions_for_topic(t) or () for t in await c.topics()}
+
+        return await self._consumer_step(step, env, call, lambda got: short(topics_value(got)),
+                                         "request_timeout_ms bounds the Metadata request")
+
+    async def _partitions_for(self, step: Operation, env: RunEnv) -> Outcome:
+        async def call(c, tp):   # not a coroutine in aiokafka: the metadata cache, no request
+            return sorted(c.partitions_for_topic(tp.topic) or ())
+
+        return await self._consumer_step(step, env, call, short, "partitions_for_topic() reads the cache only")
+
+    async def _commit_sync(self, step: Operation, env: RunEnv) -> Outcome:
+        return await self._consumer_step(step, env, lambda c, tp: c.commit({tp: step.args.get("offset", 0)}), short,
+                                         "request_timeout_ms bounds each OffsetCommit", assign=True)
+
+    async def _close(self, step: Operation, env: RunEnv) -> Outcome:
+        """stop() with a fetch in flight (a short getmany first, as ours' poll)."""
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        consumer = AIOKafkaConsumer(**self._common(env), enable_auto_commit=False,
+                                    fetch_max_wait_ms=env.config.get("fetch.max.wait.ms", 500))
+        await consumer.start()
+        tp = TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        await consumer.getmany(timeout_ms=int(max(step.args.get("poll_first_s", 0.2) / env.scale, 0.3) * 1000))
+        try:
+            return await timed_async(step, env, consumer.stop, lambda _: None, _error_type, "stop() takes no deadline")
+        finally:
+            await consumer.stop()   # a second stop() is a no-op once the first finished

@@ -1,6 +1,25 @@
 """confluent-kafka (librdkafka). librdkafka's client-side request timeout is socket.timeout.ms
 (60 s by default, twice request.timeout.ms, which only becomes the Produce's timeout_ms); we keep
-that ratio when scaling, so what the suite measures is the client's real behaviour."""
+that ratio when scaling, so what the suite measures is the client's real behaviour.
+
+The consumer operations, by librdkafka's own names (``Operation.timeout_s`` is the deadline the
+call takes; librdkafka has no default.api.timeout.ms: a call given none passes its default,
+timeout=-1, infinite):
+
+    committed          Consumer.committed([tp], timeout=)
+    position           Consumer.position([tp]): no deadline, no network: the fetch position
+                       librdkafka holds locally (OFFSET_INVALID, -1001, until it has one)
+    end_offsets,
+    beginning_offsets  Consumer.get_watermark_offsets(tp, timeout=) (high and low watermark)
+    offsets_for_times  Consumer.offsets_for_times([tp@timestamp], timeout=)
+    list_topics        Consumer.list_topics(timeout=)
+    partitions_for     Consumer.list_topics(topic, timeout=): that topic's partitions
+    commit_sync        Consumer.commit(offsets=, asynchronous=False): no deadline, each
+                       OffsetCommit bounded by socket.timeout.ms
+    close              Consumer.close(): no deadline (librdkafka's close waits for the
+                       consumer's own shutdown: its requests are bounded by socket.timeout.ms)
+
+A call that has not returned long after its deadline is reported as NoReturn (py_common)."""
 
 from __future__ import annotations
 
@@ -8,6 +27,7 @@ import importlib.util
 from typing import Any
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
+from conformance.adapters.py_common import offsets_value, short, timed_blocking, topics_value
 from conformance.model import Operation, Outcome
 
 TIMEOUT_CODES = {"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TIMED_OUT_QUEUE"}
@@ -17,18 +37,32 @@ def _error_type(err) -> str:
     return "TimeoutException" if err.name() in TIMEOUT_CODES else err.name()
 
 
+def _exc_type(exc: BaseException) -> str:
+    from confluent_kafka import KafkaError, KafkaException
+
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return _error_type(exc.args[0])
+    return type(exc).__name__
+
+
+def _deadline(step: Operation) -> float:
+    """The step's deadline in librdkafka's terms: seconds, -1 (its default) for none: infinite."""
+    return -1 if step.timeout_s is None else step.timeout_s
+
+
+# what bounds each call when it is given no deadline (librdkafka has no default.api.timeout.ms)
+NO_DEADLINE = "librdkafka has no default.api.timeout.ms: timeout=-1 is infinite"
+
+
 class ConfluentAdapter(RealTimeAdapter):
     name = "confluent-kafka"
-    operations = frozenset({"produce", "poll", "committed", "admin_list_topics"})
+    operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
+                            "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
+                            "admin_list_topics"})
 
     def available(self):
         ok = importlib.util.find_spec("confluent_kafka") is not None
         return ok, "" if ok else "confluent-kafka is not installed"
-
-    def supports(self, steps):
-        if any(s.kind == "committed" and s.timeout_s is None for s in steps):
-            return False, "librdkafka has no default.api.timeout.ms: committed() without a timeout blocks indefinitely"
-        return super().supports(steps)
 
     def _common(self, env: RunEnv) -> dict:
         c = env.config
@@ -73,16 +107,11 @@ class ConfluentAdapter(RealTimeAdapter):
         return Outcome("produce", False, result["t"] - start, _error_type(err), err.str())
 
     def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
-        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient(self._common(env))
         timeout = step.timeout_s if step.timeout_s is not None else scaled_ms(30_000, env.scale) / 1000
-
-        def error_type(exc: BaseException) -> str:
-            return _error_type(exc.args[0]) if isinstance(exc, KafkaException) and exc.args else type(exc).__name__
-
-        return list_rounds(step, env, lambda: list(admin.list_topics(timeout=timeout).topics), error_type)
+        return list_rounds(step, env, lambda: list(admin.list_topics(timeout=timeout).topics), _exc_type)
 
     def _consumer(self, env: RunEnv, group: str):
         from confluent_kafka import Consumer
@@ -97,6 +126,7 @@ class ConfluentAdapter(RealTimeAdapter):
                          "reconnect.backoff.max.ms": scaled_ms(10_000, env.scale)})
 
     def _poll(self, step: Operation, env: RunEnv) -> Outcome:
+        """Consumer.poll(timeout): one message or None; the value is the number of records (0 or 1)."""
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
         consumer = self._consumer(env, "conformance-poll")
@@ -107,21 +137,92 @@ class ConfluentAdapter(RealTimeAdapter):
             elapsed = env.clock() - start
             if msg is not None and msg.error() is not None:
                 return Outcome("poll", False, elapsed, _error_type(msg.error()), msg.error().str())
-            return Outcome("poll", True, elapsed, value=None if msg is None else msg.value())
+            return Outcome("poll", True, elapsed, value=0 if msg is None else 1)
         finally:
             consumer.close()
+
+    def _consumer_step(self, step: Operation, env: RunEnv, call, shape, bound_by: str, assign: bool = False) -> Outcome:
+        """One call on a fresh consumer (group: the step's, else "cg"), timed from the call."""
+        from confluent_kafka import TopicPartition
+
+        consumer = self._consumer(env, step.args.get("group", "cg"))
+        tp = TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))
+        came_back = True
+        try:
+            if assign:
+                consumer.assign([tp])
+            outcome, came_back = timed_blocking(step, env, lambda: call(consumer, tp), shape, _exc_type, bound_by)
+            return outcome
+        finally:
+            if came_back:   # a consumer still blocked in a call is left to its thread
+                consumer.close()
 
     def _committed(self, step: Operation, env: RunEnv) -> Outcome:
-        from confluent_kafka import KafkaException, TopicPartition
+        return self._consumer_step(step, env, lambda c, tp: c.committed([tp], timeout=_deadline(step)),
+                                   lambda got: offsets_value((p.topic, p.partition, p.offset if p.offset >= 0 else None)
+                                                             for p in got), NO_DEADLINE)
 
-        consumer = self._consumer(env, step.args["group"])
-        try:
-            start = env.clock()
-            try:
-                got = consumer.committed([TopicPartition(step.args["topic"], step.args["partition"])], timeout=step.timeout_s)
-                return Outcome("committed", True, env.clock() - start, value=got[0].offset)
-            except KafkaException as exc:
-                err = exc.args[0]
-                return Outcome("committed", False, env.clock() - start, _error_type(err), err.str())
-        finally:
-            consumer.close()
+    def _position(self, step: Operation, env: RunEnv) -> Outcome:
+        return self._consumer_step(step, env, lambda c, tp: c.position([tp])[0].offset, short,
+                                   "position() is local: it takes no deadline and sends nothing", assign=True)
+
+    def _watermark(self, step: Operation, env: RunEnv, index: int) -> Outcome:
+        def call(c, tp):
+            return {(tp.topic, tp.partition): c.get_watermark_offsets(tp, timeout=_deadline(step))[index]}
+
+        return self._consumer_step(step, env, call, lambda got: short(offsets_value((t, p, o) for (t, p), o in got.items())),
+                                   NO_DEADLINE)
+
+    def _end_offsets(self, step: Operation, env: RunEnv) -> Outcome:
+        return self._watermark(step, env, 1)
+
+    def _beginning_offsets(self, step: Operation, env: RunEnv) -> Outcome:
+        return self._watermark(step, env, 0)
+
+    def _offsets_for_times(self, step: Operation, env: RunEnv) -> Outcome:
+        from confluent_kafka import TopicPartition
+
+        def call(c, tp):
+            return c.offsets_for_times([TopicPartition(tp.topic, tp.partition, step.args.get("timestamp_ms", 0))],
+                                       timeout=_deadline(step))
+
+        # librdkafka reports no timestamp: -1, as Kafka's "unknown"; offset -1: no such record
+        return self._consumer_step(step, env, call, lambda got: short(offsets_value(
+            (p.topic, p.partition, (p.offset, -1)) for p in got)), NO_DEADLINE)
+
+    def _list_topics(self, step: Operation, env: RunEnv) -> Outcome:
+        return self._consumer_step(step, env, lambda c, tp: c.list_topics(timeout=_deadline(step)), lambda md: short(
+            topics_value({name: t.partitions.keys() for name, t in md.topics.items() if t.error is None})), NO_DEADLINE)
+
+    def _partitions_for(self, step: Operation, env: RunEnv) -> Outcome:
+        def call(c, tp):
+            topic = c.list_topics(tp.topic, timeout=_deadline(step)).topics.get(tp.topic)
+            return [] if topic is None or topic.error is not None else sorted(topic.partitions)
+
+        return self._consumer_step(step, env, call, short, NO_DEADLINE)
+
+    def _commit_sync(self, step: Operation, env: RunEnv) -> Outcome:
+        from confluent_kafka import TopicPartition
+
+        def call(c, tp):
+            got = c.commit(offsets=[TopicPartition(tp.topic, tp.partition, step.args.get("offset", 0))], asynchronous=False)
+            failed = [p for p in got or () if p.error is not None]
+            if failed:
+                from confluent_kafka import KafkaException
+                raise KafkaException(failed[0].error)
+            return None
+
+        return self._consumer_step(step, env, call, short,
+                                   "commit(asynchronous=False) takes no deadline: socket.timeout.ms bounds each OffsetCommit")
+
+    def _close(self, step: Operation, env: RunEnv) -> Outcome:
+        """close() with a fetch in flight (a short poll first, as ours): librdkafka's close takes no
+        deadline; the step's is what the contract holds it to."""
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        consumer = self._consumer(env, step.args.get("group", "cg"))
+        consumer.assign([TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0), OFFSET_BEGINNING)])
+        consumer.poll(max(step.args.get("poll_first_s", 0.2) / env.scale, 0.3))
+        outcome, _ = timed_blocking(step, env, consumer.close, lambda _: None, _exc_type,
+                                    "close() takes no deadline: librdkafka waits for its own shutdown")
+        return outcome

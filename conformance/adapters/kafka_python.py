@@ -1,11 +1,32 @@
 """kafka-python 3.x. Its client-side request timeout is request_timeout_ms, the same value it
-puts in the Produce's timeout_ms; it closes the connection when it fires."""
+puts in the Produce's timeout_ms; it closes the connection when it fires.
+
+The consumer operations, by kafka-python's own names. ``Operation.timeout_s`` goes to the call's
+``timeout_ms`` where it has one. kafka-python has no default.api.timeout.ms: given no timeout_ms,
+end_offsets, beginning_offsets, offsets_for_times, commit and close fall back to
+request_timeout_ms (kafka/consumer/group.py); committed and position have no bound at all
+(Timer(None)).
+
+    committed          KafkaConsumer.committed(tp, timeout_ms=)
+    position           KafkaConsumer.position(tp, timeout_ms=) (returns None when its time is
+                       up without a position: it raises no timeout)
+    end_offsets,
+    beginning_offsets  KafkaConsumer.end_offsets / beginning_offsets([tp], timeout_ms=)
+    offsets_for_times  KafkaConsumer.offsets_for_times({tp: ts}, timeout_ms=)
+    list_topics        KafkaConsumer.topics(): no deadline; it waits for a Metadata answer with
+                       no timeout of its own, each request bounded by request_timeout_ms
+    partitions_for     KafkaConsumer.partitions_for_topic(topic): no deadline, as topics()
+    commit_sync        KafkaConsumer.commit({tp: OffsetAndMetadata}, timeout_ms=)
+    close              KafkaConsumer.close(autocommit=False, timeout_ms=)
+
+A call that has not returned long after its deadline is reported as NoReturn (py_common)."""
 
 from __future__ import annotations
 
 import importlib.util
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
+from conformance.adapters.py_common import not_created, offsets_value, short, timed_blocking, topics_value
 from conformance.model import Operation, Outcome
 
 
@@ -14,18 +35,22 @@ def _error_type(exc: BaseException) -> str:
     return "TimeoutException" if "Timeout" in name or "TimedOut" in name else name
 
 
+def _timeout_ms(step: Operation) -> int | None:
+    return None if step.timeout_s is None else int(step.timeout_s * 1000)
+
+
+NO_DEADLINE = "kafka-python has no default.api.timeout.ms"
+
+
 class KafkaPythonAdapter(RealTimeAdapter):
     name = "kafka-python"
-    operations = frozenset({"produce", "poll", "committed", "admin_list_topics"})
+    operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
+                            "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
+                            "admin_list_topics"})
 
     def available(self):
         ok = importlib.util.find_spec("kafka") is not None
         return ok, "" if ok else "kafka-python is not installed"
-
-    def supports(self, steps):
-        if any(s.kind == "committed" and s.timeout_s is None for s in steps):
-            return False, "kafka-python has no default.api.timeout.ms: committed() without a timeout may block forever"
-        return super().supports(steps)
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         return [getattr(self, f"_{s.kind}")(s, env) for s in steps]
@@ -73,8 +98,10 @@ class KafkaPythonAdapter(RealTimeAdapter):
     def _consumer(self, env: RunEnv, group: str | None):
         from kafka import KafkaConsumer
 
+        # bootstrap_timeout_ms (30 s) bounds the constructor's eager bootstrap: scaled like every time
         return KafkaConsumer(**self._common(env), group_id=group, enable_auto_commit=False,
-                             fetch_max_wait_ms=env.config.get("fetch.max.wait.ms", 500))
+                             fetch_max_wait_ms=env.config.get("fetch.max.wait.ms", 500),
+                             bootstrap_timeout_ms=scaled_ms(30_000, env.scale))
 
     def _poll(self, step: Operation, env: RunEnv) -> Outcome:
         from kafka import TopicPartition
@@ -94,17 +121,78 @@ class KafkaPythonAdapter(RealTimeAdapter):
         finally:
             consumer.close()
 
-    def _committed(self, step: Operation, env: RunEnv) -> Outcome:
+    def _consumer_step(self, step: Operation, env: RunEnv, call, shape, bound_by: str, assign: bool = False) -> Outcome:
+        """One call on a fresh consumer (group: the step's, else "cg"), timed from the call."""
         from kafka import TopicPartition
 
-        consumer = self._consumer(env, step.args["group"])
+        start = env.clock()
         try:
-            start = env.clock()
-            try:
-                timeout_ms = None if step.timeout_s is None else int(step.timeout_s * 1000)
-                got = consumer.committed(TopicPartition(step.args["topic"], step.args["partition"]), timeout_ms=timeout_ms)
-                return Outcome("committed", True, env.clock() - start, value=got)
-            except Exception as exc:
-                return Outcome("committed", False, env.clock() - start, _error_type(exc), str(exc))
+            consumer = self._consumer(env, step.args.get("group", "cg"))
+        except Exception as exc:  # KafkaConsumer() bootstraps in its constructor (api_version not pinned)
+            return not_created(step, env.clock() - start, exc, "KafkaConsumer() (its eager bootstrap)")
+        tp = TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))
+        came_back = True
+        try:
+            if assign:
+                consumer.assign([tp])
+            outcome, came_back = timed_blocking(step, env, lambda: call(consumer, tp), shape, _error_type, bound_by)
+            return outcome
         finally:
-            consumer.close(autocommit=False)
+            if came_back:   # a consumer still blocked in a call is left to its thread
+                consumer.close(autocommit=False, timeout_ms=1000)
+
+    def _committed(self, step: Operation, env: RunEnv) -> Outcome:
+        return self._consumer_step(step, env, lambda c, tp: {tp: c.committed(tp, timeout_ms=_timeout_ms(step))},
+                                   lambda got: offsets_value((tp.topic, tp.partition, o) for tp, o in got.items()),
+                                   f"{NO_DEADLINE}: committed() without timeout_ms has no bound")
+
+    def _position(self, step: Operation, env: RunEnv) -> Outcome:
+        return self._consumer_step(step, env, lambda c, tp: c.position(tp, timeout_ms=_timeout_ms(step)), short,
+                                   f"{NO_DEADLINE}: position() without timeout_ms has no bound", assign=True)
+
+    def _offsets(self, step: Operation, env: RunEnv, call) -> Outcome:
+        return self._consumer_step(step, env, call, lambda got: short(offsets_value(
+            (tp.topic, tp.partition, o) for tp, o in got.items())), f"{NO_DEADLINE}: request_timeout_ms bounds the call")
+
+    def _end_offsets(self, step: Operation, env: RunEnv) -> Outcome:
+        return self._offsets(step, env, lambda c, tp: c.end_offsets([tp], timeout_ms=_timeout_ms(step)))
+
+    def _beginning_offsets(self, step: Operation, env: RunEnv) -> Outcome:
+        return self._offsets(step, env, lambda c, tp: c.beginning_offsets([tp], timeout_ms=_timeout_ms(step)))
+
+    def _offsets_for_times(self, step: Operation, env: RunEnv) -> Outcome:
+        def call(c, tp):
+            got = c.offsets_for_times({tp: step.args.get("timestamp_ms", 0)}, timeout_ms=_timeout_ms(step))
+            # None: no record at or after the timestamp, Kafka's (-1, -1) as ours reports it
+            return {k: (-1, -1) if v is None else (v.offset, v.timestamp) for k, v in got.items()}
+
+        return self._offsets(step, env, call)
+
+    def _list_topics(self, step: Operation, env: RunEnv) -> Outcome:
+        return self._consumer_step(step, env, lambda c, tp: {t: c.partitions_for_topic(t) or () for t in c.topics()},
+                                   lambda got: short(topics_value(got)),
+                                   "topics() takes no deadline: request_timeout_ms bounds each Metadata request")
+
+    def _partitions_for(self, step: Operation, env: RunEnv) -> Outcome:
+        return self._consumer_step(step, env, lambda c, tp: sorted(c.partitions_for_topic(tp.topic)), short,
+                                   "partitions_for_topic() takes no deadline: request_timeout_ms bounds each Metadata request")
+
+    def _commit_sync(self, step: Operation, env: RunEnv) -> Outcome:
+        from kafka.structs import OffsetAndMetadata
+
+        return self._consumer_step(step, env, lambda c, tp: c.commit({tp: OffsetAndMetadata(step.args.get("offset", 0), "", -1)},
+                                                                     timeout_ms=_timeout_ms(step)),
+                                   short, f"{NO_DEADLINE}: request_timeout_ms bounds commit()")
+
+    def _close(self, step: Operation, env: RunEnv) -> Outcome:
+        """close(timeout_ms) with a fetch in flight (a short poll first, as ours)."""
+        from kafka import TopicPartition
+
+        consumer = self._consumer(env, None)
+        tp = TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        consumer.poll(timeout_ms=int(max(step.args.get("poll_first_s", 0.2) / env.scale, 0.3) * 1000))
+        outcome, _ = timed_blocking(step, env, lambda: consumer.close(autocommit=False, timeout_ms=_timeout_ms(step)),
+                                    lambda _: None, _error_type, f"{NO_DEADLINE}: close() falls back to request_timeout_ms")
+        return outcome
