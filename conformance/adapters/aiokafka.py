@@ -13,7 +13,8 @@ applies ``Operation.timeout_s``. Without one, what bounds each call is aiokafka'
     end_offsets,
     beginning_offsets  AIOKafkaConsumer.end_offsets / beginning_offsets([tp]): request_timeout_ms
     offsets_for_times  AIOKafkaConsumer.offsets_for_times({tp: ts}): request_timeout_ms
-    list_topics        AIOKafkaConsumer.topics(): a Metadata request, request_timeout_ms
+    list_topics        AIOKafkaConsumer.topics(): a Metadata request, request_timeout_ms (names
+                       only: the partitions reported are those of its metadata cache)
     partitions_for     AIOKafkaConsumer.partitions_for_topic(topic): no network, the cache only
     commit_sync        AIOKafkaConsumer.commit({tp: offset}) (of an assigned partition, or it
                        raises IllegalStateError): request_timeout_ms per OffsetCommit
