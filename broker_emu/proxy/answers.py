@@ -15,6 +15,7 @@ not know is passed through byte for byte.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Iterator
 
 from client.protocol import ApiKey, supported_versions
@@ -22,6 +23,33 @@ from client.protocol import ApiKey, supported_versions
 ADDRESS_APIS = frozenset({int(ApiKey.METADATA), int(ApiKey.FIND_COORDINATOR), int(ApiKey.DESCRIBE_CLUSTER)})
 BROKER_ENDPOINTS = 1   # DescribeCluster's endpoint_type for brokers (2: controllers)
 PRODUCE_FLEXIBLE_FROM = 9
+
+
+class AnswerCache:
+    """Rewritten answers by the upstream's bytes. Clients ask Metadata, ApiVersions,
+    FindCoordinator over and over and the upstream answers the same bytes until something
+    changes; decoding and re-encoding each costs more than the round trip
+    (benchmarks/proxy.py). Keyed by the whole answer after its correlation id, so nothing
+    goes stale: a proxied broker keeps its local port for the proxy's life, and any change
+    upstream changes the bytes. One cache per proxy (the local addresses are the proxy's)."""
+
+    LIMIT = 512
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[int, int, bytes], tuple[bytes, list[int]]] = OrderedDict()
+
+    def get(self, api_key: int, version: int, answer: bytes) -> tuple[bytes, list[int]] | None:
+        """The rewritten frame (size prefix included) for this answer, with its correlation id."""
+        hit = self._entries.get((api_key, version, answer[4:]))
+        if hit is None:
+            return None
+        frame, errors = hit
+        return frame[:4] + answer[:4] + frame[8:], errors
+
+    def put(self, api_key: int, version: int, answer: bytes, frame: bytes, errors: list[int]) -> None:
+        self._entries[(api_key, version, answer[4:])] = (frame, errors)
+        if len(self._entries) > self.LIMIT:
+            self._entries.popitem(last=False)
 
 
 def address_entries(api_key: int, version: int, body: Any) -> Iterator[tuple[Any, str]]:

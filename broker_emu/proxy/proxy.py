@@ -20,6 +20,7 @@ from typing import IO, Any, AsyncIterator, Iterable, Iterator, NamedTuple
 import trio
 
 from broker_emu.faults import FaultEngine
+from broker_emu.proxy.answers import AnswerCache
 from broker_emu.proxy.upstream import Node, discover, parse_bootstrap
 from broker_emu.runtime import ThreadedCluster
 from broker_emu.server import serve_broker
@@ -57,6 +58,7 @@ class Proxy:
         self.conn_ids = itertools.count(1)
         self.cluster_id: str | None = None
         self.topic_names: dict[uuid.UUID, str] = {}   # learnt from Metadata answers (fault matching by topic id)
+        self.answers = AnswerCache()
         self._nursery: trio.Nursery | None = None
         self._learning = trio.Lock()
 

@@ -93,3 +93,43 @@ def test_refused_connections_close_at_once_and_the_upstream_never_sees_them(upst
     assert len(events(upstream, "conn_open")) == before
     close = events(proxy, "conn_close")[-1]
     assert close.broker == 1 and close.details["closed_by"] == "broker" and "refuse_connections" in close.details["reason"]
+
+
+def _held_then_closed(trace: list) -> tuple:
+    held = [e for e in trace if e.kind == "recv" and e.api == "Produce"
+            and not any(s.kind == "send" and s.conn == e.conn and s.correlation_id == e.correlation_id for s in trace)]
+    assert held, "no Produce was held"
+    close = next(e for e in trace if e.kind == "conn_close" and e.conn == held[0].conn)
+    return held[0], close
+
+
+def test_a_black_hole_upstream_the_clients_close_reaches_the_upstream(upstream, proxy):
+    """The fault on the upstream, none on the proxy: the proxy keeps reading the client while
+    the upstream holds the request, so the client's give-up closes the upstream connection too."""
+    producer = _producer(proxy, **{"request.timeout.ms": 1000, "message.timeout.ms": 2500, "retries": 0})
+    assert _produce_one(producer, b"warm-up")[0] == [None]
+    add_fault(upstream, {"match": {"api": "Produce"}, "action": "black_hole"})
+    reports, _ = _produce_one(producer, timeout=15)
+    assert len(reports) == 1 and reports[0] is not None
+    time.sleep(0.3)
+    (held_p, close_p), (held_u, close_u) = _held_then_closed(events(proxy)), _held_then_closed(events(upstream))
+    assert close_p.details["closed_by"] == "client" and close_u.details["closed_by"] == "client"
+    assert 900 <= close_u.t_ms - held_u.t_ms < 4000
+
+
+def test_a_throttle_is_in_the_answer_and_mutes_the_connection(proxy):
+    from client.protocol import decode_response, encode_request
+    from tests.proxy.wire import connect, read_frame
+
+    add_fault(proxy, {"match": {"api": "Metadata"}, "action": {"type": "throttle", "ms": 300}, "times": 2})
+    with connect(proxy.bootstrap) as s:
+        for correlation_id in (1, 2, 3):   # the second answer comes from the proxy's cache of rewritten answers
+            start = time.perf_counter()
+            s.sendall(encode_request(3, 12, correlation_id, "throttle-test", {"topics": None}))
+            answer = read_frame(s)
+            assert answer is not None
+            cid, body = decode_response(3, 12, answer)
+            assert cid == correlation_id
+            assert body["throttle_time_ms"] == (300 if correlation_id < 3 else 0)
+            if correlation_id == 2:
+                assert time.perf_counter() - start >= 0.25   # behind the first answer's mute
