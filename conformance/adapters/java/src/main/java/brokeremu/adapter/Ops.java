@@ -148,6 +148,13 @@ final class Ops {
         try (KafkaConsumer<byte[], byte[]> c = run.consumer(group, null)) {
             TopicPartition tp = tp(args);
             c.assign(List.of(tp));
+            if (args.path("warm_up").asBoolean(false)) {   // connections up, coordinator known: time only the call
+                try {
+                    call.call(c, tp, null);
+                } catch (Exception e) {
+                    return Outcomes.failed(kind, 0, e);
+                }
+            }
             long start = System.nanoTime();
             try {
                 JsonNode value = call.call(c, tp, d);
