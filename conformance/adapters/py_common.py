@@ -30,6 +30,9 @@ from conformance.model import Operation, Outcome
 # the unscaled defaults a real-time run divides by its scale when the scenario sets neither
 DEFAULT_API_TIMEOUT_MS = 60_000
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+# librdkafka retries a deadline-less ListOffsets three times, socket.timeout.ms (60 s) each: a
+# watchdog must wait well past such slow bounds before it calls a call hung
+WATCHDOG_FACTOR = 6
 
 
 class NoReturn(Exception):
@@ -50,12 +53,12 @@ def topics_value(topics: dict[str, Iterable[int]]) -> dict[str, list[int]]:
 
 
 def watchdog_s(step: Operation, env: RunEnv) -> float:
-    """How long an adapter waits for a call before it reports NoReturn: three times the longest
+    """How long an adapter waits for a call before it reports NoReturn: six times the longest
     of the call's deadline, default.api.timeout.ms and request.timeout.ms of the run (a client
     may rightly bound a call by either setting), plus 2 s of real-time slack."""
     api = env.config.get("default.api.timeout.ms", DEFAULT_API_TIMEOUT_MS / env.scale)
     request = env.config.get("request.timeout.ms", DEFAULT_REQUEST_TIMEOUT_MS / env.scale)
-    return 3 * max(step.timeout_s or 0.0, api / 1000, request / 1000) + 2.0
+    return WATCHDOG_FACTOR * max(step.timeout_s or 0.0, api / 1000, request / 1000) + 2.0
 
 
 def no_return(step: Operation, limit_s: float, bound_by: str) -> str:
