@@ -58,7 +58,7 @@ class ConfluentAdapter(RealTimeAdapter):
     name = "confluent-kafka"
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics"})
+                            "admin_list_topics", "configure_producer", "produce_pipelined"})
 
     def available(self):
         ok = importlib.util.find_spec("confluent_kafka") is not None
@@ -73,9 +73,7 @@ class ConfluentAdapter(RealTimeAdapter):
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         return [getattr(self, f"_{s.kind}")(s, env) for s in steps]
 
-    def _produce(self, step: Operation, env: RunEnv) -> Outcome:
-        from confluent_kafka import Producer
-
+    def _producer_conf(self, env: RunEnv) -> dict:
         c = env.config
         conf = {**self._common(env), "acks": str(c.get("acks", "all")),
                 "message.timeout.ms": c.get("delivery.timeout.ms", scaled_ms(120_000, env.scale)),
@@ -87,6 +85,12 @@ class ConfluentAdapter(RealTimeAdapter):
             conf["retries"] = c["retries"]
             if c["retries"] == 0:
                 conf["enable.idempotence"] = False  # librdkafka refuses idempotence without retries
+        return conf
+
+    def _produce(self, step: Operation, env: RunEnv) -> Outcome:
+        from confluent_kafka import Producer
+
+        conf = self._producer_conf(env)
         p = Producer(conf)
         if step.args.get("warm_up", True):
             p.list_topics(step.args["topic"], timeout=10)  # warm up: time the send, not the bootstrap
@@ -105,6 +109,42 @@ class ConfluentAdapter(RealTimeAdapter):
         if err is None:
             return Outcome("produce", True, result["t"] - start, value=result["offset"])
         return Outcome("produce", False, result["t"] - start, _error_type(err), err.str())
+
+    def _configure_producer(self, step: Operation, env: RunEnv) -> Outcome:
+        """Producer(config) with the scenario's settings in librdkafka's names (delivery.timeout.ms
+        is its message.timeout.ms); a refused config is the outcome."""
+        from confluent_kafka import KafkaException, Producer
+
+        conf = {**self._producer_conf(env), "linger.ms": env.config.get("linger.ms", 0)}
+        try:
+            Producer(conf)
+            return Outcome("configure_producer", True, 0.0)
+        except KafkaException as exc:
+            return Outcome("configure_producer", False, 0.0, _exc_type(exc), str(exc))
+
+    def _produce_pipelined(self, step: Operation, env: RunEnv) -> Outcome:
+        """``count`` records produced back to back, each its own batch (linger.ms=0, a pause
+        between), then all delivery reports awaited (flush); the value is their offsets."""
+        from confluent_kafka import Producer
+
+        conf = self._producer_conf(env)
+        p = Producer(conf)
+        p.list_topics(step.args["topic"], timeout=10)
+        reports: list[tuple[Any, float, int]] = []
+        start = env.clock()
+        for _ in range(step.args.get("count", 2)):
+            p.produce(step.args["topic"], step.args["value"], partition=step.args.get("partition", -1),
+                      on_delivery=lambda err, msg: reports.append((err, env.clock(), msg.offset())))
+            p.poll(max(step.args.get("gap_s", 0.01) / env.scale, 0.05))
+        p.flush(conf["message.timeout.ms"] / 1000 * 3 + 10)
+        if len(reports) < step.args.get("count", 2):
+            return Outcome("produce_pipelined", False, env.clock() - start, "NoDeliveryReport",
+                           f"flush ended with {len(reports)} delivery report(s)")
+        failed = [r for r in reports if r[0] is not None]
+        end = max(t for _, t, _ in reports)
+        if failed:
+            return Outcome("produce_pipelined", False, end - start, _error_type(failed[0][0]), failed[0][0].str())
+        return Outcome("produce_pipelined", True, end - start, value=[offset for _, _, offset in reports])
 
     def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
         from confluent_kafka.admin import AdminClient

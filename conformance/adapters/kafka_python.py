@@ -24,6 +24,7 @@ A call that has not returned long after its deadline is reported as NoReturn (py
 from __future__ import annotations
 
 import importlib.util
+import time
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.py_common import not_created, offsets_value, short, timed_blocking, topics_value
@@ -46,7 +47,7 @@ class KafkaPythonAdapter(RealTimeAdapter):
     name = "kafka-python"
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics"})
+                            "admin_list_topics", "configure_producer", "produce_pipelined"})
 
     def available(self):
         ok = importlib.util.find_spec("kafka") is not None
@@ -71,16 +72,49 @@ class KafkaPythonAdapter(RealTimeAdapter):
         finally:
             admin.close()
 
-    def _produce(self, step: Operation, env: RunEnv) -> Outcome:
+    def _producer(self, env: RunEnv, linger_ms: int = 0):
         from kafka import KafkaProducer
 
         c = env.config
         acks = c.get("acks", "all")
-        p = KafkaProducer(**self._common(env), acks=-1 if acks in ("all", "-1", -1) else int(acks),
-                          delivery_timeout_ms=c.get("delivery.timeout.ms", scaled_ms(120_000, env.scale)),
-                          retries=c.get("retries", 2147483647), linger_ms=0,
-                          max_block_ms=c.get("max.block.ms", scaled_ms(60_000, env.scale)),
-                          enable_idempotence=bool(c.get("enable.idempotence", False)))
+        return KafkaProducer(**self._common(env), acks=-1 if acks in ("all", "-1", -1) else int(acks),
+                             delivery_timeout_ms=c.get("delivery.timeout.ms", scaled_ms(120_000, env.scale)),
+                             retries=c.get("retries", 2147483647), linger_ms=linger_ms,
+                             max_block_ms=c.get("max.block.ms", scaled_ms(60_000, env.scale)),
+                             enable_idempotence=bool(c.get("enable.idempotence", False)))
+
+    def _configure_producer(self, step: Operation, env: RunEnv) -> Outcome:
+        """KafkaProducer(**config) with the scenario's settings; a refused config is the outcome."""
+        try:
+            self._producer(env, linger_ms=env.config.get("linger.ms", 0)).close(timeout=1)
+            return Outcome("configure_producer", True, 0.0)
+        except Exception as exc:  # kafka-python's refusal: KafkaConfigurationError is Kafka's ConfigException
+            name = "ConfigException" if type(exc).__name__ == "KafkaConfigurationError" else type(exc).__name__
+            return Outcome("configure_producer", False, 0.0, name, str(exc))
+
+    def _produce_pipelined(self, step: Operation, env: RunEnv) -> Outcome:
+        """``count`` sends back to back, each its own batch (linger_ms=0, a pause between), then
+        every future awaited; the value is their offsets."""
+        p = self._producer(env)
+        try:
+            p.partitions_for(step.args["topic"])
+            start = env.clock()
+            futures = []
+            for _ in range(step.args.get("count", 2)):
+                futures.append(p.send(step.args["topic"], step.args["value"], partition=step.args.get("partition")))
+                time.sleep(max(step.args.get("gap_s", 0.01) / env.scale, 0.05))
+            try:
+                wait = env.config.get("delivery.timeout.ms", 120_000) / 1000 * 3 + 10
+                offsets = [f.get(timeout=wait).offset for f in futures]
+                return Outcome("produce_pipelined", True, env.clock() - start, value=offsets)
+            except Exception as exc:
+                return Outcome("produce_pipelined", False, env.clock() - start, _error_type(exc), str(exc))
+        finally:
+            p.close(timeout=1)
+
+    def _produce(self, step: Operation, env: RunEnv) -> Outcome:
+        c = env.config
+        p = self._producer(env)
         try:
             if step.args.get("warm_up", True):
                 p.partitions_for(step.args["topic"])  # warm up: time the send, not the bootstrap
