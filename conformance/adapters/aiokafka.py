@@ -28,7 +28,7 @@ import asyncio
 import importlib.util
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
-from conformance.adapters.py_common import not_created, offsets_value, short, timed_async, topics_value, watchdog_s
+from conformance.adapters.py_common import not_created, offsets_value, short, supports_here, timed_async, topics_value, watchdog_s
 from conformance.model import Operation, Outcome
 
 
@@ -46,6 +46,9 @@ class AiokafkaAdapter(RealTimeAdapter):
     def available(self):
         ok = importlib.util.find_spec("aiokafka") is not None
         return ok, "" if ok else "aiokafka is not installed"
+
+    def supports(self, steps):
+        return supports_here(self, steps)
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         async def main():

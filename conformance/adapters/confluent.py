@@ -27,7 +27,7 @@ import importlib.util
 from typing import Any
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
-from conformance.adapters.py_common import offsets_value, short, timed_blocking, topics_value
+from conformance.adapters.py_common import offsets_value, short, supports_here, timed_blocking, topics_value
 from conformance.model import Operation, Outcome
 
 TIMEOUT_CODES = {"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TIMED_OUT_QUEUE"}
@@ -63,6 +63,9 @@ class ConfluentAdapter(RealTimeAdapter):
     def available(self):
         ok = importlib.util.find_spec("confluent_kafka") is not None
         return ok, "" if ok else "confluent-kafka is not installed"
+
+    def supports(self, steps):
+        return supports_here(self, steps)
 
     def _common(self, env: RunEnv) -> dict:
         c = env.config

@@ -27,7 +27,7 @@ import importlib.util
 import time
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
-from conformance.adapters.py_common import not_created, offsets_value, short, timed_blocking, topics_value
+from conformance.adapters.py_common import not_created, offsets_value, short, supports_here, timed_blocking, topics_value
 from conformance.model import Operation, Outcome
 
 
@@ -52,6 +52,9 @@ class KafkaPythonAdapter(RealTimeAdapter):
     def available(self):
         ok = importlib.util.find_spec("kafka") is not None
         return ok, "" if ok else "kafka-python is not installed"
+
+    def supports(self, steps):
+        return supports_here(self, steps)
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         return [getattr(self, f"_{s.kind}")(s, env) for s in steps]
