@@ -33,10 +33,11 @@ class AnswerCache:
     goes stale: a proxied broker keeps its local port for the proxy's life, and any change
     upstream changes the bytes. One cache per proxy (the local addresses are the proxy's)."""
 
-    LIMIT = 512
+    LIMIT_BYTES = 16 << 20   # answers and their keys, together (a big cluster's Metadata is big)
 
     def __init__(self) -> None:
         self._entries: OrderedDict[tuple[int, int, bytes], tuple[bytes, list[int]]] = OrderedDict()
+        self.bytes = 0
 
     def get(self, api_key: int, version: int, answer: bytes) -> tuple[bytes, list[int]] | None:
         """The rewritten frame (size prefix included) for this answer, with its correlation id."""
@@ -47,9 +48,15 @@ class AnswerCache:
         return frame[:4] + answer[:4] + frame[8:], errors
 
     def put(self, api_key: int, version: int, answer: bytes, frame: bytes, errors: list[int]) -> None:
-        self._entries[(api_key, version, answer[4:])] = (frame, errors)
-        if len(self._entries) > self.LIMIT:
-            self._entries.popitem(last=False)
+        key = (api_key, version, answer[4:])
+        size = len(answer) + len(frame)
+        if key in self._entries or size > self.LIMIT_BYTES // 4:
+            return
+        self._entries[key] = (frame, errors)
+        self.bytes += size
+        while self.bytes > self.LIMIT_BYTES:
+            (_, _, old_answer), (old_frame, _) = self._entries.popitem(last=False)
+            self.bytes -= len(old_answer) + 4 + len(old_frame)
 
 
 def address_entries(api_key: int, version: int, body: Any) -> Iterator[tuple[Any, str]]:

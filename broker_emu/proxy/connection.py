@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker_emu.proxy")
 _SIZE = struct.Struct(">i")
 PRODUCE, METADATA, API_VERSIONS = int(ApiKey.PRODUCE), int(ApiKey.METADATA), int(ApiKey.API_VERSIONS)
+MAX_TOPIC_IDS = 100_000
 Answer = tuple[bytes, list[int], Any]   # frame with size prefix, error codes, decoded body (or None)
 
 
@@ -227,6 +228,8 @@ class ProxyConnection(Connection):
         for entry, id_field in entries:
             entry["host"], entry["port"] = self.proxy.local_address(entry[id_field])
         if key == METADATA:
+            if len(self.proxy.topic_names) > MAX_TOPIC_IDS:
+                self.proxy.topic_names.clear()   # a bound, not a policy: the next answers fill it again
             for topic in decoded.get("topics") or ():
                 if topic.get("topic_id") is not None and topic.get("name"):
                     self.proxy.topic_names[topic["topic_id"]] = topic["name"]

@@ -120,3 +120,17 @@ def test_garbage_closes_its_connection_and_the_proxy_keeps_serving(proxy):
     assert len(meta["brokers"]) == 3
     reasons = [e.details["reason"] for e in events(proxy, "conn_close") if e.details["closed_by"] == "broker"]
     assert any("socket.request.max.bytes" in r for r in reasons) and any("corrupt request header" in r for r in reasons)
+
+
+def test_the_answer_cache_gives_each_answer_its_correlation_id_and_stays_within_its_bytes():
+    from broker_emu.proxy.answers import AnswerCache
+
+    cache = AnswerCache()
+    cache.LIMIT_BYTES = 1000
+    for i in range(50):
+        answer = struct.pack(">i", 1) + bytes([i]) * 100
+        cache.put(3, 12, answer, struct.pack(">ii", 104, 1) + b"rewritten" * 11 + b"x", [])
+    assert cache.bytes <= 1000 and len(cache._entries) == 4
+    hit = cache.get(3, 12, struct.pack(">i", 77) + bytes([49]) * 100)
+    assert hit is not None and hit[0][:8] == struct.pack(">ii", 104, 77) and hit[0][8:17] == b"rewritten"
+    assert cache.get(3, 12, struct.pack(">i", 77) + bytes([0]) * 100) is None     # the oldest went first
