@@ -1,7 +1,8 @@
 """Faults on the proxy behave as on the emulator: a delay holds the answer, a black hole makes
-the client give up at request.timeout.ms and close the connection (``closed_by`` client in the
-trace, as the conformance contracts read it), an injected error reaches the client, a
-connection fault closes new connections. Real time: timeouts are short, bounds generous."""
+the client give up and close the connection (``closed_by`` client in the trace, as the
+conformance contracts read it; our client at request.timeout.ms is in test_proxy_contracts), an
+injected error reaches the client, a connection fault closes new connections. Real time:
+timeouts are short, bounds generous."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def test_a_delay_on_produce_holds_the_answer(proxy):
     assert sends and sends[0].t_ms - applied[0].t_ms >= 590
 
 
-def test_a_black_hole_on_produce_times_out_at_request_timeout_and_the_client_closes(proxy):
+def test_a_black_hole_on_produce_times_out_and_the_client_closes(proxy):
     ck = pytest.importorskip("confluent_kafka")
     producer = _producer(proxy, **{"request.timeout.ms": 1000, "message.timeout.ms": 2500, "retries": 0})
     assert _produce_one(producer, b"warm-up")[0] == [None]
@@ -53,7 +54,9 @@ def test_a_black_hole_on_produce_times_out_at_request_timeout_and_the_client_clo
     time.sleep(0.3)
     held, close = _held_then_closed(events(proxy))
     assert close.details["closed_by"] == "client"
-    assert 900 <= close.t_ms - held.t_ms < 4000      # librdkafka gives up at request.timeout.ms
+    # librdkafka's request.timeout.ms is the ack timeout it asks the broker for; it gives up on a
+    # Produce at message.timeout.ms (checked once a second), exactly as against the emulator
+    assert 2400 <= close.t_ms - held.t_ms < 5000
 
 
 def test_an_injected_error_reaches_confluent_kafka(proxy):
@@ -110,7 +113,7 @@ def test_a_black_hole_upstream_the_clients_close_reaches_the_upstream(upstream, 
     time.sleep(0.3)
     (_, close_p), (held_u, close_u) = _held_then_closed(events(proxy)), _held_then_closed(events(upstream))
     assert close_p.details["closed_by"] == "client" and close_u.details["closed_by"] == "client"
-    assert 900 <= close_u.t_ms - held_u.t_ms < 4000
+    assert 2400 <= close_u.t_ms - held_u.t_ms < 5000
 
 
 def test_a_throttle_is_in_the_answer_and_mutes_the_connection(proxy):
