@@ -25,6 +25,11 @@ around that call:
     admin_list_topics   Admin.listTopics(ListTopicsOptions.timeoutMs)     the step's timeout, else the admin's
                                                                           default.api.timeout.ms
 
+Consumer steps take ``warm_up: true`` (one untimed call first, so connections are up and the
+coordinator known when the timed call starts); no scenario sets it. Further steps for
+tests/realclients/test_java_client.py (produce_batch, read_partition, group_consume, admin_*) are
+listed by the program's hello under "extras".
+
 Values as the other adapters report them: produce the last offset, poll the number of records,
 committed the offset (None when nothing is committed), position an offset, end/beginning offsets
 and offsets_for_times {partition: offset}, list_topics and admin_list_topics the sorted names,
@@ -71,9 +76,12 @@ JAVA_OPERATIONS = frozenset({
     "list_topics", "partitions_for", "commit_sync", "close", "admin_list_topics", "configure_producer",
     "produce_pipelined",
 })
-# what the Java client does through a consumer group's coordinator and membership (KIP-848's
-# ConsumerGroupHeartbeat under group.protocol=consumer)
+# what the Java client does through a consumer group's membership (KIP-848's ConsumerGroupHeartbeat
+# under group.protocol=consumer). Offsets by the coordinator (committed, commit_sync: FindCoordinator,
+# OffsetFetch, OffsetCommit without a member epoch) need no membership and run everywhere.
 GROUP_OPERATIONS = frozenset({"join_group_held"})
+IN_RUN_FAULTS = ("join_group_held black-holes the first member's heartbeats from inside the run "
+                 "(env.cluster.faults), which a real-time adapter cannot reach")
 
 
 def _java_config(env: RunEnv) -> dict[str, Any]:
@@ -115,6 +123,11 @@ class JavaAdapter(LineProtocolAdapter):
         if shutil.which("java") is None:
             return "java is not installed (the Java adapter needs Java 17)"
         return f"the Java adapter is not built ({JAR.relative_to(ROOT)} missing: bash dev/build-adapters/java)"
+
+    def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
+        if any(s.kind == "join_group_held" for s in steps):
+            return False, IN_RUN_FAULTS
+        return super().supports(steps)
 
     def shutdown(self) -> None:
         """LineProtocolAdapter.shutdown leaves the program's stdout pipe open (a ResourceWarning

@@ -35,6 +35,8 @@ final class Ops {
             "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
             "admin_list_topics", "configure_producer", "produce_pipelined");
 
+    static final Duration CLOSE_AFTER_STEP = Duration.ofSeconds(1);
+
     private Ops() {
     }
 
@@ -145,7 +147,8 @@ final class Ops {
 
     /** One call on a fresh consumer, assigned to the step's partition, timed around the call. */
     static ObjectNode consumerStep(Run run, String kind, JsonNode args, String group, Duration d, ConsumerCall call) {
-        try (KafkaConsumer<byte[], byte[]> c = run.consumer(group, null)) {
+        KafkaConsumer<byte[], byte[]> c = run.consumer(group, null);
+        try {
             TopicPartition tp = tp(args);
             c.assign(List.of(tp));
             if (args.path("warm_up").asBoolean(false)) {   // connections up, coordinator known: time only the call
@@ -162,6 +165,8 @@ final class Ops {
             } catch (Exception e) {
                 return Outcomes.failed(kind, Outcomes.elapsedMs(start), e);
             }
+        } finally {   // not close()'s 30 s: a black-holed request would hold the next scenario up
+            c.close(CloseOptions.timeout(CLOSE_AFTER_STEP));
         }
     }
 
