@@ -129,14 +129,6 @@ class JavaAdapter(LineProtocolAdapter):
             return False, IN_RUN_FAULTS
         return super().supports(steps)
 
-    def shutdown(self) -> None:
-        """LineProtocolAdapter.shutdown leaves the program's stdout pipe open (a ResourceWarning
-        when the Popen is collected): closed here."""
-        proc = self._proc
-        super().shutdown()
-        if proc is not None and proc.stdout is not None:
-            proc.stdout.close()
-
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         config = {**_java_config(env), "group.protocol": self.group_protocol}
         java_env = replace(env, config=config)

@@ -156,6 +156,9 @@ class LineProtocolAdapter(RealTimeAdapter):
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdin, proc.stdout):   # closed here, not left to the collector (ResourceWarning)
+            if pipe is not None and not pipe.closed:
+                pipe.close()
 
     # -- a run ---------------------------------------------------------------------------------
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
