@@ -1,0 +1,203 @@
+"""A KRaft cluster of 1 or 3 combined broker+controller nodes on free loopback ports.
+
+    with kafka_cluster(brokers=3, config={"min.insync.replicas": 2}) as k:
+        k.bootstrap            # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
+        k.nodes[1].pause()     # SIGSTOP one JVM ... k.nodes[1].resume()
+
+Logs stay in ``out/kafka/<run>/node-<id>/`` (kafka.log, format.log, server.properties)."""
+
+from __future__ import annotations
+
+import base64
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from conformance.realkafka import wire
+from conformance.realkafka.config import HOST, NodePorts, log4j2_properties, server_properties
+from conformance.realkafka.install import ROOT, check_installed, java_binary
+from conformance.realkafka.node import KafkaNode, wait_all
+
+
+class KafkaStartError(RuntimeError):
+    """A node exited or the cluster was not ready in time; the message has the log's tail."""
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the kernel hands out on 127.0.0.1, all bound at once so they differ."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((HOST, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def new_cluster_id() -> str:
+    """A random cluster id as KRaft writes them: a UUID in URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def new_run_dir(base: Path | None = None) -> Path:
+    base = base or ROOT / "out" / "kafka"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1000):
+        path = base / (f"{stamp}-{n}" if n else stamp)
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"no free run folder under {base}")
+
+
+class KafkaCluster:
+    """Nodes numbered 1..n (``nodes[i]`` is node id i+1). ``start()`` formats and starts them and
+    waits until every node answers Metadata listing all n brokers; ``stop()`` shuts them down."""
+
+    def __init__(self, brokers: int = 1, config: Mapping[str, object] | None = None,
+                 run_dir: Path | None = None, version: str | None = None) -> None:
+        if brokers < 1:
+            raise ValueError("brokers must be at least 1")
+        self.lib = check_installed(version)
+        self.java = java_binary()
+        self.config = dict(config or {})
+        self.run_dir = run_dir or new_run_dir()
+        self.cluster_id = new_cluster_id()
+        ports = free_ports(2 * brokers)
+        self.ports = [NodePorts(i + 1, ports[2 * i], ports[2 * i + 1]) for i in range(brokers)]
+        self.nodes = [KafkaNode(p, self.run_dir / f"node-{p.node_id}", self.java, self.lib) for p in self.ports]
+        self.format_seconds: float | None = None
+        self.startup_seconds: float | None = None
+        self.stopped_cleanly: bool | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(n.bootstrap for n in self.nodes)
+
+    def node(self, node_id: int) -> KafkaNode:
+        return self.nodes[node_id - 1]
+
+    def _write_files(self) -> None:
+        for node in self.nodes:
+            node.directory.mkdir(parents=True, exist_ok=True)
+            (node.directory / "server.properties").write_text(
+                server_properties(node.ports, self.ports, str(node.data_dir), self.config))
+            (node.directory / "log4j2.properties").write_text(log4j2_properties())
+
+    def _format(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        procs = []
+        for node in self.nodes:
+            with open(node.directory / "format.log", "wb") as log:
+                procs.append(subprocess.Popen(node.format_command(self.cluster_id), stdin=subprocess.DEVNULL,
+                                              stdout=log, stderr=subprocess.STDOUT, cwd=node.directory))
+        wait_all(procs, deadline)
+        for node, proc in zip(self.nodes, procs):
+            if proc.returncode != 0:
+                tail = (node.directory / "format.log").read_text(errors="replace")[-3000:]
+                raise KafkaStartError(f"formatting node {node.node_id} failed ({proc.returncode}):\n{tail}")
+
+    def start(self, timeout: float = 90.0) -> KafkaCluster:
+        t0 = time.monotonic()
+        self._write_files()
+        self._format(timeout)
+        self.format_seconds = time.monotonic() - t0
+        try:
+            for node in self.nodes:
+                node.start()
+            self.wait_ready(deadline=t0 + timeout)
+        except BaseException:
+            self.stop(timeout=10)
+            raise
+        self.startup_seconds = time.monotonic() - t0
+        (self.run_dir / "cluster.txt").write_text(
+            f"bootstrap={self.bootstrap}\ncluster.id={self.cluster_id}\nstartup_s={self.startup_seconds:.2f}\n")
+        return self
+
+    def wait_ready(self, deadline: float) -> None:
+        """Until every node answers Metadata listing all n brokers (each registered and
+        unfenced); raises ``KafkaStartError`` when a node exits or the deadline passes."""
+        want = [n.node_id for n in self.nodes]
+        pending = list(self.nodes)
+        last_error = ""
+        while pending:
+            node = pending[0]
+            if not node.running():
+                raise KafkaStartError(f"node {node.node_id} exited ({node.proc and node.proc.returncode}); "
+                                      f"{node.log_path}:\n{node.log_tail()}")
+            try:
+                got = wire.broker_ids(HOST, node.ports.broker_port, timeout=2.0)
+                if got == want:
+                    pending.pop(0)
+                    continue
+                last_error = f"lists brokers {got}, want {want}"
+            except (OSError, ValueError, RuntimeError) as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+            if time.monotonic() > deadline:
+                raise KafkaStartError(f"node {node.node_id} not ready in time ({last_error}); "
+                                      f"{node.log_path}:\n{node.log_tail()}")
+            time.sleep(0.1)
+
+    def stop(self, timeout: float = 30.0, keep_data: bool = False) -> bool:
+        """SIGTERM every node (resuming paused ones), wait up to ``timeout`` s in all, SIGKILL
+        what is left. Returns True when every JVM exited by itself. Logs are kept."""
+        for node in self.nodes:
+            node.terminate()
+        deadline = time.monotonic() + timeout
+        clean = all([node.wait_stopped(deadline - time.monotonic()) for node in self.nodes])
+        self.stopped_cleanly = clean
+        if not keep_data:
+            import shutil
+
+            for node in self.nodes:
+                shutil.rmtree(node.data_dir, ignore_errors=True)
+        return clean
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
+                     configs: dict[str, str] | None = None) -> None:
+        """Create ``name`` (replication factor defaults to the cluster's size, at most 3) and
+        wait until every node's metadata shows a leader for each partition."""
+        rf = replication_factor or min(3, len(self.nodes))
+        first = next(n for n in self.nodes if n.running() and not n.paused)
+        wire.create_topic(HOST, first.ports.broker_port, name, partitions, rf, configs)
+        self.wait_topic(name, partitions)
+
+    def wait_topic(self, name: str, partitions: int, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        for node in [n for n in self.nodes if n.running() and not n.paused]:
+            while True:
+                with suppress(OSError, ValueError):
+                    meta = wire.metadata(HOST, node.ports.broker_port, [name], timeout=2.0)
+                    parts = [p for t in meta.topics if t.error_code == 0 for p in t.partitions]
+                    if len(parts) == partitions and all(p.leader_id >= 0 for p in parts):
+                        break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"topic {name} has no leaders on node {node.node_id} after {timeout} s")
+                time.sleep(0.1)
+
+    def rss(self) -> dict[int, int | None]:
+        return {n.node_id: n.rss_bytes() for n in self.nodes}
+
+    def __repr__(self) -> str:
+        return f"KafkaCluster(bootstrap={self.bootstrap!r}, run_dir={str(self.run_dir)!r}, nodes={self.nodes})"
+
+
+@contextmanager
+def kafka_cluster(brokers: int = 1, config: Mapping[str, object] | None = None, timeout: float = 90.0,
+                  run_dir: Path | None = None, stop_timeout: float = 30.0) -> Iterator[KafkaCluster]:
+    """Start a cluster, yield it, and stop every node on the way out, whatever happened."""
+    cluster = KafkaCluster(brokers, config, run_dir)
+    cluster.start(timeout)
+    try:
+        yield cluster
+    finally:
+        cluster.stop(stop_timeout)

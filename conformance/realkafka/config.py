@@ -1,0 +1,97 @@
+"""The files one node runs from: its ``server.properties`` (a combined broker+controller in KRaft
+mode, on loopback, with settings small enough for tests) and its log4j2 configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NodePorts:
+    node_id: int
+    broker_port: int       # PLAINTEXT: clients and replication
+    controller_port: int   # CONTROLLER: the KRaft quorum
+
+
+HOST = "127.0.0.1"
+
+
+def small_defaults(brokers: int) -> dict[str, str]:
+    """Settings that make a small cluster start fast and behave predictably in tests; every one
+    can be overridden by the caller's ``config``."""
+    rf = str(min(3, brokers))
+    return {
+        "num.partitions": "1",
+        "default.replication.factor": "1",
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": "5",
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": str(min(2, brokers)),
+        "transaction.state.log.num.partitions": "5",
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": str(min(2, brokers)),
+        "group.initial.rebalance.delay.ms": "0",
+        "auto.create.topics.enable": "false",
+        "num.network.threads": "2",
+        "num.io.threads": "4",
+        "num.recovery.threads.per.data.dir": "1",
+        "log.retention.check.interval.ms": "300000",
+        "controlled.shutdown.enable": "true",
+    }
+
+
+def server_properties(node: NodePorts, all_nodes: list[NodePorts], data_dir: str,
+                      overrides: Mapping[str, object] | None = None) -> str:
+    """The text of one node's server.properties."""
+    voters = ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in all_nodes)
+    props: dict[str, str] = {
+        "process.roles": "broker,controller",
+        "node.id": str(node.node_id),
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://{HOST}:{node.broker_port},CONTROLLER://{HOST}:{node.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{HOST}:{node.broker_port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": data_dir,
+    }
+    props.update(small_defaults(len(all_nodes)))
+    props.update({k: _value(v) for k, v in (overrides or {}).items()})
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def _value(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def log4j2_properties(level: str = "INFO") -> str:
+    """Everything to stdout (the launcher sends it to the node's log file), at ``level``, with
+    the noisiest loggers turned down."""
+    lines = [
+        "status = warn",
+        "appender.out.type = Console",
+        "appender.out.name = out",
+        "appender.out.layout.type = PatternLayout",
+        "appender.out.layout.pattern = [%d] %p %m (%c)%n",
+        f"rootLogger.level = {level}",
+        "rootLogger.appenderRef.out.ref = out",
+        "logger.config.name = org.apache.kafka.common.config.AbstractConfig",
+        "logger.config.level = WARN",
+        "logger.appinfo.name = org.apache.kafka.common.utils.AppInfoParser",
+        "logger.appinfo.level = WARN",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def parse_overrides(pairs: list[str] | None) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` (the CLI's ``--config``) as a dict; a pair without '=' raises."""
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--config wants KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
