@@ -98,7 +98,7 @@ class AiokafkaAdapter(RealTimeAdapter):
         if "delivery.timeout.ms" in c:
             settings["delivery_timeout_ms"] = c["delivery.timeout.ms"]
         try:
-            self._producer(env, **settings)
+            await self._producer(env, **settings).stop()   # never started: stop() only marks it closed
             return Outcome("configure_producer", True, 0.0)
         except Exception as exc:  # aiokafka's own refusal
             return Outcome("configure_producer", False, 0.0, type(exc).__name__, str(exc))

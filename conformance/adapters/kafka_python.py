@@ -75,23 +75,36 @@ class KafkaPythonAdapter(RealTimeAdapter):
         finally:
             admin.close()
 
-    def _producer(self, env: RunEnv, linger_ms: int = 0):
+    def _producer(self, env: RunEnv, linger_ms: int = 0, **extra):
         from kafka import KafkaProducer
 
         c = env.config
         acks = c.get("acks", "all")
-        return KafkaProducer(**self._common(env), acks=-1 if acks in ("all", "-1", -1) else int(acks),
+        return KafkaProducer(**self._common(env), **extra, acks=-1 if acks in ("all", "-1", -1) else int(acks),
                              delivery_timeout_ms=c.get("delivery.timeout.ms", scaled_ms(120_000, env.scale)),
                              retries=c.get("retries", 2147483647), linger_ms=linger_ms,
                              max_block_ms=c.get("max.block.ms", scaled_ms(60_000, env.scale)),
                              enable_idempotence=bool(c.get("enable.idempotence", False)))
 
     def _configure_producer(self, step: Operation, env: RunEnv) -> Outcome:
-        """KafkaProducer(**config) with the scenario's settings; a refused config is the outcome."""
+        """KafkaProducer(**config) with the scenario's settings; a refused config is the outcome.
+        kafka-python checks the settings after it made its network client, which a refusing
+        constructor leaves open: the adapter hands it a factory (its kafka_client setting) to
+        close that client afterwards."""
+        from kafka import KafkaClient
+
+        made: list = []
+
+        def client(**configs):
+            made.append(KafkaClient(**configs))
+            return made[-1]
+
         try:
-            self._producer(env, linger_ms=env.config.get("linger.ms", 0)).close(timeout=1)
+            self._producer(env, linger_ms=env.config.get("linger.ms", 0), kafka_client=client).close(timeout=1)
             return Outcome("configure_producer", True, 0.0)
         except Exception as exc:  # kafka-python's refusal: KafkaConfigurationError is Kafka's ConfigException
+            for c in made:
+                c.close()
             name = "ConfigException" if type(exc).__name__ == "KafkaConfigurationError" else type(exc).__name__
             return Outcome("configure_producer", False, 0.0, name, str(exc))
 
