@@ -1,7 +1,7 @@
 """The ``broker-emu`` command: the emulator's commands (serve, fault: ``broker_emu.cli``) and the
 conformance suite's (conformance, explain, campaign: ``conformance.cli``; chaos:
-``conformance.chaos.cli``), composed here, in the layer above both, so the emulator never
-imports the suite."""
+``conformance.chaos.cli``; kafka, Apache Kafka itself: ``conformance.realkafka.cli``), composed
+here, in the layer above both, so the emulator never imports the suite."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 from broker_emu import cli as emulator_cli
 from conformance import cli as conformance_cli
 from conformance.chaos import cli as chaos_cli
+from conformance.realkafka import cli as realkafka_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     emulator_cli.add_commands(sub)
     conformance_cli.add_commands(sub)
     chaos_cli.add_chaos(sub)   # docs/chaos.md
+    realkafka_cli.add_commands(sub)   # docs/real-kafka.md
     return parser
 
 
