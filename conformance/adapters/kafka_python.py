@@ -24,6 +24,7 @@ A call that has not returned long after its deadline is reported as NoReturn (py
 from __future__ import annotations
 
 import importlib.util
+import threading
 import time
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
@@ -188,8 +189,11 @@ class KafkaPythonAdapter(RealTimeAdapter):
             outcome, came_back = timed_blocking(step, env, lambda: call(consumer, tp), shape, _error_type, bound_by)
             return outcome
         finally:
-            if came_back:   # a consumer still blocked in a call is left to its thread
+            if came_back:
                 consumer.close(autocommit=False, timeout_ms=1000)
+            else:   # still blocked in the call on its own thread: closed from another, not awaited
+                threading.Thread(target=consumer.close, kwargs={"autocommit": False, "timeout_ms": 1000},
+                                 name="conformance-close", daemon=True).start()
 
     def _committed(self, step: Operation, env: RunEnv) -> Outcome:
         return self._consumer_step(step, env, lambda c, tp: {tp: c.committed(tp, timeout_ms=_timeout_ms(step))},
