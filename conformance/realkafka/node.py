@@ -9,6 +9,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from conformance.realkafka.config import HOST, NodePorts
@@ -79,15 +80,30 @@ class KafkaNode:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def pause(self) -> None:
-        """SIGSTOP: the JVM stops dead (no heartbeats, no fetches, sockets stay open)."""
+    def pause(self, wait: float = 5.0) -> None:
+        """SIGSTOP: the JVM stops dead (no heartbeats, no fetches, sockets stay open). Returns
+        once the kernel shows every thread stopped (signals are delivered asynchronously)."""
         self._signal(signal.SIGSTOP)
         self.paused = True
+        self._wait_state(lambda s: s == "T", wait)
 
-    def resume(self) -> None:
-        """SIGCONT after ``pause``."""
+    def resume(self, wait: float = 5.0) -> None:
+        """SIGCONT after ``pause``; returns once the process runs again."""
         self._signal(signal.SIGCONT)
         self.paused = False
+        self._wait_state(lambda s: s != "T", wait)
+
+    def state(self) -> str | None:
+        """The process state letter from /proc (R, S, T for stopped, Z...), None if gone."""
+        try:
+            return Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return None
+
+    def _wait_state(self, ok: Callable[[str | None], bool], wait: float) -> None:
+        deadline = time.monotonic() + wait
+        while not ok(self.state()) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def _signal(self, sig: int) -> None:
         if not self.running():
