@@ -22,6 +22,13 @@ def add_commands(sub) -> None:
                    help="override a scenario parameter (conformance/params.py: request.timeout.ms=10000, fault.ms=5000, "
                         "timeout.ms=3000...); repeatable. With --seed this replays one campaign run")
     c.add_argument("--seed", type=int, help="the emulator's seed (emu.seed: fault probabilities, ids)")
+    c.add_argument("--broker", choices=("emulator", "kafka"), default="emulator",
+                   help="kafka: run through the proxy in front of a real Apache Kafka started for the run "
+                        "(conformance/on_kafka.py; needs bash dev/install-kafka)")
+    c.add_argument("--kafka-brokers", type=int, choices=(1, 3), default=1, help="nodes of that Kafka cluster")
+    c.add_argument("--diff", action="store_true",
+                   help="the differential report: each scenario on the emulator and on Kafka, both through the "
+                        "proxy, observations side by side (--json/--html write it)")
     c.add_argument("--json", metavar="FILE")
     c.add_argument("--junit", metavar="FILE")
     c.add_argument("--html", metavar="FILE")
@@ -168,6 +175,10 @@ def run(args: argparse.Namespace) -> int:
 
         overrides = dict(parse_param(p) for p in args.param or ())
         scenarios = [apply_params(s, overrides, args.seed) for s in scenarios]
+    if args.broker == "kafka" or args.diff:
+        from conformance.kafka_cli import run_kafka
+
+        return run_kafka(args, scenarios, adapters, _progress)
     start = time.perf_counter()
     results = run_plan(Plan(scenarios, adapters, args.scale, args.bootstrap), _progress)
     _print_summary(results, time.perf_counter() - start, args)

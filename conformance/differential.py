@@ -1,0 +1,192 @@
+"""The differential report: what the broker did, on the emulator and on Apache Kafka, side by side.
+
+Both sides run the same scenario with the same client through the same proxy (the emulator
+behind it for one, a real Kafka cluster for the other), so both are observed the same way: from
+the proxy's trace (``broker_emu.trace_reading``), with purgatory stays derived from the answers
+(``conformance.on_kafka.derive_purgatory``). Per scenario and client, the observations are:
+
+- per API: the answers' error codes (and whether some request was never answered), how many
+  requests the client sent, when the first answer and the slowest answer went out relative to the
+  request's own timeout (Produce: timeout_ms = request.timeout.ms; Fetch: fetch.max.wait.ms;
+  JoinGroup: the rebalance timeout, max.poll.interval.ms), how many requests the client abandoned;
+- connections the broker closed (and why);
+- purgatory outcomes: Produce stays that expired (REQUEST_TIMED_OUT) or completed late, and after
+  how long.
+
+Each row says same or different under its tolerance: times within max(TIME_TOL_MS, 10 % of the
+reference timeout), counts within max(2, half the larger), error codes and closes exactly.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from broker_emu.trace import Kind, TraceEvent
+from broker_emu.trace_reading import closed_by, exchanges, purgatory_stays
+from client.errors import ErrorCode
+from conformance.model import Result, Status
+
+TIME_TOL_MS = 100.0     # scheduling noise of a real-time run on shared cores (scaled ms)
+TIME_TOL_FRACTION = 0.1
+REFERENCE = {"Produce": "request.timeout.ms", "Fetch": "fetch.max.wait.ms", "JoinGroup": "max.poll.interval.ms"}
+NOISE_APIS = {"ApiVersions"}   # the handshake: same on both by construction (the proxy caps it)
+
+
+@dataclass(frozen=True)
+class Obs:
+    """One observation of one side: ``kind`` says how two of them compare."""
+
+    value: Any
+    kind: str                  # "exact" | "count" | "time"
+    ref_ms: float | None = None   # for "time": the reference timeout the tolerance scales with
+    text: str = ""             # how the report shows it
+
+    def show(self) -> str:
+        return self.text or str(self.value)
+
+
+def _code_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
+def _ref_ms(api: str, config: dict[str, Any]) -> tuple[float | None, str]:
+    key = REFERENCE.get(api, "request.timeout.ms")
+    value = config.get(key)
+    return (float(value), key) if isinstance(value, (int, float)) else (None, key)
+
+
+def _time_obs(ms: float, ref: float | None, key: str) -> Obs:
+    note = f" ({ms / ref:.2f} x {key})" if ref else ""
+    return Obs(round(ms, 1), "time", ref, f"{ms:.0f} ms{note}")
+
+
+def observe_api(trace: list[TraceEvent], api: str, config: dict[str, Any]) -> dict[str, Obs]:
+    xs = exchanges(trace, api)
+    answered = [x for x in xs if x.answer is not None]
+    codes = sorted({_code_name(c) for x in answered for c in (x.answer.details or {}).get("errors") or []}  # type: ignore[union-attr]
+                   | ({"NONE"} if any(not (x.answer.details or {}).get("errors") for x in answered) else set())  # type: ignore[union-attr]
+                   | ({"(unanswered)"} if len(answered) < len(xs) else set()))
+    out = {f"{api}: answers": Obs(codes, "exact", text=", ".join(codes)),
+           f"{api}: requests": Obs(len(xs), "count")}
+    ref, key = _ref_ms(api, config)
+    if answered:
+        out[f"{api}: first answer after"] = _time_obs(answered[0].wait_ms or 0.0, ref, key)
+        out[f"{api}: slowest answer after"] = _time_obs(max(x.wait_ms or 0.0 for x in answered), ref, key)
+    out[f"{api}: abandoned by the client"] = Obs(sum(x.abandoned for x in xs), "count")
+    return out
+
+
+def observe(trace: list[TraceEvent], config: dict[str, Any]) -> dict[str, Obs]:
+    """Every observation of one run (a proxied trace, purgatory stays derived)."""
+    apis = sorted({e.api for e in trace if e.kind == Kind.RECV and e.api and e.api not in NOISE_APIS})
+    out: dict[str, Obs] = {}
+    for api in apis:
+        out.update(observe_api(trace, api, config))
+    closes = [e for e in trace if e.kind == Kind.CONN_CLOSE and closed_by(e) == "broker"]
+    reasons = sorted({str((e.details or {}).get("reason", "?")) for e in closes})
+    out["connections closed by the broker"] = Obs(bool(closes), "exact",
+                                                  text=f"{len(closes)}: {'; '.join(reasons)}" if closes else "none")
+    stays = purgatory_stays(trace, "Produce")
+    expired = [s for s in stays if s.expired]
+    out["Produce purgatory: expired (REQUEST_TIMED_OUT)"] = Obs(len(expired), "count")
+    out["Produce purgatory: completed late"] = Obs(sum(1 for s in stays if s.end is not None and not s.expired), "count")
+    if expired:
+        ref = expired[0].timeout_ms
+        out["Produce purgatory: expiry after"] = _time_obs(expired[0].duration_ms or 0.0, ref, "timeout_ms")
+    return out
+
+
+def same(a: Obs, b: Obs) -> tuple[bool, str]:
+    """Whether two observations agree, and the tolerance used (in words)."""
+    if a.kind == "time":
+        tol = max(TIME_TOL_MS, TIME_TOL_FRACTION * (a.ref_ms or b.ref_ms or 0.0))
+        return abs(float(a.value) - float(b.value)) <= tol, f"± {tol:.0f} ms"
+    if a.kind == "count":
+        tol = max(2, max(int(a.value), int(b.value)) // 2)
+        return abs(int(a.value) - int(b.value)) <= tol, f"± {tol}"
+    return a.value == b.value, "exact"
+
+
+@dataclass
+class Row:
+    scenario: str
+    client: str
+    observation: str
+    emulator: str
+    kafka: str
+    tolerance: str
+    verdict: str            # "same" | "different" | "n/a"
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self.__dict__)
+
+
+def _status_row(emu: Result, kafka: Result) -> Row:
+    def show(r: Result) -> str:
+        return r.status.value + (f" ({r.message})" if r.status is not Status.PASS and r.message else "")
+    verdict = "same" if emu.status == kafka.status else "different"
+    return Row(emu.scenario, emu.client, "verdict of the scenario's contracts", show(emu), show(kafka), "exact", verdict)
+
+
+def compare(emu: Result, kafka: Result) -> list[Row]:
+    """The rows of one scenario and client: the verdicts, then each observation of either side."""
+    rows = [_status_row(emu, kafka)]
+    if emu.evidence is None or kafka.evidence is None:
+        if Status.NA in (emu.status, kafka.status):
+            rows[0].verdict = "n/a"
+        return rows
+    a = observe(emu.evidence.trace, emu.evidence.config)
+    b = observe(kafka.evidence.trace, kafka.evidence.config)
+    for key in list(a) + [k for k in b if k not in a]:
+        if key not in a or key not in b:
+            present = a.get(key) or b.get(key)
+            assert present is not None
+            rows.append(Row(emu.scenario, emu.client, key, a[key].show() if key in a else "(not seen)",
+                            b[key].show() if key in b else "(not seen)", "-", "different"))
+            continue
+        ok, tol = same(a[key], b[key])
+        rows.append(Row(emu.scenario, emu.client, key, a[key].show(), b[key].show(), tol, "same" if ok else "different"))
+    return rows
+
+
+def differential(emulator: Iterable[Result], kafka: Iterable[Result]) -> list[Row]:
+    by_key = {(r.scenario, r.client): r for r in kafka}
+    rows: list[Row] = []
+    for emu in emulator:
+        other = by_key.get((emu.scenario, emu.client))
+        if other is not None:
+            rows += compare(emu, other)
+    return rows
+
+
+def summary(rows: list[Row]) -> dict[str, int]:
+    return {v: sum(r.verdict == v for r in rows) for v in ("same", "different", "n/a")}
+
+
+def to_json(rows: list[Row], **meta: Any) -> str:
+    return json.dumps({"meta": meta, "summary": summary(rows), "rows": [r.to_dict() for r in rows]}, indent=2)
+
+
+def to_html(rows: list[Row], title: str = "broker-emu: emulator vs Apache Kafka", **meta: Any) -> str:
+    colour = {"same": "#e6f4ea", "different": "#fde7e9", "n/a": "#eeeeee"}
+    head = "".join(f"<th>{h}</th>" for h in ("scenario", "client", "observation", "emulator", "Kafka", "tolerance", ""))
+    body = []
+    for r in rows:
+        cells = (r.scenario, r.client, r.observation, r.emulator, r.kafka, r.tolerance, r.verdict)
+        body.append(f"<tr style='background:{colour.get(r.verdict, '#fff')}'>"
+                    + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    counts = ", ".join(f"{n} {v}" for v, n in summary(rows).items())
+    info = "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>" for k, v in meta.items())
+    return (f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
+            "table{border-collapse:collapse}</style>"
+            f"<h1>{html.escape(title)}</h1><p>{counts}</p><ul>{info}</ul>"
+            f"<p>Both sides through the same proxy; times in the run's scaled milliseconds.</p>"
+            f"<table><tr>{head}</tr>{''.join(body)}</table>")
+

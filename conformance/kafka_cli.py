@@ -1,0 +1,57 @@
+"""`broker-emu conformance --broker kafka [--kafka-brokers 1|3] [--diff]`: the suite on a real
+Apache Kafka through the proxy (conformance/on_kafka.py), and the differential report against the
+emulator behind the same proxy (conformance/differential.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, Callable
+
+from conformance.model import Result, Status
+
+
+def run_kafka(args: argparse.Namespace, scenarios: list, adapters: list, progress: Callable[..., None]) -> int:
+    from conformance.cli import _print_summary
+    from conformance.on_kafka import run_on_emulator_via_proxy, run_on_kafka
+
+    start = time.perf_counter()
+    try:
+        kafka = run_on_kafka(scenarios, adapters, args.scale, args.kafka_brokers, progress)
+    except Exception as exc:   # no java, no jars, the cluster did not start: say so, plainly
+        print(f"error: could not run on Apache Kafka: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    kafka_wall = time.perf_counter() - start
+    if not args.diff:
+        _print_summary(kafka, kafka_wall, args)
+        print(f"(on Apache Kafka, {args.kafka_brokers} node(s), through the proxy)")
+        return 1 if any(r.status is Status.ERROR for r in kafka) else 0
+    emulator = run_on_emulator_via_proxy(scenarios, adapters, args.scale, args.kafka_brokers, progress)
+    return _report_diff(emulator, kafka, args, time.perf_counter() - start)
+
+
+def _report_diff(emulator: list[Result], kafka: list[Result], args: argparse.Namespace, wall: float) -> int:
+    from conformance import differential as D
+
+    rows = D.differential(emulator, kafka)
+    counts = D.summary(rows)
+    ran = sorted({r.scenario for r in kafka if r.status is not Status.NA})
+    meta: dict[str, Any] = {"kafka_brokers": args.kafka_brokers, "scale": args.scale, "wall_s": round(wall, 1),
+                            "scenarios_run_on_kafka": len(ran),
+                            "not_on_kafka": {r.scenario: r.message for r in kafka if r.status is Status.NA}}
+    for r in rows:
+        if r.verdict == "different":
+            print(f"DIFF {r.scenario} [{r.client}] {r.observation}: emulator {r.emulator} | kafka {r.kafka} ({r.tolerance})")
+    print(f"\n{len(rows)} observations: {counts['same']} same, {counts['different']} different, {counts['n/a']} n/a; "
+          f"{len(ran)} scenario(s) ran on Kafka ({args.kafka_brokers} node(s)) in {wall:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(D.to_json(rows, **meta))
+    if args.html:
+        with open(args.html, "w") as f:
+            f.write(D.to_html(rows, **meta))
+    broken = [r for r in [*emulator, *kafka] if r.status is Status.ERROR]
+    for b in broken:
+        print(f"  ERROR {b.client} {b.scenario}: {b.message}", file=sys.stderr)
+    return 1 if broken else 0

@@ -1,0 +1,280 @@
+"""The conformance suite against a real Apache Kafka (``broker-emu conformance --broker kafka``).
+
+One real cluster per run (a JVM start costs 10+ s), the proxy (``broker_emu.proxy``) in front of
+it per scenario: the client talks to the proxy, which applies the scenario's wire faults (delays,
+black holes, injected errors) and writes the trace the server-side contracts read. What the broker
+itself does (answers, purgatory expiries, group waits) is Kafka's own.
+
+- Topics and groups get run-unique names (``t`` -> ``t-<run>-<n>``): the cluster is shared by every
+  scenario and client, and a scenario must start from an empty log. Deleting and re-creating ``t``
+  instead would race Kafka's asynchronous deletion (and the clients' cached topic ids). The evidence
+  is translated back (trace topics, listed topic names, the log snapshot) before judging, so the
+  scenario's contracts read the names they were written with.
+- Evidence only the emulator records (purgatory events) is re-derived from the wire: a Produce
+  answered REQUEST_TIMED_OUT is a purgatory stay that expired (timeout_ms: the client's
+  request.timeout.ms, which Kafka clients send as the Produce's timeout_ms); an acks=all Produce
+  answered late (past ``PARKED_MS``) is a stay that completed. The log snapshot comes from the
+  real cluster's high watermarks.
+- ``kafka_support`` says whether a scenario can run there, and if not why (the report shows it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import itertools
+import time
+import uuid
+from dataclasses import replace
+from typing import Any, Callable, Iterator
+
+from broker_emu.proxy import run_proxy_in_thread
+from broker_emu.trace import Kind, TraceEvent
+from broker_emu.trace_reading import exchanges
+from conformance.adapters.base import Adapter, RunEnv
+from conformance.cluster_setup import scale_config, scale_fault
+from conformance.judging import judge
+from conformance.model import Evidence, Outcome, Result, Scenario, Status
+from conformance.runner import REAL_TIME_SLACK_MS, _run_blocking
+from conformance.upstreams import (
+    KAFKA_CLUSTER_CONFIG,
+    TOPIC_LEVEL,
+    EmulatorUpstream,
+    KafkaUpstream,
+    Upstream,
+    proxy_rules,
+)
+
+REQUEST_TIMED_OUT = 7
+PARKED_MS = 50.0   # an acks=all Produce answered later than this (scaled ms) waited for its followers
+MS = ".ms"
+
+
+# -- can it run on Kafka? --------------------------------------------------------------------------
+
+def kafka_support(scenario: Scenario, brokers: int) -> str:
+    """"" when the scenario can run on a real ``brokers``-node cluster behind the proxy, else why not."""
+    if scenario.in_memory_only:
+        return scenario.in_memory_only
+    for rule in scenario.faults:
+        why = _rule_support(rule, brokers)
+        if why:
+            return why
+    return _config_support(scenario.broker_config)
+
+
+def _rule_support(rule: dict[str, Any], brokers: int) -> str:
+    if "move_leader" in rule:
+        return ("moves a partition's leader at a set time: the controller of a real cluster elects "
+                "leaders itself (a reassignment is not a timed, instant move)")
+    if "replication" in rule:
+        if brokers < 2:
+            return "stalls or slows a follower: a 1-node cluster has none (run with --kafka-brokers 3)"
+        return ""
+    action = rule.get("action")
+    kind = action.get("type") if isinstance(action, dict) else action
+    if kind == "stop_broker":
+        return ("stops a broker: through the proxy that is only a network partition, the real broker keeps "
+                "its leaderships, so no failover happens")
+    if kind == "drop_connects":
+        return "drops connection attempts: needs in-memory connections"
+    return ""
+
+
+def _config_support(config: dict[str, Any]) -> str:
+    """Broker settings the shared cluster already has (KAFKA_CLUSTER_CONFIG), or a topic can carry."""
+    for key, value in config.items():
+        if key in TOPIC_LEVEL:
+            continue
+        have = KAFKA_CLUSTER_CONFIG.get(key, "unset")
+        if have != value:
+            return (f"broker setting {key}={value}: the shared Kafka cluster runs with {key}={have}, "
+                    "it cannot be changed per scenario and is no topic config")
+    return ""
+
+
+# -- run-unique names ----------------------------------------------------------------------------
+
+def rename(scenario: Scenario, tag: str) -> tuple[Scenario, dict[str, str]]:
+    """The scenario with its topics and groups renamed ``<name>-<tag>``; and new name -> old."""
+    names = {name: f"{name}-{tag}" for name, _, _ in scenario.topics}
+    for step in scenario.steps:
+        for key in ("topic", "group"):
+            if isinstance(step.args.get(key), str):
+                names.setdefault(step.args[key], f"{step.args[key]}-{tag}")
+    steps = tuple(replace(s, args={k: names.get(v, v) if k in ("topic", "group") and isinstance(v, str) else v
+                                   for k, v in s.args.items()}) for s in scenario.steps)
+    renamed = replace(scenario, topics=tuple((names[n], p, rf) for n, p, rf in scenario.topics), steps=steps,
+                      faults=tuple(_rename_rule(r, names) for r in scenario.faults))
+    return renamed, {new: old for old, new in names.items()}
+
+
+def _rename_rule(rule: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    out = dict(rule)
+    for key in ("match", "replication", "move_leader"):
+        if isinstance(out.get(key), dict) and isinstance(out[key].get("topic"), str):
+            out[key] = {**out[key], "topic": names.get(out[key]["topic"], out[key]["topic"])}
+    return out
+
+
+def unrename_trace(trace: list[TraceEvent], back: dict[str, str]) -> list[TraceEvent]:
+    out = []
+    for e in trace:
+        topics = (e.details or {}).get("topics")
+        if topics:
+            e = replace(e, details={**e.details, "topics": sorted({back.get(t, t) for t in topics})})
+        out.append(e)
+    return out
+
+
+def unrename_outcomes(outcomes: list[Outcome], back: dict[str, str]) -> list[Outcome]:
+    """Topic listings in the scenario's own names (the run's other topics are left as they are)."""
+    def name(v: Any) -> Any:
+        return back.get(v, v) if isinstance(v, str) else v
+    return [replace(o, value=[name(v) for v in o.value]) if isinstance(o.value, list) else o for o in outcomes]
+
+
+def unrename_snapshot(snap: dict[str, Any], back: dict[str, str]) -> dict[str, Any]:
+    def key(k: str) -> str:
+        topic, _, part = k.rpartition("-")
+        return f"{back.get(topic, topic)}-{part}"
+    return {field: {key(k): v for k, v in values.items()} for field, values in snap.items()}
+
+
+# -- purgatory stays, from the wire --------------------------------------------------------------
+
+def derive_purgatory(trace: list[TraceEvent], config: dict[str, Any]) -> list[TraceEvent]:
+    """The trace with a purgatory stay for each Produce that waited on the broker, read from its
+    answer (the proxy cannot see inside the broker): error 7 -> enter at the request, expire at the
+    answer; an acks=all answer later than PARKED_MS -> enter, complete; an acks=all Produce the
+    client abandoned after PARKED_MS, which reached the broker (no swallowing fault) -> enter only
+    (still parked when the client gave up). ``details.derived`` marks them."""
+    acks_all = str(config.get("acks", "all")).lower() in ("all", "-1")
+    swallowed = {(e.broker, e.conn, e.correlation_id) for e in trace if e.kind == Kind.FAULT_APPLIED
+                 and _action_type(e) in ("black_hole", "error", "close_after", "partial_response")}
+    extra: list[TraceEvent] = []
+    for x in exchanges(trace, "Produce"):
+        r = x.request
+        errors = (x.answer.details or {}).get("errors") or [] if x.answer is not None else []
+        expired = REQUEST_TIMED_OUT in errors
+        abandoned = (x.answer is None and acks_all and (x.abandoned_after_ms or 0.0) > PARKED_MS
+                     and (r.broker, r.conn, r.correlation_id) not in swallowed)
+        if not (expired or abandoned or (acks_all and (x.wait_ms or 0.0) > PARKED_MS)):
+            continue
+        ids: dict[str, Any] = {"broker": r.broker, "conn": r.conn, "client_id": r.client_id, "correlation_id": r.correlation_id,
+               "api_key": r.api_key, "api": r.api, "api_version": r.api_version}
+        extra.append(TraceEvent(r.t_ms, Kind.PURGATORY_ENTER, **ids,
+                                details={"timeout_ms": config.get("request.timeout.ms"), "derived": True}))
+        if x.answer is not None:
+            end = Kind.PURGATORY_EXPIRE if expired else Kind.PURGATORY_COMPLETE
+            extra.append(TraceEvent(x.answer.t_ms, end, **ids, details={"derived": True}))
+    return sorted([*trace, *extra], key=lambda e: e.t_ms)
+
+
+def _action_type(event: TraceEvent) -> str | None:
+    action = (event.details or {}).get("action")
+    return action.get("type") if isinstance(action, dict) else action
+
+
+# -- one scenario through the proxy ----------------------------------------------------------------
+
+_cells = itertools.count(1)
+
+
+def run_via_proxy(scenario: Scenario, adapter: Adapter, scale: float, upstream: Upstream, run_tag: str) -> Result:
+    """One scenario, one client, the proxy in front of ``upstream``; judged on the proxy's trace."""
+    wall = time.perf_counter()
+    renamed, back = rename(scenario, f"{run_tag}-{next(_cells)}")
+    client_id = f"conformance-{adapter.name}"
+    steps = tuple(replace(s, timeout_s=None if s.timeout_s is None else s.timeout_s / scale) for s in renamed.steps)
+    with upstream.cell(renamed, scale) as cell:
+        with run_proxy_in_thread(cell.bootstrap) as tp:
+            proxy: Any = tp.cluster
+            for rule in proxy_rules(renamed):
+                scaled = scale_fault(rule, scale)
+                tp.call(lambda r=scaled: proxy.faults.add(r, proxy.now_ms()))
+            env = RunEnv(_client_bootstrap(tp, cell, renamed), client_id, scale_config(scenario.client_config, scale), scale)
+            outcomes = _run_blocking(adapter, steps, env)
+            trace = tp.call(lambda: list(proxy.trace.events))
+        snap = cell.snapshot()
+    trace = derive_purgatory(unrename_trace(trace, back), env.config)
+    evidence = Evidence(unrename_outcomes(outcomes, back), trace, env.config, scale, unrename_snapshot(snap, back),
+                        client_id, slack_ms=REAL_TIME_SLACK_MS, steps=steps)
+    result = judge(scenario, adapter.name, evidence)
+    result.evidence = evidence
+    result.wall_s = time.perf_counter() - wall
+    return result
+
+
+def _client_bootstrap(tp: Any, cell: Any, scenario: Scenario) -> str:
+    """Every proxied broker; with a stalled (paused) follower only the leader's listener, so that
+    the client's first Metadata does not wait on a stopped process."""
+    if not any("replication" in r for r in scenario.faults):
+        return str(tp.bootstrap)
+    spec = next(r["replication"] for r in scenario.faults if "replication" in r)
+    leader = cell.leader(spec["topic"], spec.get("partition") or 0)
+    host, port = tp.call(tp.cluster.local_address, leader)
+    return f"{host}:{port}"
+
+
+# -- a whole run -----------------------------------------------------------------------------------
+
+def cell_or_na(scenario: Scenario, adapter: Adapter, brokers: int) -> Result | None:
+    """The N/A result when this client cannot run this scenario on a real cluster, else None."""
+    why = kafka_support(scenario, brokers)
+    if not why:
+        ok, why = adapter.supports(scenario.steps)
+        why = "" if ok else why
+    if not why and adapter.virtual_time:
+        why = "virtual time needs the embedded emulator"
+    return Result(scenario.id, adapter.name, Status.NA, message=why) if why else None
+
+
+def run_cells(scenarios: list[Scenario], adapters: list[Adapter], scale: float, upstream: Upstream,
+              progress: Callable[[int, int, Result], None] | None = None) -> list[Result]:
+    tag = uuid.uuid4().hex[:6]
+    results: list[Result] = []
+    total = len(scenarios) * len(adapters)
+    for adapter in adapters:
+        available, why = adapter.available()
+        try:
+            for scenario in scenarios:
+                result = (cell_or_na(scenario, adapter, upstream.brokers) if available
+                          else Result(scenario.id, adapter.name, Status.NA, message=why))
+                if result is None:
+                    try:
+                        result = run_via_proxy(scenario, adapter, scale, upstream, tag)
+                    except Exception as exc:   # the run broke: an error cell, never a silent pass
+                        result = Result(scenario.id, adapter.name, Status.ERROR, message=f"{type(exc).__name__}: {exc}")
+                results.append(result)
+                if progress:
+                    progress(len(results), total, result)
+        finally:
+            adapter.shutdown()
+    return results
+
+
+@contextlib.contextmanager
+def kafka_upstream(brokers: int) -> Iterator[KafkaUpstream]:
+    """One real cluster for the whole run, with the settings the scenarios share."""
+    launcher = importlib.import_module("conformance.realkafka")   # the launcher (bash dev/install-kafka)
+
+    with launcher.kafka_cluster(brokers=brokers, config=dict(KAFKA_CLUSTER_CONFIG)) as k:
+        yield KafkaUpstream(k)
+
+
+def run_on_kafka(scenarios: list[Scenario], adapters: list[Adapter], scale: float, brokers: int,
+                 progress: Callable[[int, int, Result], None] | None = None) -> list[Result]:
+    with kafka_upstream(brokers) as up:
+        return run_cells(scenarios, adapters, scale, up, progress)
+
+
+def run_on_emulator_via_proxy(scenarios: list[Scenario], adapters: list[Adapter], scale: float, brokers: int = 3,
+                              progress: Callable[[int, int, Result], None] | None = None) -> list[Result]:
+    """The same run with the emulator behind the proxy (the differential's other side)."""
+    return run_cells(scenarios, adapters, scale, EmulatorUpstream(brokers), progress)
+
+
+def support_table(scenarios: list[Scenario], brokers: int) -> list[tuple[str, str]]:
+    return [(s.id, kafka_support(s, brokers) or "runs") for s in scenarios]
+

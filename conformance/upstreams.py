@@ -1,0 +1,221 @@
+"""What sits behind the proxy in a run on real Kafka or in a differential: a real Apache Kafka
+cluster (conformance/realkafka, one per run) or the emulator (one per scenario), offered the same
+way: create the scenario's topics, put its server-side faults in place, read the logs' ends.
+
+Server-side faults on Kafka are real: a stalled follower is a paused node (SIGSTOP), a lagging one
+a node paused for the lag and then resumed. The emulator gets the same rules as in a normal run
+(``apply_setup`` with the replication and leader rules only; the proxy applies the others).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import replace
+from typing import Any, Iterator, Protocol
+
+from broker_emu import run_cluster_in_thread
+from conformance.adapters.base import scaled_ms
+from conformance.cluster_setup import apply_setup, scale_config, snapshot
+from conformance.model import Scenario
+
+# Settings every run on real Kafka starts its cluster with: what the scenarios need of a broker
+# that one shared cluster can give them all (the emulator gets the same through broker_config).
+KAFKA_CLUSTER_CONFIG: dict[str, Any] = {
+    "group.initial.rebalance.delay.ms": 0,     # as every conformance run of the emulator
+    "group.min.session.timeout.ms": 100,       # scaled session timeouts (20 s / 30) are accepted
+    "auto.create.topics.enable": False,        # topics are created per scenario; "missing" stays missing
+    "replica.lag.time.max.ms": 1_000_000,      # a paused follower stays in the ISR: acks=all waits
+}
+# broker settings a topic can carry instead (topic config name)
+TOPIC_LEVEL = {"min.insync.replicas": "min.insync.replicas", "log.retention.ms": "retention.ms",
+               "message.max.bytes": "max.message.bytes", "log.segment.bytes": "segment.bytes"}
+
+
+def server_rules(scenario: Scenario) -> tuple[dict[str, Any], ...]:
+    """The fault rules the cluster itself must carry out (replication, leader moves)."""
+    return tuple(r for r in scenario.faults if "replication" in r or "move_leader" in r)
+
+
+def proxy_rules(scenario: Scenario) -> tuple[dict[str, Any], ...]:
+    """The fault rules the proxy applies on the wire (delays, black holes, errors...)."""
+    return tuple(r for r in scenario.faults if "replication" not in r and "move_leader" not in r)
+
+
+class CellUpstream(Protocol):
+    bootstrap: str
+
+    def leader(self, topic: str, partition: int) -> int: ...
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+class Upstream(Protocol):
+    name: str
+    brokers: int
+
+    def cell(self, scenario: Scenario, scale: float) -> contextlib.AbstractContextManager[CellUpstream]: ...
+
+
+# -- the emulator ------------------------------------------------------------------------------
+
+class EmulatorCell:
+    def __init__(self, tc: Any):
+        self.tc = tc
+        self.bootstrap = tc.bootstrap
+
+    def leader(self, topic: str, partition: int) -> int:
+        return int(self.tc.call(lambda: self.tc.cluster.partition(topic, partition).leader))
+
+    def snapshot(self) -> dict[str, Any]:
+        return dict(self.tc.call(snapshot, self.tc.cluster))
+
+
+class EmulatorUpstream:
+    """A fresh emulated cluster per scenario, as ``run_real_time`` starts it."""
+
+    name = "emulator"
+
+    def __init__(self, brokers: int | None = None):
+        self.brokers = brokers or 3
+
+    @contextlib.contextmanager
+    def cell(self, scenario: Scenario, scale: float) -> Iterator[CellUpstream]:
+        config = {"group.initial.rebalance.delay.ms": 0, **scale_config(scenario.broker_config, scale)}
+        with run_cluster_in_thread(brokers=scenario.brokers, topics=scenario.topics, config=config) as tc:
+            tc.call(apply_setup, tc.cluster, replace(scenario, faults=server_rules(scenario)), scale)
+            yield EmulatorCell(tc)
+
+
+# -- real Kafka ----------------------------------------------------------------------------------
+
+class KafkaCell:
+    def __init__(self, upstream: "KafkaUpstream", topics: tuple[tuple[str, int, int], ...]):
+        self.up = upstream
+        self.bootstrap = upstream.bootstrap
+        self.topics = topics
+        self.paused: list[int] = []
+        self.timers: list[threading.Timer] = []
+
+    def leader(self, topic: str, partition: int) -> int:
+        md = self.up.admin().list_topics(topic, timeout=10)
+        return int(md.topics[topic].partitions[partition].leader)
+
+    def followers(self, topic: str, partition: int) -> list[int]:
+        md = self.up.admin().list_topics(topic, timeout=10)
+        p = md.topics[topic].partitions[partition]
+        return [r for r in p.replicas if r != p.leader]
+
+    def pause(self, node_id: int, for_s: float | None = None) -> None:
+        self.up.node(node_id).pause()
+        self.paused.append(node_id)
+        if for_s is not None:
+            timer = threading.Timer(for_s, self.resume, (node_id,))
+            self.timers.append(timer)
+            timer.start()
+
+    def resume(self, node_id: int) -> None:
+        if node_id in self.paused:
+            self.paused.remove(node_id)
+            self.up.node(node_id).resume()
+
+    def resume_all(self) -> None:
+        for t in self.timers:
+            t.cancel()
+        for node_id in list(self.paused):
+            self.resume(node_id)
+
+    def snapshot(self) -> dict[str, Any]:
+        """End offsets once the followers caught up (the high watermark is what a consumer can
+        read: after the resume it covers what the leader appended)."""
+        ends = self.up.end_offsets([(t, p) for t, n, _ in self.topics for p in range(n)])
+        return {"log_end_offsets": ends, "high_watermarks": dict(ends)}
+
+
+class KafkaUpstream:
+    """A running real cluster (``conformance.realkafka.kafka_cluster``), shared by every scenario
+    of a run: each scenario gets topics of its own (the caller renames them run-unique)."""
+
+    name = "kafka"
+
+    def __init__(self, cluster: Any):
+        self.cluster = cluster
+        self.bootstrap: str = cluster.bootstrap
+        self.brokers = len(cluster.nodes)
+        self._admin: Any = None
+
+    def admin(self) -> Any:
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        return self._admin
+
+    def node(self, node_id: int) -> Any:
+        for i, n in enumerate(self.cluster.nodes):
+            if getattr(n, "node_id", i) == node_id:
+                return n
+        raise KeyError(f"no Kafka node {node_id}")
+
+    def create_topics(self, topics: tuple[tuple[str, int, int], ...], config: dict[str, str]) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        new = [NewTopic(name, n, min(rf, self.brokers), config=config) for name, n, rf in topics]
+        if not new:
+            return
+        for fut in self.admin().create_topics(new, operation_timeout=10).values():
+            fut.result(timeout=20)
+        deadline = time.monotonic() + 15
+        for name, n, _ in topics:   # until every partition has a leader the brokers know of
+            while time.monotonic() < deadline:
+                md = self.admin().list_topics(name, timeout=5).topics.get(name)
+                if md is not None and md.error is None and len(md.partitions) == n \
+                        and all(p.leader >= 0 for p in md.partitions.values()):
+                    break
+                time.sleep(0.05)
+
+    def end_offsets(self, parts: list[tuple[str, int]], settle_s: float = 3.0) -> dict[str, int]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "conformance-snapshot"})
+        try:
+            def read() -> dict[str, int]:
+                return {f"{t}-{p}": c.get_watermark_offsets(TopicPartition(t, p), timeout=5)[1] for t, p in parts}
+            last, deadline = read(), time.monotonic() + settle_s
+            while time.monotonic() < deadline:   # settled: two reads 200 ms apart agree
+                time.sleep(0.2)
+                now = read()
+                if now == last:
+                    break
+                last = now
+            return last
+        finally:
+            c.close()
+
+    @contextlib.contextmanager
+    def cell(self, scenario: Scenario, scale: float) -> Iterator[CellUpstream]:
+        topic_config = {TOPIC_LEVEL[k]: str(v) for k, v in scenario.broker_config.items() if k in TOPIC_LEVEL}
+        if any("replication" in r for r in scenario.faults):
+            topic_config.setdefault("min.insync.replicas", "2")
+        self.create_topics(scenario.topics, topic_config)
+        cell = KafkaCell(self, scenario.topics)
+        try:
+            for rule in server_rules(scenario):
+                _replicate_as(cell, rule["replication"], scale)
+            yield cell
+        finally:
+            cell.resume_all()
+
+
+def _replicate_as(cell: KafkaCell, spec: dict[str, Any], scale: float) -> None:
+    """A stalled follower is a paused node; a lagging one is paused for the lag (scaled). One
+    follower is enough: acks=all waits for every replica in the ISR."""
+    topic, partition = spec["topic"], spec.get("partition") or 0
+    followers = cell.followers(topic, partition)
+    if spec.get("follower") is not None:
+        followers = [f for f in followers if f == spec["follower"]]
+    if not followers:
+        raise RuntimeError(f"{topic}-{partition} has no follower to stall")
+    lag = scaled_ms(spec.get("lag_ms", 0), scale) / 1000 if spec["mode"] == "lag" else None
+    cell.pause(followers[-1], lag)
