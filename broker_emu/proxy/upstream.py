@@ -80,8 +80,8 @@ class Upstream:
             while True:
                 try:
                     data = await self.stream.receive_some(1 << 20)
-                except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                    reason, data = f"upstream connection broke: {exc}", b""
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    reason, data = f"upstream connection broke: {exc or type(exc).__name__}", b""
                 if not data:
                     break
                 try:
@@ -91,7 +91,7 @@ class Upstream:
                     break
                 for frame in frames:
                     self._send_answers.send_nowait(frame)
-        self.closed_reason = reason
+            self.closed_reason = reason   # before the channel closes: a waiting receive reports it
         self._on_close(reason)
 
     async def aclose(self) -> None:
