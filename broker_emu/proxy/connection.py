@@ -110,10 +110,10 @@ class ProxyConnection(Connection):
             return False
         if header.client_id != self.client_id:
             self.client_id = header.client_id
-        body = self._decode(frame, header)
         fields = {"broker": self.broker.id, "conn": self.id, "client_id": self.client_id, "client_addr": self.addr,
                   "correlation_id": header.correlation_id, "api_key": header.api_key,
                   "api": API_NAMES.get(header.api_key), "api_version": header.api_version}
+        body = self._decode(frame, header, fields)
         topics = topics_of(self.proxy, header.api_key, body) if body is not None else []
         details: dict[str, Any] = {"topics": sorted({t for t, _ in topics})} if topics else {}
         if body is None:
@@ -126,14 +126,19 @@ class ProxyConnection(Connection):
             return False
         return await self._answer(frame, header, body, decision, fields)
 
-    def _decode(self, frame: bytes, header: RequestHeader) -> Any:
-        """The request's body, or None when the codec cannot read it (it goes through as is)."""
+    def _decode(self, frame: bytes, header: RequestHeader, fields: dict[str, Any]) -> Any:
+        """The request's body, or None when the codec cannot read it (it goes through as is).
+        What Kafka accepts but a strict read would not is traced as on the emulator."""
         if not codec_knows(header.api_key, header.api_version):
             return None
+        anomalies: list[str] = []
         try:
-            return decode_request(frame, records_as_views=True, anomalies=[])[1]
+            body = decode_request(frame, header, records_as_views=True, anomalies=anomalies)[1]
         except ProtocolError:
             return None
+        if anomalies:
+            self.proxy.trace.emit("request_anomaly", **fields, details={"anomalies": anomalies, "bytes": len(frame)})
+        return body
 
     async def _answer(self, frame: bytes, header: RequestHeader, body: Any, decision: Decision,
                       fields: dict[str, Any]) -> bool:

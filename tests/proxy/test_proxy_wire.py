@@ -134,3 +134,15 @@ def test_the_answer_cache_gives_each_answer_its_correlation_id_and_stays_within_
     hit = cache.get(3, 12, struct.pack(">i", 77) + bytes([49]) * 100)
     assert hit is not None and hit[0][:8] == struct.pack(">ii", 104, 77) and hit[0][8:17] == b"rewritten"
     assert cache.get(3, 12, struct.pack(">i", 77) + bytes([0]) * 100) is None     # the oldest went first
+
+
+def test_bytes_after_a_body_are_traced_as_an_anomaly_and_forwarded_as_sent(upstream, proxy):
+    seen: list[bytes] = []
+    upstream.call(lambda: setattr(upstream.cluster, "frame_tap", lambda conn, frame: seen.append(bytes(frame))))
+    frame = encode_request(3, 12, 4, "anomaly", {"topics": None})
+    frame = struct.pack(">i", len(frame) - 4 + 3) + frame[4:] + b"\0\0\0"   # librdkafka's admin client does this
+    answer = roundtrip(proxy.bootstrap, frame)
+    assert answer is not None and decode_response(3, 12, answer)[0] == 4
+    assert frame[4:] in seen
+    anomaly = events(proxy, "request_anomaly")
+    assert anomaly and "3 bytes after the body" in anomaly[0].details["anomalies"][0]
