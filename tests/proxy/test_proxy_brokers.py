@@ -65,3 +65,24 @@ def test_producing_through_the_proxy_survives_an_upstream_leader_stop(upstream, 
     assert upstream.call(lambda: upstream.cluster.partition("t", 0).leader) != leader
     produced_on = {e.broker for e in events(proxy, "send") if e.api == "Produce" and not e.details.get("errors")}
     assert len(produced_on) == 2
+
+
+def test_the_stop_broker_fault_stops_the_proxys_listener_not_the_upstream_broker(upstream, proxy):
+    import socket
+
+    from tests.proxy.conftest import add_fault
+
+    add_fault(proxy, {"match": {"broker": 2, "api": "Metadata"}, "action": {"type": "stop_broker", "ms": 0}})
+    with connect(proxy.bootstrap, 2) as s:
+        s.sendall(encode_request(3, 12, 1, "stop-test", {"topics": None}))
+        assert read_frame(s) is None
+    port = int(proxy.bootstrap.split(",")[2].rsplit(":", 1)[1])
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    assert [b["alive"] for b in proxy.call(proxy.cluster.describe)["brokers"]] == [True, True, False]
+    assert upstream.call(lambda: upstream.cluster.is_alive(2))
+    assert [e.broker for e in events(proxy, "broker_stop")] == [2]
+    proxy.call(proxy.cluster.faults.clear)
+    proxy.acall(proxy.cluster.start_broker, 2)
+    with connect(proxy.bootstrap, 2) as s:     # the same port again
+        assert len(_metadata(s)["brokers"]) == 3
