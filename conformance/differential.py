@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from broker_emu.trace import Kind, TraceEvent
-from broker_emu.trace_reading import closed_by, exchanges, purgatory_stays
+from broker_emu.trace_reading import Exchange, closed_by, exchanges, purgatory_stays
 from client.errors import ErrorCode
 from conformance.model import Result, Status
 
@@ -66,12 +66,21 @@ def _time_obs(ms: float, ref: float | None, key: str) -> Obs:
     return Obs(round(ms, 1), "time", ref, f"{ms:.0f} ms{note}")
 
 
+def _owed(x: Exchange) -> bool:
+    """Never answered though the broker had time to: a request the client abandoned within
+    TIME_TOL_MS of sending it (a client closing its bootstrap connection with a Metadata in flight)
+    says nothing about the broker."""
+    if x.answer is not None:
+        return False
+    return x.close is None or x.close.t_ms - x.request.t_ms > TIME_TOL_MS
+
+
 def observe_api(trace: list[TraceEvent], api: str, config: dict[str, Any]) -> dict[str, Obs]:
     xs = exchanges(trace, api)
     answered = [x for x in xs if x.answer is not None]
     codes = sorted({_code_name(c) for x in answered for c in (x.answer.details or {}).get("errors") or []}  # type: ignore[union-attr]
                    | ({"NONE"} if any(not (x.answer.details or {}).get("errors") for x in answered) else set())  # type: ignore[union-attr]
-                   | ({"(unanswered)"} if len(answered) < len(xs) else set()))
+                   | ({"(unanswered)"} if any(_owed(x) for x in xs) else set()))
     out = {f"{api}: answers": Obs(codes, "exact", text=", ".join(codes)),
            f"{api}: requests": Obs(len(xs), "count")}
     ref, key = _ref_ms(api, config)

@@ -260,7 +260,9 @@ def kafka_upstream(brokers: int) -> Iterator[KafkaUpstream]:
     launcher = importlib.import_module("conformance.realkafka")   # the launcher (bash dev/install-kafka)
 
     with launcher.kafka_cluster(brokers=brokers, config=dict(KAFKA_CLUSTER_CONFIG)) as k:
-        yield KafkaUpstream(k)
+        up = KafkaUpstream(k)
+        up.warm_up()
+        yield up
 
 
 def run_on_kafka(scenarios: list[Scenario], adapters: list[Adapter], scale: float, brokers: int,

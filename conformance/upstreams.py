@@ -193,6 +193,32 @@ class KafkaUpstream:
         finally:
             c.close()
 
+    def warm_up(self, timeout_s: float = 30.0) -> None:
+        """What a fresh cluster does once, before the first scenario: the first InitProducerId is
+        answered COORDINATOR_LOAD_IN_PROGRESS while the broker fetches a block of producer ids from
+        the controller, the first FindCoordinator creates __consumer_offsets (COORDINATOR_NOT_AVAILABLE
+        meanwhile). The emulator has neither; a scenario should not see them because it ran first."""
+        from confluent_kafka import Consumer, Producer, TopicPartition
+
+        self.create_topics((("conformance-warm-up", 1, self.brokers),), {})
+        p = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True})
+        p.produce("conformance-warm-up", b"warm")
+        if p.flush(timeout_s):
+            raise RuntimeError("the warm-up produce was not delivered")
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "conformance-warm-up"})
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:   # NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE until __consumer_offsets is led
+                try:
+                    c.committed([TopicPartition("conformance-warm-up", 0)], timeout=5)
+                    return
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+        finally:
+            c.close()
+
     @contextlib.contextmanager
     def cell(self, scenario: Scenario, scale: float) -> Iterator[CellUpstream]:
         topic_config = {TOPIC_LEVEL[k]: str(v) for k, v in scenario.broker_config.items() if k in TOPIC_LEVEL}
