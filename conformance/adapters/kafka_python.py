@@ -92,12 +92,12 @@ class KafkaPythonAdapter(RealTimeAdapter):
         kafka-python checks the settings after it made its network client, which a refusing
         constructor leaves open: the adapter hands it a factory (its kafka_client setting) to
         close that client afterwards."""
-        from kafka import KafkaClient
+        from kafka.net.compat import KafkaNetClient
 
         made: list = []
 
         def client(**configs):
-            made.append(KafkaClient(**configs))
+            made.append(KafkaNetClient(**configs))
             return made[-1]
 
         try:

@@ -56,3 +56,26 @@ def test_every_consumer_operation_in_ours_shapes(client):
     # the group's committed offset, or (librdkafka: a local lookup, no fetch yet) OFFSET_INVALID
     assert got["position"] in ("2", "-1001")
     assert got["close"] is None
+
+
+REFUSED = {"confluent-kafka": (True, None),                  # librdkafka: only message.timeout.ms > linger.ms
+           "kafka-python": (False, "ConfigException"),       # KafkaConfigurationError, by Kafka's name
+           "aiokafka": (False, "TypeError")}                 # it has no delivery.timeout.ms at all
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_a_refused_producer_config_is_an_outcome_and_leaves_nothing_open(client):
+    """delivery.timeout.ms below linger.ms + request.timeout.ms (kip91.config-validation, scaled):
+    each client's own answer; a refusing kafka-python constructor's network client is closed
+    (an unclosed socket would fail this test: warnings are errors)."""
+    require_client(client)
+    import gc
+    import importlib
+
+    module, name = CLIENTS[client]
+    adapter = getattr(importlib.import_module(module), name)()
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)]) as tc:
+        env = RunEnv(tc.bootstrap, f"config-{client}", {"delivery.timeout.ms": 667, "linger.ms": 1, "request.timeout.ms": 1000})
+        [outcome] = adapter.run_blocking((Operation("configure_producer", {}),), env)
+    gc.collect()
+    assert (outcome.ok, outcome.error_type) == REFUSED[client], outcome.error_message
