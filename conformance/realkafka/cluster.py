@@ -149,7 +149,13 @@ class KafkaCluster:
 
     def stop(self, timeout: float = 30.0, keep_data: bool = False) -> bool:
         """SIGTERM every node (resuming paused ones), wait up to ``timeout`` s in all, SIGKILL
-        what is left. Returns True when every JVM exited by itself. Logs are kept."""
+        what is left. Returns True when every JVM exited by itself. Logs are kept.
+
+        All at once is the quickest clean stop of a 3-node quorum (~5.5 s): a voter's graceful
+        Raft shutdown ends at once while it knows a remote leader, so the followers are quick
+        and only the leader waits out Kafka's 5 s graceful-shutdown bound for a quorum that
+        is gone. Stopping the leader first is slower (~8 s): a survivor becomes leader and
+        waits the same 5 s."""
         for node in self.nodes:
             node.terminate()
         deadline = time.monotonic() + timeout
@@ -161,6 +167,19 @@ class KafkaCluster:
             for node in self.nodes:
                 shutil.rmtree(node.data_dir, ignore_errors=True)
         return clean
+
+    def quorum_leader(self) -> KafkaNode | None:
+        """The KRaft quorum's leader as the nodes last wrote it (``quorum-state`` in each
+        node's metadata log folder), or None when no node has one."""
+        import json
+
+        for node in self.nodes:
+            with suppress(OSError, ValueError):
+                state = json.loads((node.data_dir / "__cluster_metadata-0" / "quorum-state").read_text())
+                leader_id = int(state.get("leaderId", -1))
+                if 1 <= leader_id <= len(self.nodes):
+                    return self.node(leader_id)
+        return None
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
                      configs: dict[str, str] | None = None) -> None:

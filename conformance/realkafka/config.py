@@ -72,6 +72,7 @@ def log4j2_properties(level: str = "INFO") -> str:
     the noisiest loggers turned down."""
     lines = [
         "status = warn",
+        "shutdownHook = disable",   # Kafka logs its own shutdown, which runs in a JVM shutdown hook
         "appender.out.type = Console",
         "appender.out.name = out",
         "appender.out.layout.type = PatternLayout",
