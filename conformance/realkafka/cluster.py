@@ -203,6 +203,18 @@ class KafkaCluster:
                     raise TimeoutError(f"topic {name} has no leaders on node {node.node_id} after {timeout} s")
                 time.sleep(0.1)
 
+    def partition_replicas(self, topic: str, partition: int = 0) -> tuple[KafkaNode, list[KafkaNode], list[int]]:
+        """(leader, followers, isr ids) of one partition, as a running, unpaused node's metadata
+        shows it: the nodes to stall (``followers[0].pause()``) or to watch."""
+        asker = next(n for n in self.nodes if n.running() and not n.paused)
+        meta = wire.metadata(HOST, asker.ports.broker_port, [topic])
+        for t in meta.topics:
+            for p in t.partitions:
+                if p.partition_index == partition and p.leader_id >= 0:
+                    followers = [self.node(r) for r in p.replica_nodes if r != p.leader_id]
+                    return self.node(p.leader_id), followers, sorted(p.isr_nodes)
+        raise LookupError(f"{topic}-{partition} has no leader in node {asker.node_id}'s metadata")
+
     def rss(self) -> dict[int, int | None]:
         return {n.node_id: n.rss_bytes() for n in self.nodes}
 

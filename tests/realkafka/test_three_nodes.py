@@ -36,10 +36,12 @@ def test_three_nodes_pause_resume_and_clean_stop(kafka_factory):
     for node in k.nodes:
         assert wire.broker_ids("127.0.0.1", node.ports.broker_port) == [1, 2, 3]
     k.create_topic("replicated", partitions=3)   # replication factor 3
-    follower = k.nodes[1]
+    leader, followers, isr = k.partition_replicas("replicated", 0)
+    assert isr == [1, 2, 3] and len(followers) == 2 and leader not in followers
+    follower = followers[0]
     follower.pause()
     assert follower.state() == "T"
-    assert wire.broker_ids("127.0.0.1", k.nodes[0].ports.broker_port)  # the others still answer
+    assert wire.broker_ids("127.0.0.1", leader.ports.broker_port)  # the others still answer
     time.sleep(1)
     follower.resume()
     assert follower.state() in ("R", "S")
