@@ -33,30 +33,38 @@ def run_start(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # SIGINT too, explicitly: a shell starts a background job with SIGINT ignored
+    previous = {sig: signal.signal(sig, _interrupt_start) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         try:
             cluster.start(args.timeout)
         except KafkaStartError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            return 130
+        for sig in previous:
+            signal.signal(sig, lambda *_: stop.set())
         for spec in args.topic or []:
             name, _, parts = spec.partition(":")
             cluster.create_topic(name, int(parts or 1))
         _print_ready(cluster)
-        try:
-            while not stop.wait(0.5):
-                if not all(n.running() for n in cluster.nodes):
-                    print("error: a node exited; see its kafka.log", file=sys.stderr)
-                    return 1
-        except KeyboardInterrupt:
-            pass
+        while not stop.wait(0.5):
+            if not all(n.running() for n in cluster.nodes):
+                print("error: a node exited; see its kafka.log", file=sys.stderr)
+                return 1
         return 0
     finally:
         print("stopping...", flush=True)
         clean = cluster.stop()
         print(f"stopped {'cleanly' if clean else '(some nodes needed SIGKILL)'}; logs in {cluster.run_dir}", flush=True)
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupt_start(*_) -> None:
+    """Ctrl-C or SIGTERM while the nodes start: KafkaCluster.start stops what it started."""
+    raise KeyboardInterrupt
 
 
 def _print_ready(cluster) -> None:
