@@ -5,8 +5,9 @@ behind it for one, a real Kafka cluster for the other), so both are observed the
 the proxy's trace (``broker_emu.trace_reading``), with purgatory stays derived from the answers
 (``conformance.on_kafka.derive_purgatory``). Per scenario and client, the observations are:
 
-- per API: the answers' error codes (and whether some request was never answered), how many
-  requests the client sent, when the first answer and the slowest answer went out relative to the
+- per API: how many requests the client sent and abandoned; over the exchanges that say something
+  about the broker (not closed by the client within TIME_TOL_MS of asking, not swallowed by a
+  wire fault or queued behind one): the answers' error codes (and whether one never came), when the first answer and the slowest answer went out relative to the
   request's own timeout (Produce: timeout_ms = request.timeout.ms; Fetch: fetch.max.wait.ms;
   JoinGroup: the rebalance timeout, max.poll.interval.ms), how many requests the client abandoned;
 - connections the broker closed (and why);
@@ -66,28 +67,47 @@ def _time_obs(ms: float, ref: float | None, key: str) -> Obs:
     return Obs(round(ms, 1), "time", ref, f"{ms:.0f} ms{note}")
 
 
-def _owed(x: Exchange) -> bool:
-    """Never answered though the broker had time to: a request the client abandoned within
-    TIME_TOL_MS of sending it (a client closing its bootstrap connection with a Metadata in flight)
-    says nothing about the broker."""
-    if x.answer is not None:
+SWALLOWING = ("black_hole", "partial_response", "close_after")
+
+
+def _swallowed_conns(trace: list[TraceEvent]) -> dict[tuple[int | None, int | None], float]:
+    """Connections on which the proxy swallowed a request (a wire fault of the scenario), and
+    from when: nothing on them from then on is the broker's to answer."""
+    out: dict[tuple[int | None, int | None], float] = {}
+    for e in trace:
+        action = (e.details or {}).get("action") if e.kind == Kind.FAULT_APPLIED else None
+        kind = action.get("type") if isinstance(action, dict) else action
+        if kind in SWALLOWING:
+            out.setdefault((e.broker, e.conn), e.t_ms)
+    return out
+
+
+def _comparable(x: Exchange, swallowed: dict[tuple[int | None, int | None], float]) -> bool:
+    """An exchange that says something about the broker: the client did not close its connection
+    within TIME_TOL_MS of asking (a client closing its bootstrap connection, or itself, with a
+    request in flight), and no wire fault swallowed it or a request ahead of it."""
+    if x.close is not None and closed_by(x.close) == "client" and x.close.t_ms - x.request.t_ms <= TIME_TOL_MS:
         return False
-    return x.close is None or x.close.t_ms - x.request.t_ms > TIME_TOL_MS
+    since = swallowed.get((x.request.broker, x.request.conn))
+    return since is None or x.request.t_ms < since or x.answer is not None
 
 
 def observe_api(trace: list[TraceEvent], api: str, config: dict[str, Any]) -> dict[str, Obs]:
-    xs = exchanges(trace, api)
+    everything = exchanges(trace, api)
+    swallowed = _swallowed_conns(trace)
+    xs = [x for x in everything if _comparable(x, swallowed)]
     answered = [x for x in xs if x.answer is not None]
-    codes = sorted({_code_name(c) for x in answered for c in (x.answer.details or {}).get("errors") or []}  # type: ignore[union-attr]
-                   | ({"NONE"} if any(not (x.answer.details or {}).get("errors") for x in answered) else set())  # type: ignore[union-attr]
-                   | ({"(unanswered)"} if any(_owed(x) for x in xs) else set()))
-    out = {f"{api}: answers": Obs(codes, "exact", text=", ".join(codes)),
-           f"{api}: requests": Obs(len(xs), "count")}
+    out = {f"{api}: requests": Obs(len(everything), "count"),
+           f"{api}: abandoned by the client": Obs(sum(x.abandoned for x in everything), "count")}
+    if xs:
+        codes = sorted({_code_name(c) for x in answered for c in (x.answer.details or {}).get("errors") or []}  # type: ignore[union-attr]
+                       | ({"NONE"} if any(not (x.answer.details or {}).get("errors") for x in answered) else set())  # type: ignore[union-attr]
+                       | ({"(unanswered)"} if len(answered) < len(xs) else set()))
+        out[f"{api}: answers"] = Obs(codes, "exact", text=", ".join(codes))
     ref, key = _ref_ms(api, config)
     if answered:
         out[f"{api}: first answer after"] = _time_obs(answered[0].wait_ms or 0.0, ref, key)
         out[f"{api}: slowest answer after"] = _time_obs(max(x.wait_ms or 0.0 for x in answered), ref, key)
-    out[f"{api}: abandoned by the client"] = Obs(sum(x.abandoned for x in xs), "count")
     return out
 
 
@@ -156,8 +176,10 @@ def compare(emu: Result, kafka: Result) -> list[Row]:
         if key not in a or key not in b:
             present = a.get(key) or b.get(key)
             assert present is not None
+            # no comparable exchange of that API on one side (counts are always there: an API
+            # one side never sent differs in its request count)
             rows.append(Row(emu.scenario, emu.client, key, a[key].show() if key in a else "(not seen)",
-                            b[key].show() if key in b else "(not seen)", "-", "different"))
+                            b[key].show() if key in b else "(not seen)", "-", "n/a"))
             continue
         ok, tol = same(a[key], b[key])
         rows.append(Row(emu.scenario, emu.client, key, a[key].show(), b[key].show(), tol, "same" if ok else "different"))

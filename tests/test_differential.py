@@ -106,7 +106,8 @@ def test_observations_of_one_run():
     assert obs["Produce: answers"].value == ["REQUEST_TIMED_OUT"]
     assert obs["Produce: first answer after"].show() == "1004 ms (1.00 x request.timeout.ms)"
     assert obs["Fetch: first answer after"].ref_ms == 17.0
-    assert obs["Metadata: answers"].value == []   # closed by the client at once: not owed
+    assert "Metadata: answers" not in obs   # the client closed at once: nothing said about the broker
+    assert obs["Metadata: requests"].value == 1
     assert obs["Produce purgatory: expired (REQUEST_TIMED_OUT)"].value == 1
     assert obs["Produce purgatory: expiry after"].value == 1004.0
     assert obs["connections closed by the broker"].show() == "none"
@@ -132,7 +133,17 @@ def test_rows_say_same_different_and_not_seen():
     assert rows["Produce: requests"].verdict == "same"
     assert rows["connections closed by the broker"].kafka == "1: upstream closed"
     assert rows["Produce purgatory: expiry after"].kafka == "(not seen)"
+    assert rows["Produce purgatory: expiry after"].verdict == "n/a"
     assert D.summary(list(rows.values()))["different"] >= 4
+
+
+def test_swallowed_requests_and_those_behind_them_are_not_unanswered():
+    trace = produce(0.0, None, close_at=1000.0) + [ev(0.0, Kind.FAULT_APPLIED, "Produce", 1, 5, action="black_hole"),
+                                                   ev(10.0, Kind.RECV, "Metadata", 1, 6)]
+    obs = D.observe(trace, CONFIG)
+    assert "Produce: answers" not in obs and "Metadata: answers" not in obs
+    assert obs["Produce: abandoned by the client"].value == 1
+    assert D.observe(produce(0.0, None, close_at=1000.0), CONFIG)["Produce: answers"].value == ["(unanswered)"]
 
 
 def test_na_on_either_side_is_one_na_row():
