@@ -83,10 +83,11 @@ def _swallowed_conns(trace: list[TraceEvent]) -> dict[tuple[int | None, int | No
 
 
 def _comparable(x: Exchange, swallowed: dict[tuple[int | None, int | None], float]) -> bool:
-    """An exchange that says something about the broker: the client did not close its connection
-    within TIME_TOL_MS of asking (a client closing its bootstrap connection, or itself, with a
-    request in flight), and no wire fault swallowed it or a request ahead of it."""
-    if x.close is not None and closed_by(x.close) == "client" and x.close.t_ms - x.request.t_ms <= TIME_TOL_MS:
+    """An exchange that says something about the broker: answered, or owed (the client did not
+    close its connection within TIME_TOL_MS of asking: a client closing its bootstrap connection,
+    or itself, with a request in flight), and not swallowed by a wire fault nor queued behind one."""
+    if x.answer is None and x.close is not None and closed_by(x.close) == "client" \
+            and x.close.t_ms - x.request.t_ms <= TIME_TOL_MS:
         return False
     since = swallowed.get((x.request.broker, x.request.conn))
     return since is None or x.request.t_ms < since or x.answer is not None
