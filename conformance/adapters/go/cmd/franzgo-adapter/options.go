@@ -1,0 +1,153 @@
+package main
+
+import (
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"brokeremu/goadapters/internal/lineproto"
+)
+
+// Kafka's defaults (ms) for the contract parameters a run does not set (the Python adapter
+// sends them scaled; these are only the fallback for a run without them).
+const (
+	defaultRequestTimeout = 30 * time.Second
+	defaultAPITimeout     = 60 * time.Second
+	defaultSetupTimeout   = 10 * time.Second
+)
+
+// scale is how much the run is sped up ("adapter.scale", set by the Python adapter): franz-go's
+// own fixed timers (metadata ages, backoffs, idle timeout) are divided by it like the scenario's.
+func scale(run *lineproto.Run) float64 {
+	s := lineproto.Float(run.Config["adapter.scale"], 1)
+	if s <= 0 {
+		return 1
+	}
+	return s
+}
+
+func own(run *lineproto.Run, d time.Duration) time.Duration {
+	return time.Duration(float64(d) / scale(run))
+}
+
+// backoff: retry.backoff.ms doubling up to retry.backoff.max.ms with ±20 % jitter when the run
+// sets them, else franz-go's own range (250 ms to 5 s), scaled with the run.
+func backoff(run *lineproto.Run) func(int) time.Duration {
+	base := run.Ms("retry.backoff.ms", own(run, 250*time.Millisecond))
+	ceiling := run.Ms("retry.backoff.max.ms", own(run, 5*time.Second))
+	return func(tries int) time.Duration {
+		d := base
+		for i := 1; i < tries && d < ceiling; i++ {
+			d *= 2
+		}
+		d = min(d, ceiling)
+		return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	}
+}
+
+// commonOpts: the client settings every step's client shares.
+//
+//	request.timeout.ms                      -> kgo.RequestTimeoutOverhead
+//	default.api.timeout.ms                  -> kgo.RetryTimeout (bounds a call given no context deadline)
+//	socket.connection.setup.timeout.ms      -> kgo.DialTimeout
+//	retry.backoff.ms / retry.backoff.max.ms -> kgo.RetryBackoffFn
+func commonOpts(run *lineproto.Run) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(run.Brokers()...),
+		kgo.ClientID(run.ClientID),
+		kgo.RequestTimeoutOverhead(run.Ms("request.timeout.ms", defaultRequestTimeout)),
+		kgo.RetryTimeout(run.Ms("default.api.timeout.ms", defaultAPITimeout)),
+		kgo.DialTimeout(run.Ms("socket.connection.setup.timeout.ms", defaultSetupTimeout)),
+		kgo.RetryBackoffFn(backoff(run)),
+		kgo.MetadataMinAge(own(run, 5*time.Second)),
+		kgo.MetadataMaxAge(own(run, 5*time.Minute)),
+		kgo.ConnIdleTimeout(max(own(run, 20*time.Second), time.Second)),
+	}
+}
+
+// producerOpts: a producer client.
+//
+//	request.timeout.ms   -> kgo.ProduceRequestTimeout (Produce's timeout_ms, as Java's Sender sends)
+//	delivery.timeout.ms  -> kgo.RecordDeliveryTimeout
+//	acks                 -> kgo.RequiredAcks (idempotence off unless acks=all, as Kafka requires)
+//	enable.idempotence   -> kgo.DisableIdempotentWrite when false
+//	retries              -> kgo.RecordRetries
+//	linger.ms            -> kgo.ProducerLinger (0 unless set, as the other adapters)
+//	max.request.size     -> kgo.ProducerBatchMaxBytes and kgo.BrokerMaxWriteBytes
+//	compression.type     -> kgo.ProducerBatchCompression
+func producerOpts(run *lineproto.Run) []kgo.Opt {
+	opts := commonOpts(run)
+	acks := run.Str("acks", "all")
+	idempotent := run.Bool("enable.idempotence", acks == "all" || acks == "-1")
+	switch acks {
+	case "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	case "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
+	default:
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	}
+	if !idempotent || (acks != "all" && acks != "-1") {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	opts = append(opts,
+		kgo.ProduceRequestTimeout(run.Ms("request.timeout.ms", defaultRequestTimeout)),
+		kgo.ProducerLinger(run.Ms("linger.ms", 0)))
+	if run.Has("delivery.timeout.ms") {
+		opts = append(opts, kgo.RecordDeliveryTimeout(run.Ms("delivery.timeout.ms", 0)))
+	}
+	if run.Has("retries") {
+		opts = append(opts, kgo.RecordRetries(run.Int("retries", 0)))
+	}
+	if run.Has("max.request.size") {
+		size := int32(run.Int("max.request.size", 1<<20))
+		opts = append(opts, kgo.ProducerBatchMaxBytes(size), kgo.BrokerMaxWriteBytes(size+1<<20))
+	}
+	if codec, ok := compression(run.Str("compression.type", "none")); ok {
+		opts = append(opts, kgo.ProducerBatchCompression(codec))
+	}
+	return opts
+}
+
+func compression(name string) (kgo.CompressionCodec, bool) {
+	switch strings.ToLower(name) {
+	case "gzip":
+		return kgo.GzipCompression(), true
+	case "snappy":
+		return kgo.SnappyCompression(), true
+	case "lz4":
+		return kgo.Lz4Compression(), true
+	case "zstd":
+		return kgo.ZstdCompression(), true
+	}
+	return kgo.NoCompression(), false
+}
+
+// consumerOpts: a consumer client (no group unless group is set).
+//
+//	fetch.max.wait.ms          -> kgo.FetchMaxWait (Kafka's 500 ms unless set; franz-go's own is 5 s)
+//	fetch.max.bytes            -> kgo.FetchMaxBytes
+//	max.partition.fetch.bytes  -> kgo.FetchMaxPartitionBytes
+//	session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms -> kgo.SessionTimeout,
+//	kgo.HeartbeatInterval, kgo.RebalanceTimeout
+func consumerOpts(run *lineproto.Run) []kgo.Opt {
+	opts := append(commonOpts(run), kgo.FetchMaxWait(max(run.Ms("fetch.max.wait.ms", 500*time.Millisecond), time.Millisecond)))
+	if run.Has("fetch.max.bytes") {
+		opts = append(opts, kgo.FetchMaxBytes(int32(run.Int("fetch.max.bytes", 0))), kgo.BrokerMaxReadBytes(int32(run.Int("fetch.max.bytes", 0))*2))
+	}
+	if run.Has("max.partition.fetch.bytes") {
+		opts = append(opts, kgo.FetchMaxPartitionBytes(int32(run.Int("max.partition.fetch.bytes", 0))))
+	}
+	if run.Has("session.timeout.ms") {
+		opts = append(opts, kgo.SessionTimeout(run.Ms("session.timeout.ms", 0)))
+	}
+	if run.Has("heartbeat.interval.ms") {
+		opts = append(opts, kgo.HeartbeatInterval(run.Ms("heartbeat.interval.ms", 0)))
+	}
+	if run.Has("max.poll.interval.ms") {
+		opts = append(opts, kgo.RebalanceTimeout(run.Ms("max.poll.interval.ms", 0)))
+	}
+	return opts
+}

@@ -1,0 +1,57 @@
+package lineproto
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+)
+
+// JavaNames maps Kafka's error names (as both Go clients spell them, e.g. REQUEST_TIMED_OUT or
+// "kafka server: Request exceeded the user-specified time limit") to the Java client's
+// exception for the same error. Only errors that are clearly the same are mapped.
+var JavaNames = map[int16]string{
+	3:  "UnknownTopicOrPartitionException",
+	5:  "LeaderNotAvailableException",
+	6:  "NotLeaderOrFollowerException",
+	7:  "TimeoutException", // REQUEST_TIMED_OUT: Java raises org.apache.kafka.common.errors.TimeoutException
+	10: "RecordTooLargeException",
+	14: "CoordinatorLoadInProgressException",
+	15: "CoordinatorNotAvailableException",
+	16: "NotCoordinatorException",
+	17: "InvalidTopicException",
+	25: "UnknownMemberIdException",
+	27: "RebalanceInProgressException",
+	29: "TopicAuthorizationException",
+	30: "GroupAuthorizationException",
+	36: "TopicExistsException",
+	41: "NotControllerException",
+	47: "InvalidProducerEpochException",
+	67: "InvalidRecordException",
+}
+
+// IsTimeout says whether err is a client-side deadline: a context deadline, or a socket
+// read/write/dial that hit its deadline. Java reports both as TimeoutException.
+func IsTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// GoName names a Go error by its dynamic type (*net.OpError) for error_message prefixes.
+func GoName(err error) string {
+	return fmt.Sprintf("%T", err)
+}
+
+// Message is the client's own words, prefixed with the client's own name of the error.
+func Message(name string, err error) string {
+	msg := err.Error()
+	if name == "" || strings.HasPrefix(msg, name) {
+		return msg
+	}
+	return name + ": " + msg
+}
