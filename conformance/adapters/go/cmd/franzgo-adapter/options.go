@@ -10,12 +10,12 @@ import (
 	"brokeremu/goadapters/internal/lineproto"
 )
 
-// Kafka's defaults (ms) for the contract parameters a run does not set (the Python adapter
-// sends them scaled; these are only the fallback for a run without them).
+// franz-go's own defaults for what a run does not set (scaled with the run, see own):
+// RequestTimeoutOverhead and ProduceRequestTimeout 10 s, RetryTimeout 30 s, DialTimeout 10 s.
 const (
-	defaultRequestTimeout = 30 * time.Second
-	defaultAPITimeout     = 60 * time.Second
-	defaultSetupTimeout   = 10 * time.Second
+	defaultRequestTimeout = 10 * time.Second
+	defaultRetryTimeout   = 30 * time.Second
+	defaultDialTimeout    = 10 * time.Second
 )
 
 // scale is how much the run is sped up ("adapter.scale", set by the Python adapter): franz-go's
@@ -57,9 +57,9 @@ func commonOpts(run *lineproto.Run) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(run.Brokers()...),
 		kgo.ClientID(run.ClientID),
-		kgo.RequestTimeoutOverhead(run.Ms("request.timeout.ms", defaultRequestTimeout)),
-		kgo.RetryTimeout(run.Ms("default.api.timeout.ms", defaultAPITimeout)),
-		kgo.DialTimeout(run.Ms("socket.connection.setup.timeout.ms", defaultSetupTimeout)),
+		kgo.RequestTimeoutOverhead(run.Ms("request.timeout.ms", own(run, defaultRequestTimeout))),
+		kgo.RetryTimeout(run.Ms("default.api.timeout.ms", own(run, defaultRetryTimeout))),
+		kgo.DialTimeout(run.Ms("socket.connection.setup.timeout.ms", own(run, defaultDialTimeout))),
 		kgo.RetryBackoffFn(backoff(run)),
 		kgo.MetadataMinAge(own(run, 5*time.Second)),
 		kgo.MetadataMaxAge(own(run, 5*time.Minute)),
@@ -93,7 +93,7 @@ func producerOpts(run *lineproto.Run) []kgo.Opt {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
 	opts = append(opts,
-		kgo.ProduceRequestTimeout(run.Ms("request.timeout.ms", defaultRequestTimeout)),
+		kgo.ProduceRequestTimeout(run.Ms("request.timeout.ms", own(run, defaultRequestTimeout))),
 		kgo.ProducerLinger(run.Ms("linger.ms", 0)))
 	if run.Has("delivery.timeout.ms") {
 		opts = append(opts, kgo.RecordDeliveryTimeout(run.Ms("delivery.timeout.ms", 0)))

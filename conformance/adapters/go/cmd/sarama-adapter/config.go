@@ -42,10 +42,11 @@ func own(run *lineproto.Run, d time.Duration) time.Duration {
 func config(run *lineproto.Run) *sarama.Config {
 	c := sarama.NewConfig()
 	c.ClientID = run.ClientID
-	request := run.Ms("request.timeout.ms", 30*time.Second)
-	c.Net.ReadTimeout, c.Net.WriteTimeout = request, request
+	// sarama's own defaults, scaled, for what the run does not set: Net.*Timeout 30 s, Producer.Timeout 10 s
+	c.Net.ReadTimeout = run.Ms("request.timeout.ms", own(run, 30*time.Second))
+	c.Net.WriteTimeout = c.Net.ReadTimeout
 	c.Net.DialTimeout = run.Ms("socket.connection.setup.timeout.ms", own(run, 30*time.Second))
-	c.Producer.Timeout = request
+	c.Producer.Timeout = run.Ms("request.timeout.ms", own(run, 10*time.Second))
 	backoff := run.Ms("retry.backoff.ms", own(run, 100*time.Millisecond))
 	c.Producer.Retry.Backoff = backoff
 	c.Metadata.Retry.Backoff = run.Ms("retry.backoff.ms", own(run, 250*time.Millisecond))
