@@ -106,22 +106,50 @@ class KafkaCluster:
                 tail = (node.directory / "format.log").read_text(errors="replace")[-3000:]
                 raise KafkaStartError(f"formatting node {node.node_id} failed ({proc.returncode}):\n{tail}")
 
-    def start(self, timeout: float = 90.0) -> KafkaCluster:
+    def start(self, timeout: float = 90.0, attempts: int = 3) -> KafkaCluster:
+        """Format, start, wait until ready. A port that another process took between our pick
+        and the JVM's bind ("Address already in use") means new ports and another attempt."""
         t0 = time.monotonic()
-        self._write_files()
-        self._format(timeout)
-        self.format_seconds = time.monotonic() - t0
-        try:
-            for node in self.nodes:
-                node.start()
-            self.wait_ready(deadline=t0 + timeout)
-        except BaseException:
-            self.stop(timeout=10)
-            raise
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start_once(t0, t0 + timeout)
+                break
+            except KafkaStartError:
+                if attempt == attempts or not self._bind_failed():
+                    raise
+                for node in self.nodes:   # keep the failed attempt's logs beside the next one's
+                    with suppress(OSError):
+                        node.log_path.rename(node.directory / f"kafka.attempt-{attempt}.log")
+                self._new_ports()
         self.startup_seconds = time.monotonic() - t0
         (self.run_dir / "cluster.txt").write_text(
             f"bootstrap={self.bootstrap}\ncluster.id={self.cluster_id}\nstartup_s={self.startup_seconds:.2f}\n")
         return self
+
+    def _start_once(self, t0: float, deadline: float) -> None:
+        self._write_files()
+        self._format(deadline - time.monotonic())
+        self.format_seconds = time.monotonic() - t0
+        try:
+            for node in self.nodes:
+                node.start()
+            self.wait_ready(deadline)
+        except BaseException:
+            self.stop(timeout=10)
+            raise
+
+    def _bind_failed(self) -> bool:
+        for node in self.nodes:
+            with suppress(OSError):
+                if "Address already in use" in node.log_path.read_text(errors="replace"):
+                    return True
+        return False
+
+    def _new_ports(self) -> None:
+        ports = free_ports(2 * len(self.nodes))
+        self.ports = [NodePorts(n.node_id, ports[2 * i], ports[2 * i + 1]) for i, n in enumerate(self.nodes)]
+        for node, node_ports in zip(self.nodes, self.ports):
+            node.ports = node_ports
 
     def wait_ready(self, deadline: float) -> None:
         """Until every node answers Metadata listing all n brokers (each registered and
@@ -132,8 +160,9 @@ class KafkaCluster:
         while pending:
             node = pending[0]
             if not node.running():
-                raise KafkaStartError(f"node {node.node_id} exited ({node.proc and node.proc.returncode}); "
-                                      f"{node.log_path}:\n{node.log_tail()}")
+                errors = "\n".join(node.log_errors()) or "(no ERROR line)"
+                raise KafkaStartError(f"node {node.node_id} exited ({node.proc and node.proc.returncode}): "
+                                      f"{errors}\n{node.log_path}, its tail:\n{node.log_tail(10)}")
             try:
                 got = wire.broker_ids(HOST, node.ports.broker_port, timeout=2.0)
                 if got == want:

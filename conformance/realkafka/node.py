@@ -150,6 +150,14 @@ class KafkaNode:
             return None
         return None
 
+    def log_errors(self, limit: int = 5) -> list[str]:
+        """The first ERROR lines of the node's log (why a node that exited did)."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return []
+        return [line for line in text.splitlines() if "] ERROR " in line][:limit]
+
     def log_tail(self, lines: int = 30) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
