@@ -1,9 +1,17 @@
-"""Broker benchmark (not a test): the same confluent-kafka producer against (a) `broker-emu
-serve` (a separate process) and (b) librdkafka's mock cluster (test.mock.num.brokers=3), in one
-run. Prints throughput for 10 KB and 100 B messages with acks=1 and acks=all, and sequential
-Metadata round-trip p50/p99, with the ratio emulator/mock for each.
+"""Broker benchmark (not a test): the same confluent-kafka producer against several brokers in
+one run, side by side: (a) `broker-emu serve` (a separate process), (b) librdkafka's mock
+cluster (test.mock.num.brokers=3, inside the producer), (c) franz-go's kfake (a Go program,
+`.cache/adapters/go/kfake`, built by dev/build-adapters/go). Every target has 3 brokers and a
+topic "bench" with one partition. Prints throughput for 10 KB and 100 B messages with acks=1 and
+acks=all, and sequential Metadata round-trip p50/p99, each with its ratio to the emulator.
 
-Run: .venv/bin/python -m benchmarks.broker [--seconds-per-case 3]
+Run: .venv/bin/python -m benchmarks.broker [--targets emulator,mock,kfake] [--seconds-per-case 3]
+     [--rounds 3] [--emulator-config KEY=VALUE ...]
+
+The targets take turns within each case (rounds), so all of them see the same machine state.
+A target that is not available here (kfake not built) is left out with its reason, unless it
+was named with --targets. Another broker is one function registered with ``@target("name")``
+that starts it and returns a ``Target`` (see the end of the target section).
 """
 
 from __future__ import annotations
@@ -14,30 +22,131 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
 
 from confluent_kafka import Producer
+
+ROOT = Path(__file__).resolve().parent.parent
+KFAKE = ROOT / ".cache" / "adapters" / "go" / "kfake"
 
 # Like with like: librdkafka's mock keeps 5 MB per partition (mpart->max_size) and reuses that
 # memory; the emulator keeps every byte by default (log.retention.bytes -1, one cluster-wide
 # budget), and a log that only grows costs a page fault per new page. The benchmark bounds the
-# emulator's partition log as the mock bounds its own; --emulator-config overrides it.
+# emulator's partition log as the mock bounds its own; --emulator-config overrides it. kfake keeps
+# every batch in memory (no retention): see docs/kfake.md.
 EMULATOR_CONFIG = ["log.retention.bytes=268435456"]
+CASES = ((10_240, "1"), (10_240, "all"), (100, "1"), (100, "all"))
+
+
+# -- targets -------------------------------------------------------------------------------------
+@dataclass
+class Target:
+    """A broker to measure: ``address`` is a bootstrap list, or "mock" for librdkafka's mock."""
+
+    key: str
+    label: str                                   # the column's title
+    address: str
+    stop: Callable[[], None] = field(default=lambda: None)
+
+
+class TargetUnavailable(Exception):
+    """The target cannot run here (the reason is the message)."""
+
+
+TargetStarter = Callable[[argparse.Namespace], Target]
+TARGETS: dict[str, TargetStarter] = {}
+
+
+def target(key: str) -> Callable[[TargetStarter], TargetStarter]:
+    """Registers a function that starts a target (3 brokers, topic "bench" with 1 partition)."""
+    def register(start: TargetStarter) -> TargetStarter:
+        TARGETS[key] = start
+        return start
+    return register
 
 
 def start_emulator(config: list[str] | None = None) -> tuple[subprocess.Popen, str]:
     extra = [arg for kv in (EMULATOR_CONFIG if config is None else config) for arg in ("--config", kv)]
     proc = subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", "--brokers", "3", "--topic", "bench:1:3",
                              *extra], stdout=subprocess.PIPE, text=True)
+    return proc, _bootstrap_line(proc, "broker-emu serve")
+
+
+def _bootstrap_line(proc: subprocess.Popen, what: str) -> str:
+    assert proc.stdout is not None
     line = proc.stdout.readline().strip()
     if not line.startswith("bootstrap="):
         proc.kill()
-        raise SystemExit(f"broker-emu serve did not start: {line!r}")
-    return proc, line.split("=", 1)[1]
+        proc.wait()
+        raise SystemExit(f"{what} did not start: {line!r}")
+    return line.split("=", 1)[1]
 
 
+def _stopper(proc: subprocess.Popen) -> Callable[[], None]:
+    def stop() -> None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return stop
+
+
+@target("emulator")
+def emulator_target(args: argparse.Namespace) -> Target:
+    proc, bootstrap = start_emulator(args.emulator_config)
+    return Target("emulator", "broker-emu", bootstrap, _stopper(proc))
+
+
+@target("mock")
+def mock_target(args: argparse.Namespace) -> Target:
+    return Target("mock", "librdkafka mock", "mock")
+
+
+@target("kfake")
+def kfake_target(args: argparse.Namespace) -> Target:
+    if not os.access(KFAKE, os.X_OK):
+        raise TargetUnavailable(f"{KFAKE.relative_to(ROOT)} is not built (bash dev/build-adapters/go)")
+    # kfake stops when its stdin closes: a pipe we hold, so it never outlives this run
+    proc = subprocess.Popen([str(KFAKE), "-brokers", "3", "-topic", "bench:1"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return Target("kfake", "franz-go kfake", _bootstrap_line(proc, "kfake"), _stopper(proc))
+
+
+# A real Apache Kafka is one more function here, e.g. with conformance/realkafka:
+#     @target("kafka")
+#     def kafka_target(args):
+#         cluster = KafkaCluster(brokers=3).start()      # then create topic "bench" (1 partition)
+#         return Target("kafka", "Apache Kafka", cluster.bootstrap, cluster.stop)
+
+
+def start_targets(keys: list[str], explicit: bool, args: argparse.Namespace) -> list[Target]:
+    """Starts each target in order. One that is unavailable is left out (said on stdout),
+    or ends the run when it was asked for by name."""
+    started: list[Target] = []
+    for key in keys:
+        try:
+            started.append(TARGETS[key](args))
+        except TargetUnavailable as exc:
+            if explicit:
+                stop_targets(started)
+                raise SystemExit(f"target {key}: {exc}") from None
+            print(f"(target {key} left out: {exc})")
+    return started
+
+
+def stop_targets(targets: list[Target]) -> None:
+    for t in targets:
+        t.stop()
+
+
+# -- measurements --------------------------------------------------------------------------------
 def producer_conf(target: str, acks: str) -> dict:
-    conf = {"acks": acks, "linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
-            "queue.buffering.max.messages": 1_000_000, "message.max.bytes": 1_000_000}
+    conf: dict = {"acks": acks, "linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
+                  "queue.buffering.max.messages": 1_000_000, "message.max.bytes": 1_000_000}
     if target == "mock":
         conf["test.mock.num.brokers"] = 3
     else:
@@ -78,21 +187,21 @@ def throughput(target: str, size: int, acks: str, seconds: float) -> tuple[int, 
     return n, elapsed
 
 
-def interleaved(bootstrap: str, size: int, acks: str, seconds: float, rounds: int = 3) -> tuple[tuple[float, float], ...]:
-    """Throughput of the emulator and of the mock, measured in alternating rounds (the same
-    machine state for both; one long run each swung ratios by 0.15 between runs)."""
-    totals = {bootstrap: [0.0, 0.0], "mock": [0.0, 0.0]}  # messages, seconds
+def interleaved(addresses: list[str], size: int, acks: str, seconds: float, rounds: int = 3) -> list[float]:
+    """Messages per second of each target, measured in alternating rounds (the same machine
+    state for all; one long run each swung ratios by 0.15 between runs)."""
+    totals = [[0.0, 0.0] for _ in addresses]  # messages, seconds
     for _ in range(rounds):
-        for target in (bootstrap, "mock"):
-            n, elapsed = throughput(target, size, acks, seconds / rounds)
-            totals[target][0] += n
-            totals[target][1] += elapsed
-    return tuple((n / t, n / t * size / 1e6) for n, t in (totals[bootstrap], totals["mock"]))
+        for address, total in zip(addresses, totals):
+            n, elapsed = throughput(address, size, acks, seconds / rounds)
+            total[0] += n
+            total[1] += elapsed
+    return [n / t for n, t in totals]
 
 
 def metadata_rtts(targets: list[str], rounds: int = 10, per_round: int = 100) -> list[tuple[float, float]]:
     """Sequential Metadata round trips, p50 and p99 per target. The targets take turns in
-    rounds so both see the same machine: one target measured after the other swung the
+    rounds so all see the same machine: one target measured after the other swung the
     ratio between 2x and 4x from run to run on a 2-core VM."""
     producers = [Producer(producer_conf(t, "1")) for t in targets]
     for p in producers:
@@ -111,27 +220,53 @@ def metadata_rtts(targets: list[str], rounds: int = 10, per_round: int = 100) ->
     return results
 
 
+# -- the report ----------------------------------------------------------------------------------
+CASE_W, CELL_W = 16, 32
+
+
+def _row(label: str, cells: list[str]) -> str:
+    return f"{label:<{CASE_W}}" + "".join(f"{c:>{CELL_W}}" for c in cells)
+
+
+def _ratio(value: float, base: float, first: bool) -> str:
+    return "" if first else f" ({value / base:.2f}x)"
+
+
+def report(targets: list[Target], seconds: float, rounds: int) -> None:
+    addresses = [t.address for t in targets]
+    print(f"broker benchmark: confluent-kafka producer, linger.ms=5, {os.cpu_count()} cores, "
+          f"{seconds:g} s per case and target in {rounds} rounds")
+    print(f"(Nx) = that target's figure / {targets[0].label}'s: throughput above 1x is faster, latency above 1x slower")
+    print(_row("case", [t.label for t in targets]))
+    for size, acks in CASES:
+        rates = interleaved(addresses, size, acks, seconds, rounds)
+        cells = [f"{r:,.0f}/s {r * size / 1e6:.1f} MB/s{_ratio(r, rates[0], i == 0)}" for i, r in enumerate(rates)]
+        print(_row(f"{size} B acks={acks}", cells), flush=True)
+    rtts = metadata_rtts(addresses)
+    for name, k in (("metadata p50", 0), ("metadata p99", 1)):
+        base = rtts[0][k]
+        print(_row(name, [f"{r[k]:.3f} ms{_ratio(r[k], base, i == 0)}" for i, r in enumerate(rtts)]))
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds-per-case", type=float, default=3.0)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--targets", help=f"comma-separated, the first is the base of the ratios "
+                        f"(default: {','.join(TARGETS)}; known: {', '.join(TARGETS)})")
+    parser.add_argument("--seconds-per-case", type=float, default=3.0, help="per case and target (default 3)")
+    parser.add_argument("--rounds", type=int, default=3, help="turns the targets take within a case (default 3)")
     parser.add_argument("--emulator-config", action="append", metavar="KEY=VALUE",
                         help=f"broker settings of the emulator (default: {' '.join(EMULATOR_CONFIG)})")
     args = parser.parse_args()
-    proc, bootstrap = start_emulator(args.emulator_config)
+    keys = args.targets.split(",") if args.targets else list(TARGETS)
+    unknown = [k for k in keys if k not in TARGETS]
+    if unknown:
+        parser.error(f"unknown target {', '.join(unknown)} (known: {', '.join(TARGETS)})")
+    targets = start_targets(keys, bool(args.targets), args)
     try:
-        print(f"broker benchmark: confluent-kafka producer, linger.ms=5, {os.cpu_count()} cores")
-        print(f"{'case':<22}{'broker-emu':>26}{'librdkafka mock':>26}{'ratio':>8}")
-        for size in (10_240, 100):
-            for acks in ("1", "all"):
-                emu, mock = interleaved(bootstrap, size, acks, args.seconds_per_case)
-                label = f"{size} B acks={acks}"
-                print(f"{label:<22}{emu[0]:>12,.0f} msg/s {emu[1]:>6.1f} MB/s{mock[0]:>12,.0f} msg/s {mock[1]:>6.1f} MB/s{emu[0] / mock[0]:>7.2f}x")
-        emu_md, mock_md = metadata_rtts([bootstrap, "mock"])
-        print(f"{'metadata p50':<22}{emu_md[0]:>22.3f} ms{mock_md[0]:>23.3f} ms{emu_md[0] / mock_md[0]:>7.2f}x")
-        print(f"{'metadata p99':<22}{emu_md[1]:>22.3f} ms{mock_md[1]:>23.3f} ms{emu_md[1] / mock_md[1]:>7.2f}x")
+        if targets:
+            report(targets, args.seconds_per_case, args.rounds)
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop_targets(targets)
 
 
 if __name__ == "__main__":
