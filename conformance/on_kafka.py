@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import itertools
+import threading
 import time
 import uuid
 from dataclasses import replace
@@ -163,12 +164,20 @@ def derive_purgatory(trace: list[TraceEvent], config: dict[str, Any]) -> list[Tr
             continue
         ids: dict[str, Any] = {"broker": r.broker, "conn": r.conn, "client_id": r.client_id, "correlation_id": r.correlation_id,
                "api_key": r.api_key, "api": r.api, "api_version": r.api_version}
-        extra.append(TraceEvent(r.t_ms, Kind.PURGATORY_ENTER, **ids,
+        held = sum(_action_ms(e) for e in trace if e.kind == Kind.FAULT_APPLIED and _action_type(e) == "delay_request"
+                   and (e.broker, e.conn, e.correlation_id) == (r.broker, r.conn, r.correlation_id))
+        # the broker's clock starts once the proxy forwarded the request (after a delay_request)
+        extra.append(TraceEvent(r.t_ms + held, Kind.PURGATORY_ENTER, **ids,
                                 details={"timeout_ms": config.get("request.timeout.ms"), "derived": True}))
         if x.answer is not None:
             end = Kind.PURGATORY_EXPIRE if expired else Kind.PURGATORY_COMPLETE
             extra.append(TraceEvent(x.answer.t_ms, end, **ids, details={"derived": True}))
     return sorted([*trace, *extra], key=lambda e: e.t_ms)
+
+
+def _action_ms(event: TraceEvent) -> float:
+    action = (event.details or {}).get("action")
+    return float(action.get("ms") or 0.0) if isinstance(action, dict) else 0.0
 
 
 def _action_type(event: TraceEvent) -> str | None:
@@ -194,7 +203,8 @@ def run_via_proxy(scenario: Scenario, adapter: Adapter, scale: float, upstream: 
                 scaled = scale_fault(rule, scale)
                 tp.call(lambda r=scaled: proxy.faults.add(r, proxy.now_ms()))
             env = RunEnv(_client_bootstrap(tp, cell, renamed), client_id, scale_config(scenario.client_config, scale), scale)
-            outcomes = _run_blocking(adapter, steps, env)
+            with _lag_after_first_produce(tp, cell):
+                outcomes = _run_blocking(adapter, steps, env)
             trace = tp.call(lambda: list(proxy.trace.events))
         snap = cell.snapshot()
     trace = derive_purgatory(unrename_trace(trace, back), env.config)
@@ -204,6 +214,35 @@ def run_via_proxy(scenario: Scenario, adapter: Adapter, scale: float, upstream: 
     result.evidence = evidence
     result.wall_s = time.perf_counter() - wall
     return result
+
+
+@contextlib.contextmanager
+def _lag_after_first_produce(tp: Any, cell: Any) -> Iterator[None]:
+    """A lagging follower (a paused node) copies the first batch ``lag`` s after the Produce that
+    carried it reached the proxy: resumed then, by a watcher thread."""
+    lagging: list[tuple[int, float]] = list(getattr(cell, "lagging", []))
+    if not lagging:
+        yield
+        return
+    done = threading.Event()
+
+    def seen() -> bool:
+        return bool(tp.call(lambda: any(e.kind == Kind.RECV and e.api == "Produce" for e in tp.cluster.trace.events)))
+
+    def watch() -> None:
+        while not done.is_set() and not seen():
+            done.wait(0.005)
+        for node, lag in lagging:
+            if not done.wait(lag):
+                cell.resume(node)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(5)
 
 
 def _client_bootstrap(tp: Any, cell: Any, scenario: Scenario) -> str:

@@ -97,15 +97,29 @@ class KafkaCell:
         self.topics = topics
         self.paused: list[int] = []
         self.timers: list[threading.Timer] = []
+        self.lagging: list[tuple[int, float]] = []   # (node, lag s): resumed that long after the first Produce
+        # read before any node is paused (a metadata request to a paused node would hang)
+        self.replicas: dict[tuple[str, int], tuple[int, list[int]]] = {}
+        for name, _, _ in topics:
+            for index, p in self._in_sync(name).items():
+                self.replicas[(name, index)] = (p.leader, [r for r in p.replicas if r != p.leader])
+
+    def _in_sync(self, name: str, timeout_s: float = 20.0) -> dict[int, Any]:
+        """The topic's partitions once every replica is in the ISR: a node paused by an earlier
+        scenario is left out of the ISR of topics created soon after (seen on Kafka 4.4), and
+        acks=all would not wait for it."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            parts = self.up.admin().list_topics(name, timeout=10).topics[name].partitions
+            if all(set(p.isrs) == set(p.replicas) for p in parts.values()) or time.monotonic() > deadline:
+                return dict(parts)
+            time.sleep(0.1)
 
     def leader(self, topic: str, partition: int) -> int:
-        md = self.up.admin().list_topics(topic, timeout=10)
-        return int(md.topics[topic].partitions[partition].leader)
+        return self.replicas[(topic, partition)][0]
 
     def followers(self, topic: str, partition: int) -> list[int]:
-        md = self.up.admin().list_topics(topic, timeout=10)
-        p = md.topics[topic].partitions[partition]
-        return [r for r in p.replicas if r != p.leader]
+        return self.replicas[(topic, partition)][1]
 
     def pause(self, node_id: int, for_s: float | None = None) -> None:
         self.up.node(node_id).pause()
@@ -127,8 +141,9 @@ class KafkaCell:
             self.resume(node_id)
 
     def snapshot(self) -> dict[str, Any]:
-        """End offsets once the followers caught up (the high watermark is what a consumer can
-        read: after the resume it covers what the leader appended)."""
+        """End offsets once the followers are resumed and caught up (the high watermark is what
+        a consumer can read: after the resume it covers what the leader appended)."""
+        self.resume_all()
         ends = self.up.end_offsets([(t, p) for t, n, _ in self.topics for p in range(n)])
         return {"log_end_offsets": ends, "high_watermarks": dict(ends)}
 
@@ -175,19 +190,26 @@ class KafkaUpstream:
                     break
                 time.sleep(0.05)
 
-    def end_offsets(self, parts: list[tuple[str, int]], settle_s: float = 3.0) -> dict[str, int]:
+    def end_offsets(self, parts: list[tuple[str, int]], settle_s: float = 4.0) -> dict[str, int]:
         from confluent_kafka import Consumer, TopicPartition
 
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "conformance-snapshot"})
         try:
+            deadline, stable = time.monotonic() + settle_s, 0
+
             def read() -> dict[str, int]:
-                return {f"{t}-{p}": c.get_watermark_offsets(TopicPartition(t, p), timeout=5)[1] for t, p in parts}
-            last, deadline = read(), time.monotonic() + settle_s
-            while time.monotonic() < deadline:   # settled: two reads 200 ms apart agree
+                while True:   # a node just resumed may not know the topic yet: Unknown partition
+                    try:
+                        return {f"{t}-{p}": c.get_watermark_offsets(TopicPartition(t, p), timeout=5)[1] for t, p in parts}
+                    except Exception:
+                        if time.monotonic() > deadline + 10:
+                            raise
+                        time.sleep(0.1)
+            last = read()
+            while time.monotonic() < deadline and stable < 3:   # settled: unchanged for 0.6 s
                 time.sleep(0.2)
                 now = read()
-                if now == last:
-                    break
+                stable = stable + 1 if now == last else 0
                 last = now
             return last
         finally:
@@ -200,6 +222,7 @@ class KafkaUpstream:
         meanwhile). The emulator has neither; a scenario should not see them because it ran first."""
         from confluent_kafka import Consumer, Producer, TopicPartition
 
+        self._producer_ids(timeout_s)
         self.create_topics((("conformance-warm-up", 1, self.brokers),), {})
         p = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True})
         p.produce("conformance-warm-up", b"warm")
@@ -219,6 +242,21 @@ class KafkaUpstream:
         finally:
             c.close()
 
+    def _producer_ids(self, timeout_s: float) -> None:
+        """Each broker fetches its own block of producer ids on its first InitProducerId: ask each
+        until it answers without COORDINATOR_LOAD_IN_PROGRESS."""
+        from client.protocol import ApiKey
+        from conformance.realkafka import wire
+
+        body = {"transactional_id": None, "transaction_timeout_ms": -1, "producer_id": -1, "producer_epoch": -1}
+        deadline = time.monotonic() + timeout_s
+        for address in self.bootstrap.split(","):
+            host, port = address.rsplit(":", 1)
+            while wire.call(host, int(port), ApiKey.INIT_PRODUCER_ID, 4, body).error_code != 0:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{address} never handed out a producer id")
+                time.sleep(0.1)
+
     @contextlib.contextmanager
     def cell(self, scenario: Scenario, scale: float) -> Iterator[CellUpstream]:
         topic_config = {TOPIC_LEVEL[k]: str(v) for k, v in scenario.broker_config.items() if k in TOPIC_LEVEL}
@@ -235,13 +273,15 @@ class KafkaUpstream:
 
 
 def _replicate_as(cell: KafkaCell, spec: dict[str, Any], scale: float) -> None:
-    """A stalled follower is a paused node; a lagging one is paused for the lag (scaled). One
-    follower is enough: acks=all waits for every replica in the ISR."""
+    """A stalled follower is a paused node; a lagging one is paused until the lag (scaled) has
+    passed since the first Produce. One follower is enough: acks=all waits for every replica in
+    the ISR."""
     topic, partition = spec["topic"], spec.get("partition") or 0
     followers = cell.followers(topic, partition)
     if spec.get("follower") is not None:
         followers = [f for f in followers if f == spec["follower"]]
     if not followers:
         raise RuntimeError(f"{topic}-{partition} has no follower to stall")
-    lag = scaled_ms(spec.get("lag_ms", 0), scale) / 1000 if spec["mode"] == "lag" else None
-    cell.pause(followers[-1], lag)
+    cell.pause(followers[-1])
+    if spec["mode"] == "lag":   # resumed lag_ms after the first Produce reached the proxy (on_kafka)
+        cell.lagging.append((followers[-1], scaled_ms(spec.get("lag_ms", 0), scale) / 1000))
