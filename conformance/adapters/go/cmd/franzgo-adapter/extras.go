@@ -101,20 +101,29 @@ func newMember(run *lineproto.Run, group, topic string) (*member, error) {
 	m := &member{}
 	opts := append(consumerOpts(run), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { m.set(a[topic]) }),
-		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
+		// franz-go's default balancer is cooperative-sticky: the callbacks carry what is added or taken away
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { m.change(a[topic], nil) }),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
 			_ = cl.CommitUncommittedOffsets(ctx)
-			m.set(nil)
-		}))
+			m.change(nil, r[topic])
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, l map[string][]int32) { m.change(nil, l[topic]) }))
 	cl, err := kgo.NewClient(opts...)
 	m.cl = cl
 	return m, err
 }
 
-func (m *member) set(parts []int32) {
+func (m *member) change(added, removed []int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.assigned = slices.Sorted(slices.Values(parts))
+	now := slices.DeleteFunc(slices.Clone(m.assigned), func(p int32) bool { return slices.Contains(removed, p) })
+	for _, p := range added {
+		if !slices.Contains(now, p) {
+			now = append(now, p)
+		}
+	}
+	slices.Sort(now)
+	m.assigned = now
 }
 
 func (m *member) assignment() []any {
@@ -150,8 +159,9 @@ func (m *member) consume(ctx context.Context, count int, done func() bool) error
 }
 
 // groupTakeover: a first member consumes "first" records and commits them; a second member
-// joins (the group rebalances between the two), the first leaves (Close), and the second,
-// now owning every partition, consumes the "rest" from the committed offsets.
+// joins (the group rebalances between the two), the first leaves (Close), the values of
+// "then_produce" are produced (partition i % 3), and the second, now owning every partition,
+// consumes them from the committed offsets.
 // Value: {"first": {assignment, records}, "second": {assignment, assignment_shared, records}}.
 func groupTakeover(run *lineproto.Run, step lineproto.Step) (any, error) {
 	group, topic := lineproto.ArgStr(step.Args, "group", "gg"), lineproto.ArgStr(step.Args, "topic", "t")
@@ -183,11 +193,29 @@ func groupTakeover(run *lineproto.Run, step lineproto.Step) (any, error) {
 	<-polled
 	sharedAssignment := second.assignment()
 	first.cl.Close() // leaves the group: the second takes every partition over
-	if err := second.consume(ctx, len(second.records)+int(lineproto.ArgInt(step.Args, "rest", 0)), func() bool { return false }); err != nil {
+	after, err := produceValues(run, topic, step.Args["then_produce"])
+	if err != nil {
+		return nil, fmt.Errorf("then_produce: %w", err)
+	}
+	if err := second.consume(ctx, len(second.records)+after, func() bool { return false }); err != nil {
 		return nil, fmt.Errorf("second member: %w", err)
 	}
 	return map[string]any{
 		"first":  map[string]any{"assignment": firstAssigned, "records": first.records},
 		"second": map[string]any{"assignment_shared": sharedAssignment, "assignment": second.assignment(), "records": second.records},
 	}, nil
+}
+
+// produceValues produces each value of a list (partition i % 3) and returns how many it sent.
+func produceValues(run *lineproto.Run, topic string, values any) (int, error) {
+	list, _ := values.([]any)
+	if len(list) == 0 {
+		return 0, nil
+	}
+	records := []any{}
+	for _, v := range list {
+		records = append(records, map[string]any{"value": v})
+	}
+	_, err := produceBatch(run, lineproto.Step{Kind: "produce_batch", Args: map[string]any{"topic": topic, "records": records}})
+	return len(list), err
 }

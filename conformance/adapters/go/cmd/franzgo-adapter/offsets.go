@@ -47,7 +47,7 @@ func adminStep(run *lineproto.Run, step lineproto.Step, call adminCall) lineprot
 		return notCreated(step.Kind, err)
 	}
 	defer closeSoon(cl)
-	adm := kadm.NewClient(cl)
+	adm := newAdmin(run, cl)
 	if lineproto.ArgBool(step.Args, "warm_up", false) {
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, _ = call(wctx, adm, step.Args)
@@ -142,4 +142,12 @@ func commitSync(ctx context.Context, adm *kadm.Client, args map[string]any) (any
 		return nil, err
 	}
 	return nil, got.Error()
+}
+
+// newAdmin: a kadm client whose own request timeout (TimeoutMillis of ListOffsets v10+,
+// CreateTopics...: 15 s by default) is scaled with the run like franz-go's other timers.
+func newAdmin(run *lineproto.Run, cl *kgo.Client) *kadm.Client {
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(own(run, 15*time.Second).Milliseconds()))
+	return adm
 }

@@ -230,7 +230,7 @@ func adminListTopics(run *lineproto.Run, step lineproto.Step) lineproto.Outcome 
 		return notCreated(step.Kind, err)
 	}
 	defer closeSoon(cl)
-	adm := kadm.NewClient(cl)
+	adm := newAdmin(run, cl)
 	rounds := lineproto.ArgInt(step.Args, "repeat", 1)
 	var names []any
 	start := time.Now()

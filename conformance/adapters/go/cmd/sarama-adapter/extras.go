@@ -173,8 +173,8 @@ func waitFor(ctx context.Context, what string, cond func() bool) error {
 }
 
 // groupTakeover: as the franz-go adapter's: a first member consumes "first" messages and
-// commits them, a second joins (both share the partitions), the first leaves (Close), and the
-// second, owning every partition, consumes the "rest" from the committed offsets.
+// commits them, a second joins (both share the partitions), the first leaves (Close), the
+// values of "then_produce" are produced, and the second, owning every partition, consumes them.
 func groupTakeover(run *lineproto.Run, step lineproto.Step) (any, error) {
 	group, topic := lineproto.ArgStr(step.Args, "group", "gg"), lineproto.ArgStr(step.Args, "topic", "t")
 	ctx, cancel := context.WithTimeout(context.Background(), lineproto.Seconds(lineproto.ArgFloat(step.Args, "max_s", 60)))
@@ -205,7 +205,10 @@ func groupTakeover(run *lineproto.Run, step lineproto.Step) (any, error) {
 	_ = first.group.Close()
 	<-first.stopped
 	_, already, _ := second.state()
-	rest := int(lineproto.ArgInt(step.Args, "rest", 0))
+	rest, err := produceValues(run, topic, step.Args["then_produce"])
+	if err != nil {
+		return nil, fmt.Errorf("then_produce: %w", err)
+	}
 	if err := waitFor(ctx, "the second member's records", func() bool {
 		_, n, e := second.state()
 		return n >= already+rest || e != nil
@@ -225,4 +228,18 @@ func groupTakeover(run *lineproto.Run, step lineproto.Step) (any, error) {
 		"first":  map[string]any{"assignment": firstAssigned, "records": firstRecords},
 		"second": map[string]any{"assignment_shared": shared, "assignment": secondAssigned, "records": second.records},
 	}, nil
+}
+
+// produceValues produces each value of a list (partition i % 3) and returns how many it sent.
+func produceValues(run *lineproto.Run, topic string, values any) (int, error) {
+	list, _ := values.([]any)
+	if len(list) == 0 {
+		return 0, nil
+	}
+	records := []any{}
+	for _, v := range list {
+		records = append(records, map[string]any{"value": v})
+	}
+	_, err := produceBatch(run, lineproto.Step{Kind: "produce_batch", Args: map[string]any{"topic": topic, "records": records}})
+	return len(list), err
 }

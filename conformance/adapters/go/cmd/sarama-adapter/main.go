@@ -76,6 +76,12 @@ func errorName(err error) (string, string) {
 	}
 	var ke sarama.KError
 	var ce sarama.ConfigurationError
+	if errors.Is(err, sarama.ErrOutOfBrokers) { // the last broker's error decides the name
+		if lineproto.IsTimeout(err) {
+			return "TimeoutException", "sarama.ErrOutOfBrokers: " + err.Error()
+		}
+		return "ErrOutOfBrokers", "sarama.ErrOutOfBrokers: " + err.Error()
+	}
 	switch {
 	case errors.As(err, &ce):
 		return "ConfigException", "sarama.ConfigurationError: " + err.Error()
@@ -86,8 +92,6 @@ func errorName(err error) (string, string) {
 			return name, "sarama.KError(" + fmt.Sprint(int16(ke)) + "): " + err.Error()
 		}
 		return "sarama.KError", err.Error()
-	case errors.Is(err, sarama.ErrOutOfBrokers):
-		return "ErrOutOfBrokers", "sarama.ErrOutOfBrokers: " + err.Error()
 	case errors.Is(err, sarama.ErrNotConnected):
 		return "ErrNotConnected", "sarama.ErrNotConnected: " + err.Error()
 	case errors.Is(err, sarama.ErrClosedClient):

@@ -156,6 +156,7 @@ func startOffset(args map[string]any) int64 {
 
 // poll: Consumer.ConsumePartition, then the messages that arrive before the step's deadline
 // (a select on Messages() with a timer, the way a sarama application waits); value: their number.
+// Errors() is logged, not an outcome: the partition consumer goes on retrying by itself.
 func poll(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
 	start := time.Now()
 	client, err := newClient(run, config(run))
@@ -185,7 +186,10 @@ func poll(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
 			n++
 			continue
 		case ce := <-pc.Errors():
-			return failed(step.Kind, start, ce)
+			// informational: the PartitionConsumer retries by itself (Consumer.Retry.Backoff),
+			// as a sarama application that logs Errors() and keeps reading sees it
+			fmt.Fprintf(os.Stderr, "sarama-adapter: poll: %v\n", ce)
+			continue
 		case <-deadline.C:
 		}
 		break

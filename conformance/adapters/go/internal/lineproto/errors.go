@@ -42,8 +42,13 @@ func IsTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// GoName names a Go error by its dynamic type (*net.OpError) for error_message prefixes.
+// GoName names a Go error by its dynamic type, the network error inside a wrapper when there is
+// one (a refused dial is *net.OpError, not the *fmt.wrapError around it).
 func GoName(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return "*net.OpError"
+	}
 	return fmt.Sprintf("%T", err)
 }
 
