@@ -3,26 +3,25 @@
 ``KfakeCluster`` starts `.cache/adapters/go/kfake` (built by dev/build-adapters/go) with 3
 brokers on 127.0.0.1 and the tests' topic t (3 partitions), and offers what the tests' ``cluster``
 fixture offers: ``bootstrap``, and ``call(fn)`` with ``cluster.topics[name].partitions`` (each
-with ``index`` and ``log_end_offset``). kfake has no in-process state to read from Python, so
-those log end offsets are asked over the wire (ListOffsets, through confluent-kafka).
+with ``index`` and ``log_end_offset``) and ``cluster.create_topic``. kfake has no in-process
+state to reach from Python, so these go over the wire (ListOffsets and CreateTopics, through
+confluent-kafka); tests that read the emulator's trace or inject faults have no equivalent here.
 
-Run a test module's ``test_*(cluster)`` functions against kfake, each on a fresh cluster:
+Run a real-client test module against kfake (each test that takes ``cluster`` gets a fresh one;
+any further arguments go to pytest):
 
     .venv/bin/python -m tests.realclients.kfake_cluster tests/realclients/test_emulator_python_clients.py [-k NAME]
 
-It prints one line per test (PASS, FAIL with the assertion or error, SKIP) and a closing
-"N passed, N failed" line. docs/kfake.md has what came out.
+The module is copied beside a conftest that defines ``cluster`` as a kfake cluster, and pytest
+runs the copy. docs/kfake.md has what came out.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import inspect
+import shutil
 import subprocess
 import sys
-import time
-import traceback
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -88,6 +87,15 @@ class KfakeCluster:
         finally:
             c.close()
 
+    def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
+                     configs: dict[str, str] | None = None) -> None:
+        """As the emulator's ``Cluster.create_topic``, over the wire (CreateTopics)."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        topic = NewTopic(name, partitions or 1, replication_factor or -1, config=configs or {})
+        admin.create_topics([topic], operation_timeout=10)[name].result(15)
+
     def close(self) -> None:
         if self._proc.stdin is not None and not self._proc.stdin.closed:
             self._proc.stdin.close()           # kfake stops when its stdin closes
@@ -106,45 +114,30 @@ class KfakeCluster:
         self.close()
 
 
-def _tests(path: Path, pattern: str | None) -> list[tuple[str, Callable[..., Any]]]:
-    spec = importlib.util.spec_from_file_location(f"tests.realclients.{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return [(name, fn) for name, fn in vars(module).items()
-            if name.startswith("test_") and callable(fn) and "cluster" in inspect.signature(fn).parameters
-            and (pattern is None or pattern in name)]
+CONFTEST = """import pytest
+
+from tests.realclients.kfake_cluster import KfakeCluster
 
 
-def run_one(fn: Callable[..., Any]) -> tuple[str, str]:
-    """("PASS"|"FAIL"|"SKIP", detail) of one test on a fresh kfake cluster."""
-    import _pytest.outcomes
-
+@pytest.fixture
+def cluster():
     with KfakeCluster() as kf:
-        try:
-            fn(kf)
-        except _pytest.outcomes.Skipped as exc:
-            return "SKIP", str(exc)
-        except Exception as exc:  # a failed test: report it, go on with the next
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            return "FAIL", f"{type(exc).__name__} at {Path(where.filename).name}:{where.lineno}: {where.line}: {exc}"[:600]
-    return "PASS", ""
+        yield kf
+"""
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="run real-client tests against franz-go's kfake")
-    parser.add_argument("module", type=Path)
-    parser.add_argument("-k", dest="pattern")
-    args = parser.parse_args()
-    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    for name, fn in _tests(args.module, args.pattern):
-        start = time.perf_counter()
-        status, detail = run_one(fn)
-        counts[status] += 1
-        print(f"{status} {name} ({time.perf_counter() - start:.1f} s) {detail}", flush=True)
-    print(f"kfake: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
-    return 1 if counts["FAIL"] else 0
+    """Copies the test module beside a conftest whose ``cluster`` fixture is a kfake cluster
+    and runs pytest on the copy (from the repository, so its imports resolve)."""
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        print(__doc__)
+        return 2
+    module, pytest_args = Path(sys.argv[1]).resolve(), sys.argv[2:]
+    with tempfile.TemporaryDirectory(prefix="kfake-tests-") as tmp:
+        (Path(tmp) / "conftest.py").write_text(CONFTEST)
+        shutil.copy(module, Path(tmp) / module.name)
+        return subprocess.call([sys.executable, "-m", "pytest", str(Path(tmp) / module.name), "-p", "no:cacheprovider",
+                                "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), *pytest_args], cwd=REPO)
 
 
 if __name__ == "__main__":
