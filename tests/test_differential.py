@@ -143,7 +143,10 @@ def test_swallowed_requests_and_those_behind_them_are_not_unanswered():
     obs = D.observe(trace, CONFIG)
     assert "Produce: answers" not in obs and "Metadata: answers" not in obs
     assert obs["Produce: abandoned by the client"].value == 1
-    assert D.observe(produce(0.0, None, close_at=1000.0), CONFIG)["Produce: answers"].value == ["(unanswered)"]
+    assert "Produce: answers" not in D.observe(produce(0.0, None, close_at=1000.0), CONFIG)   # the client gave up
+    assert D.observe(produce(0.0, None), CONFIG)["Produce: answers"].value == ["(unanswered)"]   # still owed at the end
+    broker_closed = produce(0.0, None, close_at=50.0, closed_by="broker")
+    assert D.observe(broker_closed, CONFIG)["Produce: answers"].value == ["(unanswered)"]
 
 
 def test_na_on_either_side_is_one_na_row():
