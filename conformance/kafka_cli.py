@@ -40,14 +40,19 @@ def _report_diff(emulator: list[Result], kafka: list[Result], args: argparse.Nam
     meta: dict[str, Any] = {"kafka_brokers": args.kafka_brokers, "scale": args.scale, "wall_s": round(wall, 1),
                             "scenarios_run_on_kafka": len(ran),
                             "not_on_kafka": {r.scenario: r.message for r in kafka if r.status is Status.NA}}
+    from conformance import report
+
+    print("on Apache Kafka, through the proxy:")
+    print(report.matrix(kafka))
     for r in rows:
         if r.verdict == "different":
             print(f"DIFF {r.scenario} [{r.client}] {r.observation}: emulator {r.emulator} | kafka {r.kafka} ({r.tolerance})")
     print(f"\n{len(rows)} observations: {counts['same']} same, {counts['different']} different, {counts['n/a']} n/a; "
           f"{len(ran)} scenario(s) ran on Kafka ({args.kafka_brokers} node(s)) in {wall:.0f} s")
-    if args.json:
+    if args.json:   # with every verdict of both sides, for the record
         with open(args.json, "w") as f:
-            f.write(D.to_json(rows, **meta))
+            f.write(D.to_json(rows, **meta, kafka_results=[r.to_dict() for r in kafka],
+                              emulator_results=[r.to_dict() for r in emulator]))
     if args.html:
         with open(args.html, "w") as f:
             f.write(D.to_html(rows, **meta))
