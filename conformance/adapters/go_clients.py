@@ -122,12 +122,15 @@ class FranzGoAdapter(GoAdapter):
         acks, enable.idempotence kgo.RequiredAcks, kgo.DisableIdempotentWrite
         retries, linger.ms       kgo.RecordRetries, kgo.ProducerLinger
         fetch.max.wait.ms        kgo.FetchMaxWait
+        (none: own default)      kadm.Client.SetTimeoutMillis: the TimeoutMillis kadm puts in ListOffsets
+                                 v10+ and admin requests (15 s, scaled like franz-go's other timers)
 
     Operations:
 
         produce             Client.Produce + promise, awaited per record; value: the last offset
         produce_pipelined   count Produce calls (gap_s apart), then every promise
-        configure_producer  kgo.NewClient(producer options)
+        configure_producer  kgo.NewClient(producer options), given the scenario's unscaled values (no
+                            network, nothing timed; kgo refuses a RecordDeliveryTimeout under 1 s)
         poll                kgo.ConsumePartitions + PollFetches(ctx): the number of records
         committed           kadm.Client.FetchOffsets(ctx, group): the offset or None
         end_offsets         kadm.Client.ListEndOffsets(ctx, topic): {"partition": offset}
