@@ -3,7 +3,8 @@ one run, side by side: (a) `broker-emu serve` (a separate process), (b) librdkaf
 cluster (test.mock.num.brokers=3, inside the producer), (c) franz-go's kfake (a Go program,
 `.cache/adapters/go/kfake`, built by dev/build-adapters/go). Every target has 3 brokers and a
 topic "bench" with one partition. Prints throughput for 10 KB and 100 B messages with acks=1 and
-acks=all, and sequential Metadata round-trip p50/p99, each with its ratio to the emulator.
+acks=all, and sequential Metadata round-trip p50/p99, each with its ratio to the first target
+(the emulator unless --targets says otherwise).
 
 Run: .venv/bin/python -m benchmarks.broker [--targets emulator,mock,kfake] [--seconds-per-case 3]
      [--rounds 3] [--emulator-config KEY=VALUE ...]
@@ -25,8 +26,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
-
-from confluent_kafka import Producer
 
 ROOT = Path(__file__).resolve().parent.parent
 KFAKE = ROOT / ".cache" / "adapters" / "go" / "kfake"
@@ -156,6 +155,8 @@ def producer_conf(target: str, acks: str) -> dict:
 
 def throughput(target: str, size: int, acks: str, seconds: float) -> tuple[int, float]:
     """Messages delivered and the seconds it took (produce for ``seconds``, then flush)."""
+    from confluent_kafka import Producer  # here: the targets and the report load without it
+
     p = Producer(producer_conf(target, acks))
     p.list_topics("bench", timeout=10)
     payload = os.urandom(size)
@@ -203,6 +204,8 @@ def metadata_rtts(targets: list[str], rounds: int = 10, per_round: int = 100) ->
     """Sequential Metadata round trips, p50 and p99 per target. The targets take turns in
     rounds so all see the same machine: one target measured after the other swung the
     ratio between 2x and 4x from run to run on a 2-core VM."""
+    from confluent_kafka import Producer
+
     producers = [Producer(producer_conf(t, "1")) for t in targets]
     for p in producers:
         p.list_topics("bench", timeout=10)
@@ -221,7 +224,7 @@ def metadata_rtts(targets: list[str], rounds: int = 10, per_round: int = 100) ->
 
 
 # -- the report ----------------------------------------------------------------------------------
-CASE_W, CELL_W = 16, 32
+CASE_W, CELL_W = 18, 32
 
 
 def _row(label: str, cells: list[str]) -> str:
