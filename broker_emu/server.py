@@ -392,15 +392,21 @@ class Connection:
         return None
 
     async def _send(self, out: bytes, correlation_id: int, api_key: int, version: int, errors, fields=None) -> bool:
-        try:
-            await self.stream.send_all(out)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._closed_by("client", "reset while sending a response")
+        # Traced as the answer goes out, before the write: a client that reads it and closes at
+        # once must not appear in the trace to have closed first (trio may run the reader's EOF
+        # before this task resumes). A write that fails is followed by the close that says so;
+        # nothing is traced as sent on a connection already closed.
+        if self.closed:
             return False
         fields = fields or {"broker": self.broker.id, "conn": self.id, "client_id": self.client_id,
                             "client_addr": self.addr, "correlation_id": correlation_id, "api_key": api_key,
                             "api": ApiKey(api_key).api_name, "api_version": version}
         self.cluster.trace.emit(Kind.SEND, **fields, details={"errors": sorted(set(errors))} if errors else None)
+        try:
+            await self.stream.send_all(out)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._closed_by("client", "reset while sending a response")
+            return False
         return True
 
 

@@ -131,13 +131,14 @@ def run_one(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
 def default_adapters() -> list[Adapter]:
     from conformance.adapters.aiokafka import AiokafkaAdapter
     from conformance.adapters.confluent import ConfluentAdapter
+    from conformance.adapters.go_clients import FranzGoAdapter, SaramaAdapter
     from conformance.adapters.java_client import JavaAdapter, JavaConsumerProtocolAdapter
     from conformance.adapters.kafka_python import KafkaPythonAdapter
     from conformance.adapters.kcat import KcatAdapter
     from conformance.adapters.ours import OurAdapter, OurBlockingAdapter
 
     return [OurAdapter(), OurBlockingAdapter(), ConfluentAdapter(), KafkaPythonAdapter(), AiokafkaAdapter(), KcatAdapter(),
-            JavaAdapter(), JavaConsumerProtocolAdapter()]
+            JavaAdapter(), JavaConsumerProtocolAdapter(), FranzGoAdapter(), SaramaAdapter()]
 
 
 def select(scenarios: Iterable[Scenario], ids: list[str] | None) -> list[Scenario]:
