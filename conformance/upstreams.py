@@ -282,6 +282,11 @@ def _replicate_as(cell: KafkaCell, spec: dict[str, Any], scale: float) -> None:
         followers = [f for f in followers if f == spec["follower"]]
     if not followers:
         raise RuntimeError(f"{topic}-{partition} has no follower to stall")
+    # never the KRaft quorum's leader (every node is a controller too): a paused active controller
+    # stops the heartbeats of the whole cluster, and brokers are fenced when it resumes
+    quorum = getattr(cell.up.cluster, "quorum_leader", lambda: None)()
+    if quorum is not None and len(followers) > 1:
+        followers = [f for f in followers if f != quorum.node_id] or followers
     cell.pause(followers[-1])
     if spec["mode"] == "lag":   # resumed lag_ms after the first Produce reached the proxy (on_kafka)
         cell.lagging.append((followers[-1], scaled_ms(spec.get("lag_ms", 0), scale) / 1000))
