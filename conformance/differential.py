@@ -82,7 +82,7 @@ def _swallowed_conns(trace: list[TraceEvent]) -> dict[tuple[int | None, int | No
     return out
 
 
-def _comparable(x: Exchange, swallowed: dict[tuple[int | None, int | None], float]) -> bool:
+def _comparable(x: Exchange, swallowed: dict[tuple[int | None, int | None], float], end_ms: float) -> bool:
     """An exchange whose answer (or its absence) says something about the broker: answered, or
     never answered although the client kept the connection (open to the end, or closed by the
     broker), and not swallowed by a wire fault nor queued behind one. A request the client gave
@@ -93,6 +93,8 @@ def _comparable(x: Exchange, swallowed: dict[tuple[int | None, int | None], floa
         return True
     if x.close is not None and closed_by(x.close) == "client":
         return False
+    if x.close is None and end_ms - x.request.t_ms <= TIME_TOL_MS:
+        return False   # sent as the run ended (a client's periodic Metadata): nothing owed yet
     since = swallowed.get((x.request.broker, x.request.conn))
     return since is None or x.request.t_ms < since
 
@@ -100,7 +102,8 @@ def _comparable(x: Exchange, swallowed: dict[tuple[int | None, int | None], floa
 def observe_api(trace: list[TraceEvent], api: str, config: dict[str, Any]) -> dict[str, Obs]:
     everything = exchanges(trace, api)
     swallowed = _swallowed_conns(trace)
-    xs = [x for x in everything if _comparable(x, swallowed)]
+    end_ms = max((e.t_ms for e in trace), default=0.0)
+    xs = [x for x in everything if _comparable(x, swallowed, end_ms)]
     answered = [x for x in xs if x.answer is not None]
     out = {f"{api}: requests": Obs(len(everything), "count"),
            f"{api}: abandoned by the client": Obs(sum(x.abandoned for x in everything), "count")}

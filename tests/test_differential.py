@@ -144,7 +144,9 @@ def test_swallowed_requests_and_those_behind_them_are_not_unanswered():
     assert "Produce: answers" not in obs and "Metadata: answers" not in obs
     assert obs["Produce: abandoned by the client"].value == 1
     assert "Produce: answers" not in D.observe(produce(0.0, None, close_at=1000.0), CONFIG)   # the client gave up
-    assert D.observe(produce(0.0, None), CONFIG)["Produce: answers"].value == ["(unanswered)"]   # still owed at the end
+    later = [ev(500.0, Kind.CONN_OPEN, None, 2)]
+    assert D.observe(produce(0.0, None) + later, CONFIG)["Produce: answers"].value == ["(unanswered)"]   # owed at the end
+    assert "Produce: answers" not in D.observe(produce(450.0, None) + later, CONFIG)   # sent as the run ended
     broker_closed = produce(0.0, None, close_at=50.0, closed_by="broker")
     assert D.observe(broker_closed, CONFIG)["Produce: answers"].value == ["(unanswered)"]
 
