@@ -252,10 +252,13 @@ class Connection:
         assert cluster._nursery is not None   # a serving cluster always has one (runtime.open_cluster)
         cluster._nursery.start_soon(stop)
 
+    def _api_versions_range(self) -> tuple[int, int]:
+        return advertised_range(self.cluster, API_VERSIONS) or (0, 0)  # always registered
+
     async def _api_versions_fallback(self, header) -> bool:
         """A too-new ApiVersions gets UNSUPPORTED_VERSION in the v0 layout (KIP-511), listing
         the ApiVersions range we do serve, so the client can retry with a version we know."""
-        lo, hi = advertised_range(self.cluster, API_VERSIONS) or (0, 0)  # always registered
+        lo, hi = self._api_versions_range()
         body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
         self._trace(Kind.RECV, correlation_id=header.correlation_id, api_key=API_VERSIONS, api="ApiVersions",
                     api_version=header.api_version, details={"too_new": True})

@@ -110,6 +110,12 @@ class ProxyConnection(Connection):
             return False
         if header.client_id != self.client_id:
             self.client_id = header.client_id
+        if header.api_key == API_VERSIONS and not codec_knows(API_VERSIONS, header.api_version):
+            # Passed through, a newer ApiVersions answer (Kafka 4.4 serves v5) could not be capped,
+            # and the client would then use Metadata versions whose addresses we cannot rewrite,
+            # and connect around the proxy. Kafka's own downgrade path (KIP-511) instead: the
+            # client retries with a version the proxy reads.
+            return await self._api_versions_fallback(header)
         fields = {"broker": self.broker.id, "conn": self.id, "client_id": self.client_id, "client_addr": self.addr,
                   "correlation_id": header.correlation_id, "api_key": header.api_key,
                   "api": API_NAMES.get(header.api_key), "api_version": header.api_version}
@@ -125,6 +131,9 @@ class ProxyConnection(Connection):
         if not await self._faults_before(decision, header.api_key):
             return False
         return await self._answer(frame, header, body, decision, fields)
+
+    def _api_versions_range(self) -> tuple[int, int]:
+        return supported_versions(API_VERSIONS)
 
     def _decode(self, frame: bytes, header: RequestHeader, fields: dict[str, Any]) -> Any:
         """The request's body, or None when the codec cannot read it (it goes through as is).

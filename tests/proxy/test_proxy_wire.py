@@ -146,3 +146,22 @@ def test_bytes_after_a_body_are_traced_as_an_anomaly_and_forwarded_as_sent(upstr
     assert frame[4:] in seen
     anomaly = events(proxy, "request_anomaly")
     assert anomaly and "3 bytes after the body" in anomaly[0].details["anomalies"][0]
+
+
+def test_a_too_new_api_versions_is_answered_by_the_proxy_so_the_client_downgrades(upstream, proxy):
+    """Kafka 4.4 serves ApiVersions v5, which our codec cannot read: passed through, its answer
+    could not be capped and the client would reach Metadata versions whose addresses the proxy
+    cannot rewrite (franz-go then connected around the proxy). The proxy answers as Kafka does
+    to a version it lacks (KIP-511: UNSUPPORTED_VERSION in the v0 layout, with its range)."""
+    seen: list[bytes] = []
+    upstream.call(lambda: setattr(upstream.cluster, "frame_tap", lambda conn, frame: seen.append(bytes(frame))))
+    _, hi = supported_versions(18)
+    frame = bytearray(encode_request(18, hi, 7, "wire-test", {"client_software_name": "t", "client_software_version": "1"}))
+    struct.pack_into(">h", frame, 6, hi + 1)   # the header's api_version: one past what the codec reads
+    answer = roundtrip(proxy.bootstrap, bytes(frame))
+    assert answer is not None
+    correlation_id, decoded = decode_response(18, 0, answer)
+    assert correlation_id == 7 and decoded["error_code"] == 35
+    assert [(k["api_key"], k["min_version"], k["max_version"]) for k in decoded["api_keys"]] == [(18, 0, hi)]
+    assert not [f for f in seen if struct.unpack_from(">hh", f)[0] == 18]   # nothing of it went upstream
+    assert any(e.details.get("too_new") for e in events(proxy, "recv"))
