@@ -26,6 +26,12 @@ def _no_handler_errors(request):
                     pytrace=False)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--broker", choices=("emulator", "kfake"), default="emulator",
+                     help="what the real-client tests' cluster fixture starts: broker-emu (default) or franz-go's "
+                          "kfake (built by dev/build-adapters/go); under kfake only tests marked any_broker run")
+
+
 def pytest_collection_modifyitems(config, items):
     """Markers a fast local run can deselect (README): ``spark`` for tests that start Spark's
     JVM, ``browser`` for those that drive headless Chromium (``realclient`` and ``slow`` are set
@@ -35,3 +41,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
         if item.path.name == "test_timeline_browser.py":
             item.add_marker(pytest.mark.browser)
+        if config.getoption("--broker") != "emulator" and "any_broker" not in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=f"needs the emulator itself (its trace, faults or state), "
+                                                    f"not --broker {config.getoption('--broker')}"))

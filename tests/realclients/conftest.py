@@ -12,8 +12,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @pytest.fixture
-def cluster():
-    """A 3-broker emulated cluster on loopback, with topic t (3 partitions, RF 3)."""
+def cluster(request):
+    """A 3-broker emulated cluster on loopback, with topic t (3 partitions, RF 3); with
+    ``--broker kfake``, franz-go's kfake with the same topic (tests/realclients/kfake_cluster.py)."""
+    if request.config.getoption("--broker") == "kfake":
+        from .kfake_cluster import KfakeCluster
+
+        with KfakeCluster() as kf:
+            yield kf
+        return
     from broker_emu import run_cluster_in_thread
 
     with run_cluster_in_thread(brokers=3, topics=[("t", 3, 3)], config={"group.initial.rebalance.delay.ms": 0}) as tc:

@@ -1,4 +1,6 @@
-"""franz-go's kfake as a stand-in for the emulator in the real-client tests (by hand, for now).
+"""franz-go's kfake as a stand-in for the emulator in the real-client tests.
+
+    .venv/bin/python -m pytest --broker kfake tests/realclients   # the tests marked any_broker, on kfake
 
 ``KfakeCluster`` starts `.cache/adapters/go/kfake` (built by dev/build-adapters/go) with 3
 brokers on 127.0.0.1 and the tests' topic t (3 partitions), and offers what the tests' ``cluster``

@@ -7,7 +7,7 @@ import pytest
 
 from tests.realclients.conftest import require_client, run_node
 
-pytestmark = pytest.mark.realclient
+pytestmark = [pytest.mark.realclient, pytest.mark.any_broker]   # passes on kfake too (--broker kfake)
 
 
 def kcat(cluster, *args, input=None, timeout=30):

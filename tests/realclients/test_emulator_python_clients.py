@@ -9,7 +9,7 @@ import pytest
 
 from tests.realclients.conftest import require_client
 
-pytestmark = pytest.mark.realclient
+pytestmark = [pytest.mark.realclient, pytest.mark.any_broker]   # passes on kfake too (--broker kfake)
 BIG = b"B" * 900_000
 
 

@@ -18,7 +18,7 @@ from conformance.adapters.base import RunEnv
 from conformance.adapters.go_clients import FranzGoAdapter, GoAdapter, SaramaAdapter
 from conformance.model import Operation, Outcome
 
-pytestmark = pytest.mark.realclient
+pytestmark = [pytest.mark.realclient, pytest.mark.any_broker]   # passes on kfake too (--broker kfake)
 BIG = b"B" * 900_000
 
 

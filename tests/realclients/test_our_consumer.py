@@ -9,7 +9,7 @@ import pytest
 import client
 from tests.realclients.conftest import require_client
 
-pytestmark = pytest.mark.realclient
+pytestmark = [pytest.mark.realclient, pytest.mark.any_broker]   # passes on kfake too (--broker kfake)
 FAST = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 300, "auto.offset.reset": "earliest"}
 
 
