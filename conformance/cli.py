@@ -7,6 +7,8 @@ import html
 import sys
 import time
 
+from conformance.summary import print_summary
+
 
 def add_commands(sub) -> None:
     c = sub.add_parser("conformance", help="run the timeout conformance suite against clients")
@@ -96,36 +98,6 @@ def run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_timelines(results, html_path: str) -> dict:
-    """One timeline page per run that has a trace, next to the HTML report, drawn from the
-    run's own trace (nothing is re-run); returns the report's links to them."""
-    import os
-    import re
-
-    from conformance.explain import build, render_svg
-    from conformance.scenarios import BY_ID
-
-    folder = os.path.join(os.path.dirname(os.path.abspath(html_path)), "timelines")
-    links = {}
-    for r in results:
-        if not r.trace:
-            continue
-        spans, marks = build(r.trace)
-        slug = re.sub(r"[^a-z0-9]+", "-", r.client.lower()).strip("-")
-        name = f"{r.scenario}--{slug}.html"
-        scenario = BY_ID.get(r.scenario)
-        note = "" if r.client.startswith("broker-emu (async)") else " (real time: every timeout divided by the scale)"
-        title = f"{r.scenario} — {r.client}: {r.status.value.upper()}{note}"
-        os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, name), "w") as f:
-            f.write(f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title><body>"
-                    f"{render_svg(title, spans, marks)}<p>{html.escape(scenario.teaching if scenario else '')}</p>"
-                    f"<ul>{''.join(f'<li>{html.escape(n)}: {st.value} {html.escape(d)}</li>' for n, st, d in r.contracts)}</ul>"
-                    f"</body>")
-        links[(r.scenario, r.client)] = f"timelines/{name}"
-    return links
-
-
 def _compare_panel(scenario, spec: str):
     """The second panel of --compare: a client name, a scenario id, or KEY=VALUE overrides."""
     from conformance.explain import explain
@@ -181,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         return run_kafka(args, scenarios, adapters, _progress)
     start = time.perf_counter()
     results = run_plan(Plan(scenarios, adapters, args.scale, args.bootstrap), _progress)
-    _print_summary(results, time.perf_counter() - start, args)
+    print_summary(results, time.perf_counter() - start, args)
     ours = [r for r in results if r.client.startswith("broker-emu")]
     broken = [r for r in results if r.status is Status.ERROR]
     failed_ours = [r for r in ours if r.status is Status.FAIL]
@@ -202,31 +174,3 @@ def _progress(done: int, total: int, result) -> None:
     bar = "#" * int(30 * done / total)
     print(f"\r[{bar:<30}] {done}/{total} {result.client}: {result.scenario} {result.status.value}".ljust(110),
           end="" if done < total else "\n", file=sys.stderr, flush=True)
-
-
-def _print_summary(results: list, wall: float, args: argparse.Namespace) -> None:
-    """The matrix and the counts on stdout, then the reports asked for (--json, --junit, --html)."""
-    from conformance import report
-    from conformance.model import Status
-
-    simulated = sum(r.simulated_s for r in results)
-    print(report.matrix(results))
-    print(f"\n{len(results)} runs: {sum(r.status is Status.PASS for r in results)} pass, "
-          f"{sum(r.status is Status.FAIL for r in results)} fail, {sum(r.status is Status.NA for r in results)} n/a, "
-          f"{sum(r.status is Status.ERROR for r in results)} error; simulated {simulated:.1f} s in {wall:.1f} s of wall time")
-    print(f"Figures of real-time clients are in their scaled time (every timeout divided by {args.scale:g}); "
-          "our async face runs in virtual time at full length.")
-    for r in results:
-        if r.status in (Status.FAIL, Status.ERROR):
-            print(f"  {r.status.value.upper()} {r.client} {r.scenario}: {r.message}")
-    summary = {"simulated_s": round(simulated, 3), "wall_s": round(wall, 3), "scale": args.scale}
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(report.to_json(results, **summary))
-    if args.junit:
-        with open(args.junit, "w") as f:
-            f.write(report.to_junit(results))
-    if args.html:
-        links = write_timelines(results, args.html)
-        with open(args.html, "w") as f:
-            f.write(report.to_html(results, timeline_links=links))

@@ -13,8 +13,8 @@ from conformance.model import Result, Status
 
 
 def run_kafka(args: argparse.Namespace, scenarios: list, adapters: list, progress: Callable[..., None]) -> int:
-    from conformance.cli import _print_summary
     from conformance.on_kafka import run_on_emulator_via_proxy, run_on_kafka
+    from conformance.summary import print_summary
 
     start = time.perf_counter()
     try:
@@ -24,7 +24,7 @@ def run_kafka(args: argparse.Namespace, scenarios: list, adapters: list, progres
         return 2
     kafka_wall = time.perf_counter() - start
     if not args.diff:
-        _print_summary(kafka, kafka_wall, args)
+        print_summary(kafka, kafka_wall, args)
         print(f"(on Apache Kafka, {args.kafka_brokers} node(s), through the proxy)")
         return 1 if any(r.status is Status.ERROR for r in kafka) else 0
     emulator = run_on_emulator_via_proxy(scenarios, adapters, args.scale, args.kafka_brokers, progress)
