@@ -1,18 +1,20 @@
 """Broker benchmark (not a test): the same confluent-kafka producer against several brokers in
 one run, side by side: (a) `broker-emu serve` (a separate process), (b) librdkafka's mock
 cluster (test.mock.num.brokers=3, inside the producer), (c) franz-go's kfake (a Go program,
-`.cache/adapters/go/kfake`, built by dev/build-adapters/go). Every target has 3 brokers and a
+`.cache/adapters/go/kfake`, built by dev/build-adapters/go), (d) Apache Kafka 4.4.0 itself
+(conformance/realkafka, installed by dev/install-kafka). Every target has 3 brokers and a
 topic "bench" with one partition. Prints throughput for 10 KB and 100 B messages with acks=1 and
 acks=all, and sequential Metadata round-trip p50/p99, each with its ratio to the first target
 (the emulator unless --targets says otherwise).
 
-Run: .venv/bin/python -m benchmarks.broker [--targets emulator,mock,kfake] [--seconds-per-case 3]
+Run: .venv/bin/python -m benchmarks.broker [--targets emulator,mock,kfake,kafka] [--seconds-per-case 3]
      [--rounds 3] [--emulator-config KEY=VALUE ...]
 
 The targets take turns within each case (rounds), so all of them see the same machine state.
-A target that is not available here (kfake not built) is left out with its reason, unless it
-was named with --targets. Another broker is one function registered with ``@target("name")``
-that starts it and returns a ``Target`` (see the end of the target section).
+A target that is not available here (kfake not built, no Java) is left out with its reason,
+unless it was named with --targets. Another broker is one function registered with
+``@target("name")`` that starts it and returns a ``Target``. "time to ready" is from starting the
+target to its first Metadata answer.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class Target:
     label: str                                   # the column's title
     address: str
     stop: Callable[[], None] = field(default=lambda: None)
+    ready_s: float | None = None                 # from start to bootstrap answering (None: in-process mock)
 
 
 class TargetUnavailable(Exception):
@@ -94,10 +97,20 @@ def _stopper(proc: subprocess.Popen) -> Callable[[], None]:
     return stop
 
 
+def _ready_s(bootstrap: str, t0: float) -> float:
+    """Seconds from ``t0`` until the bootstrap's first Metadata answer (the first answer a
+    client gets: what a test suite waits for before it can start)."""
+    from confluent_kafka.admin import AdminClient
+
+    AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=60)
+    return time.perf_counter() - t0
+
+
 @target("emulator")
 def emulator_target(args: argparse.Namespace) -> Target:
+    t0 = time.perf_counter()
     proc, bootstrap = start_emulator(args.emulator_config)
-    return Target("emulator", "broker-emu", bootstrap, _stopper(proc))
+    return Target("emulator", "broker-emu", bootstrap, _stopper(proc), _ready_s(bootstrap, t0))
 
 
 @target("mock")
@@ -110,16 +123,36 @@ def kfake_target(args: argparse.Namespace) -> Target:
     if not os.access(KFAKE, os.X_OK):
         raise TargetUnavailable(f"{KFAKE.relative_to(ROOT)} is not built (bash dev/build-adapters/go)")
     # kfake stops when its stdin closes: a pipe we hold, so it never outlives this run
+    t0 = time.perf_counter()
     proc = subprocess.Popen([str(KFAKE), "-brokers", "3", "-topic", "bench:1"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return Target("kfake", "franz-go kfake", _bootstrap_line(proc, "kfake"), _stopper(proc))
+    bootstrap = _bootstrap_line(proc, "kfake")
+    return Target("kfake", "franz-go kfake", bootstrap, _stopper(proc), _ready_s(bootstrap, t0))
 
 
-# A real Apache Kafka is one more function here, e.g. with conformance/realkafka:
-#     @target("kafka")
-#     def kafka_target(args):
-#         cluster = KafkaCluster(brokers=3).start()      # then create topic "bench" (1 partition)
-#         return Target("kafka", "Apache Kafka", cluster.bootstrap, cluster.stop)
+@target("kafka")
+def kafka_target(args: argparse.Namespace) -> Target:
+    """Apache Kafka 4.4.0 itself (conformance/realkafka): 3 KRaft nodes, small heaps, on this
+    machine's 2 cores beside the client; "bench" replicated 3 ways as on the emulator."""
+    from conformance.realkafka import KafkaCluster, KafkaNotInstalled, check_installed
+
+    try:
+        check_installed()
+    except KafkaNotInstalled as exc:   # no java, or dev/install-kafka not run: the reason, not a crash
+        raise TargetUnavailable(str(exc)) from None
+    t0 = time.perf_counter()
+    cluster = KafkaCluster(brokers=3).start()
+    try:
+        cluster.create_topic("bench", partitions=1, replication_factor=3)
+        ready = _ready_s(cluster.bootstrap, t0)
+    except BaseException:
+        cluster.stop()
+        raise
+
+    def stop() -> None:
+        cluster.stop()
+
+    return Target("kafka", "Apache Kafka 4.4", cluster.bootstrap, stop, ready)
 
 
 def start_targets(keys: list[str], explicit: bool, args: argparse.Namespace) -> list[Target]:
@@ -245,6 +278,9 @@ def report(targets: list[Target], seconds: float, rounds: int) -> None:
         rates = interleaved(addresses, size, acks, seconds, rounds)
         cells = [f"{r:,.0f}/s {r * size / 1e6:.1f} MB/s{_ratio(r, rates[0], i == 0)}" for i, r in enumerate(rates)]
         print(_row(f"{size} B acks={acks}", cells), flush=True)
+    print(_row("time to ready", ["in-process" if t.ready_s is None else
+                                 f"{t.ready_s:.2f} s{_ratio(t.ready_s, targets[0].ready_s, i == 0) if targets[0].ready_s else ''}"
+                                 for i, t in enumerate(targets)]), flush=True)
     rtts = metadata_rtts(addresses)
     for name, k in (("metadata p50", 0), ("metadata p99", 1)):
         base = rtts[0][k]

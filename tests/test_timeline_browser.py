@@ -62,8 +62,8 @@ def test_each_teaching_page_has_an_up_to_date_screenshot():
 def test_the_report_links_each_cell_to_its_timeline(tmp_path):
     from conformance import report
     from conformance.adapters.ours import OurAdapter
-    from conformance.summary import write_timelines
     from conformance.runner import Plan, run_plan
+    from conformance.summary import write_timelines
 
     results = run_plan(Plan([BY_ID["kip19.produce-black-hole"], BY_ID["kip91.config-validation"]], [OurAdapter()]))
     links = write_timelines(results, str(tmp_path / "report.html"))
