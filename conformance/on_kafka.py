@@ -206,6 +206,9 @@ def run_via_proxy(scenario: Scenario, adapter: Adapter, scale: float, upstream: 
             with _lag_after_first_produce(tp, cell):
                 outcomes = _run_blocking(adapter, steps, env)
             trace = tp.call(lambda: list(proxy.trace.events))
+            # resume stalled followers before the proxy stops: stopping it with an upstream broker
+            # paused took up to its 10 s join, long enough for KRaft to fence that broker
+            getattr(cell, "resume_all", lambda: None)()
         snap = cell.snapshot()
     trace = derive_purgatory(unrename_trace(trace, back), env.config)
     evidence = Evidence(unrename_outcomes(outcomes, back), trace, env.config, scale, unrename_snapshot(snap, back),
