@@ -27,9 +27,10 @@ def _no_handler_errors(request):
 
 
 def pytest_addoption(parser):
-    parser.addoption("--broker", choices=("emulator", "kfake"), default="emulator",
-                     help="what the real-client tests' cluster fixture starts: broker-emu (default) or franz-go's "
-                          "kfake (built by dev/build-adapters/go); under kfake only tests marked any_broker run")
+    parser.addoption("--broker", choices=("emulator", "kfake", "kafka", "kafka-proxy"), default="emulator",
+                     help="what the real-client tests' cluster fixture starts: broker-emu (default), franz-go's kfake, "
+                          "Apache Kafka (3 nodes per test), or Kafka through broker-emu proxy; under the others only "
+                          "tests marked any_broker run (tests/realclients/other_brokers.py)")
 
 
 def pytest_collection_modifyitems(config, items):

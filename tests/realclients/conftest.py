@@ -14,12 +14,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.fixture
 def cluster(request):
     """A 3-broker emulated cluster on loopback, with topic t (3 partitions, RF 3); with
-    ``--broker kfake``, franz-go's kfake with the same topic (tests/realclients/kfake_cluster.py)."""
-    if request.config.getoption("--broker") == "kfake":
-        from .kfake_cluster import KfakeCluster
+    ``--broker kfake|kafka|kafka-proxy``, that broker with the same topic (other_brokers.py)."""
+    broker = request.config.getoption("--broker")
+    if broker != "emulator":
+        from .other_brokers import KafkaTestCluster, KfakeCluster, WireCluster
 
-        with KfakeCluster() as kf:
-            yield kf
+        other: WireCluster = KfakeCluster() if broker == "kfake" else KafkaTestCluster(proxied=broker == "kafka-proxy")
+        with other:
+            yield other
         return
     from broker_emu import run_cluster_in_thread
 

@@ -1,29 +1,22 @@
-"""franz-go's kfake as a stand-in for the emulator in the real-client tests.
+"""Other brokers behind the real-client tests' ``cluster`` fixture (``pytest --broker NAME``):
+franz-go's kfake (``KfakeCluster``, `.cache/adapters/go/kfake`, built by dev/build-adapters/go)
+and Apache Kafka itself, directly or through ``broker-emu proxy`` (``KafkaTestCluster``,
+conformance/realkafka, installed by dev/install-kafka).
 
-    .venv/bin/python -m pytest --broker kfake tests/realclients   # the tests marked any_broker, on kfake
+    .venv/bin/python -m pytest --broker kfake tests/realclients         # the tests marked any_broker
+    .venv/bin/python -m pytest --broker kafka tests/realclients         # a 3-node Kafka per test
+    .venv/bin/python -m pytest --broker kafka-proxy tests/realclients   # the same, through the proxy
 
-``KfakeCluster`` starts `.cache/adapters/go/kfake` (built by dev/build-adapters/go) with 3
-brokers on 127.0.0.1 and the tests' topic t (3 partitions), and offers what the tests' ``cluster``
-fixture offers: ``bootstrap``, and ``call(fn)`` with ``cluster.topics[name].partitions`` (each
-with ``index`` and ``log_end_offset``) and ``cluster.create_topic``. kfake has no in-process
-state to reach from Python, so these go over the wire (ListOffsets and CreateTopics, through
-confluent-kafka); tests that read the emulator's trace or inject faults have no equivalent here.
-
-Run a real-client test module against kfake (each test that takes ``cluster`` gets a fresh one;
-any further arguments go to pytest):
-
-    .venv/bin/python -m tests.realclients.kfake_cluster tests/realclients/test_emulator_python_clients.py [-k NAME]
-
-The module is copied beside a conftest that defines ``cluster`` as a kfake cluster, and pytest
-runs the copy. docs/kfake.md has what came out.
+Each offers what the emulator's fixture offers the tests: ``bootstrap``, and ``call(fn)`` with
+``cluster.topics[name].partitions`` (``index``, ``log_end_offset``) and
+``cluster.create_topic``, over the wire (ListOffsets and CreateTopics through confluent-kafka).
+Tests that read the emulator's trace or inject faults have no equivalent: they are not marked
+any_broker and do not run under these options.
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -39,7 +32,7 @@ class _Partition:
 
 
 class _Topic:
-    def __init__(self, cluster: KfakeCluster, name: str) -> None:
+    def __init__(self, cluster: WireCluster, name: str) -> None:
         self._cluster, self._name = cluster, name
 
     @property
@@ -48,30 +41,19 @@ class _Topic:
 
 
 class _Topics:
-    def __init__(self, cluster: KfakeCluster) -> None:
+    def __init__(self, cluster: WireCluster) -> None:
         self._cluster = cluster
 
     def __getitem__(self, name: str) -> _Topic:
         return _Topic(self._cluster, name)
 
 
-class KfakeCluster:
-    """A kfake process: ``with KfakeCluster() as kf: kf.bootstrap``."""
+class WireCluster:
+    """What the tests' ``cluster`` fixture offers, for a broker we reach only over the wire."""
 
-    def __init__(self, brokers: int = 3, topics: tuple[tuple[str, int], ...] = (("t", 3),)) -> None:
-        if not KFAKE.is_file():
-            raise FileNotFoundError(f"{KFAKE} is not built (bash dev/build-adapters/go)")
-        args = [str(KFAKE), "-brokers", str(brokers)]
-        for name, partitions in topics:
-            args += ["-topic", f"{name}:{partitions}"]
-        self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      text=True)
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline().strip()
-        if not line.startswith("bootstrap="):
-            self.close()
-            raise RuntimeError(f"kfake did not start: {line!r}")
-        self.bootstrap = line.split("=", 1)[1]
+    bootstrap: str
+
+    def __init__(self) -> None:
         self.cluster = self          # the tests read cluster.cluster.topics[...]
         self.topics = _Topics(self)
 
@@ -99,6 +81,35 @@ class KfakeCluster:
         admin.create_topics([topic], operation_timeout=10)[name].result(15)
 
     def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> WireCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class KfakeCluster(WireCluster):
+    """A kfake process: ``with KfakeCluster() as kf: kf.bootstrap``."""
+
+    def __init__(self, brokers: int = 3, topics: tuple[tuple[str, int], ...] = (("t", 3),)) -> None:
+        if not KFAKE.is_file():
+            raise FileNotFoundError(f"{KFAKE} is not built (bash dev/build-adapters/go)")
+        args = [str(KFAKE), "-brokers", str(brokers)]
+        for name, partitions in topics:
+            args += ["-topic", f"{name}:{partitions}"]
+        self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      text=True)
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline().strip()
+        if not line.startswith("bootstrap="):
+            self.close()
+            raise RuntimeError(f"kfake did not start: {line!r}")
+        self.bootstrap = line.split("=", 1)[1]
+        super().__init__()
+
+    def close(self) -> None:
         if self._proc.stdin is not None and not self._proc.stdin.closed:
             self._proc.stdin.close()           # kfake stops when its stdin closes
         try:
@@ -109,38 +120,34 @@ class KfakeCluster:
         if self._proc.stdout is not None:
             self._proc.stdout.close()
 
-    def __enter__(self) -> KfakeCluster:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
-CONFTEST = """import pytest
+class KafkaTestCluster(WireCluster):
+    """Apache Kafka itself (conformance/realkafka: 3 KRaft nodes, topic t with 3 partitions,
+    RF 3), reached directly or through ``broker-emu proxy`` (``proxied``)."""
 
-from tests.realclients.kfake_cluster import KfakeCluster
+    def __init__(self, proxied: bool = False) -> None:
+        from conformance.realkafka import KafkaCluster
 
+        self._kafka = KafkaCluster(brokers=3).start()
+        self._proxy: Any = None
+        try:
+            self._kafka.create_topic("t", partitions=3, replication_factor=3)
+            self.bootstrap = self._kafka.bootstrap
+            if proxied:
+                from broker_emu.proxy import run_proxy_in_thread
 
-@pytest.fixture
-def cluster():
-    with KfakeCluster() as kf:
-        yield kf
-"""
+                self._proxy_cm = run_proxy_in_thread(self._kafka.bootstrap)
+                self._proxy = self._proxy_cm.__enter__()
+                self.bootstrap = self._proxy.bootstrap
+        except BaseException:
+            self._kafka.stop()
+            raise
+        super().__init__()
 
-
-def main() -> int:
-    """Copies the test module beside a conftest whose ``cluster`` fixture is a kfake cluster
-    and runs pytest on the copy (from the repository, so its imports resolve)."""
-    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
-        print(__doc__)
-        return 2
-    module, pytest_args = Path(sys.argv[1]).resolve(), sys.argv[2:]
-    with tempfile.TemporaryDirectory(prefix="kfake-tests-") as tmp:
-        (Path(tmp) / "conftest.py").write_text(CONFTEST)
-        shutil.copy(module, Path(tmp) / module.name)
-        return subprocess.call([sys.executable, "-m", "pytest", str(Path(tmp) / module.name), "-p", "no:cacheprovider",
-                                "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), *pytest_args], cwd=REPO)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    def close(self) -> None:
+        try:
+            if self._proxy is not None:
+                self._proxy_cm.__exit__(None, None, None)
+        finally:
+            self._kafka.stop()

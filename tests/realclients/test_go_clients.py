@@ -77,7 +77,9 @@ def test_produce_read_back_and_offsets(go, cluster):
     assert one(go, cluster.bootstrap, "offsets_for_times", api, topic="t", partition=0, timestamp_ms=5_000).value == {"0": 30}
     assert one(go, cluster.bootstrap, "offsets_for_times", api, topic="t", partition=0, timestamp_ms=1_010).value == {"0": 10}
     assert one(go, cluster.bootstrap, "partitions_for", api, topic="t").value == [0, 1, 2]
-    assert one(go, cluster.bootstrap, "list_topics", api).value == ["t"]
+    # Kafka lists its internal __consumer_offsets once a group was used (the emulator does not:
+    # docs/differences.md); Sarama's Topics() includes it, as the Java consumer's listTopics() does
+    assert [t for t in one(go, cluster.bootstrap, "list_topics", api).value if not t.startswith("__")] == ["t"]
     # one record through the conformance operation, acks=all: its offset comes back
     assert one(go, cluster.bootstrap, "produce", topic="t", partition=0, value=b"x", config={"acks": "all"}).value == 31
     one(go, cluster.bootstrap, "produce_batch", topic="t", records=[{"value": "a", "partition": 2}, {"value": "b", "partition": 2}])
