@@ -71,13 +71,16 @@ SWALLOWING = ("black_hole", "partial_response", "close_after")
 
 
 def _swallowed_conns(trace: list[TraceEvent]) -> dict[tuple[int | None, int | None], float]:
-    """Connections on which the proxy swallowed a request (a wire fault of the scenario), and
-    from when: nothing on them from then on is the broker's to answer."""
+    """Connections on which the proxy swallowed a request (a wire fault of the scenario) or the
+    client closed, and from when: nothing on them from then on is the broker's to answer."""
     out: dict[tuple[int | None, int | None], float] = {}
     for e in trace:
         action = (e.details or {}).get("action") if e.kind == Kind.FAULT_APPLIED else None
         kind = action.get("type") if isinstance(action, dict) else action
         if kind in SWALLOWING:
+            out.setdefault((e.broker, e.conn), e.t_ms)
+        elif e.kind == Kind.CONN_CLOSE and closed_by(e) == "client":
+            # a request read after the client closed (it was in the buffer) is owed nothing
             out.setdefault((e.broker, e.conn), e.t_ms)
     return out
 

@@ -147,6 +147,8 @@ def test_swallowed_requests_and_those_behind_them_are_not_unanswered():
     later = [ev(500.0, Kind.CONN_OPEN, None, 2)]
     assert D.observe(produce(0.0, None) + later, CONFIG)["Produce: answers"].value == ["(unanswered)"]   # owed at the end
     assert "Produce: answers" not in D.observe(produce(450.0, None) + later, CONFIG)   # sent as the run ended
+    closed_first = [ev(10.0, Kind.CONN_CLOSE, None, 1, closed_by="client", reason="eos")] + produce(11.0, None) + later
+    assert "Produce: answers" not in D.observe(closed_first, CONFIG)   # read after the client closed
     broker_closed = produce(0.0, None, close_at=50.0, closed_by="broker")
     assert D.observe(broker_closed, CONFIG)["Produce: answers"].value == ["(unanswered)"]
 
