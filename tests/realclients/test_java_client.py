@@ -101,7 +101,7 @@ def test_poll_and_position(java, cluster):
     assert one(java, cluster.bootstrap, "poll", 5.0, topic="t", partition=2, offset="earliest").value == 2
     assert one(java, cluster.bootstrap, "position", 5.0, group="pg", topic="t", partition=2).value == 0
     # KafkaConsumer.listTopics() includes internal topics: Kafka has __consumer_offsets once a
-    # group was used, the emulator never lists it (docs/differences.md, difference 7)
+    # group was used, the emulator never lists it (docs/differences.md, difference 9)
     assert [t for t in one(java, cluster.bootstrap, "list_topics", 5.0).value if not t.startswith("__")] == ["t"]
 
 
