@@ -265,7 +265,7 @@ def cell_or_na(scenario: Scenario, adapter: Adapter, brokers: int) -> Result | N
     """The N/A result when this client cannot run this scenario on a real cluster, else None."""
     why = kafka_support(scenario, brokers)
     if not why:
-        ok, why = adapter.supports(scenario.steps)
+        ok, why = adapter.supports_scenario(scenario)
         why = "" if ok else why
     if not why and adapter.virtual_time:
         why = "virtual time needs the embedded emulator"

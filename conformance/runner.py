@@ -107,7 +107,7 @@ def _run_adapter(plan: Plan, adapter: Adapter, total: int, done: int,
 
 
 def _run_cell(plan: Plan, adapter: Adapter, scenario: Scenario) -> Result:
-    ok, why_not = adapter.supports(scenario.steps)
+    ok, why_not = adapter.supports_scenario(scenario)
     if ok and scenario.in_memory_only and not adapter.virtual_time:
         ok, why_not = False, scenario.in_memory_only
     if ok and plan.bootstrap and (adapter.virtual_time or not external_ok(scenario)):

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from conformance.model import Operation, Outcome
+from conformance.model import Operation, Outcome, Scenario
 
 ALL_OPERATIONS = frozenset({
     "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
@@ -63,6 +63,12 @@ class Adapter(abc.ABC):
     def shutdown(self) -> None:
         """Release what the adapter keeps between scenarios (a client program it started)."""
         return None
+
+    def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:
+        """Whether the client can express ``scenario`` (what the runner asks). By default its
+        steps decide; a client that lacks the setting a scenario's contract is about (not an
+        operation) says so here."""
+        return self.supports(scenario.steps)
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
         missing = sorted({s.kind for s in steps} - self.operations)

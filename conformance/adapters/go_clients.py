@@ -32,7 +32,7 @@ from pathlib import Path
 from conformance.adapters.base import RunEnv
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.adapters.py_common import JOIN_GROUP_HELD_NA
-from conformance.model import Operation, Outcome
+from conformance.model import Operation, Outcome, Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".cache" / "adapters" / "go"
@@ -157,9 +157,8 @@ SARAMA_NO_DEADLINE = frozenset({"committed", "end_offsets", "beginning_offsets",
                                 "partitions_for", "commit_sync"})
 
 
-# scenarios whose contract is a setting sarama does not have. supports() sees only the steps, and
-# these scenarios' steps are the same operation as others' (a produce): they are told apart by
-# the steps object of the catalogue's scenario (a scenario with overridden parameters keeps it)
+# scenarios whose contract is a setting sarama does not have (their steps are a produce like
+# others': the scenario, not its steps, says which)
 SARAMA_INEXPRESSIBLE = {
     "kip91.delivery-timeout-in-flight": ("sarama has no delivery.timeout.ms: a record fails after Producer.Retry.Max "
                                          "retries (3), each bounded by Net.ReadTimeout (at Kafka's defaults that is "
@@ -167,13 +166,6 @@ SARAMA_INEXPRESSIBLE = {
     "kip91.max-block-missing-topic": ("sarama has no max.block.ms: SendMessage gives up on a missing topic after "
                                       "Metadata.Retry.Max (3) refreshes, Metadata.Retry.Backoff apart"),
 }
-
-
-def _steps_of(scenario_id: str) -> tuple[Operation, ...] | None:
-    from conformance.scenarios import BY_ID
-
-    scenario = BY_ID.get(scenario_id)
-    return None if scenario is None else scenario.steps
 
 
 class SaramaAdapter(GoAdapter):
@@ -237,10 +229,12 @@ class SaramaAdapter(GoAdapter):
                            "sarama has no default.api.timeout.ms: only Net.ReadTimeout and its retry counts bound it")
         if any(s.kind == "configure_producer" for s in steps):
             return False, "sarama has no delivery.timeout.ms, so no rule tying it to linger.ms and request.timeout.ms"
-        for scenario_id, why in SARAMA_INEXPRESSIBLE.items():
-            if steps is _steps_of(scenario_id):
-                return False, why
         return super().supports(steps)
+
+    def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:
+        if scenario.id in SARAMA_INEXPRESSIBLE:
+            return False, SARAMA_INEXPRESSIBLE[scenario.id]
+        return super().supports_scenario(scenario)
 
 
 def go_adapters() -> list[GoAdapter]:

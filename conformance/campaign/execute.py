@@ -121,7 +121,7 @@ def execute(run: dict[str, Any], scale: float = 30.0) -> list[dict[str, Any]]:
         adapter = adapter_for(run["client"])
         ok, why = adapter.available()
         if ok:
-            ok, why = adapter.supports(scenario.steps)
+            ok, why = adapter.supports_scenario(scenario)
         result = run_one(scenario, adapter, scale) if ok else Result(scenario.id, adapter.name, Status.NA, message=why)
     except Exception as exc:  # noqa: BLE001 - the run broke: an error row, never a failed Spark task
         result = Result(run["scenario"], run["client"], Status.ERROR, message=f"{type(exc).__name__}: {exc}")
