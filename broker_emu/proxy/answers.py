@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Iterator
 
-from client.protocol import ApiKey, supported_versions
+from client.protocol import ApiKey, ProtocolError, supported_versions
 
 ADDRESS_APIS = frozenset({int(ApiKey.METADATA), int(ApiKey.FIND_COORDINATOR), int(ApiKey.DESCRIBE_CLUSTER)})
 BROKER_ENDPOINTS = 1   # DescribeCluster's endpoint_type for brokers (2: controllers)
@@ -80,19 +80,29 @@ def address_entries(api_key: int, version: int, body: Any) -> Iterator[tuple[Any
 
 
 def cap_api_versions(body: Any) -> bool:
-    """Lower the advertised max version of the address-carrying APIs to what the codec can
-    rewrite (an API whose every version is beyond the codec is left out); True if it changed."""
+    """Lower the advertised max version of every API the codec reads to what it reads, so the
+    client speaks versions the proxy can decode: addresses are rewritten, and a fault that
+    rewrites an answer (an injected error, a throttle) or matches a topic always applies. A
+    newer Kafka otherwise gets Produce v12+ (topic ids, not names) that the proxy could only pass
+    through, and a throttle fault would silently not reach the client (the Java client 4.4
+    against Kafka 4.4 showed it). APIs the codec does not know keep the upstream's range and
+    pass through byte for byte. An address-carrying API whose every version is beyond the codec
+    is left out (its addresses could not be rewritten). True if anything changed."""
     changed = False
     kept = []
     for entry in body.get("api_keys") or ():
-        if entry["api_key"] in ADDRESS_APIS:
+        try:
             lo, hi = supported_versions(entry["api_key"])
-            if entry["max_version"] > hi:
-                entry["max_version"] = hi
-                changed = True
-            if entry["min_version"] > entry["max_version"] or entry["max_version"] < lo:
+        except ProtocolError:
+            kept.append(entry)
+            continue
+        if entry["min_version"] > hi or entry["max_version"] < lo:
+            if entry["api_key"] in ADDRESS_APIS:
                 changed = True
                 continue
+        elif entry["max_version"] > hi:
+            entry["max_version"] = hi
+            changed = True
         kept.append(entry)
     if changed:
         body["api_keys"] = kept

@@ -42,8 +42,13 @@ def free_ports(count: int) -> list[int]:
 
 
 def new_cluster_id() -> str:
-    """A random cluster id as KRaft writes them: a UUID in URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random cluster id as KRaft writes them: a UUID in URL-safe base64 without padding,
+    never starting with "-" (Kafka's Uuid.randomUuid draws again then: such an id reads as an
+    option on a command line, and StorageTool's --cluster-id refused one, 1 start in 64)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def new_run_dir(base: Path | None = None) -> Path:

@@ -58,7 +58,7 @@ class KafkaNode:
                 "-cp", f"{self.lib}/*", main, *args]
 
     def format_command(self, cluster_id: str) -> list[str]:
-        return self._java("kafka.tools.StorageTool", "format", "--cluster-id", cluster_id,
+        return self._java("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
                           "--config", str(self.directory / "server.properties"), "--ignore-formatted")
 
     def start(self) -> None:

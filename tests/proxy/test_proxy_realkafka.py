@@ -11,7 +11,7 @@ import pytest
 
 import client
 from client.errors import KafkaError
-from client.protocol import decode_response, encode_request, supported_versions
+from client.protocol import ProtocolError, decode_response, encode_request, supported_versions
 from conformance.contracts import client_disconnects_after
 from conformance.model import Evidence
 from tests.proxy.conftest import add_fault, events, ports
@@ -55,9 +55,14 @@ def test_real_kafka_through_the_proxy(kafka, kproxy):
     brokers = decode_response(3, 12, answer)[1]["brokers"]
     assert [(b["node_id"], b["port"]) for b in brokers] == [(b["node_id"], p) for b, p in zip(brokers, ports(kproxy.bootstrap))]
     direct, proxied = _versions(kafka.bootstrap), _versions(kproxy.bootstrap)
-    for key in (3, 10, 60):
-        assert proxied[key][1] == min(direct[key][1], supported_versions(key)[1])
-    assert {k: v for k, v in proxied.items() if k not in (3, 10, 60)} == {k: v for k, v in direct.items() if k not in (3, 10, 60)}
+    assert set(proxied) == set(direct)
+    for key, (lo, hi) in direct.items():   # capped to what the codec reads; APIs it does not know as Kafka has them
+        try:
+            codec_hi = supported_versions(key)[1]
+        except ProtocolError:
+            codec_hi = hi
+        assert proxied[key] == (lo, min(hi, codec_hi)), key
+    assert direct[0][1] > proxied[0][1]   # Kafka 4.4's Produce v12+ (topic ids) is not offered through the proxy
 
     producer = ck.Producer({"bootstrap.servers": kproxy.bootstrap, "acks": "all", "linger.ms": 1})
     reports: list = []

@@ -82,15 +82,18 @@ def test_an_answer_the_codec_cannot_read_passes_through_byte_for_byte(upstream, 
     assert direct is not None and through == direct
 
 
-def test_api_versions_caps_only_the_address_carrying_apis():
+def test_api_versions_caps_every_api_the_codec_reads():
+    """So that faults which rewrite answers or match topics always apply (docs/proxy.md)."""
     body = {"error_code": 0, "api_keys": [
-        {"api_key": 0, "min_version": 3, "max_version": 99},       # Produce: untouched
+        {"api_key": 0, "min_version": 3, "max_version": 99},       # Produce: capped to the codec
         {"api_key": 3, "min_version": 0, "max_version": 99},       # Metadata: capped to the codec
         {"api_key": 60, "min_version": 50, "max_version": 60},     # DescribeCluster: nothing rewritable, left out
+        {"api_key": 1000, "min_version": 0, "max_version": 7},     # unknown to the codec: as the upstream has it
     ]}
     assert cap_api_versions(body)
-    assert body["api_keys"] == [{"api_key": 0, "min_version": 3, "max_version": 99},
-                                {"api_key": 3, "min_version": 0, "max_version": supported_versions(3)[1]}]
+    assert body["api_keys"] == [{"api_key": 0, "min_version": 3, "max_version": supported_versions(0)[1]},
+                                {"api_key": 3, "min_version": 0, "max_version": supported_versions(3)[1]},
+                                {"api_key": 1000, "min_version": 0, "max_version": 7}]
     assert not cap_api_versions(body)
 
 
