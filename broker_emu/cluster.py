@@ -18,6 +18,7 @@ import trio
 from broker_emu.config import broker_config
 from broker_emu.faults import FaultEngine
 from broker_emu.faults.rules import REPLICATION_MODES, FaultConfigError, check_ms
+from broker_emu.internal_topics import ensure_offsets_topic, follow_coordinators
 from broker_emu.log import LogMemory, PartitionLog, log_memory_budget
 from broker_emu.partition import Partition
 from broker_emu.purgatory import Purgatory
@@ -203,12 +204,19 @@ class Cluster:
     # -- groups -------------------------------------------------------------------------------
     def coordinator_for(self, group_id: str) -> int:
         """Kafka: partition = abs(hashCode(group)) % offsets.topic.num.partitions, coordinator =
-        that __consumer_offsets partition's leader. We place partition p's replicas on brokers
-        p, p+1, ... (in id order) and its leader on the first live one, so stopping a broker moves
-        only the groups it coordinated, as a leader election would."""
-        p = (java_string_hash(group_id) & 0x7FFFFFFF) % self.config["offsets.topic.num.partitions"]
+        that __consumer_offsets partition's leader (``broker_emu.internal_topics``)."""
+        return self.offsets_partition_leader((java_string_hash(group_id) & 0x7FFFFFFF) % self.config["offsets.topic.num.partitions"])
+
+    def ensure_offsets_topic(self) -> Topic:
+        return ensure_offsets_topic(self)
+
+    def offsets_partition_leader(self, p: int) -> int:
+        """Partition p's replicas are brokers p, p+1, ... (in id order, offsets.topic.replication.factor
+        of them) and its leader the first live one, so stopping a broker moves only the groups it
+        coordinated, as a leader election would; -1 when none is alive (offline partition)."""
         ids = sorted(self.brokers)
-        for k in range(len(ids)):
+        rf = min(self.config["offsets.topic.replication.factor"], len(ids))
+        for k in range(rf):
             broker = ids[(p + k) % len(ids)]
             if self.is_alive(broker):
                 return broker
@@ -281,13 +289,15 @@ class Cluster:
                 if broker_id in p.isr and len(p.isr) > 1:
                     p.isr.remove(broker_id)
                 if p.leader == broker_id:
-                    candidates = [r for r in p.isr if r != broker_id and self.is_alive(r)]
+                    # the first live ISR member in assignment order (PartitionChangeBuilder.electLeader)
+                    candidates = [r for r in p.replicas if r in p.isr and r != broker_id and self.is_alive(r)]
                     if not candidates and self.config["unclean.leader.election.enable"]:
                         candidates = [r for r in p.replicas if r != broker_id and self.is_alive(r)]
                     if candidates:
                         self.move_leader(p.topic, p.index, candidates[0])
                 p.update_high_watermark()
                 self._partition_changed(p)
+        follow_coordinators(self)
         if self.groups is not None:
             self.groups.broker_stopped(broker_id)
 
@@ -301,6 +311,7 @@ class Cluster:
             from broker_emu.server import serve_broker
             await self._nursery.start(serve_broker, self, b, b.port)
         self.replication.resync_all()
+        follow_coordinators(self)
 
     # -- in-memory connections --------------------------------------------------------------------
     def connect(self, broker_id: int) -> trio.abc.Stream:

@@ -21,6 +21,7 @@ DEFAULTS: dict[str, Any] = {
     "group.min.session.timeout.ms": 6000,
     "group.max.session.timeout.ms": 1800000,
     "offsets.topic.num.partitions": 50,
+    "offsets.topic.replication.factor": 3,     # capped at the cluster's size, as a dev Kafka's broker config does
     "log.retention.bytes": -1,                 # Kafka's: unlimited per partition (emu.log.memory.bytes bounds all)
     "log.message.timestamp.type": "CreateTime",
     "cluster.id": "broker-emu-cluster",
@@ -42,6 +43,7 @@ VALIDATORS: dict[str, Validator] = {
     "replica.lag.time.max.ms": at_least(0), "message.max.bytes": at_least(0), "socket.request.max.bytes": at_least(1),
     "group.initial.rebalance.delay.ms": at_least(0), "group.min.session.timeout.ms": at_least(0),
     "group.max.session.timeout.ms": at_least(0), "offsets.topic.num.partitions": at_least(1),
+    "offsets.topic.replication.factor": at_least(1),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
     "emu.trace.max.bytes": at_least(0), "emu.replication.delay.ms": at_least(0), "emu.log.memory.bytes": at_least(-1),
 }

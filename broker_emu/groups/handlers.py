@@ -67,6 +67,8 @@ def _coordinator(cluster: Any, key_type: int, key: str) -> dict[str, Any]:
     The error goes with Node.noNode() (``KafkaApis.getCoordinator``)."""
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {"error_code": E.INVALID_REQUEST, "node_id": -1, "host": "", "port": -1}
+    if key_type == GROUP_KEY:
+        cluster.ensure_offsets_topic()  # as Kafka creates __consumer_offsets on the first lookup
     node = cluster.coordinator_for(key)
     if node < 0:
         return {"error_code": E.COORDINATOR_NOT_AVAILABLE, "node_id": -1, "host": "", "port": -1}

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker_emu.context import RequestContext
-from broker_emu.handlers import CloseConnection
+from broker_emu.handlers import KAFKA_INTERNAL_TOPICS, CloseConnection
 from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
 from broker_emu.topic_config import log_rules
@@ -32,6 +32,8 @@ from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError, parse_batch_header
 from client.protocol.wire import Message
+
+ADMIN_CLIENT_ID = "__admin_client"  # AdminUtils.ADMIN_CLIENT_ID: the one client id allowed to append to internal topics
 
 
 class PartitionResult:
@@ -121,6 +123,9 @@ def check_sequence(cluster, p, header) -> tuple[int, int | None]:
 def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: int) -> PartitionResult:
     cluster = ctx.cluster
     result = PartitionResult(topic, index)
+    if topic in KAFKA_INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:  # ReplicaManager.appendToLocalLog
+        result.error, result.message = E.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
+        return result
     p = cluster.partition(topic, index)
     if p is None:
         result.error = E.UNKNOWN_TOPIC_OR_PARTITION
@@ -198,7 +203,7 @@ async def produce(ctx: RequestContext, req: Message) -> dict[str, Any] | None:
 # (NOT_ENOUGH_REPLICAS, sequence and epoch errors) carry the log start offset (processFailedRecord),
 # and so does a partition that failed after its append (DelayedProduce keeps the append's info)
 # or in the log's validation other than CRC and size (``in_log``: processFailedRecord).
-NO_LOG_INFO = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER, E.MESSAGE_TOO_LARGE, E.CORRUPT_MESSAGE, E.INVALID_REQUIRED_ACKS,
+NO_LOG_INFO = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER, E.MESSAGE_TOO_LARGE, E.CORRUPT_MESSAGE, E.INVALID_REQUIRED_ACKS, E.INVALID_TOPIC_EXCEPTION,
                          E.UNSUPPORTED_COMPRESSION_TYPE, E.INVALID_RECORD})
 
 
