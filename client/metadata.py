@@ -144,7 +144,20 @@ class MetadataUpdater:
         self._wanted = Wakeup()
         self._changed = trio.Event()
         self.last_error: str | None = None
+        self.fetch_in_progress = False
+        self.fetch_listeners: list = []   # called when a Metadata request goes out and when it ends
         net.disconnect_listeners.append(lambda node: self.request_update())
+
+    def update_due(self, now: float) -> bool:
+        """Java's ``DefaultMetadataUpdater.isUpdateDue``: a refresh is wanted now and no Metadata
+        request is out yet. ``NetworkClient.isReady`` then says no to every node, so a retry
+        cannot overtake the refresh it asked for."""
+        return bool(self.metadata.interest) and not self.fetch_in_progress and self.metadata.next_update_at() <= now
+
+    def _fetching(self, on: bool) -> None:
+        self.fetch_in_progress = on
+        for listener in list(self.fetch_listeners):
+            listener()
 
     def request_update(self) -> None:
         self.metadata.request_update()
@@ -174,7 +187,13 @@ class MetadataUpdater:
             if deadline is not None:
                 timeout = min(deadline - trio.current_time(), self.net.config["request.timeout.ms"] / 1000)
             try:
-                md = await self.net.request(node, ApiKey.METADATA, body, timeout=timeout)
+                await self.net.connection(node)
+                # connected: the request is queued on the wire without a checkpoint in between
+                self._fetching(True)
+                try:
+                    md = await self.net.request(node, ApiKey.METADATA, body, timeout=timeout)
+                finally:
+                    self._fetching(False)
             except KafkaError as exc:
                 last = exc
                 continue
@@ -182,6 +201,7 @@ class MetadataUpdater:
             return md
         self.metadata.failed(trio.current_time())
         self.last_error = str(last) if last else "no broker could be asked"
+        self._fetching(False)   # no longer due (backoff): whoever held back may go on
         raise last or KafkaError("no broker to ask for metadata")
 
     def _apply(self, md: Any) -> None:

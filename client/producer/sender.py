@@ -57,6 +57,7 @@ class Sender:
         self.memory_freed = trio.Event()
         self.memory_listeners: list[Callable[[], None]] = []   # e.g. the blocking face's application thread
         self.nursery: trio.Nursery | None = None
+        updater.fetch_listeners.append(self.wake)
 
     def wake(self) -> None:
         self._wake.set()
@@ -139,6 +140,8 @@ class Sender:
 
     def _drain(self, now: float) -> float:
         ready, next_at = self.acc.ready(now, self._leader_changed)
+        if ready and self.updater.update_due(now):
+            return next_at   # woken when the Metadata request is out (NetworkClient.isReady)
         by_node: dict[int, list[tuple[str, int]]] = {}
         for tp in ready:
             info = self.metadata.leader(*tp)

@@ -260,3 +260,22 @@ async def test_keyed_records_follow_murmur2(autojump_clock):
 def test_timeout_errors_are_kafka_timeouts():
     assert issubclass(DeliveryTimeoutException, TimeoutException) and issubclass(RequestTimeoutException, TimeoutException)
     assert NotLeaderOrFollowerError().retriable
+
+
+async def test_a_due_metadata_refresh_goes_out_before_the_next_produce(autojump_clock):
+    """Java's NetworkClient.isReady is false for every node while a metadata update is due and not
+    yet sent (DefaultMetadataUpdater.isUpdateDue): a ready batch waits for the Metadata request to
+    be queued, so a retry can never overtake the refresh it asked for (docs/differences.md, 5)."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        async with producer(cluster, **{"linger.ms": 0}) as p:
+            await (await p.send("t", b"warm", partition=0)).get()
+            await trio.sleep(1)   # past the refresh backoff
+            mark = len(cluster.trace.events)
+            p.metadata.request_update()   # due now; the updater's task is not woken yet (a slow scheduler)
+            sent = await p.send("t", b"v", partition=0)
+            await trio.sleep(0.5)
+            assert not [e for e in list(cluster.trace.events)[mark:] if e.kind == "recv"]   # held back
+            p.updater.request_update()
+            await sent.get()
+            order = [e.api for e in list(cluster.trace.events)[mark:] if e.kind == "recv"]
+            assert order == ["Metadata", "Produce"]
