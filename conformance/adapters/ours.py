@@ -9,6 +9,7 @@ from client.config import PRODUCER
 from client.errors import KafkaError
 from client.producer import open_producer
 from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
+from conformance.adapters.py_common import short
 from conformance.model import Operation, Outcome
 
 
@@ -94,7 +95,7 @@ class OurAdapter(Adapter):
             start = trio.current_time()
             try:
                 got = await call(consumer, tp, step.timeout_s)
-                return Outcome(step.kind, True, trio.current_time() - start, value=repr(got)[:200])
+                return Outcome(step.kind, True, trio.current_time() - start, value=short(got))
             except KafkaError as exc:
                 name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
                 return Outcome(step.kind, False, trio.current_time() - start, name, str(exc))
@@ -268,7 +269,7 @@ class OurBlockingAdapter(RealTimeAdapter):
             start = env.clock()
             try:
                 got = calls[step.kind](consumer)
-                return Outcome(step.kind, True, env.clock() - start, value=repr(got)[:200])
+                return Outcome(step.kind, True, env.clock() - start, value=short(got))
             except KafkaError as exc:
                 name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
                 return Outcome(step.kind, False, env.clock() - start, name, str(exc))

@@ -40,7 +40,7 @@ class NoReturn(Exception):
 
 
 def short(value: Any) -> str:
-    return repr(value)[:200]
+    return repr(value)[:1000]  # room for a 50-partition __consumer_offsets in list_topics
 
 
 def offsets_value(items: Iterable[tuple[str, int, Any]]) -> dict[TopicPartition, Any]:
