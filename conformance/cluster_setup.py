@@ -16,6 +16,15 @@ def scale_config(config: dict[str, Any], scale: float) -> dict[str, Any]:
     return {k: scaled_ms(v, scale) if k.endswith(MS_KEYS_SUFFIX) else v for k, v in config.items()}
 
 
+def real_time_broker_config(broker_config: dict[str, Any], scale: float) -> dict[str, Any]:
+    """The emulator's settings for a real-time run: the scenario's, scaled, over the harness's
+    own — no initial rebalance delay, and Kafka's group.min.session.timeout.ms (6 s) scaled with
+    the clients' session timeouts, as the real Kafka cluster of such runs is configured
+    (conformance/upstreams.KAFKA_CLUSTER_CONFIG)."""
+    return {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": scaled_ms(6000, scale),
+            **scale_config(broker_config, scale)}
+
+
 def scale_fault(rule: dict[str, Any], scale: float) -> dict[str, Any]:
     out = dict(rule)
     for key in ("duration_ms", "at_ms"):

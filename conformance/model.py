@@ -8,6 +8,10 @@ from typing import Any, Callable
 
 from broker_emu.trace import TraceEvent
 
+# join_group_held's first member: its heartbeats are black-holed by the scenario's rule, and its
+# requests are not the client's under test (Evidence keeps only env.client_id's)
+SILENT_MEMBER = "conformance-silent-member"
+
 
 class Status(str, enum.Enum):
     PASS = "pass"

@@ -15,7 +15,7 @@ import trio
 
 from broker_emu import run_cluster_in_thread
 from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv
-from conformance.cluster_setup import apply_setup, bootstrap_of, scale_config, snapshot
+from conformance.cluster_setup import apply_setup, bootstrap_of, real_time_broker_config, scale_config, snapshot
 from conformance.judging import judge
 from conformance.model import Evidence, Operation, Outcome, Result, Scenario, Status
 from conformance.virtual import run_virtual_time
@@ -26,7 +26,7 @@ REAL_TIME_SLACK_MS = 150.0
 
 
 def run_real_time(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
-    broker_config = {"group.initial.rebalance.delay.ms": 0, **scale_config(scenario.broker_config, scale)}
+    broker_config = real_time_broker_config(scenario.broker_config, scale)
     client_id = f"conformance-{adapter.name}"
     wall = time.perf_counter()
     with run_cluster_in_thread(brokers=scenario.brokers, topics=scenario.topics, config=broker_config) as tc:

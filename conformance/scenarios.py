@@ -6,7 +6,7 @@ from __future__ import annotations
 from broker_emu.trace import Kind
 from broker_emu.trace_reading import first_to_give_up
 from conformance import contracts as C
-from conformance.model import Contract, Evidence, Operation, Scenario, Verdict
+from conformance.model import SILENT_MEMBER, Contract, Evidence, Operation, Scenario, Verdict
 
 REQUEST_TIMEOUT = 30_000
 DELIVERY_TIMEOUT = 120_000
@@ -346,7 +346,8 @@ CATALOGUE += (
                   "Java client (and ours) give JoinGroup the rebalance timeout plus 5 s."),
         references=("DelayedJoin", "KIP-266"),
         steps=(Operation("join_group_held", {"group": "held", "topic": "t"}, timeout_s=120.0),),
-        faults=(),
+        # the first member's heartbeats vanish on the wire (a static rule, so the proxy applies it on Kafka too)
+        faults=({"match": {"api": "Heartbeat", "client_id": SILENT_MEMBER}, "action": "black_hole"},),
         broker_config={"group.initial.rebalance.delay.ms": 0},
         client_config={"request.timeout.ms": 10_000, "session.timeout.ms": 20_000, "heartbeat.interval.ms": 1_000,
                        "max.poll.interval.ms": 60_000, "fetch.max.wait.ms": 500},

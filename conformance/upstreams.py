@@ -17,7 +17,7 @@ from typing import Any, Iterator, Protocol
 
 from broker_emu import run_cluster_in_thread
 from conformance.adapters.base import scaled_ms
-from conformance.cluster_setup import apply_setup, scale_config, snapshot
+from conformance.cluster_setup import apply_setup, real_time_broker_config, snapshot
 from conformance.model import Scenario
 
 # Settings every run on real Kafka starts its cluster with: what the scenarios need of a broker
@@ -86,7 +86,7 @@ class EmulatorUpstream:
 
     @contextlib.contextmanager
     def cell(self, scenario: Scenario, scale: float) -> Iterator[CellUpstream]:
-        config = {"group.initial.rebalance.delay.ms": 0, **scale_config(scenario.broker_config, scale)}
+        config = real_time_broker_config(scenario.broker_config, scale)
         with run_cluster_in_thread(brokers=scenario.brokers, topics=scenario.topics, config=config) as tc:
             tc.call(apply_setup, tc.cluster, replace(scenario, faults=server_rules(scenario)), scale)
             yield EmulatorCell(tc)

@@ -10,7 +10,7 @@ from client.errors import KafkaError
 from client.producer import open_producer
 from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.py_common import short
-from conformance.model import Operation, Outcome
+from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 
 class OurAdapter(Adapter):
@@ -149,21 +149,18 @@ class OurAdapter(Adapter):
             return Outcome("configure_producer", False, 0.0, "ConfigException", str(exc))
 
     async def _join_group_held(self, step: Operation, env: RunEnv) -> Outcome:
-        """A first member joins, then goes silent (its heartbeats are black-holed by the
-        scenario, matched by client id ``<id>-first``); the second member's JoinGroup is held
-        by the coordinator until the first is expelled. Timed: the second member's wait for
-        its assignment."""
+        """A first member joins, then goes silent (the scenario black-holes the heartbeats of
+        client id SILENT_MEMBER); the second member's JoinGroup is held by the coordinator until
+        the first is expelled. Timed: the second member's wait for its assignment."""
         from client.consumer import open_consumer
 
         group = step.args.get("group", "held")
         topic = step.args.get("topic", "t")
-        first_cfg = {**self._consumer_config(env, group), "client.id": f"{env.client_id}-first"}
+        first_cfg = {**self._consumer_config(env, group), "client.id": SILENT_MEMBER}
         async with open_consumer(first_cfg, connect=self._connect(env)) as first:
             first.subscribe([topic])
             while not first.assignment():
                 await first.poll(0.5)
-            env.cluster.faults.add({"match": {"api": "Heartbeat", "client_id": f"{env.client_id}-first"},
-                                    "action": "black_hole"}, env.cluster.now_ms())
             async with open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as second:
                 second.subscribe([topic])
                 start = trio.current_time()
@@ -219,10 +216,51 @@ class OurBlockingAdapter(RealTimeAdapter):
     name = "broker-emu (blocking)"
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics"})
+                            "admin_list_topics", "join_group_held"})
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
-        return [self._produce(s, env) if s.kind == "produce" else self._consumer_step(s, env) for s in steps]
+        runs = {"produce": self._produce, "join_group_held": self._join_group_held}
+        return [runs.get(s.kind, self._consumer_step)(s, env) for s in steps]
+
+    def _group_config(self, env: RunEnv, group: str, client_id: str) -> dict:
+        from client.config import CONSUMER
+
+        config = {k: v for k, v in env.config.items() if k in CONSUMER}
+        config.update({"bootstrap.servers": env.bootstrap, "client.id": client_id, "group.id": group,
+                       "auto.offset.reset": "earliest", "retry.backoff.ms": scaled_ms(100, env.scale),
+                       "reconnect.backoff.ms": scaled_ms(50, env.scale)})
+        return config
+
+    def _join_group_held(self, step: Operation, env: RunEnv) -> Outcome:
+        """The async face's operation in real time: the first member (client id SILENT_MEMBER,
+        whose heartbeats the scenario's rule black-holes, on the emulator or through the proxy in
+        front of Kafka) joins and stays open but silent; the second member's wait for its
+        assignment is timed, bounded by the step's (scaled) timeout."""
+        from client import Consumer
+
+        group, topic = step.args.get("group", "held"), step.args.get("topic", "t")
+        limit = step.timeout_s or 60.0
+        first = Consumer(self._group_config(env, group, SILENT_MEMBER))
+        try:
+            first.subscribe([topic])
+            give_up = env.clock() + limit
+            while not first.assignment() and env.clock() < give_up:
+                first.poll(0.05)
+            if not first.assignment():
+                return Outcome("join_group_held", False, 0.0, "TimeoutException", "the first member never got an assignment")
+            second = Consumer(self._group_config(env, group, env.client_id))
+            try:
+                second.subscribe([topic])
+                start = env.clock()
+                while not second.assignment() and env.clock() - start < limit:
+                    second.poll(0.05)
+                ok = bool(second.assignment())
+                return Outcome("join_group_held", ok, env.clock() - start, None if ok else "TimeoutException",
+                               None if ok else "the second member never got an assignment")
+            finally:
+                second.close(1.0)
+        finally:
+            first.close(1.0)
 
     def _admin_list_topics(self, consumer, step: Operation, env: RunEnv) -> Outcome:
         def error_type(exc: BaseException) -> str:

@@ -135,11 +135,10 @@ def not_created(step: Operation, elapsed_s: float, exc: BaseException, what: str
 
 
 # why join_group_held stays N/A for these clients, though each can join a group: the operation
-# silences the first member by adding a fault to the in-process cluster once it has its
-# assignment (env.cluster.faults, which a real-time run does not hand adapters), and the
-# emulator's group.min.session.timeout.ms (6 s) is not scaled with the client's session.timeout.ms
-JOIN_GROUP_HELD_NA = ("join_group_held silences its first member through the in-process cluster (virtual time "
-                      "only); a real-time run gives adapters no cluster and leaves group.min.session.timeout.ms unscaled")
+# (two consumers of one group, the first with client.id SILENT_MEMBER, whose heartbeats the
+# scenario black-holes) is written for our two faces only so far
+JOIN_GROUP_HELD_NA = ("join_group_held (a silent first member, client.id SILENT_MEMBER, then a second member's timed "
+                      "join) is not written for this adapter yet; our clients' adapters run it, also on Kafka")
 
 
 def supports_here(adapter: Adapter, steps: tuple[Operation, ...]) -> tuple[bool, str]:
