@@ -26,11 +26,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.py_common import offsets_value, short, supports_here, timed_blocking, topics_value
-from conformance.model import Operation, Outcome
+from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 TIMEOUT_CODES = {"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TIMED_OUT_QUEUE"}
 
@@ -60,7 +61,7 @@ class ConfluentAdapter(RealTimeAdapter):
     name = "confluent-kafka"
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics", "configure_producer", "produce_pipelined"})
+                            "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"})
 
     def available(self):
         ok = importlib.util.find_spec("confluent_kafka") is not None
@@ -175,14 +176,53 @@ class ConfluentAdapter(RealTimeAdapter):
     def _consumer(self, env: RunEnv, group: str):
         from confluent_kafka import Consumer
 
+        return Consumer(self._consumer_conf(env, group))
+
+    def _consumer_conf(self, env: RunEnv, group: str) -> dict:
         c = env.config
         # librdkafka's own backoffs are scaled like every other time, or its 500 ms fetch error
         # backoff alone would be half a scaled request timeout
-        return Consumer({**self._common(env), "group.id": group, "enable.auto.commit": False,
-                         "fetch.wait.max.ms": c.get("fetch.max.wait.ms", 500),
-                         "fetch.error.backoff.ms": scaled_ms(500, env.scale),
-                         "reconnect.backoff.ms": scaled_ms(100, env.scale),
-                         "reconnect.backoff.max.ms": scaled_ms(10_000, env.scale)})
+        return {**self._common(env), "group.id": group, "enable.auto.commit": False,
+                "fetch.wait.max.ms": c.get("fetch.max.wait.ms", 500),
+                "fetch.error.backoff.ms": scaled_ms(500, env.scale),
+                "reconnect.backoff.ms": scaled_ms(100, env.scale),
+                "reconnect.backoff.max.ms": scaled_ms(10_000, env.scale)}
+
+    def _join_group_held(self, step: Operation, env: RunEnv) -> Outcome:
+        """A first member (client.id SILENT_MEMBER: the scenario black-holes its heartbeats) joins
+        and stays open without polling; the second member's wait for its assignment is timed."""
+        group, topic = step.args.get("group", "held"), step.args.get("topic", "t")
+        limit = step.timeout_s or 60.0
+        timers = {k: env.config[k] for k in ("session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms")
+                  if k in env.config}
+
+        def wait_assigned(consumer) -> bool:
+            start = env.clock()
+            while not consumer.assignment() and env.clock() - start < limit:
+                consumer.poll(0.05)
+            return bool(consumer.assignment())
+
+        first = self._timed_member(env, group, topic, SILENT_MEMBER, timers)
+        try:
+            if not wait_assigned(first):
+                return Outcome("join_group_held", False, 0.0, "TimeoutException", "the first member never got an assignment")
+            second = self._timed_member(env, group, topic, env.client_id, timers)
+            try:
+                start = env.clock()
+                ok = wait_assigned(second)
+                return Outcome("join_group_held", ok, env.clock() - start, None if ok else "TimeoutException",
+                               None if ok else "the second member never got an assignment")
+            finally:
+                second.close()
+        finally:
+            first.close()
+
+    def _timed_member(self, env: RunEnv, group: str, topic: str, client_id: str, timers: dict):
+        from confluent_kafka import Consumer
+
+        consumer = Consumer({**self._consumer_conf(replace(env, client_id=client_id), group), **timers})
+        consumer.subscribe([topic])
+        return consumer
 
     def _poll(self, step: Operation, env: RunEnv) -> Outcome:
         """Consumer.poll(timeout): one message or None; the value is the number of records (0 or 1)."""

@@ -142,6 +142,6 @@ JOIN_GROUP_HELD_NA = ("join_group_held (a silent first member, client.id SILENT_
 
 
 def supports_here(adapter: Adapter, steps: tuple[Operation, ...]) -> tuple[bool, str]:
-    if any(s.kind == "join_group_held" for s in steps):
+    if any(s.kind == "join_group_held" for s in steps) and "join_group_held" not in adapter.operations:
         return False, JOIN_GROUP_HELD_NA
     return Adapter.supports(adapter, steps)
