@@ -145,7 +145,10 @@ def metadata_before_retry(api: str) -> Contract:
         retry = _first(after, lambda e: (e.api or "").lower() == api.lower())
         if retry is None:
             return Verdict(False, "no retry", f"{api} was not sent again")
-        meta = _first(after, lambda e: e.api == "Metadata" and e.t_ms <= retry.t_ms)
+        # The refresh may reach the broker before the close does: the client closes one connection
+        # and sends Metadata on another, and the broker sees the two in either order (real time).
+        since = max(first.t_ms, close.t_ms - ev.slack_ms) if close else first.t_ms
+        meta = _first(recvs, lambda e: e.api == "Metadata" and since <= e.t_ms <= retry.t_ms)
         if meta is None:
             return Verdict(False, "retry without Metadata", f"{api} was retried at {retry.t_ms:.0f} ms without a Metadata request first")
         new_conn = (retry.broker, retry.conn) != (first.broker, first.conn)

@@ -51,6 +51,18 @@ def test_metadata_before_retry():
     assert not C.metadata_before_retry("Produce").check(evidence(no_retry)).passed
 
 
+def test_metadata_before_retry_counts_a_refresh_the_broker_saw_just_before_the_close():
+    """Real time: the client closes conn 1 and sends Metadata on conn 2; the broker may see the
+    Metadata first (seen on the emulator: Metadata at 1051.4 ms, close at 1051.9 ms)."""
+    early = [ev(0, "conn_open"), ev(10, "recv", api="Produce", corr=2),
+             ev(1051.4, "recv", conn=2, api="Metadata", corr=3), ev(1051.9, "conn_close", closed_by="client"),
+             ev(1055, "recv", conn=3, api="Produce", corr=4)]
+    real_time = Evidence([], early, {}, scale=30.0, client_id="c", slack_ms=150.0)
+    assert C.metadata_before_retry("Produce").check(real_time).passed
+    # in virtual time (no slack) a refresh before the close is no refresh after it
+    assert not C.metadata_before_retry("Produce").check(evidence(early)).passed
+
+
 def test_outcome_and_deadline_contracts():
     o = Outcome("poll", True, 2.003)
     assert C.returns_within("poll", 2000, late_ms=10).check(evidence([], [o])).passed
