@@ -31,7 +31,12 @@ KAFKA_CLUSTER_CONFIG: dict[str, Any] = {
     # Kafka's 500 ms the first acks=all Produce on a new topic waited up to that long (docs/
     # differences.md, 2); 20 ms is the default scaled as the emulator's broker timers are (/30)
     "replica.fetch.wait.max.ms": 20,
+    # a node paused for a stall or a lag must stay registered: a client that first waited on the
+    # paused node (librdkafka sent InitProducerId there) kept it paused ~10 s, past Kafka's 9 s
+    # default, and the controller fenced it and dropped it from every ISR (docs/differences.md, 4)
+    "broker.session.timeout.ms": 60_000,
 }
+RESUME_SETTLE_S = 1.0
 # broker settings a topic can carry instead (topic config name)
 TOPIC_LEVEL = {"min.insync.replicas": "min.insync.replicas", "log.retention.ms": "retention.ms",
                "message.max.bytes": "max.message.bytes", "log.segment.bytes": "segment.bytes"}
@@ -141,8 +146,13 @@ class KafkaCell:
     def resume_all(self) -> None:
         for t in self.timers:
             t.cancel()
-        for node_id in list(self.paused):
+        resumed = list(self.paused)
+        for node_id in resumed:
             self.resume(node_id)
+        if resumed:
+            # a resumed JVM needs about half a second before its fetches reach the leaders again
+            # (docs/differences.md, 10): the next scenario must not meet a follower still waking
+            time.sleep(RESUME_SETTLE_S)
 
     def snapshot(self) -> dict[str, Any]:
         """End offsets once the followers are resumed and caught up (the high watermark is what
