@@ -31,6 +31,10 @@ KAFKA_CLUSTER_CONFIG: dict[str, Any] = {
     # Kafka's 500 ms the first acks=all Produce on a new topic waited up to that long (docs/
     # differences.md, 2); 20 ms is the default scaled as the emulator's broker timers are (/30)
     "replica.fetch.wait.max.ms": 20,
+    # a follower whose fetch failed (its leader's node was paused, or it was) waits this long
+    # before fetching again: Kafka's 1 s made a later acks=all Produce wait ~950 ms more on 3
+    # nodes (difference 10); scaled like the wait above
+    "replica.fetch.backoff.ms": 33,
     # a node paused for a stall or a lag must stay registered: a client that first waited on the
     # paused node (librdkafka sent InitProducerId there) kept it paused ~10 s, past Kafka's 9 s
     # default, and the controller fenced it and dropped it from every ISR (docs/differences.md, 4)
