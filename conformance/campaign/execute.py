@@ -26,7 +26,7 @@ ROW_FIELDS: tuple[tuple[str, str], ...] = (
     # run figures
     ("status", "string"), ("message", "string"), ("op", "string"), ("api", "string"),
     ("deadline_ms", "double"), ("elapsed_ms", "double"), ("overshoot_ms", "double"),
-    ("request_timeout_ms", "double"), ("disconnect_error_ms", "double"),
+    ("request_timeout_ms", "double"), ("request_own_timeout_ms", "double"), ("disconnect_error_ms", "double"),
     ("first_timeout", "string"), ("purgatory_timeout_ms", "double"),
     ("sent", "int"), ("acked", "int"), ("in_log", "int"), ("lost", "int"), ("duplicated", "int"),
     ("scale", "double"), ("wall_s", "double"), ("simulated_s", "double"),
@@ -72,6 +72,21 @@ def _deadline_ms(ev: Evidence, op: str, error: str | None) -> float | None:
     return float(ev.config.get("default.api.timeout.ms", 60_000))
 
 
+# calls whose requests carry min(time left, request.timeout.ms) (KIP-266: Java's consumer and
+# admin calls with a deadline); a produce or a poll sends with request.timeout.ms whatever the
+# call's own bound (the request outlives the poll; delivery.timeout.ms bounds the record)
+DEADLINE_BOUND_CALLS = frozenset({"committed", "position", "end_offsets", "beginning_offsets", "offsets_for_times",
+                                  "list_topics", "partitions_for", "commit_sync", "admin_list_topics"})
+
+
+def request_own_timeout_ms(op: str | None, request_timeout_ms: float, deadline_ms: float | None) -> float:
+    """The timeout the abandoned request itself ran under: for a call bound by a deadline, at
+    most the deadline (its first request goes out with about all of it left)."""
+    if op in DEADLINE_BOUND_CALLS and deadline_ms is not None:
+        return min(request_timeout_ms, deadline_ms)
+    return request_timeout_ms
+
+
 def figures(result: Result) -> dict[str, Any]:
     ev = result.evidence
     out: dict[str, Any] = {}
@@ -93,7 +108,9 @@ def figures(result: Result) -> dict[str, Any]:
             out["overshoot_ms"] = out["elapsed_ms"] - deadline
     dropped = abandoned(ev.events())
     if dropped and rt is not None:
-        out["disconnect_error_ms"] = (dropped[0].abandoned_after_ms or 0.0) - float(rt)
+        own = request_own_timeout_ms(op, float(rt), out.get("deadline_ms"))
+        out["request_own_timeout_ms"] = own
+        out["disconnect_error_ms"] = (dropped[0].abandoned_after_ms or 0.0) - own
     first = first_to_give_up(ev.events())
     out["first_timeout"] = first.who
     out["purgatory_timeout_ms"] = first.stay.timeout_ms if first.stay is not None else None

@@ -55,3 +55,12 @@ def test_figures_of_a_purgatory_race_and_a_timed_out_poll():
     poll = execute({"run_id": 2, "scenario": "kip266.poll-empty-at-deadline", "family": "KIP-266",
                     "client": "broker-emu (async)", "params": json.dumps({"timeout.ms": 3000}), "seed": 1, "rep": 0})[0]
     assert poll["deadline_ms"] == 3000 and poll["overshoot_ms"] == pytest.approx(0.0, abs=1.0)
+
+
+def test_the_disconnect_error_of_a_deadline_bound_call_is_against_its_requests_own_timeout():
+    """KIP-266: committed(5 s) sends OffsetFetch with min(time left, request.timeout.ms) = 5 s, and
+    the client drops it then; against request.timeout.ms (30 s) that read -25,000 ms."""
+    run = execute({"run_id": 3, "scenario": "kip266.committed-coordinator-black-hole", "family": "KIP-266",
+                   "client": "broker-emu (async)", "params": "{}", "seed": 1, "rep": 0})[0]
+    assert (run["request_timeout_ms"], run["deadline_ms"], run["request_own_timeout_ms"]) == (30000, 5000, 5000)
+    assert run["disconnect_error_ms"] == pytest.approx(0.0, abs=1.0)
