@@ -65,8 +65,13 @@ class ErrorCode(enum.IntEnum):
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45
     DUPLICATE_SEQUENCE_NUMBER = 46
     INVALID_PRODUCER_EPOCH = 47
+    INVALID_TXN_STATE = 48
     INVALID_PRODUCER_ID_MAPPING = 49
+    INVALID_TRANSACTION_TIMEOUT = 50
     CONCURRENT_TRANSACTIONS = 51
+    TRANSACTION_COORDINATOR_FENCED = 52
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+    OPERATION_NOT_ATTEMPTED = 55
     KAFKA_STORAGE_ERROR = 56
     SASL_AUTHENTICATION_FAILED = 58
     UNKNOWN_PRODUCER_ID = 59
@@ -81,13 +86,16 @@ class ErrorCode(enum.IntEnum):
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
     INVALID_RECORD = 87
+    UNSTABLE_OFFSET_COMMIT = 88
     THROTTLING_QUOTA_EXCEEDED = 89
     PRODUCER_FENCED = 90
     UNKNOWN_TOPIC_ID = 100
+    TRANSACTIONAL_ID_NOT_FOUND = 105
     FENCED_MEMBER_EPOCH = 110
     STALE_MEMBER_EPOCH = 113
     MISMATCHED_ENDPOINT_TYPE = 114
     UNSUPPORTED_ENDPOINT_TYPE = 115
+    TRANSACTION_ABORTABLE = 120
 
 
 class KafkaError(Exception):
@@ -292,13 +300,33 @@ class InvalidProducerEpochError(KafkaError):
     code = 47
     name = 'INVALID_PRODUCER_EPOCH'
 
+class InvalidTxnStateError(KafkaError):
+    code = 48
+    name = 'INVALID_TXN_STATE'
+
 class InvalidProducerIdMappingError(KafkaError):
     code = 49
     name = 'INVALID_PRODUCER_ID_MAPPING'
 
+class InvalidTransactionTimeoutError(KafkaError):
+    code = 50
+    name = 'INVALID_TRANSACTION_TIMEOUT'
+
 class ConcurrentTransactionsError(RetriableError):
     code = 51
     name = 'CONCURRENT_TRANSACTIONS'
+
+class TransactionCoordinatorFencedError(KafkaError):
+    code = 52
+    name = 'TRANSACTION_COORDINATOR_FENCED'
+
+class TransactionalIdAuthorizationFailedError(KafkaError):
+    code = 53
+    name = 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED'
+
+class OperationNotAttemptedError(KafkaError):
+    code = 55
+    name = 'OPERATION_NOT_ATTEMPTED'
 
 class KafkaStorageError(RetriableError):
     code = 56
@@ -358,6 +386,10 @@ class InvalidRecordError(KafkaError):
     code = 87
     name = 'INVALID_RECORD'
 
+class UnstableOffsetCommitError(RetriableError):
+    code = 88
+    name = 'UNSTABLE_OFFSET_COMMIT'
+
 class ThrottlingQuotaExceededError(RetriableError):
     code = 89
     name = 'THROTTLING_QUOTA_EXCEEDED'
@@ -369,6 +401,10 @@ class ProducerFencedError(KafkaError):
 class UnknownTopicIdError(RetriableError):
     code = 100
     name = 'UNKNOWN_TOPIC_ID'
+
+class TransactionalIdNotFoundError(KafkaError):
+    code = 105
+    name = 'TRANSACTIONAL_ID_NOT_FOUND'
 
 class FencedMemberEpochError(KafkaError):
     code = 110
@@ -385,6 +421,10 @@ class MismatchedEndpointTypeError(KafkaError):
 class UnsupportedEndpointTypeError(KafkaError):
     code = 115
     name = 'UNSUPPORTED_ENDPOINT_TYPE'
+
+class TransactionAbortableError(KafkaError):
+    code = 120
+    name = 'TRANSACTION_ABORTABLE'
 
 
 # -- client-local errors (never on the wire; Java's TimeoutException, DisconnectException) -----

@@ -41,6 +41,10 @@ TABLE = [
     (89, "THROTTLING_QUOTA_EXCEEDED", True), (90, "PRODUCER_FENCED", False), (100, "UNKNOWN_TOPIC_ID", True),
     (110, "FENCED_MEMBER_EPOCH", False), (113, "STALE_MEMBER_EPOCH", False),
     (114, "MISMATCHED_ENDPOINT_TYPE", False), (115, "UNSUPPORTED_ENDPOINT_TYPE", False),
+    # transactions (Errors: InvalidTxnStateException ... TransactionAbortableException)
+    (48, "INVALID_TXN_STATE", False), (50, "INVALID_TRANSACTION_TIMEOUT", False), (52, "TRANSACTION_COORDINATOR_FENCED", False),
+    (53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False), (55, "OPERATION_NOT_ATTEMPTED", False),
+    (88, "UNSTABLE_OFFSET_COMMIT", True), (105, "TRANSACTIONAL_ID_NOT_FOUND", False), (120, "TRANSACTION_ABORTABLE", False),
     # the group coordinator's (Java: GroupIdNotFoundException, an ApiException)
     (69, "GROUP_ID_NOT_FOUND", False),
 ]
