@@ -77,6 +77,7 @@ class Cluster:
         # the coordinator's view (InitProducerId); sequences live per partition, in its log
         self.producer_epochs: dict[int, int] = {}
         self.groups: Any = None
+        self.txn: Any = None          # broker_emu.transactions.coordinator, attached with the groups (runtime)
         self._nursery: trio.Nursery | None = None
         self.conn_ids = itertools.count(1)
 

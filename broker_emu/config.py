@@ -21,6 +21,10 @@ DEFAULTS: dict[str, Any] = {
     "group.min.session.timeout.ms": 6000,
     "group.max.session.timeout.ms": 1800000,
     "offsets.topic.num.partitions": 50,
+    "transaction.state.log.num.partitions": 50,
+    "transaction.max.timeout.ms": 900000,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
+    "emu.txn.marker.delay.ms": 0,             # how long the coordinator takes to write its markers after EndTxn
     "offsets.topic.replication.factor": 3,     # capped at the cluster's size, as a dev Kafka's broker config does
     "log.retention.bytes": -1,                 # Kafka's: unlimited per partition (emu.log.memory.bytes bounds all)
     "log.message.timestamp.type": "CreateTime",
@@ -44,6 +48,8 @@ VALIDATORS: dict[str, Validator] = {
     "group.initial.rebalance.delay.ms": at_least(0), "group.min.session.timeout.ms": at_least(0),
     "group.max.session.timeout.ms": at_least(0), "offsets.topic.num.partitions": at_least(1),
     "offsets.topic.replication.factor": at_least(1),
+    "transaction.state.log.num.partitions": at_least(1), "transaction.max.timeout.ms": at_least(1),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": at_least(1), "emu.txn.marker.delay.ms": at_least(0),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
     "emu.trace.max.bytes": at_least(0), "emu.replication.delay.ms": at_least(0), "emu.log.memory.bytes": at_least(-1),
 }

@@ -148,7 +148,9 @@ class PartitionLog:
         self._cum.append((self._cum[-1] if self._cum else self._dropped) + size)
         self.log_end_offset = last + 1
         self.size_bytes += size
-        if header.producer_id >= 0:
+        if header.producer_id >= 0 and header.is_control:
+            self.producers.end_txn(header.producer_id, header.producer_epoch)
+        elif header.producer_id >= 0:
             self.producers.update(header.producer_id, header.producer_epoch, header.base_sequence, base, last)
         self._retain()
         self.memory.charge(size)

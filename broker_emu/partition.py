@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from broker_emu.log import PartitionLog
+from broker_emu.transactions.partition_state import PartitionTxns
 
 
 @dataclass
@@ -26,6 +27,11 @@ class Partition:
     last_caught_up: dict[int, float] = field(default_factory=dict)
     high_watermark: int = 0
     epoch_starts: dict[int, int] = field(default_factory=lambda: {0: 0})
+    txns: PartitionTxns = field(default_factory=PartitionTxns)
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.txns.last_stable_offset(self.high_watermark)
 
     @property
     def key(self) -> tuple[str, int]:

@@ -108,7 +108,7 @@ class ProducerStateManager:
         if header.producer_epoch < entry.epoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH, None
         first = header.base_sequence
-        if header.producer_epoch > entry.epoch:
+        if header.producer_epoch > entry.epoch or not entry.batches:   # a new epoch, or one a marker started
             return (ErrorCode.NONE if first == 0 else ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER), None
         duplicate = entry.find_duplicate(first, (first + header.last_offset_delta) & 0x7FFFFFFF)
         if duplicate is not None:
@@ -127,11 +127,18 @@ class ProducerStateManager:
         last_seq = (first_seq + last_offset - first_offset) & 0x7FFFFFFF
         entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset))
 
+    def end_txn(self, producer_id: int, epoch: int) -> None:
+        """A transaction marker: it carries no sequence, but a higher epoch (a fenced producer's
+        abort) starts the producer afresh (``ProducerAppendInfo.appendEndTxnMarker``)."""
+        entry = self.producers.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            self.producers[producer_id] = ProducerEntry(epoch)
+
     # -- the log lost its tail ------------------------------------------------------------------
     def truncate(self, end_offset: int, batches: Sequence["StoredBatch"]) -> None:
         """The log now ends at ``end_offset`` and holds ``batches``: rewind every producer that
         had a batch at or above the end to what the remaining batches say."""
-        stale = {pid for pid, e in self.producers.items() if e.last_offset >= end_offset}
+        stale = {pid for pid, e in self.producers.items() if e.batches and e.last_offset >= end_offset}
         for pid in stale:
             del self.producers[pid]
         if stale:
@@ -160,8 +167,9 @@ class ProducerStateManager:
         self.producers.update(found)
 
     def statistics(self) -> dict[int, dict]:
-        return {pid: {"epoch": e.epoch, "last_sequence": e.last_seq, "last_offset": e.last_offset,
-                      "batches": len(e.batches)} for pid, e in self.producers.items()}
+        return {pid: {"epoch": e.epoch, "last_sequence": e.last_seq if e.batches else -1,
+                      "last_offset": e.last_offset if e.batches else -1, "batches": len(e.batches)}
+                for pid, e in self.producers.items()}
 
 
 def producer_fields(batch: "StoredBatch") -> tuple[int, int, int] | None:

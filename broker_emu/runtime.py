@@ -13,12 +13,14 @@ from broker_emu.cluster import Cluster
 from broker_emu.groups import GroupCoordinator
 from broker_emu.handlers.catalog import register_all
 from broker_emu.server import serve_broker
+from broker_emu.transactions.coordinator import TransactionCoordinator
 
 TopicSpec = tuple  # (name, partitions, replication_factor)
 
 
 def _attach_groups(cluster: Cluster) -> Any:
     cluster.groups = GroupCoordinator(cluster)
+    cluster.txn = TransactionCoordinator(cluster)
     return cluster.groups
 
 

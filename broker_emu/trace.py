@@ -45,6 +45,9 @@ class Kind(enum.StrEnum):
     GROUP_REBALANCE = "group_rebalance"
     GROUP_MEMBER_EXPIRED = "group_member_expired"
     GROUP_MEMBER_REMOVED = "group_member_removed"
+    # transactions (details: transactional_id, producer_id, epoch, from, to, reason)
+    TXN_STATE = "txn_state"
+    TXN_MARKER = "txn_marker"          # details: topic, partition, offset, commit, producer_id, epoch
     # the application's own calls, recorded by the conformance adapter of our client
     APP_CALL = "app_call"
 

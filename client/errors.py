@@ -426,7 +426,6 @@ class TransactionAbortableError(KafkaError):
     code = 120
     name = 'TRANSACTION_ABORTABLE'
 
-
 # -- client-local errors (never on the wire; Java's TimeoutException, DisconnectException) -----
 
 class TimeoutException(RetriableError):

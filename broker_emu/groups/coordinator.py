@@ -49,6 +49,7 @@ from broker_emu.groups.state import (
     complete,
 )
 from broker_emu.groups.timers import Timers
+from broker_emu.groups.txn_offsets import TxnOffsetsMixin
 from broker_emu.groups.views import GroupViewsMixin
 from broker_emu.scheduler import DeadlineLoop
 from broker_emu.trace import Kind
@@ -83,10 +84,11 @@ def sync_error(code: int) -> dict[str, Any]:
     return {"error_code": code}
 
 
-class GroupCoordinator(OffsetsMixin, GroupViewsMixin):
+class GroupCoordinator(OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
     def __init__(self, cluster: Any):
         self.cluster = cluster
         self.groups: dict[str, Group] = {}
+        self.txn_pending: dict = {}   # group -> producer id -> pending transactional offsets
         self._loop = DeadlineLoop(self.handle_timeouts, self.next_deadline)
         self.timers = Timers(on_earlier=self._loop.wake)
         self.rng = getattr(cluster, "rng", None) or random.Random(0)

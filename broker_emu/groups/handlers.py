@@ -19,6 +19,7 @@ from broker_emu.context import RequestContext
 from broker_emu.groups.coordinator import JoinRequest
 from broker_emu.groups.offsets import offset_fields
 from broker_emu.groups.state import Reply
+from broker_emu.groups.txn_offsets import unstable_fields
 from broker_emu.handlers import kafka_message
 from broker_emu.handlers.authorized import GROUP_OPERATIONS, NOT_REQUESTED
 from broker_emu.registry import handles
@@ -60,16 +61,16 @@ def _broker(cluster: Any, node_id: int) -> Any:
 
 
 def _coordinator(cluster: Any, key_type: int, key: str) -> dict[str, Any]:
-    """Groups map to a broker the way Kafka maps them to a __consumer_offsets partition leader.
-    Transactions are not emulated; a transactional id gets a broker by the same rule, so clients
-    can locate "a coordinator" (InitProducerId then decides what is supported). Share groups
+    """Groups map to a broker the way Kafka maps them to a __consumer_offsets partition leader,
+    transactional ids to a __transaction_state partition's (broker_emu.transactions). Share groups
     (key type 2) are not emulated: INVALID_REQUEST, as a broker without a share coordinator answers.
     The error goes with Node.noNode() (``KafkaApis.getCoordinator``)."""
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {"error_code": E.INVALID_REQUEST, "node_id": -1, "host": "", "port": -1}
     if key_type == GROUP_KEY:
         cluster.ensure_offsets_topic()  # as Kafka creates __consumer_offsets on the first lookup
-    node = cluster.coordinator_for(key)
+    txn = getattr(cluster, "txn", None)
+    node = txn.coordinator_for(key) if key_type == TRANSACTION_KEY and txn is not None else cluster.coordinator_for(key)
     if node < 0:
         return {"error_code": E.COORDINATOR_NOT_AVAILABLE, "node_id": -1, "host": "", "port": -1}
     b = _broker(cluster, node)
@@ -200,10 +201,16 @@ async def offset_commit(ctx: RequestContext, req: Message) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _fetch_one(ctx: Any, group_id: str, topics: Any) -> tuple[int, list[dict[str, Any]]]:
+def _fetch_one(ctx: Any, group_id: str, topics: Any, require_stable: bool = False) -> tuple[int, list[dict[str, Any]]]:
     wanted = None if topics is None else [(t["name"], list(t["partition_indexes"])) for t in topics]
-    error, found = ctx.cluster.groups.fetch_offsets(group_id=group_id, topics=wanted, broker_id=ctx.broker_id, now=_now())
-    return error, [{"name": t, "partitions": [{"partition_index": p, **offset_fields(c)} for p, c in parts]}
+    groups = ctx.cluster.groups
+    error, found = groups.fetch_offsets(group_id=group_id, topics=wanted, broker_id=ctx.broker_id, now=_now())
+
+    def fields(t: str, p: int, c: Any) -> dict[str, Any]:
+        # a transaction's offsets not yet committed (GroupMetadataManager: UNSTABLE_OFFSET_COMMIT)
+        return unstable_fields() if require_stable and groups.unstable(group_id, t, p) else offset_fields(c)
+
+    return error, [{"name": t, "partitions": [{"partition_index": p, **fields(t, p, c)} for p, c in parts]}
                    for t, parts in found]
 
 
@@ -215,10 +222,10 @@ async def offset_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     if v >= 8:
         out = []
         for g in req["groups"]:
-            error, topics = _fetch_one(ctx, g["group_id"], g["topics"])
+            error, topics = _fetch_one(ctx, g["group_id"], g["topics"], req.get("require_stable", False))
             out.append({"group_id": g["group_id"], "error_code": error, "topics": [] if error else topics})
         return {"throttle_time_ms": 0, "groups": out}
-    error, topics = _fetch_one(ctx, req["group_id"], req["topics"])
+    error, topics = _fetch_one(ctx, req["group_id"], req["topics"], v >= 7 and req.get("require_stable", False))
     if error and v >= 2:
         return {"throttle_time_ms": 0, "error_code": error, "topics": []}
     if error:  # v1: the group error in every requested partition

@@ -1,4 +1,4 @@
-"""InitProducerId, CreateTopics, DeleteTopics, DescribeConfigs, DescribeCluster, SASL and
+"""CreateTopics, DeleteTopics, DescribeConfigs, DescribeCluster, SASL and
 telemetry. SASL is not supported: SaslHandshake lists no mechanism (error 33) and
 SaslAuthenticate answers ILLEGAL_SASL_STATE, so a client configured for SASL fails clearly."""
 
@@ -19,14 +19,6 @@ from client.protocol.wire import Message
 
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # org.apache.kafka.clients.admin.EndpointType
 ZERO_UUID = uuid.UUID(int=0)
-
-
-@handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
-async def init_producer_id(ctx: RequestContext, req: Message) -> dict[str, Any]:
-    """Idempotent producers get a fresh id (or an epoch bump for a known id, v3+).
-    Transactions are not emulated: a transactional id is accepted but ignored."""
-    pid, epoch = ctx.cluster.init_producer_id(req.producer_id, req.producer_epoch)
-    return {"throttle_time_ms": 0, "error_code": E.NONE, "producer_id": pid, "producer_epoch": epoch}
 
 
 @handles(ApiKey.CREATE_TOPICS, 2, 7)

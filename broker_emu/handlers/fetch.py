@@ -63,6 +63,7 @@ class FetchPlan:
 
     def __init__(self, ctx, req):
         self.ctx, self.req = ctx, req
+        self.read_committed = req.isolation_level == 1
         self.entries = []  # (topic name or None, topic id, partition request)
         for t in req.topics:
             name, tid = _resolve(ctx.cluster, ctx.api_version, t)
@@ -98,8 +99,19 @@ class FetchPlan:
             if err:
                 errored = True
                 continue
-            total += min(p.log.bytes_between(pr.fetch_offset, p.high_watermark), pr.partition_max_bytes)
+            total += min(p.log.bytes_between(pr.fetch_offset, self.visible_end(p)), pr.partition_max_bytes)
         return total, errored
+
+    def visible_end(self, p) -> int:
+        """read_uncommitted reads to the high watermark, read_committed to the last stable offset."""
+        return p.last_stable_offset if self.read_committed else p.high_watermark
+
+    def aborted(self, p, start: int, end: int) -> list[dict[str, int]] | None:
+        """read_committed: the aborted transactions the data overlaps, for the consumer to skip
+        (``UnifiedLog.collectAbortedTransactions``); read_uncommitted: null."""
+        if not self.read_committed:
+            return None
+        return [{"producer_id": a.producer_id, "first_offset": a.first_offset} for a in p.txns.aborted_between(start, end)]
 
     def changed(self) -> bool:
         return any(self._leader(n, pr.partition) != self.leaders[(n, pr.partition)] for n, _, pr in self.entries)
@@ -118,12 +130,14 @@ class FetchPlan:
                     leaders.add(p.leader)
             else:
                 limit = max(min(pr.partition_max_bytes, budget), 0)
-                data = p.log.read(pr.fetch_offset, limit, p.high_watermark, min_one)
+                end = self.visible_end(p)
+                data = p.log.read(pr.fetch_offset, limit, end, min_one)
                 budget -= len(data)
                 min_one = min_one and not data
                 part = {"partition_index": pr.partition, "error_code": E.NONE, "high_watermark": p.high_watermark,
-                        "last_stable_offset": p.high_watermark, "log_start_offset": p.log.log_start_offset,
-                        "aborted_transactions": None, "preferred_read_replica": -1, "records": data}
+                        "last_stable_offset": p.last_stable_offset, "log_start_offset": p.log.log_start_offset,
+                        "aborted_transactions": self.aborted(p, pr.fetch_offset, end), "preferred_read_replica": -1,
+                        "records": data}
             key = tid if self.ctx.api_version >= 13 else name
             by_topic.setdefault(key, {"topic": name or "", "topic_id": tid, "partitions": []})["partitions"].append(part)
         response = {"throttle_time_ms": 0, "error_code": E.NONE, "session_id": 0, "responses": list(by_topic.values())}

@@ -26,6 +26,7 @@ from client.protocol import ApiKey
 from client.protocol.wire import Message
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+READ_COMMITTED = 1
 
 
 def epoch_error(p, current_leader_epoch: int) -> int:
@@ -35,13 +36,15 @@ def epoch_error(p, current_leader_epoch: int) -> int:
     return E.FENCED_LEADER_EPOCH if current_leader_epoch < p.leader_epoch else E.UNKNOWN_LEADER_EPOCH
 
 
-def lookup(p, timestamp: int) -> tuple[int, int, int]:
-    """(offset, timestamp, leader epoch) for one ListOffsets partition."""
+def lookup(p, timestamp: int, read_committed: bool = False) -> tuple[int, int, int]:
+    """(offset, timestamp, leader epoch) for one ListOffsets partition; read_committed reads up
+    to the last stable offset (``UnifiedLog.fetchOffsetByTimestamp`` with isolation READ_COMMITTED)."""
     log = p.log
+    visible = p.last_stable_offset if read_committed else p.high_watermark
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return log.log_start_offset, -1, p.epoch_at(log.log_start_offset)
     if timestamp == LATEST:
-        return p.high_watermark, -1, p.leader_epoch
+        return visible, -1, p.leader_epoch
     if timestamp == LATEST_TIERED:
         return -1, -1, -1
     if timestamp == MAX_TIMESTAMP:
@@ -50,7 +53,7 @@ def lookup(p, timestamp: int) -> tuple[int, int, int]:
     else:
         hit = log.record_for_timestamp(timestamp)
         b, found = (hit[0], hit[1:]) if hit is not None else (None, None)
-    if b is None or found is None or found[0] >= p.high_watermark:
+    if b is None or found is None or found[0] >= visible:
         return -1, -1, -1
     return found[0], found[1], b.leader_epoch
 
@@ -71,7 +74,7 @@ async def list_offsets(ctx: RequestContext, req: Message) -> dict[str, Any]:
             elif epoch_error(p, pr.current_leader_epoch):
                 out["error_code"] = epoch_error(p, pr.current_leader_epoch)
             else:
-                offset, ts, epoch = lookup(p, pr.timestamp)
+                offset, ts, epoch = lookup(p, pr.timestamp, req.isolation_level == READ_COMMITTED)
                 out.update(offset=offset, timestamp=ts, leader_epoch=epoch)
             parts.append(out)
         topics.append({"name": t.name, "partitions": parts})

@@ -163,6 +163,8 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
         result.log_append_time = now
     previous = p.log_end_offset
     base, last = p.log.append(valid.batch, valid.header, p.leader_epoch, valid.max_timestamp)
+    if header.is_transactional:   # its transaction is open here until the coordinator's marker
+        p.txns.batch_appended(header.producer_id, base)
     result.base_offset, result.required = base, last + 1
     if header.producer_id >= 0:  # the log updated the partition's producer state; the coordinator learns the epoch
         cluster.producer_epochs[header.producer_id] = max(cluster.producer_epochs.get(header.producer_id, 0), header.producer_epoch)

@@ -21,6 +21,9 @@ ADVERTISED = {  # the issue's ranges; old librdkafka needs Produce and the group
     "SASL_HANDSHAKE": (0, 1), "API_VERSIONS": (0, 4), "CREATE_TOPICS": (2, 7), "DELETE_TOPICS": (1, 6),
     "INIT_PRODUCER_ID": (0, 5), "OFFSET_FOR_LEADER_EPOCH": (2, 4), "DESCRIBE_CONFIGS": (1, 4),
     "SASL_AUTHENTICATE": (0, 2), "DESCRIBE_CLUSTER": (0, 1),
+    # transactions, without KIP-890 part 2 (broker_emu.transactions.handlers)
+    "ADD_PARTITIONS_TO_TXN": (0, 3), "ADD_OFFSETS_TO_TXN": (0, 4), "END_TXN": (0, 4), "TXN_OFFSET_COMMIT": (0, 4),
+    "DESCRIBE_TRANSACTIONS": (0, 0), "LIST_TRANSACTIONS": (0, 2), "DESCRIBE_PRODUCERS": (0, 0),
 }
 SOFTWARE = {"client_software_name": "broker-emu-tests", "client_software_version": "1.0"}
 

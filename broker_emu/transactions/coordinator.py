@@ -1,0 +1,204 @@
+"""The transaction coordinator: one state machine per transactional id, its timeout check, and
+the marker writes that end each transaction.
+
+Followed: Kafka's ``TransactionCoordinator`` (handleInitProducerId, handleAddPartitionsToTransaction,
+handleEndTransaction, abortTimedOutTransactions), ``TransactionMetadata`` (states and their
+transitions) and ``TransactionStateManager`` (placement: abs(hash(id)) % transaction.state.log.num.partitions,
+the coordinator being that ``__transaction_state`` partition's leader). This is the protocol as
+Kafka runs it without KIP-890 part 2 (transaction.version 1): one epoch per producer session,
+bumped by InitProducerId and by a timeout.
+
+Two clocks meet here: the client bounds its calls with ``max.block.ms``; the coordinator aborts a
+transaction older than its ``transaction.timeout.ms`` only when its check runs, every
+``transaction.abort.timed.out.transaction.cleanup.interval.ms`` (10 s by default), and fences the
+producer by bumping its epoch.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker_emu.cluster import java_string_hash
+from broker_emu.trace import Kind
+from broker_emu.transactions.markers import write_marker
+from client.errors import ErrorCode as E
+
+MAX_EPOCH = 32767 - 1   # Short.MaxValue - 1: past it InitProducerId hands out a new producer id
+
+
+class TxnState(str, enum.Enum):
+    EMPTY = "Empty"
+    ONGOING = "Ongoing"
+    PREPARE_COMMIT = "PrepareCommit"
+    PREPARE_ABORT = "PrepareAbort"
+    COMPLETE_COMMIT = "CompleteCommit"
+    COMPLETE_ABORT = "CompleteAbort"
+
+
+PREPARING = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+ENDED = (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+
+
+@dataclass
+class TxnMetadata:
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    timeout_ms: int
+    state: TxnState = TxnState.EMPTY
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)
+    start_ms: float = -1.0          # the coordinator's clock when the transaction began (Ongoing)
+    last_update_ms: float = -1.0
+
+
+class TransactionCoordinator:
+    def __init__(self, cluster: Any):
+        self.cluster = cluster
+        self.txns: dict[str, TxnMetadata] = {}
+        self.marker_delay_ms: float | None = None   # None: emu.txn.marker.delay.ms (a control can set it)
+        self._schedule_check()
+
+    # -- placement -------------------------------------------------------------------------------
+    def coordinator_for(self, transactional_id: str) -> int:
+        n = self.cluster.config["transaction.state.log.num.partitions"]
+        return self.cluster.offsets_partition_leader((java_string_hash(transactional_id) & 0x7FFFFFFF) % n)
+
+    def not_coordinator(self, transactional_id: str, broker_id: int) -> int | None:
+        owner = self.coordinator_for(transactional_id)
+        if owner < 0:
+            return E.COORDINATOR_NOT_AVAILABLE
+        return None if owner == broker_id else E.NOT_COORDINATOR
+
+    # -- the state machine ---------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.cluster.now_ms()
+
+    def _to(self, meta: TxnMetadata, state: TxnState, reason: str) -> None:
+        before = meta.state
+        meta.state, meta.last_update_ms = state, self._now()
+        self.cluster.trace.emit(Kind.TXN_STATE, details={"transactional_id": meta.transactional_id, "producer_id": meta.producer_id,
+                                                         "epoch": meta.epoch, "from": before.value, "to": state.value,
+                                                         "reason": reason})
+
+    def _bump(self, meta: TxnMetadata) -> None:
+        if meta.epoch >= MAX_EPOCH:
+            meta.producer_id, meta.epoch = self.cluster.init_producer_id()
+        else:
+            meta.epoch += 1
+            self.cluster.producer_epochs[meta.producer_id] = meta.epoch
+
+    def init_producer_id(self, tid: str, timeout_ms: int, pid: int, epoch: int) -> tuple[int, int, int]:
+        """(error, producer id, epoch). ``pid``/``epoch`` are what a v3+ client says it had."""
+        if not 0 < timeout_ms <= self.cluster.config["transaction.max.timeout.ms"]:
+            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        meta = self.txns.get(tid)
+        if meta is None:
+            new_pid, new_epoch = self.cluster.init_producer_id()
+            meta = self.txns[tid] = TxnMetadata(tid, new_pid, new_epoch, timeout_ms, last_update_ms=self._now())
+            self._to(meta, TxnState.EMPTY, "init")
+            return E.NONE, meta.producer_id, meta.epoch
+        if meta.state in PREPARING:
+            return E.CONCURRENT_TRANSACTIONS, -1, -1
+        if pid >= 0 and (pid, epoch) != (meta.producer_id, meta.epoch):
+            # KIP-360: only the current producer may ask for a bump of its own epoch
+            return E.PRODUCER_FENCED, -1, -1
+        if meta.state == TxnState.ONGOING:
+            # an unfinished transaction of a previous session: abort it with a new epoch (fencing
+            # that session); the caller retries once the markers are written
+            self._bump(meta)
+            self._end(meta, commit=False, reason="aborted by InitProducerId")
+            return E.CONCURRENT_TRANSACTIONS, -1, -1
+        self._bump(meta)
+        meta.timeout_ms = timeout_ms
+        self._to(meta, TxnState.EMPTY, "init")
+        return E.NONE, meta.producer_id, meta.epoch
+
+    def check_producer(self, tid: str, pid: int, epoch: int, version: int, fenced_from: int = 2) -> tuple[int, TxnMetadata | None]:
+        meta = self.txns.get(tid)
+        if meta is None or meta.producer_id != pid:
+            return E.INVALID_PRODUCER_ID_MAPPING, None
+        if epoch != meta.epoch:
+            return (E.PRODUCER_FENCED if version >= fenced_from else E.INVALID_PRODUCER_EPOCH), None
+        if meta.state in PREPARING:
+            return E.CONCURRENT_TRANSACTIONS, None
+        return E.NONE, meta
+
+    def add_partitions(self, meta: TxnMetadata, partitions: set[tuple[str, int]]) -> None:
+        meta.partitions |= partitions
+        self._begin(meta)
+
+    def add_group(self, meta: TxnMetadata, group_id: str) -> None:
+        meta.groups.add(group_id)
+        self._begin(meta)
+
+    def _begin(self, meta: TxnMetadata) -> None:
+        if meta.state != TxnState.ONGOING:
+            meta.start_ms = self._now()
+            self._to(meta, TxnState.ONGOING, "first partition or group added")
+
+    def end_txn(self, tid: str, pid: int, epoch: int, commit: bool, version: int) -> int:
+        meta = self.txns.get(tid)
+        if meta is None or meta.producer_id != pid:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if epoch != meta.epoch:
+            return E.PRODUCER_FENCED if version >= 2 else E.INVALID_PRODUCER_EPOCH
+        wanted = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        preparing = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        if meta.state == wanted:
+            return E.NONE                        # a retry of an EndTxn that completed
+        if meta.state == preparing:
+            return E.CONCURRENT_TRANSACTIONS     # a retry while the markers are being written
+        if meta.state != TxnState.ONGOING:
+            return E.INVALID_TXN_STATE
+        self._end(meta, commit, reason="EndTxn")
+        return E.NONE
+
+    # -- ending: markers on every partition, then Complete -----------------------------------------
+    def _end(self, meta: TxnMetadata, commit: bool, reason: str) -> None:
+        self._to(meta, TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, reason)
+        delay = self.marker_delay_ms if self.marker_delay_ms is not None else self.cluster.config["emu.txn.marker.delay.ms"]
+        partitions, groups, pid, epoch = sorted(meta.partitions), sorted(meta.groups), meta.producer_id, meta.epoch
+        self.cluster.scheduler.call_later(delay / 1000, lambda: self._write_markers(meta, commit, partitions, groups, pid, epoch))
+
+    def _write_markers(self, meta: TxnMetadata, commit: bool, partitions: list, groups: list, pid: int, epoch: int) -> None:
+        waiting = []
+        for topic, index in partitions:
+            p = self.cluster.partition(topic, index)
+            if p is None:
+                continue   # deleted meanwhile: nothing to mark
+            if p.leader < 0 or not self.cluster.is_alive(p.leader):
+                waiting.append((topic, index))   # Kafka's marker channel retries until a leader is back
+                continue
+            offset = write_marker(self.cluster, p, pid, epoch, commit)
+            self.cluster.trace.emit(Kind.TXN_MARKER, broker=p.leader, details={
+                "topic": topic, "partition": index, "offset": offset, "commit": commit, "producer_id": pid, "epoch": epoch})
+        if waiting:
+            self.cluster.scheduler.call_later(0.1, lambda: self._write_markers(meta, commit, waiting, groups, pid, epoch))
+            return
+        if self.cluster.groups is not None:
+            for group_id in groups:
+                self.cluster.groups.end_txn_offsets(group_id, pid, commit)
+        meta.partitions, meta.groups = set(), set()
+        self._to(meta, TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT, "markers written")
+
+    # -- the timeout check ----------------------------------------------------------------------------
+    def _schedule_check(self) -> None:
+        interval = self.cluster.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+        self.cluster.scheduler.call_later(interval / 1000, self._check_timeouts)
+
+    def _check_timeouts(self) -> None:
+        """``abortTimedOutTransactions``: an Ongoing transaction older than its timeout is aborted
+        with a bumped epoch, so its producer is fenced."""
+        now = self._now()
+        for meta in list(self.txns.values()):
+            if meta.state == TxnState.ONGOING and now - meta.start_ms > meta.timeout_ms:
+                self._bump(meta)
+                self._end(meta, commit=False, reason=f"timed out: open {now - meta.start_ms:.0f} ms, "
+                                                     f"transaction.timeout.ms {meta.timeout_ms}")
+        self._schedule_check()
+
+    def describe(self, tid: str) -> TxnMetadata | None:
+        return self.txns.get(tid)
