@@ -9,3 +9,4 @@ def register_all() -> None:
     from broker_emu.groups import handlers as group_handlers  # noqa: F401
     from broker_emu.handlers import admin, api_versions, fetch, metadata, offsets, produce  # noqa: F401
     from broker_emu.transactions import handlers as txn_handlers  # noqa: F401
+    from broker_emu.transactions import listings  # noqa: F401
