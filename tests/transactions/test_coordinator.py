@@ -4,6 +4,7 @@ reads, the timeout check at its own interval (not at the timeout), fencing, and 
 validations."""
 
 import trio
+import trio.lowlevel
 
 from broker_emu import open_cluster
 from broker_emu.trace import Kind
@@ -68,7 +69,7 @@ async def test_an_aborted_transaction_is_listed_for_read_committed_readers(autoj
             {"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})
         assert open_now.topics[0].partitions[0].offset == 0          # the last stable offset, not the HW (2)
         assert await end(w, "tx", pid, epoch, commit=False) == 0
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         got = await fetch(reader, "t", 0, 1)
         assert (got.last_stable_offset, [(a.producer_id, a.first_offset) for a in got.aborted_transactions]) == (3, [(pid, 0)])
         assert (await fetch(reader, "t", 0, 1, offset=3)).aborted_transactions == []   # nothing aborted past offset 3
@@ -109,7 +110,7 @@ async def test_init_producer_id_validates_bumps_and_fences(autojump_clock):
         assert await add(w, "tx", second.producer_id, second.producer_epoch, [("t", 0)]) == [0]
         # a new session while a transaction is open: it is aborted with a new epoch, then the retry succeeds
         assert (await init(w, "tx")).error_code == CONCURRENT
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         third = await init(w, "tx")
         assert (third.error_code, third.producer_epoch) == (0, second.producer_epoch + 2)
 
