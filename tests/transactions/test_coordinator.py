@@ -11,10 +11,13 @@ from broker_emu.trace import Kind
 from tests.cluster.wire import WireClient
 from tests.transactions.helpers import (
     ADD,
+    ADD_OFFSETS,
     DESCRIBE_PRODUCERS,
     DESCRIBE_TXNS,
     LIST_OFFSETS,
     LIST_TXNS,
+    OFFSET_FETCH,
+    TXN_COMMIT,
     add,
     coordinator,
     end,
@@ -49,7 +52,7 @@ async def test_markers_follow_end_txn_and_only_then_read_committed_sees_the_reco
         assert await end(w, "tx", pid, epoch, commit=True) == CONCURRENT
         assert (await init(w, "tx")).error_code == CONCURRENT
         assert await add(w, "tx", pid, epoch, [("t", 0)]) == [CONCURRENT]
-        await trio.sleep(0.5)
+        await trio.sleep(0.6)
         marker = cluster.trace.query(kind=Kind.TXN_MARKER)[0]
         assert (marker.t_ms, marker.details["offset"], marker.details["commit"]) == (500.0, 2, True)
         after = await fetch(reader, "t", 0, 1)
@@ -127,3 +130,33 @@ async def test_listings_show_the_transaction_and_its_producer(autojump_clock):
         active = producers.topics[0].partitions[0].active_producers
         assert [(a.producer_id, a.producer_epoch, a.last_sequence, a.current_txn_start_offset) for a in active] == [(pid, epoch, 1, 0)]
         assert ADD  # the helpers' names are the API keys
+
+
+async def _offset_fetch(w: WireClient, require_stable: bool):
+    r = await w.call(OFFSET_FETCH, 7, {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}],
+                                       "require_stable": require_stable})
+    p = r.topics[0].partitions[0]
+    return p.error_code, p.committed_offset
+
+
+async def _txn_commit_offset(w: WireClient, pid: int, epoch: int, offset: int) -> int:
+    r = await w.call(TXN_COMMIT, 3, {"transactional_id": "tx", "group_id": "g", "producer_id": pid, "producer_epoch": epoch,
+                                     "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+                                     "topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": offset,
+                                                                            "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
+    return r.topics[0].partitions[0].error_code
+
+
+async def test_transactional_offsets_count_only_once_the_transaction_commits(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        for commit, want in ((False, -1), (True, 5)):
+            w, pid, epoch = await open_txn(cluster, "tx")
+            add_offsets = await w.call(ADD_OFFSETS, 3, {"transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch,
+                                                        "group_id": "g"})
+            assert add_offsets.error_code == 0
+            assert await _txn_commit_offset(w, pid, epoch, 5) == 0
+            assert await _offset_fetch(w, require_stable=True) == (88, -1)   # UNSTABLE_OFFSET_COMMIT: retry later
+            assert await _offset_fetch(w, require_stable=False) == (0, -1)
+            assert await end(w, "tx", pid, epoch, commit=commit) == 0
+            await trio.lowlevel.checkpoint()
+            assert await _offset_fetch(w, require_stable=True) == (0, want)
