@@ -1,0 +1,93 @@
+"""Golden cases of the transaction APIs the emulator serves (worked out by hand from Kafka 4.4.0's
+message JSON, as test_golden.py's): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+DescribeProducers, DescribeTransactions, ListTransactions. Each value names every field; fields
+absent from the version hold their defaults."""
+
+from __future__ import annotations
+
+import uuid
+
+from tests.protocol.strategies import NO_TAGS, arr32, boolean, carr, cstr, i16, i32, i64, str16
+
+NULL = b"\x00"
+ZERO_UUID = uuid.UUID(int=0)
+FLEXIBLE_FROM_TXN = {21: 2, 24: 3, 25: 3, 26: 3, 27: 1, 28: 3, 29: 2, 30: 2, 31: 2, 33: 2, 35: 2, 37: 2, 42: 2, 43: 2,
+                     44: 1, 45: 0, 46: 0, 47: None, 48: 1, 49: 1, 50: 0, 51: 0, 61: 0, 65: 0, 66: 0, 69: 0}
+
+
+def txn_cases(Case):
+    """``Case`` is test_golden's (key, version, direction, value, body)."""
+    return [
+        # -- AddPartitionsToTxn (24): the clients' form, v0-3 -------------------------------------
+        Case(24, 1, "request",
+             {"transactions": [], "v3_and_below_transactional_id": "tx", "v3_and_below_producer_id": 1000,
+              "v3_and_below_producer_epoch": 2, "v3_and_below_topics": [{"name": "events", "partitions": [0, 2]}]},
+             str16("tx") + i64(1000) + i16(2) + arr32([str16("events") + arr32([i32(0), i32(2)])])),
+        Case(24, 3, "request",
+             {"transactions": [], "v3_and_below_transactional_id": "tx", "v3_and_below_producer_id": 1000,
+              "v3_and_below_producer_epoch": 2, "v3_and_below_topics": [{"name": "events", "partitions": [1]}]},
+             cstr("tx") + i64(1000) + i16(2) + carr([cstr("events") + carr([i32(1)]) + NO_TAGS]) + NO_TAGS),
+        Case(24, 3, "response",
+             {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": [],
+              "results_by_topic_v3_and_below": [{"name": "events", "results_by_partition": [
+                  {"partition_index": 1, "partition_error_code": 51}]}]},
+             i32(0) + carr([cstr("events") + carr([i32(1) + i16(51) + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+
+        # -- AddOffsetsToTxn (25) ---------------------------------------------------------------------
+        Case(25, 3, "request",
+             {"transactional_id": "tx", "producer_id": 1000, "producer_epoch": 2, "group_id": "g"},
+             cstr("tx") + i64(1000) + i16(2) + cstr("g") + NO_TAGS),
+        Case(25, 3, "response", {"throttle_time_ms": 0, "error_code": 90}, i32(0) + i16(90) + NO_TAGS),
+
+        # -- EndTxn (26) ------------------------------------------------------------------------------
+        Case(26, 2, "request",
+             {"transactional_id": "tx", "producer_id": 1000, "producer_epoch": 2, "committed": True},
+             str16("tx") + i64(1000) + i16(2) + boolean(True)),
+        Case(26, 3, "response", {"throttle_time_ms": 0, "error_code": 51, "producer_id": -1, "producer_epoch": -1},
+             i32(0) + i16(51) + NO_TAGS),
+
+        # -- TxnOffsetCommit (28) ---------------------------------------------------------------------
+        Case(28, 3, "request",
+             {"transactional_id": "tx", "group_id": "g", "producer_id": 1000, "producer_epoch": 2,
+              "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+              "topics": [{"name": "events", "topic_id": ZERO_UUID, "partitions": [
+                  {"partition_index": 0, "committed_offset": 42, "committed_leader_epoch": -1, "committed_metadata": ""}]}]},
+             cstr("tx") + cstr("g") + i64(1000) + i16(2) + i32(-1) + cstr("") + NULL
+             + carr([cstr("events") + carr([i32(0) + i64(42) + i32(-1) + cstr("") + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+        Case(28, 3, "response",
+             {"throttle_time_ms": 0, "topics": [{"name": "events", "topic_id": ZERO_UUID,
+                                                 "partitions": [{"partition_index": 0, "error_code": 0}]}]},
+             i32(0) + carr([cstr("events") + carr([i32(0) + i16(0) + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+
+        # -- DescribeProducers (61) -------------------------------------------------------------------
+        Case(61, 0, "request", {"topics": [{"name": "events", "partition_indexes": [0]}]},
+             carr([cstr("events") + carr([i32(0)]) + NO_TAGS]) + NO_TAGS),
+        Case(61, 0, "response",
+             {"throttle_time_ms": 0, "topics": [{"name": "events", "partitions": [
+                 {"partition_index": 0, "error_code": 0, "error_message": None, "active_producers": [
+                     {"producer_id": 1000, "producer_epoch": 2, "last_sequence": 5, "last_timestamp": -1,
+                      "coordinator_epoch": 0, "current_txn_start_offset": 7}]}]}]},
+             i32(0) + carr([cstr("events") + carr([i32(0) + i16(0) + NULL + carr([
+                 i64(1000) + i32(2) + i32(5) + i64(-1) + i32(0) + i64(7) + NO_TAGS]) + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+
+        # -- DescribeTransactions (65) ----------------------------------------------------------------
+        Case(65, 0, "request", {"transactional_ids": ["tx"]}, carr([cstr("tx")]) + NO_TAGS),
+        Case(65, 0, "response",
+             {"throttle_time_ms": 0, "transaction_states": [
+                 {"error_code": 0, "transactional_id": "tx", "transaction_state": "Ongoing", "transaction_timeout_ms": 60000,
+                  "transaction_start_time_ms": 1700000000000, "producer_id": 1000, "producer_epoch": 2,
+                  "topics": [{"topic": "events", "partitions": [0]}]}]},
+             i32(0) + carr([i16(0) + cstr("tx") + cstr("Ongoing") + i32(60000) + i64(1700000000000) + i64(1000) + i16(2)
+                            + carr([cstr("events") + carr([i32(0)]) + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+
+        # -- ListTransactions (66) --------------------------------------------------------------------
+        Case(66, 1, "request",
+             {"state_filters": ["Ongoing"], "producer_id_filters": [1000], "duration_filter": 5000,
+              "transactional_id_pattern": None},
+             carr([cstr("Ongoing")]) + carr([i64(1000)]) + i64(5000) + NO_TAGS),
+        Case(66, 1, "response",
+             {"throttle_time_ms": 0, "error_code": 0, "unknown_state_filters": ["Bogus"],
+              "transaction_states": [{"transactional_id": "tx", "producer_id": 1000, "transaction_state": "Ongoing"}]},
+             i32(0) + i16(0) + carr([cstr("Bogus")]) + carr([cstr("tx") + i64(1000) + cstr("Ongoing") + NO_TAGS]) + NO_TAGS),
+    ]
+
