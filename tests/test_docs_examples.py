@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-EXAMPLES = [(path.name, i, block) for path in [DOCS / "client.md"]
+EXAMPLES = [(path.name, i, block) for path in [DOCS / "client.md", DOCS / "transactions.md"]
             for i, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(), re.DOTALL))]
 
 
@@ -14,7 +14,8 @@ EXAMPLES = [(path.name, i, block) for path in [DOCS / "client.md"]
 EXPECT = {("client.md", 0): ["offset=0", "None RecordMetadata("], ("client.md", 1): ["0\n"],
           ("client.md", 2): ["assigned [TopicPartition(topic='orders', partition=0), TopicPartition(topic='orders', partition=1)]",
                              "[b'order-0', b'order-1', b'order-2', b'order-3']",
-                             "TopicPartition(topic='orders', partition=0): 2"]}
+                             "TopicPartition(topic='orders', partition=0): 2"],
+          ("transactions.md", 0): ["[b'kept']"]}
 
 
 @pytest.mark.parametrize("name,index,source", EXAMPLES, ids=[f"{n}-{i}" for n, i, _ in EXAMPLES])
