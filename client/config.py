@@ -42,6 +42,8 @@ PRODUCER: dict[str, Any] = {
     "max.in.flight.requests.per.connection": 5,
     "compression.type": "none",
     "max.request.size": 1048576,
+    "transactional.id": "",                      # set: a transactional producer (client.producer.transactions)
+    "transaction.timeout.ms": 60000,
 }
 
 
@@ -109,6 +111,13 @@ def _check_idempotence(config: dict[str, Any], given: Mapping[str, Any]) -> None
         conflicts.append("retries=0 (needs > 0)")
     if config["max.in.flight.requests.per.connection"] > 5:
         conflicts.append(f"max.in.flight.requests.per.connection={config['max.in.flight.requests.per.connection']} (needs <= 5)")
+    if config["transactional.id"]:
+        # KafkaProducer.configureTransactionState: transactions need idempotence
+        if not config["enable.idempotence"] or conflicts:
+            why = ["enable.idempotence=false"] if not config["enable.idempotence"] else conflicts
+            raise ConfigException(f"transactional.id={config['transactional.id']} needs idempotence, which "
+                                  + ", ".join(why) + " rules out")
+        return
     if config["enable.idempotence"] and conflicts:
         if "enable.idempotence" in given:
             raise ConfigException("enable.idempotence=true conflicts with " + ", ".join(conflicts))

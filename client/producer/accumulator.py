@@ -123,6 +123,17 @@ class RecordAccumulator:
             if b not in self.in_flight:
                 self._drop(b)
 
+    def fail_queued(self, error: BaseException) -> int:
+        """Fail every batch not sent yet (an aborted transaction's); the in-flight ones finish."""
+        failed = 0
+        for queue in self.queues.values():
+            for b in queue:
+                if b.fail(error):
+                    failed += 1
+                self._drop(b)
+            queue.clear()
+        return failed
+
     def next_deadline(self) -> float:
         return min((b.deadline for b in self.batches()), default=float("inf"))
 

@@ -31,6 +31,7 @@ from client.producer.accumulator import RecordAccumulator
 from client.producer.batch import DeliveryFuture, RecordMetadata
 from client.producer.partitioner import StickyPartitioner
 from client.producer.sender import Sender
+from client.producer.transactions import TransactionAbortedError, TransactionManager, TransactionStateError
 from client.protocol.compression import codec_code
 from client.protocol.records import Record
 from client.transport import Connect
@@ -57,6 +58,8 @@ class AsyncProducer:
         self.sender = Sender(c, self.net, self.metadata, self.updater, self.accumulator,
                              codec_code(c["compression.type"]), retry_backoff)
         self.partitioner = StickyPartitioner(c["batch.size"], self.rng)
+        self.txn = TransactionManager(c, self.net, self.sender, retry_backoff, nursery) if c["transactional.id"] else None
+        self.sender.txn = self.txn
         self.closed = False
 
     async def start(self) -> None:
@@ -166,6 +169,40 @@ class AsyncProducer:
             return
         raise MaxBlockTimeoutException(self.config["max.block.ms"], f"{size} bytes of buffer.memory="
                                        f"{self.config['buffer.memory']} ({self.accumulator.free()} free)")
+
+    # -- transactions (client.producer.transactions) ---------------------------------------------
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """Get the transactional id's producer id and epoch from its coordinator, fencing any
+        earlier producer with the same id (and aborting its open transaction). Blocks at most
+        ``timeout`` seconds, else max.block.ms."""
+        await self._transactions().init_transactions(timeout)
+
+    def begin_transaction(self) -> None:
+        self._transactions().begin_transaction()
+
+    async def send_offsets_to_transaction(self, offsets: dict[tuple[str, int], int], group_id: str,
+                                          timeout: float | None = None) -> None:
+        """Commit a consumer group's offsets ({(topic, partition): next offset}) with the transaction."""
+        await self._transactions().send_offsets_to_transaction(offsets, group_id, timeout)
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit. On TimeoutException call it again: it completes the same commit."""
+        await self._transactions().commit_transaction(self.flush, timeout)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Drop the records not sent yet (their futures fail), wait for those in flight, then abort."""
+        async def drop() -> None:
+            self.accumulator.fail_queued(TransactionAbortedError("the transaction was aborted before this record was sent"))
+            for f in self.accumulator.futures():
+                await f.wait()
+
+        await self._transactions().abort_transaction(drop, timeout)
+
+    def _transactions(self) -> TransactionManager:
+        self._check_open()
+        if self.txn is None:
+            raise TransactionStateError("transactions need transactional.id in the producer's configuration")
+        return self.txn
 
     # -- flush and close -------------------------------------------------------------------
     async def flush(self) -> None:

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 import trio
 
 from client.config import producer_config
-from client.errors import KafkaError
+from client.errors import KafkaError, TimeoutException
 from client.exceptions import MaxBlockTimeoutException, NetworkThreadDied
 from client.producer.async_producer import (
     AsyncProducer,
@@ -223,6 +224,42 @@ class Producer:
                 pass
         _, not_done = concurrent.futures.wait(pending, timeout=timeout)
         return len(not_done)
+
+    # -- transactions: the async face's calls, run on the network thread ------------------------
+    def init_transactions(self, timeout: float | None = None) -> None:
+        self._on_network_thread(self._live().init_transactions, timeout)
+
+    def begin_transaction(self) -> None:
+        self._check_alive()
+        self._runner.run_sync(self._live().begin_transaction)
+
+    def send_offsets_to_transaction(self, offsets: dict[tuple[str, int], int], group_id: str,
+                                    timeout: float | None = None) -> None:
+        self._on_network_thread(self._live().send_offsets_to_transaction, offsets, group_id, timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Wait for every record sent so far (they may still be on their way to the network
+        thread), then commit; the whole call within ``timeout`` or max.block.ms."""
+        limit = self._parsed["max.block.ms"] / 1000 if timeout is None else timeout
+        start = time.monotonic()
+        if self.flush(limit):
+            raise TimeoutException(f"commit_transaction: records of the transaction were not delivered within "
+                                   f"{limit * 1000:.0f} ms; call it again to keep waiting")
+        self._on_network_thread(self._live().commit_transaction, max(limit - (time.monotonic() - start), 0.0))
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        self._on_network_thread(self._live().abort_transaction, timeout)
+
+    def _live(self) -> AsyncProducer:
+        self._check_alive()
+        assert self._producer is not None
+        return self._producer
+
+    def _on_network_thread(self, afn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return self._runner.run(afn, *args)
+        except trio.RunFinishedError:
+            raise self._error or NetworkThreadDied("the producer's network thread stopped") from None
 
     def close(self, timeout: float | None = None) -> None:
         """Flush for at most ``timeout`` seconds, then stop; records still undelivered fail

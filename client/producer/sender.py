@@ -57,6 +57,7 @@ class Sender:
         self.memory_freed = trio.Event()
         self.memory_listeners: list[Callable[[], None]] = []   # e.g. the blocking face's application thread
         self.nursery: trio.Nursery | None = None
+        self.txn: Any = None   # a TransactionManager when transactional.id is set
         updater.fetch_listeners.append(self.wake)
 
     def wake(self) -> None:
@@ -78,8 +79,11 @@ class Sender:
     def _expire(self, now: float) -> None:
         expired = self.acc.expire(now)
         for b in expired:
-            b.fail(DeliveryTimeoutException(b.topic, b.partition, len(b.futures), (now - b.created) * 1000,
-                                            self.config["delivery.timeout.ms"], b.attempts, b.where(), b.last_error))
+            error = DeliveryTimeoutException(b.topic, b.partition, len(b.futures), (now - b.created) * 1000,
+                                             self.config["delivery.timeout.ms"], b.attempts, b.where(), b.last_error)
+            b.fail(error)
+            if self.txn is not None:
+                self.txn.produce_failed(error)   # a record of the transaction is lost: it can only abort
             if self.idempotent and b.sequence >= 0:
                 self.need_epoch_bump = True   # its sequence may never reach the broker
         if expired:
@@ -93,9 +97,17 @@ class Sender:
             listener()
 
     # -- producer id -----------------------------------------------------------------------
+    def set_producer(self, producer_id: int, epoch: int) -> None:
+        """An id and epoch from InitProducerId with a transactional id (the transaction manager's)."""
+        self.producer_id, self.producer_epoch = producer_id, epoch
+        self.sequences.clear()
+        self.wake()
+
     def _have_producer_id(self) -> bool:
         if not self.idempotent:
             return True
+        if self.txn is not None:
+            return self.producer_id >= 0   # init_transactions gets it, from the transaction coordinator
         if self.producer_id >= 0 and not self.need_epoch_bump:
             return True
         if not self._init_running and not (self.need_epoch_bump and self.acc.in_flight):
@@ -144,6 +156,8 @@ class Sender:
             return next_at   # woken when the Metadata request is out (NetworkClient.isReady)
         by_node: dict[int, list[tuple[str, int]]] = {}
         for tp in ready:
+            if self.txn is not None and not self.txn.sendable(tp):
+                continue   # woken once the partition is in the transaction (AddPartitionsToTxn)
             info = self.metadata.leader(*tp)
             if info is None or info.leader < 0:
                 # No leader known: ask again, and look again after retry.backoff.ms — nothing else
@@ -200,7 +214,7 @@ class Sender:
             batch.payload = encode_batch(batch.records, compression=self.codec, base_timestamp=batch.base_timestamp,
                                          producer_id=self.producer_id if self.idempotent else -1,
                                          producer_epoch=self.producer_epoch if self.idempotent else -1,
-                                         base_sequence=batch.sequence)
+                                         base_sequence=batch.sequence, transactional=self.txn is not None)
         return batch.payload
 
     def _send(self, node: int, batches: list[ProducerBatch], now: float) -> None:
@@ -211,7 +225,7 @@ class Sender:
             info = self.metadata.leader(b.topic, b.partition)
             b.leader_epoch_at_attempt = info.leader_epoch if info else -1
             topics.setdefault(b.topic, []).append({"index": b.partition, "records": self._stamp(b)})
-        body = {"transactional_id": None, "acks": self.config["acks"], "timeout_ms": self.config["request.timeout.ms"],
+        body = {"transactional_id": self.txn.tid if self.txn is not None else None, "acks": self.config["acks"], "timeout_ms": self.config["request.timeout.ms"],
                 "topic_data": [{"name": t, "partition_data": parts} for t, parts in topics.items()]}
         self.sending[node] = self.sending.get(node, 0) + 1
         assert self.nursery is not None
@@ -274,6 +288,8 @@ class Sender:
 
     def _attempt_failed(self, batch: ProducerBatch, error: KafkaError) -> None:
         batch.last_error = f"{type(error).__name__}: {error}"
+        if self.txn is not None and not error.retriable:
+            self.txn.produce_failed(error)
         if batch.done:
             return   # expired while in flight: the application was already told
         now = trio.current_time()

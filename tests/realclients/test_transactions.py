@@ -133,3 +133,21 @@ def test_kafkajs(cluster):
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"done": True}
     check(cluster, "js", "txn-js")
+
+
+def test_ours_blocking(cluster):
+    from client import Producer
+
+    with Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "tx-ours"}) as p:
+        p.init_transactions(30)
+        for kind, offset in (("c", COMMITTED_OFFSET), ("a", ABORTED_OFFSET)):
+            p.begin_transaction()
+            sent = [p.send("t", f"ours-{kind}{i}".encode(), partition=i % 3) for i in range(6)]
+            p.send_offsets_to_transaction({("t", 0): offset}, "txn-ours", 30)
+            if kind == "c":
+                p.commit_transaction(30)
+            else:
+                for f in sent:
+                    f.result(30)
+                p.abort_transaction(30)
+    check(cluster, "ours", "txn-ours")
