@@ -133,9 +133,9 @@ CONSUMER: dict[str, Any] = {
     "max.partition.fetch.bytes": 1048576,
     "max.poll.records": 500,
     "auto.offset.reset": "latest",
+    "isolation.level": "read_uncommitted",       # read_committed: only committed transactions' records
     "enable.auto.commit": False,
     "auto.commit.interval.ms": 5000,
-    "isolation.level": "read_uncommitted",
     "session.timeout.ms": 45000,
     "heartbeat.interval.ms": 3000,
     "max.poll.interval.ms": 300000,
@@ -148,6 +148,8 @@ def consumer_config(given: Mapping[str, Any]) -> dict[str, Any]:
     config = parse_config(given, CONSUMER)
     if config["auto.offset.reset"] not in ("earliest", "latest", "none"):
         raise ConfigException(f"auto.offset.reset must be earliest, latest or none, got {config['auto.offset.reset']!r}")
+    if config["isolation.level"] not in ("read_uncommitted", "read_committed"):
+        raise ConfigException(f"isolation.level must be read_uncommitted or read_committed, got {config['isolation.level']!r}")
     if config["request.timeout.ms"] <= config["fetch.max.wait.ms"]:
         raise ConfigException(f"request.timeout.ms ({config['request.timeout.ms']}) must exceed fetch.max.wait.ms "
                               f"({config['fetch.max.wait.ms']}): a long poll is not a dead broker")

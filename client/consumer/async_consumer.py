@@ -53,7 +53,8 @@ class AsyncConsumer:
         self.metadata = ClusterMetadata(c["metadata.max.age.ms"] / 1000, retry_backoff)
         self.updater = MetadataUpdater(self.net, self.metadata, c["allow.auto.create.topics"])
         self.request_timeout = c["request.timeout.ms"] / 1000
-        self.coordinator = CoordinatorClient(self.net, c["group.id"] or "", self.request_timeout)
+        self.coordinator = CoordinatorClient(self.net, c["group.id"] or "", self.request_timeout,
+                                             require_stable=c["isolation.level"] == "read_committed")
         self.fetcher = Fetcher(c, self.net, self.metadata, self.updater, nursery, functools.partial(attempt_then_check, c))
         self.group: GroupDriver | None = None
         self._wakeup = False

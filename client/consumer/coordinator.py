@@ -26,8 +26,9 @@ COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCod
 
 
 class CoordinatorClient:
-    def __init__(self, net: NetworkClient, group: str, request_timeout: float):
+    def __init__(self, net: NetworkClient, group: str, request_timeout: float, require_stable: bool = False):
         self.net, self.group, self.request_timeout = net, group, request_timeout
+        self.require_stable = require_stable   # a read_committed consumer's OffsetFetch (KIP-447)
         self.node: int | None = None      # the coordinator, while known
         self.last: int | None = None      # the one the latest request went to (for error messages)
 
@@ -77,7 +78,8 @@ class CoordinatorClient:
 
     async def committed(self, tps: list[TopicPartition], timeout: float) -> dict[TopicPartition, int | None]:
         """One OffsetFetch: the committed offset of each partition (None: nothing committed)."""
-        answer = await self.request(ApiKey.OFFSET_FETCH, requests.offset_fetch(self.group, tps), timeout)
+        body = requests.offset_fetch(self.group, tps, require_stable=self.require_stable)
+        answer = await self.request(ApiKey.OFFSET_FETCH, body, timeout)
         error, offsets = requests.offset_fetch_result(answer)
         self.note_error(error)
         if error:

@@ -24,11 +24,11 @@ import trio
 from client.consumer import requests
 from client.consumer.deadlines import Retry
 from client.consumer.records import ConsumerRecord, TopicPartition
+from client.consumer.visible import visible_records
 from client.errors import ErrorCode, KafkaError, error_for_code
 from client.metadata import STALE_METADATA_ERRORS, ClusterMetadata, MetadataUpdater
 from client.network import NetworkClient
 from client.protocol import ApiKey
-from client.protocol.records import decode_batch, iter_batches
 
 _METADATA = "metadata"   # the key of the refresh in flight in ``_fetching``
 
@@ -41,6 +41,8 @@ class Fetcher:
         self.request_timeout = config["request.timeout.ms"] / 1000
         self.positions: dict[TopicPartition, int | None] = {}
         self.buffer: list[ConsumerRecord] = []
+        self.read_committed = config.get("isolation.level") == "read_committed"
+        self.skip_after: dict[TopicPartition, tuple[int, int]] = {}   # (last record buffered, offset to go on from)
         self.paused: set[TopicPartition] = set()
         self._reset_to: dict[TopicPartition, str] = {}     # seek_to_beginning/_end, resolved lazily
         self._fetching: set[int | str] = set()             # leaders with a Fetch in flight, and _METADATA
@@ -155,7 +157,8 @@ class Fetcher:
         out = {}
         for node, group in by_node.items():
             timeout = max(end - trio.current_time(), 0.001)
-            answer = await self.net.request(node, ApiKey.LIST_OFFSETS, requests.list_offsets(group, timestamp), timeout=timeout)
+            body = requests.list_offsets(group, timestamp, requests.isolation(self.config))
+            answer = await self.net.request(node, ApiKey.LIST_OFFSETS, body, timeout=timeout)
             for t in answer.topics:
                 for part in t.partitions:
                     if part.error_code:
@@ -178,7 +181,11 @@ class Fetcher:
         taken = {id(r) for r in out}
         self.buffer = [r for r in self.buffer if id(r) not in taken]
         for r in out:
-            self.positions[TopicPartition(r.topic, r.partition)] = r.offset + 1
+            tp = TopicPartition(r.topic, r.partition)
+            self.positions[tp] = r.offset + 1
+            skip = self.skip_after.get(tp)
+            if skip is not None and skip[0] == r.offset:
+                self.positions[tp] = self.skip_after.pop(tp)[1]
         return out
 
     async def wait_for_records(self) -> None:
@@ -277,13 +284,17 @@ class Fetcher:
                 start = fetched_at[tp]
                 if self.positions.get(tp) != start:
                     continue  # seeked meanwhile: this data is stale
-                self._buffer_records(tp, part.records or b"", start)
+                self._buffer_records(tp, part.records or b"", start, part.aborted_transactions)
         return clean
 
-    def _buffer_records(self, tp: TopicPartition, data: bytes, start: int) -> None:
-        for pos, _ in iter_batches(data):
-            _, records = decode_batch(data, pos)
-            for r in records:
-                if r.offset >= start:
-                    self.buffer.append(ConsumerRecord(tp.topic, tp.partition, r.offset, r.timestamp, r.key, r.value,
-                                                      list(r.headers)))
+    def _buffer_records(self, tp: TopicPartition, data: bytes, start: int, aborted: Any = None) -> None:
+        records, next_offset = visible_records(data, start, self.read_committed, aborted)
+        for r in records:
+            self.buffer.append(ConsumerRecord(tp.topic, tp.partition, r.offset, r.timestamp, r.key, r.value, list(r.headers)))
+        # what the application does not see (markers, aborted batches) is still passed: the next
+        # fetch starts after it (Java's nextFetchOffset)
+        last = records[-1].offset if records else None
+        if last is None:
+            self.positions[tp] = max(start, next_offset)
+        elif next_offset > last + 1:
+            self.skip_after[tp] = (last, next_offset)

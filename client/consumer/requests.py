@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from client.consumer.records import TopicPartition
+from client.errors import ErrorCode
 from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 
 SUBSCRIPTION_VERSION = 1   # topics + owned partitions: what every client since Kafka 2.4 reads
@@ -57,10 +58,12 @@ def offset_commit_error(answer: Any) -> int:
     return 0
 
 
-def offset_fetch(group: str, tps: list[TopicPartition]) -> Body:
-    """v0-7 read ``group_id``/``topics``, v8+ (KIP-709) ``groups``."""
+def offset_fetch(group: str, tps: list[TopicPartition], require_stable: bool = False) -> Body:
+    """v0-7 read ``group_id``/``topics``, v8+ (KIP-709) ``groups``. ``require_stable`` (v7+, a
+    read_committed consumer, KIP-447): offsets a transaction has not committed yet are not answered."""
     topics = [{"name": t, "partition_indexes": [tp.partition for tp in tps if tp.topic == t]} for t in _topics(tps)]
-    return {"group_id": group, "topics": topics, "groups": [{"group_id": group, "topics": topics}]}
+    return {"group_id": group, "topics": topics, "groups": [{"group_id": group, "topics": topics}],
+            "require_stable": require_stable}
 
 
 def offset_fetch_result(answer: Any) -> tuple[int, dict[TopicPartition, int | None]]:
@@ -68,14 +71,22 @@ def offset_fetch_result(answer: Any) -> tuple[int, dict[TopicPartition, int | No
     grouped = bool(answer.get("groups"))
     topics = answer.groups[0].topics if grouped else answer.topics
     error = answer.groups[0].error_code if grouped else answer.get("error_code", 0)
+    # a transaction's offsets not committed yet: retriable, as Java's UnstableOffsetCommitException
+    if not error and any(p.error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT for t in topics for p in t.partitions):
+        error = ErrorCode.UNSTABLE_OFFSET_COMMIT
     return error, {TopicPartition(t.name, p.partition_index): (p.committed_offset if p.committed_offset >= 0 else None)
                    for t in topics for p in t.partitions}
 
 
 # -- partition leaders -------------------------------------------------------------------------
-def list_offsets(tps: list[TopicPartition], timestamp: int) -> Body:
-    """``timestamp`` -2: the log start offset, -1: the end, else the first offset at or after it."""
-    return {"replica_id": -1, "isolation_level": 0, "topics": [
+def isolation(config: Mapping[str, Any]) -> int:
+    return 1 if config.get("isolation.level") == "read_committed" else 0
+
+
+def list_offsets(tps: list[TopicPartition], timestamp: int, isolation_level: int = 0) -> Body:
+    """``timestamp`` -2: the log start offset, -1: the end (read_committed: the last stable
+    offset), else the first offset at or after it."""
+    return {"replica_id": -1, "isolation_level": isolation_level, "topics": [
         {"name": topic, "partitions": [{"partition_index": tp.partition, "current_leader_epoch": -1,
                                         "timestamp": timestamp} for tp in tps if tp.topic == topic]}
         for topic in _topics(tps)]}
@@ -85,7 +96,7 @@ def fetch(config: Mapping[str, Any], positions: Mapping[TopicPartition, int]) ->
     """A sessionless Fetch (session epoch -1) from ``positions``, one long poll of at most
     fetch.max.wait.ms on the broker."""
     return {"replica_id": -1, "max_wait_ms": config["fetch.max.wait.ms"], "min_bytes": config["fetch.min.bytes"],
-            "max_bytes": config["fetch.max.bytes"], "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "max_bytes": config["fetch.max.bytes"], "isolation_level": isolation(config), "session_id": 0, "session_epoch": -1,
             "topics": [{"topic": tp.topic, "partitions": [{"partition": tp.partition, "fetch_offset": offset,
                         "partition_max_bytes": config["max.partition.fetch.bytes"], "current_leader_epoch": -1}]}
                        for tp, offset in positions.items()]}

@@ -105,3 +105,30 @@ async def test_the_coordinators_timeout_fences_a_transaction_left_open(autojump_
                 await p.commit_transaction()
         timed_out = [e for e in cluster.trace.query(kind=Kind.TXN_STATE) if "timed out" in e.details["reason"]]
         assert [e.t_ms for e in timed_out] == [10000.0]
+
+
+async def _read(cluster, isolation: str, n_polls: int = 6) -> tuple[list[bytes], int]:
+    from client.consumer import TopicPartition, open_consumer
+
+    config = {"bootstrap.servers": "127.0.0.1:0", "auto.offset.reset": "earliest", "isolation.level": isolation}
+    got: list[bytes] = []
+    async with open_consumer(config, connect=connect_to(cluster)) as c:
+        c.assign([TopicPartition("t", 0)])
+        for _ in range(n_polls):
+            got += [r.value for r in await c.poll(0.5)]
+        position = await c.position(TopicPartition("t", 0), timeout=5)
+    return got, position
+
+
+async def test_our_consumer_reads_committed_records_only_and_never_a_marker(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        async with txn_producer(cluster) as p:
+            await p.init_transactions()
+            for kind, commit in (("c", True), ("a", False), ("d", True)):
+                p.begin_transaction()
+                for i in range(2):
+                    await (await p.send("t", b"%s%d" % (kind.encode(), i), partition=0)).get()
+                await (p.commit_transaction() if commit else p.abort_transaction())
+        # 3 transactions of 2 records and a marker each: offsets 0-8
+        assert await _read(cluster, "read_committed") == ([b"c0", b"c1", b"d0", b"d1"], 9)
+        assert await _read(cluster, "read_uncommitted") == ([b"c0", b"c1", b"a0", b"a1", b"d0", b"d1"], 9)

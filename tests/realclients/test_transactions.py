@@ -151,3 +151,33 @@ def test_ours_blocking(cluster):
                     f.result(30)
                 p.abort_transaction(30)
     check(cluster, "ours", "txn-ours")
+
+
+def test_our_consumer_reads_committed(cluster):
+    """Our consumer, read_committed, reads what confluent-kafka's transactions committed."""
+    require_client("confluent-kafka")
+    from confluent_kafka import Producer
+
+    from client import Consumer
+
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "tx-ck2", "log_level": 0})
+    p.init_transactions(30)
+    for kind in ("c", "a"):
+        p.begin_transaction()
+        for i in range(6):
+            p.produce("t", f"ck2-{kind}{i}".encode(), partition=i % 3)
+        assert p.flush(30) == 0
+        p.commit_transaction(30) if kind == "c" else p.abort_transaction(30)
+    for isolation, want in (("read_committed", expected("ck2", "c")),
+                            ("read_uncommitted", sorted(expected("ck2", "c") + expected("ck2", "a")))):
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "auto.offset.reset": "earliest", "isolation.level": isolation})
+        try:
+            c.assign([("t", p) for p in range(3)])
+            got: list[bytes] = []
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and len(got) < len(want):
+                got += [r.value for r in c.poll(0.2)]
+            got += [r.value for r in c.poll(0.5)]   # and nothing more
+        finally:
+            c.close()
+        assert sorted(got) == want, isolation
