@@ -24,6 +24,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import transactions  # tools/corpus_sessions/transactions.py (this directory is the script's path)
+
 TOPIC = "t"
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 # (step name, codec, acks, idempotent): every codec once with acks=1, then acks 0 / all and an
@@ -80,6 +82,7 @@ def confluent_kafka(bootstrap: str, steps: Steps) -> str:
     steps.run("consume by assign", _ck_assign, ck, base)
     steps.run("consume in a group", _ck_group, ck, base)
     _ck_admin(bootstrap, base, steps)
+    steps.run("transactions", transactions.confluent, ck, base)
     steps.run("sasl refused", _ck_sasl, ck, base)
     return f"{ck.__version__} (librdkafka {ck.libversion()[0]})"
 
@@ -201,6 +204,8 @@ def kafka_python(bootstrap: str, steps: Steps) -> str:
     steps.run("consume by assign", _kp_assign, kafka, base)
     steps.run("consume in a group", _kp_group, kafka, base)
     _kp_admin(kafka, base, steps)
+    steps.run("transactions", transactions.kafka_python, kafka, base)
+    steps.run("admin transactions and producers", transactions.kafka_python_admin, kafka, base)
     steps.run("sasl refused", _kp_sasl, kafka, base)
     return kafka.__version__
 
@@ -327,6 +332,7 @@ async def _ak_session(ak, bootstrap: str, steps: Steps) -> None:
     await steps.arun("consume by assign", _ak_assign, ak, base)
     await steps.arun("consume in a group", _ak_group, ak, base)
     await _ak_admin(base, steps)
+    await steps.arun("transactions", transactions.aiokafka, ak, base)
 
 
 async def _ak_produce(ak, conf: dict) -> None:
@@ -418,6 +424,7 @@ def ours_blocking(bootstrap: str, steps: Steps) -> str:
         steps.run(name, _ours_produce, client, _ours_producer_config(base, codec, acks, idem))
     steps.run("consume by assign", _ours_assign, client, base)
     steps.run("consume in a group", _ours_group, client, base)
+    steps.run("transactions", transactions.ours, client, base)
     return _ours_version()
 
 
