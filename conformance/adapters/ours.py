@@ -18,7 +18,8 @@ class OurAdapter(Adapter):
     virtual_time = True
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics"})
+                            "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics",
+                            "transaction"})
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
@@ -170,6 +171,31 @@ class OurAdapter(Adapter):
                 ok = bool(second.assignment())
                 return Outcome("join_group_held", ok, trio.current_time() - start, None if ok else "TimeoutException",
                                None if ok else "the second member never got an assignment")
+
+    async def _transaction(self, step: Operation, env: RunEnv) -> Outcome:
+        """init_transactions, one record, ``open_s`` seconds open, commit_transaction; timed: the
+        call that failed, else the commit. ``retry_commit``: after a TimeoutException the commit
+        is called again (it must complete the same transaction)."""
+        config = {k: v for k, v in env.config.items() if k in PRODUCER}
+        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id, "transactional.id": f"{env.client_id}-tx"})
+        async with open_producer(config, connect=self._connect(env)) as producer:
+            start = trio.current_time()
+            try:
+                await producer.init_transactions()
+                producer.begin_transaction()
+                await (await producer.send(step.args["topic"], b"txn", partition=step.args.get("partition"))).get()
+                await trio.sleep(step.args.get("open_s", 0.0))
+                start = trio.current_time()
+                await producer.commit_transaction()
+                return Outcome("transaction", True, trio.current_time() - start)
+            except KafkaError as exc:
+                elapsed = trio.current_time() - start
+                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                value = None
+                if name == "TimeoutException" and step.args.get("retry_commit"):
+                    await producer.commit_transaction(timeout=600)
+                    value = "committed when called again"
+                return Outcome("transaction", False, elapsed, name, str(exc), value=value)
 
     async def _produce_pipelined(self, step: Operation, env: RunEnv) -> Outcome:
         """``count`` records sent back to back, each its own batch (linger.ms=0, so the later

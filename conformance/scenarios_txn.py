@@ -1,0 +1,96 @@
+"""The ``txn`` family: a transaction's two clocks (docs/transactions.md). The broker's coordinator
+aborts an open transaction at its check interval, after transaction.timeout.ms, and fences the
+producer; the client bounds initTransactions and commitTransaction with max.block.ms, and a commit
+called again after a timeout completes the same transaction."""
+
+from __future__ import annotations
+
+import math
+
+from broker_emu.trace import Kind
+from conformance import contracts as C
+from conformance.model import Contract, Evidence, Operation, Scenario, Verdict
+
+FENCED = ("ProducerFencedError", "ProducerFencedException", "InvalidProducerEpochError")
+INTERVAL_KEY = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+
+
+def aborted_at_first_check_after_timeout(interval_ms: float, timeout_ms: float) -> Contract:
+    """The coordinator aborted the transaction at its first timeout check after
+    transaction.timeout.ms had passed since the transaction began, not at the timeout itself
+    (``TransactionCoordinator.abortTimedOutTransactions`` runs every interval)."""
+
+    def check(ev: Evidence) -> Verdict:
+        states = ev.events(Kind.TXN_STATE)
+        began = next((e for e in states if e.details.get("to") == "Ongoing"), None)
+        aborted = next((e for e in states if "timed out" in str(e.details.get("reason", ""))), None)
+        if began is None or aborted is None:
+            return Verdict(False, "not aborted", "the coordinator never timed the transaction out")
+        interval, timeout = interval_ms / ev.scale, timeout_ms / ev.scale
+        want = math.ceil((began.t_ms + timeout) / interval) * interval   # checks run every interval from the start
+        figure = f"aborted {aborted.t_ms - began.t_ms:.0f} ms after it began (timeout {timeout:.0f}, check every {interval:.0f})"
+        if abs(aborted.t_ms - want) > max(ev.slack_ms, 1.0):
+            return Verdict(False, figure, f"aborted at {aborted.t_ms:.0f} ms, the first check after the timeout is at {want:.0f} ms")
+        return Verdict(True, figure)
+
+    return Contract("the coordinator aborts at its first check after the timeout", check, side="server")
+
+
+def commit_markers(count: int) -> Contract:
+    """Exactly ``count`` commit markers per partition reached the log: a commit retried after a
+    timeout completed the same transaction, and nothing was committed twice."""
+
+    def check(ev: Evidence) -> Verdict:
+        commits = [e for e in ev.events(Kind.TXN_MARKER) if e.details.get("commit")]
+        figure = f"{len(commits)} commit marker(s)"
+        return Verdict(len(commits) == count, figure, "" if len(commits) == count else f"expected {count}, found {len(commits)}")
+
+    return Contract(f"{count} commit marker(s) written", check, side="server")
+
+
+TXN = Operation("transaction", {"topic": "t", "partition": 0})
+
+TXN_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        id="txn.coordinator-aborts-at-check-interval",
+        family="Transactions",
+        title="A transaction left open: the coordinator aborts it at its next check, and the producer is fenced",
+        teaching=("transaction.timeout.ms is enforced by the broker, not the client, and not to the millisecond: "
+                  "the coordinator looks for expired transactions every "
+                  "transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s). A 3 s transaction that "
+                  "began at t=0 is aborted at t=10 s, with a new epoch, so the producer's commit is refused as fenced."),
+        references=("TransactionCoordinator.abortTimedOutTransactions", "KIP-98"),
+        steps=(Operation("transaction", {"topic": "t", "partition": 0, "open_s": 12.0}),),
+        broker_config={INTERVAL_KEY: 10_000},
+        client_config={"transaction.timeout.ms": 3000},
+        contracts=(C.outcome_is("transaction", error=FENCED), aborted_at_first_check_after_timeout(10_000, 3000),
+                   commit_markers(0)),
+    ),
+    Scenario(
+        id="txn.commit-endtxn-black-hole",
+        family="Transactions",
+        title="commitTransaction against a black-holed EndTxn: TimeoutException at max.block.ms, then the retry commits",
+        teaching=("commitTransaction blocks at most max.block.ms. When it times out the commit is not lost and not "
+                  "to be restarted: calling commitTransaction again waits for the same pending result, which "
+                  "completes once EndTxn is retried after request.timeout.ms. One transaction, one commit."),
+        references=("KafkaProducer.commitTransaction", "TransactionalRequestResult", "KIP-98"),
+        steps=(Operation("transaction", {"topic": "t", "partition": 0, "retry_commit": True}),),
+        faults=({"match": {"api": "EndTxn"}, "action": "black_hole", "times": 1},),
+        client_config={"max.block.ms": 5000, "request.timeout.ms": 10_000},
+        contracts=(C.outcome_is("transaction", error="TimeoutException", message_mentions=["max.block.ms"]),
+                   C.returns_within("transaction", "max.block.ms", late_ms=50), commit_markers(1)),
+    ),
+    Scenario(
+        id="txn.init-coordinator-unreachable",
+        family="Transactions",
+        title="initTransactions while the transaction coordinator does not answer: TimeoutException at max.block.ms",
+        teaching=("initTransactions needs the coordinator's InitProducerId. It is bounded by max.block.ms, however "
+                  "many times the client retries or re-finds the coordinator meanwhile."),
+        references=("KafkaProducer.initTransactions", "KIP-98"),
+        steps=(TXN,),
+        faults=({"match": {"api": "InitProducerId"}, "action": "black_hole"},),
+        client_config={"max.block.ms": 5000, "request.timeout.ms": 2000},
+        contracts=(C.outcome_is("transaction", error="TimeoutException"),
+                   C.returns_within("transaction", "max.block.ms", late_ms=50), commit_markers(0)),
+    ),
+)
