@@ -28,7 +28,7 @@ class Mark:
     label: str
 
 
-LANES = ("application", "client requests", "wire", "broker", "purgatory", "who gave up first")
+LANES = ("application", "client requests", "wire", "broker", "purgatory", "transaction coordinator", "who gave up first")
 
 
 def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
@@ -39,6 +39,7 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
     _client_requests(trace, spans)
     _broker(trace, marks)
     _purgatory(trace, spans)
+    _transactions(trace, spans, marks)
     _wire(trace, marks)
     _who_gave_up_first(spans, marks)
     marks.sort(key=lambda m: (m.t, m.lane, m.label))  # events at one instant: a stable order
@@ -108,6 +109,27 @@ def _purgatory(trace: list[TraceEvent], spans: list[Span]) -> None:
         spans.append(Span("purgatory", start.t_ms, end.t_ms, label, "timeout-server" if stay.expired else "ok"))
 
 
+def _transactions(trace: list[TraceEvent], spans: list[Span], marks: list[Mark]) -> None:
+    """The coordinator's side of each transaction: how long it stayed open (ended by EndTxn, or
+    by the coordinator's timeout check: a server-side timeout), its state changes, its markers."""
+    began: dict[str, float] = {}
+    for e in trace:
+        if e.kind == Kind.TXN_STATE:
+            tid, to, reason = e.details["transactional_id"], e.details["to"], str(e.details.get("reason", ""))
+            if to == "Ongoing":
+                began[tid] = e.t_ms
+            elif to in ("PrepareCommit", "PrepareAbort") and tid in began:
+                timed_out = "timed out" in reason
+                label = (f"{tid}: open past transaction.timeout.ms, aborted at the coordinator's check (server side)"
+                         if timed_out else f"{tid}: open until {reason}")
+                spans.append(Span("transaction coordinator", began.pop(tid), e.t_ms, label, "timeout-server" if timed_out else "ok"))
+            marks.append(Mark("transaction coordinator", e.t_ms, f"{tid} {e.details['from']} -> {to} ({reason}), epoch {e.details['epoch']}"))
+        elif e.kind == Kind.TXN_MARKER:
+            kind = "commit" if e.details["commit"] else "abort"
+            marks.append(Mark("transaction coordinator", e.t_ms,
+                              f"{kind} marker written to {e.details['topic']}-{e.details['partition']} at offset {e.details['offset']}"))
+
+
 def _wire(trace: list[TraceEvent], marks: list[Mark]) -> None:
     for e in trace:   # the wire: what crossed it, each way (ApiVersions left out, as above)
         if e.kind == Kind.RECV and e.api not in ("ApiVersions", None):
@@ -119,8 +141,12 @@ def _wire(trace: list[TraceEvent], marks: list[Mark]) -> None:
 def _who_gave_up_first(spans: list[Span], marks: list[Mark]) -> None:
     first = min((sp for sp in spans if sp.kind in ("timeout-client", "timeout-server")), key=lambda sp: sp.end, default=None)
     if first is not None:
-        side = ("the client (request.timeout.ms): it closed the connection" if first.kind == "timeout-client"
-                else "the broker (its purgatory, timeout_ms): it answered REQUEST_TIMED_OUT")
+        if first.kind == "timeout-client":
+            side = "the client (request.timeout.ms): it closed the connection"
+        elif first.lane == "transaction coordinator":
+            side = "the broker (its transaction coordinator's timeout check): it aborted the transaction and fenced the producer"
+        else:
+            side = "the broker (its purgatory, timeout_ms): it answered REQUEST_TIMED_OUT"
         marks.append(Mark("who gave up first", first.end, f"first to give up: {side}"))
 
 
