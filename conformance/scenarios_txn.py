@@ -36,6 +36,16 @@ def aborted_at_first_check_after_timeout(interval_ms: float, timeout_ms: float) 
     return Contract("the coordinator aborts at its first check after the timeout", check, side="server")
 
 
+def commits_decided(count: int) -> Contract:
+    """The coordinator decided ``count`` commits (PrepareCommit); their markers follow on their own."""
+
+    def check(ev: Evidence) -> Verdict:
+        n = sum(1 for e in ev.events(Kind.TXN_STATE) if e.details.get("to") == "PrepareCommit")
+        return Verdict(n == count, f"{n} commit(s) decided", "" if n == count else f"expected {count}, found {n}")
+
+    return Contract(f"{count} commit(s) decided by the coordinator", check, side="server")
+
+
 def commit_markers(count: int) -> Contract:
     """Exactly ``count`` commit markers per partition reached the log: a commit retried after a
     timeout completed the same transaction, and nothing was committed twice."""
@@ -46,6 +56,26 @@ def commit_markers(count: int) -> Contract:
         return Verdict(len(commits) == count, figure, "" if len(commits) == count else f"expected {count}, found {len(commits)}")
 
     return Contract(f"{count} commit marker(s) written", check, side="server")
+
+
+def concurrent_transactions_retried(api: str, pending_ms: float) -> Contract:
+    """While the markers of the previous transaction were being written, the coordinator answered
+    ``api`` CONCURRENT_TRANSACTIONS; the client retried until it succeeded, after the markers."""
+
+    def check(ev: Evidence) -> Verdict:
+        answers = [e for e in ev.events(Kind.SEND) if e.api == api]
+        refused = [e for e in answers if 51 in (e.details.get("errors") or [])]
+        accepted = [e for e in answers if not e.details.get("errors")]
+        markers = [e for e in ev.events(Kind.TXN_MARKER) if e.details.get("commit")]
+        if not refused:
+            return Verdict(False, "never refused", f"no {api} was answered CONCURRENT_TRANSACTIONS")
+        later = [e for e in accepted if e.t_ms > refused[0].t_ms]
+        if not later or not markers or later[0].t_ms < markers[0].t_ms:
+            return Verdict(False, f"{len(refused)} refused", f"{api} was not retried to success after the markers")
+        figure = f"{len(refused)} x CONCURRENT_TRANSACTIONS, then accepted {later[0].t_ms - refused[0].t_ms:.0f} ms later"
+        return Verdict(True, figure)
+
+    return Contract(f"{api} retried through CONCURRENT_TRANSACTIONS", check, side="server")
 
 
 TXN = Operation("transaction", {"topic": "t", "partition": 0})
@@ -79,6 +109,20 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
         client_config={"max.block.ms": 5000, "request.timeout.ms": 10_000},
         contracts=(C.outcome_is("transaction", error="TimeoutException", message_mentions=["max.block.ms"]),
                    C.returns_within("transaction", "max.block.ms", late_ms=50), commit_markers(1)),
+    ),
+    Scenario(
+        id="txn.concurrent-transactions-retried",
+        family="Transactions",
+        title="The next transaction begins while the last one's markers are pending: CONCURRENT_TRANSACTIONS, retried",
+        teaching=("EndTxn is answered once the coordinator has decided; the commit markers are written to each "
+                  "partition afterwards. A producer that begins its next transaction at once gets "
+                  "CONCURRENT_TRANSACTIONS for AddPartitionsToTxn until they are written: a retriable error, "
+                  "retried with backoff, not a failure."),
+        references=("TransactionCoordinator.handleAddPartitionsToTransaction", "TransactionMarkerChannelManager"),
+        steps=(Operation("transaction", {"topic": "t", "partition": 0, "count": 2}),),
+        broker_config={"emu.txn.marker.delay.ms": 2000},
+        contracts=(C.outcome_is("transaction", ok=True), concurrent_transactions_retried("AddPartitionsToTxn", 2000),
+                   commits_decided(2)),
     ),
     Scenario(
         id="txn.init-coordinator-unreachable",

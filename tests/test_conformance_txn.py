@@ -62,3 +62,13 @@ def test_a_coordinator_that_never_fences_fails_the_fenced_outcome(monkeypatch):
 
     monkeypatch.setattr(coordinator.TransactionCoordinator, "_bump", lambda self, meta: None)
     assert statuses("txn.coordinator-aborts-at-check-interval")["transaction outcome"] is Status.FAIL
+
+
+def test_a_client_that_takes_concurrent_transactions_as_fatal_fails_the_retry_contracts(monkeypatch):
+    from client.errors import ErrorCode
+    from client.producer import transactions
+
+    monkeypatch.setattr(transactions, "RETRIABLE", transactions.RETRIABLE - {ErrorCode.CONCURRENT_TRANSACTIONS})
+    got = statuses("txn.concurrent-transactions-retried")
+    assert got["AddPartitionsToTxn retried through CONCURRENT_TRANSACTIONS"] is Status.FAIL
+    assert got["2 commit(s) decided by the coordinator"] is Status.FAIL

@@ -57,7 +57,7 @@ def error_codes(body: Any) -> list[int]:
         v = stack.pop()
         items = v.items() if isinstance(v, dict) else (("", x) for x in v)
         for k, x in items:
-            if k == "error_code":
+            if k == "error_code" or k == "partition_error_code":   # the latter: AddPartitionsToTxn
                 if x:
                     found.append(x)
             elif isinstance(x, dict) or (isinstance(x, list) and x and isinstance(x[0], (dict, list))):

@@ -182,11 +182,12 @@ class OurAdapter(Adapter):
             start = trio.current_time()
             try:
                 await producer.init_transactions()
-                producer.begin_transaction()
-                await (await producer.send(step.args["topic"], b"txn", partition=step.args.get("partition"))).get()
-                await trio.sleep(step.args.get("open_s", 0.0))
-                start = trio.current_time()
-                await producer.commit_transaction()
+                for _ in range(step.args.get("count", 1)):   # back to back: the next begins while markers may be pending
+                    producer.begin_transaction()
+                    await (await producer.send(step.args["topic"], b"txn", partition=step.args.get("partition"))).get()
+                    await trio.sleep(step.args.get("open_s", 0.0))
+                    start = trio.current_time()
+                    await producer.commit_transaction()
                 return Outcome("transaction", True, trio.current_time() - start)
             except KafkaError as exc:
                 elapsed = trio.current_time() - start
