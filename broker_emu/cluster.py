@@ -269,6 +269,12 @@ class Cluster:
             raise KeyError(f"no broker {follower}")
         self.replication.set_mode(topic, partition, follower, mode, lag_ms)
 
+    def set_marker_delay(self, ms: float | None) -> None:
+        """The control API's marker delay (None: emu.txn.marker.delay.ms again)."""
+        if self.txn is None:
+            raise ValueError("this cluster has no transaction coordinator")
+        self.txn.marker_delay_ms = ms
+
     async def stop_broker(self, broker_id: int) -> None:
         """Close the listener and every connection; the controller moves leadership to a live
         ISR member and drops the broker from ISRs at once (faster than Kafka's session timeout,

@@ -109,6 +109,8 @@ SCHEMAS: dict[str, Any] = {
         "follower": {"type": "integer", "nullable": True, "minimum": 0, "maximum": INT32_MAX},
         "mode": {"type": "string", "enum": list(REPLICATION_MODES)},
         "lag_ms": {**MS, "nullable": True, "description": "for mode `lag`: > 0"}}},
+    "MarkerDelay": {"type": "object", "additionalProperties": False, "required": ["ms"],
+                    "properties": {"ms": {**MS, "nullable": True, "maximum": 86_400_000}}},
     "Leader": {"type": "object", "additionalProperties": False, "required": ["broker"], "properties": {"broker": BROKER_ID}},
 }
 
@@ -150,6 +152,10 @@ PATHS: dict[str, Any] = {
     "/replication": {
         "post": _op("stall, lag or restore replication for a topic, partition or follower",
                     _json(OBJECT, "the mode now in force"), 404, body=_ref("Replication")),
+    },
+    "/transactions/marker-delay": {
+        "post": _op("delay the transaction coordinator's commit/abort markers (null: the configured emu.txn.marker.delay.ms)",
+                    _json(OBJECT, "the delay now in force"), body=_ref("MarkerDelay")),
     },
     "/trace": {
         "get": {**_op("trace events as JSONL", {"description": "one JSON event per line",

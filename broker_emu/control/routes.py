@@ -34,11 +34,12 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("POST", "/brokers/{id}/start", "start_broker", ()),
     ("POST", "/partitions/{topic}/{partition}/leader", "move_leader", ()),
     ("POST", "/replication", "replication", ()),
+    ("POST", "/transactions/marker-delay", "marker_delay", ()),
     ("GET", "/trace", "get_trace", ("since_ms", "client_id", "api", "kind")),
     ("GET", "/cluster", "cluster", ()),
     ("GET", "/openapi.json", "openapi", ()),
 ]
-BODY_METHODS = {"add_fault", "move_leader", "replication"}
+BODY_METHODS = {"add_fault", "move_leader", "replication", "marker_delay"}
 
 
 class ControlTarget(Protocol):
@@ -52,6 +53,7 @@ class ControlTarget(Protocol):
     def move_leader(self, topic: str, partition: int, broker_id: int) -> None: ...
     def set_replication(self, topic: str | None, partition: int | None, follower: int | None, mode: str, lag_ms: float) -> None: ...
     def describe(self) -> dict[str, Any]: ...
+    def set_marker_delay(self, ms: float | None) -> None: ...
 
 
 def compile_template(template: str) -> re.Pattern[str]:
@@ -179,6 +181,24 @@ class Routes:
             raise HttpError(404 if isinstance(exc, KeyError) else 400, str(exc).strip("'")) from None
         return HttpResponse(200, {"topic": cmd.topic, "partition": cmd.partition, "follower": cmd.follower,
                                   "mode": cmd.mode, "lag_ms": cmd.lag_ms})
+
+    async def marker_delay(self, request: HttpRequest) -> HttpResponse:
+        """How long the transaction coordinator waits before writing its markers (null: back to
+        emu.txn.marker.delay.ms)."""
+        body = json_object(request, '{"ms": 5000}')
+        unknown = sorted(set(body) - {"ms"})
+        if unknown:
+            raise HttpError(400, "unknown field (known: ms)", unknown[0])
+        if "ms" not in body:
+            raise HttpError(400, "'ms' is required (null: back to emu.txn.marker.delay.ms)", "ms")
+        ms = body["ms"]
+        if ms is not None and (isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 <= ms <= 86_400_000):
+            raise HttpError(400, f"'ms' must be null or a number of milliseconds from 0 to 86400000, got {show(ms)}", "ms")
+        try:
+            self.target.set_marker_delay(ms)
+        except ValueError as exc:
+            raise HttpError(400, str(exc)) from None
+        return HttpResponse(200, {"marker_delay_ms": ms})
 
     async def get_trace(self, request: HttpRequest) -> HttpResponse:
         q = request.query

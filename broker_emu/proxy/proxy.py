@@ -128,6 +128,9 @@ class Proxy:
                         lag_ms: float = 0.0) -> None:
         raise ValueError("a proxy cannot change the replication of its upstream cluster")
 
+    def set_marker_delay(self, ms: float | None) -> None:
+        raise ValueError("a proxy cannot delay the transaction markers of its upstream cluster")
+
     def describe(self) -> dict[str, Any]:
         return {
             "mode": "proxy",

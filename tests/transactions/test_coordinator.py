@@ -160,3 +160,15 @@ async def test_transactional_offsets_count_only_once_the_transaction_commits(aut
             assert await end(w, "tx", pid, epoch, commit=commit) == 0
             await trio.lowlevel.checkpoint()
             assert await _offset_fetch(w, require_stable=True) == (0, want)
+
+
+async def test_the_control_delays_the_markers(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        cluster.set_marker_delay(3000)   # POST /transactions/marker-delay {"ms": 3000}
+        w, pid, epoch = await open_txn(cluster, "tx")
+        assert await end(w, "tx", pid, epoch, commit=True) == 0
+        await trio.sleep(2.9)
+        assert not cluster.trace.query(kind=Kind.TXN_MARKER)
+        assert (await init(w, "tx")).error_code == CONCURRENT
+        await trio.sleep(0.2)
+        assert [e.t_ms for e in cluster.trace.query(kind=Kind.TXN_MARKER)] == [3000.0]
