@@ -78,6 +78,26 @@ def concurrent_transactions_retried(api: str, pending_ms: float) -> Contract:
     return Contract(f"{api} retried through CONCURRENT_TRANSACTIONS", check, side="server")
 
 
+def visible_when_the_coordinator_aborts(operation: str) -> Contract:
+    """The read_committed consumer saw the record behind the open transaction when the coordinator
+    aborted it, not before, and never the aborted record."""
+
+    def check(ev: Evidence) -> Verdict:
+        o = next((x for x in ev.outcomes if x.operation == operation), None)
+        aborted = next((e for e in ev.events(Kind.TXN_STATE) if "timed out" in str(e.details.get("reason", ""))), None)
+        if o is None or not o.ok or aborted is None:
+            return Verdict(False, "nothing seen", "no record became visible" if aborted else "the transaction was never aborted")
+        waited = o.elapsed_s * 1000
+        figure = f"visible after {waited:.0f} ms, the abort at {aborted.t_ms:.0f} ms"
+        if o.value != [b"after it"]:
+            return Verdict(False, figure, f"read {o.value!r}, not only the record after the transaction")
+        if not aborted.t_ms - max(ev.slack_ms, 1.0) <= waited <= aborted.t_ms + 100 + ev.slack_ms:
+            return Verdict(False, figure, "the record should become visible when the transaction is aborted")
+        return Verdict(True, figure)
+
+    return Contract("read_committed waits for the open transaction's abort", check)
+
+
 TXN = Operation("transaction", {"topic": "t", "partition": 0})
 
 TXN_SCENARIOS: tuple[Scenario, ...] = (
@@ -123,6 +143,33 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
         broker_config={"emu.txn.marker.delay.ms": 2000},
         contracts=(C.outcome_is("transaction", ok=True), concurrent_transactions_retried("AddPartitionsToTxn", 2000),
                    commits_decided(2)),
+    ),
+    Scenario(
+        id="txn.zombie-fenced-after-restart",
+        family="Transactions",
+        title="A restarted producer fences its zombie: the old instance's open transaction is aborted, its commit refused",
+        teaching=("initTransactions by a new instance with the same transactional.id bumps the epoch: the old "
+                  "instance's open transaction is aborted, and whatever it sends next is refused as fenced. "
+                  "That is how exactly-once survives a restart that left the old process running."),
+        references=("TransactionCoordinator.handleInitProducerId", "KIP-98"),
+        steps=(Operation("txn_zombie", {"topic": "t", "partition": 0}),),
+        contracts=(C.outcome_is("txn_zombie", error=FENCED), commits_decided(1)),
+    ),
+    Scenario(
+        id="txn.read-committed-behind-open-transaction",
+        family="Transactions",
+        title="A read_committed consumer waits behind a hung transaction until the coordinator aborts it",
+        teaching=("A read_committed consumer reads up to the last stable offset: one open transaction holds back "
+                  "everything after it, even records of other producers. It waits until the coordinator's check "
+                  "aborts the transaction (transaction.timeout.ms, then the next check), then reads on, skipping "
+                  "the aborted record."),
+        references=("UnifiedLog.lastStableOffset", "TransactionCoordinator.abortTimedOutTransactions", "KIP-98"),
+        steps=(Operation("read_committed_behind_open_txn", {"topic": "t", "partition": 0}, timeout_s=60.0),),
+        broker_config={INTERVAL_KEY: 10_000},
+        client_config={"transaction.timeout.ms": 3000},
+        contracts=(C.outcome_is("read_committed_behind_open_txn", ok=True),
+                   visible_when_the_coordinator_aborts("read_committed_behind_open_txn"),
+                   aborted_at_first_check_after_timeout(10_000, 3000)),
     ),
     Scenario(
         id="txn.init-coordinator-unreachable",

@@ -72,3 +72,19 @@ def test_a_client_that_takes_concurrent_transactions_as_fatal_fails_the_retry_co
     got = statuses("txn.concurrent-transactions-retried")
     assert got["AddPartitionsToTxn retried through CONCURRENT_TRANSACTIONS"] is Status.FAIL
     assert got["2 commit(s) decided by the coordinator"] is Status.FAIL
+
+
+def test_a_coordinator_that_never_fences_lets_the_zombie_commit(monkeypatch):
+    from broker_emu.transactions import coordinator
+
+    monkeypatch.setattr(coordinator.TransactionCoordinator, "_bump", lambda self, meta: None)
+    assert statuses("txn.zombie-fenced-after-restart")["txn_zombie outcome"] is Status.FAIL
+
+
+def test_a_consumer_that_ignores_isolation_fails_the_read_committed_contract(monkeypatch):
+    from client.consumer import fetcher, requests, visible
+
+    monkeypatch.setattr(requests, "isolation", lambda config: 0)
+    monkeypatch.setattr(fetcher, "visible_records", lambda data, start, rc, aborted: visible.visible_records(data, start, False, None))
+    got = statuses("txn.read-committed-behind-open-transaction")
+    assert got["read_committed waits for the open transaction's abort"] is Status.FAIL

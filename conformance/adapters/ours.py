@@ -19,7 +19,7 @@ class OurAdapter(Adapter):
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics",
-                            "transaction"})
+                            "transaction", "txn_zombie", "read_committed_behind_open_txn"})
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
@@ -176,9 +176,7 @@ class OurAdapter(Adapter):
         """init_transactions, one record, ``open_s`` seconds open, commit_transaction; timed: the
         call that failed, else the commit. ``retry_commit``: after a TimeoutException the commit
         is called again (it must complete the same transaction)."""
-        config = {k: v for k, v in env.config.items() if k in PRODUCER}
-        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id, "transactional.id": f"{env.client_id}-tx"})
-        async with open_producer(config, connect=self._connect(env)) as producer:
+        async with open_producer(self._txn_config(env, env.client_id), connect=self._connect(env)) as producer:
             start = trio.current_time()
             try:
                 await producer.init_transactions()
@@ -197,6 +195,55 @@ class OurAdapter(Adapter):
                     await producer.commit_transaction(timeout=600)
                     value = "committed when called again"
                 return Outcome("transaction", False, elapsed, name, str(exc), value=value)
+
+    def _txn_config(self, env: RunEnv, client_id: str) -> dict:
+        config = {k: v for k, v in env.config.items() if k in PRODUCER}
+        config.update({"bootstrap.servers": env.bootstrap, "client.id": client_id, "transactional.id": f"{env.client_id}-tx"})
+        return config
+
+    async def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
+        """A producer opens a transaction; a new instance with the same transactional.id starts
+        (a restart) and commits its own; the old one's commit is timed and must be fenced."""
+        topic, partition = step.args["topic"], step.args.get("partition")
+        async with open_producer(self._txn_config(env, env.client_id), connect=self._connect(env)) as zombie, \
+                open_producer(self._txn_config(env, f"{env.client_id}-new"), connect=self._connect(env)) as fresh:
+            await zombie.init_transactions()
+            zombie.begin_transaction()
+            await (await zombie.send(topic, b"zombie", partition=partition)).get()
+            await fresh.init_transactions()
+            fresh.begin_transaction()
+            await (await fresh.send(topic, b"fresh", partition=partition)).get()
+            await fresh.commit_transaction()
+            start = trio.current_time()
+            try:
+                await zombie.commit_transaction()
+                return Outcome("txn_zombie", True, trio.current_time() - start)
+            except KafkaError as exc:
+                return Outcome("txn_zombie", False, trio.current_time() - start, type(exc).__name__, str(exc))
+
+    async def _read_committed_behind_open_txn(self, step: Operation, env: RunEnv) -> Outcome:
+        """A transaction is left open (its producer hangs); a plain record follows it. A
+        read_committed consumer polls until it sees a record: timed, the wait for that."""
+        from client.consumer import TopicPartition, open_consumer
+
+        topic, partition = step.args["topic"], step.args.get("partition", 0)
+        plain = {k: v for k, v in env.config.items() if k in PRODUCER and k != "transaction.timeout.ms"}
+        plain.update({"bootstrap.servers": env.bootstrap, "client.id": f"{env.client_id}-plain"})
+        consumer_config = {**self._consumer_config(env, None), "isolation.level": "read_committed"}
+        async with open_producer(self._txn_config(env, f"{env.client_id}-hung"), connect=self._connect(env)) as hung, \
+                open_producer(plain, connect=self._connect(env)) as other, \
+                open_consumer(consumer_config, connect=self._connect(env)) as consumer:
+            await hung.init_transactions()
+            hung.begin_transaction()
+            await (await hung.send(topic, b"in the open transaction", partition=partition)).get()
+            await (await other.send(topic, b"after it", partition=partition)).get()
+            consumer.assign([TopicPartition(topic, partition)])
+            start, seen = trio.current_time(), list[bytes | None]()
+            with trio.move_on_after(step.timeout_s or 600):
+                while not seen:
+                    seen = [r.value for r in await consumer.poll(1.0)]
+            return Outcome("read_committed_behind_open_txn", bool(seen), trio.current_time() - start,
+                           None if seen else "TimeoutException", None if seen else "no record became visible", value=seen)
 
     async def _produce_pipelined(self, step: Operation, env: RunEnv) -> Outcome:
         """``count`` records sent back to back, each its own batch (linger.ms=0, so the later
