@@ -1,0 +1,107 @@
+"""confluent-kafka's transactional producer for the ``txn`` scenarios (a mixin of ConfluentAdapter).
+
+librdkafka has no max.block.ms: each transactional call takes a timeout, and the adapter passes
+the scenario's (scaled) max.block.ms, so the contract judges the same bound as for Java. A call
+that timed out raises a retriable KafkaError; calling it again resumes the same operation
+(librdkafka's documented retry of commit_transaction)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from conformance.adapters.base import RunEnv, scaled_ms
+from conformance.model import Operation, Outcome
+
+TXN_OPERATIONS = frozenset({"transaction", "txn_zombie"})
+
+
+def _name(exc: BaseException) -> str:
+    from confluent_kafka import KafkaError, KafkaException
+
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        err = exc.args[0]
+        if err.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH):
+            return "ProducerFencedException"
+        if err.code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._MSG_TIMED_OUT):
+            return "TimeoutException"
+        return err.name()
+    return type(exc).__name__
+
+
+LIBRDKAFKA_MIN_TXN_TIMEOUT_MS = 1000   # librdkafka refuses a smaller transaction.timeout.ms
+DEFAULT_SCALE = 30.0
+
+
+class ConfluentTransactions:
+    def supports_scenario(self, scenario: Any) -> tuple[bool, str]:
+        timeout = scenario.client_config.get("transaction.timeout.ms")
+        if timeout is not None and timeout / DEFAULT_SCALE < LIBRDKAFKA_MIN_TXN_TIMEOUT_MS:
+            return False, (f"transaction.timeout.ms={timeout} scaled to {timeout / DEFAULT_SCALE:.0f} ms is below "
+                           f"librdkafka's minimum of {LIBRDKAFKA_MIN_TXN_TIMEOUT_MS} ms")
+        return super().supports_scenario(scenario)  # type: ignore[misc]
+
+    def _txn_producer(self, env: RunEnv, client_id: str) -> Any:
+        from confluent_kafka import Producer
+
+        conf = {**self._producer_conf(replace_client(env, client_id)),  # type: ignore[attr-defined]
+                "transactional.id": f"{env.client_id}-tx", "enable.idempotence": True}
+        conf.pop("retries", None)
+        if "transaction.timeout.ms" in env.config:
+            conf["transaction.timeout.ms"] = env.config["transaction.timeout.ms"]
+        return Producer(conf)
+
+    @staticmethod
+    def _block_s(env: RunEnv) -> float:
+        return env.config.get("max.block.ms", scaled_ms(60_000, env.scale)) / 1000
+
+    def _transaction(self, step: Operation, env: RunEnv) -> Outcome:
+        """init_transactions, one record, ``open_s`` open (scaled), commit; ``count`` of them
+        back to back; ``retry_commit``: commit again after a timeout. Timed: the failing call,
+        else the last commit."""
+        p = self._txn_producer(env, env.client_id)
+        block = self._block_s(env)
+        start = env.clock()
+        try:
+            p.init_transactions(block)
+            for _ in range(step.args.get("count", 1)):
+                p.begin_transaction()
+                p.produce(step.args["topic"], b"txn", partition=step.args.get("partition", 0))
+                p.flush(block)
+                time.sleep(step.args.get("open_s", 0.0) / env.scale)
+                start = env.clock()
+                p.commit_transaction(block)
+            return Outcome("transaction", True, env.clock() - start)
+        except Exception as exc:  # noqa: BLE001 - librdkafka's errors become the outcome
+            elapsed, name = env.clock() - start, _name(exc)
+            value = None
+            if name == "TimeoutException" and step.args.get("retry_commit"):
+                p.commit_transaction(60)
+                value = "committed when called again"
+            return Outcome("transaction", False, elapsed, name, str(exc), value=value)
+
+    def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
+        topic, partition = step.args["topic"], step.args.get("partition", 0)
+        block = self._block_s(env)
+        zombie = self._txn_producer(env, env.client_id)
+        zombie.init_transactions(block)
+        zombie.begin_transaction()
+        zombie.produce(topic, b"zombie", partition=partition)
+        zombie.flush(block)
+        fresh = self._txn_producer(env, f"{env.client_id}-new")
+        fresh.init_transactions(30)
+        fresh.begin_transaction()
+        fresh.produce(topic, b"fresh", partition=partition)
+        fresh.commit_transaction(30)
+        start = env.clock()
+        try:
+            zombie.commit_transaction(block)
+            return Outcome("txn_zombie", True, env.clock() - start)
+        except Exception as exc:  # noqa: BLE001
+            return Outcome("txn_zombie", False, env.clock() - start, _name(exc), str(exc))
+
+
+def replace_client(env: RunEnv, client_id: str) -> RunEnv:
+    from dataclasses import replace
+
+    return replace(env, client_id=client_id)
