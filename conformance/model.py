@@ -108,6 +108,7 @@ class Scenario:
     faults: tuple[dict[str, Any], ...] = ()
     needs_faults: bool = True   # False: can run against any bootstrap (a real Kafka)
     in_memory_only: str = ""    # why only in-memory (virtual-time) connections can run it, if so
+    not_on_kafka: str = ""      # why it cannot be judged through the proxy in front of Apache Kafka, if so
     bootstrap_brokers: tuple[int, ...] = ()   # the client's bootstrap.servers: these brokers only (all if empty)
 
 

@@ -57,6 +57,8 @@ def kafka_support(scenario: Scenario, brokers: int) -> str:
     """"" when the scenario can run on a real ``brokers``-node cluster behind the proxy, else why not."""
     if scenario.in_memory_only:
         return scenario.in_memory_only
+    if scenario.not_on_kafka:
+        return scenario.not_on_kafka
     for rule in scenario.faults:
         why = _rule_support(rule, brokers)
         if why:

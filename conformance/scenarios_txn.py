@@ -99,11 +99,15 @@ def visible_when_the_coordinator_aborts(operation: str) -> Contract:
 
 
 TXN = Operation("transaction", {"topic": "t", "partition": 0})
+# the coordinator's side of these contracts is its trace (txn_state, txn_marker)
+NOT_ON_KAFKA = ("its contracts read the transaction coordinator's own trace (txn_state, txn_marker), which a proxy "
+                "in front of Kafka cannot see; tests/realclients/test_transactions.py runs the clients on Kafka instead")
 
 TXN_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="txn.coordinator-aborts-at-check-interval",
         family="Transactions",
+        not_on_kafka=NOT_ON_KAFKA,
         title="A transaction left open: the coordinator aborts it at its next check, and the producer is fenced",
         teaching=("transaction.timeout.ms is enforced by the broker, not the client, and not to the millisecond: "
                   "the coordinator looks for expired transactions every "
@@ -119,6 +123,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="txn.commit-endtxn-black-hole",
         family="Transactions",
+        not_on_kafka=NOT_ON_KAFKA,
         title="commitTransaction against a black-holed EndTxn: TimeoutException at max.block.ms, then the retry commits",
         teaching=("commitTransaction blocks at most max.block.ms. When it times out the commit is not lost and not "
                   "to be restarted: calling commitTransaction again waits for the same pending result, which "
@@ -133,6 +138,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="txn.concurrent-transactions-retried",
         family="Transactions",
+        not_on_kafka=NOT_ON_KAFKA,
         title="The next transaction begins while the last one's markers are pending: CONCURRENT_TRANSACTIONS, retried",
         teaching=("EndTxn is answered once the coordinator has decided; the commit markers are written to each "
                   "partition afterwards. A producer that begins its next transaction at once gets "
@@ -147,6 +153,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="txn.zombie-fenced-after-restart",
         family="Transactions",
+        not_on_kafka=NOT_ON_KAFKA,
         title="A restarted producer fences its zombie: the old instance's open transaction is aborted, its commit refused",
         teaching=("initTransactions by a new instance with the same transactional.id bumps the epoch: the old "
                   "instance's open transaction is aborted, and whatever it sends next is refused as fenced. "
@@ -158,6 +165,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="txn.read-committed-behind-open-transaction",
         family="Transactions",
+        not_on_kafka=NOT_ON_KAFKA,
         title="A read_committed consumer waits behind a hung transaction until the coordinator aborts it",
         teaching=("A read_committed consumer reads up to the last stable offset: one open transaction holds back "
                   "everything after it, even records of other producers. It waits until the coordinator's check "
@@ -174,6 +182,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="txn.init-coordinator-unreachable",
         family="Transactions",
+        not_on_kafka=NOT_ON_KAFKA,
         title="initTransactions while the transaction coordinator does not answer: TimeoutException at max.block.ms",
         teaching=("initTransactions needs the coordinator's InitProducerId. It is bounded by max.block.ms, however "
                   "many times the client retries or re-finds the coordinator meanwhile."),
