@@ -76,12 +76,12 @@ class TransactionCoordinator:
     def _now(self) -> float:
         return self.cluster.now_ms()
 
-    def _to(self, meta: TxnMetadata, state: TxnState, reason: str) -> None:
+    def _to(self, meta: TxnMetadata, state: TxnState, reason: str, **extra: Any) -> None:
         before = meta.state
         meta.state, meta.last_update_ms = state, self._now()
         self.cluster.trace.emit(Kind.TXN_STATE, details={"transactional_id": meta.transactional_id, "producer_id": meta.producer_id,
                                                          "epoch": meta.epoch, "from": before.value, "to": state.value,
-                                                         "reason": reason})
+                                                         "reason": reason, **extra})
 
     def _bump(self, meta: TxnMetadata) -> None:
         if meta.epoch >= MAX_EPOCH:
@@ -157,8 +157,8 @@ class TransactionCoordinator:
         return E.NONE
 
     # -- ending: markers on every partition, then Complete -----------------------------------------
-    def _end(self, meta: TxnMetadata, commit: bool, reason: str) -> None:
-        self._to(meta, TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, reason)
+    def _end(self, meta: TxnMetadata, commit: bool, reason: str, **extra: Any) -> None:
+        self._to(meta, TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, reason, **extra)
         delay = self.marker_delay_ms if self.marker_delay_ms is not None else self.cluster.config["emu.txn.marker.delay.ms"]
         partitions, groups, pid, epoch = sorted(meta.partitions), sorted(meta.groups), meta.producer_id, meta.epoch
         self.cluster.scheduler.call_later(delay / 1000, lambda: self._write_markers(meta, commit, partitions, groups, pid, epoch))
@@ -196,8 +196,9 @@ class TransactionCoordinator:
         for meta in list(self.txns.values()):
             if meta.state == TxnState.ONGOING and now - meta.start_ms > meta.timeout_ms:
                 self._bump(meta)
+                interval = self.cluster.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
                 self._end(meta, commit=False, reason=f"timed out: open {now - meta.start_ms:.0f} ms, "
-                                                     f"transaction.timeout.ms {meta.timeout_ms}")
+                                                     f"transaction.timeout.ms {meta.timeout_ms}", check_interval_ms=interval)
         self._schedule_check()
 
     def describe(self, tid: str) -> TxnMetadata | None:
