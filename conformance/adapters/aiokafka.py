@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 
+from conformance.adapters import py_txn
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
 from conformance.adapters.py_common import not_created, offsets_value, short, supports_here, timed_async, topics_value, watchdog_s
 from conformance.model import Operation, Outcome
@@ -41,7 +42,7 @@ class AiokafkaAdapter(RealTimeAdapter):
     name = "aiokafka"
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics", "configure_producer", "produce_pipelined"})
+                            "admin_list_topics", "configure_producer", "produce_pipelined", "transaction"})
 
     def available(self):
         ok = importlib.util.find_spec("aiokafka") is not None
@@ -54,6 +55,9 @@ class AiokafkaAdapter(RealTimeAdapter):
         async def main():
             return [await getattr(self, f"_{s.kind}")(s, env) for s in steps]
         return asyncio.run(main())
+
+    async def _transaction(self, step: Operation, env: RunEnv) -> Outcome:
+        return await py_txn.ak_transaction(self, step, env)
 
     def _common(self, env: RunEnv) -> dict:
         return {"bootstrap_servers": env.bootstrap, "client_id": env.client_id,

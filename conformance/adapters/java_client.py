@@ -65,7 +65,7 @@ JAVA_DEFAULTS_MS = {
     "socket.connection.setup.timeout.ms": 10_000, "socket.connection.setup.timeout.max.ms": 30_000,
 }
 # args given in unscaled seconds (pauses between calls): the program sleeps real seconds
-SCALED_ARGS_S = ("pause_s", "gap_s")
+SCALED_ARGS_S = ("pause_s", "gap_s", "open_s")
 # produce_pipelined's gap lets the first batch leave before the second record is sent; scaled
 # below this (real seconds) the Java sender thread has not yet connected to the leader and both
 # records join one batch (the scenario wants two Produce requests on one connection)
@@ -74,7 +74,7 @@ MIN_GAP_S = 0.05
 JAVA_OPERATIONS = frozenset({
     "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets", "offsets_for_times",
     "list_topics", "partitions_for", "commit_sync", "close", "admin_list_topics", "configure_producer",
-    "produce_pipelined",
+    "produce_pipelined", "transaction", "txn_zombie",
 })
 # what the Java client does through a consumer group's membership (KIP-848's ConsumerGroupHeartbeat
 # under group.protocol=consumer). Offsets by the coordinator (committed, commit_sync: FindCoordinator,

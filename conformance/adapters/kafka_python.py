@@ -27,6 +27,7 @@ import importlib.util
 import threading
 import time
 
+from conformance.adapters import py_txn
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.py_common import not_created, offsets_value, short, supports_here, timed_blocking, topics_value
 from conformance.model import Operation, Outcome
@@ -48,7 +49,7 @@ class KafkaPythonAdapter(RealTimeAdapter):
     name = "kafka-python"
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics", "configure_producer", "produce_pipelined"})
+                            "admin_list_topics", "configure_producer", "produce_pipelined"}) | py_txn.TXN_OPERATIONS
 
     def available(self):
         ok = importlib.util.find_spec("kafka") is not None
@@ -59,6 +60,12 @@ class KafkaPythonAdapter(RealTimeAdapter):
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         return [getattr(self, f"_{s.kind}")(s, env) for s in steps]
+
+    def _transaction(self, step: Operation, env: RunEnv) -> Outcome:
+        return py_txn.kp_transaction(self, step, env)
+
+    def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
+        return py_txn.kp_zombie(self, step, env)
 
     def _common(self, env: RunEnv) -> dict:
         c = env.config

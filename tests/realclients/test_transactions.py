@@ -181,3 +181,26 @@ def test_our_consumer_reads_committed(cluster):
         finally:
             c.close()
         assert sorted(got) == want, isolation
+
+
+def test_java(cluster):
+    """Apache Kafka's Java client 4.4 (the conformance adapter's program, its txn_commit_abort)."""
+    import os
+
+    from conformance.adapters.base import RunEnv
+    from conformance.adapters.java_client import JavaAdapter
+    from conformance.model import Operation
+
+    java = JavaAdapter()
+    ok, why = java.available()
+    if not ok:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    try:
+        (done,) = java.run_blocking((Operation("txn_commit_abort", {"topic": "t", "prefix": "java", "group": "txn-java"}, 60.0),),
+                                    RunEnv(cluster.bootstrap, "java-txn", {}, 1.0))
+    finally:
+        java.shutdown()
+    assert done.ok, f"{done.error_type}: {done.error_message}"
+    check(cluster, "java", "txn-java")

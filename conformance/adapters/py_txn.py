@@ -1,0 +1,118 @@
+"""kafka-python's and aiokafka's transactional producers for the ``txn`` scenarios.
+
+Neither has Java's max.block.ms bound on the transactional calls: kafka-python's
+``init_transactions``/``commit_transaction`` and aiokafka's ``commit_transaction`` wait until the
+coordinator answers (each request bounded by request_timeout_ms and retried). The adapter runs
+them under the watchdog (py_common.watchdog_s): a call still blocked then is reported as
+NoReturn, never waited for forever. Those are the clients' semantics, and the matrix shows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from conformance.adapters.base import RunEnv, scaled_ms
+from conformance.adapters.py_common import NoReturn, call_in_thread, no_return, watchdog_s
+from conformance.model import Operation, Outcome
+
+TXN_OPERATIONS = frozenset({"transaction", "txn_zombie"})
+
+
+def _name(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if "ProducerFenced" in name or name == "InvalidProducerEpochError":   # aiokafka: ProducerFenced
+        return "ProducerFencedError"
+    return "TimeoutException" if "Timeout" in name else name
+
+
+def _timeout_ms(env: RunEnv) -> int:
+    return int(env.config.get("transaction.timeout.ms", scaled_ms(60_000, env.scale)))
+
+
+def kafka_python_producer(adapter: Any, env: RunEnv, client_id: str) -> Any:
+    from kafka import KafkaProducer
+
+    common = {**adapter._common(env), "client_id": client_id}
+    return KafkaProducer(**common, transactional_id=f"{env.client_id}-tx", transaction_timeout_ms=_timeout_ms(env),
+                         enable_idempotence=True, acks=-1,
+                         max_block_ms=env.config.get("max.block.ms", scaled_ms(60_000, env.scale)))
+
+
+def kp_transaction(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
+    clock: dict[str, float] = {"start": env.clock()}
+
+    def run() -> Outcome:
+        p = kafka_python_producer(adapter, env, env.client_id)
+        p.init_transactions()
+        for _ in range(step.args.get("count", 1)):
+            p.begin_transaction()
+            p.send(step.args["topic"], b"txn", partition=step.args.get("partition", 0)).get(timeout=30)
+            time.sleep(step.args.get("open_s", 0.0) / env.scale)
+            clock["start"] = env.clock()
+            p.commit_transaction()
+        return Outcome("transaction", True, env.clock() - clock["start"])
+
+    return _guarded(step, env, "transaction", run, clock)
+
+
+def kp_zombie(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
+    clock: dict[str, float] = {"start": env.clock()}
+
+    def run() -> Outcome:
+        topic, partition = step.args["topic"], step.args.get("partition", 0)
+        zombie = kafka_python_producer(adapter, env, env.client_id)
+        zombie.init_transactions()
+        zombie.begin_transaction()
+        zombie.send(topic, b"zombie", partition=partition).get(timeout=30)
+        fresh = kafka_python_producer(adapter, env, f"{env.client_id}-new")
+        fresh.init_transactions()
+        fresh.begin_transaction()
+        fresh.send(topic, b"fresh", partition=partition).get(timeout=30)
+        fresh.commit_transaction()
+        clock["start"] = env.clock()
+        zombie.commit_transaction()
+        return Outcome("txn_zombie", True, env.clock() - clock["start"])
+
+    return _guarded(step, env, "txn_zombie", run, clock)
+
+
+def _guarded(step: Operation, env: RunEnv, op: str, run: Callable[[], Outcome], clock: dict[str, float]) -> Outcome:
+    limit = watchdog_s(step, env)
+    try:
+        return call_in_thread(run, limit)
+    except NoReturn:
+        return Outcome(op, False, env.clock() - clock["start"], "NoReturn", no_return(step, limit, "no max.block.ms bound"))
+    except Exception as exc:  # noqa: BLE001 - the client's error is the outcome
+        return Outcome(op, False, env.clock() - clock["start"], _name(exc), str(exc))
+
+
+async def ak_transaction(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
+    from aiokafka import AIOKafkaProducer
+
+    clock = {"start": env.clock()}
+
+    async def run() -> Outcome:
+        p = AIOKafkaProducer(**adapter._common(env), transactional_id=f"{env.client_id}-tx",
+                             transaction_timeout_ms=_timeout_ms(env), enable_idempotence=True, acks="all")
+        await p.start()
+        try:
+            for _ in range(step.args.get("count", 1)):
+                await p.begin_transaction()
+                await p.send_and_wait(step.args["topic"], b"txn", partition=step.args.get("partition", 0))
+                await asyncio.sleep(step.args.get("open_s", 0.0) / env.scale)
+                clock["start"] = env.clock()
+                await p.commit_transaction()
+            return Outcome("transaction", True, env.clock() - clock["start"])
+        finally:
+            await p.stop()
+
+    limit = watchdog_s(step, env)
+    try:
+        return await asyncio.wait_for(run(), limit)
+    except asyncio.TimeoutError:
+        return Outcome("transaction", False, env.clock() - clock["start"], "NoReturn", no_return(step, limit, "no max.block.ms bound"))
+    except Exception as exc:  # noqa: BLE001
+        return Outcome("transaction", False, env.clock() - clock["start"], _name(exc), str(exc))
