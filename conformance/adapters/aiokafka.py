@@ -42,7 +42,7 @@ class AiokafkaAdapter(RealTimeAdapter):
     name = "aiokafka"
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics", "configure_producer", "produce_pipelined", "transaction"})
+                            "admin_list_topics", "configure_producer", "produce_pipelined"}) | py_txn.TXN_OPERATIONS
 
     def available(self):
         ok = importlib.util.find_spec("aiokafka") is not None
@@ -58,6 +58,9 @@ class AiokafkaAdapter(RealTimeAdapter):
 
     async def _transaction(self, step: Operation, env: RunEnv) -> Outcome:
         return await py_txn.ak_transaction(self, step, env)
+
+    async def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
+        return await py_txn.ak_zombie(self, step, env)
 
     def _common(self, env: RunEnv) -> dict:
         return {"bootstrap_servers": env.bootstrap, "client_id": env.client_id,

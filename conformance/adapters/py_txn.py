@@ -89,14 +89,53 @@ def _guarded(step: Operation, env: RunEnv, op: str, run: Callable[[], Outcome], 
         return Outcome(op, False, env.clock() - clock["start"], _name(exc), str(exc))
 
 
-async def ak_transaction(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
+def _ak_producer(adapter: Any, env: RunEnv, client_id: str) -> Any:
     from aiokafka import AIOKafkaProducer
 
+    return AIOKafkaProducer(**{**adapter._common(env), "client_id": client_id}, transactional_id=f"{env.client_id}-tx",
+                            transaction_timeout_ms=_timeout_ms(env), enable_idempotence=True, acks="all")
+
+
+async def ak_zombie(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
     clock = {"start": env.clock()}
 
     async def run() -> Outcome:
-        p = AIOKafkaProducer(**adapter._common(env), transactional_id=f"{env.client_id}-tx",
-                             transaction_timeout_ms=_timeout_ms(env), enable_idempotence=True, acks="all")
+        topic, partition = step.args["topic"], step.args.get("partition", 0)
+        zombie, fresh = _ak_producer(adapter, env, env.client_id), _ak_producer(adapter, env, f"{env.client_id}-new")
+        await zombie.start()
+        try:
+            await zombie.begin_transaction()
+            await zombie.send_and_wait(topic, b"zombie", partition=partition)
+            await fresh.start()
+            try:
+                async with fresh.transaction():
+                    await fresh.send_and_wait(topic, b"fresh", partition=partition)
+            finally:
+                await fresh.stop()
+            clock["start"] = env.clock()
+            await zombie.commit_transaction()
+            return Outcome("txn_zombie", True, env.clock() - clock["start"])
+        finally:
+            await zombie.stop()
+
+    return await _ak_guarded(step, env, "txn_zombie", run, clock)
+
+
+async def _ak_guarded(step: Operation, env: RunEnv, op: str, run: Callable[[], Any], clock: dict[str, float]) -> Outcome:
+    limit = watchdog_s(step, env)
+    try:
+        return await asyncio.wait_for(run(), limit)
+    except asyncio.TimeoutError:
+        return Outcome(op, False, env.clock() - clock["start"], "NoReturn", no_return(step, limit, "no max.block.ms bound"))
+    except Exception as exc:  # noqa: BLE001
+        return Outcome(op, False, env.clock() - clock["start"], _name(exc), str(exc))
+
+
+async def ak_transaction(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
+    clock = {"start": env.clock()}
+
+    async def run() -> Outcome:
+        p = _ak_producer(adapter, env, env.client_id)
         await p.start()
         try:
             for _ in range(step.args.get("count", 1)):
@@ -109,10 +148,4 @@ async def ak_transaction(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
         finally:
             await p.stop()
 
-    limit = watchdog_s(step, env)
-    try:
-        return await asyncio.wait_for(run(), limit)
-    except asyncio.TimeoutError:
-        return Outcome("transaction", False, env.clock() - clock["start"], "NoReturn", no_return(step, limit, "no max.block.ms bound"))
-    except Exception as exc:  # noqa: BLE001
-        return Outcome("transaction", False, env.clock() - clock["start"], _name(exc), str(exc))
+    return await _ak_guarded(step, env, "transaction", run, clock)
