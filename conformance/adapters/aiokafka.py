@@ -62,6 +62,9 @@ class AiokafkaAdapter(RealTimeAdapter):
     async def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         return await py_txn.ak_zombie(self, step, env)
 
+    async def _read_committed_behind_open_txn(self, step: Operation, env: RunEnv) -> Outcome:
+        return await py_txn.ak_read_committed(self, step, env)
+
     def _common(self, env: RunEnv) -> dict:
         return {"bootstrap_servers": env.bootstrap, "client_id": env.client_id,
                 "request_timeout_ms": env.config.get("request.timeout.ms", scaled_ms(40_000, env.scale)),

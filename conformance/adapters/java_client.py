@@ -74,7 +74,7 @@ MIN_GAP_S = 0.05
 JAVA_OPERATIONS = frozenset({
     "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets", "offsets_for_times",
     "list_topics", "partitions_for", "commit_sync", "close", "admin_list_topics", "configure_producer",
-    "produce_pipelined", "transaction", "txn_zombie",
+    "produce_pipelined", "transaction", "txn_zombie", "read_committed_behind_open_txn",
 })
 # what the Java client does through a consumer group's membership (KIP-848's ConsumerGroupHeartbeat
 # under group.protocol=consumer). Offsets by the coordinator (committed, commit_sync: FindCoordinator,

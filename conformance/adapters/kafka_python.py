@@ -67,6 +67,9 @@ class KafkaPythonAdapter(RealTimeAdapter):
     def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         return py_txn.kp_zombie(self, step, env)
 
+    def _read_committed_behind_open_txn(self, step: Operation, env: RunEnv) -> Outcome:
+        return py_txn.kp_read_committed(self, step, env)
+
     def _common(self, env: RunEnv) -> dict:
         c = env.config
         return {"bootstrap_servers": env.bootstrap.split(","), "client_id": env.client_id,

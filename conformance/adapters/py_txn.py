@@ -18,7 +18,8 @@ from conformance.adapters.base import RunEnv, scaled_ms
 from conformance.adapters.py_common import NoReturn, call_in_thread, no_return, watchdog_s
 from conformance.model import Operation, Outcome
 
-TXN_OPERATIONS = frozenset({"transaction", "txn_zombie"})
+TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "read_committed_behind_open_txn"})
+HUNG, AFTER = b"in the open transaction", b"after it"
 
 
 def _name(exc: BaseException) -> str:
@@ -79,6 +80,37 @@ def kp_zombie(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
     return _guarded(step, env, "txn_zombie", run, clock)
 
 
+def kp_read_committed(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
+    """A transaction left open, a plain record after it, a read_committed consumer polling until
+    it sees a record (timed)."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    clock: dict[str, float] = {"start": env.clock()}
+    topic, partition = step.args["topic"], step.args.get("partition", 0)
+
+    def run() -> Outcome:
+        hung = kafka_python_producer(adapter, env, f"{env.client_id}-hung")
+        hung.init_transactions()
+        hung.begin_transaction()
+        hung.send(topic, HUNG, partition=partition).get(timeout=30)
+        plain = KafkaProducer(**{**adapter._common(env), "client_id": f"{env.client_id}-plain"})
+        plain.send(topic, AFTER, partition=partition).get(timeout=30)
+        consumer = KafkaConsumer(**adapter._common(env), isolation_level="read_committed", auto_offset_reset="earliest",
+                                 enable_auto_commit=False)
+        consumer.assign([TopicPartition(topic, partition)])
+        clock["start"] = env.clock()
+        seen: list[bytes] = []
+        while not seen and env.clock() - clock["start"] < (step.timeout_s or 60):
+            for records in consumer.poll(timeout_ms=50).values():
+                seen += [r.value for r in records]
+        consumer.close()
+        ok = bool(seen)
+        return Outcome("read_committed_behind_open_txn", ok, env.clock() - clock["start"],
+                       None if ok else "TimeoutException", None if ok else "no record became visible", value=seen)
+
+    return _guarded(step, env, "read_committed_behind_open_txn", run, clock)
+
+
 def _guarded(step: Operation, env: RunEnv, op: str, run: Callable[[], Outcome], clock: dict[str, float]) -> Outcome:
     limit = watchdog_s(step, env)
     try:
@@ -129,6 +161,41 @@ async def _ak_guarded(step: Operation, env: RunEnv, op: str, run: Callable[[], A
         return Outcome(op, False, env.clock() - clock["start"], "NoReturn", no_return(step, limit, "no max.block.ms bound"))
     except Exception as exc:  # noqa: BLE001
         return Outcome(op, False, env.clock() - clock["start"], _name(exc), str(exc))
+
+
+async def ak_read_committed(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    clock = {"start": env.clock()}
+    topic, partition = step.args["topic"], step.args.get("partition", 0)
+
+    async def run() -> Outcome:
+        hung = _ak_producer(adapter, env, f"{env.client_id}-hung")
+        plain = AIOKafkaProducer(**{**adapter._common(env), "client_id": f"{env.client_id}-plain"})
+        consumer = AIOKafkaConsumer(**adapter._common(env), isolation_level="read_committed", auto_offset_reset="earliest",
+                                    enable_auto_commit=False)
+        await hung.start()
+        await plain.start()
+        try:
+            await hung.begin_transaction()
+            await hung.send_and_wait(topic, HUNG, partition=partition)
+            await plain.send_and_wait(topic, AFTER, partition=partition)
+            await consumer.start()
+            consumer.assign([TopicPartition(topic, partition)])
+            clock["start"] = env.clock()
+            seen: list[bytes] = []
+            while not seen and env.clock() - clock["start"] < (step.timeout_s or 60):
+                for records in (await consumer.getmany(timeout_ms=50)).values():
+                    seen += [r.value for r in records]
+            ok = bool(seen)
+            return Outcome("read_committed_behind_open_txn", ok, env.clock() - clock["start"],
+                           None if ok else "TimeoutException", None if ok else "no record became visible", value=seen)
+        finally:
+            await consumer.stop()
+            await plain.stop()
+            await hung.stop()
+
+    return await _ak_guarded(step, env, "read_committed_behind_open_txn", run, clock)
 
 
 async def ak_transaction(adapter: Any, step: Operation, env: RunEnv) -> Outcome:

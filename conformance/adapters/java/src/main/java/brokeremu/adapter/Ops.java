@@ -33,7 +33,8 @@ import java.util.concurrent.TimeUnit;
 final class Ops {
     static final List<String> OPERATIONS = List.of("produce", "poll", "committed", "position", "end_offsets",
             "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-            "admin_list_topics", "configure_producer", "produce_pipelined", "transaction", "txn_zombie");
+            "admin_list_topics", "configure_producer", "produce_pipelined", "transaction", "txn_zombie",
+            "read_committed_behind_open_txn");
 
     static final Duration CLOSE_AFTER_STEP = Duration.ofSeconds(1);
 
@@ -51,6 +52,7 @@ final class Ops {
             case "produce_pipelined" -> producePipelined(run, args);
             case "transaction" -> Txn.transaction(run, args);
             case "txn_zombie" -> Txn.zombie(run, args);
+            case "read_committed_behind_open_txn" -> Txn.readCommittedBehindOpenTxn(run, args, timeoutMs);
             case "configure_producer" -> configureProducer(run);
             case "admin_list_topics" -> adminListTopics(run, args, timeoutMs);
             case "close" -> close(run, args, d);

@@ -101,6 +101,45 @@ final class Txn {
         return null;
     }
 
+    /**
+     * A transaction left open (its producer hangs), a plain record after it; a read_committed
+     * consumer polls until it sees a record. Timed: that wait; value: what it read.
+     */
+    static ObjectNode readCommittedBehindOpenTxn(Run run, JsonNode args, Long timeoutMs) {
+        String topic = args.path("topic").asText();
+        int partition = args.path("partition").asInt(0);
+        ObjectNode plainConfig = Main.JSON.createObjectNode();
+        plainConfig.put("client.id", run.clientId + "-plain");
+        ObjectNode consumerConfig = Main.JSON.createObjectNode();
+        consumerConfig.put("isolation.level", "read_committed");
+        long start = System.nanoTime();
+        try (KafkaProducer<byte[], byte[]> hung = producer(run, run.clientId + "-hung");
+             KafkaProducer<byte[], byte[]> plain = run.producer(plainConfig);
+             org.apache.kafka.clients.consumer.KafkaConsumer<byte[], byte[]> consumer = run.consumer(null, consumerConfig)) {
+            hung.initTransactions();
+            hung.beginTransaction();
+            hung.send(new ProducerRecord<>(topic, partition, null, "in the open transaction".getBytes())).get(30, TimeUnit.SECONDS);
+            plain.send(new ProducerRecord<>(topic, partition, null, "after it".getBytes())).get(30, TimeUnit.SECONDS);
+            org.apache.kafka.common.TopicPartition tp = new org.apache.kafka.common.TopicPartition(topic, partition);
+            consumer.assign(java.util.List.of(tp));
+            consumer.seekToBeginning(java.util.List.of(tp));
+            start = System.nanoTime();
+            long giveUp = start + TimeUnit.MILLISECONDS.toNanos(timeoutMs == null ? 60_000 : timeoutMs);
+            com.fasterxml.jackson.databind.node.ArrayNode seen = Main.JSON.createArrayNode();
+            while (seen.isEmpty() && System.nanoTime() < giveUp) {
+                consumer.poll(java.time.Duration.ofMillis(50)).forEach(r -> seen.add(Outcomes.bytes(r.value())));
+            }
+            if (seen.isEmpty()) {
+                ObjectNode o = Outcomes.failed("read_committed_behind_open_txn", Outcomes.elapsedMs(start),
+                        new TimeoutException("no record became visible"));
+                return o;
+            }
+            return Outcomes.ok("read_committed_behind_open_txn", Outcomes.elapsedMs(start), seen);
+        } catch (Exception e) {
+            return Outcomes.failed("read_committed_behind_open_txn", Outcomes.elapsedMs(start), e);
+        }
+    }
+
     static ObjectNode zombie(Run run, JsonNode args) {
         long start = System.nanoTime();
         try (KafkaProducer<byte[], byte[]> zombie = producer(run, run.clientId);
