@@ -105,7 +105,6 @@ def visible_when_the_coordinator_aborts(operation: str) -> Contract:
     return Contract("read_committed waits for the open transaction's abort", check)
 
 
-TXN = Operation("transaction", {"topic": "t", "partition": 0})
 # the coordinator's side of these contracts is its trace (txn_state, txn_marker)
 NOT_ON_KAFKA = ("its contracts read the transaction coordinator's own trace (txn_state, txn_marker), which a proxy "
                 "in front of Kafka cannot see; tests/realclients/test_transactions.py runs the clients on Kafka instead")
@@ -194,7 +193,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
         teaching=("initTransactions needs the coordinator's InitProducerId. It is bounded by max.block.ms, however "
                   "many times the client retries or re-finds the coordinator meanwhile."),
         references=("KafkaProducer.initTransactions", "KIP-98"),
-        steps=(TXN,),
+        steps=(Operation("transaction", {"topic": "t", "partition": 0, "time_init": True}),),
         faults=({"match": {"api": "InitProducerId"}, "action": "black_hole"},),
         client_config={"max.block.ms": 5000, "request.timeout.ms": 2000},
         contracts=(C.outcome_is("transaction", error="TimeoutException"),
