@@ -17,7 +17,9 @@ pytestmark = pytest.mark.realclient
 
 def attack(host: str, port: int, stop: threading.Event, closed: list) -> None:
     payloads = [
-        os.urandom(64),                                          # garbage (a random length prefix)
+        # garbage whose length prefix is out of range (a random one is a plausible size 2.4 % of the
+        # time, for which Kafka too waits for the rest of the frame: that made this test flaky)
+        b"\x80" + os.urandom(63),
         (2**31 - 1).to_bytes(4, "big") + b"x" * 100,              # 2 GiB claimed
         (50_000_000).to_bytes(4, "big") + b"y" * 1000,            # 50 MB claimed, then the sender vanishes
         b"\x00\x00\x00\x20" + b"\x00\x03\x00\x0c" + b"\x00" * 6,  # truncated Metadata frame
