@@ -131,15 +131,7 @@ class Cluster:
         validate_topic_name(name)
         validate_topic_configs(configs or {}, self.config)
         placement = self._placement(partitions, replication_factor, assignments)
-        retention = effective("retention.bytes", configs or {}, self.config)
-        now = trio.current_time()
-        parts = []
-        for i, replicas in enumerate(placement):
-            leader = next((r for r in replicas if self.is_alive(r)), replicas[0])
-            followers = [r for r in replicas if r != leader]
-            parts.append(Partition(name, i, replicas, leader, 0, sorted(r for r in replicas if self.is_alive(r)),
-                                   PartitionLog(retention, self.log_memory, f"{name}-{i}"),
-                                   {r: 0 for r in followers}, {r: now for r in followers}))
+        parts = self._new_partitions(name, placement, configs or {}, 0)
         topic = Topic(name, self.new_uuid(), parts, dict(configs or {}))
         self.topics[name] = topic
         return topic
@@ -161,6 +153,37 @@ class Cluster:
             raise ValueError(f"replication factor {rf} is not between 1 and the {len(ids)} brokers")
         start = self.rng.randrange(len(ids))
         return [[ids[(start + i + k) % len(ids)] for k in range(rf)] for i in range(n)]
+
+    def add_partitions(self, name: str, count: int, assignments: list[list[int]] | None = None) -> None:
+        """Grow ``name`` to ``count`` partitions (KafkaApis/ReplicationControlManager.createPartitions):
+        new partitions take the topic's replication factor, placed as at creation unless
+        ``assignments`` names their replicas. Raises ValueError with Kafka's message."""
+        topic = self.topics[name]
+        have = len(topic.partitions)
+        if count == have:
+            raise ValueError(f"Topic already has {have} partition(s).")
+        if count < have:
+            raise ValueError(f"The topic {name} currently has {have} partition(s); {count} would not be an increase.")
+        additional = count - have
+        if assignments is not None and len(assignments) != additional:
+            raise ValueError(f"Attempted to add {additional} additional partition(s), but only {len(assignments)} "
+                             "assignment(s) were specified.")
+        placement = self._placement(additional, len(topic.partitions[0].replicas), assignments)
+        topic.partitions.extend(self._new_partitions(name, placement, topic.configs, have))
+
+    def _new_partitions(self, name: str, placement: list[list[int]], configs: dict[str, str], first: int) -> list[Partition]:
+        """Partitions ``first``.. with these replica lists: the first live replica leads, every
+        live replica starts in the ISR."""
+        retention = effective("retention.bytes", configs, self.config)
+        now = trio.current_time()
+        parts = []
+        for i, replicas in enumerate(placement, start=first):
+            leader = next((r for r in replicas if self.is_alive(r)), replicas[0])
+            followers = [r for r in replicas if r != leader]
+            parts.append(Partition(name, i, replicas, leader, 0, sorted(r for r in replicas if self.is_alive(r)),
+                                   PartitionLog(retention, self.log_memory, f"{name}-{i}"),
+                                   {r: 0 for r in followers}, {r: now for r in followers}))
+        return parts
 
     def delete_topic(self, name: str) -> None:
         topic = self.topics.pop(name)

@@ -1,4 +1,4 @@
-"""Golden cases of the transaction APIs the emulator serves (worked out by hand from Kafka 4.4.0's
+"""Golden cases of the APIs the emulator serves since wave 2 (transactions, CreatePartitions) (worked out by hand from Kafka 4.4.0's
 message JSON, as test_golden.py's): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
 DescribeProducers, DescribeTransactions, ListTransactions. Each value names every field; fields
 absent from the version hold their defaults."""
@@ -79,6 +79,20 @@ def txn_cases(Case):
                   "topics": [{"topic": "events", "partitions": [0]}]}]},
              i32(0) + carr([i16(0) + cstr("tx") + cstr("Ongoing") + i32(60000) + i64(1700000000000) + i64(1000) + i16(2)
                             + carr([cstr("events") + carr([i32(0)]) + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+
+        # -- CreatePartitions (37) --------------------------------------------------------------------
+        Case(37, 1, "request",
+             {"topics": [{"name": "events", "count": 4, "assignments": None}], "timeout_ms": 30000, "validate_only": False},
+             arr32([str16("events") + i32(4) + i32(-1)]) + i32(30000) + boolean(False)),
+        Case(37, 3, "request",
+             {"topics": [{"name": "events", "count": 3, "assignments": [{"broker_ids": [1, 2]}]}], "timeout_ms": 5000,
+              "validate_only": True},
+             carr([cstr("events") + i32(3) + carr([carr([i32(1), i32(2)]) + NO_TAGS]) + NO_TAGS]) + i32(5000) + boolean(True)
+             + NO_TAGS),
+        Case(37, 3, "response",
+             {"throttle_time_ms": 0, "results": [{"name": "events", "error_code": 37,
+                                                  "error_message": "Topic already has 3 partition(s)."}]},
+             i32(0) + carr([cstr("events") + i16(37) + cstr("Topic already has 3 partition(s).") + NO_TAGS]) + NO_TAGS),
 
         # -- ListTransactions (66) --------------------------------------------------------------------
         Case(66, 1, "request",

@@ -142,7 +142,7 @@ def _ck_group(ck, base: dict) -> None:
 
 def _ck_admin(bootstrap: str, base: dict, steps: Steps) -> None:
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicCollection, TopicPartition
-    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, OffsetSpec
 
     admin = AdminClient(base)
 
@@ -173,6 +173,7 @@ def _ck_admin(bootstrap: str, base: dict, steps: Steps) -> None:
     steps.run("admin list_offsets", lambda: result(admin.list_offsets(specs)))
     steps.run("admin list_offsets by time", lambda: result(admin.list_offsets(
         {TopicPartition(TOPIC, 0): OffsetSpec.for_timestamp(int(time.time() * 1000) - 60_000)})))
+    steps.run("admin create_partitions", lambda: result(admin.create_partitions([NewPartitions("ck-new", 3)])))
     steps.run("admin delete_topics", lambda: result(admin.delete_topics(["ck-new"], operation_timeout=5)))
 
 
@@ -267,7 +268,7 @@ def _kp_group(kafka, base: dict) -> None:
 
 def _kp_admin(kafka, base: dict, steps: Steps) -> None:
     from kafka import TopicPartition
-    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic, OffsetSpec
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic, OffsetSpec
     from kafka.structs import OffsetAndMetadata
 
     admin = steps.run("admin connect", lambda: KafkaAdminClient(**base))
@@ -295,6 +296,7 @@ def _kp_admin(kafka, base: dict, steps: Steps) -> None:
     steps.run("admin list_partition_offsets", admin.list_partition_offsets,
               {TopicPartition(TOPIC, 0): OffsetSpec.EARLIEST, TopicPartition(TOPIC, 1): OffsetSpec.LATEST,
                TopicPartition(TOPIC, 2): OffsetSpec.MAX_TIMESTAMP})
+    steps.run("admin create_partitions", admin.create_partitions, {"kp-new": NewPartitions(total_count=3)})
     steps.run("admin delete_topics", admin.delete_topics, ["kp-new"])
     by_id = steps.run("admin describe new topic", admin.describe_topics, ["kp-by-id"])
     if by_id:

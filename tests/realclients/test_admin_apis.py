@@ -1,0 +1,46 @@
+"""Admin calls beyond listings (issue 19), each by the clients that have it: the topic t
+(3 partitions) grows, and a record produced to a new partition lands there."""
+
+import pytest
+
+from tests.realclients.conftest import require_client
+
+pytestmark = [pytest.mark.realclient, pytest.mark.any_broker]
+
+
+def _produce_to(bootstrap: str, partition: int) -> int:
+    from confluent_kafka import Producer
+
+    got: list = []
+    p = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "topic.metadata.refresh.interval.ms": 200})
+    p.produce("t", b"new", partition=partition, on_delivery=lambda err, msg: got.append((err, msg.partition())))
+    assert p.flush(20) == 0
+    assert got and got[0][0] is None, got
+    return got[0][1]
+
+
+def test_confluent_kafka_create_partitions(cluster):
+    require_client("confluent-kafka")
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+    admin.create_partitions([NewPartitions("t", 5)], validate_only=True)["t"].result(20)
+    assert len(admin.list_topics("t", timeout=10).topics["t"].partitions) == 3
+    admin.create_partitions([NewPartitions("t", 5)])["t"].result(20)
+    assert len(admin.list_topics("t", timeout=10).topics["t"].partitions) == 5
+    with pytest.raises(Exception, match="INVALID_PARTITIONS|already has 5"):
+        admin.create_partitions([NewPartitions("t", 5)])["t"].result(20)
+    assert _produce_to(cluster.bootstrap, 4) == 4
+
+
+def test_kafka_python_create_partitions(cluster):
+    require_client("kafka-python")
+    from kafka.admin import KafkaAdminClient, NewPartitions
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        admin.create_partitions({"t": NewPartitions(total_count=4)})
+        assert len(admin.describe_topics(["t"])[0]["partitions"]) == 4
+    finally:
+        admin.close()
+    assert _produce_to(cluster.bootstrap, 3) == 3
