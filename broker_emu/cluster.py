@@ -71,6 +71,7 @@ class Cluster:
         self.faults = FaultEngine(seed=self.config["emu.seed"], brokers=ids)
         self.produce_purgatory = Purgatory("Produce", self.scheduler, self._purgatory_event)
         self.fetch_purgatory = Purgatory("Fetch", self.scheduler, self._purgatory_event)
+        self.delete_records_purgatory = Purgatory("DeleteRecords", self.scheduler, self._purgatory_event)
         self.replication = Replication(self.scheduler, self.config, self.is_alive, self._partition_changed,
                                        self._isr_changed, partitions=self.all_partitions, emit=self.trace.emit)
         self.next_producer_id = 1000
@@ -255,6 +256,7 @@ class Cluster:
     def _partition_changed(self, p: Partition) -> None:
         self.produce_purgatory.check_and_complete(p.key)
         self.fetch_purgatory.check_and_complete(p.key)
+        self.delete_records_purgatory.check_and_complete(p.key)
 
     def _isr_changed(self, p: Partition, brokers: list[int], how: str) -> None:
         self.trace.emit(Kind.ISR_CHANGE, details={"topic": p.topic, "partition": p.index, how: brokers, "isr": list(p.isr),

@@ -177,6 +177,14 @@ class PartitionLog:
         self.memory.used -= before - self.size_bytes
         self.log_start_offset = self.batches[0].base_offset if self.batches else self.log_end_offset
 
+    def delete_before(self, offset: int) -> None:
+        """DeleteRecords: the log starts at ``offset`` (possibly inside a batch, as Kafka's
+        ``UnifiedLog.maybeIncrementLogStartOffset``); batches wholly below it are dropped."""
+        if offset <= self.log_start_offset:
+            return
+        self._drop_front(self._first_index(offset))
+        self.log_start_offset = max(self.log_start_offset, offset)
+
     def truncate_to(self, offset: int) -> None:
         """Drop everything at or above ``offset`` (a new leader that had less), and rewind the
         producer state to what is left (``UnifiedLog.truncateTo`` → ``rebuildProducerState``)."""

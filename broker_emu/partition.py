@@ -28,6 +28,13 @@ class Partition:
     high_watermark: int = 0
     epoch_starts: dict[int, int] = field(default_factory=lambda: {0: 0})
     txns: PartitionTxns = field(default_factory=PartitionTxns)
+    follower_log_start: dict[int, int] = field(default_factory=dict)   # what each follower learnt on its last fetch
+
+    @property
+    def low_watermark(self) -> int:
+        """The smallest log start offset over the ISR (``Partition.lowWatermarkIfLeader``)."""
+        starts = [self.log.log_start_offset] + [self.follower_log_start.get(b, 0) for b in self.isr if b != self.leader]
+        return min(starts)
 
     @property
     def last_stable_offset(self) -> int:

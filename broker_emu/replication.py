@@ -127,6 +127,23 @@ class Replication:
                 self._schedule_copy(p, follower, target, now)
         self._schedule_isr_check(p)
 
+    def log_start_moved(self, p: "Partition") -> None:
+        """DeleteRecords moved the leader's log start: each follower learns it on its next fetch
+        (after its mode's delay; a stalled follower never), then ``on_change`` rechecks waiters."""
+        now = trio.current_time()
+        start, epoch = p.log.log_start_offset, p.leader_epoch
+        for follower in p.replicas:
+            mode = self.mode_for(p, follower)
+            if follower == p.leader or mode.mode == "stall":
+                continue
+            self.scheduler.call_at(now + mode.lag_ms / 1000.0, lambda f=follower: self._learn_start(p, f, start, epoch))
+
+    def _learn_start(self, p: "Partition", follower: int, start: int, epoch: int) -> None:
+        if p.leader_epoch != epoch or self.mode_for(p, follower).mode == "stall":
+            return
+        p.follower_log_start[follower] = max(p.follower_log_start.get(follower, 0), start)
+        self.on_change(p)
+
     def resync(self, p: "Partition") -> None:
         """Modes changed (or a broker came back): followers catch up to the current end."""
         self.after_append(p)

@@ -24,7 +24,7 @@ ADVERTISED = {  # the issue's ranges; old librdkafka needs Produce and the group
     # transactions, without KIP-890 part 2 (broker_emu.transactions.handlers)
     "ADD_PARTITIONS_TO_TXN": (0, 3), "ADD_OFFSETS_TO_TXN": (0, 4), "END_TXN": (0, 4), "TXN_OFFSET_COMMIT": (0, 4),
     "DESCRIBE_TRANSACTIONS": (0, 0), "LIST_TRANSACTIONS": (0, 2), "DESCRIBE_PRODUCERS": (0, 0),
-    "CREATE_PARTITIONS": (0, 3),
+    "CREATE_PARTITIONS": (0, 3), "DELETE_RECORDS": (0, 2),
 }
 SOFTWARE = {"client_software_name": "broker-emu-tests", "client_software_version": "1.0"}
 

@@ -1,4 +1,4 @@
-"""Golden cases of the APIs the emulator serves since wave 2 (transactions, CreatePartitions) (worked out by hand from Kafka 4.4.0's
+"""Golden cases of the APIs the emulator serves since wave 2 (transactions, CreatePartitions, DeleteRecords) (worked out by hand from Kafka 4.4.0's
 message JSON, as test_golden.py's): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
 DescribeProducers, DescribeTransactions, ListTransactions. Each value names every field; fields
 absent from the version hold their defaults."""
@@ -93,6 +93,18 @@ def txn_cases(Case):
              {"throttle_time_ms": 0, "results": [{"name": "events", "error_code": 37,
                                                   "error_message": "Topic already has 3 partition(s)."}]},
              i32(0) + carr([cstr("events") + i16(37) + cstr("Topic already has 3 partition(s).") + NO_TAGS]) + NO_TAGS),
+
+        # -- DeleteRecords (21) ------------------------------------------------------------------------
+        Case(21, 1, "request",
+             {"topics": [{"name": "events", "partitions": [{"partition_index": 0, "offset": 3}]}], "timeout_ms": 30000},
+             arr32([str16("events") + arr32([i32(0) + i64(3)])]) + i32(30000)),
+        Case(21, 2, "request",
+             {"topics": [{"name": "events", "partitions": [{"partition_index": 1, "offset": -1}]}], "timeout_ms": 5000},
+             carr([cstr("events") + carr([i32(1) + i64(-1) + NO_TAGS]) + NO_TAGS]) + i32(5000) + NO_TAGS),
+        Case(21, 2, "response",
+             {"throttle_time_ms": 0, "topics": [{"name": "events", "partitions": [
+                 {"partition_index": 1, "low_watermark": -1, "error_code": 7}]}]},
+             i32(0) + carr([cstr("events") + carr([i32(1) + i64(-1) + i16(7) + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
 
         # -- ListTransactions (66) --------------------------------------------------------------------
         Case(66, 1, "request",

@@ -44,3 +44,46 @@ def test_kafka_python_create_partitions(cluster):
     finally:
         admin.close()
     assert _produce_to(cluster.bootstrap, 3) == 3
+
+
+def _earliest(bootstrap: str, partition: int) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "earliest", "log_level": 0})
+    try:
+        return c.get_watermark_offsets(TopicPartition("t", partition), timeout=10)[0]
+    finally:
+        c.close()
+
+
+def _fill(bootstrap: str, partition: int, n: int) -> None:
+    for _ in range(n):
+        _produce_to(bootstrap, partition)
+
+
+def test_confluent_kafka_delete_records(cluster):
+    require_client("confluent-kafka")
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    _fill(cluster.bootstrap, 0, 4)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+    done = admin.delete_records([TopicPartition("t", 0, 3)])
+    deleted = next(iter(done.values())).result(20)
+    assert deleted.low_watermark == 3
+    assert _earliest(cluster.bootstrap, 0) == 3
+
+
+def test_kafka_python_delete_records(cluster):
+    require_client("kafka-python")
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    _fill(cluster.bootstrap, 1, 3)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        got = admin.delete_records({TopicPartition("t", 1): 2})
+    finally:
+        admin.close()
+    assert got[TopicPartition("t", 1)]["low_watermark"] == 2
+    assert _earliest(cluster.bootstrap, 1) == 2

@@ -174,6 +174,7 @@ def _ck_admin(bootstrap: str, base: dict, steps: Steps) -> None:
     steps.run("admin list_offsets by time", lambda: result(admin.list_offsets(
         {TopicPartition(TOPIC, 0): OffsetSpec.for_timestamp(int(time.time() * 1000) - 60_000)})))
     steps.run("admin create_partitions", lambda: result(admin.create_partitions([NewPartitions("ck-new", 3)])))
+    steps.run("admin delete_records", lambda: result(admin.delete_records([TopicPartition(TOPIC, 0, 1)])))
     steps.run("admin delete_topics", lambda: result(admin.delete_topics(["ck-new"], operation_timeout=5)))
 
 
@@ -297,6 +298,7 @@ def _kp_admin(kafka, base: dict, steps: Steps) -> None:
               {TopicPartition(TOPIC, 0): OffsetSpec.EARLIEST, TopicPartition(TOPIC, 1): OffsetSpec.LATEST,
                TopicPartition(TOPIC, 2): OffsetSpec.MAX_TIMESTAMP})
     steps.run("admin create_partitions", admin.create_partitions, {"kp-new": NewPartitions(total_count=3)})
+    steps.run("admin delete_records", admin.delete_records, {TopicPartition(TOPIC, 1): 1})
     steps.run("admin delete_topics", admin.delete_topics, ["kp-new"])
     by_id = steps.run("admin describe new topic", admin.describe_topics, ["kp-by-id"])
     if by_id:
