@@ -20,6 +20,15 @@ DEFAULTS: dict[str, Any] = {
     "group.initial.rebalance.delay.ms": 3000,
     "group.min.session.timeout.ms": 6000,
     "group.max.session.timeout.ms": 1800000,
+    # KIP-848 (GroupCoordinatorConfig): the consumer protocol's timers belong to the broker
+    "group.coordinator.rebalance.protocols": "classic,consumer",
+    "group.consumer.session.timeout.ms": 45000,
+    "group.consumer.min.session.timeout.ms": 45000,
+    "group.consumer.max.session.timeout.ms": 60000,
+    "group.consumer.heartbeat.interval.ms": 5000,
+    "group.consumer.min.heartbeat.interval.ms": 5000,
+    "group.consumer.max.heartbeat.interval.ms": 15000,
+    "group.consumer.assignors": "uniform,range",
     "offsets.topic.num.partitions": 50,
     "transaction.state.log.num.partitions": 50,
     "transaction.max.timeout.ms": 900000,
@@ -48,6 +57,9 @@ VALIDATORS: dict[str, Validator] = {
     "group.initial.rebalance.delay.ms": at_least(0), "group.min.session.timeout.ms": at_least(0),
     "group.max.session.timeout.ms": at_least(0), "offsets.topic.num.partitions": at_least(1),
     "offsets.topic.replication.factor": at_least(1),
+    "group.consumer.session.timeout.ms": at_least(1), "group.consumer.min.session.timeout.ms": at_least(1),
+    "group.consumer.max.session.timeout.ms": at_least(1), "group.consumer.heartbeat.interval.ms": at_least(1),
+    "group.consumer.min.heartbeat.interval.ms": at_least(1), "group.consumer.max.heartbeat.interval.ms": at_least(1),
     "transaction.state.log.num.partitions": at_least(1), "transaction.max.timeout.ms": at_least(1),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": at_least(1), "emu.txn.marker.delay.ms": at_least(0),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
@@ -80,4 +92,24 @@ def broker_config(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
             except InvalidConfig as exc:
                 raise ConfigError(str(exc)) from None
         config[key] = value
+    _check_consumer_group_bounds(config)
     return config
+
+
+def _check_consumer_group_bounds(config: dict[str, Any]) -> None:
+    """GroupCoordinatorConfig's cross-checks: each KIP-848 timer within its bounds, the heartbeat
+    interval below the session timeout, known protocols and assignors."""
+    for name in ("session.timeout.ms", "heartbeat.interval.ms"):
+        value, low, high = (config[f"group.consumer.{k}"] for k in (name, "min." + name, "max." + name))
+        if not low <= value <= high:
+            raise ConfigError(f"group.consumer.{name} must be between group.consumer.min.{name} ({low}) and "
+                              f"group.consumer.max.{name} ({high}), got {value}")
+    if config["group.consumer.heartbeat.interval.ms"] >= config["group.consumer.session.timeout.ms"]:
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+    protocols = {p.strip() for p in config["group.coordinator.rebalance.protocols"].split(",")}
+    if not protocols <= {"classic", "consumer"} or "classic" not in protocols:
+        raise ConfigError("group.coordinator.rebalance.protocols must list classic and optionally consumer, got "
+                          f"{config['group.coordinator.rebalance.protocols']!r}")
+    assignors = [a.strip() for a in config["group.consumer.assignors"].split(",") if a.strip()]
+    if not assignors or not set(assignors) <= {"uniform", "range"}:
+        raise ConfigError(f"group.consumer.assignors must name uniform and/or range, got {config['group.consumer.assignors']!r}")

@@ -45,6 +45,11 @@ class Kind(enum.StrEnum):
     GROUP_REBALANCE = "group_rebalance"
     GROUP_MEMBER_EXPIRED = "group_member_expired"
     GROUP_MEMBER_REMOVED = "group_member_removed"
+    # KIP-848 consumer groups (details: group, member, ...)
+    GROUP_EPOCH = "group_epoch"                    # group_epoch, reason
+    GROUP_TARGET_ASSIGNMENT = "group_target_assignment"   # assignment_epoch, assignor, targets
+    GROUP_MEMBER_EPOCH = "group_member_epoch"      # from, to, state, assigned, revoking
+    GROUP_MEMBER_FENCED = "group_member_fenced"    # reason: session | rebalance | left; timeout_ms
     # transactions (details: transactional_id, producer_id, epoch, from, to, reason)
     TXN_STATE = "txn_state"
     TXN_MARKER = "txn_marker"          # details: topic, partition, offset, commit, producer_id, epoch

@@ -10,8 +10,8 @@ names already end in EXCEPTION keep Java's class names (``InvalidTopicException`
 returns an instance; unknown codes become ``UnknownServerError`` carrying the raw code.
 
 Client-local failures (never on the wire) use Java's names: ``TimeoutException`` (retriable)
-and ``DisconnectException`` (a ``NetworkException``). ``LIBRDKAFKA_LOCAL_ERRORS`` and
-``KAFKAJS_ERRORS`` say which of them another client's local error means.
+and ``DisconnectException`` (a ``NetworkException``); ``client/foreign_errors.py`` says which
+of them another client's local error means.
 """
 from __future__ import annotations
 
@@ -92,10 +92,13 @@ class ErrorCode(enum.IntEnum):
     UNKNOWN_TOPIC_ID = 100
     TRANSACTIONAL_ID_NOT_FOUND = 105
     FENCED_MEMBER_EPOCH = 110
+    UNRELEASED_INSTANCE_ID = 111
+    UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
     MISMATCHED_ENDPOINT_TYPE = 114
     UNSUPPORTED_ENDPOINT_TYPE = 115
     TRANSACTION_ABORTABLE = 120
+    INVALID_REGULAR_EXPRESSION = 128
 
 
 class KafkaError(Exception):
@@ -410,6 +413,14 @@ class FencedMemberEpochError(KafkaError):
     code = 110
     name = 'FENCED_MEMBER_EPOCH'
 
+class UnreleasedInstanceIdError(KafkaError):
+    code = 111
+    name = 'UNRELEASED_INSTANCE_ID'
+
+class UnsupportedAssignorError(KafkaError):
+    code = 112
+    name = 'UNSUPPORTED_ASSIGNOR'
+
 class StaleMemberEpochError(KafkaError):
     code = 113
     name = 'STALE_MEMBER_EPOCH'
@@ -425,6 +436,10 @@ class UnsupportedEndpointTypeError(KafkaError):
 class TransactionAbortableError(KafkaError):
     code = 120
     name = 'TRANSACTION_ABORTABLE'
+
+class InvalidRegularExpressionError(KafkaError):
+    code = 128
+    name = 'INVALID_REGULAR_EXPRESSION'
 
 # -- client-local errors (never on the wire; Java's TimeoutException, DisconnectException) -----
 
@@ -447,23 +462,6 @@ class DisconnectException(NetworkException):
 # Java's family names, for readers who know them
 RetriableException = RetriableError
 KafkaException = KafkaError
-
-
-# librdkafka's client-local codes (negative, never on the wire) and the class each one means
-# here; conformance adapters use it to name what a librdkafka-based client reported.
-LIBRDKAFKA_LOCAL_ERRORS: dict[int, tuple[str, type[KafkaError]]] = {
-    -185: ("_TIMED_OUT", TimeoutException),        # a request exceeded socket.timeout.ms
-    -192: ("_MSG_TIMED_OUT", TimeoutException),    # message.timeout.ms / delivery.timeout.ms expired
-    -166: ("_TIMED_OUT_QUEUE", TimeoutException),  # timed out before being sent
-    -195: ("_TRANSPORT", NetworkException),        # connection failure
-    -187: ("_ALL_BROKERS_DOWN", NetworkException),
-}
-
-# kafkajs's names for the same outcomes
-KAFKAJS_ERRORS: dict[str, type[KafkaError]] = {
-    "KafkaJSRequestTimeoutError": TimeoutException,  # client request timeout; connection stays open
-    "KafkaJSNumberOfRetriesExceeded": KafkaError,    # wraps the last retriable cause
-}
 
 
 # Each wire code's class, collected from the classes above (those that set their own ``code``, so

@@ -5,6 +5,7 @@ client-local family."""
 import pytest
 
 from client import errors as E
+from client import foreign_errors as F
 
 # (code, Kafka name, retriable), typed in from apache/kafka at commit 1eb7644349cb07139d6a3c1ad1986979647cac99:
 # numbers and names from clients/src/main/java/org/apache/kafka/common/protocol/Errors.java, retriable when
@@ -40,6 +41,7 @@ TABLE = [
     (81, "GROUP_MAX_SIZE_REACHED", False), (82, "FENCED_INSTANCE_ID", False), (87, "INVALID_RECORD", False),
     (89, "THROTTLING_QUOTA_EXCEEDED", True), (90, "PRODUCER_FENCED", False), (100, "UNKNOWN_TOPIC_ID", True),
     (110, "FENCED_MEMBER_EPOCH", False), (113, "STALE_MEMBER_EPOCH", False),
+    (111, "UNRELEASED_INSTANCE_ID", False), (112, "UNSUPPORTED_ASSIGNOR", False), (128, "INVALID_REGULAR_EXPRESSION", False),
     (114, "MISMATCHED_ENDPOINT_TYPE", False), (115, "UNSUPPORTED_ENDPOINT_TYPE", False),
     # transactions (Errors: InvalidTxnStateException ... TransactionAbortableException)
     (48, "INVALID_TXN_STATE", False), (50, "INVALID_TRANSACTION_TIMEOUT", False), (52, "TRANSACTION_COORDINATOR_FENCED", False),
@@ -104,6 +106,6 @@ def test_client_side_families():
     assert E.TimeoutException("x").code is None
     assert issubclass(E.DisconnectException, E.NetworkException) and E.DisconnectException("x").retriable
     assert E.RetriableException is E.RetriableError and E.KafkaException is E.KafkaError
-    assert E.LIBRDKAFKA_LOCAL_ERRORS[-192] == ("_MSG_TIMED_OUT", E.TimeoutException)
-    assert E.LIBRDKAFKA_LOCAL_ERRORS[-195][1] is E.NetworkException
-    assert E.KAFKAJS_ERRORS["KafkaJSRequestTimeoutError"] is E.TimeoutException
+    assert F.LIBRDKAFKA_LOCAL_ERRORS[-192] == ("_MSG_TIMED_OUT", E.TimeoutException)
+    assert F.LIBRDKAFKA_LOCAL_ERRORS[-195][1] is E.NetworkException
+    assert F.KAFKAJS_ERRORS["KafkaJSRequestTimeoutError"] is E.TimeoutException

@@ -35,6 +35,9 @@ from typing import Any
 
 import trio
 
+from broker_emu.groups.consumer_state import ConsumerGroup
+from broker_emu.groups.failover import FailoverMixin, join_error, sync_error
+from broker_emu.groups.kip848 import ConsumerGroupsMixin
 from broker_emu.groups.offsets import OffsetsMixin
 from broker_emu.groups.state import (
     COMPLETING_REBALANCE,
@@ -76,15 +79,7 @@ class JoinRequest:
     supports_skip_assignment: bool = False    # JoinGroup v9+ (static leader rejoining a Stable group)
 
 
-def join_error(member_id: str, code: int) -> dict[str, Any]:
-    return {"error_code": code, "member_id": member_id}
-
-
-def sync_error(code: int) -> dict[str, Any]:
-    return {"error_code": code}
-
-
-class GroupCoordinator(OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
+class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
     def __init__(self, cluster: Any):
         self.cluster = cluster
         self.groups: dict[str, Group] = {}
@@ -118,12 +113,11 @@ class GroupCoordinator(OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
             return E.COORDINATOR_NOT_AVAILABLE
         return None if owner == broker_id else E.NOT_COORDINATOR
 
-    def group(self, group_id: str, now: float) -> Group | None:
-        """The group, reloaded first if its coordinator moved since we last served it."""
-        g = self.groups.get(group_id)
-        if g is not None and g.coordinator != self.cluster.coordinator_for(group_id):
-            g = self._move(g, now)
-        return g
+    def _classic_from_empty(self, g: ConsumerGroup, now: float) -> Group:
+        """An empty consumer group becomes a classic one on a JoinGroup, keeping its offsets."""
+        new = self.groups[g.group_id] = Group(g.group_id, coordinator=g.coordinator, state_since=now)
+        new.offsets = g.offsets
+        return new
 
     @staticmethod
     def validate_member(g: Group, member_id: str, instance_id: str | None) -> int | None:
@@ -153,6 +147,10 @@ class GroupCoordinator(OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
         if error is not None:
             return reply(join_error(req.member_id, error))
         g = self.group(req.group_id, now)
+        if isinstance(g, ConsumerGroup):
+            if g.members:  # Kafka would take the classic member into the consumer group: not emulated
+                return reply(join_error(req.member_id, E.INCONSISTENT_GROUP_PROTOCOL))
+            g = self._classic_from_empty(g, now)
         if g is None:
             if req.member_id:  # a member id for a group we do not know: start over
                 return reply(join_error(req.member_id, E.UNKNOWN_MEMBER_ID))
@@ -312,7 +310,7 @@ class GroupCoordinator(OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
                    reply: Reply, broker_id: int, now: float) -> None:
         error = self.validate(group_id, broker_id)
         g = self.group(group_id, now) if error is None else None
-        if g is None or error is not None:
+        if g is None or error is not None or isinstance(g, ConsumerGroup):
             return reply(sync_error(error if error is not None else E.UNKNOWN_MEMBER_ID))
         error = self._sync_error(g, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
         if error is not None:
@@ -383,7 +381,7 @@ class GroupCoordinator(OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
         if error is not None:
             return error
         g = self.group(group_id, now)
-        if g is None:
+        if g is None or isinstance(g, ConsumerGroup):  # Kafka: "does not use the classic protocol"
             return E.UNKNOWN_MEMBER_ID
         if g.state == DEAD:
             return E.COORDINATOR_NOT_AVAILABLE
@@ -436,6 +434,8 @@ class GroupCoordinator(OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
         g = self.group(group_id, now)
         if g is None:
             return E.NONE, [E.UNKNOWN_MEMBER_ID] * len(members)
+        if isinstance(g, ConsumerGroup):
+            return E.NONE, [self.consumer_group_remove(g, member_id, instance_id, now) for member_id, instance_id in members]
         if g.state == DEAD:
             return E.COORDINATOR_NOT_AVAILABLE, []
         return E.NONE, [self._leave_one(g, member_id, instance_id, now) for member_id, instance_id in members]
@@ -458,37 +458,3 @@ class GroupCoordinator(OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
                 return error
         self._remove_member_and_update(g, g.members[member_id], f"member {member_id} left", now)
         return E.NONE
-
-    # -- coordinator moves -------------------------------------------------------------------------
-    def broker_stopped(self, broker_id: int, now: float | None = None) -> None:
-        """Groups this broker coordinated move to their new coordinator at once."""
-        now = trio.current_time() if now is None else now
-        for g in [g for g in self.groups.values() if g.coordinator == broker_id]:
-            self._move(g, now)
-
-    def broker_started(self, broker_id: int, now: float | None = None) -> None:
-        now = trio.current_time() if now is None else now
-        for g in list(self.groups.values()):
-            self.group(g.group_id, now)
-
-    def _move(self, g: Group, now: float) -> Group | None:
-        """Kafka: the old coordinator unloads the group (parked requests get NOT_COORDINATOR),
-        the new one loads the last stored group record — Stable with its members, whose sessions
-        restart now, or Empty — and the committed offsets. A rebalance under way is lost."""
-        previous = g.state
-        g.transition(DEAD, now)
-        for m in g.members.values():
-            if previous == PREPARING_REBALANCE:
-                complete(m, "awaiting_join", join_error(m.member_id, E.NOT_COORDINATOR))
-            complete(m, "awaiting_sync", sync_error(E.NOT_COORDINATOR))
-        self.timers.cancel_where(lambda key: isinstance(key, tuple) and key[1] == g.group_id)
-        owner = self.cluster.coordinator_for(g.group_id)
-        if g.persisted is None and not g.offsets:
-            del self.groups[g.group_id]
-            return None
-        new = Group.load(g.group_id, g.persisted, owner, now) if g.persisted else Group(g.group_id, owner, state_since=now)
-        new.offsets = g.offsets
-        self.groups[g.group_id] = new
-        for m in new.members.values():
-            self._schedule_heartbeat(new, m.member_id, m.session_timeout_ms, now)
-        return new

@@ -201,10 +201,12 @@ async def offset_commit(ctx: RequestContext, req: Message) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _fetch_one(ctx: Any, group_id: str, topics: Any, require_stable: bool = False) -> tuple[int, list[dict[str, Any]]]:
+def _fetch_one(ctx: Any, group_id: str, topics: Any, require_stable: bool = False,
+               member: tuple[str | None, int] = (None, -1)) -> tuple[int, list[dict[str, Any]]]:
     wanted = None if topics is None else [(t["name"], list(t["partition_indexes"])) for t in topics]
     groups = ctx.cluster.groups
-    error, found = groups.fetch_offsets(group_id=group_id, topics=wanted, broker_id=ctx.broker_id, now=_now())
+    error, found = groups.fetch_offsets(group_id=group_id, topics=wanted, broker_id=ctx.broker_id, now=_now(),
+                                        member_id=member[0], member_epoch=member[1])
 
     def fields(t: str, p: int, c: Any) -> dict[str, Any]:
         # a transaction's offsets not yet committed (GroupMetadataManager: UNSTABLE_OFFSET_COMMIT)
@@ -222,7 +224,8 @@ async def offset_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     if v >= 8:
         out = []
         for g in req["groups"]:
-            error, topics = _fetch_one(ctx, g["group_id"], g["topics"], req.get("require_stable", False))
+            member = (g.get("member_id"), g.get("member_epoch", -1)) if v >= 9 else (None, -1)
+            error, topics = _fetch_one(ctx, g["group_id"], g["topics"], req.get("require_stable", False), member)
             out.append({"group_id": g["group_id"], "error_code": error, "topics": [] if error else topics})
         return {"throttle_time_ms": 0, "groups": out}
     error, topics = _fetch_one(ctx, req["group_id"], req["topics"], v >= 7 and req.get("require_stable", False))
@@ -245,7 +248,7 @@ async def list_groups(ctx: RequestContext, req: Message) -> dict[str, Any]:
         broker_id=ctx.broker_id, states=list(req.get("states_filter") or ()) if v >= 4 else [],
         types=list(req.get("types_filter") or ()) if v >= 5 else [], now=_now())
     return {"throttle_time_ms": 0, "error_code": E.NONE, "groups": [
-        {"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state, "group_type": "classic"}
+        {"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state, "group_type": g.group_type}
         for g in found]}
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from broker_emu.groups.consumer_state import ConsumerGroup
 from broker_emu.groups.state import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -51,6 +52,9 @@ class OffsetsMixin:
             return [E.GROUP_ID_NOT_FOUND if api_version >= 9 else E.ILLEGAL_GENERATION] * len(offsets)
         if g is None:
             g = self.groups[group_id] = Group(group_id, coordinator=broker_id, state_since=now)
+        if isinstance(g, ConsumerGroup):
+            error = consumer_commit_error(g, generation_id, member_id, api_version)
+            return [error] * len(offsets) if error is not None else [self._store(g, o, now) for o in offsets]
         error = self._commit_error(g, generation_id, member_id, group_instance_id)
         if error is not None:
             return [error] * len(offsets)
@@ -74,7 +78,7 @@ class OffsetsMixin:
         return E.REBALANCE_IN_PROGRESS if g.state == COMPLETING_REBALANCE else None
 
     @staticmethod
-    def _store(g: Group, o: OffsetToCommit, now: float) -> int:
+    def _store(g: Group | ConsumerGroup, o: OffsetToCommit, now: float) -> int:
         topic, partition, offset, leader_epoch, metadata = o
         if metadata is not None and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
             return E.OFFSET_METADATA_TOO_LARGE
@@ -82,13 +86,19 @@ class OffsetsMixin:
         return E.NONE
 
     def fetch_offsets(self, *, group_id: str, topics: Iterable[tuple[str, list[int]]] | None, broker_id: int,
-                      now: float) -> tuple[int, list[tuple[str, list[tuple[int, CommittedOffset | None]]]]]:
+                      now: float, member_id: str | None = None,
+                      member_epoch: int = -1) -> tuple[int, list[tuple[str, list[tuple[int, CommittedOffset | None]]]]]:
         """(group error, [(topic, [(partition, committed or None)])]). ``topics`` None means every
-        partition the group has an offset for. An unknown group is not an error: no offsets."""
+        partition the group has an offset for. An unknown group is not an error: no offsets.
+        OffsetFetch v9+ names the member of a consumer group, whose epoch must be current."""
         error = self.validate(group_id, broker_id, allow_empty=True)  # type: ignore[attr-defined]
         if error is not None:
             return error, []
         g = self.group(group_id, now)  # type: ignore[attr-defined]
+        if isinstance(g, ConsumerGroup):
+            error = consumer_fetch_error(g, member_id, member_epoch)
+            if error is not None:
+                return error, []
         stored = g.offsets if g is not None else {}
         if topics is None:
             by_topic: dict[str, list[int]] = {}
@@ -96,6 +106,30 @@ class OffsetsMixin:
                 by_topic.setdefault(topic, []).append(partition)
             topics = by_topic.items()
         return E.NONE, [(t, [(p, stored.get((t, p))) for p in parts]) for t, parts in topics]
+
+
+def consumer_commit_error(g: ConsumerGroup, epoch: int, member_id: str, api_version: int) -> int | None:
+    """ConsumerGroup.validateOffsetCommit: epoch -1 commits only while the group has no members;
+    a member must use OffsetCommit v9+ and its current epoch."""
+    if epoch < 0 and not g.members:
+        return None
+    m = g.members.get(member_id)
+    if m is None:
+        return E.UNKNOWN_MEMBER_ID
+    if api_version < 9:
+        return E.UNSUPPORTED_VERSION
+    return E.STALE_MEMBER_EPOCH if epoch != m.member_epoch else None
+
+
+def consumer_fetch_error(g: ConsumerGroup, member_id: str | None, epoch: int) -> int | None:
+    """ConsumerGroup.validateOffsetFetch: an admin (no member, epoch -1) may read; a member only
+    with its current epoch."""
+    if epoch < 0 and member_id is None:
+        return None
+    m = g.members.get(member_id or "")
+    if m is None:
+        return E.UNKNOWN_MEMBER_ID
+    return E.STALE_MEMBER_EPOCH if epoch != m.member_epoch else None
 
 
 def offset_fields(committed: CommittedOffset | None) -> dict[str, Any]:

@@ -101,6 +101,7 @@ class Group:
     new_member_added: bool = False                                 # extends the initial delay
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
     persisted: dict[str, Any] | None = None                        # last "GroupMetadata record"
+    group_type = "classic"
 
     # -- state machine ---------------------------------------------------------------------------
     def transition(self, to: str, now: float) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from broker_emu.groups.consumer_state import ConsumerGroup
 from broker_emu.groups.state import DEAD, STABLE, Group
 from broker_emu.groups.timers import Timers
 from client.errors import ErrorCode as E
@@ -29,17 +30,19 @@ class GroupViewsMixin:
 
         def group(self, group_id: str, now: float) -> Group | None: ...
 
-    def list_groups(self, *, broker_id: int, states: list[str], types: list[str], now: float) -> list[Group]:
-        """Groups this broker coordinates; filters are case-insensitive (Kafka 3.7+)."""
+    def list_groups(self, *, broker_id: int, states: list[str], types: list[str], now: float) -> list[Any]:
+        """Groups this broker coordinates; filters are case-insensitive (Kafka 3.7+). A group's
+        type is ``group_type`` ("classic" or "consumer")."""
         wanted_states = {s.lower() for s in states}
-        if types and "classic" not in {t.lower() for t in types}:
-            return []
+        wanted_types = {t.lower() for t in types}
         out = []
         for gid in list(self.groups):
             if self.cluster.coordinator_for(gid) != broker_id:
                 continue
             g = self.group(gid, now)
-            if g is not None and (not wanted_states or g.state.lower() in wanted_states):
+            if g is None or (wanted_types and g.group_type not in wanted_types):
+                continue
+            if not wanted_states or g.state.lower() in wanted_states:
                 out.append(g)
         return out
 
@@ -49,7 +52,7 @@ class GroupViewsMixin:
         if error is not None:
             return error, {"group_state": "", "protocol_type": "", "protocol_data": "", "members": []}
         g = self.group(group_id, now)
-        if g is None:
+        if g is None or isinstance(g, ConsumerGroup):  # Kafka: not a classic group, described as Dead
             return E.NONE, {"group_state": DEAD, "protocol_type": "", "protocol_data": "", "members": []}
         stable = g.state == STABLE
         members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
@@ -62,7 +65,7 @@ class GroupViewsMixin:
         """A small snapshot: how many groups in which state, members, armed timers."""
         return {"groups": len(self.groups), "states": dict(Counter(g.state for g in self.groups.values())),
                 "members": sum(len(g.members) for g in self.groups.values()),
-                "pending_members": sum(len(g.pending_join) for g in self.groups.values()),
+                "pending_members": sum(len(getattr(g, "pending_join", ())) for g in self.groups.values()),
                 "timers": len(self.timers), "next_deadline": self.timers.next_deadline()}
 
     def describe(self, group_id: str | None = None) -> Any:
@@ -70,8 +73,10 @@ class GroupViewsMixin:
         if group_id is None:
             return [self.describe(gid) for gid in sorted(self.groups)]
         g = self.groups[group_id]
+        if isinstance(g, ConsumerGroup):
+            return self.describe_consumer(g)
         gid = g.group_id
-        return {"group_id": gid, "coordinator": g.coordinator, "state": g.state, "state_since": g.state_since,
+        return {"group_type": "classic", "group_id": gid, "coordinator": g.coordinator, "state": g.state, "state_since": g.state_since,
                 "generation_id": g.generation_id, "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
                 "leader": g.leader_id, "pending_join": sorted(g.pending_join), "pending_sync": sorted(g.pending_sync),
                 "join_deadline": self.timers.deadline(("join", gid)), "sync_deadline": self.timers.deadline(("sync", gid)),
@@ -81,4 +86,24 @@ class GroupViewsMixin:
                              "session_deadline": self.timers.deadline(("hb", gid, m.member_id)),
                              "waiting_in": "join" if m.awaiting_join else "sync" if m.awaiting_sync else None,
                              "is_new": m.is_new} for m in g.members.values()],
+                "offsets": {f"{t}-{p}": o.offset for (t, p), o in sorted(g.offsets.items())}}
+
+    def describe_consumer(self, g: ConsumerGroup) -> dict[str, Any]:
+        """A KIP-848 group: epochs, each member's state, assignment, revocations, target and timers."""
+        gid = g.group_id
+
+        def readable(a: Any) -> dict[str, list[int]]:
+            return {t: sorted(ps) for t, ps in sorted(a.items())}
+
+        return {"group_id": gid, "group_type": "consumer", "coordinator": g.coordinator, "state": g.state,
+                "group_epoch": g.group_epoch, "assignment_epoch": g.assignment_epoch, "assignor": g.assignor_name,
+                "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "client_id": m.client_id,
+                             "client_host": m.client_host, "member_epoch": m.member_epoch, "state": m.state,
+                             "subscribed_topic_names": list(m.subscribed_topic_names),
+                             "subscribed_topic_regex": m.subscribed_topic_regex,
+                             "rebalance_timeout_ms": m.rebalance_timeout_ms, "assigned": readable(m.assigned),
+                             "revoking": readable(m.pending_revocation), "target": readable(g.target.get(m.member_id, {})),
+                             "session_deadline": self.timers.deadline(("cg-session", gid, m.member_id)),
+                             "rebalance_deadline": self.timers.deadline(("cg-rebalance", gid, m.member_id))}
+                            for m in g.members.values()],
                 "offsets": {f"{t}-{p}": o.offset for (t, p), o in sorted(g.offsets.items())}}

@@ -25,6 +25,8 @@ ADVERTISED = {  # the issue's ranges; old librdkafka needs Produce and the group
     "ADD_PARTITIONS_TO_TXN": (0, 3), "ADD_OFFSETS_TO_TXN": (0, 4), "END_TXN": (0, 4), "TXN_OFFSET_COMMIT": (0, 4),
     "DESCRIBE_TRANSACTIONS": (0, 0), "LIST_TRANSACTIONS": (0, 2), "DESCRIBE_PRODUCERS": (0, 0),
     "CREATE_PARTITIONS": (0, 3), "DELETE_RECORDS": (0, 2),
+    # KIP-848, while group.coordinator.rebalance.protocols lists consumer (broker_emu.groups.kip848_handlers)
+    "CONSUMER_GROUP_HEARTBEAT": (0, 1), "CONSUMER_GROUP_DESCRIBE": (0, 1),
 }
 SOFTWARE = {"client_software_name": "broker-emu-tests", "client_software_version": "1.0"}
 

@@ -1,4 +1,4 @@
-"""Golden cases of the APIs the emulator serves since wave 2 (transactions, CreatePartitions, DeleteRecords) (worked out by hand from Kafka 4.4.0's
+"""Golden cases of the APIs the emulator serves since wave 2 (transactions, CreatePartitions, DeleteRecords, KIP-848) (worked out by hand from Kafka 4.4.0's
 message JSON, as test_golden.py's): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
 DescribeProducers, DescribeTransactions, ListTransactions. Each value names every field; fields
 absent from the version hold their defaults."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 
-from tests.protocol.strategies import NO_TAGS, arr32, boolean, carr, cstr, i16, i32, i64, str16
+from tests.protocol.strategies import NO_TAGS, arr32, boolean, carr, cstr, i8, i16, i32, i64, str16, uuid_
 
 NULL = b"\x00"
 ZERO_UUID = uuid.UUID(int=0)
@@ -115,5 +115,37 @@ def txn_cases(Case):
              {"throttle_time_ms": 0, "error_code": 0, "unknown_state_filters": ["Bogus"],
               "transaction_states": [{"transactional_id": "tx", "producer_id": 1000, "transaction_state": "Ongoing"}]},
              i32(0) + i16(0) + carr([cstr("Bogus")]) + carr([cstr("tx") + i64(1000) + cstr("Ongoing") + NO_TAGS]) + NO_TAGS),
-    ]
+    
+        # -- ConsumerGroupHeartbeat (68) v1: a regex subscription ------------------------------------
+        Case(68, 1, "request",
+             {"group_id": "g", "member_id": "m", "member_epoch": 0, "instance_id": "i", "rack_id": None,
+              "rebalance_timeout_ms": 45000, "subscribed_topic_names": None, "subscribed_topic_regex": "orders-.*",
+              "server_assignor": "range", "topic_partitions": []},
+             cstr("g") + cstr("m") + i32(0) + cstr("i") + NULL + i32(45000) + NULL + cstr("orders-.*") + cstr("range")
+             + carr([]) + NO_TAGS),
 
+        # -- ConsumerGroupDescribe (69) ---------------------------------------------------------------
+        Case(69, 1, "request", {"group_ids": ["g", "nope"], "include_authorized_operations": False},
+             carr([cstr("g"), cstr("nope")]) + boolean(False) + NO_TAGS),
+        Case(69, 1, "response",
+             {"throttle_time_ms": 0, "groups": [
+                 {"error_code": 0, "error_message": None, "group_id": "g", "group_state": "Stable", "group_epoch": 3,
+                  "assignment_epoch": 3, "assignor_name": "uniform", "authorized_operations": -2147483648,
+                  "members": [{"member_id": "m", "instance_id": None, "rack_id": None, "member_epoch": 3,
+                               "client_id": "c", "client_host": "/127.0.0.1", "subscribed_topic_names": ["t"],
+                               "subscribed_topic_regex": None, "member_type": 1,
+                               "assignment": {"topic_partitions": [{"topic_id": uuid.UUID(int=0x11), "topic_name": "t",
+                                                                    "partitions": [0, 1]}]},
+                               "target_assignment": {"topic_partitions": []}}]},
+                 {"error_code": 69, "error_message": "Group nope not found.", "group_id": "nope", "group_state": "",
+                  "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
+                  "authorized_operations": -2147483648}]},
+             i32(0) + carr([
+                 i16(0) + NULL + cstr("g") + cstr("Stable") + i32(3) + i32(3) + cstr("uniform")
+                 + carr([cstr("m") + NULL + NULL + i32(3) + cstr("c") + cstr("/127.0.0.1") + carr([cstr("t")]) + NULL
+                         + carr([uuid_(0x11) + cstr("t") + carr([i32(0), i32(1)]) + NO_TAGS]) + NO_TAGS
+                         + carr([]) + NO_TAGS + i8(1) + NO_TAGS])
+                 + i32(-2147483648) + NO_TAGS,
+                 i16(69) + cstr("Group nope not found.") + cstr("nope") + cstr("") + i32(0) + i32(0) + cstr("")
+                 + carr([]) + i32(-2147483648) + NO_TAGS]) + NO_TAGS),
+    ]
