@@ -16,13 +16,22 @@ def scale_config(config: dict[str, Any], scale: float) -> dict[str, Any]:
     return {k: scaled_ms(v, scale) if k.endswith(MS_KEYS_SUFFIX) else v for k, v in config.items()}
 
 
+def kip848_timers(scale: float) -> dict[str, Any]:
+    """KIP-848's broker-owned timers for a real-time run: Kafka's defaults (45 s session, 5 s
+    heartbeat interval) scaled, with bounds low enough for any scaled scenario setting. The real
+    Kafka cluster of such runs has the same (conformance/upstreams.KAFKA_CLUSTER_CONFIG)."""
+    return {"group.consumer.session.timeout.ms": scaled_ms(45000, scale), "group.consumer.min.session.timeout.ms": 100,
+            "group.consumer.heartbeat.interval.ms": scaled_ms(5000, scale),
+            "group.consumer.min.heartbeat.interval.ms": 10}
+
+
 def real_time_broker_config(broker_config: dict[str, Any], scale: float) -> dict[str, Any]:
     """The emulator's settings for a real-time run: the scenario's, scaled, over the harness's
-    own — no initial rebalance delay, and Kafka's group.min.session.timeout.ms (6 s) scaled with
-    the clients' session timeouts, as the real Kafka cluster of such runs is configured
-    (conformance/upstreams.KAFKA_CLUSTER_CONFIG)."""
+    own — no initial rebalance delay, Kafka's group.min.session.timeout.ms (6 s) scaled with
+    the clients' session timeouts, and KIP-848's timers scaled, as the real Kafka cluster of such
+    runs is configured (conformance/upstreams.KAFKA_CLUSTER_CONFIG)."""
     return {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": scaled_ms(6000, scale),
-            **scale_config(broker_config, scale)}
+            **kip848_timers(scale), **scale_config(broker_config, scale)}
 
 
 def scale_fault(rule: dict[str, Any], scale: float) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Protocol
 
 from broker_emu import run_cluster_in_thread
 from conformance.adapters.base import scaled_ms
-from conformance.cluster_setup import apply_setup, real_time_broker_config, snapshot
+from conformance.cluster_setup import apply_setup, kip848_timers, real_time_broker_config, snapshot
 from conformance.model import Scenario
 
 # Settings every run on real Kafka starts its cluster with: what the scenarios need of a broker
@@ -39,6 +39,8 @@ KAFKA_CLUSTER_CONFIG: dict[str, Any] = {
     # paused node (librdkafka sent InitProducerId there) kept it paused ~10 s, past Kafka's 9 s
     # default, and the controller fenced it and dropped it from every ISR (docs/differences.md, 4)
     "broker.session.timeout.ms": 60_000,
+    # KIP-848's broker-owned group timers, scaled as the emulator's are in real-time runs
+    **kip848_timers(30),
 }
 RESUME_SETTLE_S = 1.0
 # broker settings a topic can carry instead (topic config name)

@@ -24,7 +24,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import transactions  # tools/corpus_sessions/transactions.py (this directory is the script's path)
+import kip848  # tools/corpus_sessions/kip848.py (this directory is the script's path)
+import transactions  # tools/corpus_sessions/transactions.py
 
 TOPIC = "t"
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -81,6 +82,7 @@ def confluent_kafka(bootstrap: str, steps: Steps) -> str:
                                            "enable.idempotence": idem, "linger.ms": 5})
     steps.run("consume by assign", _ck_assign, ck, base)
     steps.run("consume in a group", _ck_group, ck, base)
+    steps.run("consume in a KIP-848 group", kip848.confluent, ck, base)
     _ck_admin(bootstrap, base, steps)
     steps.run("transactions", transactions.confluent, ck, base)
     steps.run("sasl refused", _ck_sasl, ck, base)
@@ -164,6 +166,7 @@ def _ck_admin(bootstrap: str, base: dict, steps: Steps) -> None:
     steps.run("admin list_consumer_groups", lambda: admin.list_consumer_groups().result(WAIT_S))
     steps.run("admin list_groups (legacy)", lambda: admin.list_groups(timeout=WAIT_S))
     steps.run("admin describe_consumer_groups", lambda: result(admin.describe_consumer_groups(["ck-group"])))
+    steps.run("admin describe_consumer_groups (KIP-848)", kip848.confluent_admin, admin)
     steps.run("admin list_consumer_group_offsets", lambda: result(admin.list_consumer_group_offsets(
         [ConsumerGroupTopicPartitions("ck-group")])))
     steps.run("admin alter_consumer_group_offsets", lambda: result(admin.alter_consumer_group_offsets(
