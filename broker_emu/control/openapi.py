@@ -169,6 +169,15 @@ PATHS: dict[str, Any] = {
     "/cluster": {
         "get": _op("brokers, topics, leaders, ISR, high watermarks, faults, purgatory sizes", _json(OBJECT, "the cluster")),
     },
+    "/groups": {
+        "get": _op("every group: classic (generation, members, timers) and KIP-848 consumer groups (group and "
+                   "assignment epochs, each member's epoch, state, assignment, revocations, target, session and "
+                   "rebalance deadlines)", _json({"type": "array", "items": OBJECT}, "the groups")),
+    },
+    "/groups/{group}": {
+        "get": _op("one group, as in /groups", _json(OBJECT, "the group"), 404,
+                   parameters=[_path_param("group", {"type": "string"}, "the group id")]),
+    },
     "/openapi.json": {
         "get": _op("this document", _json(OBJECT, "OpenAPI 3.0")),
     },

@@ -37,6 +37,8 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("POST", "/transactions/marker-delay", "marker_delay", ()),
     ("GET", "/trace", "get_trace", ("since_ms", "client_id", "api", "kind")),
     ("GET", "/cluster", "cluster", ()),
+    ("GET", "/groups", "list_groups", ()),
+    ("GET", "/groups/{group}", "get_group", ()),
     ("GET", "/openapi.json", "openapi", ()),
 ]
 BODY_METHODS = {"add_fault", "move_leader", "replication", "marker_delay"}
@@ -216,6 +218,16 @@ class Routes:
 
     async def cluster(self, request: HttpRequest) -> HttpResponse:
         return HttpResponse(200, self.target.describe())
+
+    async def list_groups(self, request: HttpRequest) -> HttpResponse:
+        groups = getattr(self.target, "groups", None)
+        return HttpResponse(200, groups.describe() if groups is not None else [])
+
+    async def get_group(self, request: HttpRequest, group: str) -> HttpResponse:
+        groups = getattr(self.target, "groups", None)
+        if groups is None or group not in groups.groups:
+            raise HttpError(404, f"no group {group[:200]!r}", "group")
+        return HttpResponse(200, groups.describe(group))
 
     async def openapi(self, request: HttpRequest) -> HttpResponse:
         return HttpResponse(200, OPENAPI)
