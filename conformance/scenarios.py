@@ -7,6 +7,7 @@ from broker_emu.trace import Kind
 from broker_emu.trace_reading import first_to_give_up
 from conformance import contracts as C
 from conformance.model import SILENT_MEMBER, Contract, Evidence, Operation, Scenario, Verdict
+from conformance.scenarios_kip848 import KIP848_SCENARIOS
 from conformance.scenarios_txn import TXN_SCENARIOS
 
 REQUEST_TIMEOUT = 30_000
@@ -497,4 +498,5 @@ CATALOGUE += (
 )
 
 CATALOGUE += TXN_SCENARIOS
+CATALOGUE += KIP848_SCENARIOS
 BY_ID = {s.id: s for s in CATALOGUE}

@@ -31,6 +31,7 @@ from typing import Any
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.confluent_txn import TXN_OPERATIONS, ConfluentTransactions
+from conformance.adapters.confluent_kip848 import KIP848_OPERATIONS, ConfluentKip848
 from conformance.adapters.py_common import offsets_value, short, supports_here, timed_blocking, topics_value
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
@@ -58,11 +59,11 @@ def _deadline(step: Operation) -> float:
 NO_DEADLINE = "librdkafka has no default.api.timeout.ms: timeout=-1 is infinite"
 
 
-class ConfluentAdapter(ConfluentTransactions, RealTimeAdapter):
+class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
     name = "confluent-kafka"
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"}) | TXN_OPERATIONS
+                            "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"}) | TXN_OPERATIONS | KIP848_OPERATIONS
 
     def available(self):
         ok = importlib.util.find_spec("confluent_kafka") is not None

@@ -1,0 +1,125 @@
+"""confluent-kafka's KIP-848 operations (``group.protocol=consumer``): the broker owns the group's
+timers, so the steps make the broker's clocks visible from the client.
+
+- ``kip848_member_crash``: a first member (its own process, client.id SILENT_MEMBER) joins and
+  takes half the topic while the measured member takes the other half; the first process is
+  killed (no leave: heartbeats simply stop) and the time until the measured member owns every
+  partition is the outcome — the broker's ``group.consumer.session.timeout.ms`` plus at most one
+  heartbeat interval, whatever the client's own settings.
+- ``kip848_heartbeats``: one member joins and polls for ``run_ms`` (scaled); its heartbeats' spacing is read
+  from the trace (the broker's ``group.consumer.heartbeat.interval.ms``, not a client setting).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from conformance.adapters.base import RunEnv
+from conformance.model import SILENT_MEMBER, Operation, Outcome
+
+KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats"})
+
+# the first member's process: join, say which partitions it owns whenever that changes, then
+# poll until killed
+_MEMBER = """
+import json, sys
+from confluent_kafka import Consumer
+conf, topic = json.loads(sys.argv[1]), sys.argv[2]
+c = Consumer(conf)
+c.subscribe([topic])
+owned = None
+while True:
+    c.poll(0.05)
+    now = sorted(p.partition for p in c.assignment())
+    if now != owned:
+        owned = now
+        print(json.dumps(now), flush=True)
+"""
+
+
+class ConfluentKip848:
+    """Mixed into ConfluentAdapter (which provides _consumer_conf)."""
+
+    if TYPE_CHECKING:
+        def _consumer_conf(self, env: RunEnv, group: str) -> dict: ...
+
+    def _kip848_conf(self, env: RunEnv, group: str, client_id: str | None = None) -> dict[str, Any]:
+        conf = self._consumer_conf(replace(env, client_id=client_id or env.client_id), group)
+        return {**conf, "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                **{k: env.config[k] for k in ("group.remote.assignor", "max.poll.interval.ms") if k in env.config}}
+
+    def _kip848_member_crash(self, step: Operation, env: RunEnv) -> Outcome:
+        from confluent_kafka import Consumer
+
+        group, topic, limit = step.args.get("group", "k848"), step.args.get("topic", "t"), step.timeout_s or 60.0
+        first = subprocess.Popen([sys.executable, "-c", _MEMBER, json.dumps(self._kip848_conf(env, group, SILENT_MEMBER)),
+                                  topic], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        measured = Consumer(self._kip848_conf(env, group))
+        try:
+            total = _first_owns_all(first, limit)
+            if total is None:
+                return Outcome("kip848_member_crash", False, 0.0, "TimeoutException", "the first member never joined")
+            measured.subscribe([topic])
+            if not _until(lambda: 0 < len(measured.assignment()) < total, measured, env, limit):
+                return Outcome("kip848_member_crash", False, 0.0, "TimeoutException", "the group never split")
+            first.kill()
+            first.wait()
+            start = env.clock()
+            ok = _until(lambda: len(measured.assignment()) == total, measured, env, limit)
+            elapsed = env.clock() - start
+            return Outcome("kip848_member_crash", ok, elapsed, None if ok else "TimeoutException",
+                           None if ok else "the crashed member's partitions never moved",
+                           value={"partitions": total, "takeover_ms": round(elapsed * 1000, 1)})
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait()
+            if first.stdout is not None:
+                first.stdout.close()
+            measured.close()
+
+    def _kip848_heartbeats(self, step: Operation, env: RunEnv) -> Outcome:
+        from confluent_kafka import Consumer
+
+        group, topic = step.args.get("group", "k848-hb"), step.args.get("topic", "t")
+        run_s = step.args.get("run_ms", 40_000) / env.scale / 1000
+        c = Consumer(self._kip848_conf(env, group))
+        try:
+            c.subscribe([topic])
+            start = env.clock()
+            joined = _until(lambda: bool(c.assignment()), c, env, step.timeout_s or 30.0)
+            end = env.clock() + run_s
+            while env.clock() < end:
+                c.poll(0.05)
+            return Outcome("kip848_heartbeats", joined, env.clock() - start, None if joined else "TimeoutException",
+                           None if joined else "never assigned")
+        finally:
+            c.close()
+
+
+def _first_owns_all(proc: subprocess.Popen, limit: float) -> int | None:
+    """The partition count once the first member owns a non-empty assignment (it is alone)."""
+    end = time.monotonic() + limit
+    assert proc.stdout is not None
+    while time.monotonic() < end:
+        line = proc.stdout.readline()
+        if not line:
+            return None
+        owned = json.loads(line)
+        if owned:
+            return len(owned)
+    return None
+
+
+def _until(done: Any, consumer: Any, env: RunEnv, limit: float) -> bool:
+    end = env.clock() + limit
+    while env.clock() < end:
+        if done():
+            return True
+        consumer.poll(0.02)
+    return bool(done())

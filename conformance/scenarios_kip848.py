@@ -1,0 +1,86 @@
+"""The ``kip848`` family: the consumer group protocol of KIP-848, where the broker owns the
+group's timers (docs/kip848.md). The session timeout and the heartbeat interval are broker
+settings (``group.consumer.session.timeout.ms``, ``group.consumer.heartbeat.interval.ms``) that
+the client receives and obeys; a client refuses to set them itself."""
+
+from __future__ import annotations
+
+import statistics
+
+from broker_emu.trace import Kind
+from conformance import contracts as C
+from conformance.model import SILENT_MEMBER, Contract, Evidence, Operation, Scenario, Verdict
+
+# Kafka's defaults, which both harnesses scale for real-time runs (conformance.cluster_setup.kip848_timers):
+# the scenarios set no broker config, so they run unchanged on a shared Kafka cluster too
+SESSION_MS, INTERVAL_MS = 45_000, 5_000
+CONSUMER_PROTOCOL = {"group.protocol": "consumer"}
+
+
+def takeover_at_broker_session(operation: str, session_ms: float = SESSION_MS, interval_ms: float = INTERVAL_MS) -> Contract:
+    """A crashed member's partitions reached the survivor one broker session timeout after the
+    crash, give or take one heartbeat interval: the crashed member's last heartbeat was at most an
+    interval before the crash, and the survivor learns of the new assignment on its next
+    heartbeat. The client's own settings play no part."""
+
+    def check(ev: Evidence) -> Verdict:
+        o = next((x for x in ev.outcomes if x.operation == operation), None)
+        if o is None or not o.ok:
+            return Verdict(False, "no takeover", "the crashed member's partitions never moved")
+        session, interval, took = session_ms / ev.scale, interval_ms / ev.scale, o.elapsed_s * 1000
+        figure = f"took over {took:.0f} ms after the crash (broker session {session:.0f} ms, heartbeat every {interval:.0f} ms)"
+        low, high = session - interval - ev.slack_ms, session + interval + ev.slack_ms
+        if not low <= took <= high:
+            return Verdict(False, figure, f"expected between {low:.0f} and {high:.0f} ms")
+        return Verdict(True, figure)
+
+    return Contract("the partitions move at the broker's session timeout", check)
+
+
+def heartbeats_at_broker_interval(interval_ms: float = INTERVAL_MS, tolerance: float = 0.2) -> Contract:
+    """The member's steady heartbeats (after its join and its acknowledgement) are spaced by the
+    interval the broker sent it, read on the wire."""
+
+    def check(ev: Evidence) -> Verdict:
+        times = [e.t_ms for e in ev.events(Kind.RECV)
+                 if e.api == "ConsumerGroupHeartbeat" and e.client_id != SILENT_MEMBER]
+        gaps = [b - a for a, b in zip(times[2:], times[3:])]
+        if len(gaps) < 3:
+            return Verdict(False, f"{len(times)} heartbeat(s)", "too few heartbeats to measure their spacing")
+        want, median = interval_ms / ev.scale, statistics.median(gaps)
+        figure = f"median gap {median:.0f} ms over {len(gaps)} heartbeats (broker interval {want:.0f} ms)"
+        if abs(median - want) > want * tolerance + ev.slack_ms:
+            return Verdict(False, figure, f"heartbeats should follow the broker's interval, {want:.0f} ms")
+        return Verdict(True, figure)
+
+    return Contract("heartbeats follow the broker's interval", check, side="server")
+
+
+KIP848_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        id="kip848.crashed-member-expires-at-broker-session",
+        family="KIP-848 groups",
+        title="A member crashes: the broker expires it at group.consumer.session.timeout.ms and its partitions move",
+        teaching=("Under group.protocol=consumer the session timeout is the broker's, not the client's: a client "
+                  "may not even set session.timeout.ms. A member that dies without leaving keeps its partitions "
+                  "until the coordinator's session timer fires; the survivor is given them on its next "
+                  "heartbeat. Nothing the survivor configures changes when that happens."),
+        references=("GroupMetadataManager.scheduleConsumerGroupSessionTimeout", "KIP-848"),
+        topics=(("t", 4, 3),),
+        steps=(Operation("kip848_member_crash", {"group": "k848-crash", "topic": "t"}, timeout_s=120.0),),
+        client_config=CONSUMER_PROTOCOL,
+        contracts=(C.outcome_is("kip848_member_crash", ok=True), takeover_at_broker_session("kip848_member_crash")),
+    ),
+    Scenario(
+        id="kip848.heartbeat-interval-from-broker",
+        family="KIP-848 groups",
+        title="The member heartbeats at the interval the broker sent it (group.consumer.heartbeat.interval.ms)",
+        teaching=("Every ConsumerGroupHeartbeat answer carries heartbeat_interval_ms: the broker paces its members. "
+                  "A client keeps no heartbeat.interval.ms of its own under the new protocol; a broker operator "
+                  "changes the pace of every member at once."),
+        references=("ConsumerGroupHeartbeatResponse.HeartbeatIntervalMs", "KIP-848"),
+        steps=(Operation("kip848_heartbeats", {"group": "k848-hb", "topic": "t", "run_ms": 40_000}, timeout_s=30.0),),
+        client_config=CONSUMER_PROTOCOL,
+        contracts=(C.outcome_is("kip848_heartbeats", ok=True), heartbeats_at_broker_interval()),
+    ),
+)

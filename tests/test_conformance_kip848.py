@@ -1,0 +1,59 @@
+"""The kip848 family: confluent-kafka (group.protocol=consumer) keeps its contracts on the
+emulator, and each contract fails on a client that would keep the timers itself."""
+
+import pytest
+
+from broker_emu.trace import Kind, TraceEvent
+from conformance.adapters.confluent import ConfluentAdapter
+from conformance.model import Evidence, Outcome, Status
+from conformance.runner import Plan, run_plan
+from conformance.scenarios import BY_ID
+from conformance.scenarios_kip848 import KIP848_SCENARIOS, heartbeats_at_broker_interval, takeover_at_broker_session
+from tests.realclients.conftest import require_client
+
+
+@pytest.mark.realclient
+def test_confluent_kafka_keeps_the_kip848_contracts():
+    require_client("confluent-kafka")
+    results = run_plan(Plan(list(KIP848_SCENARIOS), [ConfluentAdapter()]))
+    assert [(r.scenario, r.status) for r in results] == [(s.id, Status.PASS) for s in KIP848_SCENARIOS], \
+        [(r.scenario, r.contracts) for r in results]
+
+
+class TakesOverOnItsOwnTimer(ConfluentAdapter):
+    """Broken on purpose: after the crash it claims the partitions when its own 10 s session
+    timer (scaled) runs out, as a client-side group protocol would, not when the broker moves them."""
+
+    name = "broken-own-session"
+
+    def _kip848_member_crash(self, step, env):
+        real = super()._kip848_member_crash(step, env)
+        own = 10_000 / env.scale / 1000
+        return Outcome(real.operation, real.ok, own, value=real.value)
+
+
+@pytest.mark.realclient
+def test_a_client_that_keeps_its_own_session_timer_fails_the_takeover_contract():
+    require_client("confluent-kafka")
+    result = run_plan(Plan([BY_ID["kip848.crashed-member-expires-at-broker-session"]], [TakesOverOnItsOwnTimer()]))[0]
+    verdicts = {name: status for name, status, _ in result.contracts}
+    assert verdicts["the partitions move at the broker's session timeout"] == Status.FAIL
+
+
+def _heartbeats(gap_ms: float, n: int = 10) -> list:
+    return [TraceEvent(i * gap_ms, Kind.RECV, client_id="c", api="ConsumerGroupHeartbeat") for i in range(n)]
+
+
+def test_heartbeats_contract_passes_at_the_broker_interval_and_fails_at_a_client_setting():
+    contract = heartbeats_at_broker_interval()
+    at_broker = Evidence([], _heartbeats(5000 / 30), {}, scale=30, client_id="c", slack_ms=10)
+    own_interval = Evidence([], _heartbeats(3000 / 30), {}, scale=30, client_id="c", slack_ms=10)
+    assert contract.check(at_broker).passed and not contract.check(own_interval).passed
+
+
+def test_takeover_contract_bounds():
+    """Scaled by 30: the broker's 45 s session is 1.5 s, one heartbeat interval 167 ms."""
+    contract = takeover_at_broker_session("op")
+    for took_s, ok in ((1.5, True), (1.4, True), (0.34, False), (2.0, False)):
+        ev = Evidence([Outcome("op", True, took_s)], [], {}, scale=30, slack_ms=10)
+        assert contract.check(ev).passed is ok, took_s
