@@ -495,8 +495,5 @@ CATALOGUE += (
                    C.returns_within("admin_list_topics", 0, late_ms=REQUEST_TIMEOUT / 3),
                    C.resumes_on_survivor("Metadata", "request.timeout.ms")),
     ),
-)
-
-CATALOGUE += TXN_SCENARIOS
-CATALOGUE += KIP848_SCENARIOS
+) + TXN_SCENARIOS + KIP848_SCENARIOS
 BY_ID = {s.id: s for s in CATALOGUE}
