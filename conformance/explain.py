@@ -28,7 +28,8 @@ class Mark:
     label: str
 
 
-LANES = ("application", "client requests", "wire", "broker", "purgatory", "transaction coordinator", "who gave up first")
+LANES = ("application", "client requests", "wire", "broker", "purgatory", "transaction coordinator", "group coordinator",
+         "who gave up first")
 
 
 def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
@@ -40,6 +41,7 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
     _broker(trace, marks)
     _purgatory(trace, spans)
     _transactions(trace, spans, marks)
+    _consumer_groups(trace, spans, marks)
     _wire(trace, marks)
     _who_gave_up_first(spans, marks)
     marks.sort(key=lambda m: (m.t, m.lane, m.label))  # events at one instant: a stable order
@@ -130,6 +132,29 @@ def _transactions(trace: list[TraceEvent], spans: list[Span], marks: list[Mark])
                               f"{kind} marker written to {e.details['topic']}-{e.details['partition']} at offset {e.details['offset']}"))
 
 
+def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mark]) -> None:
+    """KIP-848 groups as their coordinator runs them: each member's epoch and assignment, the
+    group epoch, and a member fenced by the broker's session timer or its rebalance timeout (a
+    server-side timeout, drawn from when the timer started)."""
+    for e in trace:
+        d = e.details
+        if e.kind == Kind.GROUP_MEMBER_FENCED:
+            who = f"{d['group']}/{str(d['member'])[:8]}"
+            if d["reason"] == "left":
+                marks.append(Mark("group coordinator", e.t_ms, f"{who} left, released {d.get('released')}"))
+                continue
+            timer = "group.consumer.session.timeout.ms" if d["reason"] == "session" else "its rebalance timeout (revocation)"
+            spans.append(Span("group coordinator", e.t_ms - float(d["timeout_ms"]), e.t_ms,
+                              f"{who}: silent past {timer}, fenced (server side); released {d.get('released')}",
+                              "timeout-server"))
+        elif e.kind == Kind.GROUP_MEMBER_EPOCH:
+            marks.append(Mark("group coordinator", e.t_ms, f"{d['group']}/{str(d['member'])[:8]} epoch {d['from']} -> "
+                                                          f"{d['to']} ({d['state']}): owns {d['assigned']}"
+                                                          + (f", revoking {d['revoking']}" if d.get("revoking") else "")))
+        elif e.kind == Kind.GROUP_EPOCH:
+            marks.append(Mark("group coordinator", e.t_ms, f"{d['group']} group epoch {d['group_epoch']}: {d['reason']}"))
+
+
 def _wire(trace: list[TraceEvent], marks: list[Mark]) -> None:
     for e in trace:   # the wire: what crossed it, each way (ApiVersions left out, as above)
         if e.kind == Kind.RECV and e.api not in ("ApiVersions", None):
@@ -145,6 +170,8 @@ def _who_gave_up_first(spans: list[Span], marks: list[Mark]) -> None:
             side = "the client (request.timeout.ms): it closed the connection"
         elif first.lane == "transaction coordinator":
             side = "the broker (its transaction coordinator's timeout check): it aborted the transaction and fenced the producer"
+        elif first.lane == "group coordinator":
+            side = "the broker (its group coordinator's timer): it fenced the member and moved its partitions"
         else:
             side = "the broker (its purgatory, timeout_ms): it answered REQUEST_TIMED_OUT"
         marks.append(Mark("who gave up first", first.end, f"first to give up: {side}"))
