@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-EXAMPLES = [(path.name, i, block) for path in [DOCS / "client.md", DOCS / "transactions.md"]
+EXAMPLES = [(path.name, i, block) for path in [DOCS / "client.md", DOCS / "transactions.md", DOCS / "kip848.md"]
             for i, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(), re.DOTALL))]
 
 
@@ -15,7 +15,8 @@ EXPECT = {("client.md", 0): ["offset=0", "None RecordMetadata("], ("client.md", 
           ("client.md", 2): ["assigned [TopicPartition(topic='orders', partition=0), TopicPartition(topic='orders', partition=1)]",
                              "[b'order-0', b'order-1', b'order-2', b'order-3']",
                              "TopicPartition(topic='orders', partition=0): 2"],
-          ("transactions.md", 0): ["[b'kept']"]}
+          ("transactions.md", 0): ["[b'kept']"],
+          ("kip848.md", 0): ["[0, 1, 2, 3, 4, 5]", "Stable 1 1 stable {'orders': [0, 1, 2, 3, 4, 5]}"]}
 
 
 @pytest.mark.parametrize("name,index,source", EXAMPLES, ids=[f"{n}-{i}" for n, i, _ in EXAMPLES])
