@@ -141,6 +141,8 @@ CONSUMER: dict[str, Any] = {
     "max.poll.interval.ms": 300000,
     "partition.assignment.strategy": "range,roundrobin",   # preference order sent in JoinGroup
     "group.instance.id": None,                              # static membership (KIP-345)
+    "group.protocol": "classic",                            # or consumer: KIP-848, the broker owns the group
+    "group.remote.assignor": None,                          # KIP-848: the broker's assignor (uniform, range)
 }
 
 
@@ -156,9 +158,26 @@ def consumer_config(given: Mapping[str, Any]) -> dict[str, Any]:
     if config["heartbeat.interval.ms"] >= config["session.timeout.ms"]:
         raise ConfigException(f"heartbeat.interval.ms ({config['heartbeat.interval.ms']}) must be below "
                               f"session.timeout.ms ({config['session.timeout.ms']})")
+    _check_group_protocol(config, given)
     from client.assignors import ASSIGNORS
     for name in config["partition.assignment.strategy"].split(","):
         if name.strip() not in ASSIGNORS:
             raise ConfigException(f"partition.assignment.strategy: unknown assignor {name.strip()!r} "
                                   f"(known: {', '.join(ASSIGNORS)})")
     return config
+
+
+def _check_group_protocol(config: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    """As Java's ConsumerConfig: under group.protocol=consumer the broker owns the session, the
+    heartbeat interval and the assignment, so setting them here is an error, not silently ignored."""
+    protocol = str(config["group.protocol"]).lower()
+    if protocol not in ("classic", "consumer"):
+        raise ConfigException(f"group.protocol must be classic or consumer, got {config['group.protocol']!r}")
+    if protocol == "classic":
+        if config["group.remote.assignor"] is not None:
+            raise ConfigException("group.remote.assignor is only used with group.protocol=consumer")
+        return
+    from client.consumer.membership848 import CLASSIC_ONLY
+    for name, owner in CLASSIC_ONLY.items():
+        if name in given:
+            raise ConfigException(f"{name} is not supported when group.protocol=consumer: the broker owns it ({owner})")

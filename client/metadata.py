@@ -62,6 +62,7 @@ class ClusterMetadata:
         self.brokers: dict[int, tuple[str, int]] = {}
         self.topics: dict[str, list[PartitionInfo]] = {}
         self.topic_errors: dict[str, int] = {}
+        self.topic_names: dict[Any, str] = {}   # topic id (Metadata v10+) -> name, for KIP-848 assignments
         self.interest: set[str] = set()
         self.last_success = float("-inf")
         self.allowed_at = float("-inf")      # refresh backoff after the last attempt
@@ -100,6 +101,8 @@ class ClusterMetadata:
                     self.topics.pop(t.name, None)
                 continue
             self.topic_errors.pop(t.name, None)
+            if getattr(t, "topic_id", None) is not None:
+                self.topic_names[t.topic_id] = t.name
             known = {p.partition: p for p in self.topics.get(t.name, [])}
             self.topics[t.name] = [self._merge(t.name, p, known.get(p.partition_index))
                                    for p in sorted(t.partitions, key=lambda p: p.partition_index)]

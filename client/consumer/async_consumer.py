@@ -31,7 +31,9 @@ from client.consumer.coordinator import CoordinatorClient
 from client.consumer.deadlines import Attempt, api_deadline, attempt_then_check
 from client.consumer.fetcher import Fetcher
 from client.consumer.group import Callback, GroupDriver
+from client.consumer.group848 import Group848Driver
 from client.consumer.membership import Membership
+from client.consumer.membership848 import Membership848
 from client.consumer.records import ConsumerRecord, TopicPartition
 from client.errors import ErrorCode, KafkaError, TimeoutException, error_for_code
 from client.exceptions import WakeupException
@@ -96,9 +98,13 @@ class AsyncConsumer:
         if self.group is not None:
             self.group.subscribe(topic_list, compiled, on_assign, on_revoke, now)
             return
-        membership = Membership(self.config, topic_list, compiled, now)
-        self.group = GroupDriver(membership, self.config, self.coordinator, self.fetcher, self.metadata, self.updater,
-                                 self.committed, on_assign, on_revoke)
+        if str(self.config["group.protocol"]).lower() == "consumer":   # KIP-848
+            self.group = Group848Driver(Membership848(self.config, topic_list, compiled, now), self.config,  # type: ignore[arg-type]
+                                        self.coordinator, self.fetcher, self.metadata, self.updater, self.committed,
+                                        on_assign, on_revoke)
+        else:
+            self.group = GroupDriver(Membership(self.config, topic_list, compiled, now), self.config, self.coordinator,
+                                     self.fetcher, self.metadata, self.updater, self.committed, on_assign, on_revoke)
         self.nursery.start_soon(self.group.run)
 
     async def unsubscribe(self) -> None:

@@ -30,8 +30,8 @@ from dataclasses import replace
 from typing import Any
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
-from conformance.adapters.confluent_txn import TXN_OPERATIONS, ConfluentTransactions
 from conformance.adapters.confluent_kip848 import KIP848_OPERATIONS, ConfluentKip848
+from conformance.adapters.confluent_txn import TXN_OPERATIONS, ConfluentTransactions
 from conformance.adapters.py_common import offsets_value, short, supports_here, timed_blocking, topics_value
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 

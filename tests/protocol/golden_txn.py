@@ -115,7 +115,7 @@ def txn_cases(Case):
              {"throttle_time_ms": 0, "error_code": 0, "unknown_state_filters": ["Bogus"],
               "transaction_states": [{"transactional_id": "tx", "producer_id": 1000, "transaction_state": "Ongoing"}]},
              i32(0) + i16(0) + carr([cstr("Bogus")]) + carr([cstr("tx") + i64(1000) + cstr("Ongoing") + NO_TAGS]) + NO_TAGS),
-    
+
         # -- ConsumerGroupHeartbeat (68) v1: a regex subscription ------------------------------------
         Case(68, 1, "request",
              {"group_id": "g", "member_id": "m", "member_epoch": 0, "instance_id": "i", "rack_id": None,

@@ -1,0 +1,121 @@
+"""The trio side of KIP-848 membership: one background task drives ``Membership848`` (sans-io),
+with the classic driver's plumbing (``GroupDriver``: the coordinator, positions on assignment,
+commit-then-``on_revoke`` on revocation, the wake-up).
+
+Each heartbeat: find the coordinator, make sure the subscribed topics' ids are known (Metadata
+v10+ carries them; the assignment speaks ids), send ConsumerGroupHeartbeat with what the member
+owns, and carry out the reconciliation the answer asks for — revoke first, then assign, then an
+immediate heartbeat saying so. A fenced member loses its partitions (``on_revoke`` is told, no
+commit: its epoch is stale) and rejoins at once. Leaving is a heartbeat with epoch -1 (-2 for a
+static member, which keeps its partitions for the broker's session timeout).
+
+Known difference from Java: the heartbeats share the coordinator broker's connection with the
+fetches (as our classic heartbeats do), so one can wait behind a long poll for up to
+fetch.max.wait.ms; Java's consumer opens a separate connection to its coordinator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import trio
+
+from client.consumer.coordinator import COORDINATOR_ERRORS
+from client.consumer.group import GroupDriver
+from client.consumer.membership import CLOSED, HEARTBEAT, LEAVE, STABLE, Action
+from client.consumer.membership848 import FENCED, Membership848, Reconcile
+from client.consumer.records import TopicPartition
+from client.errors import ErrorCode, KafkaError, error_for_code
+from client.exceptions import CommitFailedException
+from client.protocol import ApiKey
+
+
+class Group848Driver(GroupDriver):
+    membership: Membership848   # type: ignore[assignment]
+
+    async def commit(self, offsets: Mapping[TopicPartition, int], timeout: float) -> None:
+        """OffsetCommit v9+ with this member's epoch (STALE_MEMBER_EPOCH if it moved on)."""
+        m = self.membership
+        if m.state != STABLE or m.epoch <= 0:
+            raise CommitFailedException("the consumer is not a member of the group (KIP-848): it cannot commit now")
+        code = await self.coordinator.commit(offsets, timeout, m.epoch, m.member_id, m.instance_id)
+        if code in FENCED or code == ErrorCode.STALE_MEMBER_EPOCH:
+            self.wake()
+            raise CommitFailedException(f"the commit was refused ({error_for_code(code).name}): the member's epoch "
+                                        f"{m.epoch} is no longer current")
+        if code:
+            raise error_for_code(code)
+
+    async def run(self) -> None:
+        m = self.membership
+        while m.state != CLOSED:
+            self._wake.new_cycle()
+            action = m.handle_timeouts(trio.current_time())
+            if action is None:
+                await self._wake.sleep_until(m.next_deadline())
+                continue
+            try:
+                await self._perform(action)
+            except KafkaError as exc:
+                if exc.code is None or exc.code in COORDINATOR_ERRORS:
+                    self.coordinator.forget()
+                m.reconciling = False
+                m.failed(trio.current_time())
+
+    async def _perform(self, action: Action) -> None:
+        if action.kind == HEARTBEAT:
+            await self._heartbeat(action.body or {})
+        elif action.kind == LEAVE:
+            await self._leave(action.revoked, action.reason)
+
+    async def _heartbeat(self, body: dict[str, Any]) -> None:
+        m = self.membership
+        await self.coordinator.resolve(self.request_timeout)
+        ids = {name: tid for tid, name in self.metadata.topic_names.items()}
+        if m.pattern is None and any(t not in ids for t in m.topics or ()):
+            await self._topic_partitions(sorted(m.topics or ()))   # their ids, for the owned partitions
+            ids = {name: tid for tid, name in self.metadata.topic_names.items()}
+        answer = await self.coordinator.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, m.owned_request(body, ids))
+        self.coordinator.note_error(answer.error_code)
+        assigned = None if answer.assignment is None else await self._by_name(answer.assignment.topic_partitions)
+        step = m.on_heartbeat_response(answer, assigned, trio.current_time())
+        if step is not None:
+            await self._reconcile(step)
+        if m.state == STABLE and not m.reconciling:
+            self.active.set()
+
+    async def _by_name(self, topic_partitions: Any) -> list[TopicPartition]:
+        names = self.metadata.topic_names
+        if any(tp.topic_id not in names for tp in topic_partitions):
+            await self._topic_partitions(None)   # a topic this member has not seen yet
+        return [TopicPartition(names[tp.topic_id], p) for tp in topic_partitions if tp.topic_id in names
+                for p in tp.partitions]
+
+    async def _reconcile(self, step: Reconcile) -> None:
+        m = self.membership
+        if step.lost:   # fenced: no commit with a stale epoch
+            self._deactivate()
+            self.fetcher.unassign(step.revoke)
+            if self.on_revoke is not None:
+                self.on_revoke(step.revoke)
+            return
+        await self._revoke(step.revoke)
+        await self._assigned(step.assign)
+        if self.on_assign is not None and step.assign:
+            self.on_assign(step.assign)
+        owned = sorted((set(m.assignment) - set(step.revoke)) | set(step.assign))
+        m.reconciled(owned, trio.current_time())
+
+    async def _leave(self, revoked: list[TopicPartition], reason: str) -> None:
+        m = self.membership
+        await self._revoke(revoked)
+        self._deactivate()
+        if m.epoch > 0 and self.coordinator.node is not None:
+            body = {**m.heartbeat_request(), "member_epoch": -2 if m.instance_id is not None else -1,
+                    "rebalance_timeout_ms": -1, "subscribed_topic_names": None, "subscribed_topic_regex": None,
+                    "server_assignor": None, "topic_partitions": None}
+            with contextlib.suppress(KafkaError):
+                await self.coordinator.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, body)
+        m.left()

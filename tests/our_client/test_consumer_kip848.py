@@ -1,0 +1,67 @@
+"""Our consumer with group.protocol=consumer (KIP-848) against the emulator's coordinator, in
+virtual time: the broker's heartbeat interval, reconciliation with the callbacks, commits with
+the member epoch, leaving, max.poll.interval.ms, fencing, and the settings the broker owns."""
+
+import pytest
+
+from broker_emu import open_cluster
+from broker_emu.trace import Kind
+from client.config import ConfigException, consumer_config
+from client.consumer import TopicPartition, open_consumer
+from tests.our_client.test_consumer_groups import connect_to, events, fill, poll_until
+
+BROKER = {"group.consumer.heartbeat.interval.ms": 2000, "group.consumer.session.timeout.ms": 10000,
+          "group.consumer.min.session.timeout.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 1000}
+K848 = {"bootstrap.servers": "127.0.0.1:0", "group.id": "g", "group.protocol": "consumer",
+        "auto.offset.reset": "earliest", "max.poll.interval.ms": 20000}
+
+
+def test_settings_the_broker_owns_are_refused():
+    for name, value in (("session.timeout.ms", 10000), ("heartbeat.interval.ms", 1000),
+                        ("partition.assignment.strategy", "range")):
+        with pytest.raises(ConfigException, match=f"{name} is not supported when group.protocol=consumer"):
+            consumer_config({**K848, name: value})
+    with pytest.raises(ConfigException, match="group.protocol must be classic or consumer"):
+        consumer_config({**K848, "group.protocol": "eager"})
+    assert consumer_config({**K848, "group.remote.assignor": "range"})["group.remote.assignor"] == "range"
+
+
+async def test_two_members_split_hand_over_and_commit_with_their_epoch(autojump_clock):
+    async with open_cluster(3, topics=[("t", 4, 3)], listen=False, config=BROKER) as cluster:
+        await fill(cluster, "t", 4)
+        seen = []
+        async with open_consumer({**K848, "client.id": "c1"}, connect=connect_to(cluster)) as c1:
+            c1.subscribe(["t"], on_assign=lambda tps: seen.append(("assign", sorted(tps))),
+                         on_revoke=lambda tps: seen.append(("revoke", sorted(tps))))
+            await poll_until([c1], lambda: len(c1.assignment()) == 4)
+            async with open_consumer({**K848, "client.id": "c2"}, connect=connect_to(cluster)) as c2:
+                c2.subscribe(["t"])
+                await poll_until([c1, c2], lambda: len(c1.assignment()) == 2 and len(c2.assignment()) == 2)
+                assert sorted(c1.assignment() + c2.assignment()) == [TopicPartition("t", p) for p in range(4)]
+                await c2.commit_sync()
+                commits = [e for e in events(cluster, Kind.SEND, "OffsetCommit", "c2")]
+                assert commits and not commits[-1].details.get("errors")
+            await poll_until([c1], lambda: len(c1.assignment()) == 4)
+        # heartbeats at the broker's interval, not a client setting; one may wait behind a long
+        # poll on the same connection (fetch.max.wait.ms, 500 ms: group848.py)
+        beats = [e.details.get("arrived_ms", e.t_ms) for e in events(cluster, Kind.RECV, "ConsumerGroupHeartbeat", "c1")]
+        gaps = [round(b - a) for a, b in zip(beats, beats[1:])]
+        assert gaps.count(2000) >= 2 and max(gaps) <= 2000 + 500, gaps
+        assert seen[0] == ("assign", [TopicPartition("t", p) for p in range(4)])
+        assert seen[1][0] == "revoke" and len(seen[1][1]) == 2        # gave two up for c2
+        assert seen[-1][0] == "revoke"                                  # close
+        fenced = events(cluster, Kind.GROUP_MEMBER_FENCED)
+        assert [e.details["reason"] for e in fenced] == ["left", "left"]   # both left; none expired
+
+
+async def test_a_member_that_stops_polling_leaves_and_rejoins_on_its_next_poll(autojump_clock):
+    async with open_cluster(1, topics=[("t", 2, 1)], listen=False, config=BROKER) as cluster:
+        async with open_consumer({**K848, "client.id": "slow"}, connect=connect_to(cluster)) as slow, \
+                open_consumer({**K848, "client.id": "busy"}, connect=connect_to(cluster)) as busy:
+            slow.subscribe(["t"])
+            busy.subscribe(["t"])
+            await poll_until([slow, busy], lambda: len(slow.assignment()) == 1 and len(busy.assignment()) == 1)
+            await poll_until([busy], lambda: len(busy.assignment()) == 2, rounds=80)
+            left = [e for e in events(cluster, Kind.GROUP_MEMBER_FENCED) if e.details["reason"] == "left"]
+            assert len(left) == 1                                      # slow left by itself at max.poll.interval.ms
+            await poll_until([slow, busy], lambda: len(slow.assignment()) == 1 and len(busy.assignment()) == 1)
