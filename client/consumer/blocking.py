@@ -48,7 +48,8 @@ class _Event:
 
 class Consumer:
     def __init__(self, config: dict[str, Any], connect: Connect | None = None):
-        self.config = consumer_config(config)
+        self.config = consumer_config(config)   # refused here, on the caller's thread, if invalid
+        self._given = dict(config)               # the network thread parses what the user gave, not the defaults
         self._connect = connect
         self._events: list[_Event] = []
         self._error: BaseException | None = None
@@ -69,7 +70,7 @@ class Consumer:
                 ev.future.set_exception(self._error or NetworkThreadDied("the consumer is closed"))
 
     async def _run(self) -> None:
-        async with open_consumer(self.config, self._connect) as consumer:
+        async with open_consumer(self._given, self._connect) as consumer:
             self._consumer: AsyncConsumer = consumer
             async with trio.open_nursery() as self._nursery:
                 self._nursery.start_soon(self._reaper)

@@ -91,3 +91,35 @@ def _tp(p: int):
     from confluent_kafka import TopicPartition
 
     return TopicPartition(TOPIC, p)
+
+
+def test_a_mixed_group_of_ours_and_confluent_kafka_splits_and_hands_over(cluster):
+    """The broker assigns; neither client's assignor plays a part: ours (blocking face) and
+    librdkafka in one KIP-848 group share the topic, and when librdkafka leaves ours takes all."""
+    require_client("confluent-kafka")
+    import client
+
+    _setup(cluster.bootstrap)
+    theirs = Member(cluster.bootstrap, "theirs")
+    _until([theirs], lambda: theirs.owned() == list(range(PARTITIONS)))
+    ours = client.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "g848", "group.protocol": "consumer",
+                            "client.id": "ours", "auto.offset.reset": "earliest"})
+    try:
+        ours.subscribe([TOPIC])
+        end = time.monotonic() + 60
+        mine: list = []
+        while time.monotonic() < end and not (len(ours.assignment()) == len(theirs.owned()) == PARTITIONS // 2):
+            mine += ours.poll(0.1)
+            theirs.poll(0.1)
+        assert len(ours.assignment()) == len(theirs.owned()) == PARTITIONS // 2, (ours.assignment(), theirs.owned())
+        assert sorted([tp.partition for tp in ours.assignment()] + theirs.owned()) == list(range(PARTITIONS))
+        theirs.c.close()
+        while time.monotonic() < end and len(ours.assignment()) < PARTITIONS:
+            mine += ours.poll(0.1)
+        assert sorted(tp.partition for tp in ours.assignment()) == list(range(PARTITIONS))
+        while time.monotonic() < end and len({(r.partition, r.offset) for r in mine}) < PARTITIONS * PER_PARTITION:
+            mine += ours.poll(0.2)
+        assert len({(r.partition, r.offset) for r in mine}) == PARTITIONS * PER_PARTITION
+        ours.commit_sync()
+    finally:
+        ours.close()
