@@ -1,5 +1,5 @@
-"""The kip848 family: confluent-kafka (group.protocol=consumer) keeps its contracts on the
-emulator, and each contract fails on a client that would keep the timers itself."""
+"""The kip848 family: confluent-kafka (group.protocol=consumer) and our async face keep their
+contracts on the emulator, and each contract fails on a client that would keep the timers itself."""
 
 import pytest
 
@@ -16,6 +16,14 @@ from tests.realclients.conftest import require_client
 def test_confluent_kafka_keeps_the_kip848_contracts():
     require_client("confluent-kafka")
     results = run_plan(Plan(list(KIP848_SCENARIOS), [ConfluentAdapter()]))
+    assert [(r.scenario, r.status) for r in results] == [(s.id, Status.PASS) for s in KIP848_SCENARIOS], \
+        [(r.scenario, r.contracts) for r in results]
+
+
+def test_our_async_face_keeps_the_kip848_contracts_in_virtual_time():
+    from conformance.adapters.ours import OurAdapter
+
+    results = run_plan(Plan(list(KIP848_SCENARIOS), [OurAdapter()]))
     assert [(r.scenario, r.status) for r in results] == [(s.id, Status.PASS) for s in KIP848_SCENARIOS], \
         [(r.scenario, r.contracts) for r in results]
 

@@ -9,17 +9,18 @@ from client.config import PRODUCER
 from client.errors import KafkaError
 from client.producer import open_producer
 from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
+from conformance.adapters.ours_kip848 import KIP848_OPERATIONS, OursKip848
 from conformance.adapters.py_common import short
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 
-class OurAdapter(Adapter):
+class OurAdapter(OursKip848, Adapter):
     name = "broker-emu (async)"
     virtual_time = True
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics",
-                            "transaction", "txn_zombie", "read_committed_behind_open_txn"})
+                            "transaction", "txn_zombie", "read_committed_behind_open_txn"}) | KIP848_OPERATIONS
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):

@@ -1,0 +1,81 @@
+"""Our async face's KIP-848 operations (``group.protocol=consumer``), in virtual time: the same
+steps as confluent-kafka's (conformance/adapters/confluent_kip848.py). The crashed member is ours
+too, run in-process: its connections are cut and it can open no new one, as if its process had
+died — its heartbeats stop without a leave."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from conformance.adapters.base import RunEnv
+from conformance.model import SILENT_MEMBER, Operation, Outcome
+
+KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats"})
+
+
+class OursKip848:
+    """Mixed into OurAdapter (which provides _connect and _consumer_config)."""
+
+    if TYPE_CHECKING:
+        def _connect(self, env: RunEnv) -> Any: ...
+
+        def _consumer_config(self, env: RunEnv, group: str | None) -> dict: ...
+
+    async def _kip848_member_crash(self, step: Operation, env: RunEnv) -> Outcome:
+        from client.consumer import open_consumer
+
+        group, topic, limit = step.args.get("group", "k848"), step.args.get("topic", "t"), step.timeout_s or 600.0
+        base = self._connect(env)
+        streams: list[Any] = []
+        dead: list[bool] = []
+
+        async def mortal(node: int, host: str, port: int) -> Any:
+            if dead:
+                raise OSError("the member's process is gone")
+            stream = await base(node, host, port)
+            streams.append(stream)
+            return stream
+
+        first_cfg = {**self._consumer_config(env, group), "client.id": SILENT_MEMBER}
+        async with open_consumer(first_cfg, connect=mortal) as first, \
+                open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as measured:
+            first.subscribe([topic])
+            while not first.assignment():
+                await first.poll(0.1)
+            total = len(first.assignment())
+            measured.subscribe([topic])
+            with trio.move_on_after(limit):
+                while not (measured.assignment() and len(first.assignment()) < total):
+                    await measured.poll(0.1)
+                    await first.poll(0.0)
+            dead.append(True)
+            for stream in streams:
+                await stream.aclose()
+            start = trio.current_time()
+            with trio.move_on_after(limit):
+                while len(measured.assignment()) < total:
+                    await measured.poll(0.1)
+            elapsed = trio.current_time() - start
+            ok = len(measured.assignment()) == total
+            return Outcome("kip848_member_crash", ok, elapsed, None if ok else "TimeoutException",
+                           None if ok else "the crashed member's partitions never moved",
+                           value={"partitions": total, "takeover_ms": round(elapsed * 1000, 1)})
+
+    async def _kip848_heartbeats(self, step: Operation, env: RunEnv) -> Outcome:
+        from client.consumer import open_consumer
+
+        group, topic = step.args.get("group", "k848-hb"), step.args.get("topic", "t")
+        async with open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as c:
+            c.subscribe([topic])
+            start = trio.current_time()
+            with trio.move_on_after(step.timeout_s or 600.0):
+                while not c.assignment():
+                    await c.poll(0.1)
+            joined = bool(c.assignment())
+            end = trio.current_time() + step.args.get("run_ms", 40_000) / env.scale / 1000
+            while trio.current_time() < end:
+                await c.poll(0.1)
+            return Outcome("kip848_heartbeats", joined, trio.current_time() - start, None if joined else "TimeoutException",
+                           None if joined else "never assigned")
