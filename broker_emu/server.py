@@ -26,7 +26,7 @@ import trio
 from broker_emu.context import RequestContext
 from broker_emu.encoded_responses import encode_with_errors
 from broker_emu.faults import Decision, RequestFacts
-from broker_emu.handlers import CloseConnection, error_response, topics_of
+from broker_emu.handlers import CloseConnection, error_response, request_details, topics_of
 from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
 from broker_emu.registry import REGISTRY, advertised_range
 from broker_emu.trace import Kind
@@ -349,7 +349,7 @@ class Connection:
         """Trace the request's arrival; return the (topic, partition) pairs it names."""
         cluster = self.cluster
         topics = topics_of(cluster, ctx.api_key, body)
-        details: dict[str, Any] = {"topics": sorted({t for t, _ in topics})} if topics else {}
+        details = request_details(topics, ctx.api_key, body)
         if arrived_ms is not None and arrived_ms < cluster.now_ms():
             # it waited behind earlier requests (answers go in order; a throttle mutes the
             # connection): when it reached the broker is what the client did, ``t_ms`` is when

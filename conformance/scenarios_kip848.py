@@ -56,6 +56,31 @@ def heartbeats_at_broker_interval(interval_ms: float = INTERVAL_MS, tolerance: f
     return Contract("heartbeats follow the broker's interval", check, side="server")
 
 
+def leaves_at_max_poll_interval(interval_ms: float = INTERVAL_MS) -> Contract:
+    """The member that stopped polling left by itself (a heartbeat with epoch -1) once
+    max.poll.interval.ms had passed since it got its partitions (within a heartbeat interval:
+    the client looks at its poll timer when a heartbeat is due), and rejoined (epoch 0) when the
+    application polled again. Read on the wire."""
+
+    def check(ev: Evidence) -> Verdict:
+        beats = [e for e in ev.events(Kind.RECV) if e.api == "ConsumerGroupHeartbeat" and e.client_id != SILENT_MEMBER]
+        joined = next((e for e in beats if (e.details.get("member_epoch") or 0) > 0), None)
+        left = next((e for e in beats if e.details.get("member_epoch") == -1), None)
+        if joined is None or left is None:
+            return Verdict(False, "never left", "no heartbeat with epoch -1 after the member joined")
+        rejoined = any(e.details.get("member_epoch") == 0 and e.t_ms > left.t_ms for e in beats)
+        limit, interval = float(ev.config.get("max.poll.interval.ms", 300_000)), interval_ms / ev.scale
+        took = left.t_ms - joined.t_ms
+        figure = f"left {took:.0f} ms after joining (max.poll.interval.ms {limit:.0f}, heartbeat every {interval:.0f})"
+        if not limit - interval - ev.slack_ms <= took <= limit + interval + ev.slack_ms:
+            return Verdict(False, figure, f"expected to leave between {limit - interval:.0f} and {limit + interval:.0f} ms")
+        if not rejoined:
+            return Verdict(False, figure, "it did not rejoin (epoch 0) when polled again")
+        return Verdict(True, figure)
+
+    return Contract("leaves at max.poll.interval.ms, rejoins on the next poll", check, side="server")
+
+
 KIP848_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="kip848.crashed-member-expires-at-broker-session",
@@ -82,5 +107,19 @@ KIP848_SCENARIOS: tuple[Scenario, ...] = (
         steps=(Operation("kip848_heartbeats", {"group": "k848-hb", "topic": "t", "run_ms": 40_000}, timeout_s=30.0),),
         client_config=CONSUMER_PROTOCOL,
         contracts=(C.outcome_is("kip848_heartbeats", ok=True), heartbeats_at_broker_interval()),
+    ),
+    Scenario(
+        id="kip848.late-poll-leaves-and-rejoins",
+        family="KIP-848 groups",
+        title="The application stops polling: the member leaves at max.poll.interval.ms and rejoins on its next poll",
+        teaching=("max.poll.interval.ms stays a client clock under KIP-848 (it is also sent to the broker as the "
+                  "rebalance timeout). A consumer whose application stops calling poll() is presumed stuck: its "
+                  "background thread sends a leaving heartbeat (epoch -1) so the group can move on without waiting "
+                  "for any session, and the next poll() joins again with epoch 0."),
+        references=("ConsumerMembershipManager.transitionToSendingLeaveGroup", "KIP-848", "KIP-62"),
+        topics=(("t", 2, 3),),
+        steps=(Operation("kip848_late_poll", {"group": "k848-late", "topic": "t", "stall_ms": 90_000}, timeout_s=60.0),),
+        client_config={**CONSUMER_PROTOCOL, "max.poll.interval.ms": 60_000},
+        contracts=(C.outcome_is("kip848_late_poll", ok=True), leaves_at_max_poll_interval()),
     ),
 )

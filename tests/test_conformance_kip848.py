@@ -11,13 +11,17 @@ from conformance.scenarios import BY_ID
 from conformance.scenarios_kip848 import KIP848_SCENARIOS, heartbeats_at_broker_interval, takeover_at_broker_session
 from tests.realclients.conftest import require_client
 
+# librdkafka 2.16 keeps its partitions past max.poll.interval.ms until the application polls
+# again, on Kafka 4.4 as here (docs/findings.md, "librdkafka's KIP-848 consumer and max.poll.interval.ms")
+CONFLUENT_FAILS = {"kip848.late-poll-leaves-and-rejoins"}
+
 
 @pytest.mark.realclient
-def test_confluent_kafka_keeps_the_kip848_contracts():
+def test_confluent_kafka_keeps_the_kip848_contracts_but_one():
     require_client("confluent-kafka")
     results = run_plan(Plan(list(KIP848_SCENARIOS), [ConfluentAdapter()]))
-    assert [(r.scenario, r.status) for r in results] == [(s.id, Status.PASS) for s in KIP848_SCENARIOS], \
-        [(r.scenario, r.contracts) for r in results]
+    want = [(s.id, Status.FAIL if s.id in CONFLUENT_FAILS else Status.PASS) for s in KIP848_SCENARIOS]
+    assert [(r.scenario, r.status) for r in results] == want, [(r.scenario, r.contracts) for r in results]
 
 
 def test_our_async_face_keeps_the_kip848_contracts_in_virtual_time():

@@ -48,6 +48,16 @@ def topics_of(cluster: Any, api_key: int, body: Any) -> list[tuple[str, int | No
     return out
 
 
+def request_details(topics: list[tuple[str, int | None]], api_key: int, body: Any) -> dict[str, Any]:
+    """What the trace says of a request on arrival (emulator and proxy alike): the topics it
+    names and, for ConsumerGroupHeartbeat, the member epoch it carries (0 join, -1 leave, -2 a
+    static member's temporary leave), which the kip848 contracts read on the wire."""
+    details: dict[str, Any] = {"topics": sorted({t for t, _ in topics})} if topics else {}
+    if api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT and body is not None:
+        details["member_epoch"] = body.get("member_epoch")
+    return details
+
+
 def error_codes(body: Any) -> list[int]:
     """Every non-zero error code anywhere in a response (for the trace). Iterative, and lists
     of scalars (replica ids, offsets) are skipped whole: this runs on every response."""

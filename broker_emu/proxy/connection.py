@@ -25,7 +25,7 @@ import trio
 from broker_emu.context import API_NAMES
 from broker_emu.encoded_responses import encode_with_errors
 from broker_emu.faults import Decision
-from broker_emu.handlers import error_codes, error_response, topics_of
+from broker_emu.handlers import error_codes, error_response, request_details, topics_of
 from broker_emu.proxy.answers import ADDRESS_APIS, address_entries, cap_api_versions, produce_acks
 from broker_emu.proxy.upstream import Node, Upstream, UpstreamError
 from broker_emu.server import Connection
@@ -121,7 +121,7 @@ class ProxyConnection(Connection):
                   "api": API_NAMES.get(header.api_key), "api_version": header.api_version}
         body = self._decode(frame, header, fields)
         topics = topics_of(self.proxy, header.api_key, body) if body is not None else []
-        details: dict[str, Any] = {"topics": sorted({t for t, _ in topics})} if topics else {}
+        details = request_details(topics, header.api_key, body)
         if body is None:
             details["undecoded"] = True
         if arrived_ms is not None and arrived_ms < self.proxy.now_ms():

@@ -99,20 +99,27 @@ class Membership848:
 
     # -- time ---------------------------------------------------------------------------------
     def next_deadline(self) -> float:
+        """The next heartbeat, or the poll timer's expiry if sooner: as Java's background thread
+        (HeartbeatRequestManager.maximumTimeToWait), the member leaves the moment
+        max.poll.interval.ms has passed, not at the heartbeat after it."""
         if self.state in (LEFT, CLOSED) or self.heartbeat_in_flight or self.reconciling:
             return math.inf
+        if self.state == STABLE:
+            return min(self.heartbeat_due, self.last_poll + self.rebalance_timeout_ms / 1000)
         return self.heartbeat_due
 
     def handle_timeouts(self, now: float) -> Action | None:
-        if self.state in (LEFT, CLOSED) or self.heartbeat_in_flight or self.reconciling or now < self.heartbeat_due:
+        if self.state in (LEFT, CLOSED) or self.heartbeat_in_flight or self.reconciling:
             return None
         idle_ms = (now - self.last_poll) * 1000
-        if self.state == STABLE and idle_ms > self.rebalance_timeout_ms:
+        if self.state == STABLE and idle_ms >= self.rebalance_timeout_ms:
             self.state = LEFT
             taken, self.assignment = self.assignment, []
             return Action(LEAVE, revoked=taken, reason=(
                 f"consumer poll timeout has expired: {idle_ms:.0f} ms since the last poll, over "
                 f"max.poll.interval.ms={self.rebalance_timeout_ms}"))
+        if now < self.heartbeat_due:
+            return None
         self.heartbeat_in_flight = True
         return Action(HEARTBEAT, self.heartbeat_request())
 

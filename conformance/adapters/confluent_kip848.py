@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from conformance.adapters.base import RunEnv
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
-KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats"})
+KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll"})
 
 # the first member's process: join, say which partitions it owns whenever that changes, then
 # poll until killed
@@ -98,6 +98,25 @@ class ConfluentKip848:
                 c.poll(0.05)
             return Outcome("kip848_heartbeats", joined, env.clock() - start, None if joined else "TimeoutException",
                            None if joined else "never assigned")
+        finally:
+            c.close()
+
+
+    def _kip848_late_poll(self, step: Operation, env: RunEnv) -> Outcome:
+        """Join, stop polling for ``stall_ms`` (scaled), poll again: timed, getting the partitions back."""
+        from confluent_kafka import Consumer
+
+        group, topic, limit = step.args.get("group", "k848-late"), step.args.get("topic", "t"), step.timeout_s or 60.0
+        c = Consumer(self._kip848_conf(env, group))
+        try:
+            c.subscribe([topic])
+            _until(lambda: bool(c.assignment()), c, env, limit)
+            time.sleep(step.args.get("stall_ms", 90_000) / env.scale / 1000)   # the application is busy
+            start = env.clock()
+            c.poll(0.02)   # librdkafka reports the poll interval exceeded here, then rejoins
+            ok = _until(lambda: bool(c.assignment()), c, env, limit)
+            return Outcome("kip848_late_poll", ok, env.clock() - start, None if ok else "TimeoutException",
+                           None if ok else "never assigned again")
         finally:
             c.close()
 

@@ -12,7 +12,7 @@ import trio
 from conformance.adapters.base import RunEnv
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
-KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats"})
+KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll"})
 
 
 class OursKip848:
@@ -79,3 +79,24 @@ class OursKip848:
                 await c.poll(0.1)
             return Outcome("kip848_heartbeats", joined, trio.current_time() - start, None if joined else "TimeoutException",
                            None if joined else "never assigned")
+
+    async def _kip848_late_poll(self, step: Operation, env: RunEnv) -> Outcome:
+        """Join, stop polling for ``stall_ms`` (scaled), poll again: timed, getting the partitions back."""
+        from client.consumer import open_consumer
+
+        group, topic, limit = step.args.get("group", "k848-late"), step.args.get("topic", "t"), step.timeout_s or 600.0
+        async with open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as c:
+            c.subscribe([topic])
+            with trio.move_on_after(limit):
+                while not c.assignment():
+                    await c.poll(0.1)
+            await trio.sleep(step.args.get("stall_ms", 90_000) / env.scale / 1000)   # the application is busy
+            start = trio.current_time()
+            with trio.move_on_after(limit):
+                while True:
+                    await c.poll(0.1)
+                    if c.assignment():
+                        break
+            ok = bool(c.assignment())
+            return Outcome("kip848_late_poll", ok, trio.current_time() - start, None if ok else "TimeoutException",
+                           None if ok else "never assigned again")
