@@ -75,6 +75,7 @@ class ErrorCode(enum.IntEnum):
     KAFKA_STORAGE_ERROR = 56
     SASL_AUTHENTICATION_FAILED = 58
     UNKNOWN_PRODUCER_ID = 59
+    NON_EMPTY_GROUP = 68
     GROUP_ID_NOT_FOUND = 69
     FETCH_SESSION_ID_NOT_FOUND = 70
     INVALID_FETCH_SESSION_EPOCH = 71
@@ -85,6 +86,7 @@ class ErrorCode(enum.IntEnum):
     MEMBER_ID_REQUIRED = 79
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
+    GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88
     THROTTLING_QUOTA_EXCEEDED = 89
@@ -122,48 +124,37 @@ class RetriableError(KafkaError):
     retriable = True
 
 class UnknownServerError(KafkaError):
-    code = -1
-    name = 'UNKNOWN_SERVER_ERROR'
+    code, name = -1, 'UNKNOWN_SERVER_ERROR'
 
 class OffsetOutOfRangeError(KafkaError):
-    code = 1
-    name = 'OFFSET_OUT_OF_RANGE'
+    code, name = 1, 'OFFSET_OUT_OF_RANGE'
 
 class CorruptMessageError(RetriableError):
-    code = 2
-    name = 'CORRUPT_MESSAGE'
+    code, name = 2, 'CORRUPT_MESSAGE'
 
 class UnknownTopicOrPartitionError(RetriableError):
-    code = 3
-    name = 'UNKNOWN_TOPIC_OR_PARTITION'
+    code, name = 3, 'UNKNOWN_TOPIC_OR_PARTITION'
 
 class LeaderNotAvailableError(RetriableError):
-    code = 5
-    name = 'LEADER_NOT_AVAILABLE'
+    code, name = 5, 'LEADER_NOT_AVAILABLE'
 
 class NotLeaderOrFollowerError(RetriableError):
-    code = 6
-    name = 'NOT_LEADER_OR_FOLLOWER'
+    code, name = 6, 'NOT_LEADER_OR_FOLLOWER'
 
 class RequestTimedOutError(RetriableError):
-    code = 7
-    name = 'REQUEST_TIMED_OUT'
+    code, name = 7, 'REQUEST_TIMED_OUT'
 
 class BrokerNotAvailableError(KafkaError):
-    code = 8
-    name = 'BROKER_NOT_AVAILABLE'
+    code, name = 8, 'BROKER_NOT_AVAILABLE'
 
 class ReplicaNotAvailableError(RetriableError):
-    code = 9
-    name = 'REPLICA_NOT_AVAILABLE'
+    code, name = 9, 'REPLICA_NOT_AVAILABLE'
 
 class MessageTooLargeError(KafkaError):
-    code = 10
-    name = 'MESSAGE_TOO_LARGE'
+    code, name = 10, 'MESSAGE_TOO_LARGE'
 
 class OffsetMetadataTooLargeError(KafkaError):
-    code = 12
-    name = 'OFFSET_METADATA_TOO_LARGE'
+    code, name = 12, 'OFFSET_METADATA_TOO_LARGE'
 
 class NetworkException(RetriableError):
     """The connection broke before a response arrived."""
@@ -172,176 +163,133 @@ class NetworkException(RetriableError):
     name = 'NETWORK_EXCEPTION'
 
 class CoordinatorLoadInProgressError(RetriableError):
-    code = 14
-    name = 'COORDINATOR_LOAD_IN_PROGRESS'
+    code, name = 14, 'COORDINATOR_LOAD_IN_PROGRESS'
 
 class CoordinatorNotAvailableError(RetriableError):
-    code = 15
-    name = 'COORDINATOR_NOT_AVAILABLE'
+    code, name = 15, 'COORDINATOR_NOT_AVAILABLE'
 
 class NotCoordinatorError(RetriableError):
-    code = 16
-    name = 'NOT_COORDINATOR'
+    code, name = 16, 'NOT_COORDINATOR'
 
 class InvalidTopicException(KafkaError):
-    code = 17
-    name = 'INVALID_TOPIC_EXCEPTION'
+    code, name = 17, 'INVALID_TOPIC_EXCEPTION'
 
 class RecordListTooLargeError(KafkaError):
-    code = 18
-    name = 'RECORD_LIST_TOO_LARGE'
+    code, name = 18, 'RECORD_LIST_TOO_LARGE'
 
 class NotEnoughReplicasError(RetriableError):
-    code = 19
-    name = 'NOT_ENOUGH_REPLICAS'
+    code, name = 19, 'NOT_ENOUGH_REPLICAS'
 
 class NotEnoughReplicasAfterAppendError(RetriableError):
-    code = 20
-    name = 'NOT_ENOUGH_REPLICAS_AFTER_APPEND'
+    code, name = 20, 'NOT_ENOUGH_REPLICAS_AFTER_APPEND'
 
 class InvalidRequiredAcksError(KafkaError):
-    code = 21
-    name = 'INVALID_REQUIRED_ACKS'
+    code, name = 21, 'INVALID_REQUIRED_ACKS'
 
 class IllegalGenerationError(KafkaError):
-    code = 22
-    name = 'ILLEGAL_GENERATION'
+    code, name = 22, 'ILLEGAL_GENERATION'
 
 class InconsistentGroupProtocolError(KafkaError):
-    code = 23
-    name = 'INCONSISTENT_GROUP_PROTOCOL'
+    code, name = 23, 'INCONSISTENT_GROUP_PROTOCOL'
 
 class InvalidGroupIdError(KafkaError):
-    code = 24
-    name = 'INVALID_GROUP_ID'
+    code, name = 24, 'INVALID_GROUP_ID'
 
 class UnknownMemberIdError(KafkaError):
-    code = 25
-    name = 'UNKNOWN_MEMBER_ID'
+    code, name = 25, 'UNKNOWN_MEMBER_ID'
 
 class InvalidSessionTimeoutError(KafkaError):
-    code = 26
-    name = 'INVALID_SESSION_TIMEOUT'
+    code, name = 26, 'INVALID_SESSION_TIMEOUT'
 
 class RebalanceInProgressError(KafkaError):
-    code = 27
-    name = 'REBALANCE_IN_PROGRESS'
+    code, name = 27, 'REBALANCE_IN_PROGRESS'
 
 class InvalidCommitOffsetSizeError(KafkaError):
-    code = 28
-    name = 'INVALID_COMMIT_OFFSET_SIZE'
+    code, name = 28, 'INVALID_COMMIT_OFFSET_SIZE'
 
 class TopicAuthorizationFailedError(KafkaError):
-    code = 29
-    name = 'TOPIC_AUTHORIZATION_FAILED'
+    code, name = 29, 'TOPIC_AUTHORIZATION_FAILED'
 
 class GroupAuthorizationFailedError(KafkaError):
-    code = 30
-    name = 'GROUP_AUTHORIZATION_FAILED'
+    code, name = 30, 'GROUP_AUTHORIZATION_FAILED'
 
 class ClusterAuthorizationFailedError(KafkaError):
-    code = 31
-    name = 'CLUSTER_AUTHORIZATION_FAILED'
+    code, name = 31, 'CLUSTER_AUTHORIZATION_FAILED'
 
 class InvalidTimestampError(KafkaError):
-    code = 32
-    name = 'INVALID_TIMESTAMP'
+    code, name = 32, 'INVALID_TIMESTAMP'
 
 class UnsupportedSaslMechanismError(KafkaError):
-    code = 33
-    name = 'UNSUPPORTED_SASL_MECHANISM'
+    code, name = 33, 'UNSUPPORTED_SASL_MECHANISM'
 
 class IllegalSaslStateError(KafkaError):
-    code = 34
-    name = 'ILLEGAL_SASL_STATE'
+    code, name = 34, 'ILLEGAL_SASL_STATE'
 
 class UnsupportedVersionError(KafkaError):
-    code = 35
-    name = 'UNSUPPORTED_VERSION'
+    code, name = 35, 'UNSUPPORTED_VERSION'
 
 class TopicAlreadyExistsError(KafkaError):
-    code = 36
-    name = 'TOPIC_ALREADY_EXISTS'
+    code, name = 36, 'TOPIC_ALREADY_EXISTS'
 
 class InvalidPartitionsError(KafkaError):
-    code = 37
-    name = 'INVALID_PARTITIONS'
+    code, name = 37, 'INVALID_PARTITIONS'
 
 class InvalidReplicationFactorError(KafkaError):
-    code = 38
-    name = 'INVALID_REPLICATION_FACTOR'
+    code, name = 38, 'INVALID_REPLICATION_FACTOR'
 
 class InvalidReplicaAssignmentError(KafkaError):
-    code = 39
-    name = 'INVALID_REPLICA_ASSIGNMENT'
+    code, name = 39, 'INVALID_REPLICA_ASSIGNMENT'
 
 class InvalidConfigError(KafkaError):
-    code = 40
-    name = 'INVALID_CONFIG'
+    code, name = 40, 'INVALID_CONFIG'
 
 class NotControllerError(RetriableError):
-    code = 41
-    name = 'NOT_CONTROLLER'
+    code, name = 41, 'NOT_CONTROLLER'
 
 class InvalidRequestError(KafkaError):
-    code = 42
-    name = 'INVALID_REQUEST'
+    code, name = 42, 'INVALID_REQUEST'
 
 class UnsupportedForMessageFormatError(KafkaError):
-    code = 43
-    name = 'UNSUPPORTED_FOR_MESSAGE_FORMAT'
+    code, name = 43, 'UNSUPPORTED_FOR_MESSAGE_FORMAT'
 
 class OutOfOrderSequenceNumberError(KafkaError):
-    code = 45
-    name = 'OUT_OF_ORDER_SEQUENCE_NUMBER'
+    code, name = 45, 'OUT_OF_ORDER_SEQUENCE_NUMBER'
 
 class DuplicateSequenceNumberError(KafkaError):
-    code = 46
-    name = 'DUPLICATE_SEQUENCE_NUMBER'
+    code, name = 46, 'DUPLICATE_SEQUENCE_NUMBER'
 
 class InvalidProducerEpochError(KafkaError):
-    code = 47
-    name = 'INVALID_PRODUCER_EPOCH'
+    code, name = 47, 'INVALID_PRODUCER_EPOCH'
 
 class InvalidTxnStateError(KafkaError):
-    code = 48
-    name = 'INVALID_TXN_STATE'
+    code, name = 48, 'INVALID_TXN_STATE'
 
 class InvalidProducerIdMappingError(KafkaError):
-    code = 49
-    name = 'INVALID_PRODUCER_ID_MAPPING'
+    code, name = 49, 'INVALID_PRODUCER_ID_MAPPING'
 
 class InvalidTransactionTimeoutError(KafkaError):
-    code = 50
-    name = 'INVALID_TRANSACTION_TIMEOUT'
+    code, name = 50, 'INVALID_TRANSACTION_TIMEOUT'
 
 class ConcurrentTransactionsError(RetriableError):
-    code = 51
-    name = 'CONCURRENT_TRANSACTIONS'
+    code, name = 51, 'CONCURRENT_TRANSACTIONS'
 
 class TransactionCoordinatorFencedError(KafkaError):
-    code = 52
-    name = 'TRANSACTION_COORDINATOR_FENCED'
+    code, name = 52, 'TRANSACTION_COORDINATOR_FENCED'
 
 class TransactionalIdAuthorizationFailedError(KafkaError):
-    code = 53
-    name = 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED'
+    code, name = 53, 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED'
 
 class OperationNotAttemptedError(KafkaError):
-    code = 55
-    name = 'OPERATION_NOT_ATTEMPTED'
+    code, name = 55, 'OPERATION_NOT_ATTEMPTED'
 
 class KafkaStorageError(RetriableError):
-    code = 56
-    name = 'KAFKA_STORAGE_ERROR'
+    code, name = 56, 'KAFKA_STORAGE_ERROR'
 
 class SaslAuthenticationFailedError(KafkaError):
-    code = 58
-    name = 'SASL_AUTHENTICATION_FAILED'
+    code, name = 58, 'SASL_AUTHENTICATION_FAILED'
 
 class UnknownProducerIdError(KafkaError):
-    code = 59
-    name = 'UNKNOWN_PRODUCER_ID'
+    code, name = 59, 'UNKNOWN_PRODUCER_ID'
 
 class GroupIdNotFoundError(KafkaError):
     """The group does not exist (OffsetCommit v9+ to a group the coordinator does not know)."""
@@ -349,97 +297,80 @@ class GroupIdNotFoundError(KafkaError):
     code = 69
     name = 'GROUP_ID_NOT_FOUND'
 
+class NonEmptyGroupError(KafkaError):
+    code, name = 68, 'NON_EMPTY_GROUP'
+
 class FetchSessionIdNotFoundError(RetriableError):
-    code = 70
-    name = 'FETCH_SESSION_ID_NOT_FOUND'
+    code, name = 70, 'FETCH_SESSION_ID_NOT_FOUND'
 
 class InvalidFetchSessionEpochError(RetriableError):
-    code = 71
-    name = 'INVALID_FETCH_SESSION_EPOCH'
+    code, name = 71, 'INVALID_FETCH_SESSION_EPOCH'
 
 class FencedLeaderEpochError(RetriableError):
-    code = 74
-    name = 'FENCED_LEADER_EPOCH'
+    code, name = 74, 'FENCED_LEADER_EPOCH'
 
 class UnknownLeaderEpochError(RetriableError):
-    code = 75
-    name = 'UNKNOWN_LEADER_EPOCH'
+    code, name = 75, 'UNKNOWN_LEADER_EPOCH'
 
 class UnsupportedCompressionTypeError(KafkaError):
-    code = 76
-    name = 'UNSUPPORTED_COMPRESSION_TYPE'
+    code, name = 76, 'UNSUPPORTED_COMPRESSION_TYPE'
 
 class OffsetNotAvailableError(RetriableError):
-    code = 78
-    name = 'OFFSET_NOT_AVAILABLE'
+    code, name = 78, 'OFFSET_NOT_AVAILABLE'
 
 class MemberIdRequiredError(KafkaError):
-    code = 79
-    name = 'MEMBER_ID_REQUIRED'
+    code, name = 79, 'MEMBER_ID_REQUIRED'
 
 class GroupMaxSizeReachedError(KafkaError):
-    code = 81
-    name = 'GROUP_MAX_SIZE_REACHED'
+    code, name = 81, 'GROUP_MAX_SIZE_REACHED'
 
 class FencedInstanceIdError(KafkaError):
-    code = 82
-    name = 'FENCED_INSTANCE_ID'
+    code, name = 82, 'FENCED_INSTANCE_ID'
+
+class GroupSubscribedToTopicError(KafkaError):
+    code, name = 86, 'GROUP_SUBSCRIBED_TO_TOPIC'
 
 class InvalidRecordError(KafkaError):
-    code = 87
-    name = 'INVALID_RECORD'
+    code, name = 87, 'INVALID_RECORD'
 
 class UnstableOffsetCommitError(RetriableError):
-    code = 88
-    name = 'UNSTABLE_OFFSET_COMMIT'
+    code, name = 88, 'UNSTABLE_OFFSET_COMMIT'
 
 class ThrottlingQuotaExceededError(RetriableError):
-    code = 89
-    name = 'THROTTLING_QUOTA_EXCEEDED'
+    code, name = 89, 'THROTTLING_QUOTA_EXCEEDED'
 
 class ProducerFencedError(KafkaError):
-    code = 90
-    name = 'PRODUCER_FENCED'
+    code, name = 90, 'PRODUCER_FENCED'
 
 class UnknownTopicIdError(RetriableError):
-    code = 100
-    name = 'UNKNOWN_TOPIC_ID'
+    code, name = 100, 'UNKNOWN_TOPIC_ID'
 
 class TransactionalIdNotFoundError(KafkaError):
-    code = 105
-    name = 'TRANSACTIONAL_ID_NOT_FOUND'
+    code, name = 105, 'TRANSACTIONAL_ID_NOT_FOUND'
 
 class FencedMemberEpochError(KafkaError):
-    code = 110
-    name = 'FENCED_MEMBER_EPOCH'
+    code, name = 110, 'FENCED_MEMBER_EPOCH'
 
 class UnreleasedInstanceIdError(KafkaError):
-    code = 111
-    name = 'UNRELEASED_INSTANCE_ID'
+    code, name = 111, 'UNRELEASED_INSTANCE_ID'
 
 class UnsupportedAssignorError(KafkaError):
-    code = 112
-    name = 'UNSUPPORTED_ASSIGNOR'
+    code, name = 112, 'UNSUPPORTED_ASSIGNOR'
 
 class StaleMemberEpochError(KafkaError):
-    code = 113
-    name = 'STALE_MEMBER_EPOCH'
+    code, name = 113, 'STALE_MEMBER_EPOCH'
 
 class MismatchedEndpointTypeError(KafkaError):
-    code = 114
-    name = 'MISMATCHED_ENDPOINT_TYPE'
+    code, name = 114, 'MISMATCHED_ENDPOINT_TYPE'
 
 class UnsupportedEndpointTypeError(KafkaError):
-    code = 115
-    name = 'UNSUPPORTED_ENDPOINT_TYPE'
+    code, name = 115, 'UNSUPPORTED_ENDPOINT_TYPE'
 
 class TransactionAbortableError(KafkaError):
-    code = 120
-    name = 'TRANSACTION_ABORTABLE'
+    code, name = 120, 'TRANSACTION_ABORTABLE'
 
 class InvalidRegularExpressionError(KafkaError):
-    code = 128
-    name = 'INVALID_REGULAR_EXPRESSION'
+    code, name = 128, 'INVALID_REGULAR_EXPRESSION'
 
 # -- client-local errors (never on the wire; Java's TimeoutException, DisconnectException) -----
 

@@ -36,6 +36,7 @@ from typing import Any
 import trio
 
 from broker_emu.groups.consumer_state import ConsumerGroup
+from broker_emu.groups.deletion import DeletionMixin
 from broker_emu.groups.failover import FailoverMixin, join_error, sync_error
 from broker_emu.groups.kip848 import ConsumerGroupsMixin
 from broker_emu.groups.offsets import OffsetsMixin
@@ -79,7 +80,7 @@ class JoinRequest:
     supports_skip_assignment: bool = False    # JoinGroup v9+ (static leader rejoining a Stable group)
 
 
-class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
+class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, DeletionMixin, OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
     def __init__(self, cluster: Any):
         self.cluster = cluster
         self.groups: dict[str, Group] = {}

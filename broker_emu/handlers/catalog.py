@@ -6,6 +6,7 @@ from __future__ import annotations
 
 def register_all() -> None:
     """Register every handler (idempotent: a module registers once, when first imported)."""
+    from broker_emu.groups import admin_handlers as group_admin  # noqa: F401
     from broker_emu.groups import handlers as group_handlers  # noqa: F401
     from broker_emu.groups import kip848_handlers  # noqa: F401
     from broker_emu.handlers import admin, admin_partitions, admin_records, api_versions, fetch, metadata, offsets, produce  # noqa: F401

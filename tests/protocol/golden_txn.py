@@ -148,4 +148,21 @@ def txn_cases(Case):
                  + i32(-2147483648) + NO_TAGS,
                  i16(69) + cstr("Group nope not found.") + cstr("nope") + cstr("") + i32(0) + i32(0) + cstr("")
                  + carr([]) + i32(-2147483648) + NO_TAGS]) + NO_TAGS),
+
+        # -- DeleteGroups (42) and OffsetDelete (47) ----------------------------------------------------
+        Case(42, 2, "request", {"groups_names": ["g", "busy"]}, carr([cstr("g"), cstr("busy")]) + NO_TAGS),
+        Case(42, 2, "response",
+             {"throttle_time_ms": 0, "results": [{"group_id": "g", "error_code": 0, "error_message": None},
+                                                 {"group_id": "busy", "error_code": 68, "error_message": None}]},
+             i32(0) + carr([cstr("g") + i16(0) + NO_TAGS, cstr("busy") + i16(68) + NO_TAGS]) + NO_TAGS),
+        Case(42, 1, "response",
+             {"throttle_time_ms": 0, "results": [{"group_id": "g", "error_code": 69, "error_message": None}]},
+             i32(0) + arr32([str16("g") + i16(69)])),
+        Case(47, 0, "request",
+             {"group_id": "g", "topics": [{"name": "events", "partitions": [{"partition_index": 0}, {"partition_index": 2}]}]},
+             str16("g") + arr32([str16("events") + arr32([i32(0), i32(2)])])),
+        Case(47, 0, "response",
+             {"error_code": 0, "throttle_time_ms": 0, "topics": [{"name": "events", "partitions": [
+                 {"partition_index": 0, "error_code": 0}, {"partition_index": 2, "error_code": 86}]}]},
+             i16(0) + i32(0) + arr32([str16("events") + arr32([i32(0) + i16(0), i32(2) + i16(86)])])),
     ]

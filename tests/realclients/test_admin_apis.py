@@ -87,3 +87,41 @@ def test_kafka_python_delete_records(cluster):
         admin.close()
     assert got[TopicPartition("t", 1)]["low_watermark"] == 2
     assert _earliest(cluster.bootstrap, 1) == 2
+
+
+def _commit(bootstrap: str, group: str, offsets: dict[int, int]) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
+    try:
+        c.commit(offsets=[TopicPartition("t", p, o) for p, o in offsets.items()], asynchronous=False)
+    finally:
+        c.close()
+
+
+def test_confluent_kafka_delete_consumer_groups(cluster):
+    require_client("confluent-kafka")
+    from confluent_kafka.admin import AdminClient
+
+    _commit(cluster.bootstrap, "to-delete", {0: 1})
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+    admin.delete_consumer_groups(["to-delete"], request_timeout=20)["to-delete"].result(20)
+    with pytest.raises(Exception, match="GROUP_ID_NOT_FOUND|does not exist"):
+        admin.delete_consumer_groups(["to-delete"], request_timeout=20)["to-delete"].result(20)
+
+
+def test_kafka_python_delete_group_offsets_and_groups(cluster):
+    require_client("kafka-python")
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    _commit(cluster.bootstrap, "kp-delete", {0: 4, 1: 2})
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        admin.delete_group_offsets("kp-delete", [TopicPartition("t", 0)])
+        left = admin.list_group_offsets("kp-delete")["kp-delete"]
+        assert {tp.partition: om.offset for tp, om in left.items()} == {1: 2}
+        assert admin.delete_groups(["kp-delete"]) == {"kp-delete": "OK"}
+        assert admin.list_group_offsets("kp-delete")["kp-delete"] == {}
+    finally:
+        admin.close()

@@ -179,6 +179,7 @@ def _ck_admin(bootstrap: str, base: dict, steps: Steps) -> None:
     steps.run("admin create_partitions", lambda: result(admin.create_partitions([NewPartitions("ck-new", 3)])))
     steps.run("admin delete_records", lambda: result(admin.delete_records([TopicPartition(TOPIC, 0, 1)])))
     steps.run("admin delete_topics", lambda: result(admin.delete_topics(["ck-new"], operation_timeout=5)))
+    steps.run("admin delete_consumer_groups", lambda: result(admin.delete_consumer_groups(["ck-group"])))
 
 
 def _ck_sasl(ck, base: dict) -> None:
@@ -302,6 +303,8 @@ def _kp_admin(kafka, base: dict, steps: Steps) -> None:
                TopicPartition(TOPIC, 2): OffsetSpec.MAX_TIMESTAMP})
     steps.run("admin create_partitions", admin.create_partitions, {"kp-new": NewPartitions(total_count=3)})
     steps.run("admin delete_records", admin.delete_records, {TopicPartition(TOPIC, 1): 1})
+    steps.run("admin delete_group_offsets", admin.delete_group_offsets, "kp-group", [TopicPartition(TOPIC, 0)])
+    steps.run("admin delete_groups", admin.delete_groups, ["kp-group"])
     steps.run("admin delete_topics", admin.delete_topics, ["kp-new"])
     by_id = steps.run("admin describe new topic", admin.describe_topics, ["kp-by-id"])
     if by_id:
