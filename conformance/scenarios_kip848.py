@@ -81,6 +81,36 @@ def leaves_at_max_poll_interval(interval_ms: float = INTERVAL_MS) -> Contract:
     return Contract("leaves at max.poll.interval.ms, rejoins on the next poll", check, side="server")
 
 
+def one_owner_per_partition() -> Contract:
+    """No partition was ever held by two members at once: every member's assigned and revoking
+    partitions, as the coordinator reported them after each change (group_member_epoch, and
+    group_member_fenced releasing them), never overlap."""
+
+    def check(ev: Evidence) -> Verdict:
+        held: dict[str, set[tuple[str, int]]] = {}
+        changes = 0
+        for e in ev.trace:
+            d = e.details
+            if e.kind == Kind.GROUP_MEMBER_EPOCH:
+                changes += 1
+                held[d["member"]] = {(t, p) for part in ("assigned", "revoking") for t, ps in d[part].items() for p in ps}
+            elif e.kind == Kind.GROUP_MEMBER_FENCED:
+                held.pop(d["member"], None)
+            else:
+                continue
+            members = list(held.items())
+            for i, (a, mine) in enumerate(members):
+                for b, theirs in members[i + 1:]:
+                    if mine & theirs:
+                        return Verdict(False, f"{changes} assignment changes",
+                                       f"at {e.t_ms:.0f} ms {sorted(mine & theirs)} held by {a[:8]} and {b[:8]}")
+        if not changes:
+            return Verdict(False, "no assignment", "the coordinator reported no member epoch change")
+        return Verdict(True, f"{changes} assignment changes, never two owners")
+
+    return Contract("a partition never has two owners", check, side="server")
+
+
 KIP848_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="kip848.crashed-member-expires-at-broker-session",
@@ -121,5 +151,21 @@ KIP848_SCENARIOS: tuple[Scenario, ...] = (
         steps=(Operation("kip848_late_poll", {"group": "k848-late", "topic": "t", "stall_ms": 90_000}, timeout_s=60.0),),
         client_config={**CONSUMER_PROTOCOL, "max.poll.interval.ms": 60_000},
         contracts=(C.outcome_is("kip848_late_poll", ok=True), leaves_at_max_poll_interval()),
+    ),
+    Scenario(
+        id="kip848.coordinator-dies-mid-reconciliation",
+        family="KIP-848 groups",
+        not_on_kafka=("its contract reads the group coordinator's own trace (group_member_epoch), which a proxy in "
+                      "front of Kafka cannot see"),
+        title="The group coordinator's broker stops while a member is revoking: the group carries on at the new coordinator",
+        teaching=("A KIP-848 group is all records in __consumer_offsets: when its coordinator's broker stops, the new "
+                  "leader of that partition has the group whole — epochs, assignments, the revocation under way. "
+                  "The members find the new coordinator, heartbeat with the epochs they had, and the reconciliation "
+                  "goes on; no partition ever has two owners."),
+        references=("GroupCoordinatorShard.onLoaded", "CurrentAssignmentBuilder", "KIP-848"),
+        topics=(("t", 4, 3),),
+        steps=(Operation("kip848_coordinator_dies", {"group": "k848-move", "topic": "t"}, timeout_s=120.0),),
+        client_config=CONSUMER_PROTOCOL,
+        contracts=(C.outcome_is("kip848_coordinator_dies", ok=True), one_owner_per_partition()),
     ),
 )

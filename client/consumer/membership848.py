@@ -63,6 +63,8 @@ class Membership848:
         self.rebalance_timeout_ms: int = config["max.poll.interval.ms"]
         self.assignor: str | None = config.get("group.remote.assignor")
         self.retry_backoff: float = config["retry.backoff.ms"] / 1000
+        self.retry_backoff_max: float = config["retry.backoff.max.ms"] / 1000
+        self._backoff = self.retry_backoff
         self.topics, self.pattern = topics, pattern
         self.member_id = new_member_id()
         self.epoch = 0
@@ -135,8 +137,13 @@ class Membership848:
                 "topic_partitions": [] if joining else None}
 
     def failed(self, now: float) -> None:
+        """A heartbeat that got no answer (a disconnect, a timeout, a moved coordinator) or an
+        error: retry after retry.backoff.ms, doubling to retry.backoff.max.ms — not a whole
+        interval later, so a moved coordinator is found and told at once (Java's
+        HeartbeatRequestManager: onFailedAttempt)."""
         self.heartbeat_in_flight = False
-        self.heartbeat_due = now + max(self.retry_backoff, self.heartbeat_interval)
+        self.heartbeat_due = now + self._backoff
+        self._backoff = min(self._backoff * 2, self.retry_backoff_max)
 
     # -- answers ---------------------------------------------------------------------------------
     def on_heartbeat_response(self, answer: Any, assigned: list[TopicPartition] | None, now: float) -> Reconcile | None:
@@ -150,7 +157,7 @@ class Membership848:
             return Reconcile(lost, [], lost=True) if lost else None
         if code:
             raise error_for_code(code, answer.error_message)
-        self.send_subscription = False
+        self.send_subscription, self._backoff = False, self.retry_backoff
         self.heartbeat_interval = answer.heartbeat_interval_ms / 1000
         self.epoch, self.state = answer.member_epoch, STABLE
         self.heartbeat_due = now + self.heartbeat_interval

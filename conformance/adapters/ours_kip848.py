@@ -12,7 +12,7 @@ import trio
 from conformance.adapters.base import RunEnv
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
-KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll"})
+KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll", "kip848_coordinator_dies"})
 
 
 class OursKip848:
@@ -100,3 +100,33 @@ class OursKip848:
             ok = bool(c.assignment())
             return Outcome("kip848_late_poll", ok, trio.current_time() - start, None if ok else "TimeoutException",
                            None if ok else "never assigned again")
+
+    async def _kip848_coordinator_dies(self, step: Operation, env: RunEnv) -> Outcome:
+        """Two members; the group coordinator's broker stops while the first is revoking for the
+        second. Timed: from the stop until the two members hold half the topic each."""
+        from client.consumer import open_consumer
+
+        group, topic, limit = step.args.get("group", "k848-move"), step.args.get("topic", "t"), step.timeout_s or 600.0
+        groups = env.cluster.groups
+        async with open_consumer({**self._consumer_config(env, group), "client.id": SILENT_MEMBER},
+                                 connect=self._connect(env)) as first, \
+                open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as second:
+            first.subscribe([topic])
+            while not first.assignment():
+                await first.poll(0.1)
+            total = len(first.assignment())
+            second.subscribe([topic])
+            with trio.move_on_after(limit):   # until the first member is asked to revoke
+                while not any(m["revoking"] for m in groups.describe(group).get("members", [])):
+                    await first.poll(0.05)
+                    await second.poll(0.05)
+            await env.cluster.stop_broker(env.cluster.coordinator_for(group))
+            start = trio.current_time()
+            with trio.move_on_after(limit):
+                while not (len(first.assignment()) + len(second.assignment()) == total
+                           and first.assignment() and second.assignment()):
+                    await first.poll(0.1)
+                    await second.poll(0.1)
+            ok = len(first.assignment()) + len(second.assignment()) == total and bool(second.assignment())
+            return Outcome("kip848_coordinator_dies", ok, trio.current_time() - start, None if ok else "TimeoutException",
+                           None if ok else "the group never settled on the new coordinator")
