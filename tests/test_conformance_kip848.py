@@ -88,3 +88,21 @@ def test_one_owner_contract_fails_when_two_members_hold_a_partition():
     assert contract.check(Evidence([], handed_over, {})).passed
     verdict = contract.check(Evidence([], too_early, {}))
     assert not verdict.passed and "[('t', 1)] held by a and b" in verdict.message
+
+
+@pytest.mark.realclient
+def test_java_consumer_protocol_keeps_the_kip848_contracts_it_can_run():
+    """The reference: kafka-clients 4.4's AsyncKafkaConsumer heartbeats at the broker's interval
+    and leaves at max.poll.interval.ms (where librdkafka does not)."""
+    from conformance.adapters.java_client import JavaConsumerProtocolAdapter
+    from tests.realclients.test_java_client import _require_java
+
+    adapter = JavaConsumerProtocolAdapter()
+    _require_java(adapter)
+    try:
+        results = run_plan(Plan(list(KIP848_SCENARIOS), [adapter]))
+    finally:
+        adapter.shutdown()
+    want = [(s.id, Status.PASS if adapter.supports(s.steps)[0] else Status.NA) for s in KIP848_SCENARIOS]
+    assert [(r.scenario, r.status) for r in results] == want, [(r.scenario, r.contracts) for r in results]
+    assert sum(status == Status.PASS for _, status in want) == 2

@@ -75,11 +75,12 @@ JAVA_OPERATIONS = frozenset({
     "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets", "offsets_for_times",
     "list_topics", "partitions_for", "commit_sync", "close", "admin_list_topics", "configure_producer",
     "produce_pipelined", "transaction", "txn_zombie", "read_committed_behind_open_txn",
+    "kip848_heartbeats", "kip848_late_poll",
 })
 # what the Java client does through a consumer group's membership (KIP-848's ConsumerGroupHeartbeat
 # under group.protocol=consumer). Offsets by the coordinator (committed, commit_sync: FindCoordinator,
 # OffsetFetch, OffsetCommit without a member epoch) need no membership and run everywhere.
-GROUP_OPERATIONS = frozenset({"join_group_held"})
+GROUP_OPERATIONS = frozenset({"join_group_held", "kip848_heartbeats", "kip848_late_poll"})
 JOIN_GROUP_HELD_NOT_WRITTEN = ("join_group_held (a silent first member, client.id SILENT_MEMBER, then a second member's timed join) "
                  "is not in the Java program yet")
 
@@ -97,6 +98,9 @@ def _java_config(env: RunEnv) -> dict[str, Any]:
 def _scaled_step(step: Operation, scale: float) -> Operation:
     args = dict(step.args)
     for key in SCALED_ARGS_S:
+        if key in args:
+            args[key] = args[key] / scale
+    for key in ("run_ms", "stall_ms"):   # kip848 steps: Kafka-time ms, the program sleeps real ms
         if key in args:
             args[key] = args[key] / scale
     if step.kind == "produce_pipelined":   # ours waits 10 ms (virtual) between the sends by default
@@ -127,6 +131,8 @@ class JavaAdapter(LineProtocolAdapter):
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
         if any(s.kind == "join_group_held" for s in steps):
             return False, JOIN_GROUP_HELD_NOT_WRITTEN
+        if self.group_protocol == "classic" and any(s.kind.startswith("kip848_") for s in steps):
+            return False, "a KIP-848 step: the java-consumer-protocol adapter runs it (group.protocol=consumer)"
         return super().supports(steps)
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
@@ -137,17 +143,19 @@ class JavaAdapter(LineProtocolAdapter):
 
 def emulator_has_kip848() -> bool:
     """Whether the emulator serves ConsumerGroupHeartbeat (KIP-848's group protocol)."""
-    import broker_emu  # noqa: F401  (registers the handlers)
+    from broker_emu.handlers.catalog import register_all
     from broker_emu.registry import REGISTRY
+    from client.protocol import ApiKey
 
-    return any(api.name == "CONSUMER_GROUP_HEARTBEAT" for api in REGISTRY)
+    register_all()
+    return ApiKey.CONSUMER_GROUP_HEARTBEAT in REGISTRY
 
 
 class JavaConsumerProtocolAdapter(JavaAdapter):
     """kafka-clients with ``group.protocol=consumer`` (KIP-848: the AsyncKafkaConsumer, whose
-    group membership is ConsumerGroupHeartbeat). The emulator has no KIP-848 yet: group
-    operations are N/A against it; pass ``broker_has_kip848=True`` to run them against a real
-    Kafka 4 broker (``--bootstrap``). The consumer's other calls (assign, offsets, commits by the
+    group membership is ConsumerGroupHeartbeat). Its group operations need a broker serving
+    KIP-848, as the emulator does (docs/kip848.md); ``broker_has_kip848`` overrides the check for
+    another broker (``--bootstrap``). The consumer's other calls (assign, offsets, commits by the
     coordinator) run everywhere, on the new consumer's own code."""
 
     name = "java-consumer-protocol"
@@ -162,7 +170,7 @@ class JavaConsumerProtocolAdapter(JavaAdapter):
         has_848 = self.broker_has_kip848 if self.broker_has_kip848 is not None else emulator_has_kip848()
         if group_ops and not has_848:
             return False, (f"{', '.join(group_ops)} needs KIP-848's ConsumerGroupHeartbeat (group.protocol=consumer), "
-                           "which the emulator does not serve yet")
+                           "which this broker does not serve")
         return super().supports(steps)
 
 

@@ -34,7 +34,7 @@ final class Ops {
     static final List<String> OPERATIONS = List.of("produce", "poll", "committed", "position", "end_offsets",
             "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
             "admin_list_topics", "configure_producer", "produce_pipelined", "transaction", "txn_zombie",
-            "read_committed_behind_open_txn");
+            "read_committed_behind_open_txn", "kip848_heartbeats", "kip848_late_poll");
 
     static final Duration CLOSE_AFTER_STEP = Duration.ofSeconds(1);
 
@@ -52,6 +52,8 @@ final class Ops {
             case "produce_pipelined" -> producePipelined(run, args);
             case "transaction" -> Txn.transaction(run, args);
             case "txn_zombie" -> Txn.zombie(run, args);
+            case "kip848_heartbeats" -> Kip848.heartbeats(run, args, timeoutMs);
+            case "kip848_late_poll" -> Kip848.latePoll(run, args, timeoutMs);
             case "read_committed_behind_open_txn" -> Txn.readCommittedBehindOpenTxn(run, args, timeoutMs);
             case "configure_producer" -> configureProducer(run);
             case "admin_list_topics" -> adminListTopics(run, args, timeoutMs);
