@@ -29,6 +29,10 @@ DEFAULTS: dict[str, Any] = {
     "group.consumer.min.heartbeat.interval.ms": 5000,
     "group.consumer.max.heartbeat.interval.ms": 15000,
     "group.consumer.assignors": "uniform,range",
+    # Kafka 4.3+: a group's target assignment is recomputed at most once per interval
+    "group.consumer.assignment.interval.ms": 1000,
+    "group.consumer.min.assignment.interval.ms": 0,
+    "group.consumer.max.assignment.interval.ms": 15000,
     "offsets.topic.num.partitions": 50,
     "transaction.state.log.num.partitions": 50,
     "transaction.max.timeout.ms": 900000,
@@ -60,6 +64,8 @@ VALIDATORS: dict[str, Validator] = {
     "group.consumer.session.timeout.ms": at_least(1), "group.consumer.min.session.timeout.ms": at_least(1),
     "group.consumer.max.session.timeout.ms": at_least(1), "group.consumer.heartbeat.interval.ms": at_least(1),
     "group.consumer.min.heartbeat.interval.ms": at_least(1), "group.consumer.max.heartbeat.interval.ms": at_least(1),
+    "group.consumer.assignment.interval.ms": at_least(0), "group.consumer.min.assignment.interval.ms": at_least(0),
+    "group.consumer.max.assignment.interval.ms": at_least(0),
     "transaction.state.log.num.partitions": at_least(1), "transaction.max.timeout.ms": at_least(1),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": at_least(1), "emu.txn.marker.delay.ms": at_least(0),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
@@ -99,7 +105,7 @@ def broker_config(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
 def _check_consumer_group_bounds(config: dict[str, Any]) -> None:
     """GroupCoordinatorConfig's cross-checks: each KIP-848 timer within its bounds, the heartbeat
     interval below the session timeout, known protocols and assignors."""
-    for name in ("session.timeout.ms", "heartbeat.interval.ms"):
+    for name in ("session.timeout.ms", "heartbeat.interval.ms", "assignment.interval.ms"):
         value, low, high = (config[f"group.consumer.{k}"] for k in (name, "min." + name, "max." + name))
         if not low <= value <= high:
             raise ConfigError(f"group.consumer.{name} must be between group.consumer.min.{name} ({low}) and "

@@ -22,7 +22,8 @@ def kip848_timers(scale: float) -> dict[str, Any]:
     Kafka cluster of such runs has the same (conformance/upstreams.KAFKA_CLUSTER_CONFIG)."""
     return {"group.consumer.session.timeout.ms": scaled_ms(45000, scale), "group.consumer.min.session.timeout.ms": 100,
             "group.consumer.heartbeat.interval.ms": scaled_ms(5000, scale),
-            "group.consumer.min.heartbeat.interval.ms": 10}
+            "group.consumer.min.heartbeat.interval.ms": 10,
+            "group.consumer.assignment.interval.ms": scaled_ms(1000, scale)}
 
 
 def real_time_broker_config(broker_config: dict[str, Any], scale: float) -> dict[str, Any]:

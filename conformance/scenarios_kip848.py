@@ -56,6 +56,25 @@ def heartbeats_at_broker_interval(interval_ms: float = INTERVAL_MS, tolerance: f
     return Contract("heartbeats follow the broker's interval", check, side="server")
 
 
+def fenced_at_rebalance_timeout(operation: str, interval_ms: float = INTERVAL_MS) -> Contract:
+    """The joining member got every partition one rebalance timeout (the slow member's
+    max.poll.interval.ms) after the slow member was asked to revoke — when the broker fenced it —
+    within a heartbeat interval either side for when the request and the news reached each."""
+
+    def check(ev: Evidence) -> Verdict:
+        o = next((x for x in ev.outcomes if x.operation == operation), None)
+        if o is None or not o.ok:
+            return Verdict(False, "no takeover", "the slow member's partitions never moved")
+        limit, interval = float(ev.config.get("max.poll.interval.ms", 300_000)), interval_ms / ev.scale
+        took = o.elapsed_s * 1000
+        figure = f"every partition {took:.0f} ms after joining (rebalance timeout {limit:.0f} ms, heartbeat every {interval:.0f})"
+        if not limit - ev.slack_ms <= took <= limit + 2 * interval + ev.slack_ms:
+            return Verdict(False, figure, f"expected between {limit:.0f} and {limit + 2 * interval:.0f} ms")
+        return Verdict(True, figure)
+
+    return Contract("a member slow to revoke is fenced at its rebalance timeout", check)
+
+
 def leaves_at_max_poll_interval(interval_ms: float = INTERVAL_MS) -> Contract:
     """The member that stopped polling left by itself (a heartbeat with epoch -1) once
     max.poll.interval.ms had passed since it got its partitions (within a heartbeat interval:
@@ -167,5 +186,20 @@ KIP848_SCENARIOS: tuple[Scenario, ...] = (
         steps=(Operation("kip848_coordinator_dies", {"group": "k848-move", "topic": "t"}, timeout_s=120.0),),
         client_config=CONSUMER_PROTOCOL,
         contracts=(C.outcome_is("kip848_coordinator_dies", ok=True), one_owner_per_partition()),
+    ),
+    Scenario(
+        id="kip848.slow-revocation-fenced-at-rebalance-timeout",
+        family="KIP-848 groups",
+        title="A member slow to give partitions up is fenced at its rebalance timeout, and the others take them",
+        teaching=("Under KIP-848 nobody waits for a slow member: the broker asks it to revoke and starts its "
+                  "rebalance timer (the member's max.poll.interval.ms). If the member has not reported the "
+                  "partitions gone by then — its on_revoke callback is still committing, say — the broker fences "
+                  "it, and the newcomer gets every partition on its next heartbeat. In the classic protocol the "
+                  "whole group would have waited in JoinGroup."),
+        references=("GroupMetadataManager.scheduleConsumerGroupRebalanceTimeout", "KIP-848"),
+        topics=(("t", 2, 3),),
+        steps=(Operation("kip848_slow_revoke", {"group": "k848-slow", "topic": "t", "revoke_ms": 120_000}, timeout_s=120.0),),
+        client_config={**CONSUMER_PROTOCOL, "max.poll.interval.ms": 60_000},
+        contracts=(C.outcome_is("kip848_slow_revoke", ok=True), fenced_at_rebalance_timeout("kip848_slow_revoke")),
     ),
 )

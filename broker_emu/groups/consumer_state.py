@@ -62,6 +62,7 @@ class ConsumerGroup:
     target: dict[str, Assignment] = field(default_factory=dict)        # member id -> target assignment
     subscription_metadata: dict[str, int] = field(default_factory=dict)  # subscribed topic -> partitions
     assignor_name: str = ""
+    assigned_at: float = float("-inf")    # when the target was last computed (assignment interval)
     offsets: dict[tuple[str, int], Any] = field(default_factory=dict)   # CommittedOffset, as classic groups
     group_type = "consumer"
 

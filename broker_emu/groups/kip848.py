@@ -211,7 +211,7 @@ class ConsumerGroupsMixin:
             if not bump:
                 self._bump(g, "the subscribed topics changed")
         if g.group_epoch > g.assignment_epoch:
-            self._compute_target(g, m)
+            self._maybe_compute_target(g, now)
         self._reconcile(g, m, self._owned(hb), now)
         gid = g.group_id
         self.timers.schedule(("cg-session", gid, member_id), now + self.config("group.consumer.session.timeout.ms") / 1000,
@@ -263,11 +263,29 @@ class ConsumerGroupsMixin:
         named = [x.server_assignor for x in g.members.values() if x.server_assignor]
         return max(sorted(set(named)), key=named.count) if named else self.assignors()[0]
 
-    def _compute_target(self, g: ConsumerGroup, m: ConsumerMember) -> None:
+    def _maybe_compute_target(self, g: ConsumerGroup, now: float) -> None:
+        """Kafka 4.3+ (group.consumer.assignment.interval.ms, 1 s): a target assignment at most
+        once per interval. Sooner, the group stays Assigning and a timer computes it when the
+        interval has passed; members learn it on their next heartbeat (0: at once, as before 4.3)."""
+        due = g.assigned_at + self.config("group.consumer.assignment.interval.ms") / 1000
+        if now >= due:
+            self.timers.cancel(("cg-assign", g.group_id))
+            self._compute_target(g, now)
+            return
+        gid = g.group_id
+        if ("cg-assign", gid) not in self.timers:
+            self.timers.schedule(("cg-assign", gid), due, lambda t: self._assignment_due(gid, t))
+
+    def _assignment_due(self, gid: str, now: float) -> None:
+        g = self.groups.get(gid)
+        if isinstance(g, ConsumerGroup) and g.group_epoch > g.assignment_epoch:
+            self._compute_target(g, now)
+
+    def _compute_target(self, g: ConsumerGroup, now: float) -> None:
         name = self._preferred_assignor(g)
         subscriptions = {mid: self._subscribed(x) for mid, x in g.members.items()}
         g.target = assign(name, subscriptions, g.subscription_metadata, g.target)
-        g.assignment_epoch, g.assignor_name = g.group_epoch, name
+        g.assignment_epoch, g.assignor_name, g.assigned_at = g.group_epoch, name, now
         self._trace(Kind.GROUP_TARGET_ASSIGNMENT, group=g.group_id, assignment_epoch=g.assignment_epoch, assignor=name,
                     targets={mid: _readable(a) for mid, a in g.target.items()})
 
@@ -384,6 +402,8 @@ class ConsumerGroupsMixin:
         g.coordinator = self.cluster.coordinator_for(g.group_id)
         for m in g.members.values():
             self._arm_member_timers(g.group_id, m, now)
+        if g.group_epoch > g.assignment_epoch:
+            self._maybe_compute_target(g, now)
 
     def _arm_member_timers(self, gid: str, m: ConsumerMember, now: float) -> None:
         mid, epoch = m.member_id, m.member_epoch

@@ -22,16 +22,17 @@ from typing import TYPE_CHECKING, Any
 from conformance.adapters.base import RunEnv
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
-KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll"})
+KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll", "kip848_slow_revoke"})
 
 # the first member's process: join, say which partitions it owns whenever that changes, then
-# poll until killed
+# poll until killed; with a third argument, its on_revoke callback takes that many seconds
 _MEMBER = """
-import json, sys
+import json, sys, time
 from confluent_kafka import Consumer
 conf, topic = json.loads(sys.argv[1]), sys.argv[2]
+slow = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
 c = Consumer(conf)
-c.subscribe([topic])
+c.subscribe([topic], on_revoke=lambda consumer, parts: time.sleep(slow) if parts else None)
 owned = None
 while True:
     c.poll(0.05)
@@ -119,6 +120,36 @@ class ConfluentKip848:
                            None if ok else "never assigned again")
         finally:
             c.close()
+
+
+    def _kip848_slow_revoke(self, step: Operation, env: RunEnv) -> Outcome:
+        """A first member (its own process) whose on_revoke takes ``revoke_ms`` (scaled) owns the
+        topic; the measured member joins. Timed: from its subscribe until it owns every partition
+        — which happens when the broker fences the slow member at its rebalance timeout
+        (max.poll.interval.ms), not when the callback ends."""
+        from confluent_kafka import Consumer
+
+        group, topic, limit = step.args.get("group", "k848-slow"), step.args.get("topic", "t"), step.timeout_s or 60.0
+        slow_s = step.args.get("revoke_ms", 120_000) / env.scale / 1000
+        first = subprocess.Popen([sys.executable, "-c", _MEMBER, json.dumps(self._kip848_conf(env, group, SILENT_MEMBER)),
+                                  topic, str(slow_s)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        measured = Consumer(self._kip848_conf(env, group))
+        try:
+            total = _first_owns_all(first, limit)
+            if total is None:
+                return Outcome("kip848_slow_revoke", False, 0.0, "TimeoutException", "the first member never joined")
+            measured.subscribe([topic])
+            start = env.clock()
+            ok = _until(lambda: len(measured.assignment()) == total, measured, env, limit)
+            return Outcome("kip848_slow_revoke", ok, env.clock() - start, None if ok else "TimeoutException",
+                           None if ok else "the slow member's partitions never moved")
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait()
+            if first.stdout is not None:
+                first.stdout.close()
+            measured.close()
 
 
 def _first_owns_all(proc: subprocess.Popen, limit: float) -> int | None:

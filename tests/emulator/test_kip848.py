@@ -15,7 +15,8 @@ from tests.emulator.groups_fake import COMMIT, FETCH, JOIN, commit_body, join_bo
 
 HB = ApiKey.CONSUMER_GROUP_HEARTBEAT
 FAST = {"group.consumer.session.timeout.ms": 3000, "group.consumer.min.session.timeout.ms": 1000,
-        "group.consumer.heartbeat.interval.ms": 500, "group.consumer.min.heartbeat.interval.ms": 100}
+        "group.consumer.heartbeat.interval.ms": 500, "group.consumer.min.heartbeat.interval.ms": 100,
+        "group.consumer.assignment.interval.ms": 0}   # targets at once (test_the_assignment_interval: Kafka 4.3's 1 s)
 
 
 class Member:
@@ -205,3 +206,23 @@ async def test_regex_subscription_and_the_range_assignor(autojump_clock):
         g, nope = d.groups
         assert (g.error_code, g.group_state, g.assignor_name, len(g.members)) == (0, "Stable", "range", 2)
         assert (nope.error_code, nope.error_message) == (69, "Group nope not found.")
+
+
+async def test_the_assignment_interval_batches_target_assignments(autojump_clock):
+    """Kafka 4.3+: one target assignment per group.consumer.assignment.interval.ms (1 s by default);
+    a member joining sooner waits in an Assigning group until the coordinator's timer computes it."""
+    config = {k: v for k, v in FAST.items() if k != "group.consumer.assignment.interval.ms"}
+    async with open_cluster(1, topics=[("t", 2, 1)], listen=False, config=config) as cluster:
+        a, b = Member(cluster), Member(cluster)
+        start = cluster.trace.now_ms()
+        await a.beat()
+        await trio.sleep(0.2)
+        r = await b.beat()
+        assert (r.member_epoch, b.partitions()) == (1, [])          # the target of epoch 1 has no room for it
+        assert cluster.groups.describe("g")["state"] == "Assigning"
+        await trio.sleep(1.0)
+        targets = cluster.trace.query(kind=Kind.GROUP_TARGET_ASSIGNMENT)
+        assert [(e.t_ms - start, e.details["assignment_epoch"]) for e in targets] == [(0, 1), (1000, 2)]
+        for m in (a, a, b):
+            await m.beat()
+        assert len(a.partitions()) == len(b.partitions()) == 1
