@@ -75,6 +75,19 @@ def fenced_at_rebalance_timeout(operation: str, interval_ms: float = INTERVAL_MS
     return Contract("a member slow to revoke is fenced at its rebalance timeout", check)
 
 
+def commit_refused_as_stale() -> Contract:
+    """The broker answered an OffsetCommit of the member STALE_MEMBER_EPOCH (113): it came with
+    the epoch the member had before the rebalance moved it on. Read on the wire."""
+
+    def check(ev: Evidence) -> Verdict:
+        answers = [e for e in ev.events(Kind.SEND) if e.api == "OffsetCommit"]
+        stale = [e for e in answers if 113 in (e.details.get("errors") or [])]
+        figure = f"{len(answers)} OffsetCommit answer(s), {len(stale)} STALE_MEMBER_EPOCH"
+        return Verdict(bool(stale), figure, "" if stale else "no commit was refused as stale")
+
+    return Contract("a commit with the old member epoch is refused", check, side="server")
+
+
 def leaves_at_max_poll_interval(interval_ms: float = INTERVAL_MS) -> Contract:
     """The member that stopped polling left by itself (a heartbeat with epoch -1) once
     max.poll.interval.ms had passed since it got its partitions (within a heartbeat interval:
@@ -201,5 +214,24 @@ KIP848_SCENARIOS: tuple[Scenario, ...] = (
         steps=(Operation("kip848_slow_revoke", {"group": "k848-slow", "topic": "t", "revoke_ms": 120_000}, timeout_s=120.0),),
         client_config={**CONSUMER_PROTOCOL, "max.poll.interval.ms": 60_000},
         contracts=(C.outcome_is("kip848_slow_revoke", ok=True), fenced_at_rebalance_timeout("kip848_slow_revoke")),
+    ),
+    Scenario(
+        id="kip848.commit-with-stale-epoch",
+        family="KIP-848 groups",
+        title="A commit races the rebalance: the broker refuses the old member epoch, and the client says so",
+        teaching=("Under KIP-848 a commit carries the member epoch, and the broker accepts only the current one. A "
+                  "member whose epoch moved on — the answer telling it so is still on its way — has its commit "
+                  "refused with STALE_MEMBER_EPOCH. commitSync must fail (Java: CommitFailedException; librdkafka: the "
+                  "broker's error) rather than pretend: those offsets may belong to partitions it no longer owns."),
+        references=("ConsumerGroup.validateOffsetCommit", "CommitRequestManager", "KIP-848"),
+        topics=(("t", 2, 3),),
+        steps=(Operation("kip848_stale_commit", {"group": "k848-stale", "topic": "t", "every_ms": 500}, timeout_s=60.0),),
+        # every heartbeat answer comes 3 s late: the member learns its new epoch after the broker set it
+        faults=({"match": {"api": "ConsumerGroupHeartbeat"}, "action": {"type": "delay_response", "ms": 3000}},),
+        client_config=CONSUMER_PROTOCOL,
+        # librdkafka has no CommitFailedException: it reports the broker's error itself
+        contracts=(C.outcome_is("kip848_stale_commit", error=("CommitFailedException", "CommitFailedError",
+                                                               "STALE_MEMBER_EPOCH")),
+                   commit_refused_as_stale()),
     ),
 )

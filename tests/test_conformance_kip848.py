@@ -33,7 +33,7 @@ def test_our_async_face_keeps_the_kip848_contracts_in_virtual_time():
     results = run_plan(Plan(list(KIP848_SCENARIOS), [adapter]))
     want = [(s.id, Status.PASS if adapter.supports(s.steps)[0] else Status.NA) for s in KIP848_SCENARIOS]
     assert [(r.scenario, r.status) for r in results] == want, [(r.scenario, r.contracts) for r in results]
-    assert sum(status == Status.PASS for _, status in want) == 4   # all but the slow revocation (no step)
+    assert sum(status == Status.PASS for _, status in want) == 5   # all but the slow revocation (no step)
 
 
 class TakesOverOnItsOwnTimer(ConfluentAdapter):
@@ -119,3 +119,19 @@ def test_slow_revocation_contract_fails_when_the_partitions_move_at_the_callback
     for took_s, ok in ((2.2, True), (4.0, False), (1.0, False)):
         ev = Evidence([Outcome("op", True, took_s)], [], {"max.poll.interval.ms": 2000}, scale=30, slack_ms=10)
         assert contract.check(ev).passed is ok, took_s
+
+
+def test_stale_commit_contracts_fail_when_the_commit_is_reported_done():
+    """A client that swallows the broker's STALE_MEMBER_EPOCH (reports the commit done) fails the
+    outcome contract; a broker that accepted the old epoch fails the wire contract."""
+    from conformance import contracts as C
+    from conformance.scenarios_kip848 import commit_refused_as_stale
+
+    outcome = C.outcome_is("op", error=("CommitFailedException", "STALE_MEMBER_EPOCH"))
+    assert not outcome.check(Evidence([Outcome("op", True, 1.0)], [], {})).passed
+    assert outcome.check(Evidence([Outcome("op", False, 1.0, "CommitFailedException", "stale")], [], {})).passed
+    answered = [TraceEvent(1.0, Kind.SEND, client_id="c", api="OffsetCommit", details={})]
+    refused = answered + [TraceEvent(2.0, Kind.SEND, client_id="c", api="OffsetCommit", details={"errors": [113]})]
+    wire = commit_refused_as_stale()
+    assert not wire.check(Evidence([], answered, {}, client_id="c")).passed
+    assert wire.check(Evidence([], refused, {}, client_id="c")).passed

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from conformance.adapters.base import RunEnv
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
-KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll", "kip848_slow_revoke"})
+KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll", "kip848_slow_revoke",
+                               "kip848_stale_commit"})
 
 # the first member's process: join, say which partitions it owns whenever that changes, then
 # poll until killed; with a third argument, its on_revoke callback takes that many seconds
@@ -150,6 +151,42 @@ class ConfluentKip848:
             if first.stdout is not None:
                 first.stdout.close()
             measured.close()
+
+
+    def _kip848_stale_commit(self, step: Operation, env: RunEnv) -> Outcome:
+        """A member commits every ``every_ms`` (scaled) while a second one joins (the scenario
+        delays every heartbeat answer); the first refused commit is the outcome."""
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        from conformance.adapters.confluent import _exc_type
+
+        group, topic, limit = step.args.get("group", "k848-stale"), step.args.get("topic", "t"), step.timeout_s or 60.0
+        every = step.args.get("every_ms", 500) / env.scale / 1000
+        a = Consumer(self._kip848_conf(env, group))
+        b = Consumer(self._kip848_conf(env, group, SILENT_MEMBER))
+        try:
+            a.subscribe([topic])
+            _until(lambda: bool(a.assignment()), a, env, limit)
+            b.subscribe([topic])
+            start, commits = env.clock(), 0
+            while env.clock() - start < limit:
+                end = env.clock() + every
+                while env.clock() < end:
+                    a.poll(0.02)
+                    b.poll(0.0)
+                owned = [TopicPartition(tp.topic, tp.partition, 0) for tp in a.assignment()]
+                if not owned:
+                    continue
+                try:
+                    a.commit(offsets=owned, asynchronous=False)
+                    commits += 1
+                except KafkaException as exc:
+                    return Outcome("kip848_stale_commit", False, env.clock() - start, _exc_type(exc), str(exc),
+                                   value={"commits_before": commits})
+            return Outcome("kip848_stale_commit", True, env.clock() - start, value={"commits_before": commits})
+        finally:
+            a.close()
+            b.close()
 
 
 def _first_owns_all(proc: subprocess.Popen, limit: float) -> int | None:

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from client.errors import KafkaError
 from conformance.adapters.base import RunEnv
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
-KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll", "kip848_coordinator_dies"})
+KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll", "kip848_coordinator_dies",
+                               "kip848_stale_commit"})
 
 
 class OursKip848:
@@ -130,3 +132,33 @@ class OursKip848:
             ok = len(first.assignment()) + len(second.assignment()) == total and bool(second.assignment())
             return Outcome("kip848_coordinator_dies", ok, trio.current_time() - start, None if ok else "TimeoutException",
                            None if ok else "the group never settled on the new coordinator")
+
+    async def _kip848_stale_commit(self, step: Operation, env: RunEnv) -> Outcome:
+        """A member commits every ``every_ms`` while a second one joins and the group rebalances
+        (the scenario delays every heartbeat answer, so the member learns its new epoch late).
+        The first refused commit is the outcome; success means none was refused."""
+        from client.consumer import TopicPartition, open_consumer
+
+        group, topic, limit = step.args.get("group", "k848-stale"), step.args.get("topic", "t"), step.timeout_s or 600.0
+        every = step.args.get("every_ms", 500) / env.scale / 1000
+        async with open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as a, \
+                open_consumer({**self._consumer_config(env, group), "client.id": SILENT_MEMBER},
+                              connect=self._connect(env)) as b:
+            a.subscribe([topic])
+            with trio.move_on_after(limit):
+                while not a.assignment():
+                    await a.poll(0.1)
+            b.subscribe([topic])
+            start, commits = trio.current_time(), 0
+            with trio.move_on_after(limit):
+                while True:
+                    await a.poll(every)
+                    await b.poll(0.0)
+                    owned = {TopicPartition(tp.topic, tp.partition): 0 for tp in a.assignment()}
+                    try:
+                        await a.commit_sync(owned)
+                        commits += 1
+                    except KafkaError as exc:
+                        return Outcome("kip848_stale_commit", False, trio.current_time() - start, type(exc).__name__,
+                                       str(exc), value={"commits_before": commits})
+            return Outcome("kip848_stale_commit", True, trio.current_time() - start, value={"commits_before": commits})
