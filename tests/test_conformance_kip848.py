@@ -121,17 +121,18 @@ def test_slow_revocation_contract_fails_when_the_partitions_move_at_the_callback
         assert contract.check(ev).passed is ok, took_s
 
 
-def test_stale_commit_contracts_fail_when_the_commit_is_reported_done():
-    """A client that swallows the broker's STALE_MEMBER_EPOCH (reports the commit done) fails the
-    outcome contract; a broker that accepted the old epoch fails the wire contract."""
+def test_commit_race_contracts_fail_on_a_broker_without_kip1251():
+    """A broker that refuses a lagging epoch for partitions the member still holds (Kafka before
+    4.3, or the emulator before KIP-1251) fails the wire contract, and the client's outcome."""
     from conformance import contracts as C
-    from conformance.scenarios_kip848 import commit_refused_as_stale
+    from conformance.scenarios_kip848 import commits_never_refused_as_stale
 
-    outcome = C.outcome_is("op", error=("CommitFailedException", "STALE_MEMBER_EPOCH"))
-    assert not outcome.check(Evidence([Outcome("op", True, 1.0)], [], {})).passed
-    assert outcome.check(Evidence([Outcome("op", False, 1.0, "CommitFailedException", "stale")], [], {})).passed
-    answered = [TraceEvent(1.0, Kind.SEND, client_id="c", api="OffsetCommit", details={})]
-    refused = answered + [TraceEvent(2.0, Kind.SEND, client_id="c", api="OffsetCommit", details={"errors": [113]})]
-    wire = commit_refused_as_stale()
-    assert not wire.check(Evidence([], answered, {}, client_id="c")).passed
-    assert wire.check(Evidence([], refused, {}, client_id="c")).passed
+    def answers(*errors):
+        return [TraceEvent(float(i), Kind.SEND, client_id="c", api="OffsetCommit", details={"errors": e} if e else {})
+                for i, e in enumerate(errors)]
+
+    wire = commits_never_refused_as_stale()
+    assert wire.check(Evidence([], answers(None, None, None, None), {}, client_id="c")).passed
+    assert not wire.check(Evidence([], answers(None, None, [113], None), {}, client_id="c")).passed
+    outcome = C.outcome_is("op", ok=True)
+    assert not outcome.check(Evidence([Outcome("op", False, 1.0, "CommitFailedException", "stale")], [], {})).passed

@@ -42,6 +42,8 @@ class ConsumerMember:
     server_assignor: str | None = None
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # KIP-1251 (Kafka 4.3+): the member epoch at which it was given each partition it holds
+    assignment_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.member_epoch == epoch and self.state == M_STABLE
@@ -151,3 +153,17 @@ def _set(m: ConsumerMember, state: str, epoch: int, assigned: dict[str, set[int]
     if epoch != m.member_epoch:   # ConsumerGroupMember.Builder.updateMemberEpoch
         m.previous_member_epoch, m.member_epoch = m.member_epoch, epoch
     m.state, m.assigned, m.pending_revocation = state, _frozen(assigned), _frozen(revoking)
+    # a partition kept (or pending revocation) keeps its epoch; a new one gets the member's new epoch
+    held = {(t, p) for a in (assigned, revoking) for t, ps in a.items() for p in ps}
+    m.assignment_epochs = {tp: m.assignment_epochs.get(tp, m.member_epoch) for tp in held}
+
+
+def stale_partitions(m: ConsumerMember, epoch: int, partitions: list[tuple[str, int]]) -> set[tuple[str, int]]:
+    """KIP-1251 (Kafka 4.3+, CommitPartitionValidator): a commit with the member's epoch is good
+    for every partition; with an older one, only for partitions the member held since that epoch
+    or before; with a newer one, for none."""
+    if epoch == m.member_epoch:
+        return set()
+    if epoch > m.member_epoch:
+        return set(partitions)
+    return {tp for tp in partitions if m.assignment_epochs.get(tp, epoch + 1) > epoch}

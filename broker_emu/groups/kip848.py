@@ -176,7 +176,8 @@ class ConsumerGroupsMixin:
                                   rebalance_timeout_ms=existing.rebalance_timeout_ms,
                                   subscribed_topic_names=existing.subscribed_topic_names,
                                   subscribed_topic_regex=existing.subscribed_topic_regex,
-                                  server_assignor=existing.server_assignor, assigned=existing.assigned)
+                                  server_assignor=existing.server_assignor, assigned=existing.assigned,
+                                  assignment_epochs=dict(existing.assignment_epochs))
         if existing is None:
             raise Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {hb.instance_id} is unknown.")
         if existing.member_id != member_id:

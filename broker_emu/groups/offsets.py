@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from broker_emu.groups.consumer_state import ConsumerGroup
+from broker_emu.groups.consumer_state import ConsumerGroup, stale_partitions
 from broker_emu.groups.state import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -54,7 +54,11 @@ class OffsetsMixin:
             g = self.groups[group_id] = Group(group_id, coordinator=broker_id, state_since=now)
         if isinstance(g, ConsumerGroup):
             error = consumer_commit_error(g, generation_id, member_id, api_version)
-            return [error] * len(offsets) if error is not None else [self._store(g, o, now) for o in offsets]
+            if error is not None:
+                return [error] * len(offsets)
+            m = g.members.get(member_id)
+            stale = stale_partitions(m, generation_id, [(o[0], o[1]) for o in offsets]) if m is not None else set()
+            return [E.STALE_MEMBER_EPOCH if (o[0], o[1]) in stale else self._store(g, o, now) for o in offsets]
         error = self._commit_error(g, generation_id, member_id, group_instance_id)
         if error is not None:
             return [error] * len(offsets)
@@ -110,15 +114,14 @@ class OffsetsMixin:
 
 def consumer_commit_error(g: ConsumerGroup, epoch: int, member_id: str, api_version: int) -> int | None:
     """ConsumerGroup.validateOffsetCommit: epoch -1 commits only while the group has no members;
-    a member must use OffsetCommit v9+ and its current epoch."""
+    a member must use OffsetCommit v9+; its epoch is then checked per partition
+    (consumer_state.stale_partitions, KIP-1251)."""
     if epoch < 0 and not g.members:
         return None
     m = g.members.get(member_id)
     if m is None:
         return E.UNKNOWN_MEMBER_ID
-    if api_version < 9:
-        return E.UNSUPPORTED_VERSION
-    return E.STALE_MEMBER_EPOCH if epoch != m.member_epoch else None
+    return E.UNSUPPORTED_VERSION if api_version < 9 else None
 
 
 def consumer_fetch_error(g: ConsumerGroup, member_id: str | None, epoch: int) -> int | None:

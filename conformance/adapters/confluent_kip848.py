@@ -154,8 +154,8 @@ class ConfluentKip848:
 
 
     def _kip848_stale_commit(self, step: Operation, env: RunEnv) -> Outcome:
-        """A member commits every ``every_ms`` (scaled) while a second one joins (the scenario
-        delays every heartbeat answer); the first refused commit is the outcome."""
+        """A member commits every ``every_ms`` (scaled) for ``run_ms`` while a second one joins (the
+        scenario delays every heartbeat answer); the first refused commit is the outcome."""
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         from conformance.adapters.confluent import _exc_type
@@ -169,7 +169,8 @@ class ConfluentKip848:
             _until(lambda: bool(a.assignment()), a, env, limit)
             b.subscribe([topic])
             start, commits = env.clock(), 0
-            while env.clock() - start < limit:
+            run_s = min(limit, step.args.get("run_ms", 30_000) / env.scale / 1000)
+            while env.clock() - start < run_s:
                 end = env.clock() + every
                 while env.clock() < end:
                     a.poll(0.02)

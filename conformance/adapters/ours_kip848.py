@@ -134,9 +134,9 @@ class OursKip848:
                            None if ok else "the group never settled on the new coordinator")
 
     async def _kip848_stale_commit(self, step: Operation, env: RunEnv) -> Outcome:
-        """A member commits every ``every_ms`` while a second one joins and the group rebalances
-        (the scenario delays every heartbeat answer, so the member learns its new epoch late).
-        The first refused commit is the outcome; success means none was refused."""
+        """A member commits every ``every_ms`` for ``run_ms`` while a second one joins and the group
+        rebalances (the scenario delays every heartbeat answer, so the member learns its new epoch
+        late). The first refused commit is the outcome; success means none was refused."""
         from client.consumer import TopicPartition, open_consumer
 
         group, topic, limit = step.args.get("group", "k848-stale"), step.args.get("topic", "t"), step.timeout_s or 600.0
@@ -150,7 +150,7 @@ class OursKip848:
                     await a.poll(0.1)
             b.subscribe([topic])
             start, commits = trio.current_time(), 0
-            with trio.move_on_after(limit):
+            with trio.move_on_after(min(limit, step.args.get("run_ms", 30_000) / env.scale / 1000)):
                 while True:
                     await a.poll(every)
                     await b.poll(0.0)

@@ -226,3 +226,24 @@ async def test_the_assignment_interval_batches_target_assignments(autojump_clock
         for m in (a, a, b):
             await m.beat()
         assert len(a.partitions()) == len(b.partitions()) == 1
+
+
+async def test_kip1251_an_older_epoch_commits_for_partitions_held_since(autojump_clock):
+    """Kafka 4.3+ (KIP-1251): a commit whose epoch lags the member's is good for the partitions it
+    has held since that epoch, and STALE_MEMBER_EPOCH for any it got later or no longer has."""
+    async with open_cluster(1, topics=[("t", 2, 1)], listen=False, config=FAST) as cluster:
+        a, b = Member(cluster, member_id="a"), Member(cluster, member_id="b")
+        await a.beat()                                   # epoch 1: t-0, t-1
+        for m in (b, a, a, b):
+            await m.beat()
+        assert (a.epoch, a.partitions(), b.epoch, b.partitions()) == (2, [("t", 0)], 2, [("t", 1)])
+
+        async def commit(m, epoch, partitions):
+            r = await m.w.call(COMMIT, 9, commit_body({("t", p): 3 for p in partitions}, generation=epoch,
+                                                      member_id=m.member_id))
+            return {p.partition_index: p.error_code for p in r.topics[0].partitions}
+
+        assert await commit(a, 1, [0, 1]) == {0: 0, 1: 113}   # t-0 held since epoch 1; t-1 is b's now
+        assert await commit(b, 1, [1]) == {1: 113}            # b got t-1 at epoch 2
+        assert await commit(b, 2, [1]) == {1: 0}
+        assert await commit(a, 3, [0]) == {0: 113}            # an epoch ahead of the member's
