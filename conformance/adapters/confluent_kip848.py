@@ -158,8 +158,6 @@ class ConfluentKip848:
         scenario delays every heartbeat answer); the first refused commit is the outcome."""
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-        from conformance.adapters.confluent import _exc_type
-
         group, topic, limit = step.args.get("group", "k848-stale"), step.args.get("topic", "t"), step.timeout_s or 60.0
         every = step.args.get("every_ms", 500) / env.scale / 1000
         a = Consumer(self._kip848_conf(env, group))
@@ -182,7 +180,8 @@ class ConfluentKip848:
                     a.commit(offsets=owned, asynchronous=False)
                     commits += 1
                 except KafkaException as exc:
-                    return Outcome("kip848_stale_commit", False, env.clock() - start, _exc_type(exc), str(exc),
+                    name = exc.args[0].name() if exc.args and hasattr(exc.args[0], "name") else type(exc).__name__
+                    return Outcome("kip848_stale_commit", False, env.clock() - start, name, str(exc),
                                    value={"commits_before": commits})
             return Outcome("kip848_stale_commit", True, env.clock() - start, value={"commits_before": commits})
         finally:
