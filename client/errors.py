@@ -84,8 +84,11 @@ class ErrorCode(enum.IntEnum):
     UNSUPPORTED_COMPRESSION_TYPE = 76
     OFFSET_NOT_AVAILABLE = 78
     MEMBER_ID_REQUIRED = 79
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88
@@ -321,11 +324,20 @@ class OffsetNotAvailableError(RetriableError):
 class MemberIdRequiredError(KafkaError):
     code, name = 79, 'MEMBER_ID_REQUIRED'
 
+class PreferredLeaderNotAvailableError(RetriableError):
+    code, name = 80, 'PREFERRED_LEADER_NOT_AVAILABLE'
+
 class GroupMaxSizeReachedError(KafkaError):
     code, name = 81, 'GROUP_MAX_SIZE_REACHED'
 
 class FencedInstanceIdError(KafkaError):
     code, name = 82, 'FENCED_INSTANCE_ID'
+
+class EligibleLeadersNotAvailableError(RetriableError):
+    code, name = 83, 'ELIGIBLE_LEADERS_NOT_AVAILABLE'
+
+class ElectionNotNeededError(RetriableError):
+    code, name = 84, 'ELECTION_NOT_NEEDED'
 
 class GroupSubscribedToTopicError(KafkaError):
     code, name = 86, 'GROUP_SUBSCRIBED_TO_TOPIC'

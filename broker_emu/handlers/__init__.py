@@ -84,6 +84,9 @@ KAFKA_MESSAGES = {
     16: "This is not the correct coordinator.",
     42: "This most likely occurs because of a request being malformed by the client library or the message was sent "
         "to an incompatible broker. See the broker logs for more details.",
+    80: "The preferred leader was not available.",
+    83: "Eligible topic partition leaders are not available.",
+    84: "Leader election not needed for topic partition.",
     100: "This server does not host this topic ID.",
 }
 

@@ -9,6 +9,16 @@ def register_all() -> None:
     from broker_emu.groups import admin_handlers as group_admin  # noqa: F401
     from broker_emu.groups import handlers as group_handlers  # noqa: F401
     from broker_emu.groups import kip848_handlers  # noqa: F401
-    from broker_emu.handlers import admin, admin_partitions, admin_records, api_versions, fetch, metadata, offsets, produce  # noqa: F401
+    from broker_emu.handlers import (  # noqa: F401
+        admin,
+        admin_elect,
+        admin_partitions,
+        admin_records,
+        api_versions,
+        fetch,
+        metadata,
+        offsets,
+        produce,
+    )
     from broker_emu.transactions import handlers as txn_handlers  # noqa: F401
     from broker_emu.transactions import listings  # noqa: F401

@@ -165,4 +165,18 @@ def txn_cases(Case):
              {"error_code": 0, "throttle_time_ms": 0, "topics": [{"name": "events", "partitions": [
                  {"partition_index": 0, "error_code": 0}, {"partition_index": 2, "error_code": 86}]}]},
              i16(0) + i32(0) + arr32([str16("events") + arr32([i32(0) + i16(0), i32(2) + i16(86)])])),
+
+        # -- ElectLeaders (43) ------------------------------------------------------------------------
+        Case(43, 2, "request",
+             {"election_type": 0, "topic_partitions": [{"topic": "events", "partitions": [0, 1]}], "timeout_ms": 5000},
+             i8(0) + carr([cstr("events") + carr([i32(0), i32(1)]) + NO_TAGS]) + i32(5000) + NO_TAGS),
+        Case(43, 2, "response",
+             {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": [{"topic": "events", "partition_result": [
+                 {"partition_id": 0, "error_code": 0, "error_message": None},
+                 {"partition_id": 1, "error_code": 84, "error_message": "not needed"}]}]},
+             i32(0) + i16(0) + carr([cstr("events") + carr([i32(0) + i16(0) + NULL + NO_TAGS,
+                                                             i32(1) + i16(84) + cstr("not needed") + NO_TAGS]) + NO_TAGS])
+             + NO_TAGS),
+        Case(43, 0, "request", {"election_type": 0, "topic_partitions": None, "timeout_ms": 60000},
+             i32(-1) + i32(60000)),
     ]

@@ -125,3 +125,17 @@ def test_kafka_python_delete_group_offsets_and_groups(cluster):
         assert admin.list_group_offsets("kp-delete")["kp-delete"] == {}
     finally:
         admin.close()
+
+
+def test_confluent_kafka_elect_leaders(cluster):
+    """A preferred election where the preferred replica already leads is not needed (Kafka's
+    ELECTION_NOT_NEEDED, reported per partition)."""
+    require_client("confluent-kafka")
+    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+    result = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("t", 0)]).result(20)
+    [(tp, error)] = list(result.items())
+    assert (tp.topic, tp.partition) == ("t", 0)
+    assert error is not None and error.name() == "ELECTION_NOT_NEEDED"

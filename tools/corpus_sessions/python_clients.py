@@ -143,7 +143,7 @@ def _ck_group(ck, base: dict) -> None:
 
 
 def _ck_admin(bootstrap: str, base: dict, steps: Steps) -> None:
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicCollection, TopicPartition
+    from confluent_kafka import ConsumerGroupTopicPartitions, ElectionType, TopicCollection, TopicPartition
     from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, OffsetSpec
 
     admin = AdminClient(base)
@@ -180,6 +180,7 @@ def _ck_admin(bootstrap: str, base: dict, steps: Steps) -> None:
     steps.run("admin delete_records", lambda: result(admin.delete_records([TopicPartition(TOPIC, 0, 1)])))
     steps.run("admin delete_topics", lambda: result(admin.delete_topics(["ck-new"], operation_timeout=5)))
     steps.run("admin delete_consumer_groups", lambda: result(admin.delete_consumer_groups(["ck-group"])))
+    steps.run("admin elect_leaders", lambda: admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(TOPIC, 0)]).result(WAIT_S))
 
 
 def _ck_sasl(ck, base: dict) -> None:
@@ -305,6 +306,7 @@ def _kp_admin(kafka, base: dict, steps: Steps) -> None:
     steps.run("admin delete_records", admin.delete_records, {TopicPartition(TOPIC, 1): 1})
     steps.run("admin delete_group_offsets", admin.delete_group_offsets, "kp-group", [TopicPartition(TOPIC, 0)])
     steps.run("admin delete_groups", admin.delete_groups, ["kp-group"])
+    steps.run("admin elect_leaders", lambda: admin.elect_leaders(0, {TOPIC: [1]}, raise_errors=False))
     steps.run("admin delete_topics", admin.delete_topics, ["kp-new"])
     by_id = steps.run("admin describe new topic", admin.describe_topics, ["kp-by-id"])
     if by_id:
