@@ -152,7 +152,8 @@ class ConsumerGroupsMixin:
         self.groups[group_id] = new
         return new
 
-    def _member(self, g: ConsumerGroup, hb: GroupHeartbeat, member_id: str) -> ConsumerMember:
+    def _member(self, g: ConsumerGroup, hb: GroupHeartbeat, member_id: str,
+                owned: set[tuple[str, int]] | None) -> ConsumerMember:
         joining = hb.member_epoch == 0
         if hb.instance_id is None:
             m = g.members.get(member_id)
@@ -160,7 +161,7 @@ class ConsumerGroupsMixin:
                 if not joining:
                     raise Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {g.group_id}.")
                 return ConsumerMember(member_id)
-            _check_epoch(m, hb.member_epoch, self._owned(hb))
+            _check_epoch(m, hb.member_epoch, owned)
             return m
         existing = g.members.get(g.static_members.get(hb.instance_id, ""))
         if joining:
@@ -183,7 +184,7 @@ class ConsumerGroupsMixin:
         if existing.member_id != member_id:
             raise Refused(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {hb.instance_id} "
                           f"was fenced by member {existing.member_id}.")
-        _check_epoch(existing, hb.member_epoch, self._owned(hb))
+        _check_epoch(existing, hb.member_epoch, owned)
         return existing
 
     def _owned(self, hb: GroupHeartbeat) -> set[tuple[str, int]] | None:
@@ -201,7 +202,8 @@ class ConsumerGroupsMixin:
     def _heartbeat(self, hb: GroupHeartbeat, broker_id: int, now: float) -> dict[str, Any]:
         g = self._consumer_group(hb.group_id, hb.member_epoch == 0, broker_id, now)
         member_id = hb.member_id or str(uuid.UUID(int=self.cluster.rng.getrandbits(128), version=4))
-        m = self._member(g, hb, member_id)
+        owned = self._owned(hb)   # the request's owned partitions, by topic name (read once)
+        m = self._member(g, hb, member_id, owned)
         before = (m.member_epoch, m.assigned)
         bump = self._update_member(g, m, hb)
         if bump:
@@ -213,7 +215,7 @@ class ConsumerGroupsMixin:
                 self._bump(g, "the subscribed topics changed")
         if g.group_epoch > g.assignment_epoch:
             self._maybe_compute_target(g, now)
-        self._reconcile(g, m, self._owned(hb), now)
+        self._reconcile(g, m, owned, now)
         gid = g.group_id
         self.timers.schedule(("cg-session", gid, member_id), now + self.config("group.consumer.session.timeout.ms") / 1000,
                              lambda t: self._fence(gid, member_id, "session", t))

@@ -1,6 +1,6 @@
 """The trio side of KIP-848 membership: one background task drives ``Membership848`` (sans-io),
-with the classic driver's plumbing (``GroupDriver``: the coordinator, positions on assignment,
-commit-then-``on_revoke`` on revocation, the wake-up).
+with the classic driver's plumbing (``GroupDriver``: its task loop, the coordinator, positions on
+assignment, commit-then-``on_revoke`` on revocation, the wake-up).
 
 Each heartbeat: find the coordinator, make sure the subscribed topics' ids are known (Metadata
 v10+ carries them; the assignment speaks ids), send ConsumerGroupHeartbeat with what the member
@@ -22,9 +22,8 @@ from typing import Any
 
 import trio
 
-from client.consumer.coordinator import COORDINATOR_ERRORS
 from client.consumer.group import GroupDriver
-from client.consumer.membership import CLOSED, HEARTBEAT, LEAVE, STABLE, Action
+from client.consumer.membership import HEARTBEAT, LEAVE, STABLE, Action
 from client.consumer.membership848 import FENCED, Membership848, Reconcile
 from client.consumer.records import TopicPartition
 from client.errors import ErrorCode, KafkaError, error_for_code
@@ -47,22 +46,6 @@ class Group848Driver(GroupDriver):
                                         f"{m.epoch} is no longer current")
         if code:
             raise error_for_code(code)
-
-    async def run(self) -> None:
-        m = self.membership
-        while m.state != CLOSED:
-            self._wake.new_cycle()
-            action = m.handle_timeouts(trio.current_time())
-            if action is None:
-                await self._wake.sleep_until(m.next_deadline())
-                continue
-            try:
-                await self._perform(action)
-            except KafkaError as exc:
-                if exc.code is None or exc.code in COORDINATOR_ERRORS:
-                    self.coordinator.forget()
-                m.reconciling = False
-                m.failed(trio.current_time())
 
     async def _perform(self, action: Action) -> None:
         if action.kind == HEARTBEAT:

@@ -141,7 +141,7 @@ class Membership848:
         error: retry after retry.backoff.ms, doubling to retry.backoff.max.ms — not a whole
         interval later, so a moved coordinator is found and told at once (Java's
         HeartbeatRequestManager: onFailedAttempt)."""
-        self.heartbeat_in_flight = False
+        self.heartbeat_in_flight = self.reconciling = False
         self.heartbeat_due = now + self._backoff
         self._backoff = min(self._backoff * 2, self.retry_backoff_max)
 

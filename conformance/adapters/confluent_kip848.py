@@ -12,10 +12,12 @@ timers, so the steps make the broker's clocks visible from the client.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +33,7 @@ _MEMBER = """
 import json, sys, time
 from confluent_kafka import Consumer
 conf, topic = json.loads(sys.argv[1]), sys.argv[2]
-slow = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+slow = float(sys.argv[3])
 c = Consumer(conf)
 c.subscribe([topic], on_revoke=lambda consumer, parts: time.sleep(slow) if parts else None)
 owned = None
@@ -56,13 +58,8 @@ class ConfluentKip848:
                 **{k: env.config[k] for k in ("group.remote.assignor", "max.poll.interval.ms") if k in env.config}}
 
     def _kip848_member_crash(self, step: Operation, env: RunEnv) -> Outcome:
-        from confluent_kafka import Consumer
-
         group, topic, limit = step.args.get("group", "k848"), step.args.get("topic", "t"), step.timeout_s or 60.0
-        first = subprocess.Popen([sys.executable, "-c", _MEMBER, json.dumps(self._kip848_conf(env, group, SILENT_MEMBER)),
-                                  topic], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        measured = Consumer(self._kip848_conf(env, group))
-        try:
+        with self._beside_a_member_process(env, group, topic) as (first, measured):
             total = _first_owns_all(first, limit)
             if total is None:
                 return Outcome("kip848_member_crash", False, 0.0, "TimeoutException", "the first member never joined")
@@ -77,6 +74,19 @@ class ConfluentKip848:
             return Outcome("kip848_member_crash", ok, elapsed, None if ok else "TimeoutException",
                            None if ok else "the crashed member's partitions never moved",
                            value={"partitions": total, "takeover_ms": round(elapsed * 1000, 1)})
+
+    @contextlib.contextmanager
+    def _beside_a_member_process(self, env: RunEnv, group: str, topic: str,
+                                 revoke_s: float = 0.0) -> Iterator[tuple[subprocess.Popen, Any]]:
+        """The first member in its own process (client.id SILENT_MEMBER; its on_revoke takes
+        ``revoke_s``) and the measured member here, not yet subscribed; both gone afterwards."""
+        from confluent_kafka import Consumer
+
+        first = subprocess.Popen([sys.executable, "-c", _MEMBER, json.dumps(self._kip848_conf(env, group, SILENT_MEMBER)),
+                                  topic, str(revoke_s)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        measured = Consumer(self._kip848_conf(env, group))
+        try:
+            yield first, measured
         finally:
             if first.poll() is None:
                 first.kill()
@@ -128,14 +138,9 @@ class ConfluentKip848:
         topic; the measured member joins. Timed: from its subscribe until it owns every partition
         — which happens when the broker fences the slow member at its rebalance timeout
         (max.poll.interval.ms), not when the callback ends."""
-        from confluent_kafka import Consumer
-
         group, topic, limit = step.args.get("group", "k848-slow"), step.args.get("topic", "t"), step.timeout_s or 60.0
         slow_s = step.args.get("revoke_ms", 120_000) / env.scale / 1000
-        first = subprocess.Popen([sys.executable, "-c", _MEMBER, json.dumps(self._kip848_conf(env, group, SILENT_MEMBER)),
-                                  topic, str(slow_s)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        measured = Consumer(self._kip848_conf(env, group))
-        try:
+        with self._beside_a_member_process(env, group, topic, slow_s) as (first, measured):
             total = _first_owns_all(first, limit)
             if total is None:
                 return Outcome("kip848_slow_revoke", False, 0.0, "TimeoutException", "the first member never joined")
@@ -144,14 +149,6 @@ class ConfluentKip848:
             ok = _until(lambda: len(measured.assignment()) == total, measured, env, limit)
             return Outcome("kip848_slow_revoke", ok, env.clock() - start, None if ok else "TimeoutException",
                            None if ok else "the slow member's partitions never moved")
-        finally:
-            if first.poll() is None:
-                first.kill()
-                first.wait()
-            if first.stdout is not None:
-                first.stdout.close()
-            measured.close()
-
 
     def _kip848_stale_commit(self, step: Operation, env: RunEnv) -> Outcome:
         """A member commits every ``every_ms`` (scaled) for ``run_ms`` while a second one joins (the
