@@ -29,6 +29,8 @@ DEFAULTS: dict[str, Any] = {
     "group.consumer.min.heartbeat.interval.ms": 5000,
     "group.consumer.max.heartbeat.interval.ms": 15000,
     "group.consumer.assignors": "uniform,range",
+    # classic members may join consumer groups and groups convert both ways (ConsumerGroupMigrationPolicy)
+    "group.consumer.migration.policy": "bidirectional",
     # Kafka 4.3+: a group's target assignment is recomputed at most once per interval
     "group.consumer.assignment.interval.ms": 1000,
     "group.consumer.min.assignment.interval.ms": 0,
@@ -68,6 +70,7 @@ VALIDATORS: dict[str, Validator] = {
     "group.consumer.max.assignment.interval.ms": at_least(0),
     "transaction.state.log.num.partitions": at_least(1), "transaction.max.timeout.ms": at_least(1),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": at_least(1), "emu.txn.marker.delay.ms": at_least(0),
+    "group.consumer.migration.policy": one_of("disabled", "upgrade", "downgrade", "bidirectional"),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
     "emu.trace.max.bytes": at_least(0), "emu.replication.delay.ms": at_least(0), "emu.log.memory.bytes": at_least(-1),
 }

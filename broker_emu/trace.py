@@ -49,7 +49,8 @@ class Kind(enum.StrEnum):
     GROUP_EPOCH = "group_epoch"                    # group_epoch, reason
     GROUP_TARGET_ASSIGNMENT = "group_target_assignment"   # assignment_epoch, assignor, targets
     GROUP_MEMBER_EPOCH = "group_member_epoch"      # from, to, state, assigned, revoking
-    GROUP_MEMBER_FENCED = "group_member_fenced"    # reason: session | rebalance | left; timeout_ms
+    GROUP_MEMBER_FENCED = "group_member_fenced"    # reason: session | rebalance | left | join | sync; timeout_ms
+    GROUP_CONVERTED = "group_converted"            # to: consumer | classic (online upgrade / downgrade), members
     # transactions (details: transactional_id, producer_id, epoch, from, to, reason)
     TXN_STATE = "txn_state"
     TXN_MARKER = "txn_marker"          # details: topic, partition, offset, commit, producer_id, epoch

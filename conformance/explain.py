@@ -143,7 +143,9 @@ def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mar
             if d["reason"] == "left":
                 marks.append(Mark("group coordinator", e.t_ms, f"{who} left, released {d.get('released')}"))
                 continue
-            timer = "group.consumer.session.timeout.ms" if d["reason"] == "session" else "its rebalance timeout (revocation)"
+            timer = {"session": "its session.timeout.ms (classic member)" if d.get("protocol") == "classic"
+                     else "group.consumer.session.timeout.ms", "join": "its rebalance timeout (told to rejoin)",
+                     "sync": "its rebalance timeout (no SyncGroup)"}.get(d["reason"], "its rebalance timeout (revocation)")
             spans.append(Span("group coordinator", e.t_ms - float(d["timeout_ms"]), e.t_ms,
                               f"{who}: silent past {timer}, fenced (server side); released {d.get('released')}",
                               "timeout-server"))
@@ -151,6 +153,8 @@ def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mar
             marks.append(Mark("group coordinator", e.t_ms, f"{d['group']}/{str(d['member'])[:8]} epoch {d['from']} -> "
                                                           f"{d['to']} ({d['state']}): owns {d['assigned']}"
                                                           + (f", revoking {d['revoking']}" if d.get("revoking") else "")))
+        elif e.kind == Kind.GROUP_CONVERTED:
+            marks.append(Mark("group coordinator", e.t_ms, f"{d['group']} is now a {d['to']} group (members {d['members']})"))
         elif e.kind == Kind.GROUP_EPOCH:
             marks.append(Mark("group coordinator", e.t_ms, f"{d['group']} group epoch {d['group_epoch']}: {d['reason']}"))
 

@@ -26,6 +26,17 @@ G_EMPTY, G_ASSIGNING, G_RECONCILING, G_STABLE, G_DEAD = "Empty", "Assigning", "R
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 
 
+@dataclass
+class ClassicMeta:
+    """A member that joined with JoinGroup (ConsumerGroupMemberMetadataValue.ClassicMemberMetadata):
+    its own session timeout and its protocols, in its order of preference."""
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+
+    def metadata(self, name: str | None) -> bytes:
+        return next((m for n, m in self.protocols if n == name), self.protocols[0][1])
+
+
 @dataclass(eq=False)
 class ConsumerMember:
     member_id: str
@@ -44,6 +55,7 @@ class ConsumerMember:
     pending_revocation: Assignment = field(default_factory=dict)
     # KIP-1251 (Kafka 4.3+): the member epoch at which it was given each partition it holds
     assignment_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
+    classic: ClassicMeta | None = None      # set for a member speaking the classic protocol
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.member_epoch == epoch and self.state == M_STABLE
@@ -81,6 +93,19 @@ class ConsumerGroup:
     @property
     def protocol_type(self) -> str:
         return "consumer"
+
+    def classic_members(self) -> list[ConsumerMember]:
+        return [m for m in self.members.values() if m.classic is not None]
+
+    def supports_classic(self, protocol_type: str, names: set[str]) -> bool:
+        """ConsumerGroup.supportsClassicProtocols: type "consumer" and, when the group has classic
+        members, a protocol every one of them supports."""
+        if protocol_type != "consumer" or not names:
+            return False
+        common = set(names)
+        for m in self.classic_members():
+            common &= {n for n, _ in m.classic.protocols} if m.classic else set()
+        return bool(common)
 
     def owner_of(self) -> dict[tuple[str, int], str]:
         """Kafka's partition epochs: which member holds each held partition."""

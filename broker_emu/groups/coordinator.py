@@ -23,7 +23,7 @@ Deliberate differences from a real broker (why: the emulator has no __consumer_o
 - "Storing" the group and offsets is instant; ``offsets.commit.timeout.ms`` never applies.
 - A member removed while parked in SyncGroup is answered UNKNOWN_MEMBER_ID; Kafka leaves that
   request unanswered until the client's request timeout.
-- No ``group.max.size`` (Kafka's default is unlimited), no offset expiry, no DeleteGroups.
+- No ``group.max.size`` (Kafka's default is unlimited), no offset expiry.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from typing import Any
 
 import trio
 
+from broker_emu.groups.classic_members import ClassicMembersMixin
 from broker_emu.groups.consumer_state import ConsumerGroup
 from broker_emu.groups.deletion import DeletionMixin
 from broker_emu.groups.failover import FailoverMixin, join_error, sync_error
@@ -80,7 +81,7 @@ class JoinRequest:
     supports_skip_assignment: bool = False    # JoinGroup v9+ (static leader rejoining a Stable group)
 
 
-class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, DeletionMixin, OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
+class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, ClassicMembersMixin, DeletionMixin, OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
     def __init__(self, cluster: Any):
         self.cluster = cluster
         self.groups: dict[str, Group] = {}
@@ -149,8 +150,8 @@ class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, DeletionMixin, Offset
             return reply(join_error(req.member_id, error))
         g = self.group(req.group_id, now)
         if isinstance(g, ConsumerGroup):
-            if g.members:  # Kafka would take the classic member into the consumer group: not emulated
-                return reply(join_error(req.member_id, E.INCONSISTENT_GROUP_PROTOCOL))
+            if g.members:
+                return self.classic_join_consumer_group(g, req, reply, now)
             g = self._classic_from_empty(g, now)
         if g is None:
             if req.member_id:  # a member id for a group we do not know: start over
@@ -311,7 +312,11 @@ class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, DeletionMixin, Offset
                    reply: Reply, broker_id: int, now: float) -> None:
         error = self.validate(group_id, broker_id)
         g = self.group(group_id, now) if error is None else None
-        if g is None or error is not None or isinstance(g, ConsumerGroup):
+        if isinstance(g, ConsumerGroup):
+            return reply(self.classic_sync_consumer_group(g, generation_id=generation_id, member_id=member_id,
+                                                          instance_id=group_instance_id, protocol_type=protocol_type,
+                                                          protocol_name=protocol_name, now=now))
+        if g is None or error is not None:
             return reply(sync_error(error if error is not None else E.UNKNOWN_MEMBER_ID))
         error = self._sync_error(g, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
         if error is not None:
@@ -382,7 +387,10 @@ class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, DeletionMixin, Offset
         if error is not None:
             return error
         g = self.group(group_id, now)
-        if g is None or isinstance(g, ConsumerGroup):  # Kafka: "does not use the classic protocol"
+        if isinstance(g, ConsumerGroup):
+            return self.classic_heartbeat_consumer_group(g, generation_id=generation_id, member_id=member_id,
+                                                         instance_id=group_instance_id, now=now)
+        if g is None:
             return E.UNKNOWN_MEMBER_ID
         if g.state == DEAD:
             return E.COORDINATOR_NOT_AVAILABLE

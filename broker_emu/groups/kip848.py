@@ -16,10 +16,10 @@ Theory of operation
 - The answer carries the broker's ``group.consumer.heartbeat.interval.ms``; the assignment only on
   a full request (joining, or every field set) or when the member's partitions changed.
 
-Deliberate differences from Kafka 4.x (docs/kip848.md)
-- A classic JoinGroup cannot join a non-empty consumer group (Kafka lets classic members into a
-  consumer group), nor a consumer heartbeat convert a non-empty classic group (Kafka's online
-  upgrade under ``group.consumer.migration.policy``): both get Kafka's mismatch errors.
+Classic members in consumer groups and the conversions between the two kinds of group are in
+``classic_members.py``.
+
+Deliberate difference from Kafka 4.x (docs/kip848.md)
 - ``SubscribedTopicRegex`` is a Python regular expression (Kafka: RE2/J), matched on every
   heartbeat (Kafka resolves regexes asynchronously, within seconds).
 """
@@ -90,6 +90,10 @@ class ConsumerGroupsMixin:
 
         def _new_member_id(self, prefix: str) -> str: ...
 
+        def upgrade_classic_group(self, g: Any, now: float) -> ConsumerGroup: ...
+
+        def maybe_downgrade(self, g: ConsumerGroup, now: float) -> bool: ...
+
     def assignors(self) -> list[str]:
         return [a.strip() for a in self.config("group.consumer.assignors").split(",") if a.strip()]
 
@@ -144,8 +148,10 @@ class ConsumerGroupsMixin:
             return g
         if g is None and not create:
             raise Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-        if g is not None and not (create and not g.members):
-            raise Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if g is not None and g.members:
+            if not create:
+                raise Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            return self.upgrade_classic_group(g, now)
         new = ConsumerGroup(group_id, coordinator=broker_id)
         if g is not None:
             new.offsets = g.offsets
@@ -302,7 +308,7 @@ class ConsumerGroupsMixin:
                     to=m.member_epoch, state=m.state, assigned=_readable(m.assigned),
                     revoking=_readable(m.pending_revocation))
         gid, mid, key = g.group_id, m.member_id, ("cg-rebalance", g.group_id, m.member_id)
-        if m.state == M_UNREVOKED:
+        if m.state == M_UNREVOKED and m.classic is None:   # a classic member's rejoin has its own timer
             epoch, timeout_ms = m.member_epoch, m.rebalance_timeout_ms
             self.timers.schedule(key, now + timeout_ms / 1000, lambda t: self._rebalance_expired(gid, mid, epoch, t))
         else:
@@ -345,28 +351,21 @@ class ConsumerGroupsMixin:
         if not isinstance(g, ConsumerGroup) or member_id not in g.members:
             return
         m = g.members[member_id]
-        timeout_ms = {"session": self.config("group.consumer.session.timeout.ms"),
-                      "rebalance": m.rebalance_timeout_ms}.get(reason)
+        session_ms = m.classic.session_timeout_ms if m.classic else self.config("group.consumer.session.timeout.ms")
+        timeout_ms = session_ms if reason == "session" else None if reason == "left" else m.rebalance_timeout_ms
         self._trace(Kind.GROUP_MEMBER_FENCED, group=gid, member=member_id, reason=reason, timeout_ms=timeout_ms,
-                    member_epoch=m.member_epoch, released=_readable(m.assigned))
+                    member_epoch=m.member_epoch, released=_readable(m.assigned),
+                    protocol="classic" if m.classic else "consumer")
         g.remove(member_id)
-        self.timers.cancel(("cg-session", gid, member_id))
-        self.timers.cancel(("cg-rebalance", gid, member_id))
+        for timer in ("cg-session", "cg-rebalance", "cg-join", "cg-sync"):
+            self.timers.cancel((timer, gid, member_id))
+        if self.maybe_downgrade(g, now):
+            return
         g.subscription_metadata = self._subscription_metadata(g)
         self._bump(g, f"member {member_id} " + {"left": "left", "session": "session expired",
-                                                "rebalance": "did not revoke within its rebalance timeout"}[reason])
-
-    def consumer_group_remove(self, g: ConsumerGroup, member_id: str, instance_id: str | None, now: float) -> int:
-        """LeaveGroup on a consumer group (classicGroupLeaveToConsumerGroup): the admin client may
-        remove a static member by instance id; a member id names a classic member, which a
-        consumer group here never has."""
-        if member_id or instance_id is None:
-            return E.UNKNOWN_MEMBER_ID
-        mid = g.static_members.get(instance_id)
-        if mid is None:
-            return E.UNKNOWN_MEMBER_ID
-        self._fence(g.group_id, mid, "left", now)
-        return E.NONE
+                                                "rebalance": "did not revoke within its rebalance timeout",
+                                                "join": "did not rejoin within its rebalance timeout",
+                                                "sync": "did not send SyncGroup within its rebalance timeout"}[reason])
 
     # -- views ------------------------------------------------------------------------------------
     def describe_consumer_group(self, group_id: str, *, broker_id: int, now: float) -> dict[str, Any]:
@@ -389,7 +388,7 @@ class ConsumerGroupsMixin:
                              "subscribed_topic_regex": m.subscribed_topic_regex,
                              "assignment": self._described(m.assigned),
                              "target_assignment": self._described(g.target.get(m.member_id, {})),
-                             "member_type": 1} for m in g.members.values()]}
+                             "member_type": 0 if m.classic else 1} for m in g.members.values()]}
 
     def _described(self, a: Assignment) -> dict[str, Any]:
         return {"topic_partitions": [{"topic_id": self.cluster.topics[t].topic_id, "topic_name": t,
@@ -410,9 +409,9 @@ class ConsumerGroupsMixin:
 
     def _arm_member_timers(self, gid: str, m: ConsumerMember, now: float) -> None:
         mid, epoch = m.member_id, m.member_epoch
-        self.timers.schedule(("cg-session", gid, mid), now + self.config("group.consumer.session.timeout.ms") / 1000,
-                             lambda t: self._fence(gid, mid, "session", t))
-        if m.state == M_UNREVOKED:
+        session_ms = m.classic.session_timeout_ms if m.classic else self.config("group.consumer.session.timeout.ms")
+        self.timers.schedule(("cg-session", gid, mid), now + session_ms / 1000, lambda t: self._fence(gid, mid, "session", t))
+        if m.state == M_UNREVOKED and m.classic is None:
             self.timers.schedule(("cg-rebalance", gid, mid), now + m.rebalance_timeout_ms / 1000,
                                  lambda t: self._rebalance_expired(gid, mid, epoch, t))
 

@@ -103,7 +103,11 @@ class GroupViewsMixin:
                              "subscribed_topic_regex": m.subscribed_topic_regex,
                              "rebalance_timeout_ms": m.rebalance_timeout_ms, "assigned": readable(m.assigned),
                              "revoking": readable(m.pending_revocation), "target": readable(g.target.get(m.member_id, {})),
+                             "protocol": "classic" if m.classic else "consumer",
+                             "session_timeout_ms": m.classic.session_timeout_ms if m.classic else None,
                              "session_deadline": self.timers.deadline(("cg-session", gid, m.member_id)),
-                             "rebalance_deadline": self.timers.deadline(("cg-rebalance", gid, m.member_id))}
+                             "rebalance_deadline": self.timers.deadline(("cg-rebalance", gid, m.member_id)),
+                             "join_deadline": self.timers.deadline(("cg-join", gid, m.member_id)),
+                             "sync_deadline": self.timers.deadline(("cg-sync", gid, m.member_id))}
                             for m in g.members.values()],
                 "offsets": {f"{t}-{p}": o.offset for (t, p), o in sorted(g.offsets.items())}}

@@ -1,7 +1,8 @@
 """KIP-848 consumer groups over the wire, in virtual time: joins and epochs, the server-side
 assignors, reconciliation (a partition moves only once revoked), the broker's session and
 rebalance timeouts fencing members, static members, regex subscriptions, epochs on offsets, and
-the mismatch errors between classic and consumer groups (Kafka 4.x GroupMetadataManager)."""
+an empty consumer group taken over by a classic join (Kafka 4.x GroupMetadataManager); mixed groups
+are in test_groups_migration.py."""
 
 import uuid
 
@@ -158,20 +159,14 @@ async def test_offsets_need_the_current_member_epoch(autojump_clock):
         assert (await a.w.call(FETCH, 9, fetch)).groups[0].error_code == 113
 
 
-async def test_classic_and_consumer_groups_refuse_each_other(autojump_clock):
-    async with open_cluster(1, topics=[("t", 2, 1)], listen=False, config=FAST | {"group.initial.rebalance.delay.ms": 0}) as cluster:
+async def test_an_empty_consumer_group_is_taken_over_by_a_classic_join(autojump_clock):
+    async with open_cluster(1, topics=[("t", 2, 1)], listen=False, config=FAST) as cluster:
         a = Member(cluster)
         await a.beat()
-        r = await a.w.call(JOIN, 9, join_body(group="g", member_id="x"))
-        assert r.error_code == 23                                      # INCONSISTENT_GROUP_PROTOCOL
-        classic = WireClient(cluster.connect(cluster.coordinator_for("classic")))
-        r = await classic.call(JOIN, 9, join_body(group="classic"))
-        assert (await classic.call(JOIN, 9, join_body(group="classic", member_id=r.member_id))).error_code == 0
-        r = await Member(cluster, group="classic").beat()
-        assert (r.error_code, r.error_message) == (69, "Group classic is not a consumer group.")
         await a.beat(epoch=-1)                                          # g is empty now: a classic join takes it over
         r = await a.w.call(JOIN, 9, join_body(group="g"))
         assert r.error_code == 79
+        assert type(cluster.groups.groups["g"]).__name__ == "Group"
 
 
 async def test_static_member_leaves_for_a_while_and_comes_back_with_its_partitions(autojump_clock):
