@@ -75,12 +75,13 @@ JAVA_OPERATIONS = frozenset({
     "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets", "offsets_for_times",
     "list_topics", "partitions_for", "commit_sync", "close", "admin_list_topics", "configure_producer",
     "produce_pipelined", "transaction", "txn_zombie", "read_committed_behind_open_txn",
-    "kip848_heartbeats", "kip848_late_poll",
+    "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit",
 })
 # what the Java client does through a consumer group's membership (KIP-848's ConsumerGroupHeartbeat
 # under group.protocol=consumer). Offsets by the coordinator (committed, commit_sync: FindCoordinator,
 # OffsetFetch, OffsetCommit without a member epoch) need no membership and run everywhere.
-GROUP_OPERATIONS = frozenset({"join_group_held", "kip848_heartbeats", "kip848_late_poll"})
+GROUP_OPERATIONS = frozenset({"join_group_held", "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash",
+                              "kip848_slow_revoke", "kip848_stale_commit"})
 JOIN_GROUP_HELD_NOT_WRITTEN = ("join_group_held (a silent first member, client.id SILENT_MEMBER, then a second member's timed join) "
                  "is not in the Java program yet")
 
@@ -100,7 +101,7 @@ def _scaled_step(step: Operation, scale: float) -> Operation:
     for key in SCALED_ARGS_S:
         if key in args:
             args[key] = args[key] / scale
-    for key in ("run_ms", "stall_ms"):   # kip848 steps: Kafka-time ms, the program sleeps real ms
+    for key in ("run_ms", "stall_ms", "revoke_ms", "every_ms"):   # kip848 steps: Kafka-time ms, the program sleeps real ms
         if key in args:
             args[key] = args[key] / scale
     if step.kind == "produce_pipelined":   # ours waits 10 ms (virtual) between the sends by default
