@@ -300,6 +300,17 @@ class Cluster:
             raise ValueError("this cluster has no transaction coordinator")
         self.txn.marker_delay_ms = ms
 
+    def stop_broker_later(self, broker_id: int, delay_s: float = 0.0) -> None:
+        """Stop the broker from synchronous code (a fault, a trigger): in the cluster's nursery,
+        ``delay_s`` from now."""
+        async def stop() -> None:
+            await trio.sleep(delay_s)
+            await self.stop_broker(broker_id)
+
+        if self._nursery is None:
+            raise RuntimeError("the cluster is not running (open_cluster / run_cluster_in_thread)")
+        self._nursery.start_soon(stop)
+
     async def stop_broker(self, broker_id: int) -> None:
         """Close the listener and every connection; the controller moves leadership to a live
         ISR member and drops the broker from ISRs at once (faster than Kafka's session timeout,

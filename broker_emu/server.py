@@ -243,14 +243,7 @@ class Connection:
     def _stop_broker_later(self, delay_s: float) -> None:
         """The stop_broker fault with a delay: this request goes on (into a long poll, the
         purgatory...) and the broker stops under it."""
-        cluster, broker_id = self.cluster, self.broker.id
-
-        async def stop() -> None:
-            await trio.sleep(delay_s)
-            await cluster.stop_broker(broker_id)
-
-        assert cluster._nursery is not None   # a serving cluster always has one (runtime.open_cluster)
-        cluster._nursery.start_soon(stop)
+        self.cluster.stop_broker_later(self.broker.id, delay_s)
 
     def _api_versions_range(self) -> tuple[int, int]:
         return advertised_range(self.cluster, API_VERSIONS) or (0, 0)  # always registered

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker_emu.trace import Kind
 from conformance.adapters.base import scaled_ms
 from conformance.model import Scenario
 
@@ -62,10 +63,25 @@ def _move_leader_later(cluster, spec: dict, at_s: float) -> None:
         cluster.scheduler.call_later(at_s, move)
 
 
+def _stop_coordinator_when_revoking(cluster, group: str) -> None:
+    """The first time a member of ``group`` is asked to revoke (the coordinator's
+    group_member_epoch event, state unrevoked_partitions), its coordinator's broker stops: a
+    reconciliation is under way whichever client runs the members."""
+    def watch(event) -> None:
+        d = event.details or {}
+        if event.kind == Kind.GROUP_MEMBER_EPOCH and d.get("group") == group and d.get("state") == "unrevoked_partitions":
+            unsubscribe()
+            cluster.stop_broker_later(cluster.coordinator_for(group))
+
+    unsubscribe = cluster.trace.subscribe(watch)
+
+
 def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
     for raw in scenario.faults:
         rule = scale_fault(raw, scale)
-        if "move_leader" in rule:
+        if "stop_coordinator_when_revoking" in rule:
+            _stop_coordinator_when_revoking(cluster, rule["stop_coordinator_when_revoking"])
+        elif "move_leader" in rule:
             # scaling keeps every delay >= 1 ms; at_ms 0 (or none) means "before the client starts"
             _move_leader_later(cluster, rule["move_leader"], rule["at_ms"] / 1000 if raw.get("at_ms") else 0.0)
         elif "replication" in rule:

@@ -40,6 +40,8 @@ def kfake_support(scenario: Scenario) -> str:
                     "Produce's timeout_ms is ignored)")
         if "move_leader" in rule:
             return "moves a partition's leader at a set time: kfake's MoveTopicPartition is reachable only from Go"
+        if "stop_coordinator_when_revoking" in rule:
+            return "stops the group coordinator when the emulator's coordinator reports a revocation (its own trace)"
         why = _rule_support(rule, 3)
         if why:
             return why

@@ -146,6 +146,33 @@ def one_owner_per_partition() -> Contract:
     return Contract("a partition never has two owners", check, side="server")
 
 
+def stopped_mid_revocation() -> Contract:
+    """The coordinator's broker stopped while a member was asked to revoke and had not yet
+    reported the partitions gone, and that member then completed its reconciliation (a later epoch)."""
+
+    def check(ev: Evidence) -> Verdict:
+        revoking: dict[str, float] = {}
+        stopped_during: list[str] = []
+        stopped_at = 0.0
+        for e in ev.trace:
+            d = e.details
+            if e.kind == Kind.GROUP_MEMBER_EPOCH:
+                if d["state"] == "unrevoked_partitions":
+                    revoking.setdefault(d["member"], e.t_ms)
+                elif d["member"] in stopped_during:
+                    return Verdict(True, f"the coordinator stopped while {d['member'][:8]} was revoking; it reached "
+                                         f"epoch {d['to']} at the new coordinator {e.t_ms - stopped_at:.0f} ms later")
+                else:
+                    revoking.pop(d["member"], None)
+            elif e.kind == Kind.BROKER_STOP and revoking:
+                stopped_during, stopped_at = list(revoking), e.t_ms
+        if not stopped_during:
+            return Verdict(False, "no stop mid-revocation", "the coordinator did not stop while a member was revoking")
+        return Verdict(False, "stopped mid-revocation", "the revoking member never completed its reconciliation")
+
+    return Contract("the coordinator stops mid-revocation and the revocation completes", check, side="server")
+
+
 KIP848_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="kip848.crashed-member-expires-at-broker-session",
@@ -200,8 +227,9 @@ KIP848_SCENARIOS: tuple[Scenario, ...] = (
         references=("GroupCoordinatorShard.onLoaded", "CurrentAssignmentBuilder", "KIP-848"),
         topics=(("t", 4, 3),),
         steps=(Operation("kip848_coordinator_dies", {"group": "k848-move", "topic": "t"}, timeout_s=120.0),),
+        faults=({"stop_coordinator_when_revoking": "k848-move"},),
         client_config=CONSUMER_PROTOCOL,
-        contracts=(C.outcome_is("kip848_coordinator_dies", ok=True), one_owner_per_partition()),
+        contracts=(C.outcome_is("kip848_coordinator_dies", ok=True), stopped_mid_revocation(), one_owner_per_partition()),
     ),
     Scenario(
         id="kip848.slow-revocation-fenced-at-rebalance-timeout",

@@ -50,12 +50,12 @@ TOPIC_LEVEL = {"min.insync.replicas": "min.insync.replicas", "log.retention.ms":
 
 def server_rules(scenario: Scenario) -> tuple[dict[str, Any], ...]:
     """The fault rules the cluster itself must carry out (replication, leader moves)."""
-    return tuple(r for r in scenario.faults if "replication" in r or "move_leader" in r)
+    return tuple(r for r in scenario.faults if "replication" in r or "move_leader" in r or "stop_coordinator_when_revoking" in r)
 
 
 def proxy_rules(scenario: Scenario) -> tuple[dict[str, Any], ...]:
     """The fault rules the proxy applies on the wire (delays, black holes, errors...)."""
-    return tuple(r for r in scenario.faults if "replication" not in r and "move_leader" not in r)
+    return tuple(r for r in scenario.faults if not {"replication", "move_leader", "stop_coordinator_when_revoking"} & set(r))
 
 
 class CellUpstream(Protocol):

@@ -96,8 +96,8 @@ def test_one_owner_contract_fails_when_two_members_hold_a_partition():
 def test_java_consumer_protocol_keeps_the_kip848_contracts_it_can_run():
     """The reference: kafka-clients 4.4's AsyncKafkaConsumer heartbeats at the broker's interval,
     leaves at max.poll.interval.ms (where librdkafka does not), loses a killed member's partitions
-    at the broker's session timeout and a slow revoker's at its rebalance timeout, and has its
-    commits racing a rebalance accepted. Only the coordinator-death scenario is not its to run."""
+    at the broker's session timeout and a slow revoker's at its rebalance timeout, carries on when
+    the coordinator dies mid-revocation, and has its commits racing a rebalance accepted."""
     from conformance.adapters.java_client import JavaConsumerProtocolAdapter
     from tests.realclients.test_java_client import _require_java
 
@@ -109,7 +109,7 @@ def test_java_consumer_protocol_keeps_the_kip848_contracts_it_can_run():
         adapter.shutdown()
     want = [(s.id, Status.PASS if adapter.supports(s.steps)[0] else Status.NA) for s in KIP848_SCENARIOS]
     assert [(r.scenario, r.status) for r in results] == want, [(r.scenario, r.contracts) for r in results]
-    assert sum(status == Status.PASS for _, status in want) == 5
+    assert sum(status == Status.PASS for _, status in want) == 6
 
 
 def test_slow_revocation_contract_fails_when_the_partitions_move_at_the_callbacks_end():
@@ -138,3 +138,18 @@ def test_commit_race_contracts_fail_on_a_broker_without_kip1251():
     assert not wire.check(Evidence([], answers(None, None, [113], None), {}, client_id="c")).passed
     outcome = C.outcome_is("op", ok=True)
     assert not outcome.check(Evidence([Outcome("op", False, 1.0, "CommitFailedException", "stale")], [], {})).passed
+
+
+def test_coordinator_stop_contract_fails_unless_the_stop_lands_mid_revocation_and_it_completes():
+    from conformance.scenarios_kip848 import stopped_mid_revocation
+
+    def epoch(t, member, state, to):
+        return TraceEvent(t, Kind.GROUP_MEMBER_EPOCH, details={"group": "g", "member": member, "state": state,
+                                                               "from": 1, "to": to, "assigned": {}, "revoking": {}})
+
+    stop_first = [TraceEvent(10, Kind.BROKER_STOP), epoch(20, "a", "unrevoked_partitions", 1), epoch(30, "a", "stable", 2)]
+    never_done = [epoch(10, "a", "unrevoked_partitions", 1), TraceEvent(20, Kind.BROKER_STOP)]
+    good = never_done + [epoch(30, "a", "stable", 2)]
+    contract = stopped_mid_revocation()
+    assert [contract.check(Evidence([], trace, {})).passed for trace in (stop_first, never_done, good)] == \
+        [False, False, True]

@@ -140,8 +140,11 @@ class Membership848:
         """A heartbeat that got no answer (a disconnect, a timeout, a moved coordinator) or an
         error: retry after retry.backoff.ms, doubling to retry.backoff.max.ms — not a whole
         interval later, so a moved coordinator is found and told at once (Java's
-        HeartbeatRequestManager: onFailedAttempt)."""
+        HeartbeatRequestManager: onFailedAttempt). The next heartbeat is a full one (Java resets its
+        HeartbeatState): the answer we missed may have carried a new assignment, and the broker
+        sends the assignment again only to a full request or when it changes."""
         self.heartbeat_in_flight = self.reconciling = False
+        self.send_subscription = True
         self.heartbeat_due = now + self._backoff
         self._backoff = min(self._backoff * 2, self.retry_backoff_max)
 

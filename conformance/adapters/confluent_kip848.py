@@ -25,7 +25,7 @@ from conformance.adapters.base import RunEnv
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll", "kip848_slow_revoke",
-                               "kip848_stale_commit"})
+                               "kip848_stale_commit", "kip848_coordinator_dies"})
 
 # the first member's process: join, say which partitions it owns whenever that changes, then
 # poll until killed; with a third argument, its on_revoke callback takes that many seconds
@@ -94,6 +94,36 @@ class ConfluentKip848:
             if first.stdout is not None:
                 first.stdout.close()
             measured.close()
+
+    def _kip848_coordinator_dies(self, step: Operation, env: RunEnv) -> Outcome:
+        """Two members; the scenario stops the group coordinator's broker when the first is asked
+        to revoke for the second. Timed: from the second's subscribe until the two hold the topic."""
+        from confluent_kafka import Consumer
+
+        group, topic, limit = step.args.get("group", "k848-move"), step.args.get("topic", "t"), step.timeout_s or 60.0
+        first = Consumer(self._kip848_conf(env, group, SILENT_MEMBER))
+        second = Consumer(self._kip848_conf(env, group))
+        try:
+            first.subscribe([topic])
+            if not _until(lambda: bool(first.assignment()), first, env, limit):
+                return Outcome("kip848_coordinator_dies", False, 0.0, "TimeoutException", "the first member never joined")
+            total = len(first.assignment())
+            second.subscribe([topic])
+            start, end = env.clock(), env.clock() + limit
+
+            def settled() -> bool:
+                mine, theirs = len(first.assignment()), len(second.assignment())
+                return mine + theirs == total and mine > 0 and theirs > 0
+
+            while env.clock() < end and not settled():
+                first.poll(0.02)
+                second.poll(0.02)
+            ok = settled()
+            return Outcome("kip848_coordinator_dies", ok, env.clock() - start, None if ok else "TimeoutException",
+                           None if ok else "the group never settled on the new coordinator")
+        finally:
+            first.close()
+            second.close()
 
     def _kip848_heartbeats(self, step: Operation, env: RunEnv) -> Outcome:
         from confluent_kafka import Consumer

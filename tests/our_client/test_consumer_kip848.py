@@ -65,3 +65,28 @@ async def test_a_member_that_stops_polling_leaves_and_rejoins_on_its_next_poll(a
             left = [e for e in events(cluster, Kind.GROUP_MEMBER_FENCED) if e.details["reason"] == "left"]
             assert len(left) == 1                                      # slow left by itself at max.poll.interval.ms
             await poll_until([slow, busy], lambda: len(slow.assignment()) == 1 and len(busy.assignment()) == 1)
+
+
+async def test_a_lost_heartbeat_answer_is_followed_by_a_full_heartbeat_that_gets_the_assignment_again(autojump_clock):
+    """The answer asking c1 to revoke is lost (the broker handles the heartbeat, then the
+    connection closes). Kafka sends an assignment only to a full heartbeat or when it changes, so
+    c1's retry must be full (Java resets its HeartbeatState after a failure) or c1 never learns
+    what to give up, and would be fenced at its rebalance timeout instead."""
+    async with open_cluster(1, topics=[("t", 4, 1)], listen=False, config=BROKER) as cluster:
+        async with open_consumer({**K848, "client.id": "c1"}, connect=connect_to(cluster)) as c1, \
+                open_consumer({**K848, "client.id": "c2"}, connect=connect_to(cluster)) as c2:
+            c1.subscribe(["t"])
+            await poll_until([c1], lambda: len(c1.assignment()) == 4)
+            c2.subscribe(["t"])
+            await poll_until([c2], lambda: any(e.details.get("member_epoch") == 0
+                                               for e in events(cluster, Kind.RECV, "ConsumerGroupHeartbeat", "c2")))
+            cluster.faults.add({"match": {"api": "ConsumerGroupHeartbeat", "client_id": "c1"}, "action": "close_after",
+                                "times": 1}, cluster.now_ms())
+            start = cluster.now_ms()
+            await poll_until([c1, c2], lambda: len(c1.assignment()) == 2 and len(c2.assignment()) == 2)
+            took = cluster.now_ms() - start
+        revoking = [e for e in events(cluster, Kind.GROUP_MEMBER_EPOCH) if e.details["state"] == "unrevoked_partitions"]
+        closed = [e for e in cluster.trace.query(kind=Kind.FAULT_APPLIED)]
+        assert len(closed) == 1 and revoking and revoking[0].t_ms == closed[0].t_ms   # that very answer was lost
+        assert took < 5000, took                                        # not the 20 s rebalance timeout
+        assert [e.details["reason"] for e in events(cluster, Kind.GROUP_MEMBER_FENCED)] == ["left", "left"]

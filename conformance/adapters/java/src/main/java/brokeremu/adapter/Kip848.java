@@ -262,4 +262,31 @@ final class Kip848 {
             return Outcomes.failed("kip848_stale_commit", Outcomes.elapsedMs(start), e);
         }
     }
+
+    /**
+     * Two members; the scenario stops the group coordinator's broker when the first is asked to
+     * revoke for the second. Timed: from the second's subscribe until the two hold the topic.
+     */
+    static ObjectNode coordinatorDies(Run run, JsonNode args, Long timeoutMs) {
+        String group = args.path("group").asText("k848-move"), topic = args.path("topic").asText("t");
+        long limit = timeoutMs == null ? 60_000 : timeoutMs;
+        long start = System.nanoTime();
+        try (KafkaConsumer<byte[], byte[]> first = run.consumer(group, silent());
+             KafkaConsumer<byte[], byte[]> second = run.consumer(group, null)) {
+            first.subscribe(List.of(topic));
+            if (!untilAssigned(first, limit)) {
+                return Outcomes.failed("kip848_coordinator_dies", Outcomes.elapsedMs(start), new Exception("the first member never joined"));
+            }
+            int total = first.assignment().size();
+            second.subscribe(List.of(topic));
+            start = System.nanoTime();
+            boolean ok = until(() -> first.assignment().size() + second.assignment().size() == total
+                    && !first.assignment().isEmpty() && !second.assignment().isEmpty(), limit, List.of(first, second));
+            return ok ? Outcomes.ok("kip848_coordinator_dies", Outcomes.elapsedMs(start), null)
+                    : Outcomes.failed("kip848_coordinator_dies", Outcomes.elapsedMs(start),
+                                      new Exception("the group never settled on the new coordinator"));
+        } catch (Exception e) {
+            return Outcomes.failed("kip848_coordinator_dies", Outcomes.elapsedMs(start), e);
+        }
+    }
 }

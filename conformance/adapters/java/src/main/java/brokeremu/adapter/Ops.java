@@ -35,7 +35,7 @@ final class Ops {
             "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
             "admin_list_topics", "configure_producer", "produce_pipelined", "transaction", "txn_zombie",
             "read_committed_behind_open_txn", "kip848_heartbeats", "kip848_late_poll",
-            "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit");
+            "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit", "kip848_coordinator_dies");
 
     static final Duration CLOSE_AFTER_STEP = Duration.ofSeconds(1);
 
@@ -58,6 +58,7 @@ final class Ops {
             case "kip848_member_crash" -> Kip848.memberCrash(run, args, timeoutMs);
             case "kip848_slow_revoke" -> Kip848.slowRevoke(run, args, timeoutMs);
             case "kip848_stale_commit" -> Kip848.staleCommit(run, args, timeoutMs);
+            case "kip848_coordinator_dies" -> Kip848.coordinatorDies(run, args, timeoutMs);
             case "read_committed_behind_open_txn" -> Txn.readCommittedBehindOpenTxn(run, args, timeoutMs);
             case "configure_producer" -> configureProducer(run);
             case "admin_list_topics" -> adminListTopics(run, args, timeoutMs);
