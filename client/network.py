@@ -72,6 +72,9 @@ class NetworkClient:
         self.connect_fn = connect or connect_from_config(config)
         self.rng = rng or random.Random(0)
         self.nodes: dict[int, tuple[str, int]] = parse_bootstrap(config["bootstrap.servers"])
+        # a second node id for a broker, so one role gets a connection of its own (the group
+        # coordinator: Java's consumer uses node Integer.MAX_VALUE - id for it)
+        self.aliases: dict[int, int] = {}
         self.connections: dict[int, BrokerConnection] = {}
         self.states: dict[int, NodeState] = {}
         self._connecting: dict[int, trio.Event] = {}
@@ -120,7 +123,7 @@ class NetworkClient:
         return conn.in_flight if conn is not None and not conn.closed else 0
 
     def broker_nodes(self) -> list[int]:
-        return [n for n in self.nodes if n >= 0]
+        return [n for n in self.nodes if n >= 0 and n not in self.aliases]
 
     def candidates(self) -> list[int]:
         """Nodes to ask for cluster-wide things (Metadata, InitProducerId), best first: ready
@@ -176,7 +179,7 @@ class NetworkClient:
         start = trio.current_time()
         try:
             with trio.fail_after(setup):
-                stream = await self.connect_fn(node, host, port)
+                stream = await self.connect_fn(self.aliases.get(node, node), host, port)
         except trio.TooSlowError:
             attempt = st.failed_connects + 1
             self._connect_failed(node)

@@ -33,7 +33,7 @@ def test_our_async_face_keeps_the_kip848_contracts_in_virtual_time():
     results = run_plan(Plan(list(KIP848_SCENARIOS), [adapter]))
     want = [(s.id, Status.PASS if adapter.supports(s.steps)[0] else Status.NA) for s in KIP848_SCENARIOS]
     assert [(r.scenario, r.status) for r in results] == want, [(r.scenario, r.contracts) for r in results]
-    assert sum(status == Status.PASS for _, status in want) == 5   # all but the slow revocation (no step)
+    assert sum(status == Status.PASS for _, status in want) == 6
 
 
 class TakesOverOnItsOwnTimer(ConfluentAdapter):

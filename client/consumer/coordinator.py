@@ -25,6 +25,9 @@ COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCod
                                 ErrorCode.NOT_COORDINATOR})
 
 
+COORDINATOR_NODE_BASE = 2**31 - 1
+
+
 class CoordinatorClient:
     def __init__(self, net: NetworkClient, group: str, request_timeout: float, require_stable: bool = False):
         self.net, self.group, self.request_timeout = net, group, request_timeout
@@ -39,7 +42,11 @@ class CoordinatorClient:
         entry = requests.coordinator_entry(answer)
         if entry.error_code:
             raise error_for_code(entry.error_code)
-        self.net.nodes[entry.node_id] = (entry.host, entry.port)
+        # its own connection, as Java's AbstractCoordinator (node Integer.MAX_VALUE - id): heartbeats
+        # and commits never queue behind a long-polling Fetch to the same broker
+        alias = COORDINATOR_NODE_BASE - entry.node_id
+        self.net.nodes[entry.node_id] = self.net.nodes[alias] = (entry.host, entry.port)
+        self.net.aliases[alias] = entry.node_id
         self.node = entry.node_id
         return entry.node_id
 
@@ -62,7 +69,7 @@ class CoordinatorClient:
         node = await self.resolve(self.request_timeout if timeout is None else timeout)
         self.last = node
         try:
-            return await self.net.request(node, api_key, body, timeout=timeout)
+            return await self.net.request(COORDINATOR_NODE_BASE - node, api_key, body, timeout=timeout)
         except KafkaError:
             self.forget()
             raise

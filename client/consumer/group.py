@@ -12,12 +12,14 @@ The join runs here because it needs the network between its steps: revoke the as
 coordinator, read the subscribed topics' metadata, JoinGroup (held by the broker up to the
 rebalance timeout; its request timeout is that plus 5 s, client.network), the leader's
 assignment, SyncGroup, then the new partitions' committed offsets and ``on_assign``. Rebalance
-callbacks run on this task (for the blocking face: the network thread).
+callbacks run on this task (for the blocking face: the network thread); a callback returning an
+awaitable (``async def``, async face) is awaited.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -35,6 +37,15 @@ from client.protocol import ApiKey
 from client.wakeup import Wakeup
 
 Callback = Callable[[list[TopicPartition]], Any]
+
+
+async def call_back(callback: Callback | None, tps: list[TopicPartition]) -> None:
+    """A rebalance callback: a plain function, or (async face) one returning an awaitable, which
+    is awaited — so a callback may commit or wait without blocking the event loop."""
+    if callback is not None:
+        result = callback(tps)
+        if inspect.isawaitable(result):
+            await result
 Committed = Callable[[list[TopicPartition], float], Awaitable[dict[TopicPartition, int | None]]]
 
 
@@ -134,8 +145,7 @@ class GroupDriver:
         self.coordinator.note_error(synced.error_code)
         assigned = m.on_sync_response(synced)
         await self._assigned(assigned)
-        if self.on_assign is not None:
-            self.on_assign(assigned)
+        await call_back(self.on_assign, assigned)
         m.join_completed(trio.current_time())
         self.active.set()
 
@@ -177,8 +187,7 @@ class GroupDriver:
             with contextlib.suppress(KafkaError):   # the rebalance goes on; the records may be read again
                 await self.commit(self.fetcher.current_offsets(revoked), self.request_timeout)
         self.fetcher.unassign(revoked)
-        if self.on_revoke is not None:
-            self.on_revoke(revoked)
+        await call_back(self.on_revoke, revoked)
 
     async def _leave(self, revoked: list[TopicPartition], reason: str) -> None:
         """LeaveGroup (best effort, one attempt within request.timeout.ms); the assignment is

@@ -9,9 +9,9 @@ immediate heartbeat saying so. A fenced member loses its partitions (``on_revoke
 commit: its epoch is stale) and rejoins at once. Leaving is a heartbeat with epoch -1 (-2 for a
 static member, which keeps its partitions for the broker's session timeout).
 
-Known difference from Java: the heartbeats share the coordinator broker's connection with the
-fetches (as our classic heartbeats do), so one can wait behind a long poll for up to
-fetch.max.wait.ms; Java's consumer opens a separate connection to its coordinator.
+A reconciliation runs in a task of its own beside the heartbeats (``run``'s nursery), so slow
+callbacks (an ``async def`` one on the async face) do not silence the member; the coordinator has
+its own connection (``CoordinatorClient``), so a heartbeat never waits behind a long poll.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 import trio
 
-from client.consumer.group import GroupDriver
+from client.consumer.group import GroupDriver, call_back
 from client.consumer.membership import HEARTBEAT, LEAVE, STABLE, Action
 from client.consumer.membership848 import FENCED, Membership848, Reconcile
 from client.consumer.records import TopicPartition
@@ -33,6 +33,7 @@ from client.protocol import ApiKey
 
 class Group848Driver(GroupDriver):
     membership: Membership848   # type: ignore[assignment]
+    _nursery: trio.Nursery | None = None
 
     async def commit(self, offsets: Mapping[TopicPartition, int], timeout: float) -> None:
         """OffsetCommit v9+ with this member's epoch (STALE_MEMBER_EPOCH if it moved on)."""
@@ -64,8 +65,11 @@ class Group848Driver(GroupDriver):
         self.coordinator.note_error(answer.error_code)
         assigned = None if answer.assignment is None else await self._by_name(answer.assignment.topic_partitions)
         step = m.on_heartbeat_response(answer, assigned, trio.current_time())
-        if step is not None:
-            await self._reconcile(step)
+        if step is not None and step.lost:
+            await self._lose(step)
+        elif step is not None:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._reconcile, step)
         if m.state == STABLE and not m.reconciling:
             self.active.set()
 
@@ -76,20 +80,40 @@ class Group848Driver(GroupDriver):
         return [TopicPartition(names[tp.topic_id], p) for tp in topic_partitions if tp.topic_id in names
                 for p in tp.partitions]
 
-    async def _reconcile(self, step: Reconcile) -> None:
+    async def run(self) -> None:
+        """The classic driver's loop, with a nursery for reconciliations: they run beside the
+        heartbeats, so a slow callback does not silence the member (Java's background thread
+        heartbeats while the application thread runs the rebalance listener)."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                await super().run()
+            finally:
+                self._nursery = None
+                nursery.cancel_scope.cancel()
+
+    async def _lose(self, step: Reconcile) -> None:
+        """Fenced: the partitions are gone, no commit with a stale epoch; rejoin at once."""
+        self._deactivate()
+        self.fetcher.unassign(step.revoke)
+        await call_back(self.on_revoke, step.revoke)
+        self.wake()
+
+    async def _reconcile(self, step: Reconcile | None) -> None:
         m = self.membership
-        if step.lost:   # fenced: no commit with a stale epoch
-            self._deactivate()
-            self.fetcher.unassign(step.revoke)
-            if self.on_revoke is not None:
-                self.on_revoke(step.revoke)
-            return
-        await self._revoke(step.revoke)
-        await self._assigned(step.assign)
-        if self.on_assign is not None and step.assign:
-            self.on_assign(step.assign)
-        owned = sorted((set(m.assignment) - set(step.revoke)) | set(step.assign))
-        m.reconciled(owned, trio.current_time())
+        while step is not None:
+            if step.lost:
+                await self._lose(step)
+                return
+            await self._revoke(step.revoke)
+            await self._assigned(step.assign)
+            if step.assign:
+                await call_back(self.on_assign, step.assign)
+            owned = sorted((set(m.assignment) - set(step.revoke)) | set(step.assign))
+            step = m.reconciled(owned, trio.current_time())
+            self.wake()   # the heartbeat saying so goes now
+        if m.state == STABLE and not m.reconciling:
+            self.active.set()
 
     async def _leave(self, revoked: list[TopicPartition], reason: str) -> None:
         m = self.membership

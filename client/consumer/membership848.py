@@ -75,7 +75,12 @@ class Membership848:
         self.heartbeat_in_flight = False
         self.last_poll = now
         self.send_subscription = True          # the next heartbeat carries the full subscription
+        # a reconciliation under way (the driver runs it beside the heartbeats, as Java's
+        # background thread keeps heartbeating while the application runs the callbacks): the
+        # newest assignment the broker sent meanwhile, and whether it fenced this member meanwhile
         self.reconciling = False
+        self.newer: list[TopicPartition] | None = None
+        self.fenced_meanwhile = False
 
     @property
     def generation(self) -> int:
@@ -104,17 +109,17 @@ class Membership848:
         """The next heartbeat, or the poll timer's expiry if sooner: as Java's background thread
         (HeartbeatRequestManager.maximumTimeToWait), the member leaves the moment
         max.poll.interval.ms has passed, not at the heartbeat after it."""
-        if self.state in (LEFT, CLOSED) or self.heartbeat_in_flight or self.reconciling:
+        if self.state in (LEFT, CLOSED) or self.heartbeat_in_flight or (self.reconciling and self.fenced_meanwhile):
             return math.inf
-        if self.state == STABLE:
+        if self.state == STABLE and not self.reconciling:
             return min(self.heartbeat_due, self.last_poll + self.rebalance_timeout_ms / 1000)
         return self.heartbeat_due
 
     def handle_timeouts(self, now: float) -> Action | None:
-        if self.state in (LEFT, CLOSED) or self.heartbeat_in_flight or self.reconciling:
+        if self.state in (LEFT, CLOSED) or self.heartbeat_in_flight or (self.reconciling and self.fenced_meanwhile):
             return None
         idle_ms = (now - self.last_poll) * 1000
-        if self.state == STABLE and idle_ms >= self.rebalance_timeout_ms:
+        if self.state == STABLE and not self.reconciling and idle_ms >= self.rebalance_timeout_ms:
             self.state = LEFT
             taken, self.assignment = self.assignment, []
             return Action(LEAVE, revoked=taken, reason=(
@@ -143,7 +148,7 @@ class Membership848:
         HeartbeatRequestManager: onFailedAttempt). The next heartbeat is a full one (Java resets its
         HeartbeatState): the answer we missed may have carried a new assignment, and the broker
         sends the assignment again only to a full request or when it changes."""
-        self.heartbeat_in_flight = self.reconciling = False
+        self.heartbeat_in_flight = False
         self.send_subscription = True
         self.heartbeat_due = now + self._backoff
         self._backoff = min(self._backoff * 2, self.retry_backoff_max)
@@ -155,15 +160,23 @@ class Membership848:
         self.heartbeat_in_flight = False
         code = answer.error_code
         if code in FENCED:
-            lost, self.assignment, self.epoch = self.assignment, [], 0
-            self.send_subscription, self.heartbeat_due = True, now
-            return Reconcile(lost, [], lost=True) if lost else None
+            if self.reconciling:   # the partitions are lost once the callbacks under way are done
+                self.fenced_meanwhile = True
+                return None
+            return self._fenced(now)
         if code:
             raise error_for_code(code, answer.error_message)
         self.send_subscription, self._backoff = False, self.retry_backoff
         self.heartbeat_interval = answer.heartbeat_interval_ms / 1000
         self.epoch, self.state = answer.member_epoch, STABLE
         self.heartbeat_due = now + self.heartbeat_interval
+        if self.reconciling:
+            if assigned is not None:
+                self.newer = assigned
+            return None
+        return self._towards(assigned)
+
+    def _towards(self, assigned: list[TopicPartition] | None) -> Reconcile | None:
         if assigned is None or set(assigned) == set(self.assignment):
             return None
         revoke = sorted(set(self.assignment) - set(assigned))
@@ -171,9 +184,22 @@ class Membership848:
         self.reconciling = True
         return Reconcile(revoke, add)
 
-    def reconciled(self, owned: list[TopicPartition], now: float) -> None:
-        """The driver revoked and assigned: tell the broker at once what this member owns."""
+    def _fenced(self, now: float) -> Reconcile | None:
+        lost, self.assignment, self.epoch = self.assignment, [], 0
+        self.send_subscription, self.heartbeat_due = True, now
+        return Reconcile(lost, [], lost=True) if lost else None
+
+    def reconciled(self, owned: list[TopicPartition], now: float) -> Reconcile | None:
+        """The driver revoked and assigned: tell the broker at once what this member owns. What
+        came meanwhile is next: the partitions lost to a fence, or a newer assignment."""
         self.assignment, self.reconciling, self.heartbeat_due = list(owned), False, now
+        newer, self.newer = self.newer, None
+        if self.state in (LEFT, CLOSED):
+            return None
+        if self.fenced_meanwhile:
+            self.fenced_meanwhile = False
+            return self._fenced(now)
+        return self._towards(newer)
 
     def left(self) -> None:
         self.epoch = 0

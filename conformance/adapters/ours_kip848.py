@@ -14,7 +14,7 @@ from conformance.adapters.base import RunEnv
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 KIP848_OPERATIONS = frozenset({"kip848_member_crash", "kip848_heartbeats", "kip848_late_poll", "kip848_coordinator_dies",
-                               "kip848_stale_commit"})
+                               "kip848_stale_commit", "kip848_slow_revoke"})
 
 
 class OursKip848:
@@ -127,6 +127,37 @@ class OursKip848:
             ok = len(first.assignment()) + len(second.assignment()) == total and bool(second.assignment())
             return Outcome("kip848_coordinator_dies", ok, trio.current_time() - start, None if ok else "TimeoutException",
                            None if ok else "the group never settled on the new coordinator")
+
+    async def _kip848_slow_revoke(self, step: Operation, env: RunEnv) -> Outcome:
+        """A first member whose (async) on_revoke takes ``revoke_ms`` owns the topic and goes on
+        polling; the measured member joins. Timed from its subscribe until it owns every
+        partition: when the broker fences the slow member at its rebalance timeout, while the
+        slow member's heartbeats go on beside its callback."""
+        from client.consumer import open_consumer
+
+        group, topic, limit = step.args.get("group", "k848-slow"), step.args.get("topic", "t"), step.timeout_s or 600.0
+        slow_s = step.args.get("revoke_ms", 120_000) / 1000
+
+        async def slow_revoke(tps: list) -> None:
+            if tps:
+                await trio.sleep(slow_s)
+
+        async with open_consumer({**self._consumer_config(env, group), "client.id": SILENT_MEMBER},
+                                 connect=self._connect(env)) as first, \
+                open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as second:
+            first.subscribe([topic], on_revoke=slow_revoke)
+            while not first.assignment():
+                await first.poll(0.1)
+            total = len(first.assignment())
+            second.subscribe([topic])
+            start = trio.current_time()
+            with trio.move_on_after(limit):
+                while len(second.assignment()) < total:
+                    await first.poll(0.05)
+                    await second.poll(0.05)
+            ok = len(second.assignment()) == total
+            return Outcome("kip848_slow_revoke", ok, trio.current_time() - start, None if ok else "TimeoutException",
+                           None if ok else "the slow member's partitions never moved")
 
     async def _kip848_stale_commit(self, step: Operation, env: RunEnv) -> Outcome:
         """A member commits every ``every_ms`` for ``run_ms`` while a second one joins and the group
