@@ -81,6 +81,11 @@ class Cluster:
         self.txn: Any = None          # broker_emu.transactions.coordinator, attached with the groups (runtime)
         self._nursery: trio.Nursery | None = None
         self.conn_ids = itertools.count(1)
+        # AlterConfigs on brokers: "" (cluster-wide) or a broker id -> overrides (handlers/admin_configs.py)
+        # A Kafka 4.x cluster is formatted with min.insync.replicas as a cluster-wide dynamic value
+        # (KIP-966, eligible leader replicas need it there): DescribeConfigs shows it with source 3
+        self.dynamic_config: dict[str, dict[str, str]] = {"": {"min.insync.replicas": str(self.config["min.insync.replicas"])}}
+        self.static_config = dict(self.config)
 
     def _log_evicted(self, log: PartitionLog, freed: int, log_start: int) -> None:
         """The log memory budget dropped a partition's oldest batches: say so, in the trace
@@ -94,6 +99,18 @@ class Cluster:
             log_module.warning("broker-emu: the logs reached emu.log.memory.bytes=%d: dropped the oldest %d bytes of "
                                "%s (log start offset now %d); raise the budget to keep more", self.log_memory.limit,
                                freed, log.name, log_start)
+
+    def apply_dynamic_config(self) -> None:
+        """The broker settings in force: static, then the cluster-wide dynamic values, then any
+        broker's own (the emulated brokers share one configuration)."""
+        from broker_emu.topic_config import DYNAMIC_BROKER_KEYS
+
+        config = dict(self.static_config)
+        for scope in sorted(self.dynamic_config, key=lambda name: name != ""):
+            for name, value in self.dynamic_config[scope].items():
+                if name in config:   # the ones the emulator acts on
+                    config[name] = DYNAMIC_BROKER_KEYS[name].parse(value)
+        self.config.update(config)
 
     # -- time ---------------------------------------------------------------------------------
     def now_ms(self) -> float:
@@ -334,7 +351,7 @@ class Cluster:
                 if p.leader == broker_id:
                     # the first live ISR member in assignment order (PartitionChangeBuilder.electLeader)
                     candidates = [r for r in p.replicas if r in p.isr and r != broker_id and self.is_alive(r)]
-                    if not candidates and self.config["unclean.leader.election.enable"]:
+                    if not candidates and effective("unclean.leader.election.enable", t.configs, self.config):
                         candidates = [r for r in p.replicas if r != broker_id and self.is_alive(r)]
                     if candidates:
                         self.move_leader(p.topic, p.index, candidates[0])
@@ -416,7 +433,12 @@ def java_string_hash(s: str) -> int:
 
 
 def validate_topic_name(name: str) -> None:
+    """Kafka 4.x's ``Topic.validate``, with its messages (InvalidTopicException)."""
     import re
 
-    if not name or len(name) > 249 or name in (".", "..") or not re.fullmatch(r"[a-zA-Z0-9._-]+", name):
-        raise ValueError(f"invalid topic name {name!r} (1-249 of [a-zA-Z0-9._-], not '.' or '..')")
+    why = ("the empty string is not allowed" if not name else f"'{name}' is not allowed" if name in (".", "..")
+           else f"the length of '{name}' is longer than the max allowed length 249" if len(name) > 249
+           else None if re.fullmatch(r"[a-zA-Z0-9._-]+", name)
+           else f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
+    if why is not None:
+        raise ValueError(f"Topic name is invalid: {why}")

@@ -194,6 +194,29 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = _keys(
 )
 
 
+# ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS: each topic config's broker-wide setting, which
+# Kafka lets AlterConfigs change at run time (DynamicLogConfig.ReconfigurableConfigs)
+BROKER_SYNONYMS: dict[str, str] = {
+    "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms", "segment.jitter.ms": "log.roll.jitter.ms",
+    "segment.index.bytes": "log.index.size.max.bytes", "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms", "retention.bytes": "log.retention.bytes", "retention.ms": "log.retention.ms",
+    "max.message.bytes": "message.max.bytes", "index.interval.bytes": "log.index.interval.bytes",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms", "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms", "file.delete.delay.ms": "log.segment.delete.delay.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio", "cleanup.policy": "log.cleanup.policy",
+    "unclean.leader.election.enable": "unclean.leader.election.enable", "min.insync.replicas": "min.insync.replicas",
+    "compression.type": "compression.type", "compression.gzip.level": "compression.gzip.level",
+    "compression.lz4.level": "compression.lz4.level", "compression.zstd.level": "compression.zstd.level",
+    "preallocate": "log.preallocate", "message.timestamp.type": "log.message.timestamp.type",
+    "message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "message.downconversion.enable": "log.message.downconversion.enable",
+    "local.retention.ms": "log.local.retention.ms", "local.retention.bytes": "log.local.retention.bytes",
+}
+DYNAMIC_BROKER_KEYS: dict[str, ConfigKey] = {broker: TOPIC_CONFIGS[topic] for topic, broker in BROKER_SYNONYMS.items()}
+
+
 def validate_topic_configs(configs: Mapping[str, str | None], broker: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The parsed overrides, or ``InvalidConfig`` with Kafka's message for the first problem:
     null values, unknown names, then each value in definition order, then the cross-key rules."""

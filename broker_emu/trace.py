@@ -41,6 +41,7 @@ class Kind(enum.StrEnum):
     ISR_CHANGE = "isr_change"
     REPLICATION_MODE = "replication_mode"
     LOG_EVICTED = "log_evicted"
+    CONFIG_CHANGE = "config_change"    # details: resource (topic | broker), name, before, after
     # groups
     GROUP_REBALANCE = "group_rebalance"
     GROUP_MEMBER_EXPIRED = "group_member_expired"

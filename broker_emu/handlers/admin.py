@@ -12,7 +12,13 @@ from broker_emu.context import RequestContext
 from broker_emu.handlers import kafka_message
 from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, authorized
 from broker_emu.registry import handles
-from broker_emu.topic_config import InvalidConfig, validate_topic_configs
+from broker_emu.topic_config import (
+    BROKER_SYNONYMS,
+    DYNAMIC_BROKER_KEYS,
+    TOPIC_CONFIGS,
+    InvalidConfig,
+    validate_topic_configs,
+)
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
@@ -113,9 +119,7 @@ async def delete_topics(ctx: RequestContext, req: Message) -> dict[str, Any]:
 
 
 # topic config name -> the broker config that supplies its default
-TOPIC_DEFAULTS = {"max.message.bytes": "message.max.bytes", "min.insync.replicas": "min.insync.replicas",
-                  "message.timestamp.type": "log.message.timestamp.type", "retention.bytes": "log.retention.bytes"}
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 3, 4, 5
 
 
 @handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
@@ -125,13 +129,15 @@ async def describe_configs(ctx: RequestContext, req: Message) -> dict[str, Any]:
     Errors as ``ConfigHelper.describeConfigs`` answers them: an unknown topic gets
     UNKNOWN_TOPIC_OR_PARTITION with the schema's empty message; an invalid name, another
     broker's id or an unsupported type the exception's message; never any configs. A broker
-    resource named "" lists the cluster-wide dynamic defaults, of which the emulator has none.
+    resource named "" lists the cluster-wide dynamic values (min.insync.replicas, as Kafka 4.x is
+    formatted, and what AlterConfigs set); synonyms (v1+) list every level a value has.
     Deliberate difference: broker loggers, groups and client metrics are not emulated and
     answer INVALID_REQUEST (a real broker describes them)."""
-    return {"throttle_time_ms": 0, "results": [_describe_one(ctx, r) for r in req.resources]}
+    wants = ctx.api_version >= 1 and bool(req.include_synonyms)
+    return {"throttle_time_ms": 0, "results": [_describe_one(ctx, r, wants) for r in req.resources]}
 
 
-def _describe_one(ctx, r) -> dict:
+def _describe_one(ctx, r, wants_synonyms: bool = False) -> dict:
     cluster = ctx.cluster
     entry = {"error_code": E.NONE, "error_message": None, "resource_type": r.resource_type, "resource_name": r.resource_name,
              "configs": []}
@@ -143,37 +149,85 @@ def _describe_one(ctx, r) -> dict:
         t = cluster.topics.get(r.resource_name)
         if t is None:
             return entry | {"error_code": E.UNKNOWN_TOPIC_OR_PARTITION, "error_message": ""}
-        return entry | {"configs": _configs(topic_values(cluster, t.configs), r.configuration_keys)}
+        synonyms = (lambda k: _synonyms(cluster, k, ctx.broker_id, t.configs)) if wants_synonyms else None
+        return entry | {"configs": _configs(topic_values(cluster, t.configs, ctx.broker_id), r.configuration_keys, synonyms)}
     if r.resource_type == 4:
-        if r.resource_name == "":
-            return entry
+        if r.resource_name == "":   # the cluster-wide dynamic values (AlterConfigs on broker "")
+            defaults = cluster.dynamic_config.get("", {})
+            return entry | {"configs": _configs({k: (v, DYNAMIC_DEFAULT_BROKER_CONFIG) for k, v in defaults.items()},
+                                                r.configuration_keys)}
         if r.resource_name != str(ctx.broker_id):
             return entry | {"error_code": E.INVALID_REQUEST, "error_message": f"Unexpected broker id, expected {ctx.broker_id} "
                             f"or empty string, but received {r.resource_name}"}
-        values = {k: _broker_value(cluster, k) for k in cluster.config if not k.startswith("emu.")}
-        return entry | {"configs": _configs(values, r.configuration_keys)}
+        names = {k for k in cluster.config if not k.startswith("emu.")}
+        names |= {k for scope in ("", r.resource_name) for k in cluster.dynamic_config.get(scope, {})}
+        values = {k: _broker_value(cluster, k, ctx.broker_id) for k in names}
+        synonyms = (lambda k: _synonyms(cluster, k, ctx.broker_id, None)) if wants_synonyms else None
+        return entry | {"configs": _configs(values, r.configuration_keys, synonyms)}
     return entry | {"error_code": E.INVALID_REQUEST, "error_message": f"resource type {r.resource_type} is not supported by broker-emu"}
 
 
-def topic_values(cluster, overrides: dict[str, str]) -> dict[str, tuple[str, int]]:
-    """(value, source) per topic config: the override, else the broker setting behind it."""
-    values = {name: (overrides[name], DYNAMIC_TOPIC_CONFIG) if name in overrides else _broker_value(cluster, broker_name)
-              for name, broker_name in TOPIC_DEFAULTS.items()}
-    values.update({k: (v, DYNAMIC_TOPIC_CONFIG) for k, v in overrides.items()})
+def topic_values(cluster, overrides: dict[str, str], broker_id: int | None = None) -> dict[str, tuple[str, int]]:
+    """(value, source) of every topic config (LogConfig's): the topic's override, else the broker
+    setting behind it (dynamic or static), else Kafka's default."""
+    dynamic = {k for scope in cluster.dynamic_config.values() for k in scope}
+    values = {}
+    for name, key in TOPIC_CONFIGS.items():
+        synonym = BROKER_SYNONYMS.get(name)
+        if name in overrides:
+            values[name] = (overrides[name], DYNAMIC_TOPIC_CONFIG)
+        elif synonym is not None and (synonym in cluster.static_config or synonym in dynamic):
+            values[name] = _broker_value(cluster, synonym, broker_id)
+        else:
+            values[name] = (key.default, DEFAULT_CONFIG)
     return values
 
 
-def _broker_value(cluster, name: str) -> tuple[str, int]:
+def _broker_value(cluster, name: str, broker_id: int | None = None) -> tuple[str, int]:
+    """A broker setting and its source: the first of its ``broker_chain``."""
+    chain = broker_chain(cluster, name, broker_id)
+    return (chain[0][1], chain[0][2]) if chain else (DYNAMIC_BROKER_KEYS[name].default, DEFAULT_CONFIG)
+
+
+def broker_chain(cluster, name: str, broker_id: int | None) -> list[tuple[str, str, int]]:
+    """(name, value, source) of a broker setting at every level that has one, the one in force
+    first: this broker's dynamic value, the cluster-wide one, the static setting, Kafka's default
+    (DynamicBrokerConfig's precedence; DescribeConfigs' synonyms)."""
     from broker_emu.config import DEFAULTS
 
-    value = cluster.config[name]
-    text = str(value).lower() if isinstance(value, bool) else str(value)
-    return text, DEFAULT_CONFIG if value == DEFAULTS[name] else STATIC_BROKER_CONFIG
+    def text(value: Any) -> str:
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    dynamic, out = cluster.dynamic_config, []
+    if broker_id is not None and name in dynamic.get(str(broker_id), {}):
+        out.append((name, dynamic[str(broker_id)][name], DYNAMIC_BROKER_CONFIG))
+    if name in dynamic.get("", {}):
+        out.append((name, dynamic[""][name], DYNAMIC_DEFAULT_BROKER_CONFIG))
+    if name in cluster.static_config and cluster.static_config[name] != DEFAULTS.get(name):
+        out.append((name, text(cluster.static_config[name]), STATIC_BROKER_CONFIG))
+    if name in DEFAULTS:
+        out.append((name, text(DEFAULTS[name]), DEFAULT_CONFIG))
+    return out
 
 
-def _configs(values: dict[str, tuple[str, int]], keys) -> list[dict]:
+def _synonyms(cluster, name: str, broker_id: int, overrides: dict[str, str] | None) -> list[dict]:
+    """DescribeConfigs' synonyms (v1+, include_synonyms): for a topic config its override, then its
+    broker synonym's levels; for a broker setting its own levels."""
+    chain = []
+    if overrides is not None:
+        if name in overrides:
+            chain.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG))
+        name = BROKER_SYNONYMS.get(name, "")
+    if name:
+        chain += broker_chain(cluster, name, broker_id)
+    return [{"name": n, "value": v, "source": src} for n, v, src in chain]
+
+
+def _configs(values: dict[str, tuple[str, int]], keys, synonyms: Any = None) -> list[dict]:
+    """``synonyms``: name -> its synonym entries, when the request asked for them."""
     return [{"name": k, "value": v, "read_only": False, "is_default": source == DEFAULT_CONFIG,
-             "config_source": source, "is_sensitive": False, "synonyms": [], "config_type": 0, "documentation": None}
+             "config_source": source, "is_sensitive": False, "synonyms": synonyms(k) if synonyms else [],
+             "config_type": 0, "documentation": None}
             for k, (v, source) in sorted(values.items()) if keys is None or k in keys]
 
 

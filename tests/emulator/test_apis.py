@@ -28,6 +28,7 @@ ADVERTISED = {  # the issue's ranges; old librdkafka needs Produce and the group
     # KIP-848, while group.coordinator.rebalance.protocols lists consumer (broker_emu.groups.kip848_handlers)
     "CONSUMER_GROUP_HEARTBEAT": (0, 1), "CONSUMER_GROUP_DESCRIBE": (0, 1),
     "DELETE_GROUPS": (0, 2), "OFFSET_DELETE": (0, 0), "ELECT_LEADERS": (0, 2),
+    "ALTER_CONFIGS": (0, 2), "INCREMENTAL_ALTER_CONFIGS": (0, 1),
 }
 SOFTWARE = {"client_software_name": "broker-emu-tests", "client_software_version": "1.0"}
 
@@ -108,9 +109,9 @@ async def test_describe_configs_cluster_sasl_and_init_producer_id(autojump_clock
             {"resource_type": 2, "resource_name": "t", "configuration_keys": None},
             {"resource_type": 4, "resource_name": "0", "configuration_keys": ["min.insync.replicas"]}]})
         topic = {c.name: (c.value, c.config_source) for c in r.results[0].configs}
-        # sources: 1 topic override, 4 static broker setting, 5 Kafka's default
+        # sources: 1 topic override, 3 cluster-wide dynamic (Kafka 4.x formats min.insync.replicas so), 5 default
         assert (topic["retention.bytes"], topic["min.insync.replicas"], topic["max.message.bytes"]) == \
-            (("1000", 1), ("2", 4), ("1048588", 5))
+            (("1000", 1), ("2", 3), ("1048588", 5))
         assert [(c.name, c.value) for c in r.results[1].configs] == [("min.insync.replicas", "2")]
         dc = await w.call(DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False})
         assert (dc.cluster_id, dc.controller_id, len(dc.brokers)) == ("broker-emu-cluster", 0, 3)

@@ -249,7 +249,7 @@ async def test_describe_configs_errors(autojump_clock):
         assert got[0] == (3, "", 0)  # ConfigHelper: UNKNOWN_TOPIC_OR_PARTITION with the schema's "" message
         assert got[1][0] == 17 and got[1][1] and got[1][2] == 0
         assert got[2] == (42, "Unexpected broker id, expected 1 or empty string, but received 0", 0)
-        assert got[3] == (0, None, 0)  # "": cluster-wide dynamic defaults, none here
+        assert got[3] == (0, None, 1)  # "": cluster-wide dynamic defaults: min.insync.replicas, as Kafka 4.x formats it
         assert got[4] == (0, None, 1)
 
 

@@ -209,7 +209,7 @@ async def test_placement_defaults_and_round_robin_leaders():
     assert [p.replicas for p in assigned.partitions] == [[2, 0], [1, 2]] and assigned.partitions[0].leader == 2
     with pytest.raises(ValueError, match="replication factor 4"):
         Cluster(3).create_topic("t", 1, 4)
-    with pytest.raises(ValueError, match="invalid topic name"):
+    with pytest.raises(ValueError, match="Topic name is invalid"):
         Cluster(3).create_topic("bad/name")
 
 

@@ -179,4 +179,30 @@ def txn_cases(Case):
              + NO_TAGS),
         Case(43, 0, "request", {"election_type": 0, "topic_partitions": None, "timeout_ms": 60000},
              i32(-1) + i32(60000)),
+
+        # -- IncrementalAlterConfigs (44) and AlterConfigs (33) ------------------------------------
+        Case(44, 1, "request",
+             {"resources": [{"resource_type": 2, "resource_name": "t", "configs": [
+                 {"name": "retention.ms", "config_operation": 0, "value": "1000"},
+                 {"name": "cleanup.policy", "config_operation": 1, "value": None}]}], "validate_only": False},
+             carr([i8(2) + cstr("t") + carr([cstr("retention.ms") + i8(0) + cstr("1000") + NO_TAGS,
+                                              cstr("cleanup.policy") + i8(1) + NULL + NO_TAGS]) + NO_TAGS])
+             + boolean(False) + NO_TAGS),
+        Case(44, 1, "response",
+             {"throttle_time_ms": 0, "responses": [
+                 {"error_code": 40, "error_message": "bad", "resource_type": 2, "resource_name": "t"}]},
+             i32(0) + carr([i16(40) + cstr("bad") + i8(2) + cstr("t") + NO_TAGS]) + NO_TAGS),
+        Case(44, 0, "request",
+             {"resources": [{"resource_type": 4, "resource_name": "", "configs": [
+                 {"name": "message.max.bytes", "config_operation": 0, "value": "2000"}]}], "validate_only": True},
+             arr32([i8(4) + str16("") + arr32([str16("message.max.bytes") + i8(0) + str16("2000")])]) + boolean(True)),
+        Case(33, 2, "request",
+             {"resources": [{"resource_type": 2, "resource_name": "t", "configs": [
+                 {"name": "retention.ms", "value": "5000"}]}], "validate_only": False},
+             carr([i8(2) + cstr("t") + carr([cstr("retention.ms") + cstr("5000") + NO_TAGS]) + NO_TAGS])
+             + boolean(False) + NO_TAGS),
+        Case(33, 0, "response",
+             {"throttle_time_ms": 0, "responses": [
+                 {"error_code": 0, "error_message": None, "resource_type": 2, "resource_name": "t"}]},
+             i32(0) + arr32([i16(0) + str16(None) + i8(2) + str16("t")])),
     ]

@@ -1,6 +1,8 @@
 """Admin calls beyond listings (issue 19), each by the clients that have it: the topic t
 (3 partitions) grows, and a record produced to a new partition lands there."""
 
+import time
+
 import pytest
 
 from tests.realclients.conftest import require_client
@@ -139,3 +141,85 @@ def test_confluent_kafka_elect_leaders(cluster):
     [(tp, error)] = list(result.items())
     assert (tp.topic, tp.partition) == ("t", 0)
     assert error is not None and error.name() == "ELECTION_NOT_NEEDED"
+
+
+def _described(admin, name: str) -> str:
+    from confluent_kafka.admin import ConfigResource
+
+    return admin.describe_configs([ConfigResource("topic", "t")])[ConfigResource("topic", "t")].result(20)[name].value
+
+
+def _produce_size(bootstrap: str, size: int):
+    from confluent_kafka import Producer
+
+    got: list = []
+    p = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "retries": 0})
+    p.produce("t", b"x" * size, partition=0, on_delivery=lambda err, msg: got.append(err))
+    p.flush(20)
+    return got[0]
+
+
+def test_confluent_kafka_incremental_alter_configs_take_effect(cluster):
+    """A topic's max.message.bytes set at run time refuses the next large produce
+    (MSG_SIZE_TOO_LARGE from the broker); deleting the override lets it through again."""
+    require_client("confluent-kafka")
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+
+    def alter(op, value):
+        entry = ConfigEntry("max.message.bytes", value, incremental_operation=op)
+        fs = admin.incremental_alter_configs([ConfigResource("topic", "t", incremental_configs=[entry])])
+        [f.result(20) for f in fs.values()]
+
+    def settled(value: str) -> bool:   # Kafka's brokers learn the controller's change a moment later
+        end = time.monotonic() + 15
+        while _described(admin, "max.message.bytes") != value and time.monotonic() < end:
+            time.sleep(0.1)
+        return _described(admin, "max.message.bytes") == value
+
+    assert _produce_size(cluster.bootstrap, 5000) is None
+    alter(AlterConfigOpType.SET, "2000")
+    assert settled("2000")
+    end, error = time.monotonic() + 15, None
+    while error is None and time.monotonic() < end:   # the leader may learn it after the described broker
+        error = _produce_size(cluster.bootstrap, 5000)
+    assert error is not None and error.name() == "MSG_SIZE_TOO_LARGE"
+    alter(AlterConfigOpType.DELETE, None)
+    assert settled("1048588")
+    assert _produce_size(cluster.bootstrap, 5000) is None
+    bad = ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)
+    with pytest.raises(Exception, match="INVALID_CONFIG|Not a number"):
+        [f.result(20) for f in admin.incremental_alter_configs([ConfigResource("topic", "t", incremental_configs=[bad])]).values()]
+
+
+def test_kafka_python_alter_configs_incremental_and_legacy(cluster):
+    """kafka-python 3's alter_configs: IncrementalAlterConfigs (SET, APPEND), then the legacy
+    AlterConfigs, which replaces the topic's overrides whole — kafka-python knows, and sends the
+    other modified keys along (its docstring), so cleanup.policy survives."""
+    require_client("kafka-python")
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+
+    def overrides(want: dict) -> dict:   # Kafka's brokers learn the controller's change a moment later
+        end = time.monotonic() + 15
+        while True:
+            got = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "t")], config_filter="All")["topic"]["t"]
+            values = {k: v["value"] for k, v in got.items() if v["config_source"] == "DYNAMIC_TOPIC_CONFIG"}
+            if values == want or time.monotonic() > end:
+                return values
+            time.sleep(0.1)
+
+    try:
+        topic = ConfigResource(ConfigResourceType.TOPIC, "t", configs={"retention.ms": "86400000",
+                                                                       "cleanup.policy": ("APPEND", "compact")})
+        assert admin.alter_configs([topic]) == {"topic": {"t": "OK"}}
+        want = {"retention.ms": "86400000", "cleanup.policy": "delete,compact"}
+        assert overrides(want) == want
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "t", configs={"retention.ms": "3600000"})],
+                            incremental=False)
+        want = {"retention.ms": "3600000", "cleanup.policy": "delete,compact"}
+        assert overrides(want) == want
+    finally:
+        admin.close()

@@ -144,7 +144,15 @@ def _ck_group(ck, base: dict) -> None:
 
 def _ck_admin(bootstrap: str, base: dict, steps: Steps) -> None:
     from confluent_kafka import ConsumerGroupTopicPartitions, ElectionType, TopicCollection, TopicPartition
-    from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, OffsetSpec
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        NewTopic,
+        OffsetSpec,
+    )
 
     admin = AdminClient(base)
 
@@ -181,6 +189,14 @@ def _ck_admin(bootstrap: str, base: dict, steps: Steps) -> None:
     steps.run("admin delete_topics", lambda: result(admin.delete_topics(["ck-new"], operation_timeout=5)))
     steps.run("admin delete_consumer_groups", lambda: result(admin.delete_consumer_groups(["ck-group"])))
     steps.run("admin elect_leaders", lambda: admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(TOPIC, 0)]).result(WAIT_S))
+    steps.run("admin incremental_alter_configs", lambda: result(admin.incremental_alter_configs([
+        ConfigResource("topic", TOPIC, incremental_configs=[
+            ConfigEntry("retention.ms", "86400000", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.APPEND)]),
+        ConfigResource("broker", "0", incremental_configs=[
+            ConfigEntry("log.retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])])))
+    steps.run("admin alter_configs (legacy)", lambda: result(admin.alter_configs([
+        ConfigResource("topic", TOPIC, set_config={"retention.ms": "3600000"})])))
 
 
 def _ck_sasl(ck, base: dict) -> None:
@@ -307,6 +323,11 @@ def _kp_admin(kafka, base: dict, steps: Steps) -> None:
     steps.run("admin delete_group_offsets", admin.delete_group_offsets, "kp-group", [TopicPartition(TOPIC, 0)])
     steps.run("admin delete_groups", admin.delete_groups, ["kp-group"])
     steps.run("admin elect_leaders", lambda: admin.elect_leaders(0, {TOPIC: [1]}, raise_errors=False))
+    steps.run("admin alter_configs (incremental)", admin.alter_configs,
+              [ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={"retention.ms": "86400000",
+                                                                        "cleanup.policy": ("APPEND", "delete")})])
+    steps.run("admin alter_configs (legacy)", lambda: admin.alter_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={"retention.ms": "3600000"})], incremental=False))
     steps.run("admin delete_topics", admin.delete_topics, ["kp-new"])
     by_id = steps.run("admin describe new topic", admin.describe_topics, ["kp-by-id"])
     if by_id:
