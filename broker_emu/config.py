@@ -39,7 +39,8 @@ DEFAULTS: dict[str, Any] = {
     "transaction.state.log.num.partitions": 50,
     "transaction.max.timeout.ms": 900000,
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
-    "emu.txn.marker.delay.ms": 0,             # how long the coordinator takes to write its markers after EndTxn
+    "emu.txn.marker.delay.ms": 0,
+    "emu.controller.delay.ms": 0,             # how long the controller takes to get to an admin write (timeout_ms)             # how long the coordinator takes to write its markers after EndTxn
     "offsets.topic.replication.factor": 3,     # capped at the cluster's size, as a dev Kafka's broker config does
     "log.retention.bytes": -1,                 # Kafka's: unlimited per partition (emu.log.memory.bytes bounds all)
     "log.message.timestamp.type": "CreateTime",
@@ -70,6 +71,7 @@ VALIDATORS: dict[str, Validator] = {
     "group.consumer.max.assignment.interval.ms": at_least(0),
     "transaction.state.log.num.partitions": at_least(1), "transaction.max.timeout.ms": at_least(1),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": at_least(1), "emu.txn.marker.delay.ms": at_least(0),
+    "emu.controller.delay.ms": at_least(0),
     "group.consumer.migration.policy": one_of("disabled", "upgrade", "downgrade", "bidirectional"),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
     "emu.trace.max.bytes": at_least(0), "emu.replication.delay.ms": at_least(0), "emu.log.memory.bytes": at_least(-1),

@@ -42,6 +42,7 @@ class Kind(enum.StrEnum):
     REPLICATION_MODE = "replication_mode"
     LOG_EVICTED = "log_evicted"
     CONFIG_CHANGE = "config_change"    # details: resource (topic | broker), name, before, after
+    CONTROLLER_DEADLINE = "controller_deadline"   # an admin write's timeout_ms passed first: api, timeout_ms
     # groups
     GROUP_REBALANCE = "group_rebalance"
     GROUP_MEMBER_EXPIRED = "group_member_expired"

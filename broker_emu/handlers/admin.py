@@ -11,6 +11,7 @@ from broker_emu.cluster import validate_topic_name
 from broker_emu.context import RequestContext
 from broker_emu.handlers import kafka_message
 from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, authorized
+from broker_emu.handlers.controller_deadline import controller_in_time
 from broker_emu.registry import handles
 from broker_emu.topic_config import (
     BROKER_SYNONYMS,
@@ -33,6 +34,11 @@ async def create_topics(ctx: RequestContext, req: Message) -> dict[str, Any]:
     explicit replica assignments are honoured; validate_only changes nothing. Configs are
     validated as the controller does (``broker_emu.topic_config``): a null value, an unknown
     name or a bad value answers INVALID_CONFIG with Kafka's message naming the key and why."""
+    if not await controller_in_time(ctx, "CreateTopics", req.timeout_ms):
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": t.name, "topic_id": ZERO_UUID, "error_code": E.REQUEST_TIMED_OUT, "error_message": None,
+             "topic_config_error_code": E.NONE, "num_partitions": -1, "replication_factor": -1, "configs": []}
+            for t in req.topics]}
     return {"throttle_time_ms": 0, "topics": [_create_one(ctx.cluster, t, req.validate_only) for t in req.topics]}
 
 
@@ -104,6 +110,9 @@ def _create_error(cluster, name: str, n, rf, assignments, configs) -> tuple[int,
 async def delete_topics(ctx: RequestContext, req: Message) -> dict[str, Any]:
     cluster = ctx.cluster
     wanted = [(n, None) for n in req.topic_names or ()] + [(t.name, t.topic_id) for t in req.topics or ()]
+    if not await controller_in_time(ctx, "DeleteTopics", req.timeout_ms):
+        return {"throttle_time_ms": 0, "responses": [{"name": name, "topic_id": tid or ZERO_UUID, "error_code": E.REQUEST_TIMED_OUT,
+                                                      "error_message": None} for name, tid in wanted]}
     out = []
     for name, tid in wanted:
         topic = cluster.topics.get(name) if name else cluster.topic_by_id(tid)

@@ -1,6 +1,7 @@
 """ElectLeaders v0-2 (KIP-460): the controller's preferred or unclean election, per partition
-(ReplicationControlManager.electLeaders / electLeader). The emulator elects at once, so
-``timeout_ms`` never expires.
+(ReplicationControlManager.electLeaders / electLeader), once the controller gets to it before
+``timeout_ms`` (controller_deadline.py; past it, REQUEST_TIMED_OUT for the request and every
+partition named).
 
 - PREFERRED (0; v0 has no type and means it): the first replica of the assignment becomes leader if
   it is alive and in the ISR (PREFERRED_LEADER_NOT_AVAILABLE otherwise); ELECTION_NOT_NEEDED when it
@@ -18,6 +19,7 @@ from typing import Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers import kafka_message
+from broker_emu.handlers.controller_deadline import controller_in_time
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
@@ -32,6 +34,10 @@ async def elect_leaders(ctx: RequestContext, req: Message) -> dict[str, Any]:
     kind = req["election_type"] if ctx.api_version >= 1 else PREFERRED
     if kind not in (PREFERRED, UNCLEAN):   # ElectionType.valueOf: an unknown type fails the request
         return {"throttle_time_ms": 0, "error_code": E.INVALID_REQUEST, "replica_election_results": []}
+    if not await controller_in_time(ctx, "ElectLeaders", req["timeout_ms"]):
+        return {"throttle_time_ms": 0, "error_code": E.REQUEST_TIMED_OUT, "replica_election_results": [
+            {"topic": t["topic"], "partition_result": [_result(p, (E.REQUEST_TIMED_OUT, None)) for p in t["partitions"]]}
+            for t in req["topic_partitions"] or ()]}
     results = []
     if req["topic_partitions"] is None:
         for name, topic in cluster.topics.items():

@@ -1,6 +1,6 @@
 """CreatePartitions (KIP-195): a topic grows (ControllerApis.createPartitions,
-ReplicationControlManager.createPartitions). The emulator applies it at once, so timeout_ms
-never expires here."""
+ReplicationControlManager.createPartitions), once the controller gets to it before ``timeout_ms``
+(controller_deadline.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
+from broker_emu.handlers.controller_deadline import controller_in_time
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
@@ -17,6 +18,9 @@ from client.protocol.wire import Message
 @handles(ApiKey.CREATE_PARTITIONS, 0, 3)
 async def create_partitions(ctx: RequestContext, req: Message) -> dict[str, Any]:
     names = [t.name for t in req.topics]
+    if not await controller_in_time(ctx, "CreatePartitions", req.timeout_ms):
+        return {"throttle_time_ms": 0, "results": [{"name": n, "error_code": E.REQUEST_TIMED_OUT, "error_message": None}
+                                                   for n in names]}
     return {"throttle_time_ms": 0, "results": [
         _one(ctx.cluster, t, req.validate_only, duplicate=names.count(t.name) > 1) for t in req.topics]}
 

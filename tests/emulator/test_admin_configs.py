@@ -3,6 +3,7 @@ ControllerConfigurationValidator): topic and broker configs change, take effect 
 Produce, show in DescribeConfigs with their source, and are refused with Kafka's errors."""
 
 from broker_emu import open_cluster
+from broker_emu.trace import Kind
 from client.protocol import ApiKey
 from tests.cluster.wire import WireClient, produce_body
 
@@ -135,3 +136,32 @@ async def test_describe_configs_synonyms_list_every_level_in_force_order(autojum
         assert [(s.name, s.value, s.source) for s in c.synonyms] == [
             ("max.message.bytes", "300000", 1), ("message.max.bytes", "400000", 3),
             ("message.max.bytes", "500000", 4), ("message.max.bytes", "1048588", 5)]
+
+
+async def test_admin_writes_meet_krafts_controller_deadline(autojump_clock):
+    """timeout_ms is the controller's deadline (ControllerRequestContext): past it the request is
+    REQUEST_TIMED_OUT and nothing changes; timeout_ms 0 always (as Kafka 4.4 answers)."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config={"emu.controller.delay.ms": 2000}) as cluster:
+        w = WireClient(cluster.connect(0))
+
+        def create(name, timeout_ms):
+            return {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+                                "configs": []}], "timeout_ms": timeout_ms, "validate_only": False}
+
+        start = cluster.now_ms()
+        r = await w.call(ApiKey.CREATE_TOPICS, 7, create("late", 1500))
+        assert (r.topics[0].error_code, r.topics[0].error_message, cluster.now_ms() - start) == (7, None, 1500)
+        assert "late" not in cluster.topics                                     # never applied
+        start = cluster.now_ms()
+        r = await w.call(ApiKey.CREATE_TOPICS, 7, create("in-time", 2000))
+        assert (r.topics[0].error_code, cluster.now_ms() - start) == (0, 2000)
+        assert "in-time" in cluster.topics
+        r = await w.call(ApiKey.CREATE_PARTITIONS, 3, {"topics": [{"name": "t", "count": 3, "assignments": None}],
+                                                      "timeout_ms": 0, "validate_only": False})
+        assert (r.results[0].error_code, len(cluster.topics["t"].partitions)) == (7, 1)
+        r = await w.call(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": "t", "topic_id": None}], "topic_names": [],
+                                                   "timeout_ms": 100})
+        assert (r.responses[0].error_code, "t" in cluster.topics) == (7, True)
+        deadlines = cluster.trace.query(kind=Kind.CONTROLLER_DEADLINE)
+        assert [(e.details["api"], e.details["timeout_ms"]) for e in deadlines] == [
+            ("CreateTopics", 1500), ("CreatePartitions", 0), ("DeleteTopics", 100)]

@@ -223,3 +223,4 @@ def test_kafka_python_alter_configs_incremental_and_legacy(cluster):
         assert overrides(want) == want
     finally:
         admin.close()
+
