@@ -1,0 +1,215 @@
+"""Which Kafka APIs each test broker serves, measured: ApiVersions asked of broker-emu, franz-go's
+kfake, librdkafka's mock cluster and (``--kafka``) Apache Kafka 4.4 itself, written to
+docs/coverage.md — the table "what a Docker Kafka test suite can drop" of issue 19.
+
+    .venv/bin/python tools/api_coverage.py            # emulator, kfake, librdkafka's mock
+    .venv/bin/python tools/api_coverage.py --kafka    # and Apache Kafka (dev/install-kafka; ~30 s)
+
+Each column is what that broker advertises (min-max), nothing read from documentation. An
+advertised API is not a promise that every behaviour behind it is there; docs/admin.md and
+docs/differences.md say what the emulator does behind each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import pathlib
+import socket
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from client.protocol import ApiKey, decode_response, encode_request  # noqa: E402
+
+OUT = ROOT / "docs" / "coverage.md"
+BY_NAME = {k.api_name: k for k in ApiKey}
+Versions = dict[int, tuple[int, int]]
+
+# what a test suite's set-up and edge cases call, by client call -> the API behind it
+CALLS = [
+    ("produce / consume / commit (every client)", ["Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch"]),
+    ("consumer groups, classic protocol", ["FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"]),
+    ("consumer groups, KIP-848 (group.protocol=consumer)", ["ConsumerGroupHeartbeat", "ConsumerGroupDescribe"]),
+    ("idempotent and transactional producers", ["InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
+                                                "TxnOffsetCommit"]),
+    ("create_topics / delete_topics / create_partitions", ["CreateTopics", "DeleteTopics", "CreatePartitions"]),
+    ("describe_configs / alter_configs / incremental_alter_configs", ["DescribeConfigs", "AlterConfigs",
+                                                                      "IncrementalAlterConfigs"]),
+    ("delete_records", ["DeleteRecords"]),
+    ("list / describe / delete consumer groups, delete group offsets", ["ListGroups", "DescribeGroups", "DeleteGroups",
+                                                                        "OffsetDelete"]),
+    ("elect_leaders", ["ElectLeaders"]),
+    ("describe_cluster", ["DescribeCluster"]),
+    ("list / describe transactions, describe producers", ["ListTransactions", "DescribeTransactions", "DescribeProducers"]),
+    ("describe_log_dirs", ["DescribeLogDirs"]),
+    ("partition reassignments", ["AlterPartitionReassignments", "ListPartitionReassignments"]),
+    ("client quotas", ["DescribeClientQuotas", "AlterClientQuotas"]),
+    ("ACLs", ["DescribeAcls", "CreateAcls", "DeleteAcls"]),
+    ("SCRAM credentials", ["DescribeUserScramCredentials", "AlterUserScramCredentials"]),
+]
+
+
+def call(host: str, port: int, api: ApiKey, version: int, body: dict) -> Any:
+    with socket.create_connection((host, port), timeout=10) as s:
+        s.sendall(encode_request(api, version, 1, "api-coverage", body))
+        size = int.from_bytes(_read(s, 4), "big")
+        return decode_response(api, version, _read(s, size))[1]
+
+
+def api_versions(host: str, port: int) -> Versions:
+    """ApiVersions v0 (no tagged fields: librdkafka's mock adds bytes our strict v3 decoder refuses)."""
+    answer = call(host, port, ApiKey.API_VERSIONS, 0, {})
+    return {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys}
+
+
+def sasl_mechanisms(host: str, port: int) -> str:
+    """The mechanisms a SaslHandshake v1 for PLAIN is told are enabled on this listener."""
+    try:
+        answer = call(host, port, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    except Exception as exc:
+        return f"no answer ({type(exc).__name__})"
+    return ", ".join(answer.mechanisms) or "none"
+
+
+def _read(s: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        data += chunk
+    return data
+
+
+def _split(bootstrap: str) -> tuple[str, int]:
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    return host, int(port)
+
+
+@contextlib.contextmanager
+def emulator() -> Iterator[str]:
+    from broker_emu import run_cluster_in_thread
+
+    with run_cluster_in_thread(brokers=1) as tc:
+        yield tc.bootstrap
+
+
+@contextlib.contextmanager
+def kfake() -> Iterator[str]:
+    from tests.realclients.other_brokers import KfakeCluster
+
+    k = KfakeCluster(brokers=1)
+    try:
+        yield k.bootstrap
+    finally:
+        k.close()
+
+
+@contextlib.contextmanager
+def librdkafka_mock() -> Iterator[str]:
+    from confluent_kafka import Producer
+
+    p = Producer({"test.mock.num.brokers": 1, "log_level": 0})
+    broker = next(iter(p.list_topics(timeout=10).brokers.values()))
+    try:
+        yield f"{broker.host}:{broker.port}"
+    finally:
+        p.flush(1)
+
+
+@contextlib.contextmanager
+def apache_kafka() -> Iterator[str]:
+    from conformance.realkafka.cluster import KafkaCluster
+
+    k = KafkaCluster(brokers=1).start()
+    try:
+        yield k.bootstrap
+    finally:
+        k.stop()
+
+
+def measure(brokers: list[tuple[str, Callable[[], contextlib.AbstractContextManager[str]], str]]
+            ) -> tuple[dict[str, Versions | str], dict[str, str]]:
+    out: dict[str, Versions | str] = {}
+    sasl: dict[str, str] = {}
+    for name, start, _ in brokers:
+        try:
+            with start() as bootstrap:
+                out[name] = api_versions(*_split(bootstrap))
+                sasl[name] = sasl_mechanisms(*_split(bootstrap))
+        except Exception as exc:   # a broker that is not installed: its column says why
+            out[name] = f"not measured: {type(exc).__name__}: {exc}"
+    return out, sasl
+
+
+def render(results: dict[str, Versions | str], versions: dict[str, str], sasl: dict[str, str]) -> str:
+    names = list(results)
+    measured = {n: r for n, r in results.items() if isinstance(r, dict)}
+    keys = sorted(set().union(*measured.values()) if measured else set())
+    lines = ["# What each test broker serves", "",
+             "Measured by `tools/api_coverage.py` (ApiVersions asked of each broker; regenerate it after adding an",
+             "API). A version range means the broker advertises the API; `—` that it does not. What the emulator",
+             "does behind each API: docs/admin.md, docs/differences.md.", "",
+             "| broker | version | APIs advertised |", "|---|---|---|"]
+    for n in names:
+        r = results[n]
+        lines.append(f"| {n} | {versions.get(n, '')} | {len(r) if isinstance(r, dict) else r} |")
+    lines += ["", "## By test-suite call", "", "| what a test suite calls | " + " | ".join(names) + " |",
+              "|---|" + "---|" * len(names)]
+    for call, apis in CALLS:
+        cells = []
+        for n in names:
+            r = results[n]
+            if not isinstance(r, dict):
+                cells.append("?")
+                continue
+            have = [a for a in apis if int(BY_NAME[a]) in r]
+            cells.append("yes" if len(have) == len(apis) else "no" if not have else
+                         "partly (" + ", ".join(a for a in apis if a not in have) + " missing)")
+        lines.append(f"| {call} | " + " | ".join(cells) + " |")
+    lines += ["", "## Every API", "", "| API | key | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for key in keys:
+        cells = []
+        for n in names:
+            r = results[n]
+            cells.append("?" if not isinstance(r, dict) else f"{r[key][0]}–{r[key][1]}" if key in r else "—")
+        lines.append(f"| {_name(key)} | {key} | " + " | ".join(cells) + " |")
+    lines += ["", "## Security", "",
+              "Each broker as started here (its default listener), asked SaslHandshake v1 for PLAIN — the mechanisms",
+              "it says are enabled:", "", "| broker | SASL mechanisms enabled |", "|---|---|"]
+    lines += [f"| {n} | {sasl.get(n, '?')} |" for n in names]
+    lines += ["", "broker-emu listens in PLAINTEXT only so far: SASL and TLS listeners are open work (issue 19).", ""]
+    return "\n".join(lines)
+
+
+def _name(key: int) -> str:
+    try:
+        return ApiKey(key).api_name
+    except ValueError:
+        return f"(api {key})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kafka", action="store_true", help="also start Apache Kafka (needs dev/install-kafka)")
+    ap.add_argument("--out", type=pathlib.Path, default=OUT)
+    args = ap.parse_args(argv)
+    import confluent_kafka
+
+    brokers = [("broker-emu", emulator, "this repository"), ("kfake", kfake, "franz-go kfake (dev/build-adapters/go)"),
+               ("librdkafka mock", librdkafka_mock, f"librdkafka {confluent_kafka.libversion()[0]}")]
+    if args.kafka:
+        brokers.insert(0, ("Apache Kafka", apache_kafka, "4.4.0"))
+    versions = {n: v for n, _, v in brokers}
+    results, sasl = measure(brokers)
+    args.out.write_text(render(results, versions, sasl))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
