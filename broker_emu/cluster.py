@@ -22,6 +22,7 @@ from broker_emu.internal_topics import ensure_offsets_topic, follow_coordinators
 from broker_emu.log import LogMemory, PartitionLog, log_memory_budget
 from broker_emu.partition import Partition
 from broker_emu.purgatory import Purgatory
+from broker_emu.quotas import Quotas
 from broker_emu.replication import Replication
 from broker_emu.scheduler import Scheduler
 from broker_emu.topic_config import effective, validate_topic_configs
@@ -86,6 +87,7 @@ class Cluster:
         # (KIP-966, eligible leader replicas need it there): DescribeConfigs shows it with source 3
         self.dynamic_config: dict[str, dict[str, str]] = {"": {"min.insync.replicas": str(self.config["min.insync.replicas"])}}
         self.static_config = dict(self.config)
+        self.quotas = Quotas()   # AlterClientQuotas; the server throttles Produce and Fetch by them
 
     def _log_evicted(self, log: PartitionLog, freed: int, log_start: int) -> None:
         """The log memory budget dropped a partition's oldest batches: say so, in the trace

@@ -47,7 +47,7 @@ READ_AHEAD_BYTES = 16 << 20  # covers 5 in-flight 1 MB produce batches with room
 READ_AHEAD_FRAMES = 64       # ... and small requests pipelined by a client that reads no answer
 FRAME_OVERHEAD = 256         # what a queued frame costs beyond its bytes (object, tuple, timestamp)
 log = logging.getLogger("broker_emu.server")
-API_VERSIONS = int(ApiKey.API_VERSIONS)
+API_VERSIONS, PRODUCE, FETCH = int(ApiKey.API_VERSIONS), int(ApiKey.PRODUCE), int(ApiKey.FETCH)
 # handlers that answer without waiting on anything (no purgatory, no group join)
 ANSWERS_AT_ONCE = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR,
                                               ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_CONFIGS, ApiKey.LIST_GROUPS,
@@ -238,7 +238,7 @@ class Connection:
             self._trace(Kind.REQUEST_ANOMALY, correlation_id=header.correlation_id, api_key=header.api_key,
                         api=ApiKey(header.api_key).api_name, api_version=header.api_version,
                         details={"anomalies": anomalies, "bytes": len(frame)})
-        return await self._handle(ctx, body, arrived_ms)
+        return await self._handle(ctx, body, arrived_ms, len(frame))
 
     def _stop_broker_later(self, delay_s: float) -> None:
         """The stop_broker fault with a delay: this request goes on (into a long poll, the
@@ -258,7 +258,7 @@ class Connection:
         return await self._send(encode_response(API_VERSIONS, 0, header.correlation_id, body),
                                 header.correlation_id, API_VERSIONS, header.api_version, [ErrorCode.UNSUPPORTED_VERSION])
 
-    async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None) -> bool:
+    async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None, request_bytes: int = 0) -> bool:
         fields = ctx.trace_fields()
         topics = self._trace_recv(ctx, body, fields, arrived_ms)
         decision = self._decide(ctx.api_key, ctx.api_version, topics, fields)
@@ -283,13 +283,32 @@ class Connection:
             return False
         if response is None:  # acks=0 produce: nothing goes back
             return True
-        if decision.throttle_ms:
-            response = dict(response)
-            response["throttle_time_ms"] = max(int(decision.throttle_ms), response.get("throttle_time_ms", 0) or 0)
         encoded = self._encode(ctx, body, response)
         if encoded is None:
             return False
+        quota_ms = self._quota_throttle(ctx, request_bytes, len(encoded[0]))
+        if decision.throttle_ms or quota_ms:
+            decision.throttle_ms = max(decision.throttle_ms, quota_ms)
+            response = dict(response)
+            response["throttle_time_ms"] = max(int(decision.throttle_ms), response.get("throttle_time_ms", 0) or 0)
+            encoded = self._encode(ctx, body, response)
+            if encoded is None:
+                return False
         return await self._send_faulted(encoded[0], encoded[1], decision, fields)
+
+    def _quota_throttle(self, ctx: RequestContext, request_bytes: int, response_bytes: int) -> float:
+        """KafkaApis: a Produce's request size counts against producer_byte_rate, a Fetch's
+        response size against consumer_byte_rate (quotas.py); the throttle, traced, or 0."""
+        key = {PRODUCE: "producer_byte_rate", FETCH: "consumer_byte_rate"}.get(ctx.api_key)
+        if key is None or not self.cluster.quotas.values:
+            return 0.0
+        amount = request_bytes if ctx.api_key == PRODUCE else response_bytes
+        throttle = self.cluster.quotas.record(ctx.client_id or "", key, amount, trio.current_time())
+        if throttle:
+            self.cluster.trace.emit(Kind.QUOTA_THROTTLE, **ctx.trace_fields(),
+                                    details={"quota": key, "bound": self.cluster.quotas.quota(ctx.client_id or "", key),
+                                             "bytes": amount, "throttle_ms": throttle})
+        return throttle
 
     # -- the fault steps around a request (shared with broker_emu.proxy) ------------------------
     def _decide(self, api_key: int, api_version: int, topics: list[tuple[str, int | None]],

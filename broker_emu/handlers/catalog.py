@@ -14,6 +14,7 @@ def register_all() -> None:
         admin_configs,
         admin_elect,
         admin_partitions,
+        admin_quotas,
         admin_records,
         api_versions,
         fetch,

@@ -10,6 +10,7 @@ import uuid
 from tests.protocol.strategies import NO_TAGS, arr32, boolean, carr, cstr, i8, i16, i32, i64, str16, uuid_
 
 NULL = b"\x00"
+F64_1024 = bytes.fromhex("4090000000000000")   # 1024.0, IEEE 754 big-endian
 ZERO_UUID = uuid.UUID(int=0)
 FLEXIBLE_FROM_TXN = {21: 2, 24: 3, 25: 3, 26: 3, 27: 1, 28: 3, 29: 2, 30: 2, 31: 2, 33: 2, 35: 2, 37: 2, 42: 2, 43: 2,
                      44: 1, 45: 0, 46: 0, 47: None, 48: 1, 49: 1, 50: 0, 51: 0, 61: 0, 65: 0, 66: 0, 69: 0}
@@ -205,4 +206,24 @@ def txn_cases(Case):
              {"throttle_time_ms": 0, "responses": [
                  {"error_code": 0, "error_message": None, "resource_type": 2, "resource_name": "t"}]},
              i32(0) + arr32([i16(0) + str16(None) + i8(2) + str16("t")])),
+
+        # -- AlterClientQuotas (49) and DescribeClientQuotas (48) -----------------------------------
+        Case(49, 1, "request",
+             {"entries": [{"entity": [{"entity_type": "client-id", "entity_name": None}],
+                           "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}], "validate_only": False},
+             carr([carr([cstr("client-id") + NULL + NO_TAGS]) + carr([cstr("producer_byte_rate") + F64_1024 + boolean(False)
+                                                                     + NO_TAGS]) + NO_TAGS]) + boolean(False) + NO_TAGS),
+        Case(49, 1, "response",
+             {"throttle_time_ms": 0, "entries": [{"error_code": 42, "error_message": "bad",
+                                                   "entity": [{"entity_type": "client-id", "entity_name": "p"}]}]},
+             i32(0) + carr([i16(42) + cstr("bad") + carr([cstr("client-id") + cstr("p") + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+        Case(48, 1, "request",
+             {"components": [{"entity_type": "client-id", "match_type": 2, "match": None}], "strict": False},
+             carr([cstr("client-id") + i8(2) + NULL + NO_TAGS]) + boolean(False) + NO_TAGS),
+        Case(48, 1, "response",
+             {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "entries": [
+                 {"entity": [{"entity_type": "client-id", "entity_name": "p"}],
+                  "values": [{"key": "producer_byte_rate", "value": 1024.0}]}]},
+             i32(0) + i16(0) + NULL + carr([carr([cstr("client-id") + cstr("p") + NO_TAGS])
+                                            + carr([cstr("producer_byte_rate") + F64_1024 + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
     ]

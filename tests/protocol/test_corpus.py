@@ -51,6 +51,9 @@ REQUIRED = {
 NOT_SENT = {
     "OffsetForLeaderEpoch": "clients send it only after a leader change (KIP-320), which no session provokes",
     "SaslAuthenticate": "the emulator lists no SASL mechanism, so SaslHandshake is where clients stop",
+    "AlterClientQuotas": "no corpus client has the call (confluent-kafka, kafka-python, aiokafka, kafkajs, kcat); "
+                         "the Go and Java clients do, outside the corpus tools",
+    "DescribeClientQuotas": "the same",
 }
 
 
