@@ -13,6 +13,7 @@ def register_all() -> None:
         admin,
         admin_configs,
         admin_elect,
+        admin_log_dirs,
         admin_partitions,
         admin_quotas,
         admin_records,

@@ -2,6 +2,8 @@
 ControllerConfigurationValidator): topic and broker configs change, take effect on the next
 Produce, show in DescribeConfigs with their source, and are refused with Kafka's errors."""
 
+import trio
+
 from broker_emu import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey
@@ -165,3 +167,25 @@ async def test_admin_writes_meet_krafts_controller_deadline(autojump_clock):
         deadlines = cluster.trace.query(kind=Kind.CONTROLLER_DEADLINE)
         assert [(e.details["api"], e.details["timeout_ms"]) for e in deadlines] == [
             ("CreateTopics", 1500), ("CreatePartitions", 0), ("DeleteTopics", 100)]
+
+
+async def test_describe_log_dirs_reports_each_replicas_bytes_and_lag(autojump_clock):
+    config = {"replica.lag.time.max.ms": 1_000_000}
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False, config=config) as cluster:
+        p = cluster.partition("t", 0)
+        follower = next(r for r in p.replicas if r != p.leader)
+        cluster.set_replication("t", 0, follower, "stall")
+        p.isr = [r for r in p.isr if r != follower]      # out of the ISR: the HW goes on without it
+        await _produce(cluster, 1000)
+        await trio.sleep(1)
+        for broker in (p.leader, follower):
+            r = await WireClient(cluster.connect(broker)).call(ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})
+            [d] = r.results
+            [part] = d.topics[0].partitions
+            assert d.log_dir == f"/broker-emu/broker-{broker}" and d.total_bytes > d.usable_bytes > 0
+            if broker == p.leader:
+                assert part.partition_size > 1000 and part.offset_lag == 0
+            else:                                  # stalled: it copied nothing and lags the HW by the record
+                assert (part.partition_size, part.offset_lag) == (0, 1)
+        r = await WireClient(cluster.connect(0)).call(ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": [{"topic": "nope", "partitions": [0]}]})
+        assert r.results[0].topics == []

@@ -226,4 +226,15 @@ def txn_cases(Case):
                   "values": [{"key": "producer_byte_rate", "value": 1024.0}]}]},
              i32(0) + i16(0) + NULL + carr([carr([cstr("client-id") + cstr("p") + NO_TAGS])
                                             + carr([cstr("producer_byte_rate") + F64_1024 + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+
+        # -- DescribeLogDirs (35) -------------------------------------------------------------------
+        Case(35, 4, "request", {"topics": None}, NULL + NO_TAGS),
+        Case(35, 4, "response",
+             {"throttle_time_ms": 0, "error_code": 0, "results": [
+                 {"error_code": 0, "log_dir": "/d", "topics": [{"name": "t", "partitions": [
+                     {"partition_index": 0, "partition_size": 100, "offset_lag": 1, "is_future_key": False}]}],
+                  "total_bytes": 1000, "usable_bytes": 900, "is_cordoned": False}]},
+             i32(0) + i16(0) + carr([i16(0) + cstr("/d") + carr([cstr("t") + carr([i32(0) + i64(100) + i64(1)
+                                                                                    + boolean(False) + NO_TAGS]) + NO_TAGS])
+                                     + i64(1000) + i64(900) + NO_TAGS]) + NO_TAGS),
     ]

@@ -224,3 +224,19 @@ def test_kafka_python_alter_configs_incremental_and_legacy(cluster):
     finally:
         admin.close()
 
+
+
+def test_kafka_python_describe_log_dirs(cluster):
+    """Every broker answers with its log directory; the one leading t-0 holds the bytes produced."""
+    require_client("kafka-python")
+    from kafka.admin import KafkaAdminClient
+
+    _produce_to(cluster.bootstrap, 0)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        answers = admin.describe_log_dirs()
+        sizes = [p["partition_size"] for a in answers for d in a["log_dirs"] for t in d["topics"]
+                 if t["name"] == "t" for p in t["partitions"] if p["partition_index"] == 0]
+        assert answers and max(sizes) > 0, answers
+    finally:
+        admin.close()

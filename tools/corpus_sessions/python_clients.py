@@ -328,6 +328,7 @@ def _kp_admin(kafka, base: dict, steps: Steps) -> None:
                                                                         "cleanup.policy": ("APPEND", "delete")})])
     steps.run("admin alter_configs (legacy)", lambda: admin.alter_configs(
         [ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={"retention.ms": "3600000"})], incremental=False))
+    steps.run("admin describe_log_dirs", admin.describe_log_dirs)
     steps.run("admin delete_topics", admin.delete_topics, ["kp-new"])
     by_id = steps.run("admin describe new topic", admin.describe_topics, ["kp-by-id"])
     if by_id:
