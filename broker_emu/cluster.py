@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 import trio
 
+from broker_emu import reassignments
 from broker_emu.config import broker_config
 from broker_emu.faults import FaultEngine
 from broker_emu.faults.rules import REPLICATION_MODES, FaultConfigError, check_ms
@@ -280,6 +281,8 @@ class Cluster:
     def _isr_changed(self, p: Partition, brokers: list[int], how: str) -> None:
         self.trace.emit(Kind.ISR_CHANGE, details={"topic": p.topic, "partition": p.index, how: brokers, "isr": list(p.isr),
                                                "high_watermark": p.high_watermark})
+        if p.adding_replicas and how == "expand":
+            reassignments.maybe_complete(self, p)
 
     def move_leader(self, topic: str, partition: int, broker_id: int) -> None:
         p = self.partition(topic, partition)

@@ -29,6 +29,9 @@ class Partition:
     epoch_starts: dict[int, int] = field(default_factory=lambda: {0: 0})
     txns: PartitionTxns = field(default_factory=PartitionTxns)
     follower_log_start: dict[int, int] = field(default_factory=dict)   # what each follower learnt on its last fetch
+    # a reassignment under way (PartitionRegistration's addingReplicas / removingReplicas)
+    adding_replicas: list[int] = field(default_factory=list)
+    removing_replicas: list[int] = field(default_factory=list)
 
     @property
     def low_watermark(self) -> int:

@@ -164,8 +164,9 @@ class Replication:
             self.scheduler.call_at(now + delay, lambda: self._copy(p, follower, target, epoch, now))
 
     def _copy(self, p: "Partition", follower: int, target: int, epoch: int, fetched_at: float) -> None:
-        if p.leader_epoch != epoch or follower == p.leader or self.mode_for(p, follower).mode == "stall":
-            return  # leadership moved or the follower stopped while the copy was in flight
+        if p.leader_epoch != epoch or follower == p.leader or follower not in p.replicas or \
+                self.mode_for(p, follower).mode == "stall":
+            return  # leadership moved, a reassignment removed it, or it stopped while the copy was in flight
         was_isr = list(p.isr)
         if p.follower_fetched(follower, target, trio.current_time(), fetched_at):
             if p.isr != was_isr:

@@ -89,6 +89,7 @@ class ErrorCode(enum.IntEnum):
     FENCED_INSTANCE_ID = 82
     ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
     ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88
@@ -338,6 +339,9 @@ class EligibleLeadersNotAvailableError(RetriableError):
 
 class ElectionNotNeededError(RetriableError):
     code, name = 84, 'ELECTION_NOT_NEEDED'
+
+class NoReassignmentInProgressError(KafkaError):
+    code, name = 85, 'NO_REASSIGNMENT_IN_PROGRESS'
 
 class GroupSubscribedToTopicError(KafkaError):
     code, name = 86, 'GROUP_SUBSCRIBED_TO_TOPIC'

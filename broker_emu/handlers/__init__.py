@@ -87,6 +87,7 @@ KAFKA_MESSAGES = {
     80: "The preferred leader was not available.",
     83: "Eligible topic partition leaders are not available.",
     84: "Leader election not needed for topic partition.",
+    85: "No partition reassignment is in progress.",
     100: "This server does not host this topic ID.",
 }
 

@@ -16,6 +16,7 @@ def register_all() -> None:
         admin_log_dirs,
         admin_partitions,
         admin_quotas,
+        admin_reassign,
         admin_records,
         api_versions,
         fetch,

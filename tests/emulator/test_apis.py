@@ -29,6 +29,7 @@ ADVERTISED = {  # the issue's ranges; old librdkafka needs Produce and the group
     "CONSUMER_GROUP_HEARTBEAT": (0, 1), "CONSUMER_GROUP_DESCRIBE": (0, 1),
     "DELETE_GROUPS": (0, 2), "OFFSET_DELETE": (0, 0), "ELECT_LEADERS": (0, 2),
     "DESCRIBE_CLIENT_QUOTAS": (0, 1), "ALTER_CLIENT_QUOTAS": (0, 1), "DESCRIBE_LOG_DIRS": (1, 5),
+    "ALTER_PARTITION_REASSIGNMENTS": (0, 1), "LIST_PARTITION_REASSIGNMENTS": (0, 0),
     "ALTER_CONFIGS": (0, 2), "INCREMENTAL_ALTER_CONFIGS": (0, 1),
 }
 SOFTWARE = {"client_software_name": "broker-emu-tests", "client_software_version": "1.0"}

@@ -229,6 +229,25 @@ def txn_cases(Case):
 
         # -- DescribeLogDirs (35) -------------------------------------------------------------------
         Case(35, 4, "request", {"topics": None}, NULL + NO_TAGS),
+
+        # -- AlterPartitionReassignments (45), ListPartitionReassignments (46) ---------------------
+        Case(45, 1, "request",
+             {"timeout_ms": 60000, "allow_replication_factor_change": False, "topics": [
+                 {"name": "t", "partitions": [{"partition_index": 0, "replicas": [1, 2]},
+                                              {"partition_index": 1, "replicas": None}]}]},
+             i32(60000) + boolean(False) + carr([cstr("t") + carr([i32(0) + carr([i32(1), i32(2)]) + NO_TAGS,
+                                                                   i32(1) + NULL + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+        Case(45, 0, "response",
+             {"throttle_time_ms": 0, "allow_replication_factor_change": True, "error_code": 0, "error_message": None,
+              "responses": [{"name": "t", "partitions": [{"partition_index": 1, "error_code": 85, "error_message": None}]}]},
+             i32(0) + i16(0) + NULL + carr([cstr("t") + carr([i32(1) + i16(85) + NULL + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+        Case(46, 0, "request", {"timeout_ms": 60000, "topics": None}, i32(60000) + NULL + NO_TAGS),
+        Case(46, 0, "response",
+             {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "topics": [{"name": "t", "partitions": [
+                 {"partition_index": 0, "replicas": [1, 2, 0], "adding_replicas": [1, 2], "removing_replicas": [0]}]}]},
+             i32(0) + i16(0) + NULL + carr([cstr("t") + carr([i32(0) + carr([i32(1), i32(2), i32(0)])
+                                                              + carr([i32(1), i32(2)]) + carr([i32(0)]) + NO_TAGS])
+                                            + NO_TAGS]) + NO_TAGS),
         Case(35, 4, "response",
              {"throttle_time_ms": 0, "error_code": 0, "results": [
                  {"error_code": 0, "log_dir": "/d", "topics": [{"name": "t", "partitions": [

@@ -240,3 +240,34 @@ def test_kafka_python_describe_log_dirs(cluster):
         assert answers and max(sizes) > 0, answers
     finally:
         admin.close()
+
+
+def test_kafka_python_moves_a_partition_with_a_reassignment(cluster):
+    """t-0 moves to the brokers that do not hold it; when the reassignment is done, the metadata
+    shows the new replicas and a record produced before it is still there."""
+    require_client("kafka-python")
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    _produce_to(cluster.bootstrap, 0)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        [topic] = admin.describe_topics(["t"])
+        current = next(p["replica_nodes"] for p in topic["partitions"] if p["partition_index"] == 0)
+        brokers = sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"])
+        target = [b for b in brokers if b not in current] or list(reversed(current))
+        assert admin.alter_partition_reassignments({TopicPartition("t", 0): target}) == {TopicPartition("t", 0): None}
+        end = time.monotonic() + 30
+        while admin.list_partition_reassignments() and time.monotonic() < end:
+            time.sleep(0.2)
+        assert admin.list_partition_reassignments() == {}
+        end = time.monotonic() + 15
+        while time.monotonic() < end:
+            [topic] = admin.describe_topics(["t"])
+            replicas = next(p["replica_nodes"] for p in topic["partitions"] if p["partition_index"] == 0)
+            if replicas == target:
+                break
+            time.sleep(0.2)
+        assert replicas == target
+    finally:
+        admin.close()

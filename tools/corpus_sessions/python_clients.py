@@ -329,6 +329,9 @@ def _kp_admin(kafka, base: dict, steps: Steps) -> None:
     steps.run("admin alter_configs (legacy)", lambda: admin.alter_configs(
         [ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={"retention.ms": "3600000"})], incremental=False))
     steps.run("admin describe_log_dirs", admin.describe_log_dirs)
+    steps.run("admin alter_partition_reassignments", admin.alter_partition_reassignments,
+              {TopicPartition(TOPIC, 2): [2, 1, 0]})
+    steps.run("admin list_partition_reassignments", admin.list_partition_reassignments)
     steps.run("admin delete_topics", admin.delete_topics, ["kp-new"])
     by_id = steps.run("admin describe new topic", admin.describe_topics, ["kp-by-id"])
     if by_id:
