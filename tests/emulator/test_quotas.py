@@ -73,3 +73,22 @@ async def test_describe_and_alter_with_kafkas_rules(autojump_clock):
                                          (42, "Quota producer_byte_rate must be greater than 0"),
                                          (42, "producer_byte_rate cannot be a fractional value."),
                                          (42, "Ignoring duplicate entity ClientQuotaEntity(entries={client-id=a})")]
+
+
+async def test_a_consumer_past_its_byte_rate_is_throttled_by_its_fetch_answers(autojump_clock):
+    """consumer_byte_rate counts each Fetch answer's size (KafkaApis records the response size)."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        admin = WireClient(cluster.connect(0), client_id="admin")
+        await admin.call(ApiKey.PRODUCE, 9, produce_body("t", 0, [b"y" * 200_000], acks=1))
+        assert await _alter(admin, [("client-id", "c")], [("consumer_byte_rate", 10000, False)]) == [(0, None)]
+        w = WireClient(cluster.connect(0), client_id="c")
+        fetch = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+                 "session_id": 0, "session_epoch": -1, "topics": [{"topic": "t", "topic_id": cluster.topics["t"].topic_id,
+                 "partitions": [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                                 "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
+                 "forgotten_topics_data": [], "rack_id": ""}
+        r = await w.call(ApiKey.FETCH, 12, fetch)
+        assert len(r.responses[0].partitions[0].records or b"") > 200_000
+        assert r.throttle_time_ms > 9000                  # ~(200 KB / 10 s - 10 KB/s) / 10 KB/s x 10 s
+        [event] = cluster.trace.query(kind=Kind.QUOTA_THROTTLE)
+        assert event.details["quota"] == "consumer_byte_rate"
