@@ -72,7 +72,7 @@ class ClassicMembersMixin:
 
         def _subscription_metadata(self, g: ConsumerGroup) -> dict[str, int]: ...
 
-        def _maybe_compute_target(self, g: ConsumerGroup, now: float) -> None: ...
+        def _subscriptions_changed(self, g: ConsumerGroup, now: float, bumped: bool) -> None: ...
 
         def _reconcile(self, g: ConsumerGroup, m: ConsumerMember, owned: set[tuple[str, int]] | None,
                        now: float) -> None: ...
@@ -116,13 +116,7 @@ class ClassicMembersMixin:
         bump = new or before != m.subscribed_topic_names
         if bump:
             self._bump(g, f"member {m.member_id} joined or changed its subscription (classic protocol)")
-        metadata = self._subscription_metadata(g)
-        if metadata != g.subscription_metadata:
-            g.subscription_metadata = metadata
-            if not bump:
-                self._bump(g, "the subscribed topics changed")
-        if g.group_epoch > g.assignment_epoch:
-            self._maybe_compute_target(g, now)
+        self._subscriptions_changed(g, now, bumped=bump)
         owned = {(tp["topic"], p) for tp in subscription.get("owned_partitions") or () for p in tp["partitions"]}
         self._reconcile(g, m, owned, now)
         gid, mid = g.group_id, m.member_id

@@ -211,16 +211,11 @@ class ConsumerGroupsMixin:
         owned = self._owned(hb)   # the request's owned partitions, by topic name (read once)
         m = self._member(g, hb, member_id, owned)
         before = (m.member_epoch, m.assigned)
-        bump = self._update_member(g, m, hb)
-        if bump:
+        if self._update_member(g, m, hb):
             self._bump(g, f"member {member_id} joined or changed its subscription")
-        metadata = self._subscription_metadata(g)
-        if metadata != g.subscription_metadata:
-            g.subscription_metadata = metadata
-            if not bump:
-                self._bump(g, "the subscribed topics changed")
-        if g.group_epoch > g.assignment_epoch:
-            self._maybe_compute_target(g, now)
+            self._subscriptions_changed(g, now, bumped=True)
+        else:
+            self._subscriptions_changed(g, now, bumped=False)
         self._reconcile(g, m, owned, now)
         gid = g.group_id
         self.timers.schedule(("cg-session", gid, member_id), now + self.config("group.consumer.session.timeout.ms") / 1000,
@@ -250,6 +245,17 @@ class ConsumerGroupsMixin:
         if new:
             g.add_or_replace(m)
         return new or old != (m.subscribed_topic_names, m.subscribed_topic_regex)
+
+    def _subscriptions_changed(self, g: ConsumerGroup, now: float, bumped: bool) -> None:
+        """After a member's update: a change of the subscribed topics' metadata bumps the group
+        epoch too (once), and a group epoch ahead of the target asks for a new target."""
+        metadata = self._subscription_metadata(g)
+        if metadata != g.subscription_metadata:
+            g.subscription_metadata = metadata
+            if not bumped:
+                self._bump(g, "the subscribed topics changed")
+        if g.group_epoch > g.assignment_epoch:
+            self._maybe_compute_target(g, now)
 
     def _subscribed(self, m: ConsumerMember) -> frozenset[str]:
         topics = {t for t in m.subscribed_topic_names if t in self.cluster.topics}

@@ -5,6 +5,8 @@ died — its heartbeats stop without a leave."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -24,6 +26,21 @@ class OursKip848:
         def _connect(self, env: RunEnv) -> Any: ...
 
         def _consumer_config(self, env: RunEnv, group: str | None) -> dict: ...
+
+    @contextlib.asynccontextmanager
+    async def _first_owns_the_topic(self, env: RunEnv, group: str, topic: str,
+                                    on_revoke: Any = None) -> AsyncIterator[tuple[Any, Any, int]]:
+        """A first member (client.id SILENT_MEMBER) that owns every partition, a second one not yet
+        subscribed, and the partition count; both closed afterwards."""
+        from client.consumer import open_consumer
+
+        async with open_consumer({**self._consumer_config(env, group), "client.id": SILENT_MEMBER},
+                                 connect=self._connect(env)) as first, \
+                open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as second:
+            first.subscribe([topic], on_revoke=on_revoke)
+            while not first.assignment():
+                await first.poll(0.1)
+            yield first, second, len(first.assignment())
 
     async def _kip848_member_crash(self, step: Operation, env: RunEnv) -> Outcome:
         from client.consumer import open_consumer
@@ -107,16 +124,9 @@ class OursKip848:
         """Two members; the scenario stops the group coordinator's broker when the first is asked
         to revoke for the second (cluster_setup's stop_coordinator_when_revoking). Timed: from the
         second member's subscribe until the two hold the topic between them."""
-        from client.consumer import open_consumer
 
         group, topic, limit = step.args.get("group", "k848-move"), step.args.get("topic", "t"), step.timeout_s or 600.0
-        async with open_consumer({**self._consumer_config(env, group), "client.id": SILENT_MEMBER},
-                                 connect=self._connect(env)) as first, \
-                open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as second:
-            first.subscribe([topic])
-            while not first.assignment():
-                await first.poll(0.1)
-            total = len(first.assignment())
+        async with self._first_owns_the_topic(env, group, topic) as (first, second, total):
             second.subscribe([topic])
             start = trio.current_time()
             with trio.move_on_after(limit):
@@ -133,7 +143,6 @@ class OursKip848:
         polling; the measured member joins. Timed from its subscribe until it owns every
         partition: when the broker fences the slow member at its rebalance timeout, while the
         slow member's heartbeats go on beside its callback."""
-        from client.consumer import open_consumer
 
         group, topic, limit = step.args.get("group", "k848-slow"), step.args.get("topic", "t"), step.timeout_s or 600.0
         slow_s = step.args.get("revoke_ms", 120_000) / 1000
@@ -142,13 +151,7 @@ class OursKip848:
             if tps:
                 await trio.sleep(slow_s)
 
-        async with open_consumer({**self._consumer_config(env, group), "client.id": SILENT_MEMBER},
-                                 connect=self._connect(env)) as first, \
-                open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as second:
-            first.subscribe([topic], on_revoke=slow_revoke)
-            while not first.assignment():
-                await first.poll(0.1)
-            total = len(first.assignment())
+        async with self._first_owns_the_topic(env, group, topic, slow_revoke) as (first, second, total):
             second.subscribe([topic])
             start = trio.current_time()
             with trio.move_on_after(limit):
