@@ -57,6 +57,10 @@ async def serve(args: argparse.Namespace) -> None:
     from broker_emu.faults.scenario_file import load_scenario, run_events
 
     config = dict(args.config or [])
+    if args.listener:
+        config.setdefault("emu.security.protocol", args.listener[0])
+    if args.user:
+        config.setdefault("emu.sasl.users", ",".join(args.user))
     scenario = None
     if args.scenario:
         scenario = load_scenario(await trio.Path(args.scenario).read_text(), args.brokers)
@@ -75,6 +79,10 @@ async def serve(args: argparse.Namespace) -> None:
                         cluster.faults.add(rule, cluster.now_ms())
                     nursery.start_soon(run_events, cluster, scenario.events)
                 print(f"bootstrap={cluster.bootstrap}", flush=True)
+                if cluster.security.protocol != "PLAINTEXT":
+                    print(f"security.protocol={cluster.security.protocol}", flush=True)
+                if cluster.security.tls is not None:
+                    print(f"ca={cluster.security.tls.ca_path}", flush=True)
                 if args.control_port is not None:
                     # the control API stays on loopback unless remote control was asked for
                     host = args.host if args.allow_remote_control or is_loopback(args.host) else "127.0.0.1"
@@ -89,6 +97,18 @@ async def serve(args: argparse.Namespace) -> None:
     finally:
         if sink:
             sink.close()
+
+
+def parse_listener(text: str) -> tuple[str, str, int]:
+    """``SASL_SSL://127.0.0.1:9092`` as Kafka's ``listeners`` writes one."""
+    from broker_emu.security import PROTOCOLS
+
+    protocol, sep, rest = text.partition("://")
+    host, colon, port = rest.rpartition(":")
+    if not sep or protocol.upper() not in PROTOCOLS or not colon or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected PROTOCOL://HOST:PORT with PROTOCOL one of {', '.join(PROTOCOLS)}, "
+                                         f"got {text!r}")
+    return protocol.upper(), host.strip("[]") or "127.0.0.1", int(port)
 
 
 def check_serve_exposure(args: argparse.Namespace) -> str | None:
@@ -157,6 +177,10 @@ def add_commands(sub: Any) -> None:
                    help="let --host be non-loopback: anyone who can reach it can use the Kafka listeners (no auth)")
     s.add_argument("--allow-remote-control", action="store_true",
                    help="bind the control API to --host even if it is not loopback (needs --token)")
+    s.add_argument("--listener", type=parse_listener, metavar="PROTOCOL://HOST:PORT",
+                   help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (sets --host and the first --port)")
+    s.add_argument("--user", action="append", metavar="NAME:PASSWORD",
+                   help="a SASL user (PLAIN, and SCRAM-SHA-256/512 credentials); repeatable")
     s.add_argument("--scenario", help="YAML scenario file (faults and timed events)")
     s.add_argument("--trace", help="write the trace as JSONL to this file")
 
@@ -204,6 +228,9 @@ def proxy_command(args: argparse.Namespace) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    if args.listener:
+        _, args.host, listener_port = args.listener
+        args.port = args.port or listener_port
     refusal = check_serve_exposure(args)
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 import trio
 
 from broker_emu import reassignments
-from broker_emu.config import broker_config
+from broker_emu.config import ConfigError, broker_config
 from broker_emu.faults import FaultEngine
 from broker_emu.faults.rules import REPLICATION_MODES, FaultConfigError, check_ms
 from broker_emu.internal_topics import ensure_offsets_topic, follow_coordinators
@@ -26,6 +26,7 @@ from broker_emu.purgatory import Purgatory
 from broker_emu.quotas import Quotas
 from broker_emu.replication import Replication
 from broker_emu.scheduler import Scheduler
+from broker_emu.security import Security, SecurityError
 from broker_emu.topic_config import effective, validate_topic_configs
 from broker_emu.trace import Kind, Trace
 
@@ -89,6 +90,10 @@ class Cluster:
         self.dynamic_config: dict[str, dict[str, str]] = {"": {"min.insync.replicas": str(self.config["min.insync.replicas"])}}
         self.static_config = dict(self.config)
         self.quotas = Quotas()   # AlterClientQuotas; the server throttles Produce and Fetch by them
+        try:
+            self.security = Security(self.config, host)   # the listeners' protocol, SASL credentials, TLS
+        except SecurityError as exc:
+            raise ConfigError(str(exc)) from None
 
     def _log_evicted(self, log: PartitionLog, freed: int, log_start: int) -> None:
         """The log memory budget dropped a partition's oldest batches: say so, in the trace

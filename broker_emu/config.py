@@ -55,6 +55,13 @@ DEFAULTS: dict[str, Any] = {
     # every partition's log together (log.LogMemory): past it the cluster's oldest batches go, and
     # the trace and stderr say so; 0 = half the memory available when the cluster starts
     "emu.log.memory.bytes": 0,
+    # listener security (broker_emu/security): `--listener SASL_SSL://host:port` sets the protocol
+    "emu.security.protocol": "PLAINTEXT",
+    # Kafka's default is GSSAPI, which the emulator does not serve
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    "emu.sasl.users": "",                      # name:password,... (PLAIN, and SCRAM credentials made from them)
+    "connections.max.reauth.ms": 0,            # KIP-368: 0, sessions never expire
+    "emu.tls.dir": "",                         # where the generated CA (ca.pem) goes; "" a temporary folder
 }
 
 # Kafka's validators for the broker settings the emulator uses (KafkaConfig / ServerLogConfigs)
@@ -74,7 +81,8 @@ VALIDATORS: dict[str, Validator] = {
     "emu.controller.delay.ms": at_least(0),
     "group.consumer.migration.policy": one_of("disabled", "upgrade", "downgrade", "bidirectional"),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
-    "emu.trace.max.bytes": at_least(0), "emu.replication.delay.ms": at_least(0), "emu.log.memory.bytes": at_least(-1),
+    "emu.trace.max.bytes": at_least(0), "connections.max.reauth.ms": at_least(0),
+    "emu.security.protocol": one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), "emu.replication.delay.ms": at_least(0), "emu.log.memory.bytes": at_least(-1),
 }
 
 

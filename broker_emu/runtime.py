@@ -48,6 +48,7 @@ async def open_cluster(brokers: int = 3, *, topics: Iterable[TopicSpec] = (), co
             yield cluster
         finally:
             nursery.cancel_scope.cancel()
+            cluster.security.close()
 
 
 class ThreadedCluster:

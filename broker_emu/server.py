@@ -29,6 +29,8 @@ from broker_emu.faults import Decision, RequestFacts
 from broker_emu.handlers import CloseConnection, error_response, request_details, topics_of
 from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
 from broker_emu.registry import REGISTRY, advertised_range
+from broker_emu.security.gate import raw_sasl_token, sasl_admits
+from broker_emu.security.session import SaslSession
 from broker_emu.trace import Kind
 from client.errors import ErrorCode
 from client.protocol import (
@@ -71,6 +73,8 @@ class Connection:
         # opt-in: called with (connection, frame) for every request frame read, before it is
         # decoded (tools/capture_corpus.py records real clients' requests this way)
         self._tap = getattr(cluster, "frame_tap", None)
+        # SASL listeners: the exchange's state, consulted before any other API runs
+        self.sasl = SaslSession(cluster.security) if cluster.security.uses_sasl else None
 
     # -- lifecycle ----------------------------------------------------------------------------
     def _trace(self, kind: str, **fields: Any) -> None:
@@ -182,7 +186,8 @@ class Connection:
         to see the client go away). Saves a task switch per Metadata round trip (~15% of its
         latency, benchmarks/broker)."""
         return (len(frame) >= 2 and int.from_bytes(frame[:2], "big") in ANSWERS_AT_ONCE
-                and not self.cluster.faults.rules and not self.peer_closed)
+                and not self.cluster.faults.rules and not self.peer_closed
+                and (self.sasl is None or not self.sasl.raw_tokens))
 
     async def _run_one(self, frame: bytes, arrived_ms: float | None = None) -> bool:
         """Handle one request, containing handler bugs to this connection; False: close it."""
@@ -209,6 +214,8 @@ class Connection:
     # -- one request --------------------------------------------------------------------------
     async def _process(self, frame: bytes, arrived_ms: float | None = None) -> bool:
         """Handle one request; False means the connection must close."""
+        if self.sasl is not None and self.sasl.raw_tokens:
+            return await raw_sasl_token(self, frame)
         anomalies: list[str] = []
         try:
             header = decode_request_header(frame, anomalies)
@@ -231,6 +238,8 @@ class Connection:
             _, body = decode_request(frame, header, records_as_views=True, anomalies=anomalies)
         except ProtocolError as exc:
             self.abort(f"malformed request: {exc}")
+            return False
+        if self.sasl is not None and not await sasl_admits(self, ctx, body):
             return False
         if anomalies:
             # accepted as Kafka accepts it (codec.decode_request), and kept in the trace so a
@@ -294,7 +303,11 @@ class Connection:
             encoded = self._encode(ctx, body, response)
             if encoded is None:
                 return False
-        return await self._send_faulted(encoded[0], encoded[1], decision, fields)
+        sent = await self._send_faulted(encoded[0], encoded[1], decision, fields)
+        if self.sasl is not None and self.sasl.close_after_answer:
+            self.abort("SASL authentication failed")
+            return False
+        return sent
 
     def _quota_throttle(self, ctx: RequestContext, request_bytes: int, response_bytes: int) -> float:
         """KafkaApis: a Produce's request size counts against producer_byte_rate, a Fetch's
@@ -438,7 +451,10 @@ async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, c
             addr = f"{peer[0]}:{peer[1]}"
         except OSError:
             addr = "?"
-        await connection(cluster, broker, stream, addr).run()
+        tls = cluster.security.tls
+        # TLS wraps the stream; trio runs the handshake on the first read or write
+        wrapped = trio.SSLStream(stream, tls.context, server_side=True) if tls is not None else stream
+        await connection(cluster, broker, wrapped, addr).run()
 
     with trio.CancelScope() as scope:
         broker.listener_scope = scope

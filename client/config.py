@@ -28,6 +28,9 @@ COMMON: dict[str, Any] = {
     "security.protocol": "PLAINTEXT",            # or SSL (client.transport.connect_from_config)
     "ssl.ca.location": "",                       # PEM file of trusted CAs; the system's if empty
     "ssl.endpoint.identification.algorithm": "https",   # "" skips the host name check
+    "sasl.mechanism": "PLAIN",                   # or SCRAM-SHA-256, SCRAM-SHA-512 (client/sasl.py)
+    "sasl.username": "",
+    "sasl.password": "",
 }
 PRODUCER: dict[str, Any] = {
     **COMMON,
@@ -92,12 +95,26 @@ def producer_config(given: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigException(f"compression.type must be one of {', '.join(COMPRESSION)}, got {config['compression.type']!r}")
     if config["max.in.flight.requests.per.connection"] < 1:
         raise ConfigException("max.in.flight.requests.per.connection must be at least 1")
-    if str(config["security.protocol"]).upper() not in ("PLAINTEXT", "SSL"):
-        raise ConfigException(f"security.protocol must be PLAINTEXT or SSL, got {config['security.protocol']!r}")
+    _check_security(config)
     return config
 
 
 COMPRESSION = ("none", "gzip", "snappy", "lz4", "zstd")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _check_security(config: dict[str, Any]) -> None:
+    from client.sasl import MECHANISMS
+
+    protocol = str(config["security.protocol"]).upper()
+    if protocol not in SECURITY_PROTOCOLS:
+        raise ConfigException(f"security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
+                              f"got {config['security.protocol']!r}")
+    if protocol.startswith("SASL_"):
+        if config["sasl.mechanism"] not in MECHANISMS:
+            raise ConfigException(f"sasl.mechanism must be one of {', '.join(MECHANISMS)}, got {config['sasl.mechanism']!r}")
+        if not config["sasl.username"]:
+            raise ConfigException(f"security.protocol {protocol} needs sasl.username and sasl.password")
 
 
 def _check_idempotence(config: dict[str, Any], given: Mapping[str, Any]) -> None:
@@ -159,6 +176,7 @@ def consumer_config(given: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigException(f"heartbeat.interval.ms ({config['heartbeat.interval.ms']}) must be below "
                               f"session.timeout.ms ({config['session.timeout.ms']})")
     _check_group_protocol(config, given)
+    _check_security(config)
     from client.assignors import ASSIGNORS
     for name in config["partition.assignment.strategy"].split(","):
         if name.strip() not in ASSIGNORS:

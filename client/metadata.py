@@ -26,13 +26,22 @@ from typing import Any
 import trio
 
 from client.backoff import ExponentialBackoff
-from client.errors import ErrorCode, KafkaError, error_for_code, error_name
+from client.errors import (
+    ErrorCode,
+    IllegalSaslStateError,
+    KafkaError,
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+    error_for_code,
+    error_name,
+)
 from client.exceptions import MaxBlockTimeoutException
 from client.network import NetworkClient
 from client.protocol import ApiKey
 from client.wakeup import Wakeup
 
 # topic errors after which waiting longer cannot help
+AUTHENTICATION_ERRORS = (SaslAuthenticationFailedError, UnsupportedSaslMechanismError, IllegalSaslStateError)
 FATAL_TOPIC_ERRORS = frozenset({ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.TOPIC_AUTHORIZATION_FAILED})
 # partition errors after which the leader we used is probably wrong: refresh before retrying
 # (Java's Errors marked InvalidMetadataException, as the producer and consumer both treat them)
@@ -147,6 +156,9 @@ class MetadataUpdater:
         self._wanted = Wakeup()
         self._changed = trio.Event()
         self.last_error: str | None = None
+        # Java's Metadata.fatalError: an authentication failure ends the waits at once instead of
+        # at max.block.ms, until a later refresh succeeds
+        self.fatal: KafkaError | None = None
         self.fetch_in_progress = False
         self.fetch_listeners: list = []   # called when a Metadata request goes out and when it ends
         net.disconnect_listeners.append(lambda node: self.request_update())
@@ -199,6 +211,9 @@ class MetadataUpdater:
                     self._fetching(False)
             except KafkaError as exc:
                 last = exc
+                if isinstance(exc, AUTHENTICATION_ERRORS):
+                    self.fatal = exc
+                    self.note_changed()
                 continue
             self._apply(md)
             return md
@@ -208,6 +223,7 @@ class MetadataUpdater:
         raise last or KafkaError("no broker to ask for metadata")
 
     def _apply(self, md: Any) -> None:
+        self.fatal = None
         self.metadata.update(md, trio.current_time())
         self.net.nodes.update(self.metadata.brokers)
         errors = {t: error_name(c) for t, c in self.metadata.topic_errors.items()}
@@ -250,6 +266,8 @@ class MetadataUpdater:
                 parts = self.metadata.partitions(topic)
                 if parts:
                     return parts
+                if self.fatal is not None:
+                    raise self.fatal
                 code = self.metadata.topic_errors.get(topic)
                 if code in FATAL_TOPIC_ERRORS:
                     raise error_for_code(code, f"topic '{topic}': {error_name(code)}")

@@ -23,6 +23,7 @@ import trio
 from client.connection import ConnectionCore, InFlight
 from client.exceptions import ConnectionClosedError, RequestTimeoutException
 from client.protocol import ApiKey, ProtocolError
+from client.sasl import authenticate
 from client.wakeup import Wakeup
 
 Connect = Callable[[int, str, int], Awaitable[trio.abc.Stream]]
@@ -37,7 +38,8 @@ async def tcp_connect(node: int, host: str, port: int) -> trio.abc.Stream:
 def tls_connect(ssl_context: ssl.SSLContext | None = None, *, server_hostname: str | None = None,
                 inner: Connect = tcp_connect) -> Connect:
     """TLS over ``inner`` (TCP by default). The handshake is part of connecting, so it counts
-    against socket.connection.setup.timeout.ms, as in Java."""
+    against socket.connection.setup.timeout.ms, as in librdkafka (Java stops that timer at the
+    TCP connect: client/sasl.py)."""
     context = ssl_context or ssl.create_default_context()
 
     async def connect(node: int, host: str, port: int) -> trio.abc.Stream:
@@ -53,17 +55,38 @@ def tls_connect(ssl_context: ssl.SSLContext | None = None, *, server_hostname: s
     return connect
 
 
+def sasl_connect(mechanism: str, user: str, password: str, client_id: str | None = None,
+                 inner: Connect = tcp_connect) -> Connect:
+    """SASL over ``inner`` (TCP or TLS), run before the connection is handed to its driver."""
+
+    async def connect(node: int, host: str, port: int) -> trio.abc.Stream:
+        stream = await inner(node, host, port)
+        try:
+            await authenticate(stream, mechanism, user, password, client_id)
+        except BaseException:
+            await trio.aclose_forcefully(stream)
+            raise
+        return stream
+
+    return connect
+
+
 def connect_from_config(config: Mapping[str, Any]) -> Connect:
-    """security.protocol PLAINTEXT (default) or SSL, with ssl.ca.location (a PEM file; the
-    system's trust store if unset) and ssl.endpoint.identification.algorithm ("https" checks the
-    broker's host name, "" does not), as librdkafka and Java name them."""
+    """security.protocol PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL, with
+    ssl.ca.location (a PEM file; the system's trust store if unset),
+    ssl.endpoint.identification.algorithm ("https" checks the broker's host name, "" does not),
+    sasl.mechanism, sasl.username and sasl.password, as librdkafka names them."""
     protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
-    if protocol == "PLAINTEXT":
-        return tcp_connect
-    context = ssl.create_default_context(cafile=config.get("ssl.ca.location") or None)
-    if not config.get("ssl.endpoint.identification.algorithm", "https"):
-        context.check_hostname = False
-    return tls_connect(context)
+    connect: Connect = tcp_connect
+    if protocol in ("SSL", "SASL_SSL"):
+        context = ssl.create_default_context(cafile=config.get("ssl.ca.location") or None)
+        if not config.get("ssl.endpoint.identification.algorithm", "https"):
+            context.check_hostname = False
+        connect = tls_connect(context)
+    if protocol.startswith("SASL_"):
+        connect = sasl_connect(str(config.get("sasl.mechanism", "PLAIN")), str(config.get("sasl.username", "")),
+                               str(config.get("sasl.password", "")), config.get("client.id"), inner=connect)
+    return connect
 
 
 class _Waiter:

@@ -1,6 +1,4 @@
-"""CreateTopics, DeleteTopics, DescribeConfigs, DescribeCluster, SASL and
-telemetry. SASL is not supported: SaslHandshake lists no mechanism (error 33) and
-SaslAuthenticate answers ILLEGAL_SASL_STATE, so a client configured for SASL fails clearly."""
+"""CreateTopics, DeleteTopics, DescribeConfigs, DescribeCluster and telemetry (SASL: sasl.py)."""
 
 from __future__ import annotations
 
@@ -260,16 +258,6 @@ async def describe_cluster(ctx: RequestContext, req: Message) -> dict[str, Any]:
             "cluster_id": cluster.cluster_id, "controller_id": controller_id(cluster),
             "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in cluster.live_brokers()],
             "cluster_authorized_operations": authorized(CLUSTER_OPERATIONS, req.include_cluster_authorized_operations)}
-
-
-@handles(ApiKey.SASL_HANDSHAKE, 0, 1)
-async def sasl_handshake(ctx: RequestContext, req: Message) -> dict[str, Any]:
-    return {"error_code": E.UNSUPPORTED_SASL_MECHANISM, "mechanisms": []}
-
-
-@handles(ApiKey.SASL_AUTHENTICATE, 0, 2)
-async def sasl_authenticate(ctx: RequestContext, req: Message) -> dict[str, Any]:
-    return {"error_code": E.ILLEGAL_SASL_STATE, "error_message": "broker-emu does not support SASL", "auth_bytes": b""}
 
 
 @handles(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, advertised=lambda cluster: cluster.config["emu.telemetry"])

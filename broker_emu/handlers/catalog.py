@@ -23,6 +23,7 @@ def register_all() -> None:
         metadata,
         offsets,
         produce,
+        sasl,
     )
     from broker_emu.transactions import handlers as txn_handlers  # noqa: F401
     from broker_emu.transactions import listings  # noqa: F401

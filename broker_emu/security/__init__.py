@@ -1,0 +1,76 @@
+"""Listener security: the security protocol, SASL mechanisms and credentials, TLS material.
+
+DESIGN §10: TLS wraps the stream (``tls.py``), SASL is a connection state the pipeline consults
+before it admits other APIs (``session.py``), the authorizer is a check asked before a handler
+runs (``authorizer.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from broker_emu.security.mechanisms import PlainServer, ScramServer
+from broker_emu.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from broker_emu.security.scram import ScramStore, credential_from_password
+from broker_emu.security.tls import ListenerTls
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+class SecurityError(ValueError):
+    pass
+
+
+def parse_users(spec: str) -> dict[str, str]:
+    """``emu.sasl.users``: ``name:password,name:password``."""
+    users: dict[str, str] = {}
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        name, sep, password = item.partition(":")
+        if not sep or not name or not password:
+            raise SecurityError(f"emu.sasl.users: expected name:password, got {item!r}")
+        users[name] = password
+    return users
+
+
+class Security:
+    """What a cluster's listeners require, and the credentials SASL checks."""
+
+    def __init__(self, config: Mapping[str, Any], host: str = "127.0.0.1"):
+        self.protocol = config["emu.security.protocol"]
+        self.mechanisms = [m.strip() for m in config["sasl.enabled.mechanisms"].split(",") if m.strip()]
+        unknown = [m for m in self.mechanisms if m not in SUPPORTED_MECHANISMS]
+        if unknown:
+            raise SecurityError(f"sasl.enabled.mechanisms: {', '.join(unknown)} not supported "
+                                f"(supported: {', '.join(SUPPORTED_MECHANISMS)})")
+        if self.uses_sasl and not self.mechanisms:
+            raise SecurityError("No SASL mechanisms are enabled")   # SaslServerAuthenticator's words
+        self.reauth_ms: int = config["connections.max.reauth.ms"]
+        self.passwords = parse_users(config["emu.sasl.users"])
+        self.scram = ScramStore()
+        # Users given on the command line get SCRAM credentials too, as `kafka-storage format
+        # --add-scram` or kafka-configs would create them.
+        for user, password in self.passwords.items():
+            for mechanism in SCRAM_MECHANISMS:
+                self.scram.put(user, mechanism, credential_from_password(mechanism, password))
+        self.tls = ListenerTls(host, config["emu.tls.dir"]) if self.uses_tls else None
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    def mechanism_server(self, mechanism: str) -> PlainServer | ScramServer:
+        if mechanism == "PLAIN":
+            return PlainServer(self.passwords)
+        return ScramServer(mechanism, self.scram.get)
+
+    def close(self) -> None:
+        """Remove what the listeners wrote (a temporary CA folder)."""
+        if self.tls is not None:
+            self.tls.close()

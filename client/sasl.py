@@ -1,0 +1,106 @@
+"""SASL on our client's connections: PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802), run
+with SaslHandshake v1 and SaslAuthenticate (KIP-152) right after the TCP or TLS connect.
+
+Like librdkafka (its socket.connection.setup.timeout.ms covers "TCP connection setup as well
+SSL and SASL handshake") and unlike Java — whose ClusterConnectionStates stops the setup timer
+once the socket connects (Selector adds the node to ``connected`` before ``channel.prepare()``
+authenticates) — the exchange counts against the connection setup timeout here.
+Re-authentication (KIP-368) is not done: a broker with connections.max.reauth.ms closes the
+connection when the session ends, and the client reconnects.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import trio
+
+from client.errors import SaslAuthenticationFailedError, UnsupportedSaslMechanismError, error_for_code
+from client.protocol import ApiKey, decode_response, encode_request
+from client.protocol.framing import FrameSplitter
+
+HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+MECHANISMS = ("PLAIN", *HASHES)
+
+
+class _Scram:
+    def __init__(self, mechanism: str, user: str, password: str, nonce: str | None = None):
+        self.algorithm = HASHES[mechanism]
+        self.user, self.password = user, password
+        self.nonce = nonce or base64.b64encode(os.urandom(18)).decode()
+        name = user.replace("=", "=3D").replace(",", "=2C")
+        self.first_bare = f"n={name},r={self.nonce}"
+        self.signature = b""
+
+    def first(self) -> bytes:
+        return ("n,," + self.first_bare).encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        attrs = dict(part.split("=", 1) for part in server_first.decode().split(",") if "=" in part)
+        nonce, salt, iterations = attrs["r"], base64.b64decode(attrs["s"]), int(attrs["i"])
+        if not nonce.startswith(self.nonce):
+            raise SaslAuthenticationFailedError("the broker's SCRAM nonce does not extend ours")
+        salted = hashlib.pbkdf2_hmac(self.algorithm, self.password.encode(), salt, iterations)
+        client_key = hmac.new(salted, b"Client Key", self.algorithm).digest()
+        stored_key = hashlib.new(self.algorithm, client_key).digest()
+        without_proof = f"c={base64.b64encode(b'n,,').decode()},r={nonce}"
+        auth_message = f"{self.first_bare},{server_first.decode()},{without_proof}".encode()
+        signature = hmac.new(stored_key, auth_message, self.algorithm).digest()
+        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        server_key = hmac.new(salted, b"Server Key", self.algorithm).digest()
+        self.signature = hmac.new(server_key, auth_message, self.algorithm).digest()
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def check(self, server_final: bytes) -> None:
+        if server_final.decode() != "v=" + base64.b64encode(self.signature).decode():
+            raise SaslAuthenticationFailedError("the broker's SCRAM signature does not match: not the broker we know")
+
+
+class _Exchange:
+    """Request/response on the bare stream, before the connection is handed to its driver."""
+
+    def __init__(self, stream: trio.abc.Stream, client_id: str | None):
+        self.stream, self.client_id = stream, client_id
+        self.splitter = FrameSplitter()
+        self.correlation = 0
+
+    async def call(self, api: ApiKey, version: int, body: Mapping[str, Any]) -> Any:
+        self.correlation += 1
+        await self.stream.send_all(encode_request(int(api), version, self.correlation, self.client_id, body))
+        while True:
+            data = await self.stream.receive_some(65536)
+            if not data:
+                raise trio.BrokenResourceError(f"the broker closed the connection during SASL ({api.name})")
+            frames = self.splitter.feed(bytes(data))
+            if frames:
+                return decode_response(int(api), version, frames[0])[1]
+
+
+async def authenticate(stream: trio.abc.Stream, mechanism: str, user: str, password: str,
+                       client_id: str | None = None) -> int:
+    """Run the exchange; the session lifetime the broker gave (ms, 0: none)."""
+    ex = _Exchange(stream, client_id)
+    hs = await ex.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism})
+    if hs.error_code:
+        raise UnsupportedSaslMechanismError(f"the broker offers {', '.join(hs.mechanisms) or 'no mechanism'}, "
+                                            f"not {mechanism}")
+
+    async def step(token: bytes) -> Any:
+        answer = await ex.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+        if answer.error_code:
+            raise error_for_code(answer.error_code, answer.error_message)
+        return answer
+
+    if mechanism == "PLAIN":
+        answer = await step(f"\0{user}\0{password}".encode())
+    else:
+        scram = _Scram(mechanism, user, password)
+        first = await step(scram.first())
+        answer = await step(scram.final(bytes(first.auth_bytes)))
+        scram.check(bytes(answer.auth_bytes))
+    return int(answer.session_lifetime_ms)

@@ -1,0 +1,59 @@
+"""Our client's SASL (client/sasl.py) against the emulator in virtual time."""
+
+import pytest
+import trio
+
+from broker_emu import open_cluster
+from client.errors import SaslAuthenticationFailedError
+from client.exceptions import ConnectionSetupTimeoutException
+from client.producer import open_producer
+from client.transport import sasl_connect
+
+SASL = {"emu.security.protocol": "SASL_PLAINTEXT", "emu.sasl.users": "alice:alice-secret"}
+
+
+def connect_to(cluster, mechanism="SCRAM-SHA-256", password="alice-secret"):
+    async def in_memory(node, host, port):
+        return cluster.connect(max(node, 0))
+    return sasl_connect(mechanism, "alice", password, "ours", inner=in_memory)
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+async def test_producer_authenticates_on_every_connection(autojump_clock, mechanism):
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False, config=SASL) as cluster:
+        async with open_producer({"bootstrap.servers": "127.0.0.1:0"}, connect=connect_to(cluster, mechanism)) as p:
+            meta = await (await p.send("t", b"v", partition=0)).get()
+        assert meta.offset == 0
+        opened = {e.conn for e in cluster.trace.events if e.kind == "conn_open"}
+        authenticated = {e.conn: e.details["principal"] for e in cluster.trace.events
+                         if e.kind == "sasl" and e.details["step"] == "authenticated"}
+        assert authenticated and set(authenticated) == opened and set(authenticated.values()) == {"User:alice"}
+
+
+async def test_wrong_password_fails_the_send_with_kafkas_message(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=SASL) as cluster:
+        async with open_producer({"bootstrap.servers": "127.0.0.1:0", "max.block.ms": 5000},
+                                 connect=connect_to(cluster, password="wrong")) as p:
+            future = await p.send("t", b"v", partition=0)   # failed at once, as Java's doSend returns it
+            start = trio.current_time()
+            with pytest.raises(SaslAuthenticationFailedError, match="invalid credentials with SASL mechanism SCRAM-SHA-256"):
+                await future.get()
+            assert trio.current_time() - start < 1
+
+
+async def test_a_stalled_handshake_counts_against_the_setup_timeout(autojump_clock):
+    """librdkafka's reading of socket.connection.setup.timeout.ms (client/sasl.py)."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=SASL) as cluster:
+        cluster.faults.add({"match": {"api": "SaslHandshake"}, "action": {"type": "black_hole"}}, cluster.now_ms())
+        connect = connect_to(cluster)
+        from client.config import producer_config
+        from client.network import NetworkClient
+
+        async with trio.open_nursery() as nursery:
+            net = NetworkClient(producer_config({"bootstrap.servers": "127.0.0.1:0",
+                                                 "socket.connection.setup.timeout.ms": 3000}), nursery, connect=connect)
+            start = trio.current_time()
+            with pytest.raises(ConnectionSetupTimeoutException):
+                await net.connection(-1)
+            assert 2.4 <= trio.current_time() - start <= 3.6   # the setup timeout, with its ±20% jitter
+            nursery.cancel_scope.cancel()
