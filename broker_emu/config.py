@@ -62,6 +62,10 @@ DEFAULTS: dict[str, Any] = {
     "emu.sasl.users": "",                      # name:password,... (PLAIN, and SCRAM credentials made from them)
     "connections.max.reauth.ms": 0,            # KIP-368: 0, sessions never expire
     "emu.tls.dir": "",                         # where the generated CA (ca.pem) goes; "" a temporary folder
+    # ACLs are enforced when an authorizer is named (any name: the emulator's is StandardAuthorizer's rules)
+    "authorizer.class.name": "",
+    "super.users": "",                         # User:admin;User:ops
+    "allow.everyone.if.no.acl.found": False,
 }
 
 # Kafka's validators for the broker settings the emulator uses (KafkaConfig / ServerLogConfigs)

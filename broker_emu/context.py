@@ -28,6 +28,12 @@ class RequestContext:
         return self.broker.id
 
     @property
+    def principal(self) -> str:
+        """``User:<name>`` once SASL authenticated the connection, else ``User:ANONYMOUS``."""
+        sasl = getattr(self.connection, "sasl", None)
+        return sasl.principal if sasl is not None else "User:ANONYMOUS"
+
+    @property
     def client_host(self) -> str:
         return self.client_addr.rsplit(":", 1)[0]
 

@@ -29,6 +29,7 @@ from broker_emu.faults import Decision, RequestFacts
 from broker_emu.handlers import CloseConnection, error_response, request_details, topics_of
 from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
 from broker_emu.registry import REGISTRY, advertised_range
+from broker_emu.security.enforce import call_authorized
 from broker_emu.security.gate import raw_sasl_token, sasl_admits
 from broker_emu.security.session import SaslSession
 from broker_emu.trace import Kind
@@ -279,7 +280,11 @@ class Connection:
             if terminal is not None and terminal.type == "error":
                 response = error_response(ctx.api_key, ctx.api_version, body, terminal.error)
             else:
-                response = await REGISTRY[ApiKey(ctx.api_key)].handler(ctx, body)
+                handler = REGISTRY[ApiKey(ctx.api_key)].handler
+                if self.cluster.security.authorizer is None:
+                    response = await handler(ctx, body)
+                else:
+                    response = await call_authorized(ctx, body, handler)
         except CloseConnection as exc:
             self.abort(exc.reason)
             return False

@@ -27,6 +27,8 @@ class Kind(enum.StrEnum):
     CONN_CLOSE = "conn_close"          # details: closed_by "client" | "broker", reason
     REQUEST_ANOMALY = "request_anomaly"   # accepted as Kafka accepts it, but unusual (trailing bytes...)
     HANDLER_ERROR = "handler_error"    # a bug in the emulator, answered UNKNOWN_SERVER_ERROR
+    ACL_CHANGE = "acl_change"          # created | deleted: the ACL (CreateAcls, DeleteAcls)
+    AUTHORIZATION = "authorization"    # a request refused by the authorizer: principal, operation, resource
     SASL = "sasl"                      # step: handshake | authenticated | failed; mechanism, principal, error
     # faults
     FAULT_APPLIED = "fault_applied"

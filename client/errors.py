@@ -71,6 +71,7 @@ class ErrorCode(enum.IntEnum):
     CONCURRENT_TRANSACTIONS = 51
     TRANSACTION_COORDINATOR_FENCED = 52
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+    SECURITY_DISABLED = 54
     OPERATION_NOT_ATTEMPTED = 55
     KAFKA_STORAGE_ERROR = 56
     SASL_AUTHENTICATION_FAILED = 58
@@ -282,6 +283,9 @@ class TransactionCoordinatorFencedError(KafkaError):
 
 class TransactionalIdAuthorizationFailedError(KafkaError):
     code, name = 53, 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED'
+
+class SecurityDisabledError(KafkaError):
+    code, name = 54, 'SECURITY_DISABLED'
 
 class OperationNotAttemptedError(KafkaError):
     code, name = 55, 'OPERATION_NOT_ATTEMPTED'

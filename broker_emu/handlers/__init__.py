@@ -87,6 +87,11 @@ KAFKA_MESSAGES = {
     80: "The preferred leader was not available.",
     83: "Eligible topic partition leaders are not available.",
     84: "Leader election not needed for topic partition.",
+    29: "Topic authorization failed.",
+    30: "Group authorization failed.",
+    31: "Cluster authorization failed.",
+    53: "Transactional Id authorization failed.",
+    54: "Security features are disabled.",
     85: "No partition reassignment is in progress.",
     100: "This server does not host this topic ID.",
 }
@@ -208,6 +213,27 @@ def _api_versions_error(version: int, request: Any, code: int) -> dict[str, Any]
     return {"error_code": code, "api_keys": []}
 
 
+def _create_acls_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # CreateAclsRequest.getErrorResponse: the error for every creation, with Errors.message()
+    return {"results": [{"error_code": code, "error_message": kafka_message(code)} for _ in request["creations"]]}
+
+
+def _delete_acls_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # DeleteAclsRequest.getErrorResponse: the error for every filter, nothing matched
+    return {"filter_results": [{"error_code": code, "error_message": kafka_message(code), "matching_acls": []}
+                               for _ in request["filters"]]}
+
+
+def _describe_acls_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    return {"error_code": code, "error_message": kafka_message(code), "resources": []}
+
+
+def _alter_client_quotas_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # AlterClientQuotasRequest.getErrorResponse: every entry with its entity and the error
+    return {"entries": [{"error_code": code, "error_message": kafka_message(code), "entity": e["entity"]}
+                        for e in request["entries"]]}
+
+
 KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})  # Topic.isInternal
 
 _ERROR_BUILDERS = {
@@ -217,5 +243,7 @@ _ERROR_BUILDERS = {
     ApiKey.DESCRIBE_GROUPS: _describe_groups_error, ApiKey.DELETE_TOPICS: _delete_topics_error,
     ApiKey.CREATE_TOPICS: _create_topics_error, ApiKey.DESCRIBE_CONFIGS: _describe_configs_error,
     ApiKey.JOIN_GROUP: _join_group_error, ApiKey.API_VERSIONS: _api_versions_error,
+    ApiKey.CREATE_ACLS: _create_acls_error, ApiKey.DELETE_ACLS: _delete_acls_error,
+    ApiKey.DESCRIBE_ACLS: _describe_acls_error, ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas_error,
 }
 

@@ -11,6 +11,7 @@ def register_all() -> None:
     from broker_emu.groups import kip848_handlers  # noqa: F401
     from broker_emu.handlers import (  # noqa: F401
         admin,
+        admin_acls,
         admin_configs,
         admin_elect,
         admin_log_dirs,

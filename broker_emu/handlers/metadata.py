@@ -18,8 +18,10 @@ from typing import Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
-from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, NOT_REQUESTED, TOPIC_OPERATIONS, authorized
+from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, NOT_REQUESTED, TOPIC_OPERATIONS, authorized, bit_field
 from broker_emu.registry import handles
+from broker_emu.security.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
+from broker_emu.security.enforce import authorized as allowed
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
@@ -68,10 +70,12 @@ async def metadata(ctx: RequestContext, req: Message) -> dict[str, Any]:
             {"name": e.name or "", "topic_id": e.topic_id, "error_code": E.INVALID_REQUEST, "is_internal": False,
              "partitions": []} for e in requested]}
     if requested is None or (v == 0 and not requested):
-        topics = [topic_metadata(cluster, t, topic_ops) for t in cluster.topics.values()]
+        # with an authorizer, every topic means every topic this principal may describe
+        topics = [topic_metadata(cluster, t, _ops(ctx, t.name, topic_ops)) for t in cluster.topics.values()
+                  if allowed(ctx, DESCRIBE, TOPIC, t.name, traced=False)]
     else:
         auto = req.allow_auto_topic_creation if v >= 4 else True
-        topics = [_one_topic(cluster, entry, auto, topic_ops) for entry in requested]
+        topics = [_authorized_topic(ctx, entry, auto, topic_ops) for entry in requested]
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in cluster.live_brokers()],
@@ -81,6 +85,34 @@ async def metadata(ctx: RequestContext, req: Message) -> dict[str, Any]:
         "cluster_authorized_operations": authorized(CLUSTER_OPERATIONS, 8 <= v <= 10 and
                                                     bool(req.include_cluster_authorized_operations)),
     }
+
+
+def _authorized_topic(ctx: RequestContext, entry, auto: bool, ops: int) -> dict:
+    """KafkaApis.getTopicMetadata's checks: a named topic the principal may not describe is
+    TOPIC_AUTHORIZATION_FAILED (zero id, no partitions); one that would be auto-created needs
+    CREATE on the cluster or on the topic."""
+    name = entry.name
+    if name is not None and ctx.cluster.security.authorizer is not None:
+        if not allowed(ctx, DESCRIBE, TOPIC, name):
+            return topic_error(E.TOPIC_AUTHORIZATION_FAILED, name, ops=_ops(ctx, name, ops))
+        if name not in ctx.cluster.topics and auto and not (allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, traced=False)
+                                                            or allowed(ctx, CREATE, TOPIC, name)):
+            return topic_error(E.TOPIC_AUTHORIZATION_FAILED, name, ops=_ops(ctx, name, ops))
+        return _one_topic(ctx.cluster, entry, auto, _ops(ctx, name, ops))
+    if name is None and entry.topic_id is not None:
+        t = ctx.cluster.topic_by_id(entry.topic_id)
+        if t is not None and not allowed(ctx, DESCRIBE, TOPIC, t.name):
+            return topic_error(E.TOPIC_AUTHORIZATION_FAILED, None, entry.topic_id)
+    return _one_topic(ctx.cluster, entry, auto, ops)
+
+
+def _ops(ctx: RequestContext, name: str, ops: int) -> int:
+    """KIP-430 under an authorizer: the topic operations this principal may do."""
+    authorizer = ctx.cluster.security.authorizer
+    if ops == NOT_REQUESTED or authorizer is None:
+        return ops
+    return bit_field(authorizer.allowed_operations(ctx.principal, ctx.client_host, TOPIC, name,
+                                                   (o for o in range(32) if TOPIC_OPERATIONS >> o & 1)))
 
 
 def _one_topic(cluster, entry, auto: bool, ops: int) -> dict:

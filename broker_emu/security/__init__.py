@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from broker_emu.security.acls import Authorizer
 from broker_emu.security.mechanisms import PlainServer, ScramServer
 from broker_emu.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from broker_emu.security.scram import ScramStore, credential_from_password
@@ -56,6 +57,8 @@ class Security:
             for mechanism in SCRAM_MECHANISMS:
                 self.scram.put(user, mechanism, credential_from_password(mechanism, password))
         self.tls = ListenerTls(host, config["emu.tls.dir"]) if self.uses_tls else None
+        self.authorizer = Authorizer((u.strip() for u in config["super.users"].split(";") if u.strip()),
+                                     config["allow.everyone.if.no.acl.found"]) if config["authorizer.class.name"] else None
 
     @property
     def uses_sasl(self) -> bool:

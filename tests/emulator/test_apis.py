@@ -31,6 +31,7 @@ ADVERTISED = {  # the issue's ranges; old librdkafka needs Produce and the group
     "DESCRIBE_CLIENT_QUOTAS": (0, 1), "ALTER_CLIENT_QUOTAS": (0, 1), "DESCRIBE_LOG_DIRS": (1, 5),
     "ALTER_PARTITION_REASSIGNMENTS": (0, 1), "LIST_PARTITION_REASSIGNMENTS": (0, 0),
     "ALTER_CONFIGS": (0, 2), "INCREMENTAL_ALTER_CONFIGS": (0, 1),
+    "DESCRIBE_ACLS": (1, 3), "CREATE_ACLS": (1, 3), "DELETE_ACLS": (1, 3),
 }
 SOFTWARE = {"client_software_name": "broker-emu-tests", "client_software_version": "1.0"}
 

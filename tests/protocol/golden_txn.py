@@ -256,4 +256,33 @@ def txn_cases(Case):
              i32(0) + i16(0) + carr([i16(0) + cstr("/d") + carr([cstr("t") + carr([i32(0) + i64(100) + i64(1)
                                                                                     + boolean(False) + NO_TAGS]) + NO_TAGS])
                                      + i64(1000) + i64(900) + NO_TAGS]) + NO_TAGS),
+
+        # -- DescribeAcls (29), CreateAcls (30), DeleteAcls (31) ----------------------------------
+        Case(29, 3, "request",
+             {"resource_type_filter": 2, "resource_name_filter": "t", "pattern_type_filter": 2, "principal_filter": None,
+              "host_filter": None, "operation": 1, "permission_type": 1},
+             i8(2) + cstr("t") + i8(2) + NULL + NULL + i8(1) + i8(1) + NO_TAGS),
+        Case(29, 3, "response",
+             {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "resources": [
+                 {"resource_type": 2, "resource_name": "t", "pattern_type": 3,
+                  "acls": [{"principal": "User:a", "host": "*", "operation": 3, "permission_type": 3}]}]},
+             i32(0) + i16(0) + NULL + carr([i8(2) + cstr("t") + i8(3) + carr([cstr("User:a") + cstr("*") + i8(3) + i8(3)
+                                                                            + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+        Case(30, 3, "request",
+             {"creations": [{"resource_type": 2, "resource_name": "p-", "resource_pattern_type": 4, "principal": "User:a",
+                             "host": "*", "operation": 4, "permission_type": 2}]},
+             carr([i8(2) + cstr("p-") + i8(4) + cstr("User:a") + cstr("*") + i8(4) + i8(2) + NO_TAGS]) + NO_TAGS),
+        Case(30, 3, "response",
+             {"throttle_time_ms": 0, "results": [{"error_code": 42, "error_message": "Invalid empty resource name"}]},
+             i32(0) + carr([i16(42) + cstr("Invalid empty resource name") + NO_TAGS]) + NO_TAGS),
+        Case(31, 3, "request",
+             {"filters": [{"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+                           "principal_filter": "User:a", "host_filter": None, "operation": 1, "permission_type": 1}]},
+             carr([i8(1) + NULL + i8(1) + cstr("User:a") + NULL + i8(1) + i8(1) + NO_TAGS]) + NO_TAGS),
+        Case(31, 3, "response",
+             {"throttle_time_ms": 0, "filter_results": [{"error_code": 0, "error_message": None, "matching_acls": [
+                 {"error_code": 0, "error_message": None, "resource_type": 3, "resource_name": "g", "pattern_type": 3,
+                  "principal": "User:a", "host": "*", "operation": 3, "permission_type": 3}]}]},
+             i32(0) + carr([i16(0) + NULL + carr([i16(0) + NULL + i8(3) + cstr("g") + i8(3) + cstr("User:a") + cstr("*")
+                                                 + i8(3) + i8(3) + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
     ]

@@ -50,7 +50,8 @@ REQUIRED = {
 # APIs the emulator implements that no corpus frame shows, and why.
 NOT_SENT = {
     "OffsetForLeaderEpoch": "clients send it only after a leader change (KIP-320), which no session provokes",
-    "SaslAuthenticate": "the emulator lists no SASL mechanism, so SaslHandshake is where clients stop",
+    "SaslAuthenticate": "the corpus cluster's listener is PLAINTEXT: SaslHandshake is answered ILLEGAL_SASL_STATE and "
+                        "clients stop there (SASL listeners: tests/realclients/test_security.py)",
     "AlterClientQuotas": "no corpus client has the call (confluent-kafka, kafka-python, aiokafka, kafkajs, kcat); "
                          "the Go and Java clients do, outside the corpus tools",
     "DescribeClientQuotas": "the same",

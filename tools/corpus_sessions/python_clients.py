@@ -24,7 +24,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import kip848  # tools/corpus_sessions/kip848.py (this directory is the script's path)
+import acls  # tools/corpus_sessions/acls.py (this directory is the script's path)
+import kip848  # tools/corpus_sessions/kip848.py
 import transactions  # tools/corpus_sessions/transactions.py
 
 TOPIC = "t"
@@ -175,6 +176,7 @@ def _ck_admin(bootstrap: str, base: dict, steps: Steps) -> None:
     steps.run("admin list_groups (legacy)", lambda: admin.list_groups(timeout=WAIT_S))
     steps.run("admin describe_consumer_groups", lambda: result(admin.describe_consumer_groups(["ck-group"])))
     steps.run("admin describe_consumer_groups (KIP-848)", kip848.confluent_admin, admin)
+    steps.run("admin create / describe / delete ACLs", acls.confluent, admin)
     steps.run("admin list_consumer_group_offsets", lambda: result(admin.list_consumer_group_offsets(
         [ConsumerGroupTopicPartitions("ck-group")])))
     steps.run("admin alter_consumer_group_offsets", lambda: result(admin.alter_consumer_group_offsets(
@@ -332,6 +334,7 @@ def _kp_admin(kafka, base: dict, steps: Steps) -> None:
     steps.run("admin alter_partition_reassignments", admin.alter_partition_reassignments,
               {TopicPartition(TOPIC, 2): [2, 1, 0]})
     steps.run("admin list_partition_reassignments", admin.list_partition_reassignments)
+    steps.run("admin create / describe / delete ACLs", acls.kafka_python, admin)
     steps.run("admin delete_topics", admin.delete_topics, ["kp-new"])
     by_id = steps.run("admin describe new topic", admin.describe_topics, ["kp-by-id"])
     if by_id:

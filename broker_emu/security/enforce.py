@@ -1,0 +1,161 @@
+"""The authorizer's checks, asked by the pipeline before a handler runs (DESIGN §10), the way
+KafkaApis asks them per API: a whole request refused (a group, a transactional id, the cluster)
+gets that API's error answer; a request naming several topics, groups or keys runs with the ones
+allowed, and the others come back with TOPIC_AUTHORIZATION_FAILED / GROUP_AUTHORIZATION_FAILED
+in the same answer.
+
+Which operation each API needs is KafkaApis' (and AclApis', GroupCoordinator's ...) as of
+Kafka 4.x. Metadata filters its topics itself (handlers/metadata.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from broker_emu.context import RequestContext
+from broker_emu.handlers import error_response
+from broker_emu.security import acls as A
+from broker_emu.trace import Kind
+from client.errors import ErrorCode as E
+from client.protocol import ApiKey
+from client.protocol.wire import Message
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+DENIED_CODE = {A.TOPIC: E.TOPIC_AUTHORIZATION_FAILED, A.GROUP: E.GROUP_AUTHORIZATION_FAILED,
+               A.CLUSTER: E.CLUSTER_AUTHORIZATION_FAILED, A.TRANSACTIONAL_ID: E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+
+# API -> (resource type, operation, the resource's name in the request) for a whole-request check
+_cluster = (lambda body: A.CLUSTER_NAME)
+_group = (lambda body: body["group_id"])
+_txn = (lambda body: body["transactional_id"])
+WHOLE: dict[int, tuple[int, int, Callable[[Any], str]]] = {
+    ApiKey.JOIN_GROUP: (A.GROUP, A.READ, _group), ApiKey.SYNC_GROUP: (A.GROUP, A.READ, _group),
+    ApiKey.HEARTBEAT: (A.GROUP, A.READ, _group), ApiKey.LEAVE_GROUP: (A.GROUP, A.READ, _group),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (A.GROUP, A.READ, _group), ApiKey.OFFSET_COMMIT: (A.GROUP, A.READ, _group),
+    ApiKey.OFFSET_DELETE: (A.GROUP, A.DELETE, _group),
+    ApiKey.ADD_OFFSETS_TO_TXN: (A.TRANSACTIONAL_ID, A.WRITE, _txn), ApiKey.END_TXN: (A.TRANSACTIONAL_ID, A.WRITE, _txn),
+    ApiKey.TXN_OFFSET_COMMIT: (A.TRANSACTIONAL_ID, A.WRITE, _txn),
+    ApiKey.CREATE_ACLS: (A.CLUSTER, A.ALTER, _cluster), ApiKey.DELETE_ACLS: (A.CLUSTER, A.ALTER, _cluster),
+    ApiKey.DESCRIBE_ACLS: (A.CLUSTER, A.DESCRIBE, _cluster), ApiKey.ELECT_LEADERS: (A.CLUSTER, A.ALTER, _cluster),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (A.CLUSTER, A.ALTER, _cluster),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (A.CLUSTER, A.DESCRIBE, _cluster),
+    ApiKey.DESCRIBE_LOG_DIRS: (A.CLUSTER, A.DESCRIBE, _cluster),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (A.CLUSTER, A.DESCRIBE_CONFIGS, _cluster),
+    ApiKey.ALTER_CLIENT_QUOTAS: (A.CLUSTER, A.ALTER_CONFIGS, _cluster),
+}
+
+# API -> (request list, its item's name, response list, resource type, operation): the items
+# refused get the API's error answer for them alone, merged into the answer for the rest
+SPLIT: dict[int, tuple[str, Callable[[Any], str | None], str, int, int]] = {
+    ApiKey.PRODUCE: ("topic_data", lambda t: t["name"], "responses", A.TOPIC, A.WRITE),
+    ApiKey.LIST_OFFSETS: ("topics", lambda t: t["name"], "topics", A.TOPIC, A.DESCRIBE),
+    ApiKey.OFFSET_COMMIT: ("topics", lambda t: t["name"], "topics", A.TOPIC, A.READ),
+    ApiKey.DELETE_TOPICS: ("topics", lambda t: t["name"], "responses", A.TOPIC, A.DELETE),
+    ApiKey.DESCRIBE_GROUPS: ("groups", lambda g: g, "groups", A.GROUP, A.DESCRIBE),
+}
+
+
+def authorized(ctx: RequestContext, operation: int, resource_type: int, name: str, traced: bool = True) -> bool:
+    """The authorizer's answer; a refusal is traced (``authorization``), as Kafka's authorizer
+    logger records each denied operation (``traced=False``: its logIfDenied=false, a check that
+    only filters, like Metadata listing every topic)."""
+    authorizer = ctx.cluster.security.authorizer
+    if authorizer is None or authorizer.authorize(ctx.principal, ctx.client_host, operation, resource_type, name):
+        return True
+    if not traced:
+        return False
+    ctx.cluster.trace.emit(Kind.AUTHORIZATION, **ctx.trace_fields(), details={
+        "principal": ctx.principal, "host": ctx.client_host, "operation": A.OPERATIONS[operation],
+        "resource_type": A.RESOURCE_TYPES[resource_type], "resource": name})
+    return False
+
+
+def any_topic_allows(ctx: RequestContext, operation: int) -> bool:
+    """AuthHelper.authorizeByResourceType: some ALLOW for this principal on some topic and no
+    DENY on every topic (a LITERAL '*')."""
+    authorizer = ctx.cluster.security.authorizer
+    if authorizer is None or ctx.principal in authorizer.super_users:
+        return True
+    mine = [a for a in authorizer.acls if a.resource_type == A.TOPIC and a.principal in (ctx.principal, A.WILDCARD_PRINCIPAL)
+            and a.host in (ctx.client_host, A.WILDCARD) and a.operation in (operation, A.ALL)]
+    if any(a.permission == A.DENY and a.pattern_type == A.LITERAL and a.resource_name == A.WILDCARD for a in mine):
+        return False
+    return any(a.permission == A.ALLOW for a in mine)
+
+
+async def call_authorized(ctx: RequestContext, body: Any, handler: Handler) -> Any:
+    """Run ``handler`` on what the principal may do; answer the rest as Kafka refuses it."""
+    refusal = _whole_request(ctx, body)
+    if refusal is not None:
+        return error_response(ctx.api_key, ctx.api_version, body, refusal)
+    body, refused, response_key = _split_topics(ctx, body)
+    response = await handler(ctx, body)
+    if refused is None or response is None:
+        return response
+    response = dict(response)
+    response[response_key] = list(response.get(response_key) or []) + list(refused.get(response_key) or [])
+    return response
+
+
+def _whole_request(ctx: RequestContext, body: Any) -> int | None:
+    api = ctx.api_key
+    if api == ApiKey.PRODUCE and body.get("transactional_id") is not None:
+        if not authorized(ctx, A.WRITE, A.TRANSACTIONAL_ID, body["transactional_id"]):
+            return E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if api == ApiKey.INIT_PRODUCER_ID:
+        txn = body.get("transactional_id")
+        if txn is not None:
+            return None if authorized(ctx, A.WRITE, A.TRANSACTIONAL_ID, txn) else E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        # KafkaApis.handleInitProducerIdRequest: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+        if authorized(ctx, A.IDEMPOTENT_WRITE, A.CLUSTER, A.CLUSTER_NAME) or any_topic_allows(ctx, A.WRITE):
+            return None
+        return E.CLUSTER_AUTHORIZATION_FAILED
+    if api == ApiKey.FIND_COORDINATOR and ctx.api_version < 4:
+        resource = A.TRANSACTIONAL_ID if body.get("key_type") == 1 else A.GROUP
+        return None if authorized(ctx, A.DESCRIBE, resource, body["key"]) else DENIED_CODE[resource]
+    if api == ApiKey.OFFSET_FETCH and ctx.api_version < 8:
+        return None if authorized(ctx, A.DESCRIBE, A.GROUP, body["group_id"]) else E.GROUP_AUTHORIZATION_FAILED
+    if api == ApiKey.ADD_PARTITIONS_TO_TXN and ctx.api_version < 4:
+        txn = body["v3_and_below_transactional_id"]
+        return None if authorized(ctx, A.WRITE, A.TRANSACTIONAL_ID, txn) else E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if api == ApiKey.FETCH and body.get("replica_id", -1) >= 0:
+        return None if authorized(ctx, A.CLUSTER_ACTION, A.CLUSTER, A.CLUSTER_NAME) else E.CLUSTER_AUTHORIZATION_FAILED
+    rule = WHOLE.get(api)
+    if rule is None:
+        return None
+    resource, operation, name_of = rule
+    return None if authorized(ctx, operation, resource, name_of(body)) else DENIED_CODE[resource]
+
+
+def _split_topics(ctx: RequestContext, body: Any) -> tuple[Any, Any, str]:
+    """(the request for what is allowed, the error answer for the rest or None, the answer's
+    list they share)."""
+    rule = SPLIT.get(ctx.api_key)
+    if ctx.api_key == ApiKey.FETCH:
+        rule = ("topics", lambda t: _fetch_topic_name(ctx, t), "responses", A.TOPIC, A.READ)
+    if ctx.api_key == ApiKey.CREATE_TOPICS:
+        # KafkaApis.handleCreateTopicsRequest: CREATE on the cluster covers every topic
+        if authorized(ctx, A.CREATE, A.CLUSTER, A.CLUSTER_NAME, traced=False):
+            return body, None, ""
+        rule = ("topics", lambda t: t["name"], "topics", A.TOPIC, A.CREATE)
+    if ctx.api_key == ApiKey.DELETE_TOPICS and ctx.api_version < 6:
+        rule = ("topic_names", lambda n: n, "responses", A.TOPIC, A.DELETE)
+    if rule is None:
+        return body, None, ""
+    key, name_of, response_key, resource, operation = rule
+    items = body.get(key) or []
+    # a topic id no topic has is the handler's to answer (UNKNOWN_TOPIC_ID), as Kafka checks names
+    denied = [i for i in items if (name := name_of(i)) is not None and not authorized(ctx, operation, resource, name)]
+    if not denied:
+        return body, None, response_key
+    allowed, refused = Message(body), Message(body)
+    allowed[key] = [i for i in items if i not in denied]
+    refused[key] = denied
+    return allowed, error_response(ctx.api_key, ctx.api_version, refused, DENIED_CODE[resource]), response_key
+
+
+def _fetch_topic_name(ctx: RequestContext, t: Any) -> str | None:
+    if t.get("topic"):
+        return t["topic"]
+    topic = ctx.cluster.topic_by_id(t.get("topic_id"))
+    return topic.name if topic else None

@@ -1,0 +1,141 @@
+"""ACLs and the authorizer (issue 19, item 2) on the wire, in virtual time: principals from SASL,
+StandardAuthorizer's rules, the refusals KafkaApis gives. Real clients: tests/realclients/test_acls.py."""
+
+import pytest
+
+from broker_emu import open_cluster
+from client.sasl import _Scram
+from tests.emulator.helpers import METADATA, PRODUCE, SASL_HANDSHAKE, WireClient, batch, partition_results, produce_many
+
+SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 36, 29, 30, 31
+JOIN_GROUP, INIT_PRODUCER_ID, FETCH = 11, 22, 1
+TOPIC, GROUP, CLUSTER = 2, 3, 4
+LITERAL, PREFIXED = 3, 4
+READ, WRITE, DESCRIBE, ALL = 3, 4, 8, 2
+DENY, ALLOW = 2, 3
+SECURED = {"emu.security.protocol": "SASL_PLAINTEXT", "emu.sasl.users": "admin:a,alice:b,bob:c",
+           "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+           "super.users": "User:admin"}
+TOPICS = [("orders-a", 1, 1), ("orders-b", 1, 1), ("secret", 1, 1)]
+
+
+async def login(cluster, user: str, password: str) -> WireClient:
+    w = WireClient(cluster.connect(0))
+    assert (await w.call(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"})).error_code == 0
+    scram = _Scram("SCRAM-SHA-256", user, password)
+    first = await w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": scram.first()})
+    final = await w.call(SASL_AUTHENTICATE, 2, {"auth_bytes": scram.final(bytes(first.auth_bytes))})
+    assert final.error_code == 0, final.error_message
+    return w
+
+
+def acl(resource_type, name, operation, permission=ALLOW, principal="User:alice", pattern=LITERAL):
+    return {"resource_type": resource_type, "resource_name": name, "resource_pattern_type": pattern,
+            "principal": principal, "host": "*", "operation": operation, "permission_type": permission}
+
+
+def any_filter(**kw):
+    f = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1, "principal_filter": None,
+         "host_filter": None, "operation": 1, "permission_type": 1}
+    return {**f, **kw}
+
+
+async def test_without_an_authorizer_acl_calls_say_security_disabled(autojump_clock):
+    async with open_cluster(1, listen=False) as cluster:
+        w = WireClient(cluster.connect(0))
+        d = await w.call(DESCRIBE_ACLS, 3, any_filter())
+        assert (d.error_code, d.error_message) == (54, "No Authorizer is configured on the broker")
+        c = await w.call(CREATE_ACLS, 3, {"creations": [acl(TOPIC, "t", READ)]})
+        assert [(r.error_code, r.error_message) for r in c.results] == [(54, "No Authorizer is configured.")]
+
+
+async def test_produce_and_metadata_follow_the_acls(autojump_clock):
+    async with open_cluster(1, topics=TOPICS, listen=False, config=SECURED) as cluster:
+        admin = await login(cluster, "admin", "a")
+        created = await admin.call(CREATE_ACLS, 3, {"creations": [
+            acl(TOPIC, "orders-", WRITE, pattern=PREFIXED), acl(TOPIC, "*", ALL, principal="User:bob"),
+            acl(TOPIC, "secret", WRITE, DENY, principal="User:bob")]})
+        assert [r.error_code for r in created.results] == [0, 0, 0]
+        alice = await login(cluster, "alice", "b")
+        body = produce_many([("orders-a", 0, batch([b"x"])), ("secret", 0, batch([b"y"]))], acks=1)
+        got = {k: p.error_code for k, p in partition_results(await alice.call(PRODUCE, 9, body)).items()}
+        assert got == {("orders-a", 0): 0, ("secret", 0): 29}        # one request, split by the authorizer
+        assert cluster.partition("secret", 0).log_end_offset == 0
+        # WRITE implies DESCRIBE: every topic lists only what alice may describe
+        md = await alice.call(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                             "include_topic_authorized_operations": True})
+        assert sorted(t.name for t in md.topics) == ["orders-a", "orders-b"]
+        assert md.topics[0].topic_authorized_operations == (1 << WRITE) | (1 << DESCRIBE)
+        named = await alice.call(METADATA, 12, {"topics": [{"name": "secret", "topic_id": None}],
+                                                "allow_auto_topic_creation": True})
+        assert [(t.name, t.error_code, list(t.partitions)) for t in named.topics] == [("secret", 29, [])]
+        # bob: ALL on every topic, but a DENY of WRITE on secret wins; the DENY does not deny reading
+        bob = await login(cluster, "bob", "c")
+        denied = partition_results(await bob.call(PRODUCE, 9, produce_many([("secret", 0, batch([b"z"]))], acks=1)))
+        assert denied[("secret", 0)].error_code == 29
+        fetch = await bob.call(FETCH, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+                                           "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
+                                               {"topic": "secret", "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                "current_leader_epoch": -1, "log_start_offset": -1,
+                                                "partition_max_bytes": 1 << 20}]}], "forgotten_topics_data": [], "rack_id": ""})
+        assert fetch.responses[0].partitions[0].error_code == 0
+        refusals = [e for e in cluster.trace.events if e.kind == "authorization"]
+        assert refusals and refusals[0].details["principal"] == "User:alice"
+
+
+async def test_cluster_group_and_idempotence_checks(autojump_clock):
+    async with open_cluster(1, topics=TOPICS, listen=False, config=SECURED) as cluster:
+        admin = await login(cluster, "admin", "a")
+        await admin.call(CREATE_ACLS, 3, {"creations": [acl(TOPIC, "orders-a", WRITE)]})
+        alice, bob = await login(cluster, "alice", "b"), await login(cluster, "bob", "c")
+        c = await alice.call(CREATE_ACLS, 3, {"creations": [acl(TOPIC, "x", READ)]})
+        assert [(r.error_code, r.error_message) for r in c.results] == [(31, "Cluster authorization failed.")]
+        join = await alice.call(JOIN_GROUP, 9, {"group_id": "g", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
+                                                "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+                                                "protocols": [{"name": "range", "metadata": b""}], "reason": None})
+        assert join.error_code == 30
+        # CreateTopics: CREATE on the topic (or the cluster), per topic in one request
+        await admin.call(CREATE_ACLS, 3, {"creations": [acl(TOPIC, "mine-", 5, pattern=PREFIXED)]})
+        new = {"name": "", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+        made = await alice.call(19, 7, {"topics": [{**new, "name": "mine-1"}, {**new, "name": "theirs"}],
+                                        "timeout_ms": 5000, "validate_only": False})
+        assert sorted((t.name, t.error_code) for t in made.topics) == [("mine-1", 0), ("theirs", 29)]
+        assert "mine-1" in cluster.topics and "theirs" not in cluster.topics
+        # idempotence: WRITE on some topic is enough (KafkaApis.handleInitProducerIdRequest)
+        ok = await alice.call(INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": 1})
+        refused = await bob.call(INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": 1})
+        assert (ok.error_code, refused.error_code) == (0, 31)
+
+
+async def test_describe_and_delete_acls_by_filter(autojump_clock):
+    async with open_cluster(1, listen=False, config=SECURED) as cluster:
+        admin = await login(cluster, "admin", "a")
+        creations = [acl(TOPIC, "orders-", WRITE, pattern=PREFIXED), acl(TOPIC, "orders-a", READ),
+                     acl(GROUP, "g", READ), acl(TOPIC, "*", DESCRIBE, principal="User:bob")]
+        await admin.call(CREATE_ACLS, 3, {"creations": creations})
+        bad = await admin.call(CREATE_ACLS, 3, {"creations": [acl(CLUSTER, "c", ALL), acl(TOPIC, "", READ)]})
+        assert [(r.error_code, r.error_message) for r in bad.results] == [
+            (42, "The only valid name for the CLUSTER resource is kafka-cluster"), (42, "Invalid empty resource name")]
+        # as Kafka 4.4 answered: an ANY fails the whole request, an UNKNOWN is unparseable
+        anyop = await admin.call(CREATE_ACLS, 3, {"creations": [acl(TOPIC, "t", 1), acl(TOPIC, "u", READ)]})
+        assert [(r.error_code, r.error_message) for r in anyop.results] == [(-1, None), (-1, None)]
+        await admin.send(DESCRIBE_ACLS, 3, any_filter(resource_type_filter=0))
+        assert await admin.closed()
+        admin = await login(cluster, "admin", "a")
+        # MATCH on a name: the literal, the wildcard and the prefixes covering it
+        d = await admin.call(DESCRIBE_ACLS, 3, any_filter(resource_type_filter=TOPIC, resource_name_filter="orders-a",
+                                                          pattern_type_filter=2))
+        assert sorted((r.resource_name, r.pattern_type) for r in d.resources) == [("*", 3), ("orders-", 4), ("orders-a", 3)]
+        gone = await admin.call(DELETE_ACLS, 3, {"filters": [any_filter(principal_filter="User:alice")]})
+        assert len(gone.filter_results[0].matching_acls) == 3
+        left = await admin.call(DESCRIBE_ACLS, 3, any_filter())
+        assert [(r.resource_name, [a.principal for a in r.acls]) for r in left.resources] == [("*", ["User:bob"])]
+
+
+@pytest.mark.parametrize("allow", [False, True])
+async def test_no_acl_on_a_resource_means_allow_everyone_if_no_acl_found(autojump_clock, allow):
+    config = {**SECURED, "allow.everyone.if.no.acl.found": allow}
+    async with open_cluster(1, topics=TOPICS, listen=False, config=config) as cluster:
+        alice = await login(cluster, "alice", "b")
+        got = partition_results(await alice.call(PRODUCE, 9, produce_many([("orders-b", 0, batch([b"x"]))], acks=1)))
+        assert got[("orders-b", 0)].error_code == (0 if allow else 29)
