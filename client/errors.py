@@ -96,6 +96,9 @@ class ErrorCode(enum.IntEnum):
     UNSTABLE_OFFSET_COMMIT = 88
     THROTTLING_QUOTA_EXCEEDED = 89
     PRODUCER_FENCED = 90
+    RESOURCE_NOT_FOUND = 91
+    DUPLICATE_RESOURCE = 92
+    UNACCEPTABLE_CREDENTIAL = 93
     UNKNOWN_TOPIC_ID = 100
     TRANSACTIONAL_ID_NOT_FOUND = 105
     FENCED_MEMBER_EPOCH = 110
@@ -286,6 +289,15 @@ class TransactionalIdAuthorizationFailedError(KafkaError):
 
 class SecurityDisabledError(KafkaError):
     code, name = 54, 'SECURITY_DISABLED'
+
+class ResourceNotFoundError(KafkaError):
+    code, name = 91, 'RESOURCE_NOT_FOUND'
+
+class DuplicateResourceError(KafkaError):
+    code, name = 92, 'DUPLICATE_RESOURCE'
+
+class UnacceptableCredentialError(KafkaError):
+    code, name = 93, 'UNACCEPTABLE_CREDENTIAL'
 
 class OperationNotAttemptedError(KafkaError):
     code, name = 55, 'OPERATION_NOT_ATTEMPTED'

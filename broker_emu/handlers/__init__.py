@@ -234,6 +234,12 @@ def _alter_client_quotas_error(version: int, request: Any, code: int) -> dict[st
                         for e in request["entries"]]}
 
 
+def _alter_scram_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # AlterUserScramCredentialsRequest.getErrorResponse: every user named, once, with the error
+    users = dict.fromkeys([d["name"] for d in request["deletions"]] + [u["name"] for u in request["upsertions"]])
+    return {"results": [{"user": u, "error_code": code, "error_message": kafka_message(code)} for u in users]}
+
+
 KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})  # Topic.isInternal
 
 _ERROR_BUILDERS = {
@@ -245,5 +251,6 @@ _ERROR_BUILDERS = {
     ApiKey.JOIN_GROUP: _join_group_error, ApiKey.API_VERSIONS: _api_versions_error,
     ApiKey.CREATE_ACLS: _create_acls_error, ApiKey.DELETE_ACLS: _delete_acls_error,
     ApiKey.DESCRIBE_ACLS: _describe_acls_error, ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas_error,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram_error,
 }
 

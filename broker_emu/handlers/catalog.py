@@ -19,6 +19,7 @@ def register_all() -> None:
         admin_quotas,
         admin_reassign,
         admin_records,
+        admin_scram,
         api_versions,
         fetch,
         metadata,

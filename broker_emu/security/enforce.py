@@ -42,6 +42,8 @@ WHOLE: dict[int, tuple[int, int, Callable[[Any], str]]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (A.CLUSTER, A.DESCRIBE, _cluster),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (A.CLUSTER, A.DESCRIBE_CONFIGS, _cluster),
     ApiKey.ALTER_CLIENT_QUOTAS: (A.CLUSTER, A.ALTER_CONFIGS, _cluster),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (A.CLUSTER, A.DESCRIBE, _cluster),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (A.CLUSTER, A.ALTER, _cluster),
 }
 
 # API -> (request list, its item's name, response list, resource type, operation): the items

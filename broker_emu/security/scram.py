@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 
 MECHANISMS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-# ScramMechanism.minIterations / AlterUserScramCredentials' upper bound (ControllerApis, 4.x)
+# ScramMechanism.minIterations / ScramControlManager.MAX_ITERATIONS
 MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
 # the wire's ScramMechanism codes (DescribeUserScramCredentials / AlterUserScramCredentials)
 MECHANISM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}

@@ -32,6 +32,7 @@ ADVERTISED = {  # the issue's ranges; old librdkafka needs Produce and the group
     "ALTER_PARTITION_REASSIGNMENTS": (0, 1), "LIST_PARTITION_REASSIGNMENTS": (0, 0),
     "ALTER_CONFIGS": (0, 2), "INCREMENTAL_ALTER_CONFIGS": (0, 1),
     "DESCRIBE_ACLS": (1, 3), "CREATE_ACLS": (1, 3), "DELETE_ACLS": (1, 3),
+    "DESCRIBE_USER_SCRAM_CREDENTIALS": (0, 0), "ALTER_USER_SCRAM_CREDENTIALS": (0, 0),
 }
 SOFTWARE = {"client_software_name": "broker-emu-tests", "client_software_version": "1.0"}
 

@@ -143,3 +143,31 @@ async def test_bad_security_configs_are_refused():
 def open_cluster_config(config):
     from broker_emu.cluster import Cluster
     return Cluster(1, config)
+
+
+DESCRIBE_SCRAM, ALTER_SCRAM = 50, 51
+
+
+async def test_scram_credentials_altered_on_the_wire_take_effect_at_the_next_login(autojump_clock):
+    from broker_emu.security.scram import salted_password
+
+    async with open_cluster(1, listen=False, config=SASL) as cluster:
+        admin = WireClient(cluster.connect(0))
+        await scram_login(admin, "SCRAM-SHA-256", "alice", "alice-secret")
+        salt = b"0123456789abcdef"
+        upsert = {"name": "carol", "mechanism": 2, "iterations": 8192, "salt": salt,
+                  "salted_password": salted_password("SCRAM-SHA-512", "carol-secret", salt, 8192)}
+        r = await admin.call(ALTER_SCRAM, 0, {"deletions": [{"name": "bob", "mechanism": 1}, {"name": "nobody", "mechanism": 1}],
+                                              "upsertions": [upsert, {**upsert, "name": "dave", "iterations": 100},
+                                                             {**upsert, "name": "", "iterations": 4096}]})
+        assert sorted((x.user, x.error_code, x.error_message) for x in r.results) == [
+            ("", 93, "Username must not be empty"), ("bob", 0, None), ("carol", 0, None), ("dave", 93, "Too few iterations"),
+            ("nobody", 91, "Attempt to delete a user credential that does not exist")]
+        d = await admin.call(DESCRIBE_SCRAM, 0, {"users": [{"name": "carol"}, {"name": "bob"}, {"name": "x"}, {"name": "x"}]})
+        assert [(x.user, x.error_code, [(c.mechanism, c.iterations) for c in x.credential_infos]) for x in d.results] == [
+            ("carol", 0, [(2, 8192)]), ("bob", 0, [(2, 4096)]), ("x", 92, [])]
+        assert (await scram_login(WireClient(cluster.connect(0)), "SCRAM-SHA-512", "carol", "carol-secret")).error_code == 0
+        gone = WireClient(cluster.connect(0))      # bob's SCRAM-SHA-256 credential was deleted
+        await gone.call(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"})
+        first = await gone.call(SASL_AUTHENTICATE, 2, {"auth_bytes": _Scram("SCRAM-SHA-256", "bob", "bob-secret").first()})
+        assert first.error_code == 58

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 
-from tests.protocol.strategies import NO_TAGS, arr32, boolean, carr, cstr, i8, i16, i32, i64, str16, uuid_
+from tests.protocol.strategies import NO_TAGS, arr32, boolean, carr, cbytes, cstr, i8, i16, i32, i64, str16, uuid_
 
 NULL = b"\x00"
 F64_1024 = bytes.fromhex("4090000000000000")   # 1024.0, IEEE 754 big-endian
@@ -285,4 +285,20 @@ def txn_cases(Case):
                   "principal": "User:a", "host": "*", "operation": 3, "permission_type": 3}]}]},
              i32(0) + carr([i16(0) + NULL + carr([i16(0) + NULL + i8(3) + cstr("g") + i8(3) + cstr("User:a") + cstr("*")
                                                  + i8(3) + i8(3) + NO_TAGS]) + NO_TAGS]) + NO_TAGS),
+
+        # -- DescribeUserScramCredentials (50), AlterUserScramCredentials (51) --------------------
+        Case(50, 0, "request", {"users": None}, NULL + NO_TAGS),
+        Case(50, 0, "response",
+             {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": [
+                 {"user": "u", "error_code": 0, "error_message": None, "credential_infos": [{"mechanism": 2, "iterations": 4096}]}]},
+             i32(0) + i16(0) + NULL + carr([cstr("u") + i16(0) + NULL + carr([i8(2) + i32(4096) + NO_TAGS]) + NO_TAGS])
+             + NO_TAGS),
+        Case(51, 0, "request",
+             {"deletions": [{"name": "a", "mechanism": 1}],
+              "upsertions": [{"name": "b", "mechanism": 2, "iterations": 8192, "salt": b"s", "salted_password": b"pw"}]},
+             carr([cstr("a") + i8(1) + NO_TAGS]) + carr([cstr("b") + i8(2) + i32(8192) + cbytes(b"s") + cbytes(b"pw")
+                                                         + NO_TAGS]) + NO_TAGS),
+        Case(51, 0, "response",
+             {"throttle_time_ms": 0, "results": [{"user": "b", "error_code": 93, "error_message": "Too few iterations"}]},
+             i32(0) + carr([cstr("b") + i16(93) + cstr("Too few iterations") + NO_TAGS]) + NO_TAGS),
     ]

@@ -114,3 +114,31 @@ def test_kafka_python_admin_describes_and_deletes_acls(secured):
     assert [len(matches) for _, matches, _ in deleted] == [1]
     assert admin.describe_acls(match)[0] == []
     admin.close()
+
+
+def test_confluent_kafka_admin_creates_a_scram_user_who_then_logs_in(secured):
+    """KIP-554 through confluent-kafka's admin client: the new user's first login works, the
+    deleted mechanism no longer does."""
+    require_client("confluent-kafka")
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(ck_config(secured, "admin"))
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    done = admin.alter_user_scram_credentials([UserScramCredentialUpsertion("carol", info, b"carol-secret"),
+                                               UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_256)])
+    for f in done.values():
+        f.result(10)
+    described = {u: f.result(10) for u, f in admin.describe_user_scram_credentials(["carol", "bob"]).items()}
+    assert [(c.mechanism, c.iterations) for c in described["carol"].scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_512, 8192)]
+    assert [c.mechanism for c in described["bob"].scram_credential_infos] == [ScramMechanism.SCRAM_SHA_512]
+    carol = AdminClient({**ck_config(secured, "admin"), "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "carol",
+                         "sasl.password": "carol-secret"})
+    listed = carol.list_topics(timeout=10)          # logged in; no ACL lets carol describe a topic
+    assert len(listed.brokers) == 3 and not listed.topics

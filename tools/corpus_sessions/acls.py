@@ -1,4 +1,4 @@
-"""The ACL steps of the corpus sessions (python_clients.py): each admin client creates an ACL,
+"""The ACL and SCRAM-credential steps of the corpus sessions (python_clients.py): each admin client creates an ACL,
 describes every ACL and deletes what it created. The corpus cluster runs an authorizer that
 allows everyone where no ACL exists (capture_corpus.CLUSTER_CONFIG), so the ACL, on a topic no
 other step uses, refuses nothing the sessions need."""
@@ -52,3 +52,21 @@ def kafka_python(admin) -> None:
     mine = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
                      ResourcePatternFilter(ResourceType.TOPIC, TOPIC, ACLResourcePatternType.MATCH))
     admin.delete_acls([mine])
+
+
+def confluent_scram(admin) -> None:
+    """KIP-554: create a user's SCRAM credential, describe it, delete it."""
+    from confluent_kafka.admin import (
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+    for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion("corpus-user", info, b"pw")]).values():
+        f.result(WAIT_S)
+    admin.describe_user_scram_credentials().result(WAIT_S)
+    deletion = UserScramCredentialDeletion("corpus-user", ScramMechanism.SCRAM_SHA_256)
+    for f in admin.alter_user_scram_credentials([deletion]).values():
+        f.result(WAIT_S)

@@ -177,6 +177,7 @@ def _ck_admin(bootstrap: str, base: dict, steps: Steps) -> None:
     steps.run("admin describe_consumer_groups", lambda: result(admin.describe_consumer_groups(["ck-group"])))
     steps.run("admin describe_consumer_groups (KIP-848)", kip848.confluent_admin, admin)
     steps.run("admin create / describe / delete ACLs", acls.confluent, admin)
+    steps.run("admin SCRAM credentials", acls.confluent_scram, admin)
     steps.run("admin list_consumer_group_offsets", lambda: result(admin.list_consumer_group_offsets(
         [ConsumerGroupTopicPartitions("ck-group")])))
     steps.run("admin alter_consumer_group_offsets", lambda: result(admin.alter_consumer_group_offsets(
