@@ -38,8 +38,8 @@ async def tcp_connect(node: int, host: str, port: int) -> trio.abc.Stream:
 def tls_connect(ssl_context: ssl.SSLContext | None = None, *, server_hostname: str | None = None,
                 inner: Connect = tcp_connect) -> Connect:
     """TLS over ``inner`` (TCP by default). The handshake is part of connecting, so it counts
-    against socket.connection.setup.timeout.ms, as in librdkafka (Java stops that timer at the
-    TCP connect: client/sasl.py)."""
+    against socket.connection.setup.timeout.ms, as in librdkafka and (measured with a stalled SASL
+    handshake, security.sasl-handshake-stall) the Java client."""
     context = ssl_context or ssl.create_default_context()
 
     async def connect(node: int, host: str, port: int) -> trio.abc.Stream:

@@ -18,6 +18,7 @@ from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv
 from conformance.cluster_setup import apply_setup, bootstrap_of, real_time_broker_config, scale_config, snapshot
 from conformance.judging import judge
 from conformance.model import Evidence, Operation, Outcome, Result, Scenario, Status
+from conformance.scenarios_security import needs_sasl
 from conformance.virtual import run_virtual_time
 
 # Real-time runs share two cores with the emulator and the client's own threads: timing
@@ -108,6 +109,8 @@ def _run_adapter(plan: Plan, adapter: Adapter, total: int, done: int,
 
 def _run_cell(plan: Plan, adapter: Adapter, scenario: Scenario) -> Result:
     ok, why_not = adapter.supports_scenario(scenario)
+    if ok and needs_sasl(scenario) and not adapter.sasl:
+        ok, why_not = False, f"the {adapter.name} adapter does not pass SASL settings to its client yet"
     if ok and scenario.in_memory_only and not adapter.virtual_time:
         ok, why_not = False, scenario.in_memory_only
     if ok and plan.bootstrap and (adapter.virtual_time or not external_ok(scenario)):

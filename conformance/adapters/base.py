@@ -55,6 +55,7 @@ class Adapter(abc.ABC):
     name: str = "adapter"
     virtual_time: bool = False        # True: runs under trio's MockClock over in-memory streams
     operations: frozenset[str] = frozenset()
+    sasl: bool = False                # passes security.protocol and sasl.* from the scenario to its client
 
     def available(self) -> tuple[bool, str]:
         """Whether the client is installed here, and if not, why."""

@@ -38,6 +38,10 @@ from conformance.model import SILENT_MEMBER, Operation, Outcome
 TIMEOUT_CODES = {"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TIMED_OUT_QUEUE"}
 
 
+PASSED_THROUGH = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password",
+                  "socket.connection.setup.timeout.ms")
+
+
 def _error_type(err) -> str:
     return "TimeoutException" if err.name() in TIMEOUT_CODES else err.name()
 
@@ -72,11 +76,14 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
     def supports(self, steps):
         return supports_here(self, steps)
 
+    sasl = True
+
     def _common(self, env: RunEnv) -> dict:
         c = env.config
+        passed = {k: c[k] for k in PASSED_THROUGH if k in c}   # librdkafka's names are Kafka's here
         return {"bootstrap.servers": env.bootstrap, "client.id": env.client_id,
                 "socket.timeout.ms": scaled_ms(60_000, env.scale), "log_level": 0,
-                "request.timeout.ms": c.get("request.timeout.ms", scaled_ms(30_000, env.scale))}
+                "request.timeout.ms": c.get("request.timeout.ms", scaled_ms(30_000, env.scale)), **passed}
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         return [getattr(self, f"_{s.kind}")(s, env) for s in steps]

@@ -90,6 +90,11 @@ JOIN_GROUP_HELD_NOT_WRITTEN = ("join_group_held (a silent first member, client.i
 def _java_config(env: RunEnv) -> dict[str, Any]:
     config = {k: scaled_ms(v, env.scale) for k, v in JAVA_DEFAULTS_MS.items()}
     config.update(env.config)
+    if "sasl.username" in config:
+        # Java takes SCRAM credentials as a JAAS line (ScramLoginModule)
+        user, password = config.pop("sasl.username"), config.pop("sasl.password", "")
+        config["sasl.jaas.config"] = (f'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                      f'username="{user}" password="{password}";')
     # a request timeout longer than the backoff cap must not be dwarfed by it (Java's own ratio)
     if "delivery.timeout.ms" not in env.config:
         linger = int(config.get("linger.ms", 0))
@@ -116,6 +121,7 @@ class JavaAdapter(LineProtocolAdapter):
     """kafka-clients with the classic group protocol (JoinGroup/SyncGroup/Heartbeat)."""
 
     name = "java"
+    sasl = True
     operations = JAVA_OPERATIONS
     group_protocol = "classic"
 

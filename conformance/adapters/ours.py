@@ -1,4 +1,5 @@
 """broker-emu's own client, in virtual time over the emulator's in-memory connections."""
+# SASL settings become an authenticating connect (client/sasl.py) around the in-memory one
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from broker_emu.trace import Kind
 from client.config import PRODUCER
 from client.errors import KafkaError
 from client.producer import open_producer
+from client.transport import sasl_connect
 from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.ours_kip848 import KIP848_OPERATIONS, OursKip848
 from conformance.adapters.py_common import short
@@ -16,6 +18,7 @@ from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 class OurAdapter(OursKip848, Adapter):
     name = "broker-emu (async)"
+    sasl = True
     virtual_time = True
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
@@ -25,6 +28,9 @@ class OurAdapter(OursKip848, Adapter):
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
             return await env.cluster.open_connection(node if node >= 0 else 0)
+        if str(env.config.get("security.protocol", "")).startswith("SASL_"):
+            c = env.config
+            return sasl_connect(c["sasl.mechanism"], c["sasl.username"], c["sasl.password"], env.client_id, inner=connect)
         return connect
 
     async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
