@@ -19,10 +19,12 @@ from typing import IO, Any, AsyncIterator, Iterable, Iterator, NamedTuple
 
 import trio
 
+from broker_emu.config import broker_config
 from broker_emu.faults import FaultEngine
 from broker_emu.proxy.answers import AnswerCache
 from broker_emu.proxy.upstream import Node, discover, parse_bootstrap
 from broker_emu.runtime import ThreadedCluster
+from broker_emu.security import Security
 from broker_emu.server import serve_broker
 from broker_emu.trace import DEFAULT_MAX_BYTES, Trace
 
@@ -54,6 +56,8 @@ class Proxy:
         self.config = {"socket.request.max.bytes": max_request_bytes}
         self.trace = Trace(trio.current_time, sink=trace_sink, max_bytes=trace_max_bytes)
         self.faults = FaultEngine(seed=seed, brokers=set())
+        # plain listeners: SASL frames pass through to the upstream, which authenticates (docs/proxy.md)
+        self.security = Security(broker_config())
         self.brokers: dict[int, ProxyBroker] = {}
         self.conn_ids = itertools.count(1)
         self.cluster_id: str | None = None
