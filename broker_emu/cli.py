@@ -10,6 +10,8 @@ from typing import Any
 
 import trio
 
+from broker_emu.version_profiles import PROFILES
+
 
 def parse_topic(text: str) -> tuple[str, int, int | None]:
     parts = text.split(":")
@@ -61,6 +63,8 @@ async def serve(args: argparse.Namespace) -> None:
         config.setdefault("emu.security.protocol", args.listener[0])
     if args.user:
         config.setdefault("emu.sasl.users", ",".join(args.user))
+    if args.kafka_version:
+        config.setdefault("emu.kafka.version", args.kafka_version)
     scenario = None
     if args.scenario:
         scenario = load_scenario(await trio.Path(args.scenario).read_text(), args.brokers)
@@ -181,6 +185,8 @@ def add_commands(sub: Any) -> None:
                    help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (sets --host and the first --port)")
     s.add_argument("--user", action="append", metavar="NAME:PASSWORD",
                    help="a SASL user (PLAIN, and SCRAM-SHA-256/512 credentials); repeatable")
+    s.add_argument("--kafka-version", choices=PROFILES, default=None,
+                   help="advertise the API versions that release's broker did (docs/version-profiles.md)")
     s.add_argument("--scenario", help="YAML scenario file (faults and timed events)")
     s.add_argument("--trace", help="write the trace as JSONL to this file")
 

@@ -29,6 +29,7 @@ from broker_emu.scheduler import Scheduler
 from broker_emu.security import Security, SecurityError
 from broker_emu.topic_config import effective, validate_topic_configs
 from broker_emu.trace import Kind, Trace
+from broker_emu.version_profiles import ProfileError, VersionProfile
 
 log_module = logging.getLogger("broker_emu")
 INTERNAL_TOPICS = ("__consumer_offsets",)
@@ -92,7 +93,8 @@ class Cluster:
         self.quotas = Quotas()   # AlterClientQuotas; the server throttles Produce and Fetch by them
         try:
             self.security = Security(self.config, host)   # the listeners' protocol, SASL credentials, TLS
-        except SecurityError as exc:
+            self.profile = VersionProfile(self.config)    # emu.kafka.version, emu.api.max.versions
+        except (SecurityError, ProfileError) as exc:
             raise ConfigError(str(exc)) from None
 
     def _log_evicted(self, log: PartitionLog, freed: int, log_start: int) -> None:

@@ -66,6 +66,9 @@ DEFAULTS: dict[str, Any] = {
     "authorizer.class.name": "",
     "super.users": "",                         # User:admin;User:ops
     "allow.everyone.if.no.acl.found": False,
+    # version profiles (broker_emu/version_profiles.py): advertise what that release's broker did
+    "emu.kafka.version": "",                   # 2.8, 3.6, 3.9, 4.1; "" as the emulator is
+    "emu.api.max.versions": "",                # Produce=8,Fetch=11: caps on top of the profile
 }
 
 # Kafka's validators for the broker settings the emulator uses (KafkaConfig / ServerLogConfigs)

@@ -57,4 +57,7 @@ def advertised_range(cluster: Any, api_key: int) -> tuple[int, int] | None:
         return None
     if reg is None or (reg.advertised is not None and not reg.advertised(cluster)):
         return None
-    return reg.min_version, reg.max_version
+    profile = getattr(cluster, "profile", None)   # the proxy has none
+    if profile is None:
+        return reg.min_version, reg.max_version
+    return profile.narrow(api_key, (reg.min_version, reg.max_version))

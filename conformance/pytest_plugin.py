@@ -10,7 +10,8 @@
         cluster.faults.add({...}, cluster.now_ms())
 
 Asyncio tests (e.g. aiokafka) use ``kafka_cluster`` too: the cluster runs on its own thread.
-Customise with ``@pytest.mark.kafka_cluster(brokers=1, topics=[("t", 3, 1)], config={...})``.
+Customise with ``@pytest.mark.kafka_cluster(brokers=1, topics=[("t", 3, 1)], config={...})``;
+``kafka_version="2.8"`` makes it advertise what that release's broker did (docs/version-profiles.md).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ DEFAULTS: dict[str, Any] = {"brokers": 3, "topics": (), "config": {"group.initia
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "kafka_cluster(brokers=3, topics=(), config=None): set up the emulated cluster fixture")
+    config.addinivalue_line("markers", "kafka_cluster(brokers=3, topics=(), config=None, kafka_version=None): set up the emulated cluster fixture")
 
 
 def _options(request) -> dict[str, Any]:
@@ -32,6 +33,9 @@ def _options(request) -> dict[str, Any]:
     if marker is not None:
         options.update(marker.kwargs)
         options["config"] = {**DEFAULTS["config"], **(marker.kwargs.get("config") or {})}
+        version = options.pop("kafka_version", None)
+        if version is not None:
+            options["config"]["emu.kafka.version"] = version
     return options
 
 

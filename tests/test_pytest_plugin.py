@@ -33,6 +33,18 @@ def test_marker_configures_the_cluster(kafka_cluster):
     assert len(described["topics"][0]["partitions"]) == 2
 
 
+@pytest.mark.kafka_cluster(brokers=1, topics=[("t", 1, 1)], kafka_version="2.8")
+def test_marker_sets_a_version_profile(kafka_cluster):
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_cluster.bootstrap)
+    try:
+        # kafka-python guesses a broker's release from its ApiVersions: 2.8's ranges say 2.8 (4.3 without a profile)
+        assert admin._client.check_version() == (2, 8)
+    finally:
+        admin.close()
+
+
 def test_fixture_starts_fast(request):
     from broker_emu import run_cluster_in_thread
 

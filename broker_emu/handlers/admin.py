@@ -9,7 +9,7 @@ from broker_emu.cluster import validate_topic_name
 from broker_emu.context import RequestContext
 from broker_emu.handlers import kafka_message
 from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, authorized
-from broker_emu.handlers.controller_deadline import controller_in_time
+from broker_emu.handlers.controller_deadline import controller_in_time, zookeeper_change_in_time
 from broker_emu.registry import handles
 from broker_emu.topic_config import (
     BROKER_SYNONYMS,
@@ -32,12 +32,25 @@ async def create_topics(ctx: RequestContext, req: Message) -> dict[str, Any]:
     explicit replica assignments are honoured; validate_only changes nothing. Configs are
     validated as the controller does (``broker_emu.topic_config``): a null value, an unknown
     name or a bad value answers INVALID_CONFIG with Kafka's message naming the key and why."""
+    if ctx.cluster.profile.zookeeper:
+        return await _create_topics_zookeeper(ctx, req)
     if not await controller_in_time(ctx, "CreateTopics", req.timeout_ms):
         return {"throttle_time_ms": 0, "topics": [
             {"name": t.name, "topic_id": ZERO_UUID, "error_code": E.REQUEST_TIMED_OUT, "error_message": None,
              "topic_config_error_code": E.NONE, "num_partitions": -1, "replication_factor": -1, "configs": []}
             for t in req.topics]}
     return {"throttle_time_ms": 0, "topics": [_create_one(ctx.cluster, t, req.validate_only) for t in req.topics]}
+
+
+async def _create_topics_zookeeper(ctx: RequestContext, req: Message) -> dict[str, Any]:
+    """Version profile 2.8: topics are created first; those still spreading at ``timeout_ms`` are
+    answered REQUEST_TIMED_OUT, and exist all the same."""
+    results = [_create_one(ctx.cluster, t, req.validate_only) for t in req.topics]
+    created = [r for r in results if r["error_code"] == E.NONE and not req.validate_only]
+    if created and not await zookeeper_change_in_time(ctx, "CreateTopics", req.timeout_ms):
+        for r in created:
+            r.update(error_code=E.REQUEST_TIMED_OUT, error_message=None)
+    return {"throttle_time_ms": 0, "topics": results}
 
 
 def _create_one(cluster, t, validate_only: bool) -> dict:

@@ -32,3 +32,20 @@ async def controller_in_time(ctx: RequestContext, api: str, timeout_ms: int) -> 
     ctx.cluster.trace.emit(Kind.CONTROLLER_DEADLINE, broker=ctx.broker_id,
                            details={"api": api, "timeout_ms": timeout_ms, "controller_delay_ms": delay_ms})
     return False
+
+
+async def zookeeper_change_in_time(ctx: RequestContext, api: str, timeout_ms: int) -> bool:
+    """The ZooKeeper-era answer (version profile 2.8): the change is already written; the broker
+    waits up to ``timeout_ms`` for it to reach every broker (DelayedCreatePartitions), which the
+    emulator says takes ``emu.controller.delay.ms``. False: REQUEST_TIMED_OUT for what was
+    changed — at once when ``timeout_ms`` is 0 or less (ZkAdminManager.createTopics)."""
+    delay_ms = ctx.cluster.config["emu.controller.delay.ms"]
+    if timeout_ms > 0 and delay_ms <= timeout_ms:
+        if delay_ms:
+            await trio.sleep(delay_ms / 1000)
+        return True
+    if timeout_ms > 0:
+        await trio.sleep(timeout_ms / 1000)
+    ctx.cluster.trace.emit(Kind.CONTROLLER_DEADLINE, broker=ctx.broker_id, details={
+        "api": api, "timeout_ms": timeout_ms, "controller_delay_ms": delay_ms, "zookeeper": True, "applied": True})
+    return False

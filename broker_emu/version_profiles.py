@@ -1,0 +1,67 @@
+"""Version profiles: the emulator advertising what an older Kafka release's broker did
+(``emu.kafka.version`` 2.8, 3.6, 3.9 or 4.1; "" is the emulator as it is, Kafka 4.4's ranges
+where it serves them) and per-API caps (``emu.api.max.versions``: ``Produce=8,Fetch=11``).
+
+A profile narrows each API to the release's range (version_profiles_data.py, generated from that
+release's message schemas) and drops the APIs the release's broker did not serve; it never adds
+what the emulator does not serve. Behaviour that changed with the release:
+- 2.8 is a ZooKeeper-mode broker: CreateTopics applies the change and then waits for it to spread,
+  answering REQUEST_TIMED_OUT at ``timeout_ms`` while the topic exists (ZkAdminManager,
+  DelayedCreatePartitions); KRaft releases fail the request at the controller's deadline and change
+  nothing (handlers/controller_deadline.py).
+- KIP-848 groups follow the APIs: 2.8 and 3.6 serve no ConsumerGroupHeartbeat, 3.9 its preview v0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from broker_emu.version_profiles_data import RANGES, RELEASES
+from client.protocol import ApiKey
+
+PROFILES = tuple(RELEASES)
+ZOOKEEPER_PROFILES = frozenset({"2.8"})
+BY_NAME = {k.api_name: int(k) for k in ApiKey}
+
+
+class ProfileError(ValueError):
+    pass
+
+
+def parse_caps(spec: str) -> dict[int, int]:
+    """``Produce=8,Fetch=11`` -> {0: 8, 1: 11}."""
+    caps: dict[int, int] = {}
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        if not sep or name.strip() not in BY_NAME or not value.strip().lstrip("-").isdigit():
+            raise ProfileError(f"emu.api.max.versions: expected ApiName=version (e.g. Produce=8), got {item!r}")
+        caps[BY_NAME[name.strip()]] = int(value)
+    return caps
+
+
+class VersionProfile:
+    def __init__(self, config: Mapping[str, Any]):
+        self.release: str = config["emu.kafka.version"]
+        if self.release and self.release not in RANGES:
+            raise ProfileError(f"emu.kafka.version must be one of {', '.join(PROFILES)} (or empty), got {self.release!r}")
+        self.ranges = RANGES.get(self.release)
+        self.caps = parse_caps(config["emu.api.max.versions"])
+
+    @property
+    def zookeeper(self) -> bool:
+        return self.release in ZOOKEEPER_PROFILES
+
+    def narrow(self, api_key: int, served: tuple[int, int]) -> tuple[int, int] | None:
+        """What the emulator serves of ``api_key`` within the profile and the caps; None: not at all."""
+        lo, hi = served
+        if self.ranges is not None:
+            release = self.ranges.get(api_key)
+            if release is None:
+                return None
+            lo, hi = max(lo, release[0]), min(hi, release[1])
+        if api_key in self.caps:
+            hi = min(hi, self.caps[api_key])
+        return (lo, hi) if lo <= hi else None
