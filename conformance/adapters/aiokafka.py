@@ -29,8 +29,18 @@ import importlib.util
 
 from conformance.adapters import py_txn
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
-from conformance.adapters.py_common import not_created, offsets_value, short, supports_here, timed_async, topics_value, watchdog_s
-from conformance.model import Operation, Outcome
+from conformance.adapters.py_common import (
+    lacks_setup_timeout,
+    not_created,
+    offsets_value,
+    python_sasl,
+    short,
+    supports_here,
+    timed_async,
+    topics_value,
+    watchdog_s,
+)
+from conformance.model import Operation, Outcome, Scenario
 
 
 def _error_type(exc: BaseException) -> str:
@@ -40,6 +50,7 @@ def _error_type(exc: BaseException) -> str:
 
 class AiokafkaAdapter(RealTimeAdapter):
     name = "aiokafka"
+    sasl = True
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "configure_producer", "produce_pipelined"}) | py_txn.TXN_OPERATIONS
@@ -68,7 +79,7 @@ class AiokafkaAdapter(RealTimeAdapter):
     def _common(self, env: RunEnv) -> dict:
         return {"bootstrap_servers": env.bootstrap, "client_id": env.client_id,
                 "request_timeout_ms": env.config.get("request.timeout.ms", scaled_ms(40_000, env.scale)),
-                "retry_backoff_ms": scaled_ms(100, env.scale)}
+                "retry_backoff_ms": scaled_ms(100, env.scale), **python_sasl(env.config)}
 
     async def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
         """AIOKafkaAdminClient.list_topics() (request_timeout_ms bounds each call)."""
@@ -99,6 +110,9 @@ class AiokafkaAdapter(RealTimeAdapter):
         acks = c.get("acks", "all")
         return AIOKafkaProducer(**self._common(env), acks="all" if acks in ("all", "-1", -1) else int(acks),
                                 enable_idempotence=bool(c.get("enable.idempotence", False)), **{"linger_ms": 0, **settings})
+
+    def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:
+        return lacks_setup_timeout(self, scenario) or super().supports_scenario(scenario)
 
     async def _configure_producer(self, step: Operation, env: RunEnv) -> Outcome:
         """AIOKafkaProducer(**config) with the scenario's settings under aiokafka's names. It has

@@ -29,8 +29,17 @@ import time
 
 from conformance.adapters import py_txn
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
-from conformance.adapters.py_common import not_created, offsets_value, short, supports_here, timed_blocking, topics_value
-from conformance.model import Operation, Outcome
+from conformance.adapters.py_common import (
+    lacks_setup_timeout,
+    not_created,
+    offsets_value,
+    python_sasl,
+    short,
+    supports_here,
+    timed_blocking,
+    topics_value,
+)
+from conformance.model import Operation, Outcome, Scenario
 
 
 def _error_type(exc: BaseException) -> str:
@@ -47,6 +56,7 @@ NO_DEADLINE = "kafka-python has no default.api.timeout.ms"
 
 class KafkaPythonAdapter(RealTimeAdapter):
     name = "kafka-python"
+    sasl = True
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "configure_producer", "produce_pipelined"}) | py_txn.TXN_OPERATIONS
@@ -70,11 +80,15 @@ class KafkaPythonAdapter(RealTimeAdapter):
     def _read_committed_behind_open_txn(self, step: Operation, env: RunEnv) -> Outcome:
         return py_txn.kp_read_committed(self, step, env)
 
+    def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:
+        return lacks_setup_timeout(self, scenario) or super().supports_scenario(scenario)
+
     def _common(self, env: RunEnv) -> dict:
         c = env.config
         return {"bootstrap_servers": env.bootstrap.split(","), "client_id": env.client_id,
                 "request_timeout_ms": c.get("request.timeout.ms", scaled_ms(30_000, env.scale)),
-                "retry_backoff_ms": scaled_ms(100, env.scale), "reconnect_backoff_ms": scaled_ms(50, env.scale)}
+                "retry_backoff_ms": scaled_ms(100, env.scale), "reconnect_backoff_ms": scaled_ms(50, env.scale),
+                **python_sasl(c)}
 
     def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
         """KafkaAdminClient.list_topics() (no per-call timeout: request_timeout_ms bounds it)."""
