@@ -30,8 +30,11 @@ _EXPORTS = {
     "NetworkThreadDied": "client.exceptions", "RequestTimeoutException": "client.exceptions",
     "AsyncProducer": "client.producer", "DeliveryFuture": "client.producer", "Producer": "client.producer",
     "RecordMetadata": "client.producer", "open_producer": "client.producer",
+    "Admin": "client.admin_blocking", "AsyncAdmin": "client.admin", "NewTopic": "client.admin", "open_admin": "client.admin",
 }
 __all__ = [
+    "Admin",
+    "AsyncAdmin",
     "AsyncConsumer",
     "AsyncProducer",
     "ConnectionClosedError",
@@ -42,10 +45,12 @@ __all__ = [
     "DeliveryTimeoutException",
     "MaxBlockTimeoutException",
     "NetworkThreadDied",
+    "NewTopic",
     "Producer",
     "RecordMetadata",
     "RequestTimeoutException",
     "TopicPartition",
+    "open_admin",
     "open_consumer",
     "open_producer",
 ]

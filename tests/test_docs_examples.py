@@ -15,6 +15,7 @@ EXPECT = {("client.md", 0): ["offset=0", "None RecordMetadata("], ("client.md", 
           ("client.md", 2): ["assigned [TopicPartition(topic='orders', partition=0), TopicPartition(topic='orders', partition=1)]",
                              "[b'order-0', b'order-1', b'order-2', b'order-3']",
                              "TopicPartition(topic='orders', partition=0): 2"],
+          ("client.md", 3): ["{'orders': RequestTimedOutError", "{'orders': None}", "{(2, 'orders'): None}"],
           ("transactions.md", 0): ["[b'kept']"],
           ("kip848.md", 0): ["[0, 1, 2, 3, 4, 5]", "Stable 1 1 stable {'orders': [0, 1, 2, 3, 4, 5]}"]}
 
