@@ -76,10 +76,25 @@ def _stop_coordinator_when_revoking(cluster, group: str) -> None:
     unsubscribe = cluster.trace.subscribe(watch)
 
 
+def _replication_when(cluster, spec: dict) -> None:
+    """Change a partition's replication the moment a request of ``spec["api"]`` arrives (its
+    ``recv`` event, traced before the handler runs): "the follower stops copying just as
+    DeleteRecords comes in", whatever the client did before."""
+    def watch(event) -> None:
+        if event.kind == Kind.RECV and event.api == spec["api"]:
+            unsubscribe()
+            r = spec["replication"]
+            cluster.set_replication(r.get("topic"), r.get("partition"), r.get("follower"), r["mode"], r.get("lag_ms", 0))
+
+    unsubscribe = cluster.trace.subscribe(watch)
+
+
 def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
     for raw in scenario.faults:
         rule = scale_fault(raw, scale)
-        if "stop_coordinator_when_revoking" in rule:
+        if "when" in rule:
+            _replication_when(cluster, {"api": rule["when"], "replication": rule["replication"]})
+        elif "stop_coordinator_when_revoking" in rule:
             _stop_coordinator_when_revoking(cluster, rule["stop_coordinator_when_revoking"])
         elif "move_leader" in rule:
             # scaling keeps every delay >= 1 ms; at_ms 0 (or none) means "before the client starts"

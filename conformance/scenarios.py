@@ -7,13 +7,12 @@ from broker_emu.trace import Kind
 from broker_emu.trace_reading import first_to_give_up
 from conformance import contracts as C
 from conformance.model import SILENT_MEMBER, Contract, Evidence, Operation, Scenario, Verdict
+from conformance.scenarios_admin import ADMIN_SCENARIOS
 from conformance.scenarios_kip848 import KIP848_SCENARIOS
 from conformance.scenarios_security import SECURITY_SCENARIOS
 from conformance.scenarios_txn import TXN_SCENARIOS
 
-REQUEST_TIMEOUT = 30_000
-DELIVERY_TIMEOUT = 120_000
-API_TIMEOUT = 60_000
+REQUEST_TIMEOUT, DELIVERY_TIMEOUT, API_TIMEOUT = 30_000, 120_000, 60_000
 
 
 def _data_kept() -> Contract:
@@ -496,5 +495,5 @@ CATALOGUE += (
                    C.returns_within("admin_list_topics", 0, late_ms=REQUEST_TIMEOUT / 3),
                    C.resumes_on_survivor("Metadata", "request.timeout.ms")),
     ),
-) + TXN_SCENARIOS + KIP848_SCENARIOS + SECURITY_SCENARIOS
+) + TXN_SCENARIOS + KIP848_SCENARIOS + SECURITY_SCENARIOS + ADMIN_SCENARIOS
 BY_ID = {s.id: s for s in CATALOGUE}

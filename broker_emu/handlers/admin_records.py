@@ -20,11 +20,12 @@ HIGH_WATERMARK = -1   # DeleteRecordsRequest.HIGH_WATERMARK: delete up to the hi
 
 
 class DelayedDeleteRecords(DelayedOperation):
-    __slots__ = ("waiting",)
+    __slots__ = ("ctx", "waiting")
 
-    def __init__(self, timeout_ms: int, waiting: dict[tuple[str, int], tuple[Any, int, dict]]):
+    def __init__(self, timeout_ms: int, waiting: dict[tuple[str, int], tuple[Any, int, dict]], ctx: RequestContext):
         super().__init__(timeout_ms / 1000.0)
         self.waiting = waiting   # (topic, partition) -> (partition, required offset, its answer)
+        self.ctx = ctx           # the purgatory's trace events name the request (cluster._purgatory_event)
 
     def try_complete(self) -> bool:
         done = [k for k, (p, required, _) in self.waiting.items() if p.low_watermark >= required]
@@ -54,7 +55,7 @@ async def delete_records(ctx: RequestContext, req: Message) -> dict[str, Any]:
             parts.append(answer)
         topics.append({"name": t.name, "partitions": parts})
     if waiting:
-        op = DelayedDeleteRecords(req.timeout_ms, waiting)
+        op = DelayedDeleteRecords(req.timeout_ms, waiting, ctx)
         if not ctx.cluster.delete_records_purgatory.try_complete_else_watch(op, set(waiting)):
             await op.wait()
     return {"throttle_time_ms": 0, "topics": topics}

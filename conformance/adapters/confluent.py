@@ -29,6 +29,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from conformance.adapters import admin_steps
+from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.confluent_kip848 import KIP848_OPERATIONS, ConfluentKip848
 from conformance.adapters.confluent_txn import TXN_OPERATIONS, ConfluentTransactions
@@ -67,7 +69,7 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
     name = "confluent-kafka"
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"}) | TXN_OPERATIONS | KIP848_OPERATIONS
+                            "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"}) | TXN_OPERATIONS | KIP848_OPERATIONS | ADMIN_OPERATIONS
 
     def available(self):
         ok = importlib.util.find_spec("confluent_kafka") is not None
@@ -174,6 +176,12 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
         end = time.monotonic() + limit_s
         while state.get("idemp") != "Assigned" and time.monotonic() < end:
             p.poll(0.05)
+
+    def _create_topics(self, step: Operation, env: RunEnv) -> Outcome:
+        return admin_steps.confluent_create_topics(self._common(env), step, env)
+
+    def _delete_records(self, step: Operation, env: RunEnv) -> Outcome:
+        return admin_steps.confluent_delete_records(self._common(env), step, env)
 
     def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
         from confluent_kafka.admin import AdminClient

@@ -27,7 +27,8 @@ import importlib.util
 import threading
 import time
 
-from conformance.adapters import py_txn
+from conformance.adapters import admin_steps, py_txn
+from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.py_common import (
     lacks_setup_timeout,
@@ -59,7 +60,7 @@ class KafkaPythonAdapter(RealTimeAdapter):
     sasl = True
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics", "configure_producer", "produce_pipelined"}) | py_txn.TXN_OPERATIONS
+                            "admin_list_topics", "configure_producer", "produce_pipelined"}) | py_txn.TXN_OPERATIONS | ADMIN_OPERATIONS
 
     def available(self):
         ok = importlib.util.find_spec("kafka") is not None
@@ -89,6 +90,12 @@ class KafkaPythonAdapter(RealTimeAdapter):
                 "request_timeout_ms": c.get("request.timeout.ms", scaled_ms(30_000, env.scale)),
                 "retry_backoff_ms": scaled_ms(100, env.scale), "reconnect_backoff_ms": scaled_ms(50, env.scale),
                 **python_sasl(c)}
+
+    def _create_topics(self, step: Operation, env: RunEnv) -> Outcome:
+        return admin_steps.kafka_python_create_topics(self._common(env), step, env)
+
+    def _delete_records(self, step: Operation, env: RunEnv) -> Outcome:
+        return admin_steps.kafka_python_delete_records(self._common(env), step, env)
 
     def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
         """KafkaAdminClient.list_topics() (no per-call timeout: request_timeout_ms bounds it)."""

@@ -11,19 +11,20 @@ from client.errors import KafkaError
 from client.producer import open_producer
 from client.transport import sasl_connect
 from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
+from conformance.adapters.ours_admin import ADMIN_OPERATIONS, OursAdmin
 from conformance.adapters.ours_kip848 import KIP848_OPERATIONS, OursKip848
 from conformance.adapters.py_common import short
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 
-class OurAdapter(OursKip848, Adapter):
+class OurAdapter(OursKip848, OursAdmin, Adapter):
     name = "broker-emu (async)"
     sasl = True
     virtual_time = True
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics",
-                            "transaction", "txn_zombie", "read_committed_behind_open_txn"}) | KIP848_OPERATIONS
+                            "transaction", "txn_zombie", "read_committed_behind_open_txn"}) | KIP848_OPERATIONS | ADMIN_OPERATIONS
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
