@@ -51,11 +51,19 @@ def topics_of(cluster: Any, api_key: int, body: Any) -> list[tuple[str, int | No
 def request_details(topics: list[tuple[str, int | None]], api_key: int, body: Any) -> dict[str, Any]:
     """What the trace says of a request on arrival (emulator and proxy alike): the topics it
     names and, for ConsumerGroupHeartbeat, the member epoch it carries (0 join, -1 leave, -2 a
-    static member's temporary leave), which the kip848 contracts read on the wire."""
+    static member's temporary leave), which the kip848 contracts read on the wire; for the timed
+    admin requests, their timeout_ms."""
     details: dict[str, Any] = {"topics": sorted({t for t, _ in topics})} if topics else {}
     if api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT and body is not None:
         details["member_epoch"] = body.get("member_epoch")
+    elif api_key in TIMED_ADMIN and body is not None:
+        details["timeout_ms"] = body.get("timeout_ms")   # the deadline the client gives the broker
     return details
+
+
+# admin requests whose timeout_ms is a server-side deadline (the controller's, a purgatory's)
+TIMED_ADMIN = frozenset(int(k) for k in (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
+                                         ApiKey.DELETE_RECORDS, ApiKey.ELECT_LEADERS))
 
 
 def error_codes(body: Any) -> list[int]:

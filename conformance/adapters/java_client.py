@@ -76,7 +76,7 @@ JAVA_OPERATIONS = frozenset({
     "list_topics", "partitions_for", "commit_sync", "close", "admin_list_topics", "configure_producer",
     "produce_pipelined", "transaction", "txn_zombie", "read_committed_behind_open_txn",
     "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit",
-    "kip848_coordinator_dies",
+    "kip848_coordinator_dies", "create_topics", "delete_records",
 })
 # what the Java client does through a consumer group's membership (KIP-848's ConsumerGroupHeartbeat
 # under group.protocol=consumer). Offsets by the coordinator (committed, commit_sync: FindCoordinator,

@@ -35,7 +35,8 @@ final class Ops {
             "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
             "admin_list_topics", "configure_producer", "produce_pipelined", "transaction", "txn_zombie",
             "read_committed_behind_open_txn", "kip848_heartbeats", "kip848_late_poll",
-            "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit", "kip848_coordinator_dies");
+            "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit", "kip848_coordinator_dies",
+            "create_topics", "delete_records");
 
     static final Duration CLOSE_AFTER_STEP = Duration.ofSeconds(1);
 
@@ -62,6 +63,8 @@ final class Ops {
             case "read_committed_behind_open_txn" -> Txn.readCommittedBehindOpenTxn(run, args, timeoutMs);
             case "configure_producer" -> configureProducer(run);
             case "admin_list_topics" -> adminListTopics(run, args, timeoutMs);
+            case "create_topics" -> AdminOps.createTopics(run, args, timeoutMs);
+            case "delete_records" -> AdminOps.deleteRecords(run, args, timeoutMs);
             case "close" -> close(run, args, d);
             case "poll" -> consumerStep(run, kind, args, null, d, (c, tp, t) -> {
                 seek(c, tp, args.path("offset"));
