@@ -242,6 +242,24 @@ def _alter_client_quotas_error(version: int, request: Any, code: int) -> dict[st
                         for e in request["entries"]]}
 
 
+def _create_partitions_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # CreatePartitionsRequest.getErrorResponse: every topic with the error and Errors.message()
+    return {"results": [{"name": t["name"], "error_code": code, "error_message": kafka_message(code)} for t in request["topics"]]}
+
+
+def _delete_records_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # DeleteRecordsRequest.getErrorResponse: every partition, low watermark -1
+    return {"topics": [{"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "low_watermark": -1,
+                                                           "error_code": code} for p in t["partitions"]]}
+                       for t in request["topics"]]}
+
+
+def _alter_configs_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # (Incremental)AlterConfigsRequest.getErrorResponse: every resource with Errors.message()
+    return {"responses": [{"error_code": code, "error_message": kafka_message(code), "resource_type": r["resource_type"],
+                           "resource_name": r["resource_name"]} for r in request["resources"]]}
+
+
 def _alter_scram_error(version: int, request: Any, code: int) -> dict[str, Any]:
     # AlterUserScramCredentialsRequest.getErrorResponse: every user named, once, with the error
     users = dict.fromkeys([d["name"] for d in request["deletions"]] + [u["name"] for u in request["upsertions"]])
@@ -259,6 +277,8 @@ _ERROR_BUILDERS = {
     ApiKey.JOIN_GROUP: _join_group_error, ApiKey.API_VERSIONS: _api_versions_error,
     ApiKey.CREATE_ACLS: _create_acls_error, ApiKey.DELETE_ACLS: _delete_acls_error,
     ApiKey.DESCRIBE_ACLS: _describe_acls_error, ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas_error,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram_error,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram_error, ApiKey.CREATE_PARTITIONS: _create_partitions_error,
+    ApiKey.DELETE_RECORDS: _delete_records_error, ApiKey.ALTER_CONFIGS: _alter_configs_error,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs_error,
 }
 

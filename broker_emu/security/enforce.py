@@ -132,28 +132,72 @@ def _whole_request(ctx: RequestContext, body: Any) -> int | None:
 def _split_topics(ctx: RequestContext, body: Any) -> tuple[Any, Any, str]:
     """(the request for what is allowed, the error answer for the rest or None, the answer's
     list they share)."""
-    rule = SPLIT.get(ctx.api_key)
-    if ctx.api_key == ApiKey.FETCH:
-        rule = ("topics", lambda t: _fetch_topic_name(ctx, t), "responses", A.TOPIC, A.READ)
-    if ctx.api_key == ApiKey.CREATE_TOPICS:
-        # KafkaApis.handleCreateTopicsRequest: CREATE on the cluster covers every topic
-        if authorized(ctx, A.CREATE, A.CLUSTER, A.CLUSTER_NAME, traced=False):
-            return body, None, ""
-        rule = ("topics", lambda t: t["name"], "topics", A.TOPIC, A.CREATE)
-    if ctx.api_key == ApiKey.DELETE_TOPICS and ctx.api_version < 6:
-        rule = ("topic_names", lambda n: n, "responses", A.TOPIC, A.DELETE)
+    rule = _split_rule(ctx)
     if rule is None:
         return body, None, ""
-    key, name_of, response_key, resource, operation = rule
+    key, target_of, response_key, operation = rule
     items = body.get(key) or []
-    # a topic id no topic has is the handler's to answer (UNKNOWN_TOPIC_ID), as Kafka checks names
-    denied = [i for i in items if (name := name_of(i)) is not None and not authorized(ctx, operation, resource, name)]
+    # an item naming nothing the authorizer knows (a topic id no topic has, a config resource type
+    # it does not cover) is the handler's to answer, as Kafka checks names
+    denied: dict[int, list[Any]] = {}
+    for item in items:
+        target = target_of(item)
+        if target is not None and not authorized(ctx, operation, *target):
+            denied.setdefault(DENIED_CODE[target[0]], []).append(item)
     if not denied:
         return body, None, response_key
-    allowed, refused = Message(body), Message(body)
-    allowed[key] = [i for i in items if i not in denied]
-    refused[key] = denied
-    return allowed, error_response(ctx.api_key, ctx.api_version, refused, DENIED_CODE[resource]), response_key
+    refused_items = [i for group in denied.values() for i in group]
+    allowed = Message(body)
+    allowed[key] = [i for i in items if i not in refused_items]
+    merged: dict[str, Any] = {response_key: []}
+    for code, group in denied.items():
+        refused = Message(body)
+        refused[key] = group
+        merged[response_key] += list(error_response(ctx.api_key, ctx.api_version, refused, code).get(response_key) or [])
+    return allowed, merged, response_key
+
+
+Target = Callable[[Any], "tuple[int, str] | None"]
+
+
+def _topic(name_of: Callable[[Any], str | None]) -> Target:
+    return lambda item: None if (name := name_of(item)) is None else (A.TOPIC, name)
+
+
+def _config_target(resource: Any) -> tuple[int, str] | None:
+    """ConfigResource type -> what KafkaApis authorizes: a topic's configs on the topic, a
+    broker's (and its loggers') on the cluster; other types are the handler's to refuse."""
+    kind = {2: A.TOPIC, 4: A.CLUSTER, 8: A.CLUSTER}.get(resource["resource_type"])
+    if kind is None:
+        return None
+    return kind, A.CLUSTER_NAME if kind == A.CLUSTER else resource["resource_name"]
+
+
+def _split_rule(ctx: RequestContext) -> tuple[str, Target, str, int] | None:
+    """(request list, item -> (resource type, name), response list, operation) for the APIs
+    whose items are authorized one by one."""
+    api, version = ctx.api_key, ctx.api_version
+    if api in SPLIT:
+        key, name_of, response_key, resource, operation = SPLIT[api]
+        return key, (lambda i: None if (n := name_of(i)) is None else (resource, n)), response_key, operation
+    if api == ApiKey.FETCH:
+        return "topics", _topic(lambda t: _fetch_topic_name(ctx, t)), "responses", A.READ
+    if api == ApiKey.CREATE_TOPICS:
+        # KafkaApis.handleCreateTopicsRequest: CREATE on the cluster covers every topic
+        if authorized(ctx, A.CREATE, A.CLUSTER, A.CLUSTER_NAME, traced=False):
+            return None
+        return "topics", _topic(lambda t: t["name"]), "topics", A.CREATE
+    if api == ApiKey.DELETE_TOPICS and version < 6:
+        return "topic_names", _topic(lambda n: n), "responses", A.DELETE
+    if api == ApiKey.CREATE_PARTITIONS:
+        return "topics", _topic(lambda t: t["name"]), "results", A.ALTER
+    if api == ApiKey.DELETE_RECORDS:
+        return "topics", _topic(lambda t: t["name"]), "topics", A.DELETE
+    if api == ApiKey.DESCRIBE_CONFIGS:
+        return "resources", _config_target, "results", A.DESCRIBE_CONFIGS
+    if api in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
+        return "resources", _config_target, "responses", A.ALTER_CONFIGS
+    return None
 
 
 def _fetch_topic_name(ctx: RequestContext, t: Any) -> str | None:

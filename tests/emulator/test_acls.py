@@ -139,3 +139,25 @@ async def test_no_acl_on_a_resource_means_allow_everyone_if_no_acl_found(autojum
         alice = await login(cluster, "alice", "b")
         got = partition_results(await alice.call(PRODUCE, 9, produce_many([("orders-b", 0, batch([b"x"]))], acks=1)))
         assert got[("orders-b", 0)].error_code == (0 if allow else 29)
+
+
+async def test_configs_partitions_and_records_are_checked_per_resource(autojump_clock):
+    async with open_cluster(1, topics=TOPICS, listen=False, config=SECURED) as cluster:
+        admin = await login(cluster, "admin", "a")
+        await admin.call(CREATE_ACLS, 3, {"creations": [acl(TOPIC, "orders-", ALL, pattern=PREFIXED)]})
+        alice = await login(cluster, "alice", "b")
+        d = await alice.call(32, 4, {"resources": [{"resource_type": 2, "resource_name": "orders-a", "configuration_keys": None},
+                                                   {"resource_type": 2, "resource_name": "secret", "configuration_keys": None},
+                                                   {"resource_type": 4, "resource_name": "0", "configuration_keys": None}],
+                                     "include_synonyms": False, "include_documentation": False})
+        assert sorted((r.resource_name, r.error_code) for r in d.results) == [("0", 31), ("orders-a", 0), ("secret", 29)]
+        cp = await alice.call(37, 3, {"topics": [{"name": "orders-a", "count": 2, "assignments": None},
+                                                 {"name": "secret", "count": 2, "assignments": None}],
+                                      "timeout_ms": 5000, "validate_only": False})
+        assert sorted((r.name, r.error_code) for r in cp.results) == [("orders-a", 0), ("secret", 29)]
+        dr = await alice.call(21, 2, {"topics": [{"name": "secret", "partitions": [{"partition_index": 0, "offset": 0}]}],
+                                      "timeout_ms": 5000})
+        assert dr.topics[0].partitions[0].error_code == 29
+        ia = await alice.call(44, 1, {"resources": [{"resource_type": 4, "resource_name": "", "configs": [
+            {"name": "min.insync.replicas", "config_operation": 0, "value": "1"}]}], "validate_only": False})
+        assert [(r.error_code, r.error_message) for r in ia.responses] == [(31, "Cluster authorization failed.")]
