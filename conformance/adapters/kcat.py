@@ -13,6 +13,7 @@ from conformance.model import Operation, Outcome
 class KcatAdapter(RealTimeAdapter):
     name = "kcat"
     operations = frozenset({"produce", "admin_list_topics"})
+    sasl = True
 
     def available(self):
         ok = shutil.which("kcat") is not None
@@ -35,7 +36,8 @@ class KcatAdapter(RealTimeAdapter):
 
         timeout_ms = int((step.timeout_s or scaled_ms(30_000, env.scale) / 1000) * 1000)
         args = ["kcat", "-b", env.bootstrap, "-L", "-J", "-m", str(max(1, timeout_ms // 1000)),
-                "-X", f"client.id={env.client_id}", "-X", f"socket.timeout.ms={max(10, timeout_ms)}"]
+                "-X", f"client.id={env.client_id}", "-X", f"socket.timeout.ms={max(10, timeout_ms)}",
+                *_passed_through(env.config)]
         start = env.clock()
         proc = subprocess.run(args, capture_output=True, timeout=timeout_ms / 1000 + 30)
         elapsed = env.clock() - start
@@ -58,6 +60,7 @@ class KcatAdapter(RealTimeAdapter):
                 "-X", f"retry.backoff.ms={scaled_ms(100, env.scale)}"]
         if c.get("enable.idempotence"):
             args += ["-X", "enable.idempotence=true"]
+        args += _passed_through(c)
         if step.args.get("partition") is not None:
             args += ["-p", str(step.args["partition"])]
         payload = b"\n".join([step.args["value"]] * step.args.get("count", 1)) + b"\n"
@@ -70,3 +73,10 @@ class KcatAdapter(RealTimeAdapter):
         text = err[-1] if err else f"exit code {proc.returncode}"
         kind = "TimeoutException" if "timed out" in text.lower() else "KcatError"
         return Outcome("produce", False, elapsed, kind, text)
+
+
+def _passed_through(config: dict) -> list[str]:
+    """The scenario's settings librdkafka takes under Kafka's names (its sasl.mechanism is an
+    alias of sasl.mechanisms)."""
+    keys = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "socket.connection.setup.timeout.ms")
+    return [arg for k in keys if k in config for arg in ("-X", f"{k}={config[k]}")]
