@@ -146,6 +146,7 @@ class FranzGoAdapter(GoAdapter):
     """
 
     name = "franz-go"
+    sasl = True        # security.protocol SASL_PLAINTEXT, sasl.* -> kgo.SASL (options.go)
     program = "franzgo-adapter"
     no_position = ("franz-go has no position(): a kgo consumer resolves its fetch offset in the background "
                    "(ListOffsets inside the client), with no call an application could give a deadline")

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"brokeremu/goadapters/internal/lineproto"
 )
@@ -54,7 +57,7 @@ func backoff(run *lineproto.Run) func(int) time.Duration {
 //	socket.connection.setup.timeout.ms      -> kgo.DialTimeout
 //	retry.backoff.ms / retry.backoff.max.ms -> kgo.RetryBackoffFn
 func commonOpts(run *lineproto.Run) []kgo.Opt {
-	return []kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(run.Brokers()...),
 		kgo.ClientID(run.ClientID),
 		kgo.RequestTimeoutOverhead(run.Ms("request.timeout.ms", own(run, defaultRequestTimeout))),
@@ -64,6 +67,27 @@ func commonOpts(run *lineproto.Run) []kgo.Opt {
 		kgo.MetadataMinAge(own(run, 5*time.Second)),
 		kgo.MetadataMaxAge(own(run, 5*time.Minute)),
 		kgo.ConnIdleTimeout(max(own(run, 20*time.Second), time.Second)),
+	}
+	if m := saslMechanism(run); m != nil {
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts
+}
+
+// saslMechanism: security.protocol SASL_PLAINTEXT with sasl.mechanism PLAIN or SCRAM-SHA-256/512,
+// sasl.username and sasl.password -> kgo.SASL (nil without SASL).
+func saslMechanism(run *lineproto.Run) sasl.Mechanism {
+	if run.Str("security.protocol", "PLAINTEXT") != "SASL_PLAINTEXT" {
+		return nil
+	}
+	user, pass := run.Str("sasl.username", ""), run.Str("sasl.password", "")
+	switch run.Str("sasl.mechanism", "PLAIN") {
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()
+	default:
+		return plain.Auth{User: user, Pass: pass}.AsMechanism()
 	}
 }
 
