@@ -28,11 +28,6 @@ class ListenerTls:
         self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._cert.configure_cert(self.context)
 
-    def client_context(self) -> ssl.SSLContext:
-        """What a Python client (ours, in tests) trusts to reach these listeners."""
-        context = ssl.create_default_context(cafile=self.ca_path)
-        return context
-
     def close(self) -> None:
         if self._owned:
             shutil.rmtree(self.directory, ignore_errors=True)

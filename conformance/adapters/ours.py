@@ -10,8 +10,9 @@ from client.config import PRODUCER
 from client.errors import KafkaError
 from client.producer import open_producer
 from client.transport import sasl_connect
+from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
-from conformance.adapters.ours_admin import ADMIN_OPERATIONS, OursAdmin
+from conformance.adapters.ours_admin import OursAdmin
 from conformance.adapters.ours_kip848 import KIP848_OPERATIONS, OursKip848
 from conformance.adapters.py_common import short
 from conformance.model import SILENT_MEMBER, Operation, Outcome

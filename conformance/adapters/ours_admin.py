@@ -12,8 +12,6 @@ from client.errors import KafkaError, RequestTimedOutError, TimeoutException
 from conformance.adapters.base import RunEnv
 from conformance.model import Operation, Outcome
 
-ADMIN_OPERATIONS = frozenset({"create_topics", "delete_records"})
-
 
 def error_name(exc: BaseException) -> str:
     """Kafka's exception for REQUEST_TIMED_OUT is TimeoutException, as for a client's own deadline."""
