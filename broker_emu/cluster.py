@@ -9,11 +9,13 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import trio
+import trio.testing
 
 from broker_emu import reassignments
 from broker_emu.config import ConfigError, broker_config
@@ -55,6 +57,18 @@ class Topic:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+FIXED_WALL_EPOCH_MS = 1_700_000_000_000
+
+
+def wall_epoch_ms(mode: str, now_ms: float) -> int:
+    """What to add to the trace's clock (``now_ms``) to read the wall clock. "fixed" keeps
+    virtual-time runs reproducible; real clients in real time need the system's (token expiry,
+    their own timestamps against ours). The one place the emulator reads the system clock."""
+    if mode == "fixed" or (mode == "auto" and isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock)):
+        return FIXED_WALL_EPOCH_MS
+    return time.time_ns() // 1_000_000 - int(now_ms)
+
+
 class Cluster:
     def __init__(self, brokers: int | Iterable[int] = 3, config: dict[str, Any] | None = None,
                  host: str = "127.0.0.1", trace_sink=None):
@@ -90,9 +104,10 @@ class Cluster:
         # (KIP-966, eligible leader replicas need it there): DescribeConfigs shows it with source 3
         self.dynamic_config: dict[str, dict[str, str]] = {"": {"min.insync.replicas": str(self.config["min.insync.replicas"])}}
         self.static_config = dict(self.config)
+        self._wall_epoch_ms: int | None = None
         self.quotas = Quotas()   # AlterClientQuotas; the server throttles Produce and Fetch by them
         try:
-            self.security = Security(self.config, host)   # the listeners' protocol, SASL credentials, TLS
+            self.security = Security(self.config, host, self.wall_ms)   # the listeners' protocol, SASL credentials, TLS
             self.profile = VersionProfile(self.config)    # emu.kafka.version, emu.api.max.versions
         except (SecurityError, ProfileError) as exc:
             raise ConfigError(str(exc)) from None
@@ -127,9 +142,11 @@ class Cluster:
         return self.trace.now_ms()
 
     def wall_ms(self) -> int:
-        """Kafka timestamps (LogAppendTime, ListOffsets) — from trio's clock, offset to a fixed
-        epoch so virtual-time runs are reproducible."""
-        return 1_700_000_000_000 + int(self.now_ms())
+        """Kafka's wall clock (LogAppendTime, ListOffsets, OAUTHBEARER token times): trio's clock
+        plus an epoch chosen once (``emu.wall.clock``)."""
+        if self._wall_epoch_ms is None:
+            self._wall_epoch_ms = wall_epoch_ms(self.config["emu.wall.clock"], self.now_ms())
+        return self._wall_epoch_ms + int(self.now_ms())
 
     # -- brokers ------------------------------------------------------------------------------
     def broker_ids(self) -> set[int]:

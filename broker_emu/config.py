@@ -58,7 +58,15 @@ DEFAULTS: dict[str, Any] = {
     # listener security (broker_emu/security): `--listener SASL_SSL://host:port` sets the protocol
     "emu.security.protocol": "PLAINTEXT",
     # Kafka's default is GSSAPI, which the emulator does not serve
-    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+    # OAUTHBEARER's unsecured JWTs: the unsecuredValidator* JAAS options of Kafka's default handler
+    "emu.oauthbearer.principal.claim.name": "sub",
+    "emu.oauthbearer.scope.claim.name": "scope",
+    "emu.oauthbearer.required.scope": "",      # space-separated scopes every token must carry
+    "emu.oauthbearer.allowable.clock.skew.ms": 0,
+    # the wall clock of timestamps and token times: "fixed" (1.7e12 ms + trio time, reproducible),
+    # "system" (follows the system clock), "auto" (system in real time, fixed under a MockClock)
+    "emu.wall.clock": "auto",
     "emu.sasl.users": "",                      # name:password,... (PLAIN, and SCRAM credentials made from them)
     "connections.max.reauth.ms": 0,            # KIP-368: 0, sessions never expire
     "emu.tls.dir": "",                         # where the generated CA (ca.pem) goes; "" a temporary folder
@@ -89,6 +97,7 @@ VALIDATORS: dict[str, Validator] = {
     "group.consumer.migration.policy": one_of("disabled", "upgrade", "downgrade", "bidirectional"),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
     "emu.trace.max.bytes": at_least(0), "connections.max.reauth.ms": at_least(0),
+    "emu.oauthbearer.allowable.clock.skew.ms": at_least(0), "emu.wall.clock": one_of("auto", "fixed", "system"),
     "emu.security.protocol": one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), "emu.replication.delay.ms": at_least(0), "emu.log.memory.bytes": at_least(-1),
 }
 

@@ -28,9 +28,14 @@ COMMON: dict[str, Any] = {
     "security.protocol": "PLAINTEXT",            # or SSL (client.transport.connect_from_config)
     "ssl.ca.location": "",                       # PEM file of trusted CAs; the system's if empty
     "ssl.endpoint.identification.algorithm": "https",   # "" skips the host name check
-    "sasl.mechanism": "PLAIN",                   # or SCRAM-SHA-256, SCRAM-SHA-512 (client/sasl.py)
+    "sasl.mechanism": "PLAIN",                   # or SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (client/sasl.py)
     "sasl.username": "",
     "sasl.password": "",
+    # OAUTHBEARER: confluent-kafka's oauth_cb(sasl.oauthbearer.config) -> token or (token, expiry),
+    # or librdkafka's unsecured JWT from "principal=NAME scope=a,b lifeSeconds=N"
+    "oauth_cb": None,
+    "enable.sasl.oauthbearer.unsecure.jwt": False,
+    "sasl.oauthbearer.config": "",
 }
 PRODUCER: dict[str, Any] = {
     **COMMON,
@@ -113,8 +118,25 @@ def _check_security(config: dict[str, Any]) -> None:
     if protocol.startswith("SASL_"):
         if config["sasl.mechanism"] not in MECHANISMS:
             raise ConfigException(f"sasl.mechanism must be one of {', '.join(MECHANISMS)}, got {config['sasl.mechanism']!r}")
-        if not config["sasl.username"]:
+        if config["sasl.mechanism"] == "OAUTHBEARER":
+            _check_oauthbearer(config)
+        elif not config["sasl.username"]:
             raise ConfigException(f"security.protocol {protocol} needs sasl.username and sasl.password")
+
+
+def _check_oauthbearer(config: dict[str, Any]) -> None:
+    """librdkafka's rule: a token callback, or the unsecured JWT it makes itself from
+    sasl.oauthbearer.config (which then needs principal=)."""
+    if config["oauth_cb"] is not None:
+        if not callable(config["oauth_cb"]):
+            raise ConfigException("oauth_cb must be callable")
+        return
+    if not config["enable.sasl.oauthbearer.unsecure.jwt"]:
+        raise ConfigException("sasl.mechanism OAUTHBEARER needs oauth_cb, or enable.sasl.oauthbearer.unsecure.jwt=true "
+                              "with sasl.oauthbearer.config")
+    if "principal=" not in str(config["sasl.oauthbearer.config"]):
+        raise ConfigException("sasl.oauthbearer.config needs principal=NAME for an unsecured JWT, got "
+                              f"{config['sasl.oauthbearer.config']!r}")
 
 
 def _check_idempotence(config: dict[str, Any], given: Mapping[str, Any]) -> None:

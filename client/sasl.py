@@ -1,5 +1,6 @@
-"""SASL on our client's connections: PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802), run
-with SaslHandshake v1 and SaslAuthenticate (KIP-152) right after the TCP or TLS connect.
+"""SASL on our client's connections: PLAIN (RFC 4616), SCRAM-SHA-256/512 (RFC 5802) and
+OAUTHBEARER (RFC 7628, KIP-255), run with SaslHandshake v1 and SaslAuthenticate (KIP-152) right
+after the TCP or TLS connect.
 
 The exchange counts against the connection setup timeout, as librdkafka documents ("TCP
 connection setup as well SSL and SASL handshake") and as the Java client 4.4 was measured to do
@@ -13,8 +14,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import trio
@@ -24,7 +26,42 @@ from client.protocol import ApiKey, decode_response, encode_request
 from client.protocol.framing import FrameSplitter
 
 HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-MECHANISMS = ("PLAIN", *HASHES)
+MECHANISMS = ("PLAIN", *HASHES, "OAUTHBEARER")
+TokenSource = Callable[[], str]
+
+
+def _base64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def unsecured_jwt(principal: str, now_ms: int, life_s: float = 3600, scope: tuple[str, ...] = (),
+                  principal_claim: str = "sub", scope_claim: str = "scope", **claims: object) -> str:
+    """An unsecured JWT (alg "none", no signature) as librdkafka's
+    enable.sasl.oauthbearer.unsecure.jwt and Java's OAuthBearerUnsecuredLoginCallbackHandler
+    make them; a Kafka broker without an OAuth validator accepts them."""
+    body: dict[str, object] = {principal_claim: principal, "iat": now_ms / 1000, "exp": now_ms / 1000 + life_s}
+    if scope:
+        body[scope_claim] = list(scope)
+    body.update(claims)
+    header = _base64url(json.dumps({"alg": "none"}).encode())
+    return f"{header}.{_base64url(json.dumps(body).encode())}."
+
+
+def unsecured_token_source(oauthbearer_config: str, wall_ms: Callable[[], int]) -> TokenSource:
+    """librdkafka's sasl.oauthbearer.config: ``principal=NAME [scope=a,b] [lifeSeconds=N]
+    [principalClaimName=sub] [scopeClaimName=scope]``."""
+    options = dict(item.split("=", 1) for item in oauthbearer_config.split() if "=" in item)
+    if not options.get("principal"):
+        raise ValueError("sasl.oauthbearer.config needs principal=NAME for an unsecured JWT")
+    scope = tuple(s for s in options.get("scope", "").split(",") if s)
+    life = float(options.get("lifeSeconds", 3600))
+    return lambda: unsecured_jwt(options["principal"], wall_ms(), life, scope,
+                                 options.get("principalClaimName", "sub"), options.get("scopeClaimName", "scope"))
+
+
+def oauthbearer_first(token: str) -> bytes:
+    """RFC 7628's client initial response, no authorization id, no extensions."""
+    return f"n,,\x01auth=Bearer {token}\x01\x01".encode()
 
 
 class _Scram:
@@ -81,7 +118,7 @@ class _Exchange:
 
 
 async def authenticate(stream: trio.abc.Stream, mechanism: str, user: str, password: str,
-                       client_id: str | None = None) -> int:
+                       client_id: str | None = None, token: TokenSource | None = None) -> int:
     """Run the exchange; the session lifetime the broker gave (ms, 0: none)."""
     ex = _Exchange(stream, client_id)
     hs = await ex.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism})
@@ -97,6 +134,15 @@ async def authenticate(stream: trio.abc.Stream, mechanism: str, user: str, passw
 
     if mechanism == "PLAIN":
         answer = await step(f"\0{user}\0{password}".encode())
+    elif mechanism == "OAUTHBEARER":
+        if token is None:
+            raise SaslAuthenticationFailedError("OAUTHBEARER needs a token: set oauth_cb or "
+                                                "enable.sasl.oauthbearer.unsecure.jwt with sasl.oauthbearer.config")
+        answer = await step(oauthbearer_first(token()))
+        if answer.auth_bytes:
+            # an error challenge (RFC 7628 §3.2.2): acknowledge it, the broker then fails the login
+            # with the challenge as its message
+            answer = await step(b"\x01")
     else:
         scram = _Scram(mechanism, user, password)
         first = await step(scram.first())

@@ -23,7 +23,8 @@ import trio
 from client.connection import ConnectionCore, InFlight
 from client.exceptions import ConnectionClosedError, RequestTimeoutException
 from client.protocol import ApiKey, ProtocolError
-from client.sasl import authenticate
+from client.sasl import TokenSource, authenticate, unsecured_token_source
+from client.wallclock import system_ms
 from client.wakeup import Wakeup
 
 Connect = Callable[[int, str, int], Awaitable[trio.abc.Stream]]
@@ -56,13 +57,14 @@ def tls_connect(ssl_context: ssl.SSLContext | None = None, *, server_hostname: s
 
 
 def sasl_connect(mechanism: str, user: str, password: str, client_id: str | None = None,
-                 inner: Connect = tcp_connect) -> Connect:
-    """SASL over ``inner`` (TCP or TLS), run before the connection is handed to its driver."""
+                 inner: Connect = tcp_connect, token: TokenSource | None = None) -> Connect:
+    """SASL over ``inner`` (TCP or TLS), run before the connection is handed to its driver;
+    ``token`` gives OAUTHBEARER a fresh token for each connection."""
 
     async def connect(node: int, host: str, port: int) -> trio.abc.Stream:
         stream = await inner(node, host, port)
         try:
-            await authenticate(stream, mechanism, user, password, client_id)
+            await authenticate(stream, mechanism, user, password, client_id, token)
         except BaseException:
             await trio.aclose_forcefully(stream)
             raise
@@ -75,7 +77,10 @@ def connect_from_config(config: Mapping[str, Any]) -> Connect:
     """security.protocol PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL, with
     ssl.ca.location (a PEM file; the system's trust store if unset),
     ssl.endpoint.identification.algorithm ("https" checks the broker's host name, "" does not),
-    sasl.mechanism, sasl.username and sasl.password, as librdkafka names them."""
+    sasl.mechanism, sasl.username and sasl.password, as librdkafka names them; for OAUTHBEARER
+    confluent-kafka's ``oauth_cb`` (called with sasl.oauthbearer.config, returns the token or
+    (token, expiry)) or librdkafka's enable.sasl.oauthbearer.unsecure.jwt with
+    sasl.oauthbearer.config (``principal=NAME scope=a,b lifeSeconds=N``)."""
     protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
     connect: Connect = tcp_connect
     if protocol in ("SSL", "SASL_SSL"):
@@ -85,8 +90,22 @@ def connect_from_config(config: Mapping[str, Any]) -> Connect:
         connect = tls_connect(context)
     if protocol.startswith("SASL_"):
         connect = sasl_connect(str(config.get("sasl.mechanism", "PLAIN")), str(config.get("sasl.username", "")),
-                               str(config.get("sasl.password", "")), config.get("client.id"), inner=connect)
+                               str(config.get("sasl.password", "")), config.get("client.id"), inner=connect,
+                               token=oauth_token_source(config))
     return connect
+
+
+def oauth_token_source(config: Mapping[str, Any]) -> TokenSource | None:
+    if config.get("sasl.mechanism") != "OAUTHBEARER":
+        return None
+    settings = str(config.get("sasl.oauthbearer.config") or "")
+    callback = config.get("oauth_cb")
+    if callback is not None:
+        def from_callback() -> str:
+            answer = callback(settings)
+            return str(answer[0] if isinstance(answer, tuple) else answer)
+        return from_callback
+    return unsecured_token_source(settings, system_ms)
 
 
 class _Waiter:

@@ -69,9 +69,10 @@ def api_versions(host: str, port: int) -> Versions:
 
 
 def sasl_mechanisms(host: str, port: int, tls: ssl.SSLContext | None = None) -> str:
-    """The mechanisms a SaslHandshake v1 for PLAIN is told are enabled on this listener."""
+    """The mechanisms this listener says are enabled, asked with a SaslHandshake v1 for a mechanism
+    nobody serves: the error answer lists them (kfake lists them only then)."""
     try:
-        answer = call(host, port, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, tls)
+        answer = call(host, port, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "NO-SUCH-MECHANISM"}, tls)
     except Exception as exc:
         return f"no answer ({type(exc).__name__})"
     return ", ".join(answer.mechanisms) or "none"
@@ -134,45 +135,84 @@ def apache_kafka() -> Iterator[str]:
         k.stop()
 
 
-def emulator_listeners() -> list[tuple[str, str]]:
-    """broker-emu started with each security protocol: what a TLS connect (trusting the CA the
-    emulator writes out) and a SaslHandshake v1 for PLAIN find."""
-    from broker_emu import run_cluster_in_thread
+def sasl_required(host: str, port: int, tls: ssl.SSLContext | None = None) -> str:
+    """Whether a Metadata request before any SASL exchange is answered (no) or refused (yes)."""
+    try:
+        call(host, port, ApiKey.METADATA, 1, {"topics": []}, tls)
+    except Exception as exc:
+        return f"yes ({type(exc).__name__})"
+    return "no"
 
-    rows = []
+
+def probe(bootstrap: str, ca: str | None = None) -> tuple[str, str, str]:
+    """What a client meets on this listener: does a TLS handshake succeed (verified against
+    ``ca`` when given), and which SASL mechanisms a SaslHandshake v1 for PLAIN lists (over TLS
+    when TLS worked)."""
+    host, port = _split(bootstrap)
+    context = ssl.create_default_context(cafile=ca) if ca else ssl._create_unverified_context()
+    try:
+        with socket.create_connection((host, port), timeout=10) as raw, context.wrap_socket(raw, server_hostname=host):
+            tls = "yes, verified against its CA" if ca else "yes"
+    except (OSError, ssl.SSLError) as exc:
+        tls, context = f"no ({type(exc).__name__})", None
+    return tls, sasl_mechanisms(host, port, context), sasl_required(host, port, context)
+
+
+def security_modes(kafka: bool) -> list[tuple[str, ...]]:
+    """Each broker started in each security mode it has a setting for: (broker, how, TLS, SASL)."""
+    import tempfile
+
+    import trustme
+
+    from broker_emu import run_cluster_in_thread
+    from tests.realclients.other_brokers import KfakeCluster
+
+    rows: list[tuple[str, ...]] = []
+    if kafka:
+        with apache_kafka() as bootstrap:
+            rows.append(("Apache Kafka", "default listener (PLAINTEXT)", *probe(bootstrap)))
     for protocol in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
         config = {"emu.security.protocol": protocol, "emu.sasl.users": "u:p"}
         with run_cluster_in_thread(brokers=1, config=config) as tc:
             tls = tc.cluster.security.tls
-            context = ssl.create_default_context(cafile=tls.ca_path) if tls is not None else None
-            host, port = _split(tc.bootstrap)
+            rows.append(("broker-emu", f"`--listener {protocol}://…`", *probe(tc.bootstrap, tls.ca_path if tls else None)))
+    with tempfile.TemporaryDirectory() as folder:
+        ca = trustme.CA()
+        cert = ca.issue_cert("127.0.0.1")
+        cert.cert_chain_pems[0].write_to_path(f"{folder}/cert.pem")
+        cert.private_key_pem.write_to_path(f"{folder}/key.pem")
+        ca.cert_pem.write_to_path(f"{folder}/ca.pem")
+        for how, args, ca_path in [("default", (), None),
+                                   ("`kfake.EnableSASL()` + `Superuser`", ("-sasl", "SCRAM-SHA-256:admin:admin"), None),
+                                   ("`kfake.TLS(config)` (your certificate)", ("-tls-dir", folder), f"{folder}/ca.pem")]:
             try:
-                mechanisms = sasl_mechanisms(host, port, context)
-            except ssl.SSLError as exc:
-                mechanisms = f"TLS failed: {exc}"
-            what = ("TLS, certificate verified against its ca.pem; " if tls is not None else "") + \
-                   (f"SASL mechanisms: {mechanisms}" if protocol.startswith("SASL") else
-                    f"no SASL (SaslHandshake answered: {mechanisms})")
-            rows.append((protocol, what))
+                k = KfakeCluster(brokers=1, extra_args=args)
+            except (OSError, RuntimeError) as exc:
+                rows.append(("kfake", how, f"not measured: {exc}", "", ""))
+                continue
+            try:
+                rows.append(("kfake", how, *probe(k.bootstrap, ca_path)))
+            finally:
+                k.close()
+    with librdkafka_mock() as bootstrap:
+        rows.append(("librdkafka mock", "default (its test.mock.* settings have none for security)", *probe(bootstrap)))
     return rows
 
 
 def measure(brokers: list[tuple[str, Callable[[], contextlib.AbstractContextManager[str]], str]]
-            ) -> tuple[dict[str, Versions | str], dict[str, str]]:
+            ) -> dict[str, Versions | str]:
     out: dict[str, Versions | str] = {}
-    sasl: dict[str, str] = {}
     for name, start, _ in brokers:
         try:
             with start() as bootstrap:
                 out[name] = api_versions(*_split(bootstrap))
-                sasl[name] = sasl_mechanisms(*_split(bootstrap))
         except Exception as exc:   # a broker that is not installed: its column says why
             out[name] = f"not measured: {type(exc).__name__}: {exc}"
-    return out, sasl
+    return out
 
 
-def render(results: dict[str, Versions | str], versions: dict[str, str], sasl: dict[str, str],
-           listeners: list[tuple[str, str]]) -> str:
+def render(results: dict[str, Versions | str], versions: dict[str, str],
+           modes: list[tuple[str, ...]]) -> str:
     names = list(results)
     measured = {n: r for n, r in results.items() if isinstance(r, dict)}
     keys = sorted(set().union(*measured.values()) if measured else set())
@@ -204,15 +244,17 @@ def render(results: dict[str, Versions | str], versions: dict[str, str], sasl: d
             r = results[n]
             cells.append("?" if not isinstance(r, dict) else f"{r[key][0]}–{r[key][1]}" if key in r else "—")
         lines.append(f"| {_name(key)} | {key} | " + " | ".join(cells) + " |")
-    lines += ["", "## Security", "",
-              "Each broker as started here (its default listener), asked SaslHandshake v1 for PLAIN — the mechanisms",
-              "it says are enabled:", "", "| broker | SASL mechanisms enabled |", "|---|---|"]
-    lines += [f"| {n} | {sasl.get(n, '?')} |" for n in names]
-    lines += ["", "broker-emu's listener with each `--listener PROTOCOL://HOST:PORT` (users from `--user NAME:PASSWORD`;",
-              "docs/security.md), measured the same way:", "", "| broker-emu listener | what a client meets |", "|---|---|"]
-    lines += [f"| {protocol} | {what} |" for protocol, what in listeners]
-    lines += ["", "ACLs are enforced when `authorizer.class.name` is set (docs/security.md). Not there yet: OAUTHBEARER,",
-              "GSSAPI, mutual TLS (client certificates as principals).", ""]
+    lines += ["", "## Security modes", "",
+              "Each broker started with each security setting it has, then probed as a client would: a TLS",
+              "handshake (verified against the CA where the broker has one), and a SaslHandshake v1 for a",
+              "mechanism nobody serves — the answer lists those enabled (over TLS where TLS worked); SASL is",
+              "required when a Metadata request sent first is refused.", "",
+              "| broker | started with | TLS | SASL mechanisms | SASL required |", "|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in modes]
+    lines += ["", "broker-emu also enforces ACLs when `authorizer.class.name` is set, re-authenticates and expires",
+              "sessions (KIP-368) and checks OAUTHBEARER's unsecured JWTs as Kafka's default validator does",
+              "(docs/security.md). Not served by broker-emu: GSSAPI, mutual TLS (client certificates as principals),",
+              "several listeners per broker.", ""]
     return "\n".join(lines)
 
 
@@ -235,8 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.kafka:
         brokers.insert(0, ("Apache Kafka", apache_kafka, "4.4.0"))
     versions = {n: v for n, _, v in brokers}
-    results, sasl = measure(brokers)
-    args.out.write_text(render(results, versions, sasl, emulator_listeners()))
+    results = measure(brokers)
+    args.out.write_text(render(results, versions, security_modes(args.kafka)))
     print(f"wrote {args.out}")
     return 0
 

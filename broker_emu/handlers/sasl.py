@@ -11,8 +11,9 @@ from typing import Any
 import trio
 
 from broker_emu.context import RequestContext
+from broker_emu.handlers import CloseConnection
 from broker_emu.registry import handles
-from broker_emu.security.mechanisms import SaslFailure
+from broker_emu.security.mechanisms import SaslAbort, SaslFailure
 from broker_emu.trace import Kind
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
@@ -45,16 +46,24 @@ async def sasl_authenticate(ctx: RequestContext, req: Message) -> dict[str, Any]
                 "session_lifetime_ms": 0}
     try:
         answer, lifetime = session.authenticate(bytes(req.auth_bytes), ctx.api_version, trio.current_time())
+    except SaslAbort as exc:
+        _trace(ctx, "failed", mechanism=session.mechanism, reason=str(exc))
+        raise CloseConnection(f"SASL authentication failed: {exc}") from None
     except SaslFailure as exc:
         # the broker's own reason (Kafka logs it; the client is not told whether the user exists)
         _trace(ctx, "failed", mechanism=session.mechanism, error=str(exc),
                reason=str(exc.__cause__) if exc.__cause__ is not None else None)
         return {"error_code": E.SASL_AUTHENTICATION_FAILED, "error_message": str(exc), "auth_bytes": b"",
                 "session_lifetime_ms": 0}
+    rejection = getattr(session.server, "rejection", None)
+    if not session.authenticated and rejection is not None:
+        _trace(ctx, "token_rejected", mechanism=session.mechanism, reason=rejection)
+        session.server.rejection = None
     if session.authenticated:
         _trace(ctx, "authenticated", mechanism=session.mechanism, principal=session.principal,
                session_lifetime_ms=lifetime or None)
-    return {"error_code": E.NONE, "error_message": None, "auth_bytes": answer, "session_lifetime_ms": lifetime}
+    # Kafka 4.4 answers "" (the generated default), measured on the wire (tests/realkafka/test_oauthbearer_ab.py)
+    return {"error_code": E.NONE, "error_message": "", "auth_bytes": answer, "session_lifetime_ms": lifetime}
 
 
 def _trace(ctx: RequestContext, step: str, **details: Any) -> None:

@@ -6,17 +6,19 @@ runs (``authorizer.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Union
 
 from broker_emu.security.acls import Authorizer
 from broker_emu.security.mechanisms import PlainServer, ScramServer
+from broker_emu.security.oauthbearer import OAuthBearerServer, UnsecuredValidator
 from broker_emu.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from broker_emu.security.scram import ScramStore, credential_from_password
 from broker_emu.security.tls import ListenerTls
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+MechanismServer = Union[PlainServer, ScramServer, OAuthBearerServer]
 
 
 class SecurityError(ValueError):
@@ -39,7 +41,9 @@ def parse_users(spec: str) -> dict[str, str]:
 class Security:
     """What a cluster's listeners require, and the credentials SASL checks."""
 
-    def __init__(self, config: Mapping[str, Any], host: str = "127.0.0.1"):
+    def __init__(self, config: Mapping[str, Any], host: str = "127.0.0.1",
+                 wall_ms: Callable[[], int] | None = None):
+        self.wall_ms = wall_ms or (lambda: 0)   # the cluster's wall clock (OAUTHBEARER's exp and iat)
         self.protocol = config["emu.security.protocol"]
         self.mechanisms = [m.strip() for m in config["sasl.enabled.mechanisms"].split(",") if m.strip()]
         unknown = [m for m in self.mechanisms if m not in SUPPORTED_MECHANISMS]
@@ -56,6 +60,11 @@ class Security:
         for user, password in self.passwords.items():
             for mechanism in SCRAM_MECHANISMS:
                 self.scram.put(user, mechanism, credential_from_password(mechanism, password))
+        skew = config["emu.oauthbearer.allowable.clock.skew.ms"]
+        self.oauthbearer = UnsecuredValidator(
+            principal_claim=config["emu.oauthbearer.principal.claim.name"].strip() or "sub",
+            scope_claim=config["emu.oauthbearer.scope.claim.name"].strip() or "scope",
+            required_scope=tuple(config["emu.oauthbearer.required.scope"].split()), clock_skew_ms=skew)
         self.tls = ListenerTls(host, config["emu.tls.dir"]) if self.uses_tls else None
         self.authorizer = Authorizer((u.strip() for u in config["super.users"].split(";") if u.strip()),
                                      config["allow.everyone.if.no.acl.found"]) if config["authorizer.class.name"] else None
@@ -68,9 +77,11 @@ class Security:
     def uses_tls(self) -> bool:
         return self.protocol in ("SSL", "SASL_SSL")
 
-    def mechanism_server(self, mechanism: str) -> PlainServer | ScramServer:
+    def mechanism_server(self, mechanism: str) -> MechanismServer:
         if mechanism == "PLAIN":
             return PlainServer(self.passwords)
+        if mechanism == "OAUTHBEARER":
+            return OAuthBearerServer(self.oauthbearer, self.wall_ms)
         return ScramServer(mechanism, self.scram.get)
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ import trio
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers import error_response
-from broker_emu.security.mechanisms import SaslFailure
+from broker_emu.security.mechanisms import SaslAbort, SaslFailure
 from broker_emu.trace import Kind
 from client.errors import ErrorCode
 from client.protocol import ApiKey
@@ -43,7 +43,7 @@ async def raw_sasl_token(conn: Connection, frame: bytes) -> bool:
     assert conn.sasl is not None
     try:
         answer, _ = conn.sasl.authenticate(frame, 0, trio.current_time())
-    except SaslFailure as exc:
+    except (SaslFailure, SaslAbort) as exc:
         conn.abort(f"SASL authentication failed: {exc}")
         return False
     try:

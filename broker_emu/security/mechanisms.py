@@ -23,6 +23,11 @@ class SaslFailure(Exception):
         self.revealed = revealed
 
 
+class SaslAbort(Exception):
+    """A mechanism failure Kafka does not answer: an unchecked exception in its SaslServer, after
+    which the connection closes."""
+
+
 class PlainServer:
     """RFC 4616 as PlainSaslServer checks it: ``authzid NUL user NUL password``."""
 

@@ -11,8 +11,8 @@ with the same mechanism and principal; any request after it closes the connectio
 
 from __future__ import annotations
 
-from broker_emu.security import Security
-from broker_emu.security.mechanisms import PlainServer, SaslFailure, ScramServer
+from broker_emu.security import MechanismServer, Security
+from broker_emu.security.mechanisms import SaslAbort, SaslFailure
 from client.errors import ErrorCode
 from client.protocol import ApiKey
 
@@ -26,7 +26,7 @@ class SaslSession:
         self.state = "handshake_or_versions"   # -> handshake -> authenticate -> complete | failed
         self.raw_tokens = False                 # after a v0 handshake
         self.mechanism: str | None = None
-        self.server: PlainServer | ScramServer | None = None
+        self.server: MechanismServer | None = None
         self.principal = ANONYMOUS
         self.expires_at: float | None = None    # trio seconds; None: the session never expires
         self.reauthenticating = False
@@ -89,6 +89,9 @@ class SaslSession:
             raise SaslFailure(self._bad_mechanism, revealed=True)
         try:
             answer = self.server.evaluate(token)
+        except SaslAbort:
+            self.state = "failed"
+            raise
         except SaslFailure as exc:
             self.state, self.close_after_answer = "failed", True
             if exc.revealed:
@@ -106,6 +109,17 @@ class SaslSession:
                               f"{new[0]}.{new[1]}", revealed=True)
         self.principal, self.state, self.raw_tokens = principal, "complete", False
         self.reauthenticating = False
-        lifetime = self.security.reauth_ms if self.security.reauth_ms > 0 else 0
-        self.expires_at = now + lifetime / 1000 if lifetime else None
-        return answer, lifetime
+        lifetime = self._lifetime_ms()
+        self.expires_at = now + lifetime / 1000 if lifetime is not None else None
+        return answer, lifetime or 0
+
+    def _lifetime_ms(self) -> int | None:
+        """SaslServerAuthenticator.calcCompletionTimesAndReturnSessionLifetimeMs: the credential's
+        expiry (an OAUTHBEARER token's exp) and connections.max.reauth.ms, whichever ends first;
+        None when neither bounds the session."""
+        expiry = getattr(self.server, "credential_expiry_ms", None)
+        reauth = self.security.reauth_ms if self.security.reauth_ms > 0 else None
+        if expiry is None:
+            return reauth
+        left = max(0, expiry - self.security.wall_ms())
+        return left if reauth is None else min(left, reauth)

@@ -69,7 +69,7 @@ class KafkaCluster:
     waits until every node answers Metadata listing all n brokers; ``stop()`` shuts them down."""
 
     def __init__(self, brokers: int = 1, config: Mapping[str, object] | None = None,
-                 run_dir: Path | None = None, version: str | None = None) -> None:
+                 run_dir: Path | None = None, version: str | None = None, client_protocol: str = "") -> None:
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
         self.lib = check_installed(version)
@@ -77,8 +77,8 @@ class KafkaCluster:
         self.config = dict(config or {})
         self.run_dir = run_dir or new_run_dir()
         self.cluster_id = new_cluster_id()
-        ports = free_ports(2 * brokers)
-        self.ports = [NodePorts(i + 1, ports[2 * i], ports[2 * i + 1]) for i in range(brokers)]
+        self.client_protocol = client_protocol   # an extra CLIENT listener (config.server_properties)
+        self.ports = self._pick_ports(brokers)
         self.nodes = [KafkaNode(p, self.run_dir / f"node-{p.node_id}", self.java, self.lib) for p in self.ports]
         self.format_seconds: float | None = None
         self.startup_seconds: float | None = None
@@ -95,7 +95,7 @@ class KafkaCluster:
         for node in self.nodes:
             node.directory.mkdir(parents=True, exist_ok=True)
             (node.directory / "server.properties").write_text(
-                server_properties(node.ports, self.ports, str(node.data_dir), self.config))
+                server_properties(node.ports, self.ports, str(node.data_dir), self.config, self.client_protocol))
             (node.directory / "log4j2.properties").write_text(log4j2_properties())
 
     def _format(self, timeout: float) -> None:
@@ -150,9 +150,18 @@ class KafkaCluster:
                     return True
         return False
 
+    def _pick_ports(self, brokers: int) -> list[NodePorts]:
+        ports = free_ports(3 * brokers)
+        return [NodePorts(i + 1, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2] if self.client_protocol else 0)
+                for i in range(brokers)]
+
+    @property
+    def client_bootstrap(self) -> str:
+        """The CLIENT listener's addresses (``client_protocol``)."""
+        return ",".join(f"{HOST}:{p.client_port}" for p in self.ports)
+
     def _new_ports(self) -> None:
-        ports = free_ports(2 * len(self.nodes))
-        self.ports = [NodePorts(n.node_id, ports[2 * i], ports[2 * i + 1]) for i, n in enumerate(self.nodes)]
+        self.ports = self._pick_ports(len(self.nodes))
         for node, node_ports in zip(self.nodes, self.ports):
             node.ports = node_ports
 
@@ -258,9 +267,10 @@ class KafkaCluster:
 
 @contextmanager
 def kafka_cluster(brokers: int = 1, config: Mapping[str, object] | None = None, timeout: float = 90.0,
-                  run_dir: Path | None = None, stop_timeout: float = 30.0) -> Iterator[KafkaCluster]:
+                  run_dir: Path | None = None, stop_timeout: float = 30.0,
+                  client_protocol: str = "") -> Iterator[KafkaCluster]:
     """Start a cluster, yield it, and stop every node on the way out, whatever happened."""
-    cluster = KafkaCluster(brokers, config, run_dir)
+    cluster = KafkaCluster(brokers, config, run_dir, client_protocol=client_protocol)
     cluster.start(timeout)
     try:
         yield cluster

@@ -12,6 +12,7 @@ class NodePorts:
     node_id: int
     broker_port: int       # PLAINTEXT: clients and replication
     controller_port: int   # CONTROLLER: the KRaft quorum
+    client_port: int = 0   # CLIENT: an extra listener for clients (e.g. SASL_PLAINTEXT), when asked for
 
 
 HOST = "127.0.0.1"
@@ -42,8 +43,10 @@ def small_defaults(brokers: int) -> dict[str, str]:
 
 
 def server_properties(node: NodePorts, all_nodes: list[NodePorts], data_dir: str,
-                      overrides: Mapping[str, object] | None = None) -> str:
-    """The text of one node's server.properties."""
+                      overrides: Mapping[str, object] | None = None, client_protocol: str = "") -> str:
+    """The text of one node's server.properties; ``client_protocol`` adds a CLIENT listener with
+    that security protocol (its SASL settings come with the overrides, e.g.
+    ``listener.name.client.oauthbearer.sasl.jaas.config``) while replication stays on PLAINTEXT."""
     voters = ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in all_nodes)
     props: dict[str, str] = {
         "process.roles": "broker,controller",
@@ -56,6 +59,10 @@ def server_properties(node: NodePorts, all_nodes: list[NodePorts], data_dir: str
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "log.dirs": data_dir,
     }
+    if client_protocol:
+        props["listeners"] += f",CLIENT://{HOST}:{node.client_port}"
+        props["advertised.listeners"] += f",CLIENT://{HOST}:{node.client_port}"
+        props["listener.security.protocol.map"] += f",CLIENT:{client_protocol}"
     props.update(small_defaults(len(all_nodes)))
     props.update({k: _value(v) for k, v in (overrides or {}).items()})
     return "".join(f"{k}={v}\n" for k, v in props.items())

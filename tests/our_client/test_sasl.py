@@ -57,3 +57,50 @@ async def test_a_stalled_handshake_counts_against_the_setup_timeout(autojump_clo
                 await net.connection(-1)
             assert 2.4 <= trio.current_time() - start <= 3.6   # the setup timeout, with its ±20% jitter
             nursery.cancel_scope.cancel()
+
+
+async def test_oauthbearer_tokens_bound_the_session_and_each_connection_gets_a_fresh_one(autojump_clock):
+    """The broker ends the session at the token's exp (KIP-368); our client does not
+    re-authenticate, so it reconnects and its token callback (confluent-kafka's oauth_cb shape)
+    makes a new token, here on the cluster's virtual wall clock."""
+    from broker_emu.cluster import FIXED_WALL_EPOCH_MS
+    from client.sasl import unsecured_jwt
+    from client.transport import oauth_token_source
+
+    config = {"emu.security.protocol": "SASL_PLAINTEXT", "sasl.enabled.mechanisms": "OAUTHBEARER"}
+    issued: list[float] = []
+
+    def oauth_cb(settings):
+        assert settings == "principal=ignored"
+        issued.append(trio.current_time())
+        return unsecured_jwt("svc", FIXED_WALL_EPOCH_MS + int(trio.current_time() * 1000), life_s=20), 0
+
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=config) as cluster:
+        client_config = {"bootstrap.servers": "127.0.0.1:0", "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "OAUTHBEARER", "oauth_cb": oauth_cb, "sasl.oauthbearer.config": "principal=ignored"}
+
+        async def in_memory(node, host, port):
+            return cluster.connect(max(node, 0))
+        connect = sasl_connect("OAUTHBEARER", "", "", "ours", inner=in_memory, token=oauth_token_source(client_config))
+        async with open_producer(client_config, connect=connect) as p:
+            first = await (await p.send("t", b"a", partition=0)).get()
+            await trio.sleep(45)   # two sessions' worth of token lifetime
+            second = await (await p.send("t", b"b", partition=0)).get()
+        assert (first.offset, second.offset) == (0, 1)
+        authenticated = [e for e in cluster.trace.events if e.kind == "sasl" and e.details["step"] == "authenticated"]
+        assert {e.details["principal"] for e in authenticated} == {"User:svc"}
+        assert all(e.details["session_lifetime_ms"] == 20_000 for e in authenticated)
+        expired = [e for e in cluster.trace.events if e.kind == "conn_close" and "expired" in e.details.get("reason", "")]
+        assert expired and len(issued) == len(authenticated) >= 2
+
+
+def test_oauthbearer_needs_a_token_source():
+    from client.config import ConfigException, producer_config
+
+    base = {"bootstrap.servers": "b:1", "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}
+    with pytest.raises(ConfigException, match="needs oauth_cb, or enable.sasl.oauthbearer.unsecure.jwt"):
+        producer_config(base)
+    with pytest.raises(ConfigException, match="needs principal=NAME"):
+        producer_config({**base, "enable.sasl.oauthbearer.unsecure.jwt": True})
+    assert producer_config({**base, "enable.sasl.oauthbearer.unsecure.jwt": "true",
+                            "sasl.oauthbearer.config": "principal=svc lifeSeconds=60"})["sasl.oauthbearer.config"]

@@ -93,10 +93,11 @@ class WireCluster:
 class KfakeCluster(WireCluster):
     """A kfake process: ``with KfakeCluster() as kf: kf.bootstrap``."""
 
-    def __init__(self, brokers: int = 3, topics: tuple[tuple[str, int], ...] = (("t", 3),)) -> None:
+    def __init__(self, brokers: int = 3, topics: tuple[tuple[str, int], ...] = (("t", 3),),
+                 extra_args: tuple[str, ...] = ()) -> None:
         if not KFAKE.is_file():
             raise FileNotFoundError(f"{KFAKE} is not built (bash dev/build-adapters/go)")
-        args = [str(KFAKE), "-brokers", str(brokers)]
+        args = [str(KFAKE), "-brokers", str(brokers), *extra_args]
         for name, partitions in topics:
             args += ["-topic", f"{name}:{partitions}"]
         self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

@@ -1,5 +1,6 @@
 // kafkajs over a secured listener: produce three values to t[0] and read them back.
-// argv: bootstrap, CA file, then "ssl" or a SASL mechanism, user, password.
+// argv: bootstrap, CA file, then "ssl" or a SASL mechanism, user, password (for OAUTHBEARER: the
+// token's principal; the script makes an unsecured JWT, as Kafka's default validator accepts).
 // Prints one JSON line with the values it read.
 const fs = require('fs')
 const { Kafka, logLevel } = require('kafkajs')
@@ -8,7 +9,14 @@ async function main () {
   const [bootstrap, ca, mechanism, username, password] = process.argv.slice(2)
   const config = { clientId: 'kafkajs-security', brokers: bootstrap.split(','), logLevel: logLevel.ERROR,
     ssl: { ca: [fs.readFileSync(ca, 'utf-8')] } }
-  if (mechanism !== 'ssl') config.sasl = { mechanism: mechanism.toLowerCase(), username, password }
+  if (mechanism === 'OAUTHBEARER') {
+    const part = (o) => Buffer.from(JSON.stringify(o)).toString('base64url')
+    const now = Date.now() / 1000
+    config.sasl = {
+      mechanism: 'oauthbearer',
+      oauthBearerProvider: async () => ({ value: `${part({ alg: 'none' })}.${part({ sub: username, iat: now, exp: now + 3600 })}.` })
+    }
+  } else if (mechanism !== 'ssl') config.sasl = { mechanism: mechanism.toLowerCase(), username, password }
   const kafka = new Kafka(config)
   const producer = kafka.producer({ allowAutoTopicCreation: false })
   await producer.connect()

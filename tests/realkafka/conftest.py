@@ -43,8 +43,9 @@ def kafka_factory():
 
     started: list[KafkaCluster] = []
 
-    def start(brokers: int = 1, config: dict | None = None, timeout: float = 120.0) -> KafkaCluster:
-        cluster = KafkaCluster(brokers, config)
+    def start(brokers: int = 1, config: dict | None = None, timeout: float = 120.0,
+              client_protocol: str = "") -> KafkaCluster:
+        cluster = KafkaCluster(brokers, config, client_protocol=client_protocol)
         started.append(cluster)
         return cluster.start(timeout)
 

@@ -3,14 +3,20 @@
 // receives SIGTERM/SIGINT. Used by benchmarks/broker.py and by hand (docs/kfake.md).
 //
 //	kfake [-brokers 3] [-topic t:3 ...] [-auto-create] [-group-min-session-ms 6000]
+//	      [-sasl METHOD:USER:PASS] [-tls-dir DIR]
+//
+// -sasl turns on kfake's SASL (kfake.EnableSASL) with that superuser; -tls-dir serves TLS with
+// DIR/cert.pem and DIR/key.pem (kfake.TLS). tools/api_coverage.py measures both.
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -40,6 +46,8 @@ func main() {
 	brokers := flag.Int("brokers", 3, "number of brokers")
 	autoCreate := flag.Bool("auto-create", false, "allow topics to be created by Metadata requests")
 	minSession := flag.Int("group-min-session-ms", 6000, "group.min.session.timeout.ms")
+	sasl := flag.String("sasl", "", "METHOD:USER:PASS: enable SASL with this superuser")
+	tlsDir := flag.String("tls-dir", "", "serve TLS with cert.pem and key.pem from this folder")
 	var seeds topics
 	flag.Var(&seeds, "topic", "name:partitions to create at start (repeatable)")
 	flag.Parse()
@@ -47,6 +55,22 @@ func main() {
 	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.GroupMinSessionTimeout(time.Duration(*minSession) * time.Millisecond)}
 	if *autoCreate {
 		opts = append(opts, kfake.AllowAutoTopicCreation())
+	}
+	if *sasl != "" {
+		parts := strings.SplitN(*sasl, ":", 3)
+		if len(parts) != 3 {
+			fmt.Fprintln(os.Stderr, "kfake: -sasl wants METHOD:USER:PASS")
+			os.Exit(2)
+		}
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(parts[0], parts[1], parts[2]))
+	}
+	if *tlsDir != "" {
+		cert, err := tls.LoadX509KeyPair(filepath.Join(*tlsDir, "cert.pem"), filepath.Join(*tlsDir, "key.pem"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kfake:", err)
+			os.Exit(2)
+		}
+		opts = append(opts, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}}))
 	}
 	for _, s := range seeds {
 		name, parts, _ := strings.Cut(s, ":")
