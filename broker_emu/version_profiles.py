@@ -10,6 +10,9 @@ what the emulator does not serve. Behaviour that changed with the release:
   DelayedCreatePartitions); KRaft releases fail the request at the controller's deadline and change
   nothing (handlers/controller_deadline.py).
 - KIP-848 groups follow the APIs: 2.8 and 3.6 serve no ConsumerGroupHeartbeat, 3.9 its preview v0.
+- Message formats: up to 3.9 a Produce v0-2 carries a magic 0/1 message set, which the broker
+  converts to a magic-2 batch; Kafka 4.x still advertises Produce v0-2 (for librdkafka,
+  KAFKA-18659) but closes the connection on one (measured on Kafka 4.4).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from client.protocol import ApiKey
 
 PROFILES = tuple(RELEASES)
 ZOOKEEPER_PROFILES = frozenset({"2.8"})
+LEGACY_PRODUCE_PROFILES = frozenset({"2.8", "3.6", "3.9"})   # Produce v0-2 and message formats v0/v1
 BY_NAME = {k.api_name: int(k) for k in ApiKey}
 
 
@@ -53,6 +57,11 @@ class VersionProfile:
     @property
     def zookeeper(self) -> bool:
         return self.release in ZOOKEEPER_PROFILES
+
+    @property
+    def legacy_produce(self) -> bool:
+        """Produce v0-2 served (their magic 0/1 message sets converted), as before Kafka 4.0."""
+        return self.release in LEGACY_PRODUCE_PROFILES
 
     def narrow(self, api_key: int, served: tuple[int, int]) -> tuple[int, int] | None:
         """What the emulator serves of ``api_key`` within the profile and the caps; None: not at all."""

@@ -24,8 +24,8 @@ from client.connection import ConnectionCore, InFlight
 from client.exceptions import ConnectionClosedError, RequestTimeoutException
 from client.protocol import ApiKey, ProtocolError
 from client.sasl import TokenSource, authenticate, unsecured_token_source
-from client.wallclock import system_ms
 from client.wakeup import Wakeup
+from client.wallclock import system_ms
 
 Connect = Callable[[int, str, int], Awaitable[trio.abc.Stream]]
 SETTLE_ROUNDS = 16

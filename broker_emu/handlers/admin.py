@@ -121,9 +121,21 @@ def _create_error(cluster, name: str, n, rf, assignments, configs) -> tuple[int,
 async def delete_topics(ctx: RequestContext, req: Message) -> dict[str, Any]:
     cluster = ctx.cluster
     wanted = [(n, None) for n in req.topic_names or ()] + [(t.name, t.topic_id) for t in req.topics or ()]
+    if cluster.profile.zookeeper:
+        # 2.8 (ZkAdminManager.deleteTopics): marked for deletion first, REQUEST_TIMED_OUT while spreading
+        out = _delete_each(cluster, wanted)
+        deleted = [r for r in out if r["error_code"] == E.NONE]
+        if deleted and not await zookeeper_change_in_time(ctx, "DeleteTopics", req.timeout_ms):
+            for r in deleted:
+                r.update(error_code=E.REQUEST_TIMED_OUT, error_message=None)
+        return {"throttle_time_ms": 0, "responses": out}
     if not await controller_in_time(ctx, "DeleteTopics", req.timeout_ms):
         return {"throttle_time_ms": 0, "responses": [{"name": name, "topic_id": tid or ZERO_UUID, "error_code": E.REQUEST_TIMED_OUT,
                                                       "error_message": None} for name, tid in wanted]}
+    return {"throttle_time_ms": 0, "responses": _delete_each(cluster, wanted)}
+
+
+def _delete_each(cluster, wanted: list) -> list[dict]:
     out = []
     for name, tid in wanted:
         topic = cluster.topics.get(name) if name else cluster.topic_by_id(tid)
@@ -135,7 +147,7 @@ async def delete_topics(ctx: RequestContext, req: Message) -> dict[str, Any]:
             continue
         cluster.delete_topic(topic.name)
         out.append({"name": topic.name, "topic_id": topic.topic_id, "error_code": E.NONE, "error_message": None})
-    return {"throttle_time_ms": 0, "responses": out}
+    return out
 
 
 # topic config name -> the broker config that supplies its default

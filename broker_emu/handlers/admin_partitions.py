@@ -8,7 +8,7 @@ from typing import Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
-from broker_emu.handlers.controller_deadline import controller_in_time
+from broker_emu.handlers.controller_deadline import controller_in_time, zookeeper_change_in_time
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
@@ -18,6 +18,14 @@ from client.protocol.wire import Message
 @handles(ApiKey.CREATE_PARTITIONS, 0, 3)
 async def create_partitions(ctx: RequestContext, req: Message) -> dict[str, Any]:
     names = [t.name for t in req.topics]
+    if ctx.cluster.profile.zookeeper:
+        # 2.8 (ZkAdminManager.createPartitions): written first, REQUEST_TIMED_OUT while spreading
+        results = [_one(ctx.cluster, t, req.validate_only, duplicate=names.count(t.name) > 1) for t in req.topics]
+        added = [r for r in results if r["error_code"] == E.NONE and not req.validate_only]
+        if added and not await zookeeper_change_in_time(ctx, "CreatePartitions", req.timeout_ms):
+            for r in added:
+                r.update(error_code=E.REQUEST_TIMED_OUT, error_message=None)
+        return {"throttle_time_ms": 0, "results": results}
     if not await controller_in_time(ctx, "CreatePartitions", req.timeout_ms):
         return {"throttle_time_ms": 0, "results": [{"name": n, "error_code": E.REQUEST_TIMED_OUT, "error_message": None}
                                                    for n in names]}

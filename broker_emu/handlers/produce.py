@@ -30,6 +30,7 @@ from broker_emu.topic_config import log_rules
 from broker_emu.validation import AppendError, validate_append
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
+from client.protocol.legacy_records import LegacyRecordError, to_batch_v2
 from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError, parse_batch_header
 from client.protocol.wire import Message
 
@@ -91,6 +92,18 @@ class DelayedProduce(DelayedOperation):
                                 "error": r.error if self.completed else None} for r in self.pending]}
 
 
+def legacy_to_v2(ctx, records: bytes | None) -> tuple[bytes | None, int, str | None]:
+    """A Produce v0-2's magic 0/1 message set as the magic-2 batch a v2 log stores (LogValidator's
+    up-conversion; a 3.x broker recompresses with the producer's codec, the emulator stores it
+    uncompressed): (records, error, message)."""
+    if not records or len(records) < 17 or records[16] >= 2:
+        return records, E.NONE, None
+    try:
+        return to_batch_v2(bytes(records), ctx.cluster.config["emu.decompressed.max.bytes"]), E.NONE, None
+    except LegacyRecordError as exc:
+        return None, E.CORRUPT_MESSAGE if exc.corrupt else E.INVALID_RECORD, str(exc)
+
+
 def parse_single_batch(ctx, records: bytes | None) -> tuple[int, Any, str | None]:
     """(error, header, message): the request-level checks (``ProduceRequest.validateRecords``),
     made before anything else — exactly one record batch of magic 2, zstd only from v7."""
@@ -133,6 +146,11 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
     if p.leader != ctx.broker_id:
         result.error = E.NOT_LEADER_OR_FOLLOWER
         return result
+    if ctx.api_version < 3:
+        records, error, message = legacy_to_v2(ctx, records)
+        if error:
+            result.error, result.message = error, message
+            return result
     error, header, message = parse_single_batch(ctx, records)
     if error:
         result.error, result.message = error, message
@@ -175,6 +193,9 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
 @handles(ApiKey.PRODUCE, 0, 11)
 async def produce(ctx: RequestContext, req: Message) -> dict[str, Any] | None:
     cluster = ctx.cluster
+    if ctx.api_version < 3 and not cluster.profile.legacy_produce:
+        # Kafka 4.x advertises Produce v0-2 (for librdkafka, KAFKA-18659) and refuses them
+        raise CloseConnection(f"Produce v{ctx.api_version} is not served by Kafka 4.x brokers (KIP-896)")
     acks = req.acks
     results: list[PartitionResult] = []
     for t in req.topic_data:

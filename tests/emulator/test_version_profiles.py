@@ -54,3 +54,20 @@ async def test_create_topics_past_timeout_zookeeper_applies_kraft_does_not(autoj
                                              "timeout_ms": 1500, "validate_only": False})
         assert (r.topics[0].error_code, trio.current_time() - start) == (7, 1.5)   # REQUEST_TIMED_OUT at timeout_ms
         assert ("late" in cluster.topics) is exists
+
+
+@pytest.mark.parametrize("release,applied", [("2.8", True), ("", False)])
+async def test_create_partitions_and_delete_topics_past_timeout(autojump_clock, release, applied):
+    """ZkAdminManager.createPartitions / deleteTopics: the change is written, then the answer
+    times out while it spreads; KRaft's controller deadline changes nothing."""
+    config = {"emu.kafka.version": release, "emu.controller.delay.ms": 2000}
+    async with open_cluster(1, topics=[("grow", 1, 1), ("gone", 1, 1)], listen=False, config=config) as cluster:
+        w = WireClient(cluster.connect(0))
+        start = trio.current_time()
+        r = await w.call(37, 2, {"topics": [{"name": "grow", "count": 3, "assignments": None}],
+                                 "timeout_ms": 1500, "validate_only": False})
+        assert (r.results[0].error_code, trio.current_time() - start) == (7, 1.5)
+        assert len(cluster.topics["grow"].partitions) == (3 if applied else 1)
+        r = await w.call(20, 5, {"topic_names": ["gone"], "timeout_ms": 0})
+        assert r.responses[0].error_code == 7   # timeout_ms 0: at once, either way
+        assert ("gone" in cluster.topics) is not applied

@@ -41,3 +41,38 @@ def test_confluent_kafka_negotiates_down_to_kafka_2_8():
     today, old = versions_used(""), versions_used("2.8")
     assert old["Produce"] <= 9 and old["Fetch"] <= 12 and old["Metadata"] <= 11 and old["ApiVersions"] <= 3
     assert (today["Produce"], today["Fetch"]) != (old["Produce"], old["Fetch"]), (today, old)
+
+
+@pytest.mark.parametrize("api_version, magic", [((0, 10, 1), 1), ((0, 9), 0)])
+def test_kafka_python_writing_old_message_formats(api_version, magic):
+    """kafka-python told the broker is 0.10.1 (0.9) sends Produce v2 (v0) with magic 1 (0)
+    message sets: a 3.6 broker converts and stores them, read back by a current consumer; a 4.x
+    broker (the emulator without a profile) closes the connection, as Kafka 4.4 did to the same
+    producer."""
+    require_client("kafka-python")
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.errors import KafkaError
+
+    from broker_emu import run_cluster_in_thread
+
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)], config={"emu.kafka.version": "3.6"}) as tc:
+        producer = KafkaProducer(bootstrap_servers=tc.bootstrap, api_version=api_version, acks=1)
+        sent = [producer.send("t", f"m{magic}-{i}".encode(), key=b"k", partition=0).get(timeout=20) for i in range(3)]
+        producer.close()
+        consumer = KafkaConsumer(bootstrap_servers=tc.bootstrap, consumer_timeout_ms=3000)
+        consumer.assign([TopicPartition("t", 0)])
+        consumer.seek_to_beginning()
+        got = [(m.offset, m.key, m.value, m.timestamp) for m in consumer]
+        consumer.close()
+    assert [s.offset for s in sent] == [0, 1, 2]
+    assert [g[:3] for g in got] == [(i, b"k", f"m{magic}-{i}".encode()) for i in range(3)]
+    # magic 1 carries the producer's CreateTime; magic 0 none (NO_TIMESTAMP)
+    assert all((g[3] > 1_700_000_000_000) if magic == 1 else g[3] == -1 for g in got), got
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)]) as tc:
+        producer = KafkaProducer(bootstrap_servers=tc.bootstrap, api_version=api_version, acks=1, retries=0,
+                                 request_timeout_ms=5000)
+        with pytest.raises(KafkaError):
+            producer.send("t", b"x", partition=0).get(timeout=20)
+        producer.close(timeout=2)
+        closes = [e.details.get("reason", "") for e in tc.cluster.trace.events if e.kind == "conn_close"]
+        assert any("not served by Kafka 4.x" in c for c in closes), closes
