@@ -92,10 +92,23 @@ async def call_authorized(ctx: RequestContext, body: Any, handler: Handler) -> A
         return error_response(ctx.api_key, ctx.api_version, body, refusal)
     body, refused, response_key = _split_topics(ctx, body)
     response = await handler(ctx, body)
+    if ctx.api_key == ApiKey.LIST_GROUPS and response is not None:
+        return _visible_groups(ctx, response)
     if refused is None or response is None:
         return response
     response = dict(response)
     response[response_key] = list(response.get(response_key) or []) + list(refused.get(response_key) or [])
+    return response
+
+
+def _visible_groups(ctx: RequestContext, response: Any) -> Any:
+    """KafkaApis.handleListGroupsRequest: DESCRIBE on the cluster lists every group, otherwise
+    only those the principal may DESCRIBE (a filter: refusals are not logged)."""
+    if authorized(ctx, A.DESCRIBE, A.CLUSTER, A.CLUSTER_NAME, traced=False):
+        return response
+    response = dict(response)
+    response["groups"] = [g for g in response.get("groups") or []
+                          if authorized(ctx, A.DESCRIBE, A.GROUP, g["group_id"], traced=False)]
     return response
 
 
@@ -132,7 +145,7 @@ def _whole_request(ctx: RequestContext, body: Any) -> int | None:
 def _split_topics(ctx: RequestContext, body: Any) -> tuple[Any, Any, str]:
     """(the request for what is allowed, the error answer for the rest or None, the answer's
     list they share)."""
-    rule = _split_rule(ctx)
+    rule = _split_rule(ctx, body)
     if rule is None:
         return body, None, ""
     key, target_of, response_key, operation = rule
@@ -173,7 +186,7 @@ def _config_target(resource: Any) -> tuple[int, str] | None:
     return kind, A.CLUSTER_NAME if kind == A.CLUSTER else resource["resource_name"]
 
 
-def _split_rule(ctx: RequestContext) -> tuple[str, Target, str, int] | None:
+def _split_rule(ctx: RequestContext, body: Any) -> tuple[str, Target, str, int] | None:
     """(request list, item -> (resource type, name), response list, operation) for the APIs
     whose items are authorized one by one."""
     api, version = ctx.api_key, ctx.api_version
@@ -189,6 +202,15 @@ def _split_rule(ctx: RequestContext) -> tuple[str, Target, str, int] | None:
         return "topics", _topic(lambda t: t["name"]), "topics", A.CREATE
     if api == ApiKey.DELETE_TOPICS and version < 6:
         return "topic_names", _topic(lambda n: n), "responses", A.DELETE
+    if api == ApiKey.FIND_COORDINATOR and version >= 4:
+        # KafkaApis.getCoordinator, per key: DESCRIBE on the group or the transactional id
+        key_resource = {0: A.GROUP, 1: A.TRANSACTIONAL_ID}.get(body.get("key_type", 0))
+        if key_resource is None:
+            return None
+        return "coordinator_keys", (lambda key: (key_resource, key)), "coordinators", A.DESCRIBE
+    if api == ApiKey.OFFSET_FETCH and version >= 8:
+        # KafkaApis.handleOffsetFetchRequest (batched): DESCRIBE on each group
+        return "groups", (lambda g: (A.GROUP, g["group_id"])), "groups", A.DESCRIBE
     if api == ApiKey.CREATE_PARTITIONS:
         return "topics", _topic(lambda t: t["name"]), "results", A.ALTER
     if api == ApiKey.DELETE_RECORDS:

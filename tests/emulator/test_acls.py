@@ -161,3 +161,31 @@ async def test_configs_partitions_and_records_are_checked_per_resource(autojump_
         ia = await alice.call(44, 1, {"resources": [{"resource_type": 4, "resource_name": "", "configs": [
             {"name": "min.insync.replicas", "config_operation": 0, "value": "1"}]}], "validate_only": False})
         assert [(r.error_code, r.error_message) for r in ia.responses] == [(31, "Cluster authorization failed.")]
+
+
+async def test_batched_find_coordinator_and_offset_fetch_are_checked_per_group(autojump_clock):
+    """FindCoordinator v4+ and OffsetFetch v8+ carry several groups: each needs DESCRIBE on its
+    group (KafkaApis.getCoordinator, handleOffsetFetchRequest); the others still get answers."""
+    async with open_cluster(1, topics=TOPICS, listen=False, config=SECURED) as cluster:
+        admin = await login(cluster, "admin", "a")
+        await admin.call(CREATE_ACLS, 3, {"creations": [acl(GROUP, "mine", READ)]})   # READ implies DESCRIBE
+        alice = await login(cluster, "alice", "b")
+        found = await alice.call(10, 4, {"key_type": 0, "coordinator_keys": ["mine", "theirs"]})
+        assert sorted((c.key, c.error_code, c.node_id) for c in found.coordinators) == [("mine", 0, 0), ("theirs", 30, -1)]
+        fetched = await alice.call(9, 9, {"groups": [{"group_id": g, "member_id": None, "member_epoch": -1, "topics": None}
+                                                     for g in ("mine", "theirs")], "require_stable": False})
+        assert sorted((g.group_id, g.error_code) for g in fetched.groups) == [("mine", 0), ("theirs", 30)]
+        refusals = [e.details["resource"] for e in cluster.trace.events if e.kind == "authorization"]
+        assert refusals == ["theirs", "theirs"]
+        # ListGroups shows alice only the groups she may describe; the super user sees all
+        for g in ("mine", "theirs"):
+            commit = await admin.call(8, 8, {"group_id": g, "generation_id_or_member_epoch": -1, "member_id": "",
+                                             "group_instance_id": None, "topics": [
+                                                 {"name": "orders-a", "partitions": [{"partition_index": 0, "committed_offset": 0,
+                                                                                      "committed_leader_epoch": -1,
+                                                                                      "committed_metadata": None}]}]})
+            assert commit.topics[0].partitions[0].error_code == 0
+        listed = await alice.call(16, 4, {"states_filter": []})
+        everything = await admin.call(16, 4, {"states_filter": []})
+        assert [g.group_id for g in listed.groups] == ["mine"]
+        assert sorted(g.group_id for g in everything.groups) == ["mine", "theirs"]
