@@ -24,7 +24,7 @@ window.addEventListener('load', () => {
     const width = svg.width.baseVal.value;
     out.lanes.push(...[...svg.querySelectorAll('text.lane')].map(t => t.textContent));
     out.spans += svg.querySelectorAll('rect.span').length;
-    const boxes = [...svg.querySelectorAll('text.label, text.lane')].map(t => {
+    const boxes = [...svg.querySelectorAll('__LABELS__')].map(t => {
       const b = t.getBBox(); return {x: b.x, y: b.y, w: b.width, h: b.height, text: t.textContent.slice(0, 60)};
     });
     out.labels += boxes.length;
@@ -64,10 +64,12 @@ def _run(args: list[str], timeout: float = 60) -> str:
     return proc.stdout
 
 
-def probe(page_html: str) -> dict:
-    """Render ``page_html`` and return what the in-page probe measured."""
+def probe(page_html: str, labels: str = "text.label, text.lane") -> dict:
+    """Render ``page_html`` and return what the in-page probe measured; ``labels`` selects the
+    texts checked for overlaps and for running off their drawing (every ``text`` for charts)."""
+    script = _PROBE.replace("__LABELS__", labels)
     with tempfile.NamedTemporaryFile("w", suffix=".html", delete=False) as f:
-        f.write(page_html.replace("</body>", _PROBE + "</body>") if "</body>" in page_html else page_html + _PROBE)
+        f.write(page_html.replace("</body>", script + "</body>") if "</body>" in page_html else page_html + script)
         path = f.name
     try:
         dom = _run(["--virtual-time-budget=5000", "--dump-dom", "file://" + path])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -12,7 +13,8 @@ def add_campaign(sub) -> None:
     c.add_argument("matrix", help="matrix YAML (see examples/campaign-small.yaml)")
     c.add_argument("--master", default="local[*]", help="Spark master (default local[*]; spark://HOST:7077 for a cluster; sc://HOST:15002 for Spark Connect)")
     c.add_argument("--out", default="campaign-out", help="output directory: traces/ (Parquet), summary.json, report.html")
-    c.add_argument("--parallelism", type=int, help="task slots to plan for (default: Spark's default parallelism)")
+    c.add_argument("--parallelism", type=int, help="concurrent runs (default: the cores; for a campaign of mostly "
+                   "real-time clients, 4 per core, since those runs mostly wait)")
     c.add_argument("--scale", type=float, default=30.0, help="real-time clients run every timeout divided by this")
     c.add_argument("--dry-run", action="store_true", help="expand the matrix and print the run count only")
     c.set_defaults(func=run_campaign_command)
@@ -34,10 +36,16 @@ def run_campaign_command(args: argparse.Namespace) -> int:
     from conformance.campaign.job import run_campaign
     from conformance.campaign.spark_session import get_session
 
-    spark = get_session(args.master, "broker-emu campaign", args.parallelism)
+    parallelism = args.parallelism or default_parallelism(runs)
+    master = args.master
+    if master == "local[*]" and parallelism:
+        master = f"local[{parallelism}]"   # more task threads than cores: real-time runs overlap their waits
+    if parallelism:
+        print(f"{parallelism} runs at a time on {os.cpu_count()} cores (mostly real-time clients)", file=sys.stderr)
+    spark = get_session(master, "broker-emu campaign", parallelism)
     try:
         start = time.perf_counter()
-        path = run_campaign(spark, [r.as_row() for r in runs], args.out, parallelism=args.parallelism, scale=args.scale)
+        path = run_campaign(spark, [r.as_row() for r in runs], args.out, parallelism=parallelism, scale=args.scale)
         wall = time.perf_counter() - start
         print(f"runs done in {wall:.1f} s ({len(runs) / wall * 60:.0f} runs/min); aggregating {path}", file=sys.stderr)
         summary = summarise(spark, spark.read.parquet(path))
@@ -58,6 +66,18 @@ def run_campaign_command(args: argparse.Namespace) -> int:
     print_chaos(summary["chaos"])
     print(f"wrote {json_path} and {html_path}")
     return 0
+
+
+def default_parallelism(runs) -> int | None:
+    """4 runs per core when most runs are real-time clients (each spends its time waiting on
+    scaled timeouts, in its own process: benchmarks/campaign.py measured the overlap); None
+    (Spark's default, one per core) when our virtual-time client, which never waits, dominates."""
+    from conformance.campaign.execute import is_virtual_time
+
+    real_time = sum(1 for r in runs if not is_virtual_time(r.client))
+    if real_time * 2 <= len(runs):
+        return None
+    return min(real_time, 4 * (os.cpu_count() or 1))
 
 
 def print_chaos(chaos: dict) -> None:

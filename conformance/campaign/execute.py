@@ -124,7 +124,25 @@ def figures(result: Result) -> dict[str, Any]:
 
 
 def execute(run: dict[str, Any], scale: float = 30.0) -> list[dict[str, Any]]:
-    """Rows for one run (see module doc). ``scale``: real-time clients' timeout divisor."""
+    """Rows for one run (see module doc). ``scale``: real-time clients' timeout divisor. A
+    real-time client's run goes to a child process (conformance/campaign/isolated.py): its
+    crash or hang becomes that run's error row and violation."""
+    if run["family"] != CHAOS_FAMILY and not is_virtual_time(run["client"]):
+        from conformance.campaign.isolated import execute_isolated
+
+        return execute_isolated(run, scale)
+    return execute_here(run, scale)
+
+
+def is_virtual_time(client: str) -> bool:
+    try:
+        return bool(adapter_for(client).virtual_time)
+    except ValueError:
+        return True   # an unknown client: execute_here writes its error row
+
+
+def execute_here(run: dict[str, Any], scale: float = 30.0) -> list[dict[str, Any]]:
+    """One run in this process."""
     from conformance.params import apply_params
     from conformance.runner import run_one
     from conformance.scenarios import BY_ID

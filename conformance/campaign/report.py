@@ -25,6 +25,12 @@ def _colour(rate: float | None) -> str:
     return f"rgb({r},{g},70)"
 
 
+def text_width(text: str, size: float = 11) -> float:
+    """A generous estimate of a sans-serif label's width, so no drawing clips its own text
+    (tests/campaign/test_campaign_report_browser.py measures the real widths in Chromium)."""
+    return 0.62 * size * len(str(text)) + 4
+
+
 def _params(key: str) -> dict[str, Any]:
     return json.loads(key) if key else {}
 
@@ -55,10 +61,14 @@ def heat_maps(per_key: list[dict[str, Any]]) -> str:
             c = cells[(json.dumps(p.get(xk)), json.dumps(p.get(yk)) if yk else "-")]
             c[0] += row["passed"]
             c[1] += judged
-        left, top = 120, 40
-        w, h = left + CELL * len(xs) + 20, top + CELL * len(ys) + 40
+        title = f"{scenario} · {client}"
+        left = max(60.0, text_width(f"{yk} ↓") if yk else 0.0, *(text_width(y) for y in ys)) + 8
+        top = 40
+        w = max(left + CELL * len(xs) + 20, text_width(title) + 10, left + text_width(f"{xk} →") + 10,
+                left + CELL * (len(xs) - 1) + text_width(xs[-1]) + 10)
+        h = top + CELL * len(ys) + 40
         svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-size="11">',
-               f'<text x="4" y="14" font-weight="bold">{_esc(scenario)} · {_esc(client)}</text>',
+               f'<text x="4" y="14" font-weight="bold">{_esc(title)}</text>',
                f'<text x="{left}" y="30">{_esc(xk)} →</text>']
         if yk:
             svg.append(f'<text x="4" y="{top + 12}">{_esc(yk)} ↓</text>')
@@ -85,17 +95,20 @@ def overshoot_plot(per_key: list[dict[str, Any]]) -> str:
         return "<p>No run ended at an API deadline: no overshoot to plot.</p>"
     hi = max(max(r["overshoot_max"], 1.0) for r in rows)
     lo = min(min(r["overshoot_pct"][0], 0.0) for r in rows)
-    left, width, row_h = 430, 420, 18
+    labels = [f'{r["scenario"]} · {r["client"]} · {r["params"]}' for r in rows]
+    width, row_h = 420, 18
+    left = max(text_width(label, 10) for label in labels) + 10
+    axis = ("overshoot ms: {lo:.0f} … {hi:.0f} (bar p50→p99, tick p95, dot max; dashed: the deadline)"
+            .format(lo=lo, hi=hi))
     x = lambda v: left + (v - lo) / (hi - lo or 1) * width
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 60}" height="{row_h * len(rows) + 40}" font-size="10">',
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(left + width + 60, left + text_width(axis, 10))}" '
+           f'height="{row_h * len(rows) + 40}" font-size="10">',
            f'<line x1="{x(0)}" y1="0" x2="{x(0)}" y2="{row_h * len(rows) + 10}" stroke="#888" stroke-dasharray="3"/>',
-           (f'<text x="{left}" y="{row_h * len(rows) + 30}">overshoot ms: {lo:.0f} … {hi:.0f} '
-           '(bar p50→p99, tick p95, dot max; dashed: the deadline)</text>')]
-    for i, r in enumerate(rows):
+           f'<text x="{left}" y="{row_h * len(rows) + 30}">{_esc(axis)}</text>']
+    for i, (r, label) in enumerate(zip(rows, labels)):
         y = 10 + row_h * i
         p50, p95, p99 = r["overshoot_pct"]
-        label = f'{r["scenario"]} · {r["client"]} · {r["params"]}'
-        svg.append(f'<text x="2" y="{y + 4}">{_esc(label[:80])}</text>')
+        svg.append(f'<text x="2" y="{y + 4}">{_esc(label)}</text>')
         svg.append(f'<rect x="{x(p50)}" y="{y - 5}" width="{max(1.5, x(p99) - x(p50))}" height="10" fill="#4a7ab5">'
                    f'<title>p50 {p50:.1f} p95 {p95:.1f} p99 {p99:.1f} max {r["overshoot_max"]:.1f} ms '
                    f'({r["overshoot_n"]} runs)</title></rect>')
@@ -106,28 +119,72 @@ def overshoot_plot(per_key: list[dict[str, Any]]) -> str:
 
 
 def first_timeout_plot(rows: list[dict[str, Any]]) -> str:
+    """Per client, one bar per timeout_ms / request.timeout.ms ratio: the share of runs where the
+    client disconnected first and where the broker answered REQUEST_TIMED_OUT first."""
     if not rows:
         return "<p>No produce was parked in the purgatory: nothing to plot.</p>"
-    by_ratio: dict[float, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    by_client: dict[str, dict[float, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
     for r in rows:
-        by_ratio[r["ratio"]][r["side"]] += r["runs"]
-    ratios = sorted(by_ratio)
-    bar, gap, height = 40, 20, 160
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{60 + (bar + gap) * len(ratios) + 160}" height="{height + 60}" font-size="11">']
-    for i, ratio in enumerate(ratios):
-        sides = by_ratio[ratio]
-        total = sum(sides.values())
-        x0, y = 50 + (bar + gap) * i, float(10 + height)
-        for side, colour in (("client", "#4a7ab5"), ("broker", "#e0a030")):
-            h = height * sides.get(side, 0) / total
-            y -= h
-            svg.append(f'<rect x="{x0}" y="{y}" width="{bar}" height="{h}" fill="{colour}">'
-                       f'<title>ratio {ratio}: {side} first in {sides.get(side, 0)}/{total} runs</title></rect>')
-        svg.append(f'<text x="{x0}" y="{height + 28}">{ratio:g}</text>')
-    lx = 60 + (bar + gap) * len(ratios)
-    svg.append(f'<rect x="{lx}" y="20" width="10" height="10" fill="#4a7ab5"/><text x="{lx + 14}" y="29">client disconnect first</text>')
-    svg.append(f'<rect x="{lx}" y="40" width="10" height="10" fill="#e0a030"/><text x="{lx + 14}" y="49">broker REQUEST_TIMED_OUT first</text>')
-    svg.append(f'<text x="50" y="{height + 48}">timeout_ms / request.timeout.ms</text></svg>')
+        by_client[r["client"]][r["ratio"]][r["side"]] += r["runs"]
+    bar, gap, height, top = 34, 14, 150, 30
+    legend = (("client", "#4a7ab5", "client disconnected first"), ("broker", "#e0a030", "broker answered REQUEST_TIMED_OUT first"))
+    svg: list[str] = []
+    x0 = 50.0
+    for client in sorted(by_client):
+        ratios = sorted(by_client[client])
+        span = max(len(ratios) * (bar + gap), text_width(client) + gap)
+        for i, ratio in enumerate(ratios):
+            sides = by_client[client][ratio]
+            total = sum(sides.values())
+            x, y = x0 + (bar + gap) * i, float(top + height)
+            for side, colour, _ in legend:
+                h = height * sides.get(side, 0) / total
+                y -= h
+                svg.append(f'<rect x="{x}" y="{y}" width="{bar}" height="{h}" fill="{colour}">'
+                           f'<title>{_esc(client)}, ratio {ratio:g}: {side} first in {sides.get(side, 0)}/{total} runs'
+                           f'</title></rect>')
+            svg.append(f'<text x="{x}" y="{top + height + 14}">{ratio:g}</text>')
+        svg.append(f'<text x="{x0}" y="{top + height + 30}" font-weight="bold">{_esc(client)}</text>')
+        x0 += span + 16
+    axis = "timeout_ms the broker got / the client's request.timeout.ms, per client"
+    lx = x0 + 10
+    width = lx + max(text_width(label) for _, _, label in legend) + 24
+    head = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(width, 50 + text_width(axis))}" '
+            f'height="{top + height + 60}" font-size="11">',
+            f'<text x="4" y="{top + 4}">100%</text><text x="4" y="{top + height}">0%</text>']
+    for i, (_, colour, label) in enumerate(legend):
+        head.append(f'<rect x="{lx}" y="{top + 20 * i}" width="10" height="10" fill="{colour}"/>'
+                    f'<text x="{lx + 14}" y="{top + 9 + 20 * i}">{_esc(label)}</text>')
+    return "".join(head + svg + [f'<text x="50" y="{top + height + 50}">{_esc(axis)}</text></svg>'])
+
+
+def disconnect_plot(per_key: list[dict[str, Any]]) -> str:
+    """Per scenario × client × parameters: where the client's disconnect landed against the
+    abandoned request's own timeout (min(deadline, request.timeout.ms)), p50 to p99."""
+    rows = [r for r in per_key if r.get("disconnect_n")]
+    if not rows:
+        return "<p>No client abandoned a request: no disconnect to plot.</p>"
+    labels = [f'{r["client"]} · {r["scenario"]} · {r["params"]}' for r in sorted(rows, key=lambda r: r["client"])]
+    rows = sorted(rows, key=lambda r: r["client"])
+    lo = min(min(r["disconnect_error_pct"][0], 0.0) for r in rows)
+    hi = max(max(r["disconnect_error_pct"][2], 1.0) for r in rows)
+    width, row_h = 420, 18
+    left = max(text_width(label, 10) for label in labels) + 10
+    axis = f"disconnect − the request's own timeout, ms: {lo:.0f} … {hi:.0f} (bar p50→p99, tick p95)"
+    x = lambda v: left + (v - lo) / (hi - lo or 1) * width
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(left + width + 60, left + text_width(axis, 10))}" '
+           f'height="{row_h * len(rows) + 40}" font-size="10">',
+           f'<line x1="{x(0)}" y1="0" x2="{x(0)}" y2="{row_h * len(rows) + 10}" stroke="#888" stroke-dasharray="3"/>',
+           f'<text x="{left}" y="{row_h * len(rows) + 30}">{_esc(axis)}</text>']
+    for i, (r, label) in enumerate(zip(rows, labels)):
+        y = 10 + row_h * i
+        p50, p95, p99 = r["disconnect_error_pct"]
+        svg.append(f'<text x="2" y="{y + 4}">{_esc(label)}</text>')
+        svg.append(f'<rect x="{min(x(p50), x(p99))}" y="{y - 5}" width="{max(1.5, abs(x(p99) - x(p50)))}" height="10" '
+                   f'fill="#4a7ab5"><title>p50 {p50:.1f} p95 {p95:.1f} p99 {p99:.1f} ms ({r["disconnect_n"]} runs)'
+                   f'</title></rect>')
+        svg.append(f'<line x1="{x(p95)}" y1="{y - 7}" x2="{x(p95)}" y2="{y + 7}" stroke="#000"/>')
+    svg.append("</svg>")
     return "".join(svg)
 
 
@@ -226,6 +283,7 @@ def scenario_sections(summary: dict[str, Any]) -> list[str]:
         "<h2>Pass rate over the parameter grid</h2>", heat_maps(summary["per_key"]),
         "<h2>Overshoot of API return time over its deadline</h2>", overshoot_plot(summary["per_key"]),
         "<h2>Which side timed out first</h2>", first_timeout_plot(summary["first_timeout"]),
+        "<h2>Where each client's disconnect landed</h2>", disconnect_plot(summary["per_key"]),
         "<h2>Per scenario × client × parameters</h2>",
         _table(summary["per_key"], ["scenario", "client", "params", "runs", "pass_rate", "overshoot_pct", "overshoot_max",
                                     "disconnect_error_pct", "disconnect_error_absmax", "lost", "duplicated"]),
