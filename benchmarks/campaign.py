@@ -9,6 +9,8 @@ invocation, and the Spark overhead relative to plain Python.
 Prints runs/minute for each and the ratios spark/loop and spark/pool of wall time.
 
 Run: .venv/bin/python -m benchmarks.campaign [--matrix examples/campaign-large.yaml] [--parallelism 2]
+     .venv/bin/python -m benchmarks.campaign --matrix examples/campaign-clients.yaml --parallelism 8 --limit 32
+     (real-time clients: each run waits on scaled timeouts in its own process, so more runs than cores overlap)
 """
 
 from __future__ import annotations
@@ -31,9 +33,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--matrix", default="examples/campaign-large.yaml")
     ap.add_argument("--parallelism", type=int, default=2)
+    ap.add_argument("--limit", type=int, help="run an evenly spread subset of this many runs")
     args = ap.parse_args()
     _, runs = load(args.matrix)
     rows = [r.as_row() for r in runs]
+    if args.limit and args.limit < len(rows):
+        step = len(rows) / args.limit
+        rows = [rows[int(i * step)] for i in range(args.limit)]
     print(f"{args.matrix}: {len(rows)} runs, {os.cpu_count()} cores, parallelism {args.parallelism}")
 
     start = time.perf_counter()

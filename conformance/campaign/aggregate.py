@@ -44,6 +44,7 @@ def per_key(spark) -> list[dict[str, Any]]:
                percentile(disconnect_error_ms, {PERCENTILES}) AS disconnect_error_pct,
                max(abs(disconnect_error_ms)) AS disconnect_error_absmax,
                first(request_timeout_ms, true) AS request_timeout_ms,
+               first(client_version, true) AS client_version,
                coalesce(sum(lost), 0) AS lost, coalesce(sum(duplicated), 0) AS duplicated
         FROM runs GROUP BY scenario, client, params ORDER BY scenario, client, params"""))
 

@@ -31,8 +31,14 @@ def run_campaign_command(args: argparse.Namespace) -> int:
     print(f"{args.matrix}: {len(runs)} runs", file=sys.stderr)
     if args.dry_run:
         return 0
-    from conformance.campaign import report
+    from conformance.campaign import client_versions, report
     from conformance.campaign.aggregate import summarise
+
+    try:
+        client_versions.ensure([r.client for r in runs])
+    except client_versions.ClientVersionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from conformance.campaign.job import run_campaign
     from conformance.campaign.spark_session import get_session
 

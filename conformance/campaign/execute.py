@@ -29,7 +29,7 @@ ROW_FIELDS: tuple[tuple[str, str], ...] = (
     ("request_timeout_ms", "double"), ("request_own_timeout_ms", "double"), ("disconnect_error_ms", "double"),
     ("first_timeout", "string"), ("purgatory_timeout_ms", "double"),
     ("sent", "int"), ("acked", "int"), ("in_log", "int"), ("lost", "int"), ("duplicated", "int"),
-    ("scale", "double"), ("wall_s", "double"), ("simulated_s", "double"),
+    ("scale", "double"), ("wall_s", "double"), ("simulated_s", "double"), ("client_version", "string"),
     # chaos seeds' accounting (conformance/chaos/accounting.py), beside sent, acked, in_log, lost, duplicated
     ("acked_without_offset", "int"), ("failed_records", "int"), ("failed_but_stored", "int"), ("unresolved", "int"),
     ("misplaced", "int"), ("dup_in_epoch", "int"), ("dup_across_epochs", "int"), ("reordered", "int"),
@@ -47,6 +47,10 @@ _ADAPTERS: dict[str, Any] = {}
 
 
 def adapter_for(name: str):
+    """The adapter of a client name, a pinned version (``kafka-python@2.0.2``) included."""
+    from conformance.campaign.client_versions import split
+
+    name = split(name)[0]
     if not _ADAPTERS:
         from conformance.runner import default_adapters
 
@@ -160,8 +164,11 @@ def execute_here(run: dict[str, Any], scale: float = 30.0) -> list[dict[str, Any
         result = run_one(scenario, adapter, scale) if ok else Result(scenario.id, adapter.name, Status.NA, message=why)
     except Exception as exc:  # noqa: BLE001 - the run broke: an error row, never a failed Spark task
         result = Result(run["scenario"], run["client"], Status.ERROR, message=f"{type(exc).__name__}: {exc}")
+    from conformance.campaign.client_versions import installed_version
+
     rows = [{**base, "record": "run", "status": result.status.value, "message": result.message[:2000],
-             "wall_s": time.perf_counter() - wall, "simulated_s": result.simulated_s, **figures(result)}]
+             "wall_s": time.perf_counter() - wall, "simulated_s": result.simulated_s,
+             "client_version": installed_version(run["client"]), **figures(result)}]
     for e in result.trace:
         rows.append({**base, "record": "event", "t_ms": e.t_ms, "kind": e.kind, "broker": e.broker, "conn": e.conn,
                      "correlation_id": e.correlation_id, "ev_api": e.api,

@@ -33,7 +33,11 @@ def run_limit_s(scale: float) -> float:
 def execute_isolated(run: dict[str, Any], scale: float, limit_s: float | None = None) -> list[dict[str, Any]]:
     limit = limit_s if limit_s is not None else run_limit_s(scale)
     start = time.perf_counter()
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    from conformance.campaign.client_versions import folder
+
+    pinned = folder(run["client"])   # a pinned client version's own folder first: it shadows the installed one
+    paths = [str(pinned)] if pinned is not None else []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])}
     try:
         child = subprocess.run([sys.executable, "-m", "conformance.campaign.isolated"], cwd=ROOT, env=env,
                                input=json.dumps({"run": run, "scale": scale}), capture_output=True, text=True,

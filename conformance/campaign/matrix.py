@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.campaign import chaos_runs
+from conformance.campaign import chaos_runs, client_versions
 from conformance.params import ParamError, apply_params
 from conformance.runner import select
 from conformance.scenarios import CATALOGUE
@@ -85,7 +85,10 @@ def _grid(raw: Any) -> list[dict[str, Any]]:
 
 
 def client_name(alias: str) -> str:
-    return CLIENT_ALIASES.get(alias, alias)
+    """An adapter's name from its alias, keeping a pinned version (``confluent@2.12.0``)."""
+    name, version = client_versions.split(alias)
+    name = CLIENT_ALIASES.get(name, name)
+    return name if version is None else f"{name}@{version}"
 
 
 def expand(doc: dict[str, Any]) -> list[Run]:
@@ -107,6 +110,11 @@ def expand(doc: dict[str, Any]) -> list[Run]:
         except SystemExit as exc:
             raise MatrixError(f"runs[{i}]: {exc}") from None
         clients = [client_name(c) for c in group.get("clients", doc.get("clients", ["ours"]))]
+        for c in clients:
+            try:
+                client_versions.check(c)
+            except client_versions.ClientVersionError as exc:
+                raise MatrixError(f"runs[{i}]: {exc}") from None
         seeds = _seeds(group.get("seeds", doc.get("seeds", [0])))
         reps = int(group.get("repetitions", doc.get("repetitions", 1)))
         for scenario, params, client, seed, rep in itertools.product(

@@ -285,7 +285,7 @@ def scenario_sections(summary: dict[str, Any]) -> list[str]:
         "<h2>Which side timed out first</h2>", first_timeout_plot(summary["first_timeout"]),
         "<h2>Where each client's disconnect landed</h2>", disconnect_plot(summary["per_key"]),
         "<h2>Per scenario × client × parameters</h2>",
-        _table(summary["per_key"], ["scenario", "client", "params", "runs", "pass_rate", "overshoot_pct", "overshoot_max",
+        _table(summary["per_key"], ["scenario", "client", "client_version", "params", "runs", "pass_rate", "overshoot_pct", "overshoot_max",
                                     "disconnect_error_pct", "disconnect_error_absmax", "lost", "duplicated"]),
         "<h2>Attempts (requests of the scenario's API per run)</h2>",
         _table(summary["attempts"], ["scenario", "client", "params", "attempts", "runs"]),

@@ -45,3 +45,34 @@ def test_a_hung_run_is_killed_at_its_limit(tmp_path, monkeypatch):
     rows = execute_isolated(RUN, 30.0, limit_s=1.0)
     assert rows[0]["status"] == "error" and rows[0]["message"].startswith("hung: no result after 1 s")
     assert 1.0 <= rows[0]["wall_s"] < 10
+
+
+@pytest.mark.realclient
+def test_a_pinned_client_version_runs_that_release():
+    """confluent-kafka@2.12.0 and kafka-python@2.0.2 beside the project's pins: each installed
+    into its own folder and imported first by the run's process (campaign/client_versions.py)."""
+    require_client("kafka-python")
+    require_client("confluent-kafka")
+    from conformance.campaign import client_versions
+    from conformance.campaign.matrix import expand
+
+    runs = expand({"clients": ["confluent@2.12.0", "confluent", "kafka-python@2.0.2"],
+                   "scenarios": ["kip19.produce-black-hole"]})
+    client_versions.ensure([r.client for r in runs])
+    rows = {r.client: execute(r.as_row(), scale=30.0)[0] for r in runs}
+    assert rows["confluent-kafka@2.12.0"]["client_version"] == "2.12.0"
+    assert rows["confluent-kafka"]["client_version"] == "2.16.1"
+    # both judged (their contracts ran); whether each passed is the campaign's finding, not this test's
+    assert {rows[c]["status"] for c in ("confluent-kafka@2.12.0", "confluent-kafka")} <= {"pass", "fail"}
+    # kafka-python 2.0.2 predates delivery_timeout_ms: the run says so in the client's own words
+    old = rows["kafka-python@2.0.2"]
+    assert (old["client_version"], old["status"]) == ("2.0.2", "error") and "delivery_timeout_ms" in old["message"]
+
+
+def test_only_python_clients_take_a_version():
+    from conformance.campaign.matrix import MatrixError, expand
+
+    with pytest.raises(MatrixError, match="only aiokafka, confluent-kafka, kafka-python can be pinned"):
+        expand({"clients": ["kcat@1.7"], "scenarios": ["kip19.produce-black-hole"]})
+    with pytest.raises(MatrixError, match="not a release number"):
+        expand({"clients": ["confluent@latest"], "scenarios": ["kip19.produce-black-hole"]})
