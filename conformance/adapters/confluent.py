@@ -41,7 +41,7 @@ TIMEOUT_CODES = {"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TIMED_OU
 
 
 PASSED_THROUGH = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password",
-                  "socket.connection.setup.timeout.ms")
+                  "socket.connection.setup.timeout.ms", "socket.timeout.ms")
 
 
 def _error_type(err) -> str:

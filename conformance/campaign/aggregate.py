@@ -66,12 +66,15 @@ def attempts_histogram(spark) -> list[dict[str, Any]]:
 
 
 def first_timeout(spark) -> list[dict[str, Any]]:
-    """Which side timed out first on a parked produce, by timeout_ms / request.timeout.ms."""
+    """Which side timed out first on a parked produce, by the timeout_ms the broker got over the
+    client's own request timeout (librdkafka's: socket.timeout.ms)."""
     return _rows(spark.sql("""
-        SELECT scenario, client, round(purgatory_timeout_ms / request_timeout_ms, 3) AS ratio,
+        SELECT scenario, client, round(purgatory_timeout_ms / coalesce(client_timeout_ms, request_timeout_ms), 3) AS ratio,
                first_timeout AS side, count(*) AS runs
-        FROM runs WHERE first_timeout IS NOT NULL AND first_timeout <> 'none' AND request_timeout_ms > 0
-        GROUP BY scenario, client, round(purgatory_timeout_ms / request_timeout_ms, 3), first_timeout
+        FROM runs WHERE first_timeout IS NOT NULL AND first_timeout <> 'none'
+              AND coalesce(client_timeout_ms, request_timeout_ms) > 0
+        GROUP BY scenario, client, round(purgatory_timeout_ms / coalesce(client_timeout_ms, request_timeout_ms), 3),
+                 first_timeout
         ORDER BY scenario, client, ratio, side"""))
 
 

@@ -26,7 +26,8 @@ ROW_FIELDS: tuple[tuple[str, str], ...] = (
     # run figures
     ("status", "string"), ("message", "string"), ("op", "string"), ("api", "string"),
     ("deadline_ms", "double"), ("elapsed_ms", "double"), ("overshoot_ms", "double"),
-    ("request_timeout_ms", "double"), ("request_own_timeout_ms", "double"), ("disconnect_error_ms", "double"),
+    ("request_timeout_ms", "double"), ("client_timeout_ms", "double"), ("request_own_timeout_ms", "double"),
+    ("disconnect_error_ms", "double"),
     ("first_timeout", "string"), ("purgatory_timeout_ms", "double"),
     ("sent", "int"), ("acked", "int"), ("in_log", "int"), ("lost", "int"), ("duplicated", "int"),
     ("scale", "double"), ("wall_s", "double"), ("simulated_s", "double"), ("client_version", "string"),
@@ -83,6 +84,22 @@ DEADLINE_BOUND_CALLS = frozenset({"committed", "position", "end_offsets", "begin
                                   "list_topics", "partitions_for", "commit_sync", "admin_list_topics"})
 
 
+# librdkafka's own request timeout is socket.timeout.ms (60 s by default, which its adapters scale);
+# request.timeout.ms only becomes the Produce's timeout_ms for the broker (docs/findings.md)
+LIBRDKAFKA_CLIENTS = frozenset({"confluent-kafka", "kcat"})
+
+
+def client_timeout_ms(client: str, config: dict[str, Any], scale: float) -> float | None:
+    """The timeout after which the client itself abandons a request."""
+    from conformance.adapters.base import scaled_ms
+    from conformance.campaign.client_versions import split
+
+    if split(client)[0] in LIBRDKAFKA_CLIENTS:
+        return float(config.get("socket.timeout.ms", scaled_ms(60_000, scale)))
+    value = config.get("request.timeout.ms")
+    return float(value) if value is not None else None
+
+
 def request_own_timeout_ms(op: str | None, request_timeout_ms: float, deadline_ms: float | None) -> float:
     """The timeout the abandoned request itself ran under: for a call bound by a deadline, at
     most the deadline (its first request goes out with about all of it left)."""
@@ -110,9 +127,11 @@ def figures(result: Result) -> dict[str, Any]:
         # overshoot only where the deadline is what ended the call (timeouts, polls)
         if deadline is not None and (outcome.error_type == "TimeoutException" or op == "poll"):
             out["overshoot_ms"] = out["elapsed_ms"] - deadline
+    client_rt = client_timeout_ms(result.client, ev.config, ev.scale)
+    out["client_timeout_ms"] = client_rt
     dropped = abandoned(ev.events())
-    if dropped and rt is not None:
-        own = request_own_timeout_ms(op, float(rt), out.get("deadline_ms"))
+    if dropped and client_rt is not None:
+        own = request_own_timeout_ms(op, client_rt, out.get("deadline_ms"))
         out["request_own_timeout_ms"] = own
         out["disconnect_error_ms"] = (dropped[0].abandoned_after_ms or 0.0) - own
     first = first_to_give_up(ev.events())

@@ -146,7 +146,7 @@ def first_timeout_plot(rows: list[dict[str, Any]]) -> str:
             svg.append(f'<text x="{x}" y="{top + height + 14}">{ratio:g}</text>')
         svg.append(f'<text x="{x0}" y="{top + height + 30}" font-weight="bold">{_esc(client)}</text>')
         x0 += span + 16
-    axis = "timeout_ms the broker got / the client's request.timeout.ms, per client"
+    axis = "timeout_ms the broker got / the client's own request timeout (librdkafka: socket.timeout.ms), per client"
     lx = x0 + 10
     width = lx + max(text_width(label) for _, _, label in legend) + 24
     head = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(width, 50 + text_width(axis))}" '
