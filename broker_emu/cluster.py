@@ -60,13 +60,16 @@ class Topic:
 FIXED_WALL_EPOCH_MS = 1_700_000_000_000
 
 
-def wall_epoch_ms(mode: str, now_ms: float) -> int:
-    """What to add to the trace's clock (``now_ms``) to read the wall clock. "fixed" keeps
-    virtual-time runs reproducible; real clients in real time need the system's (token expiry,
-    their own timestamps against ours). The one place the emulator reads the system clock."""
-    if mode == "fixed" or (mode == "auto" and isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock)):
-        return FIXED_WALL_EPOCH_MS
-    return time.time_ns() // 1_000_000 - int(now_ms)
+def system_wall_ms() -> int:
+    """The system clock, as a Kafka broker reads it (System.currentTimeMillis): the one place
+    the emulator reads it."""
+    return time.time_ns() // 1_000_000
+
+
+def follows_system_clock(mode: str) -> bool:
+    """``emu.wall.clock``: "fixed" keeps virtual-time runs reproducible; real clients in real
+    time need the system's (token expiry, their own timestamps against ours)."""
+    return mode == "system" or (mode == "auto" and not isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock))
 
 
 class Cluster:
@@ -104,7 +107,7 @@ class Cluster:
         # (KIP-966, eligible leader replicas need it there): DescribeConfigs shows it with source 3
         self.dynamic_config: dict[str, dict[str, str]] = {"": {"min.insync.replicas": str(self.config["min.insync.replicas"])}}
         self.static_config = dict(self.config)
-        self._wall_epoch_ms: int | None = None
+        self._system_wall: bool | None = None   # decided at the first reading (needs trio running)
         self.quotas = Quotas()   # AlterClientQuotas; the server throttles Produce and Fetch by them
         try:
             self.security = Security(self.config, host, self.wall_ms)   # the listeners' protocol, SASL credentials, TLS
@@ -142,11 +145,11 @@ class Cluster:
         return self.trace.now_ms()
 
     def wall_ms(self) -> int:
-        """Kafka's wall clock (LogAppendTime, ListOffsets, OAUTHBEARER token times): trio's clock
-        plus an epoch chosen once (``emu.wall.clock``)."""
-        if self._wall_epoch_ms is None:
-            self._wall_epoch_ms = wall_epoch_ms(self.config["emu.wall.clock"], self.now_ms())
-        return self._wall_epoch_ms + int(self.now_ms())
+        """Kafka's wall clock (LogAppendTime, ListOffsets, OAUTHBEARER token times): the system
+        clock in real time, a fixed epoch plus trio's clock under a MockClock (``emu.wall.clock``)."""
+        if self._system_wall is None:
+            self._system_wall = follows_system_clock(self.config["emu.wall.clock"])
+        return system_wall_ms() if self._system_wall else FIXED_WALL_EPOCH_MS + int(self.now_ms())
 
     # -- brokers ------------------------------------------------------------------------------
     def broker_ids(self) -> set[int]:

@@ -39,7 +39,8 @@ def unsecured_jwt(principal: str, now_ms: int, life_s: float = 3600, scope: tupl
     """An unsecured JWT (alg "none", no signature) as librdkafka's
     enable.sasl.oauthbearer.unsecure.jwt and Java's OAuthBearerUnsecuredLoginCallbackHandler
     make them; a Kafka broker without an OAuth validator accepts them."""
-    body: dict[str, object] = {principal_claim: principal, "iat": now_ms / 1000, "exp": now_ms / 1000 + life_s}
+    issued = now_ms // 1000   # a JWT NumericDate in whole seconds, as librdkafka and Java write it
+    body: dict[str, object] = {principal_claim: principal, "iat": issued, "exp": issued + life_s}
     if scope:
         body[scope_claim] = list(scope)
     body.update(claims)

@@ -3,7 +3,7 @@ C library kills its process) or hangs (a call that never returns) costs that run
 and a ``violation`` event carrying the child's last log lines — and never the Spark task, the
 job or the other runs.
 
-The child is ``python -m conformance.campaign.isolated``: the run and scale as JSON on stdin,
+The child is ``python -m conformance.campaign.child``: the run and scale as JSON on stdin,
 the rows as one JSON line on stdout; everything the client and the emulator log goes to stderr,
 kept for the violation. Virtual-time runs (ours) stay in the task's process: they cannot hang in
 real time and starting a process would cost more than the run.
@@ -39,7 +39,7 @@ def execute_isolated(run: dict[str, Any], scale: float, limit_s: float | None = 
     paths = [str(pinned)] if pinned is not None else []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])}
     try:
-        child = subprocess.run([sys.executable, "-m", "conformance.campaign.isolated"], cwd=ROOT, env=env,
+        child = subprocess.run([sys.executable, "-m", "conformance.campaign.child"], cwd=ROOT, env=env,
                                input=json.dumps({"run": run, "scale": scale}), capture_output=True, text=True,
                                timeout=limit)
     except subprocess.TimeoutExpired as exc:
@@ -61,16 +61,3 @@ def broken(run: dict[str, Any], why: str, logs: str, wall_s: float) -> list[dict
     return [{**base, "record": "run", "status": "error", "message": why, "wall_s": wall_s, "simulated_s": 0.0},
             {**base, "record": "event", "t_ms": 0.0, "kind": "violation",
              "details": json.dumps({"contract": "run", "status": "error", "detail": why, "logs": logs[-LOG_TAIL:]})}]
-
-
-def main() -> None:
-    from conformance.campaign.execute import execute_here
-
-    job = json.loads(sys.stdin.read())
-    rows = execute_here(job["run"], job["scale"])
-    sys.stdout.write(json.dumps(rows, default=str, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
-
-
-if __name__ == "__main__":
-    main()

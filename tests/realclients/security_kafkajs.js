@@ -11,7 +11,7 @@ async function main () {
     ssl: { ca: [fs.readFileSync(ca, 'utf-8')] } }
   if (mechanism === 'OAUTHBEARER') {
     const part = (o) => Buffer.from(JSON.stringify(o)).toString('base64url')
-    const now = Date.now() / 1000
+    const now = Math.floor(Date.now() / 1000)
     config.sasl = {
       mechanism: 'oauthbearer',
       oauthBearerProvider: async () => ({ value: `${part({ alg: 'none' })}.${part({ sub: username, iat: now, exp: now + 3600 })}.` })

@@ -23,7 +23,7 @@ SUBJECT = "svc-orders"
 def jwt(subject: str = SUBJECT, life_s: float = 3600, issued_s: float | None = None) -> str:
     def part(value: dict) -> str:
         return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
-    now = time.time() if issued_s is None else issued_s
+    now = int(time.time()) if issued_s is None else issued_s   # NumericDate: whole seconds
     return f"{part({'alg': 'none'})}.{part({'sub': subject, 'iat': now, 'exp': now + life_s})}."
 
 
