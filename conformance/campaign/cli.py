@@ -15,7 +15,8 @@ def add_campaign(sub) -> None:
     c.add_argument("--out", default="campaign-out", help="output directory: traces/ (Parquet), summary.json, report.html")
     c.add_argument("--parallelism", type=int, help="concurrent runs (default: the cores; for a campaign of mostly "
                    "real-time clients, 4 per core, since those runs mostly wait)")
-    c.add_argument("--scale", type=float, default=30.0, help="real-time clients run every timeout divided by this")
+    c.add_argument("--scale", type=float, help="real-time clients run every timeout divided by this (default: the "
+                   "matrix's scale:, else 30)")
     c.add_argument("--dry-run", action="store_true", help="expand the matrix and print the run count only")
     c.set_defaults(func=run_campaign_command)
 
@@ -42,6 +43,7 @@ def run_campaign_command(args: argparse.Namespace) -> int:
     from conformance.campaign.job import run_campaign
     from conformance.campaign.spark_session import get_session
 
+    scale = args.scale or float(doc.get("scale", 30.0))
     parallelism = args.parallelism or default_parallelism(runs)
     master = args.master
     if master == "local[*]" and parallelism:
@@ -51,7 +53,7 @@ def run_campaign_command(args: argparse.Namespace) -> int:
     spark = get_session(master, "broker-emu campaign", parallelism)
     try:
         start = time.perf_counter()
-        path = run_campaign(spark, [r.as_row() for r in runs], args.out, parallelism=parallelism, scale=args.scale)
+        path = run_campaign(spark, [r.as_row() for r in runs], args.out, parallelism=parallelism, scale=scale)
         wall = time.perf_counter() - start
         print(f"runs done in {wall:.1f} s ({len(runs) / wall * 60:.0f} runs/min); aggregating {path}", file=sys.stderr)
         summary = summarise(spark, spark.read.parquet(path))
@@ -75,15 +77,16 @@ def run_campaign_command(args: argparse.Namespace) -> int:
 
 
 def default_parallelism(runs) -> int | None:
-    """4 runs per core when most runs are real-time clients (each spends its time waiting on
-    scaled timeouts, in its own process: benchmarks/campaign.py measured the overlap); None
-    (Spark's default, one per core) when our virtual-time client, which never waits, dominates."""
+    """2 runs per core when most runs are real-time clients (each spends most of its time waiting
+    on scaled timeouts, in its own process; at 4 per core a JVM client's start-up missed its
+    scaled max.block.ms: docs/campaigns.md); None (Spark's default, one per core) when our
+    virtual-time client, which never waits, dominates."""
     from conformance.campaign.execute import is_virtual_time
 
     real_time = sum(1 for r in runs if not is_virtual_time(r.client))
     if real_time * 2 <= len(runs):
         return None
-    return min(real_time, 4 * (os.cpu_count() or 1))
+    return min(real_time, 2 * (os.cpu_count() or 1))
 
 
 def print_chaos(chaos: dict) -> None:

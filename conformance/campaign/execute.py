@@ -129,7 +129,9 @@ def figures(result: Result) -> dict[str, Any]:
             out["overshoot_ms"] = out["elapsed_ms"] - deadline
     client_rt = client_timeout_ms(result.client, ev.config, ev.scale)
     out["client_timeout_ms"] = client_rt
-    dropped = abandoned(ev.events())
+    # the run's own API only: a client process that exits with, say, a Metadata request in
+    # flight abandons it, which says nothing about its request timeout
+    dropped = abandoned(ev.events(), out["api"])
     if dropped and client_rt is not None:
         own = request_own_timeout_ms(op, client_rt, out.get("deadline_ms"))
         out["request_own_timeout_ms"] = own

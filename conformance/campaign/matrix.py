@@ -39,7 +39,7 @@ CLIENT_ALIASES = {
     "confluent": "confluent-kafka",
     "librdkafka": "confluent-kafka",
 }
-TOP_KEYS = {"name", "description", "clients", "seeds", "repetitions", "runs", "scenarios", "grid", "chaos"}
+TOP_KEYS = {"name", "description", "clients", "seeds", "repetitions", "runs", "scenarios", "grid", "chaos", "scale"}
 GROUP_KEYS = {"scenarios", "grid", "clients", "seeds", "repetitions"}
 CHAOS_KEYS = {"clients", "seeds", "grid", *chaos_runs.PARAMS}
 

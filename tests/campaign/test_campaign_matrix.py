@@ -64,3 +64,14 @@ def test_the_disconnect_error_of_a_deadline_bound_call_is_against_its_requests_o
                    "client": "broker-emu (async)", "params": "{}", "seed": 1, "rep": 0})[0]
     assert (run["request_timeout_ms"], run["deadline_ms"], run["request_own_timeout_ms"]) == (30000, 5000, 5000)
     assert run["disconnect_error_ms"] == pytest.approx(0.0, abs=1.0)
+
+
+def test_real_time_campaigns_run_two_per_core_and_virtual_ones_one():
+    import os
+
+    from conformance.campaign.cli import default_parallelism
+
+    real = expand({"clients": ["confluent", "kafka-python"], "scenarios": ["kip19.produce-black-hole"], "scale": 10})
+    virtual = expand({"clients": ["ours"], "scenarios": ["kip19.produce-black-hole", "kip19.slow-broker-no-reconnect"]})
+    assert default_parallelism(real) == min(len(real), 2 * (os.cpu_count() or 1))
+    assert default_parallelism(virtual) is None
