@@ -75,3 +75,14 @@ def test_real_time_campaigns_run_two_per_core_and_virtual_ones_one():
     virtual = expand({"clients": ["ours"], "scenarios": ["kip19.produce-black-hole", "kip19.slow-broker-no-reconnect"]})
     assert default_parallelism(real) == min(len(real), 2 * (os.cpu_count() or 1))
     assert default_parallelism(virtual) is None
+
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("path", sorted(str(p) for p in EXAMPLES.glob("campaign-*.yaml")))
+def test_every_example_matrix_expands(path):
+    from conformance.campaign.matrix import load
+
+    doc, runs = load(path)
+    assert runs and all(r.client for r in runs), path
