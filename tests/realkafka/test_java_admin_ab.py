@@ -2,7 +2,9 @@
 method that maps to issue 19's admin APIs — create/describe partitions and configs, delete
 records, group offsets and groups, elect leaders, log dirs, reassignments, client quotas, ACLs,
 SCRAM credentials — in one script on a fresh topic, against Apache Kafka 4.4 and the emulator
-(each with an authorizer whose super user is the anonymous principal): the answers must match."""
+(each with an authorizer whose super user is the anonymous principal): the answers must match.
+Kafka's brokers apply a write's metadata a moment after acknowledging it (a describe at once once
+saw no quota); the script's reads after writes wait up to 5 s for them, the emulator's are at once."""
 
 from __future__ import annotations
 

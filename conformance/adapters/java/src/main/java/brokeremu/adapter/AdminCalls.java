@@ -54,6 +54,32 @@ final class AdminCalls {
         Object run() throws Exception;
     }
 
+    /**
+     * A read after a write, retried for up to 5 s until {@code done}: Kafka's brokers apply the
+     * controller's metadata (configs, quotas, ACLs, SCRAM credentials) a moment after the write
+     * was acknowledged, so a describe at once may still see the old state (measured on Kafka 4.4).
+     */
+    static <T> T eventually(Call body, java.util.function.Predicate<Object> done) throws Exception {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (true) {
+            Object value;
+            try {
+                value = body.run();
+            } catch (Exception e) {   // e.g. a SCRAM user not yet known to the broker asked
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(100);
+                continue;
+            }
+            if (done.test(value) || System.nanoTime() > deadline) {
+                @SuppressWarnings("unchecked") T result = (T) value;
+                return result;
+            }
+            Thread.sleep(100);
+        }
+    }
+
     private static void call(ObjectNode out, String name, Call body) {
         Object value;
         try {
@@ -100,11 +126,11 @@ final class AdminCalls {
                         new ConfigEntry("retention.ms", "123456"), AlterConfigOp.OpType.SET)))).all().get();
                 return "ok";
             });
-            call(out, "describeConfigs", () -> {
+            call(out, "describeConfigs", () -> eventually(() -> {
                 Config config = a.describeConfigs(List.of(resource)).all().get().get(resource);
                 ConfigEntry entry = config.get("retention.ms");
                 return entry.value() + " " + entry.source();
-            });
+            }, v -> String.valueOf(v).startsWith("123456")));
             call(out, "deleteRecords", () -> a.deleteRecords(Map.of(tp0, RecordsToDelete.beforeOffset(2)))
                     .lowWatermarks().get(tp0).get().lowWatermark());
             call(out, "listConsumerGroupOffsets", () -> a.listConsumerGroupOffsets(group)
@@ -140,8 +166,8 @@ final class AdminCalls {
                         new ClientQuotaAlteration.Op("producer_byte_rate", 1024.0))))).all().get();
                 return "ok";
             });
-            call(out, "describeClientQuotas", () -> new TreeMap<>(a.describeClientQuotas(ClientQuotaFilter.all())
-                    .entities().get().getOrDefault(user, Map.of())));
+            call(out, "describeClientQuotas", () -> eventually(() -> new TreeMap<>(a.describeClientQuotas(
+                    ClientQuotaFilter.all()).entities().get().getOrDefault(user, Map.of())), v -> !((Map<?, ?>) v).isEmpty()));
             AclBinding acl = new AclBinding(new ResourcePattern(ResourceType.TOPIC, topic, PatternType.LITERAL),
                     new AccessControlEntry("User:jadm-user", "*", AclOperation.READ, AclPermissionType.ALLOW));
             AclBindingFilter forTopic = new AclBindingFilter(
@@ -150,15 +176,16 @@ final class AdminCalls {
                 a.createAcls(List.of(acl)).all().get();
                 return "ok";
             });
-            call(out, "describeAcls", () -> a.describeAcls(forTopic).values().get().size());
+            call(out, "describeAcls", () -> eventually(() -> a.describeAcls(forTopic).values().get().size(),
+                    v -> (Integer) v > 0));
             call(out, "deleteAcls", () -> a.deleteAcls(List.of(forTopic)).all().get().size());
             call(out, "alterUserScramCredentials", () -> {
                 a.alterUserScramCredentials(List.of(new UserScramCredentialUpsertion("jadm-user",
                         new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), "pw"))).all().get();
                 return "ok";
             });
-            call(out, "describeUserScramCredentials", () -> a.describeUserScramCredentials(List.of("jadm-user"))
-                    .description("jadm-user").get().credentialInfos().get(0).iterations());
+            call(out, "describeUserScramCredentials", () -> eventually(() -> a.describeUserScramCredentials(
+                    List.of("jadm-user")).description("jadm-user").get().credentialInfos().get(0).iterations(), v -> true));
             call(out, "deleteTopics", () -> {
                 a.deleteTopics(List.of(topic)).all().get();
                 return "ok";
