@@ -89,17 +89,15 @@ def heat_maps(per_key: list[dict[str, Any]]) -> str:
     return "\n".join(out) or "<p>No parameter varies: no heat map.</p>"
 
 
-def overshoot_plot(per_key: list[dict[str, Any]]) -> str:
-    rows = [r for r in per_key if r.get("overshoot_n")]
-    if not rows:
-        return "<p>No run ended at an API deadline: no overshoot to plot.</p>"
-    hi = max(max(r["overshoot_max"], 1.0) for r in rows)
-    lo = min(min(r["overshoot_pct"][0], 0.0) for r in rows)
-    labels = [f'{r["scenario"]} · {r["client"]} · {r["params"]}' for r in rows]
+def range_plot(rows: list[dict[str, Any]], labels: list[str], pct: str, count: str, axis: str,
+               peak: str | None = None) -> str:
+    """One row per label: a bar from p50 to p99 of ``rows[i][pct]``, a tick at p95, a dot at
+    ``peak`` (when given), a dashed line at 0; the left margin fits the longest label."""
+    lo = min(min(r[pct][0], 0.0) for r in rows)
+    hi = max(max(r[peak] if peak else r[pct][2], 1.0) for r in rows)
+    axis = f"{axis}: {lo:.0f} … {hi:.0f}"
     width, row_h = 420, 18
     left = max(text_width(label, 10) for label in labels) + 10
-    axis = ("overshoot ms: {lo:.0f} … {hi:.0f} (bar p50→p99, tick p95, dot max; dashed: the deadline)"
-            .format(lo=lo, hi=hi))
     x = lambda v: left + (v - lo) / (hi - lo or 1) * width
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(left + width + 60, left + text_width(axis, 10))}" '
            f'height="{row_h * len(rows) + 40}" font-size="10">',
@@ -107,15 +105,26 @@ def overshoot_plot(per_key: list[dict[str, Any]]) -> str:
            f'<text x="{left}" y="{row_h * len(rows) + 30}">{_esc(axis)}</text>']
     for i, (r, label) in enumerate(zip(rows, labels)):
         y = 10 + row_h * i
-        p50, p95, p99 = r["overshoot_pct"]
+        p50, p95, p99 = r[pct]
+        most = f" max {r[peak]:.1f}" if peak else ""
         svg.append(f'<text x="2" y="{y + 4}">{_esc(label)}</text>')
-        svg.append(f'<rect x="{x(p50)}" y="{y - 5}" width="{max(1.5, x(p99) - x(p50))}" height="10" fill="#4a7ab5">'
-                   f'<title>p50 {p50:.1f} p95 {p95:.1f} p99 {p99:.1f} max {r["overshoot_max"]:.1f} ms '
-                   f'({r["overshoot_n"]} runs)</title></rect>')
+        svg.append(f'<rect x="{min(x(p50), x(p99))}" y="{y - 5}" width="{max(1.5, abs(x(p99) - x(p50)))}" height="10" '
+                   f'fill="#4a7ab5"><title>p50 {p50:.1f} p95 {p95:.1f} p99 {p99:.1f}{most} ms ({r[count]} runs)'
+                   f'</title></rect>')
         svg.append(f'<line x1="{x(p95)}" y1="{y - 7}" x2="{x(p95)}" y2="{y + 7}" stroke="#000"/>')
-        svg.append(f'<circle cx="{x(r["overshoot_max"])}" cy="{y}" r="3" fill="#c33"/>')
+        if peak:
+            svg.append(f'<circle cx="{x(r[peak])}" cy="{y}" r="3" fill="#c33"/>')
     svg.append("</svg>")
     return "".join(svg)
+
+
+def overshoot_plot(per_key: list[dict[str, Any]]) -> str:
+    rows = [r for r in per_key if r.get("overshoot_n")]
+    if not rows:
+        return "<p>No run ended at an API deadline: no overshoot to plot.</p>"
+    return range_plot(rows, [f'{r["scenario"]} · {r["client"]} · {r["params"]}' for r in rows], "overshoot_pct",
+                      "overshoot_n", "overshoot ms (bar p50→p99, tick p95, dot max; dashed: the deadline)",
+                      peak="overshoot_max")
 
 
 def first_timeout_plot(rows: list[dict[str, Any]]) -> str:
@@ -160,32 +169,12 @@ def first_timeout_plot(rows: list[dict[str, Any]]) -> str:
 
 def disconnect_plot(per_key: list[dict[str, Any]]) -> str:
     """Per scenario × client × parameters: where the client's disconnect landed against the
-    abandoned request's own timeout (min(deadline, request.timeout.ms)), p50 to p99."""
-    rows = [r for r in per_key if r.get("disconnect_n")]
+    abandoned request's own timeout (min(deadline, the client's request timeout)), p50 to p99."""
+    rows = sorted((r for r in per_key if r.get("disconnect_n")), key=lambda r: r["client"])
     if not rows:
         return "<p>No client abandoned a request: no disconnect to plot.</p>"
-    labels = [f'{r["client"]} · {r["scenario"]} · {r["params"]}' for r in sorted(rows, key=lambda r: r["client"])]
-    rows = sorted(rows, key=lambda r: r["client"])
-    lo = min(min(r["disconnect_error_pct"][0], 0.0) for r in rows)
-    hi = max(max(r["disconnect_error_pct"][2], 1.0) for r in rows)
-    width, row_h = 420, 18
-    left = max(text_width(label, 10) for label in labels) + 10
-    axis = f"disconnect − the request's own timeout, ms: {lo:.0f} … {hi:.0f} (bar p50→p99, tick p95)"
-    x = lambda v: left + (v - lo) / (hi - lo or 1) * width
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(left + width + 60, left + text_width(axis, 10))}" '
-           f'height="{row_h * len(rows) + 40}" font-size="10">',
-           f'<line x1="{x(0)}" y1="0" x2="{x(0)}" y2="{row_h * len(rows) + 10}" stroke="#888" stroke-dasharray="3"/>',
-           f'<text x="{left}" y="{row_h * len(rows) + 30}">{_esc(axis)}</text>']
-    for i, (r, label) in enumerate(zip(rows, labels)):
-        y = 10 + row_h * i
-        p50, p95, p99 = r["disconnect_error_pct"]
-        svg.append(f'<text x="2" y="{y + 4}">{_esc(label)}</text>')
-        svg.append(f'<rect x="{min(x(p50), x(p99))}" y="{y - 5}" width="{max(1.5, abs(x(p99) - x(p50)))}" height="10" '
-                   f'fill="#4a7ab5"><title>p50 {p50:.1f} p95 {p95:.1f} p99 {p99:.1f} ms ({r["disconnect_n"]} runs)'
-                   f'</title></rect>')
-        svg.append(f'<line x1="{x(p95)}" y1="{y - 7}" x2="{x(p95)}" y2="{y + 7}" stroke="#000"/>')
-    svg.append("</svg>")
-    return "".join(svg)
+    return range_plot(rows, [f'{r["client"]} · {r["scenario"]} · {r["params"]}' for r in rows], "disconnect_error_pct",
+                      "disconnect_n", "disconnect − the request's own timeout, ms (bar p50→p99, tick p95)")
 
 
 SEED_COLOURS = {"fail": "#c33", "error": "#700", "n/a": "#bbb"}
