@@ -57,7 +57,11 @@ def run_start(args: argparse.Namespace) -> int:
     finally:
         print("stopping...", flush=True)
         clean = cluster.stop()
-        print(f"stopped {'cleanly' if clean else '(some nodes needed SIGKILL)'}; logs in {cluster.run_dir}", flush=True)
+        how = "cleanly" if clean else "(some nodes needed SIGKILL)"
+        if cluster.stranded:
+            how = (f"(node {cluster.stranded[0]} was killed: the others had gone before the quorum approved its "
+                   "controlled shutdown)")
+        print(f"stopped {how}; logs in {cluster.run_dir}", flush=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

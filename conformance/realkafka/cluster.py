@@ -83,6 +83,7 @@ class KafkaCluster:
         self.format_seconds: float | None = None
         self.startup_seconds: float | None = None
         self.stopped_cleanly: bool | None = None
+        self.stranded: list[int] = []   # nodes left without a quorum to approve their shutdown (stop())
 
     @property
     def bootstrap(self) -> str:
@@ -198,11 +199,28 @@ class KafkaCluster:
         Raft shutdown ends at once while it knows a remote leader, so the followers are quick
         and only the leader waits out Kafka's 5 s graceful-shutdown bound for a quorum that
         is gone. Stopping the leader first is slower (~8 s): a survivor becomes leader and
-        waits the same 5 s."""
+        waits the same 5 s.
+
+        One node can be *stranded*: Kafka's BrokerServer.shutdown waits up to 5 minutes for the
+        controller quorum to approve its controlled shutdown, and if the other nodes have
+        already exited (a JVM slow to start its shutdown, e.g. on a loaded machine) no quorum is
+        left to approve it (measured: the last of three nodes stopped one by one never exits by
+        itself). Such a node is killed at once rather than waited for, and named in
+        ``self.stranded`` (``stopped_cleanly`` stays False: it did not exit by itself)."""
         for node in self.nodes:
             node.terminate()
         deadline = time.monotonic() + timeout
-        clean = all([node.wait_stopped(deadline - time.monotonic()) for node in self.nodes])
+        self.stranded = []
+        while time.monotonic() < deadline:
+            alive = [n for n in self.nodes if n.running()]
+            if not alive:
+                break
+            if len(alive) == 1 and len(self.nodes) > 1 and _awaits_shutdown_approval(alive[0]):
+                if not alive[0].wait_stopped(2.0):   # 2 s: in case the approval was just being logged
+                    self.stranded = [alive[0].node_id]
+                break
+            time.sleep(0.05)
+        clean = all([node.wait_stopped(deadline - time.monotonic()) for node in self.nodes]) and not self.stranded
         self.stopped_cleanly = clean
         if not keep_data:
             import shutil
@@ -276,3 +294,14 @@ def kafka_cluster(brokers: int = 1, config: Mapping[str, object] | None = None, 
         yield cluster
     finally:
         cluster.stop(stop_timeout)
+
+
+def _awaits_shutdown_approval(node: KafkaNode) -> bool:
+    """The node's broker began a controlled shutdown and the controller has not approved it
+    (BrokerLifecycleManager's log lines)."""
+    try:
+        text = node.log_path.read_text(errors="replace")
+    except OSError:
+        return False
+    begun = text.rfind("Beginning controlled shutdown")
+    return begun >= 0 and text.find("asked us to exit controlled shutdown", begun) < 0

@@ -51,7 +51,11 @@ def test_three_nodes_pause_resume_and_clean_stop(kafka_factory):
 
     pids = [n.pid for n in k.nodes]
     assert sorted(_java_pids_under(k.run_dir)) == sorted(pids)
-    assert k.stop() is True
+    clean = k.stop()
+    # Either every JVM exited by itself, or exactly one was stranded: its broker still waited for
+    # the quorum's approval of its controlled shutdown when the other two had gone (Kafka's
+    # BrokerServer waits 5 minutes for it; the harness kills such a node at once).
+    assert clean or len(k.stranded) == 1, "\n\n".join(f"{n}:\n{n.log_tail(15)}" for n in k.nodes)
     assert _java_pids_under(k.run_dir) == []
     assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)   # exited and reaped
     assert all((n.directory / "kafka.log").stat().st_size > 0 for n in k.nodes)
