@@ -10,14 +10,20 @@ or in flight (it stays tracked until its request ends; the request is not cancel
 ``next_deadline()`` is when the sender must next call ``expire``. At most one batch per
 partition is in flight ("muted" partitions), which keeps order and sequence numbers simple.
 buffer.memory counts the bytes of every batch not yet done.
+
+One lock guards the queues: the blocking face's application thread appends directly (as Java's
+application threads append to its RecordAccumulator under the deque's lock) while the network
+thread drains; a hand-over of every record through the network thread cost more than the record.
+It is re-entrant because failing a batch runs delivery callbacks, which may send again.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from client.producer.batch import DeliveryFuture, ProducerBatch
+from client.producer.batch import DeliveryFuture, Outcome, ProducerBatch
 from client.protocol.records import Record
 
 TP = tuple[str, int]
@@ -35,27 +41,31 @@ class RecordAccumulator:
         self.used = 0                  # bytes held by batches not yet done
         self.flushing = 0              # while > 0, linger is ignored (flush())
         self.closing = False           # close(): everything is ready at once
+        self.lock = threading.RLock()
 
     # -- appending -------------------------------------------------------------------------
     def free(self) -> int:
         return self.buffer_memory - self.used
 
     def append(self, topic: str, partition: int, record: Record, size: int, now: float,
-               wall_ms: int) -> tuple[DeliveryFuture, bool]:
-        """Add a record; returns its future and whether a new batch was started."""
-        queue = self.queues.setdefault((topic, partition), deque())
-        batch = queue[-1] if queue else None
-        new = batch is None or batch.payload is not None or batch.done or (
-            batch.size + size > self.batch_size and bool(batch.records))
-        if batch is None or new:
-            batch = ProducerBatch(topic, partition, now, now + self.delivery_timeout_s, wall_ms)
-            queue.append(batch)
-        future = DeliveryFuture()
-        batch.records.append(record)
-        batch.futures.append(future)
-        batch.size += size
-        self.used += size
-        return future, new
+               wall_ms: int, future_type: type[DeliveryFuture] = DeliveryFuture) -> tuple[DeliveryFuture, bool]:
+        """Add a record; returns its future and whether the partition's last batch is new or full
+        (the sender should look at it now rather than at the linger it planned)."""
+        with self.lock:
+            queue = self.queues.get((topic, partition))
+            if queue is None:
+                queue = self.queues[(topic, partition)] = deque()
+            batch = queue[-1] if queue else None
+            new = batch is None or batch.payload is not None or batch.done or (
+                batch.size + size > self.batch_size and bool(batch.records))
+            if new:
+                batch = ProducerBatch(topic, partition, now, now + self.delivery_timeout_s, wall_ms)
+                queue.append(batch)
+            assert batch is not None
+            batch.records.append(record)
+            batch.size += size
+            self.used += size
+            return batch.future(future_type), new or batch.size >= self.batch_size
 
     # -- draining --------------------------------------------------------------------------
     def _ready_at(self, batch: ProducerBatch, queue_len: int, leader_changed: Callable[[ProducerBatch], bool]) -> float:
@@ -69,16 +79,17 @@ class RecordAccumulator:
               ) -> tuple[list[TP], float]:
         """Partitions whose head batch may go now, and the earliest time another one may."""
         ready, next_at = [], float("inf")
-        for tp, queue in self.queues.items():
-            while queue and queue[0].done:
-                self._drop(queue.popleft())
-            if not queue or tp in self.muted:
-                continue
-            at = self._ready_at(queue[0], len(queue), leader_changed)
-            if at <= now:
-                ready.append(tp)
-            else:
-                next_at = min(next_at, at)
+        with self.lock:
+            for tp, queue in self.queues.items():
+                while queue and queue[0].done:
+                    self._drop(queue.popleft())
+                if not queue or tp in self.muted:
+                    continue
+                at = self._ready_at(queue[0], len(queue), leader_changed)
+                if at <= now:
+                    ready.append(tp)
+                else:
+                    next_at = min(next_at, at)
         return ready, next_at
 
     def head(self, tp: TP) -> ProducerBatch | None:
@@ -86,23 +97,27 @@ class RecordAccumulator:
         return queue[0] if queue else None
 
     def take(self, tp: TP, node: int) -> ProducerBatch:
-        batch = self.queues[tp].popleft()
-        batch.in_flight_to = node
-        self.in_flight.add(batch)
-        self.muted.add(tp)
-        return batch
+        """The partition's head batch, now in flight: nothing more is appended to it."""
+        with self.lock:
+            batch = self.queues[tp].popleft()
+            batch.in_flight_to = node
+            self.in_flight.add(batch)
+            self.muted.add(tp)
+            return batch
 
     def finished(self, batch: ProducerBatch) -> None:
         """Its request ended (answered, failed or timed out); the partition may send again."""
-        batch.in_flight_to = None
-        self.in_flight.discard(batch)
-        self.muted.discard(batch.tp)
-        if batch.done:
-            self._drop(batch)
+        with self.lock:
+            batch.in_flight_to = None
+            self.in_flight.discard(batch)
+            self.muted.discard(batch.tp)
+            if batch.done:
+                self._drop(batch)
 
     def reenqueue(self, batch: ProducerBatch, retry_at: float) -> None:
-        batch.retry_at = retry_at
-        self.queues.setdefault(batch.tp, deque()).appendleft(batch)
+        with self.lock:
+            batch.retry_at = retry_at
+            self.queues.setdefault(batch.tp, deque()).appendleft(batch)
 
     def _drop(self, batch: ProducerBatch) -> None:
         if batch.size:
@@ -112,36 +127,49 @@ class RecordAccumulator:
     # -- expiry ----------------------------------------------------------------------------
     def expire(self, now: float) -> list[ProducerBatch]:
         """Batches past their delivery deadline and not yet done (the caller fails them)."""
-        expired = [b for b in self.batches() if b.deadline <= now]
-        for tp, queue in self.queues.items():
-            if any(b.deadline <= now for b in queue):
-                self.queues[tp] = deque(b for b in queue if b.deadline > now)
-        return expired
+        with self.lock:
+            expired = [b for b in self._batches() if b.deadline <= now]
+            for tp, queue in self.queues.items():
+                if any(b.deadline <= now for b in queue):
+                    self.queues[tp] = deque(b for b in queue if b.deadline > now)
+            return expired
 
     def release_expired(self, batches: list[ProducerBatch]) -> None:
-        for b in batches:
-            if b not in self.in_flight:
-                self._drop(b)
+        with self.lock:
+            for b in batches:
+                if b not in self.in_flight:
+                    self._drop(b)
 
     def fail_queued(self, error: BaseException) -> int:
         """Fail every batch not sent yet (an aborted transaction's); the in-flight ones finish."""
-        failed = 0
-        for queue in self.queues.values():
-            for b in queue:
-                if b.fail(error):
-                    failed += 1
+        with self.lock:
+            queued = [b for queue in self.queues.values() for b in queue]
+            for queue in self.queues.values():
+                queue.clear()
+            for b in queued:
                 self._drop(b)
-            queue.clear()
-        return failed
+        return sum(1 for b in queued if b.fail(error))
 
     def next_deadline(self) -> float:
-        return min((b.deadline for b in self.batches()), default=float("inf"))
+        with self.lock:
+            return min((b.deadline for b in self._batches()), default=float("inf"))
 
-    def batches(self) -> Iterator[ProducerBatch]:
+    def batches(self) -> list[ProducerBatch]:
         """Every batch not yet done: queued, backing off, or in flight."""
+        with self.lock:
+            return list(self._batches())
+
+    def _batches(self) -> Iterator[ProducerBatch]:
         for queue in self.queues.values():
             yield from (b for b in queue if not b.done)
         yield from (b for b in self.in_flight if not b.done)
 
+    def outcomes(self) -> list[Outcome]:
+        """The outcomes of every batch not yet done (what flush and close wait for)."""
+        return [b.outcome for b in self.batches() if b.outcome is not None]
+
     def futures(self) -> list[DeliveryFuture]:
-        return [f for b in self.batches() for f in b.futures]
+        return [f for b in self.batches() for f in b.futures()]
+
+    def pending_records(self) -> int:
+        return sum(len(b.records) for b in self.batches())

@@ -124,18 +124,29 @@ class AsyncProducer:
 
     def _append(self, topic: str, parts: list[PartitionInfo], value, key, partition, headers, timestamp, size: int,
                 on_delivery: OnDelivery | None) -> DeliveryFuture:
-        if partition is None:
-            available = [p.partition for p in parts if p.leader >= 0]
-            partition = self.partitioner.partition(topic, key, size, available, len(parts))
-        elif not 0 <= partition < len(parts):
-            return _with_callback(DeliveryFuture.failed(KafkaError(
-                f"partition {partition} of '{topic}' does not exist ({len(parts)} partitions)")), on_delivery)
-        record = Record(value, key, tuple(headers or ()), timestamp if timestamp is not None else -1)
-        future, new_batch = self.accumulator.append(topic, partition, record, size, trio.current_time(), self.wall_clock())
-        head = self.accumulator.head((topic, partition))
-        if new_batch or (head is not None and head.size >= self.config["batch.size"]):
+        future, wake = self.append_record(topic, parts, value, key, partition, headers, timestamp, size,
+                                          trio.current_time())
+        if wake:
             self.sender.wake()
-        return _with_callback(future, on_delivery)
+        return _with_callback(future, on_delivery) if on_delivery is not None else future
+
+    def append_record(self, topic: str, parts: list[PartitionInfo], value, key, partition, headers, timestamp,
+                      size: int, now: float, future_type: type[DeliveryFuture] = DeliveryFuture
+                      ) -> tuple[DeliveryFuture, bool]:
+        """Append under the accumulator's lock: safe from the blocking face's application thread
+        too (``now`` is the network thread's trio clock, read there). Returns the future and
+        whether the sender should be woken (a new or full batch); the caller wakes it."""
+        with self.accumulator.lock:
+            if self.closed:
+                return future_type.failed(ProducerClosedError("cannot send after the producer is closed")), False
+            if partition is None:
+                available = [p.partition for p in parts if p.leader >= 0]
+                partition = self.partitioner.partition(topic, key, size, available, len(parts))
+            elif not 0 <= partition < len(parts):
+                return future_type.failed(KafkaError(
+                    f"partition {partition} of '{topic}' does not exist ({len(parts)} partitions)")), False
+            record = Record(value, key, tuple(headers) if headers else (), timestamp if timestamp is not None else -1)
+            return self.accumulator.append(topic, partition, record, size, now, self.wall_clock(), future_type)
 
     def _check_open(self) -> None:
         if self.closed:
@@ -193,8 +204,8 @@ class AsyncProducer:
         """Drop the records not sent yet (their futures fail), wait for those in flight, then abort."""
         async def drop() -> None:
             self.accumulator.fail_queued(TransactionAbortedError("the transaction was aborted before this record was sent"))
-            for f in self.accumulator.futures():
-                await f.wait()
+            for outcome in self.accumulator.outcomes():
+                await outcome.event.wait()
 
         await self._transactions().abort_transaction(drop, timeout)
 
@@ -208,12 +219,12 @@ class AsyncProducer:
     async def flush(self) -> None:
         """Send everything buffered now (ignoring linger.ms) and wait until each record sent so
         far is delivered or failed."""
-        futures = self.accumulator.futures()
+        outcomes = self.accumulator.outcomes()
         self.accumulator.flushing += 1
         self.sender.wake()
         try:
-            for f in futures:
-                await f.wait()
+            for outcome in outcomes:
+                await outcome.event.wait()
         finally:
             self.accumulator.flushing -= 1
 
@@ -224,14 +235,15 @@ class AsyncProducer:
         self.accumulator.closing = True
         self.sender.wake()
         with trio.move_on_after(float("inf") if timeout is None else max(timeout, 0)):
-            for f in self.accumulator.futures():
-                await f.wait()
+            for outcome in self.accumulator.outcomes():
+                await outcome.event.wait()
         self.close_now(f"the producer was closed (close(timeout={timeout})) before these were delivered")
 
     def close_now(self, why: str = "the producer was closed before these were delivered") -> None:
-        self.closed = True
-        for b in list(self.accumulator.batches()):
-            b.fail(ProducerClosedError(f"{len(b.futures)} record(s) for {b.topic}-{b.partition} not delivered: {why}"))
+        with self.accumulator.lock:   # an append from another thread sees closed, or its batch is failed below
+            self.closed = True
+        for b in self.accumulator.batches():
+            b.fail(ProducerClosedError(f"{len(b.records)} record(s) for {b.topic}-{b.partition} not delivered: {why}"))
         self.net.close()
 
 

@@ -1,11 +1,13 @@
 """The blocking face: ``client.Producer(config)`` for ordinary Python code.
 
-A network thread runs trio and the async producer; the application thread hands records over
-and waits on ``concurrent.futures.Future``s. The application thread never waits past its own
-deadline, whatever the network thread does:
+A network thread runs trio and the async producer; the application thread appends records to
+the producer's accumulator itself, under its lock (as Java's application threads do), and waits
+on ``RecordFuture``s, which read like ``concurrent.futures.Future`` (``result(timeout)``,
+``exception``, ``done``, ``add_done_callback``) and share one outcome per batch. The application
+thread never waits past its own deadline, whatever the network thread does:
 
 - ``send()`` returns at once when the topic's metadata and buffer space are there (the record is
-  handed over without a round trip). Otherwise it waits at most max.block.ms — measured on the
+  appended without a round trip; the network thread is woken once per new or full batch). Otherwise it waits at most max.block.ms — measured on the
   application thread too, so a stuck network thread cannot hold it longer — and on expiry
   returns an already-failed future (MaxBlockTimeoutException, Java's behaviour); the record is
   then guaranteed not to be enqueued later (the two threads settle that under a lock).
@@ -18,7 +20,6 @@ callbacks on its I/O thread): keep it short.
 
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +36,8 @@ from client.producer.async_producer import (
     _size,
     open_producer,
 )
-from client.producer.batch import DeliveryFuture, RecordMetadata
+from client.producer.batch import DeliveryFuture, Outcome, RecordMetadata
+from client.protocol.records import Record
 from client.transport import Connect
 from client.trio_thread import TrioThread
 
@@ -61,18 +63,46 @@ class _Handover:
         return True
 
 
+class RecordFuture(DeliveryFuture):
+    """A record's future for the blocking face: ``concurrent.futures.Future``'s reading methods
+    over the batch's shared outcome (``result(timeout)`` raises TimeoutError when it is not done
+    in time). Callbacks run on the network thread, or at once on the caller's if already done."""
+
+    __slots__ = ()
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        o = self._outcome
+        if not o.thread_event.wait(timeout):
+            raise TimeoutError(f"the record's delivery did not complete within {timeout} s")
+        if o.error is not None:
+            raise o.error
+        return o.metadata(self._index)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if not self._outcome.thread_event.wait(timeout):
+            raise TimeoutError(f"the record's delivery did not complete within {timeout} s")
+        return self._outcome.error
+
+    def cancel(self) -> bool:
+        return False   # a record handed to the producer cannot be taken back
+
+    def cancelled(self) -> bool:
+        return False
+
+    def running(self) -> bool:
+        return not self.done()
+
+
 class Producer:
     def __init__(self, config: dict[str, Any], connect: Connect | None = None, **producer_kwargs: Any):
         self._parsed = producer_config(config)   # a bad config fails here, on the caller's thread
         self._config, self._connect, self._kwargs = dict(config), connect, producer_kwargs
         self._error: BaseException | None = None
         self._producer: AsyncProducer | None = None
-        self._pending: set[concurrent.futures.Future] = set()
+        self._clock: trio.abc.Clock | None = None
+        self._waiting: set[Outcome] = set()               # slow-path sends the network thread has not appended
         self._lock = threading.Lock()
-        self._posted = 0                                  # bytes handed over but not yet appended
         self._memory = threading.Condition(self._lock)    # notified when the sender frees buffer.memory
-        self._handoff: list[tuple[tuple, concurrent.futures.Future, int]] = []
-        self._drain_scheduled = False
         self._runner = TrioThread("broker-emu-producer-network", self._run, self._exited)
         self._runner.start()
         if self._error is not None:
@@ -90,6 +120,7 @@ class Producer:
     async def _run(self) -> None:
         async with open_producer(self._config, self._connect, **self._kwargs) as producer:
             async with trio.open_nursery() as self._nursery:
+                self._clock = trio.lowlevel.current_clock()
                 self._producer = producer
                 producer.sender.memory_listeners.append(self._notify_memory)
                 await self._runner.until_stopped()
@@ -97,11 +128,19 @@ class Producer:
             producer.close_now("the producer was closed before these were delivered")
 
     def _fail_pending(self) -> None:
+        """The network thread is gone: fail every record it will never deliver."""
+        error = self._error or NetworkThreadDied("the producer closed before delivery")
+        producer = self._producer
+        if producer is not None:
+            with producer.accumulator.lock:
+                producer.closed = True
+                batches = producer.accumulator.batches()
+            for b in batches:
+                b.fail(error)
         with self._lock:
-            pending, self._pending = self._pending, set()
-        for f in pending:
-            if not f.done():
-                f.set_exception(self._error or NetworkThreadDied("the producer closed before delivery"))
+            waiting, self._waiting = self._waiting, set()
+        for outcome in waiting:
+            outcome.settle(error=error)
 
     def _check_alive(self) -> None:
         if not self._runner.is_alive() or self._runner.token is None:
@@ -116,114 +155,108 @@ class Producer:
     # -- the application thread --------------------------------------------------------------
     def send(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int | None = None,
              headers: Sequence[tuple[str, bytes | None]] | None = None, timestamp: int | None = None,
-             on_delivery: OnDelivery | None = None) -> concurrent.futures.Future[RecordMetadata]:
-        """Enqueue a record; blocks at most max.block.ms. Returns a Future of its metadata."""
+             on_delivery: OnDelivery | None = None) -> RecordFuture:
+        """Enqueue a record; blocks at most max.block.ms. Returns a future of its metadata."""
         self._check_alive()
-        result: concurrent.futures.Future = concurrent.futures.Future()
-        result.add_done_callback(self._forget)
-        args = (topic, value, key, partition, headers, timestamp, on_delivery)
         producer = self._producer
         assert producer is not None
         size = _size(key, value, headers)
-        if producer.metadata.partitions(topic) and size <= producer.config["buffer.memory"]:
-            return self._send_known(producer, args, result, size)
+        parts = producer.metadata.partitions(topic)
+        if parts and size <= self._parsed["buffer.memory"] and size <= self._parsed["max.request.size"] and (
+                partition is None or partition < len(parts)):
+            future = self._send_known(producer, topic, parts, value, key, partition, headers, timestamp, size)
+        else:
+            future = self._send_slow((topic, value, key, partition, headers, timestamp, None))
+        if on_delivery is not None:
+            future.add_done_callback(lambda f: on_delivery(f.error, f.value))
+        return future
+
+    def _send_known(self, producer: AsyncProducer, topic: str, parts: list, value, key, partition, headers,
+                    timestamp, size: int) -> RecordFuture:
+        """Metadata known: wait here, not through the network thread, for buffer space, then
+        append."""
+        if not producer.can_send_nowait(topic, size):
+            with self._lock:
+                room = self._memory.wait_for(lambda: producer.can_send_nowait(topic, size) or producer.closed or
+                                             not self._runner.is_alive(), timeout=self._parsed["max.block.ms"] / 1000)
+            self._check_alive()
+            if not room:
+                return RecordFuture.failed(MaxBlockTimeoutException(
+                    self._parsed["max.block.ms"], f"{size} bytes of buffer.memory={self._parsed['buffer.memory']} "
+                    f"({producer.accumulator.free()} free)"))
+        assert self._clock is not None
+        future, wake = producer.append_record(topic, parts, value, key, partition, headers, timestamp, size,
+                                              self._clock.current_time(), RecordFuture)
+        if wake:
+            self._call_soon(producer.sender.wake)
+        if not self._runner.is_alive():
+            self._fail_pending()   # appended as the network thread ended: fail it rather than leave it waiting
+        assert isinstance(future, RecordFuture)
+        return future
+
+    def _send_slow(self, args: tuple) -> RecordFuture:
+        """Metadata (or the partition) not known yet: the network thread waits for it, at most
+        max.block.ms; so does this thread, on its own clock, and whoever gives up first wins."""
+        placeholder = Outcome(args[0], -1, [Record(None)], -1)
         with self._lock:
-            self._pending.add(result)
+            self._waiting.add(placeholder)
         handover = _Handover()
-        self._call_soon(self._nursery.start_soon, self._post, args, result, handover)
+        self._call_soon(self._nursery.start_soon, self._post, args, placeholder, handover)
         if not handover.settled.wait(self._parsed["max.block.ms"] / 1000 + GRACE_S) and handover.settle("gave up"):
-            result.set_exception(MaxBlockTimeoutException(
+            self._settle_placeholder(placeholder, error=MaxBlockTimeoutException(
                 self._parsed["max.block.ms"], f"the network thread to take the record for '{args[0]}' (measured on "
                 f"the application thread: the network thread did not answer)"))
-        return result
+        return RecordFuture(placeholder, 0)
 
-    def _send_known(self, producer: AsyncProducer, args: tuple, result: concurrent.futures.Future,
-                    size: int) -> concurrent.futures.Future:
-        """Metadata known: wait here, not through the network thread, for buffer space, then
-        queue the record for the network thread. One wake-up drains many records (a trio
-        wake-up per record would cost more than the record)."""
+    def _settle_placeholder(self, placeholder: Outcome, metadata: RecordMetadata | None = None,
+                            error: BaseException | None = None) -> None:
         with self._lock:
-            self._pending.add(result)
-            # the common case first: room now, no predicate closure, no thread checks
-            room = producer.can_send_nowait(args[0], size + self._posted) or self._memory.wait_for(
-                lambda: producer.can_send_nowait(args[0], size + self._posted) or producer.closed or
-                not self._runner.is_alive(), timeout=self._parsed["max.block.ms"] / 1000)
-            if room:
-                self._posted += size
-                self._handoff.append((args, result, size))
-                wake, self._drain_scheduled = not self._drain_scheduled, True
-        self._check_alive()
-        if not room:
-            result.set_exception(MaxBlockTimeoutException(
-                self._parsed["max.block.ms"], f"{size} bytes of buffer.memory={self._parsed['buffer.memory']} "
-                f"({producer.accumulator.free()} free)"))
-        elif wake:
-            self._call_soon(self._drain_handoff)
-        return result
+            self._waiting.discard(placeholder)
+        if metadata is not None:
+            placeholder.partition = metadata.partition
+            placeholder.records = [Record(None, timestamp=metadata.timestamp)]
+            placeholder.settle(base_offset=metadata.offset)
+        else:
+            placeholder.settle(error=error)
 
     def _notify_memory(self) -> None:
         with self._lock:
             self._memory.notify_all()
 
-    def _drain_handoff(self) -> None:
-        with self._lock:
-            items, self._handoff = self._handoff, []
-            self._drain_scheduled = False
-            self._posted -= sum(size for _, _, size in items)
-        for args, result, size in items:
-            self._post_nowait(args, result, size)
-
-    def _post_nowait(self, args: tuple, result: concurrent.futures.Future, size: int) -> None:
-        producer = self._producer
-        if producer is None or not producer.can_send_nowait(args[0], size):
-            self._nursery.start_soon(self._post, args, result, None)   # the network thread waits, not the caller
-            return
-        self._link(producer.send_nowait(*args), result)
-
-    async def _post(self, args: tuple, result: concurrent.futures.Future, handover: _Handover | None) -> None:
+    async def _post(self, args: tuple, placeholder: Outcome, handover: _Handover) -> None:
         producer = self._producer
         assert producer is not None
-        topic, value, key, partition, headers, _, on_delivery = args
+        topic, value, key, partition, headers, _, _ = args
         try:
             await _ready_to_append(producer, topic, partition, _size(key, value, headers))
         except KafkaError as exc:
-            if handover is None or handover.settle("failed"):
-                result.set_exception(exc)
-                if on_delivery:
-                    on_delivery(exc, None)
+            if handover.settle("failed"):
+                self._settle_placeholder(placeholder, error=exc)
             return
-        if handover is not None and not handover.settle("enqueued"):
+        if not handover.settle("enqueued"):
             return   # the application thread gave up first: never enqueue it
-        self._link(producer.send_nowait(*args), result)
 
-    def _forget(self, f: concurrent.futures.Future) -> None:
-        with self._lock:
-            self._pending.discard(f)
+        def mirror(real: DeliveryFuture) -> None:
+            self._settle_placeholder(placeholder, real.value, real.error)
 
-    @staticmethod
-    def _link(delivery: DeliveryFuture, result: concurrent.futures.Future) -> None:
-        def done(d: DeliveryFuture) -> None:
-            if result.done():
-                return
-            if d.error is not None:
-                result.set_exception(d.error)
-            else:
-                result.set_result(d.value)
-
-        delivery.add_done_callback(done)
+        producer.send_nowait(*args).add_done_callback(mirror)
 
     def flush(self, timeout: float | None = None) -> int:
         """Send everything buffered now and wait at most ``timeout`` seconds for every record
         sent so far; returns how many are still pending."""
+        producer = self._producer
+        outcomes = producer.accumulator.outcomes() if producer is not None else []
         with self._lock:
-            pending = list(self._pending)
-        if self._runner.is_alive() and self._producer is not None:
+            outcomes += self._waiting
+        if self._runner.is_alive() and producer is not None:
             try:
-                self._call_soon(self._nursery.start_soon, self._producer.flush)
+                self._call_soon(self._nursery.start_soon, producer.flush)
             except KafkaError:
                 pass
-        _, not_done = concurrent.futures.wait(pending, timeout=timeout)
-        return len(not_done)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for o in outcomes:
+            o.thread_event.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return sum(len(o.records) for o in outcomes if not o.done())
 
     # -- transactions: the async face's calls, run on the network thread ------------------------
     def init_transactions(self, timeout: float | None = None) -> None:

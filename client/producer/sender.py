@@ -79,7 +79,7 @@ class Sender:
     def _expire(self, now: float) -> None:
         expired = self.acc.expire(now)
         for b in expired:
-            error = DeliveryTimeoutException(b.topic, b.partition, len(b.futures), (now - b.created) * 1000,
+            error = DeliveryTimeoutException(b.topic, b.partition, len(b.records), (now - b.created) * 1000,
                                              self.config["delivery.timeout.ms"], b.attempts, b.where(), b.last_error)
             b.fail(error)
             if self.txn is not None:
