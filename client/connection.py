@@ -28,8 +28,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from client.protocol import ProtocolError, decode_response, encode_request
+from client.protocol import ProtocolError, decode_response
+from client.protocol.codec import encode_request_parts
 from client.protocol.framing import FrameSplitter
+from client.protocol.wire import SPLICE_MIN
 
 
 def _decode(req: InFlight, frame: bytes) -> Any:
@@ -80,7 +82,7 @@ class ConnectionCore:
         the broker never answers, so there is nothing to time out."""
         corr = self._next_corr
         self._next_corr = (corr + 1) & 0x7FFFFFFF
-        self._outgoing.append(encode_request(api_key, api_version, corr, self.client_id, body))
+        self._outgoing.extend(encode_request_parts(api_key, api_version, corr, self.client_id, body))
         req = InFlight(corr, api_key, api_version, now, timeout, now + timeout, setting, expects_response)
         if expects_response:
             self._queue.append(req)
@@ -90,6 +92,24 @@ class ConnectionCore:
         data = b"".join(self._outgoing)
         self._outgoing.clear()
         return data
+
+    def buffers_to_send(self) -> list[bytes]:
+        """What ``data_to_send`` joins: small frames joined, large record batches as they are
+        (not copied once more)."""
+        out: list[bytes] = []
+        small: list[bytes] = []
+        for part in self._outgoing:
+            if len(part) >= SPLICE_MIN:
+                if small:
+                    out.append(b"".join(small))
+                    small = []
+                out.append(part)
+            else:
+                small.append(part)
+        if small:
+            out.append(b"".join(small))
+        self._outgoing.clear()
+        return out
 
     # -- receiving -------------------------------------------------------------------------
     def receive(self, data: bytes | bytearray) -> list[tuple[InFlight, Any]]:

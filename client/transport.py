@@ -261,11 +261,12 @@ class BrokerConnection:
 
     async def _flush(self) -> None:
         async with self._send_lock:
-            data = self.core.data_to_send()
-            if not data or self.closed:
+            buffers = self.core.buffers_to_send()
+            if not buffers or self.closed:
                 return
             try:
-                await self.stream.send_all(data)
+                for data in buffers:
+                    await self.stream.send_all(data)
             except STREAM_ERRORS:
                 self.close("the connection broke while sending (the broker is gone)", "broker")
             except trio.Cancelled:

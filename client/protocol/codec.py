@@ -18,7 +18,7 @@ from client.protocol.build import data_construct, message_construct
 from client.protocol.errors import CorruptFrameError, UnknownApiError, UnsupportedCodecVersionError
 from client.protocol.messages import ALL_APIS
 from client.protocol.schema import Api
-from client.protocol.wire import DecodeError, EncodeError, Message, read_tagged
+from client.protocol.wire import DecodeError, EncodeError, FrameIO, Message, read_tagged
 
 API_VERSIONS_KEY = 18
 _HEADER_FIXED = struct.Struct(">hhih")
@@ -150,8 +150,15 @@ def decode_request(frame: bytes, header: RequestHeader | None = None, *,
 def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None,
                    body: Mapping[str, Any]) -> bytes:
     """A whole request frame, size prefix included."""
+    return b"".join(encode_request_parts(api_key, version, correlation_id, client_id, body))
+
+
+def encode_request_parts(api_key: int, version: int, correlation_id: int, client_id: str | None,
+                         body: Mapping[str, Any]) -> list[bytes]:
+    """``encode_request`` as buffers to send in order, large record batches not copied
+    (wire.FrameIO)."""
     _check_version(api_key, version)
-    io = BytesIO()
+    io = FrameIO()
     io.write(b"\0\0\0\0")
     if client_id is None:
         io.write(_HEADER_FIXED.pack(api_key, version, correlation_id, -1))
@@ -162,21 +169,26 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     if request_header_version(api_key, version) == 2:
         io.write(b"\0")
     _build(message_construct(api_key, version, "request"), body, io, "request", api_key, version)
-    return _finish(io)
+    return io.parts()
 
 
 # -- responses ---------------------------------------------------------------------------------
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: Mapping[str, Any]) -> bytes:
     """A whole response frame, size prefix included."""
+    return b"".join(encode_response_parts(api_key, version, correlation_id, body))
+
+
+def encode_response_parts(api_key: int, version: int, correlation_id: int, body: Mapping[str, Any]) -> list[bytes]:
+    """``encode_response`` as buffers to send in order, large record batches not copied."""
     _check_version(api_key, version)
-    io = BytesIO()
+    io = FrameIO()
     io.write(b"\0\0\0\0")
     io.write(_I32.pack(correlation_id))
     if response_header_version(api_key, version) == 1:
         io.write(b"\0")
     _build(message_construct(api_key, version, "response"), body, io, "response", api_key, version)
-    return _finish(io)
+    return io.parts()
 
 
 def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Message]:
@@ -260,8 +272,3 @@ def _build(con, body, io: BytesIO, what: str, api_key, version) -> None:
         raise EncodeError(f"cannot encode {what} api_key={api_key} v{version}: {type(exc).__name__}: {exc}") from None
 
 
-def _finish(io: BytesIO) -> bytes:
-    buf = io.getbuffer()
-    _SIZE.pack_into(buf, 0, len(buf) - 4)
-    del buf
-    return io.getvalue()

@@ -161,6 +161,43 @@ def read_records(io, this, compact: bool, nullable: bool):
     return view[pos:pos + n]
 
 
+SPLICE_MIN = 65_536   # a bytes value this large is not copied into a FrameIO (see there)
+
+
+class FrameIO(BytesIO):
+    """A frame under construction whose large bytes values (record batches) are kept aside as
+    they are instead of being copied in: ``parts()`` gives the frame as a list of buffers (the
+    small writes between them, and the large values themselves) to send one after another.
+    Copying a megabyte batch into the frame cost more than encoding it: every fresh large
+    buffer is page faults."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spliced: list[tuple[int, bytes]] = []   # (offset in this buffer, value)
+        self.spliced_bytes = 0
+
+    def splice(self, value: bytes) -> None:
+        self.spliced.append((self.tell(), value))
+        self.spliced_bytes += len(value)
+
+    def parts(self) -> list[bytes]:
+        """The frame (size prefix patched to count the spliced values too)."""
+        buf = self.getbuffer()
+        _I32.pack_into(buf, 0, len(buf) - 4 + self.spliced_bytes)
+        del buf
+        data = self.getvalue()
+        if not self.spliced:
+            return [data]
+        parts: list[bytes] = []
+        at = 0
+        for offset, value in self.spliced:
+            parts.append(data[at:offset])
+            parts.append(value)
+            at = offset
+        parts.append(data[at:])
+        return parts
+
+
 def write_bytes(io, value, compact: bool, nullable: bool, name: str):
     if value is None:
         if not nullable:
@@ -168,7 +205,10 @@ def write_bytes(io, value, compact: bool, nullable: bool, name: str):
         _write_length(io, -1, compact, True)
         return
     _write_length(io, len(value), compact, True)
-    io.write(value)
+    if type(io) is FrameIO and type(value) is bytes and len(value) >= SPLICE_MIN:   # immutable: safe to send later
+        io.splice(value)
+    else:
+        io.write(value)
 
 
 def read_uuid(io) -> uuid.UUID:
