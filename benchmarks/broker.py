@@ -69,9 +69,10 @@ def target(key: str) -> Callable[[TargetStarter], TargetStarter]:
     return register
 
 
-def start_emulator(config: list[str] | None = None) -> tuple[subprocess.Popen, str]:
+def start_emulator(config: list[str] | None = None, topics: tuple[str, ...] = ("bench",)) -> tuple[subprocess.Popen, str]:
     extra = [arg for kv in (EMULATOR_CONFIG if config is None else config) for arg in ("--config", kv)]
-    proc = subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", "--brokers", "3", "--topic", "bench:1:3",
+    extra += [arg for t in topics for arg in ("--topic", f"{t}:1:3")]
+    proc = subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", "--brokers", "3",
                              *extra], stdout=subprocess.PIPE, text=True)
     return proc, _bootstrap_line(proc, "broker-emu serve")
 
