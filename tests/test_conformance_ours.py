@@ -186,10 +186,10 @@ def test_the_broker_close_contract_fails_on_a_client_whose_metadata_request_is_c
     def cut_metadata(api_key, version, corr, client_id, body):
         frame = encode_request(api_key, version, corr, client_id, body)
         if api_key != ApiKey.METADATA:
-            return frame
-        return (len(frame) - 5).to_bytes(4, "big") + frame[4:-1]   # one byte short, size fixed up
+            return [frame]
+        return [(len(frame) - 5).to_bytes(4, "big") + frame[4:-1]]   # one byte short, size fixed up
 
-    monkeypatch.setattr(client.connection, "encode_request", cut_metadata)
+    monkeypatch.setattr(client.connection, "encode_request_parts", cut_metadata)
     result = run_plan(Plan([BY_ID["faithful.admin-list-all-topics"]], [OurAdapter()]))[0]
     statuses = {name: status for name, status, _ in result.contracts}
     assert statuses["no connection closed by the broker"] is Status.FAIL, result.contracts

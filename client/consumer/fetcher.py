@@ -41,6 +41,7 @@ class Fetcher:
         self.request_timeout = config["request.timeout.ms"] / 1000
         self.positions: dict[TopicPartition, int | None] = {}
         self.buffer: list[ConsumerRecord] = []
+        self._buffered: dict[tuple[str, int], int] = {}   # records in the buffer per partition
         self.read_committed = config.get("isolation.level") == "read_committed"
         self.skip_after: dict[TopicPartition, tuple[int, int]] = {}   # (last record buffered, offset to go on from)
         self.paused: set[TopicPartition] = set()
@@ -68,7 +69,14 @@ class Fetcher:
         for tp in tps:
             self.positions.pop(tp, None)
         gone = set(tps)
-        self.buffer = [r for r in self.buffer if TopicPartition(r.topic, r.partition) not in gone]
+        self._set_buffer([r for r in self.buffer if TopicPartition(r.topic, r.partition) not in gone])
+
+    def _set_buffer(self, records: list[ConsumerRecord]) -> None:
+        self.buffer = records
+        self._buffered = {}
+        for r in records:
+            key = (r.topic, r.partition)
+            self._buffered[key] = self._buffered.get(key, 0) + 1
 
     def current_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: pos for tp in tps if (pos := self.positions.get(tp)) is not None}
@@ -79,7 +87,7 @@ class Fetcher:
     def seek(self, tp: TopicPartition, offset: int | None) -> None:
         self.positions[tp] = offset
         self._reset_to.pop(tp, None)
-        self.buffer = [r for r in self.buffer if (r.topic, r.partition) != tuple(tp)]
+        self._set_buffer([r for r in self.buffer if (r.topic, r.partition) != tuple(tp)])
 
     def seek_to(self, tps: list[TopicPartition] | None, strategy: str) -> None:
         """Lazily (at the next poll or position): ``earliest`` or ``latest``, as Java."""
@@ -177,11 +185,27 @@ class Fetcher:
 
     def take(self, n: int) -> list[ConsumerRecord]:
         """Up to ``n`` ready records, out of the buffer; positions move past them."""
-        out = self.ready_records()[:n]
-        taken = {id(r) for r in out}
-        self.buffer = [r for r in self.buffer if id(r) not in taken]
-        for r in out:
-            tp = TopicPartition(r.topic, r.partition)
+        if self.paused:
+            out = self.ready_records()[:n]
+            ids = {id(r) for r in out}
+            self.buffer = [r for r in self.buffer if id(r) not in ids]   # (_buffered: below)
+        else:   # the common case: a slice, not a filter of the whole buffer
+            out = self.buffer[:n]
+            del self.buffer[:n]
+        last: dict[tuple[str, int], ConsumerRecord] = {}
+        taken: dict[tuple[str, int], int] = {}
+        for r in out:   # a partition's records are in offset order: its last one sets the position
+            key = (r.topic, r.partition)
+            last[key] = r
+            taken[key] = taken.get(key, 0) + 1
+        for key, count in taken.items():
+            left = self._buffered[key] - count
+            if left > 0:
+                self._buffered[key] = left
+            else:
+                del self._buffered[key]
+        for (topic, partition), r in last.items():
+            tp = TopicPartition(topic, partition)
             self.positions[tp] = r.offset + 1
             skip = self.skip_after.get(tp)
             if skip is not None and skip[0] == r.offset:
@@ -210,7 +234,7 @@ class Fetcher:
         """A Fetch to each leader of fetchable partitions, or a metadata refresh first."""
         by_leader: dict[int, list[TopicPartition]] = {}
         need_metadata = self.metadata.need_update
-        buffered = {(r.topic, r.partition) for r in self.buffer}
+        buffered = self._buffered
         for tp, pos in self.positions.items():
             if pos is None or tp in self.paused or (tp.topic, tp.partition) in buffered:
                 continue
@@ -289,8 +313,14 @@ class Fetcher:
 
     def _buffer_records(self, tp: TopicPartition, data: bytes, start: int, aborted: Any = None) -> None:
         records, next_offset = visible_records(data, start, self.read_committed, aborted)
-        for r in records:
-            self.buffer.append(ConsumerRecord(tp.topic, tp.partition, r.offset, r.timestamp, r.key, r.value, list(r.headers)))
+        topic, partition = tp
+        # the decoded records' header lists are fresh (not shared): handed over as they are
+        self.buffer.extend([ConsumerRecord(topic, partition, r.offset, r.timestamp, r.key, r.value,
+                                           r.headers if type(r.headers) is list else list(r.headers))
+                            for r in records])
+        if records:
+            key = (topic, partition)
+            self._buffered[key] = self._buffered.get(key, 0) + len(records)
         # what the application does not see (markers, aborted batches) is still passed: the next
         # fetch starts after it (Java's nextFetchOffset)
         last = records[-1].offset if records else None

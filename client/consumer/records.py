@@ -11,7 +11,7 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
-@dataclass
+@dataclass(slots=True)
 class ConsumerRecord:
     topic: str
     partition: int
