@@ -416,7 +416,16 @@ def _decode_records(body: bytes, count: int, base_offset: int, base_ts: int,
             pos += 2
         else:
             offset_delta, pos = read_varint(body, pos)
-        key, value, headers = _read_key_value_headers(body, pos, end, length)
+        # the common record inline: null key, a value under 8 KB (a one- or two-byte length), no
+        # headers; the value's length must land exactly on the headers count ending the record
+        v = body[pos + 1]
+        if body[pos] == 1 and body[end - 1] == 0 and not v & 1 and (
+                (v < 0x80 and pos + 3 + (v >> 1) == end) or
+                (v >= 0x80 and body[pos + 2] < 0x80 and pos + 4 + (((v & 0x7F) | (body[pos + 2] << 7)) >> 1) == end)):
+            value = body[end - 1 - ((v >> 1) if v < 0x80 else ((v & 0x7F) | (body[pos + 2] << 7)) >> 1):end - 1]
+            key, headers = None, []
+        else:
+            key, value, headers = _read_key_value_headers(body, pos, end, length)
         ts = base_ts + ts_delta if log_append_time is None else log_append_time
         append(Record(value, key, headers, ts, base_offset + offset_delta))
         pos = end
