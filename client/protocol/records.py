@@ -422,8 +422,9 @@ def _decode_records(body: bytes, count: int, base_offset: int, base_ts: int,
         if body[pos] == 1 and body[end - 1] == 0 and not v & 1 and (
                 (v < 0x80 and pos + 3 + (v >> 1) == end) or
                 (v >= 0x80 and body[pos + 2] < 0x80 and pos + 4 + (((v & 0x7F) | (body[pos + 2] << 7)) >> 1) == end)):
-            value = body[end - 1 - ((v >> 1) if v < 0x80 else ((v & 0x7F) | (body[pos + 2] << 7)) >> 1):end - 1]
-            key, headers = None, []
+            value: bytes | None = body[end - 1 - ((v >> 1) if v < 0x80 else ((v & 0x7F) | (body[pos + 2] << 7)) >> 1):end - 1]
+            key: bytes | None = None
+            headers: list = []
         else:
             key, value, headers = _read_key_value_headers(body, pos, end, length)
         ts = base_ts + ts_delta if log_append_time is None else log_append_time
