@@ -148,7 +148,20 @@ def soak(addr, pid: int, minutes: float, rate: float = 2000.0) -> dict:
     stop.set()
     for t in threads:
         t.join()
-    return {"minutes": minutes, **counts, "rss_mib_by_minute": samples}
+    return {"minutes": minutes, **counts, "rss_mib_by_minute": samples,
+            "slope_mib_per_hour_after_warmup": slope_after_warmup(samples)}
+
+
+def slope_after_warmup(samples: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope of RSS over time (MiB per hour), leaving out the first third of the
+    samples (warm-up: the retention-bounded log filling to its 64 MiB)."""
+    tail = samples[len(samples) // 3:]
+    if len(tail) < 2:
+        return None
+    mx = sum(t for t, _ in tail) / len(tail)
+    my = sum(m for _, m in tail) / len(tail)
+    var = sum((t - mx) ** 2 for t, _ in tail)
+    return round(sum((t - mx) * (m - my) for t, m in tail) / var * 60, 2) if var else None
 
 
 def _read_frame(s: socket.socket) -> bytes:

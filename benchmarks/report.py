@@ -31,7 +31,7 @@ def bar_chart(title: str, unit: str, values: dict[str, float]) -> str:
     height = top + row_h * len(values) + 10
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
            f'viewBox="0 0 {width:.0f} {height}" font-family="sans-serif" font-size="11">',
-           f'<rect width="100%" height="100%" fill="white"/>',
+           '<rect width="100%" height="100%" fill="white"/>',
            f'<text x="8" y="18" font-size="13" font-weight="bold">{html.escape(title)}</text>']
     for i, (name, v) in enumerate(values.items()):
         y = top + i * row_h
@@ -107,12 +107,68 @@ def build(figures: Path, docs: Path) -> str:
                                                 values))
             md += [f"### {size} B", "", f"![consumer {size} B](performance/{name})", ""]
             md += _table(rows, size, "records/s", True) + [""]
+    scale = json.loads((figures / "scale.json").read_text()) if (figures / "scale.json").exists() else None
+    if scale:
+        md += _scale_section(scale, plots)
+    memory = json.loads((figures / "memory.json").read_text()) if (figures / "memory.json").exists() else None
+    if memory and "soak" in memory:
+        md += _soak_section(memory["soak"], plots)
     notes = docs / "performance-notes.md"
     if notes.exists():
         md += [notes.read_text().rstrip(), ""]
     text = "\n".join(md)
     (docs / "performance.md").write_text(text)
     return text
+
+
+def _scale_section(scale: dict, plots: Path) -> list[str]:
+    md = ["## Scale", ""]
+    if scale.get("parked"):
+        rows = scale["parked"]
+        (plots / "scale-parked-bytes.svg").write_text(bar_chart(
+            "resident memory per parked acks=all produce", "B", {f"{r['parked']:,} parked": r["bytes_per_op"] for r in rows}))
+        (plots / "scale-parked-late.svg").write_text(bar_chart(
+            "expiry lateness p99 (real time)", "ms", {f"{r['parked']:,} parked": r["late_p99_ms"] for r in rows}))
+        md += ["### Parked produces (`benchmarks.scale --cases parked`)", "",
+               "acks=all produces parked at once in the Produce purgatory of an in-process cluster whose "
+               "replication is stalled, in real time; their deadlines spread over 10 s, all parked before "
+               "the first one. Memory is RSS growth per produce and includes its record in the log, its "
+               "handler task and its trace events; lateness is each expiry's time after its deadline.", "",
+               "![memory per parked produce](performance/scale-parked-bytes.svg)", "",
+               "![expiry lateness](performance/scale-parked-late.svg)", "",
+               "| parked | bytes each | parked per second | expired | late p50 | late p99 | late max |",
+               "|---:|---:|---:|---:|---:|---:|---:|"]
+        md += [f"| {r['parked']:,} | {r['bytes_per_op']:,.0f} | {r['parked'] / r['park_s']:,.0f} | {r['expired']:,} | "
+               f"{r['late_p50_ms']:.1f} ms | {r['late_p99_ms']:.1f} ms | {r['late_max_ms']:.1f} ms |" for r in rows]
+        md += [""]
+    if scale.get("connections"):
+        rows = scale["connections"]
+        (plots / "scale-connections.svg").write_text(bar_chart(
+            "Metadata round trip p99 beside N connections", "ms",
+            {f"{r['connections']:,} connections": r["p99_ms"] for r in rows}))
+        md += ["### Connections (`benchmarks.scale --cases connections`)", "",
+               "N connections to `broker-emu serve`, each sending a Metadata request every second, while "
+               "one of them measures sequential Metadata round trips; the 1-connection row is the idle "
+               "reference.", "", "![metadata under connections](performance/scale-connections.svg)", "",
+               "| connections | metadata p50 | p99 | p50 ÷ idle | load answered | serve RSS |",
+               "|---:|---:|---:|---:|---:|---:|"]
+        idle = rows[0]["p50_ms"]
+        md += [f"| {r['connections']:,} | {r['p50_ms']:.3f} ms | {r['p99_ms']:.3f} ms | {r['p50_ms'] / idle:.2f}× | "
+               f"{r['load_answers_per_s']:,.0f}/s | {r['rss_mib']:.0f} MiB |" for r in rows]
+        md += [""]
+    return md
+
+
+def _soak_section(soak: dict, plots: Path) -> list[str]:
+    samples = soak["rss_mib_by_minute"]
+    (plots / "soak-rss.svg").write_text(bar_chart("serve RSS during the soak", "MiB",
+                                                  {f"{t:g} min": m for t, m in samples}))
+    slope = soak.get("slope_mib_per_hour_after_warmup")
+    return ["### Soak (`benchmarks.memory --cases soak`)", "",
+            f"Our producer and consumer through `broker-emu serve` for {soak['minutes']:g} minutes "
+            f"({soak['produced']:,} records of 1 KB produced, {soak['consumed']:,} consumed; the log "
+            "bounded to 64 MiB by retention). RSS sampled each minute; slope after the first third "
+            f"(warm-up): **{slope} MiB per hour**.", "", "![soak RSS](performance/soak-rss.svg)", ""]
 
 
 def main() -> None:

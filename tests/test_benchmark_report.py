@@ -43,3 +43,30 @@ def test_a_bar_chart_is_svg_with_bars_in_proportion():
     root = ET.fromstring(svg)
     bars = [r for r in root.iter("{http://www.w3.org/2000/svg}rect") if r.get("height") == "16"]
     assert [float(b.get("width")) for b in bars] == [360.0, 180.0]
+
+
+def test_scale_and_soak_sections_from_their_figures(tmp_path):
+    figures = _figures(tmp_path)
+    (figures / "scale.json").write_text(json.dumps({"cores": 2, "parked": [
+        {"parked": 1000, "park_s": 0.5, "bytes_per_op": 5000.0, "expired": 1000, "late_p50_ms": 0.8,
+         "late_p99_ms": 1.4, "late_max_ms": 4.0}],
+        "connections": [{"connections": 1, "p50_ms": 0.3, "p99_ms": 0.5, "load_answers_per_s": 0, "rss_mib": 54},
+                        {"connections": 1000, "p50_ms": 0.6, "p99_ms": 2.0, "load_answers_per_s": 990, "rss_mib": 80}]}))
+    (figures / "memory.json").write_text(json.dumps({"soak": {
+        "minutes": 30, "produced": 10, "consumed": 9, "rss_mib_by_minute": [[1, 100.0], [2, 101.0]],
+        "slope_mib_per_hour_after_warmup": 0.5}}))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    text = report.build(figures, docs)
+    assert "| 1,000 | 5,000 | 2,000 | 1,000 | 0.8 ms | 1.4 ms | 4.0 ms |" in text   # 1000 parked in 0.5 s
+    assert "| 1,000 | 0.600 ms | 2.000 ms | 2.00× | 990/s | 80 MiB |" in text       # p50 twice the idle one
+    assert "**0.5 MiB per hour**" in text
+    assert {"scale-parked-bytes.svg", "scale-parked-late.svg", "scale-connections.svg", "soak-rss.svg"} <= \
+        {p.name for p in (docs / "performance").iterdir()}
+
+
+def test_soak_slope_leaves_out_the_warm_up():
+    from benchmarks.memory import slope_after_warmup
+
+    samples = [(0, 10.0), (1, 50.0), (2, 90.0), (3, 100.0), (4, 100.5), (5, 101.0), (6, 101.5), (7, 102.0), (8, 102.5)]
+    assert slope_after_warmup(samples) == 30.0   # 0.5 MiB a minute once warm; the climb before is left out
