@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import trio
 
-from broker_emu.context import RequestContext
+from broker_emu.context import TIMEOUT_FIELDS, InFlight, RequestContext
 from broker_emu.encoded_responses import encode_with_errors
 from broker_emu.faults import Decision, RequestFacts
 from broker_emu.handlers import CloseConnection, error_response, request_details, topics_of
@@ -71,6 +71,7 @@ class Connection:
         self.peer_closed = False
         self._current: trio.CancelScope | None = None  # the request being handled
         self._busy = False                                 # a request is being handled
+        self.inflight: dict[int, InFlight] = {}            # correlation id -> the request being handled
         # opt-in: called with (connection, frame) for every request frame read, before it is
         # decoded (tools/capture_corpus.py records real clients' requests this way)
         self._tap = getattr(cluster, "frame_tap", None)
@@ -269,6 +270,17 @@ class Connection:
                                 header.correlation_id, API_VERSIONS, header.api_version, [ErrorCode.UNSUPPORTED_VERSION])
 
     async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None, request_bytes: int = 0) -> bool:
+        """Handle one decoded request; while it is handled it is listed in ``inflight`` (the
+        console shows its age against the request's own timeout field, when it has one)."""
+        field = next((f for f in TIMEOUT_FIELDS if f in body), None) if hasattr(body, "keys") else None
+        self.inflight[ctx.correlation_id] = InFlight(ApiKey(ctx.api_key).api_name, self.cluster.now_ms(),
+                                                     body[field] if field else None, field)
+        try:
+            return await self._handle_one(ctx, body, arrived_ms, request_bytes)
+        finally:
+            self.inflight.pop(ctx.correlation_id, None)
+
+    async def _handle_one(self, ctx: RequestContext, body, arrived_ms: float | None, request_bytes: int) -> bool:
         fields = ctx.trace_fields()
         topics = self._trace_recv(ctx, body, fields, arrived_ms)
         decision = self._decide(ctx.api_key, ctx.api_version, topics, fields)

@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import re
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs, urlsplit
@@ -101,11 +102,24 @@ class HttpResponse:
         return head.encode() + payload
 
 
+@dataclass
+class StreamResponse:
+    """A response whose body is written as it is produced (server-sent events): no length, the
+    connection closes when ``chunks`` ends or the client goes away."""
+
+    chunks: Callable[[], Any]   # () -> AsyncIterator[bytes]
+    content_type: str = "text/event-stream"
+
+    def head(self) -> bytes:
+        return (f"HTTP/1.1 200 OK\r\nContent-Type: {self.content_type}\r\nCache-Control: no-store\r\n"
+                "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n").encode()
+
+
 def error_response(status: int, message: str, field: str | None = None) -> HttpResponse:
     return HttpResponse(status, {"error": message} | ({"field": field} if field else {}))
 
 
-Handler = Callable[[HttpRequest], Awaitable[HttpResponse]]
+Handler = Callable[[HttpRequest], Awaitable["HttpResponse | StreamResponse"]]
 
 
 def parse_head(raw: bytes) -> tuple[str, str, dict[str, str], dict[str, str]]:
@@ -199,6 +213,9 @@ class Policy:
     port: int
     token: str | None = None
     allow_remote: bool = False
+    # static files that hold no cluster data and change nothing (the console's page and scripts:
+    # a browser cannot send a bearer token when it navigates; the page sends it on its own requests)
+    public_paths: frozenset[str] = frozenset()
 
     def origins(self) -> set[str]:
         return {f"http://{h}:{self.port}" for h in ("127.0.0.1", "localhost", "[::1]")}
@@ -214,6 +231,8 @@ class Policy:
         site = headers.get("sec-fetch-site", "none").lower()
         if site not in ("none", "same-origin"):
             raise HttpError(403, f"browser request from a {site} page refused", "Sec-Fetch-Site")
+        if self.token is not None and request.method == "GET" and request.path in self.public_paths:
+            return
         if self.token is not None and not hmac.compare_digest(
                 headers.get("authorization", "").encode(), f"Bearer {self.token}".encode()):
             raise HttpError(401, "missing or wrong bearer token", "Authorization")
@@ -225,7 +244,7 @@ class Policy:
                 raise HttpError(415, f"send JSON bodies as Content-Type: application/json, got {ctype!r}", "Content-Type")
 
 
-async def respond(request: HttpRequest, handler: Handler, policy: Policy) -> HttpResponse:
+async def respond(request: HttpRequest, handler: Handler, policy: Policy) -> HttpResponse | StreamResponse:
     try:
         policy.check(request)
         return await handler(request)
@@ -259,6 +278,7 @@ async def linger(stream: trio.abc.Stream) -> None:
 async def serve_connection(stream: trio.abc.Stream, handler: Handler, policy: Policy) -> None:
     try:
         async with stream:
+            response: HttpResponse | StreamResponse
             try:
                 with trio.fail_after(REQUEST_TIMEOUT_S):
                     request = await read_request(stream)
@@ -266,6 +286,12 @@ async def serve_connection(stream: trio.abc.Stream, handler: Handler, policy: Po
                 response = error_response(exc.status, exc.message, exc.field)
             else:
                 response = await respond(request, handler, policy)
+            if isinstance(response, StreamResponse):
+                await stream.send_all(response.head())
+                async with aclosing(response.chunks()) as chunks:   # its finally runs when the client goes
+                    async for chunk in chunks:
+                        await stream.send_all(chunk)
+                return
             await stream.send_all(encode_safely(response))
             await linger(stream)
     except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -284,7 +310,7 @@ async def serve_http(handler: Handler, host: str = "127.0.0.1", port: int = 0, *
         raise ValueError("remote control needs a token: anyone who can reach the control API could stop brokers")
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
-    policy = Policy(bound, token, allow_remote)
+    policy = Policy(bound, token, allow_remote, frozenset(getattr(handler, "public_paths", ())))
     task_status.started(bound)
 
     async def handle(stream: trio.SocketStream) -> None:

@@ -178,6 +178,28 @@ PATHS: dict[str, Any] = {
         "get": _op("one group, as in /groups", _json(OBJECT, "the group"), 404,
                    parameters=[_path_param("group", {"type": "string"}, "the group id")]),
     },
+    "/console": {
+        "get": _op("the web console's page (public: no cluster data; the page sends the token on its own requests)",
+                   {"description": "the page", "content": {"text/html": {"schema": {"type": "string"}}}}),
+    },
+    "/console/state": {
+        "get": _op("the console's snapshot: the cluster, groups, connections with their requests in flight, "
+                   "operations parked in the purgatories with the time each has left, fault rules with hits",
+                   _json(OBJECT, "the snapshot")),
+    },
+    "/console/events": {
+        "get": _op("server-sent events: `trace` (every trace event as it happens) and `state` (the snapshot, "
+                   "every interval_ms); the stream lasts until the client closes it",
+                   {"description": "the event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                   parameters=[_query_param("interval_ms", {"type": "number", "minimum": 50, "maximum": 10000},
+                                            "ms between snapshots (default 500)")]),
+    },
+    "/console/{name}": {
+        "get": _op("the console's script and style (console.js, console.css; public)",
+                   {"description": "the file", "content": {"text/javascript": {"schema": {"type": "string"}},
+                                                           "text/css": {"schema": {"type": "string"}}}}, 404,
+                   parameters=[_path_param("name", {"type": "string"}, "console.js or console.css")]),
+    },
     "/openapi.json": {
         "get": _op("this document", _json(OBJECT, "OpenAPI 3.0")),
     },

@@ -15,7 +15,8 @@ import re
 from typing import Any, Awaitable, Callable, Protocol
 from urllib.parse import unquote
 
-from broker_emu.control.http import HttpError, HttpRequest, HttpResponse
+from broker_emu.control.console_routes import ConsoleRoutes
+from broker_emu.control.http import HttpError, HttpRequest, HttpResponse, StreamResponse
 from broker_emu.control.openapi import OPENAPI
 from broker_emu.faults import FaultConfigError, FaultEngine
 from broker_emu.faults.engine import MAX_RULES
@@ -40,6 +41,11 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("GET", "/groups", "list_groups", ()),
     ("GET", "/groups/{group}", "get_group", ()),
     ("GET", "/openapi.json", "openapi", ()),
+    # the web console (broker_emu.control.console_routes)
+    ("GET", "/console", "console_page", ()),
+    ("GET", "/console/state", "console_snapshot", ()),
+    ("GET", "/console/events", "console_events", ("interval_ms",)),
+    ("GET", "/console/{name}", "console_asset", ()),
 ]
 BODY_METHODS = {"add_fault", "move_leader", "replication", "marker_delay"}
 
@@ -78,14 +84,14 @@ def json_object(request: HttpRequest, example: str) -> dict[str, Any]:
     return body
 
 
-class Routes:
+class Routes(ConsoleRoutes):
     def __init__(self, target: ControlTarget):
         self.target = target
         self.table: list[tuple[str, re.Pattern[str], Callable[..., Awaitable[HttpResponse]], tuple[str, ...], str]] = [
             (method, compile_template(template), getattr(self, name), query, name)
             for method, template, name, query in ROUTES]
 
-    async def __call__(self, request: HttpRequest) -> HttpResponse:
+    async def __call__(self, request: HttpRequest) -> HttpResponse | StreamResponse:
         path = request.path.rstrip("/") or "/"
         allowed = []
         for method, pattern, fn, query, name in self.table:

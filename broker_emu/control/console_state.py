@@ -1,0 +1,77 @@
+"""What the web console shows, as one JSON snapshot of the cluster (``GET /console/state``, and
+every few hundred milliseconds on ``GET /console/events``): brokers, topics and partitions,
+groups, connections with the requests they have in flight (age against the request's own
+timeout), the operations parked in the purgatories (time left before each expires) and the
+fault rules with their hit counts. Read-only: building it changes nothing.
+
+The target is the cluster (``broker_emu.cluster.Cluster``); anything lacking a part (the proxy
+has no purgatory) shows that part empty.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def console_state(target: Any) -> dict[str, Any]:
+    now_ms = target.now_ms()
+    described = target.describe()
+    state: dict[str, Any] = {"now_ms": now_ms, **described}
+    groups = getattr(target, "groups", None)
+    try:
+        state["groups"] = groups.describe() if groups is not None else []
+    except Exception as exc:  # noqa: BLE001 - a console must not fail for one part; it says why instead
+        state["groups"] = {"error": f"{type(exc).__name__}: {exc}"}
+    state["connections"] = _connections(target, now_ms)
+    state["purgatory_ops"] = _purgatory_ops(target, now_ms)
+    return state
+
+
+def _connections(target: Any, now_ms: float) -> list[dict[str, Any]]:
+    out = []
+    for broker in getattr(target, "brokers", {}).values():
+        for conn in sorted(getattr(broker, "connections", ()), key=lambda c: c.id):
+            inflight = getattr(conn, "inflight", {})
+            out.append({
+                "conn": conn.id, "broker": broker.id, "client_id": conn.client_id, "client_addr": conn.addr,
+                "closed": conn.closed,
+                "in_flight": [{"correlation_id": corr, "api": r.api, "age_ms": round(now_ms - r.received_ms, 1),
+                               "timeout_ms": r.timeout_ms, "timeout_field": r.timeout_field}
+                              for corr, r in sorted(inflight.items())],
+            })
+    return out
+
+
+def _purgatory_ops(target: Any, now_ms: float) -> list[dict[str, Any]]:
+    out = []
+    for attr in ("produce_purgatory", "fetch_purgatory", "delete_records_purgatory"):
+        purgatory = getattr(target, attr, None)
+        if purgatory is None:
+            continue
+        seen: set[int] = set()
+        for ops in list(purgatory.watchers.values()):
+            for op in ops:
+                if op.completed or id(op) in seen:
+                    continue
+                seen.add(id(op))
+                timer = op._timer
+                ctx = getattr(op, "ctx", None)
+                left_ms = None
+                if timer is not None:
+                    left_ms = max(0.0, round(timer.deadline * 1000 - _clock_ms(target), 1))
+                out.append({
+                    "purgatory": purgatory.name, "timeout_ms": round(op.timeout_s * 1000, 1), "left_ms": left_ms,
+                    "broker": ctx.broker_id if ctx is not None else None, "conn": ctx.conn_id if ctx is not None else None,
+                    "client_id": ctx.client_id if ctx is not None else None,
+                    "correlation_id": ctx.correlation_id if ctx is not None else None,
+                    "waits_for": op.describe(),
+                })
+    out.sort(key=lambda o: (o["left_ms"] is None, o["left_ms"] or 0.0))
+    return out
+
+
+def _clock_ms(target: Any) -> float:
+    """The scheduler's clock (trio time) in ms: the timers' deadlines are on it."""
+    import trio
+
+    return trio.current_time() * 1000
