@@ -195,7 +195,7 @@ function renderTimeline() {
   if (!mine.length) { $("#timeline-svg").innerHTML = "<p>no events yet</p>"; return; }
   const lanes = [...new Set(mine.map((e) => e.conn))].slice(-12);
   const t0 = Math.min(...mine.map((e) => e.t_ms)), t1 = Math.max(...mine.map((e) => e.t_ms), t0 + 1);
-  const W = 900, L = 150, H = 22, x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - 20);
+  const W = 900, L = 150, H = 22, x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - 90);   // room for a last "✕ broker"
   const parts = [];
   lanes.forEach((conn, i) => {
     const y = 20 + i * H;
@@ -223,7 +223,7 @@ function renderTimeline() {
     }
   });
   const h = 30 + lanes.length * H;
-  parts.push(`<text x="${L}" y="${h - 2}" class="axis">${(t0 / 1000).toFixed(1)} s</text><text x="${W - 60}" y="${h - 2}" class="axis">${(t1 / 1000).toFixed(1)} s</text>`);
+  parts.push(`<text x="${L}" y="${h - 2}" class="axis">${(t0 / 1000).toFixed(1)} s</text><text x="${W - 120}" y="${h - 2}" class="axis">${(t1 / 1000).toFixed(1)} s</text>`);
   $("#timeline-svg").innerHTML = `<svg width="${W}" height="${h}" viewBox="0 0 ${W} ${h}">${parts.join("")}</svg>`;
 }
 
