@@ -22,9 +22,28 @@ def console_state(target: Any) -> dict[str, Any]:
         state["groups"] = groups.describe() if groups is not None else []
     except Exception as exc:  # noqa: BLE001 - a console must not fail for one part; it says why instead
         state["groups"] = {"error": f"{type(exc).__name__}: {exc}"}
+    state["transactions"] = _transactions(target)
     state["connections"] = _connections(target, now_ms)
     state["purgatory_ops"] = _purgatory_ops(target, now_ms)
     return state
+
+
+def _transactions(target: Any) -> list[dict[str, Any]]:
+    """Each transactional id the coordinator knows: state, producer id and epoch, partitions, and
+    for an open transaction the time left before transaction.timeout.ms aborts it."""
+    txn = getattr(target, "txn", None)
+    if txn is None:
+        return []
+    now = txn._now()
+    out = []
+    for meta in sorted(txn.txns.values(), key=lambda m: m.transactional_id):
+        state = getattr(meta.state, "value", str(meta.state))   # Kafka's names: Ongoing, PrepareCommit...
+        open_ms = now - meta.start_ms if meta.start_ms >= 0 and state == "Ongoing" else None
+        out.append({"transactional_id": meta.transactional_id, "state": state, "producer_id": meta.producer_id,
+                    "epoch": meta.epoch, "timeout_ms": meta.timeout_ms,
+                    "partitions": sorted(f"{t}-{p}" for t, p in meta.partitions), "groups": sorted(meta.groups),
+                    "left_ms": None if open_ms is None else round(meta.timeout_ms - open_ms, 1)})
+    return out
 
 
 def _connections(target: Any, now_ms: float) -> list[dict[str, Any]]:

@@ -84,3 +84,20 @@ def test_with_a_token_the_files_are_public_and_the_data_is_not():
         raw.close()
         (kind, state), = _events(s.port, 1, headers={"Authorization": "Bearer s3cret"})
         assert kind == "state" and len(state["brokers"]) == 3
+
+
+def test_an_open_transaction_shows_with_the_time_left_before_its_timeout():
+    import client
+    from broker_emu import run_cluster_in_thread
+    from broker_emu.control.console_state import console_state
+
+    with run_cluster_in_thread(brokers=3, topics=[("t", 1, 3)]) as tc:
+        with client.Producer({"bootstrap.servers": tc.bootstrap, "transactional.id": "tx-1",
+                              "transaction.timeout.ms": 60000}) as p:
+            p.init_transactions(20)
+            p.begin_transaction()
+            p.send("t", b"in the transaction", partition=0).result(20)
+            (txn,) = tc.call(lambda: console_state(tc.cluster))["transactions"]
+            p.abort_transaction(20)
+    assert (txn["transactional_id"], txn["state"], txn["partitions"]) == ("tx-1", "Ongoing", ["t-0"])
+    assert 50_000 < txn["left_ms"] <= 60_000

@@ -86,6 +86,7 @@ function render() {
   $("#cluster-id").textContent = state.cluster_id ? `(${state.cluster_id})` : "";
   renderBrokers();
   renderPartitions();
+  renderTransactions();
   $("#groups").innerHTML = renderGroups(state.groups);
   renderConnections();
   renderPurgatory();
@@ -119,6 +120,16 @@ function renderPartitions() {
     }
   }
   $("#partitions tbody").innerHTML = rows.join("") || `<tr><td colspan="10">no topics (${ids.length} brokers)</td></tr>`;
+}
+
+function renderTransactions() {
+  const since = performance.now() - stateAt;
+  $('[data-testid="transactions"] tbody').innerHTML = (state.transactions || []).map((t) => {
+    const left = t.left_ms === null ? null : Math.max(0, t.left_ms - since);
+    return `<tr data-testid="txn-${esc(t.transactional_id)}"><td>${esc(t.transactional_id)}</td><td>${esc(t.state)}</td>
+      <td>${t.producer_id} / ${t.epoch}</td><td>${esc(t.partitions.join(", "))}</td><td>${esc(t.groups.join(", "))}</td>
+      <td>${left === null ? "—" : bar(left / t.timeout_ms, `${(left / 1000).toFixed(1)} s of ${(t.timeout_ms / 1000).toFixed(1)} s`, "countdown")}</td></tr>`;
+  }).join("") || `<tr><td colspan="6">no transactional producers</td></tr>`;
 }
 
 function renderGroups(groups) {
@@ -255,5 +266,5 @@ $("#fault-form").addEventListener("submit", (ev) => {
 $("#timeline-client").addEventListener("change", renderTimeline);
 
 // countdowns and ages move between snapshots
-setInterval(() => { if (state) { renderConnections(); renderPurgatory(); } }, 100);
+setInterval(() => { if (state) { renderConnections(); renderPurgatory(); renderTransactions(); } }, 100);
 stream();
