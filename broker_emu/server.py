@@ -72,6 +72,7 @@ class Connection:
         self._current: trio.CancelScope | None = None  # the request being handled
         self._busy = False                                 # a request is being handled
         self.inflight: dict[int, InFlight] = {}            # correlation id -> the request being handled
+        self.muted_until_ms = 0.0                          # a throttle's mute (KIP-219) lasts until then
         # opt-in: called with (connection, frame) for every request frame read, before it is
         # decoded (tools/capture_corpus.py records real clients' requests this way)
         self._tap = getattr(cluster, "frame_tap", None)
@@ -383,6 +384,7 @@ class Connection:
         if not await self._send(out, fields["correlation_id"], fields["api_key"], fields["api_version"], errors, fields):
             return False
         if decision.throttle_ms:
+            self.muted_until_ms = self.cluster.now_ms() + decision.throttle_ms   # (the console shows it)
             await trio.sleep(decision.throttle_ms / 1000)  # KIP-219: the broker mutes the channel
         return True
 

@@ -54,6 +54,7 @@ def _connections(target: Any, now_ms: float) -> list[dict[str, Any]]:
             out.append({
                 "conn": conn.id, "broker": broker.id, "client_id": conn.client_id, "client_addr": conn.addr,
                 "closed": conn.closed,
+                "throttled_ms_left": max(0.0, round(getattr(conn, "muted_until_ms", 0.0) - now_ms, 1)),
                 "in_flight": [{"correlation_id": corr, "api": r.api, "age_ms": round(now_ms - r.received_ms, 1),
                                "timeout_ms": r.timeout_ms, "timeout_field": r.timeout_field}
                               for corr, r in sorted(inflight.items())],

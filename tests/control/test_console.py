@@ -101,3 +101,27 @@ def test_an_open_transaction_shows_with_the_time_left_before_its_timeout():
             p.abort_transaction(20)
     assert (txn["transactional_id"], txn["state"], txn["partitions"]) == ("tx-1", "Ongoing", ["t-0"])
     assert 50_000 < txn["left_ms"] <= 60_000
+
+
+def test_a_throttled_connection_shows_how_long_it_stays_muted():
+    import time
+
+    from client.protocol import encode_request
+    from client.protocol.records import Record, encode_batch
+
+    with Served() as s:
+        assert http_call(s.port, "POST", "/faults", {"match": {"api": "Produce"},
+                                                     "action": {"type": "throttle", "ms": 30000}})[0] == 201
+        kafka = socket.create_connection(s.bootstrap[0])   # stays open: the mute is this connection's
+        kafka.sendall(encode_request(0, 9, 1, "throttled", {"acks": 1, "timeout_ms": 1000, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": encode_batch([Record(b"x")])}]}]}))
+        assert kafka.recv(4)                               # answered (with throttle_time_ms), then muted
+        muted: list = []
+        for _ in range(100):
+            _, state = http_call(s.port, "GET", "/console/state")
+            muted = [c["throttled_ms_left"] for c in state["connections"] if c["client_id"] == "throttled"]
+            if muted and muted[0] > 0:
+                break
+            time.sleep(0.1)
+        kafka.close()
+        assert muted and 20_000 < muted[0] <= 30_000

@@ -158,7 +158,9 @@ function renderConnections() {
         ? bar(age / r.timeout_ms, `${r.api} #${r.correlation_id} ${(age / 1000).toFixed(1)} s of ${r.timeout_field} ${(r.timeout_ms / 1000).toFixed(1)} s`)
         : `<span class="req">${esc(r.api)} #${r.correlation_id} ${(age / 1000).toFixed(1)} s</span>`;
     }).join(" ");
-    return `<tr data-testid="conn-${c.conn}"><td>${c.conn}</td><td>${c.broker}</td><td>${esc(c.client_id)}</td><td>${esc(c.client_addr)}</td><td>${reqs}</td></tr>`;
+    const muted = c.throttled_ms_left - since;
+    const throttle = muted > 0 ? `<span class="throttle" data-testid="throttled-${c.conn}">muted by a throttle for ${(muted / 1000).toFixed(1)} s more</span>` : "";
+    return `<tr data-testid="conn-${c.conn}"><td>${c.conn}</td><td>${c.broker}</td><td>${esc(c.client_id)}</td><td>${esc(c.client_addr)}</td><td>${reqs} ${throttle}</td></tr>`;
   }).join("");
 }
 
