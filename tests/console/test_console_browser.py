@@ -86,3 +86,8 @@ def test_the_timeline_shows_the_clients_disconnect(browser_ok):
         b.select('[data-testid="timeline-client"]', "timeline-client")
         b.wait('[data-testid^="timeline-close-"]', text="client")            # ✕ client: it closed the connection
         assert b.count('[data-testid="timeline"] rect.req') >= 2              # its requests, answered
+        lanes = b.count('[data-testid="timeline"] text.lane')
+        assert lanes >= 2                                                     # bootstrap and leader connections
+        first = b.cmd("attr", selector='[data-testid="timeline-conn"] option:nth-child(2)', name="value")
+        b.select('[data-testid="timeline-conn"]', first)
+        b.wait_until(lambda: b.count('[data-testid="timeline"] text.lane') == 1, "one connection's lane")

@@ -3,7 +3,7 @@
 //   node tools/console/driver.js URL
 // ops: click {selector} | fill {selector, value} | select {selector, value} | text {selector}
 //      wait {selector, state: "visible"|"attached"|"detached"|"hidden", text?, timeout_ms}
-//      count {selector} | screenshot {path, selector?} | quit
+//      count {selector} | attr {selector, name} | screenshot {path, selector?} | errors | quit
 "use strict";
 const readline = require("readline");
 const { chromium } = require("playwright-core");
@@ -31,6 +31,7 @@ async function main() {
       else if (cmd.op === "select") await page.selectOption(cmd.selector, cmd.value, { timeout });
       else if (cmd.op === "text") value = await page.textContent(cmd.selector, { timeout });
       else if (cmd.op === "count") value = await page.locator(cmd.selector).count();
+      else if (cmd.op === "attr") value = await page.getAttribute(cmd.selector, cmd.name, { timeout });
       else if (cmd.op === "wait") {
         if (cmd.text !== undefined) {
           await page.locator(cmd.selector).filter({ hasText: cmd.text }).first().waitFor({ state: cmd.state || "visible", timeout });

@@ -191,12 +191,17 @@ function renderFaults() {
 }
 
 function renderClients() {
-  const select = $("#timeline-client");
+  const select = $("#timeline-client"), conns = $("#timeline-conn");
   const known = new Set([...select.options].map((o) => o.value));
+  const knownConns = new Set([...conns.options].map((o) => o.value));
   for (const e of events) {
     if (e.client_id && !known.has(e.client_id)) {
       known.add(e.client_id);
       select.add(new Option(e.client_id, e.client_id));
+    }
+    if (e.conn != null && !knownConns.has(String(e.conn))) {
+      knownConns.add(String(e.conn));
+      conns.add(new Option(`conn ${e.conn} (${e.client_id || "?"})`, String(e.conn)));
     }
   }
 }
@@ -204,7 +209,8 @@ function renderClients() {
 // The explain drawing, streaming: one lane per connection of the chosen client.
 function renderTimeline() {
   const who = $("#timeline-client").value;
-  const mine = events.filter((e) => e.conn != null && (!who || e.client_id === who));
+  const conn = $("#timeline-conn").value;
+  const mine = events.filter((e) => e.conn != null && (!who || e.client_id === who) && (!conn || String(e.conn) === conn));
   if (!mine.length) { $("#timeline-svg").innerHTML = "<p>no events yet</p>"; return; }
   const lanes = [...new Set(mine.map((e) => e.conn))].slice(-12);
   const t0 = Math.min(...mine.map((e) => e.t_ms)), t1 = Math.max(...mine.map((e) => e.t_ms), t0 + 1);
@@ -266,6 +272,7 @@ $("#fault-form").addEventListener("submit", (ev) => {
   act(() => call("POST", "/faults", $("#fault-rule").value));
 });
 $("#timeline-client").addEventListener("change", renderTimeline);
+$("#timeline-conn").addEventListener("change", renderTimeline);
 
 // countdowns and ages move between snapshots
 setInterval(() => { if (state) { renderConnections(); renderPurgatory(); renderTransactions(); } }, 100);
