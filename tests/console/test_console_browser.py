@@ -69,6 +69,8 @@ def test_a_parked_produce_appears_in_the_purgatory_and_leaves_when_it_expires(br
             assert "orders-0 to offset 1" in b.text('[data-testid="purgatory"] tbody')
             assert "of 6.0 s" in b.text('[data-testid="purgatory"] tbody')    # its countdown, against timeout_ms
             assert "Produce" in b.text('[data-testid="connections"] tbody')   # in flight on its connection
+            b.select('[data-testid="timeline-client"]', "parked-client")
+            b.wait('[data-testid="timeline-window"]')                        # its 6 s window in the purgatory
             b.wait('[data-testid="purgatory-empty"]', timeout_ms=30000)       # expired: gone from the view
             assert time.monotonic() - start >= 5.5
             # both clocks ran 6 s: the broker's answer (REQUEST_TIMED_OUT) or the client's own

@@ -213,7 +213,9 @@ function renderTimeline() {
   const mine = events.filter((e) => e.conn != null && (!who || e.client_id === who) && (!conn || String(e.conn) === conn));
   if (!mine.length) { $("#timeline-svg").innerHTML = "<p>no events yet</p>"; return; }
   const lanes = [...new Set(mine.map((e) => e.conn))].slice(-12);
-  const t0 = Math.min(...mine.map((e) => e.t_ms)), t1 = Math.max(...mine.map((e) => e.t_ms), t0 + 1);
+  const t0 = Math.min(...mine.map((e) => e.t_ms));
+  const ends = mine.map((e) => e.kind === "purgatory_enter" && e.details ? e.t_ms + (e.details.timeout_ms ?? e.details.max_wait_ms ?? 0) : e.t_ms);
+  const t1 = Math.max(...ends, t0 + 1);
   const W = 900, L = 150, H = 22, x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - 90);   // room for a last "✕ broker"
   const parts = [];
   lanes.forEach((conn, i) => {
@@ -226,6 +228,10 @@ function renderTimeline() {
       else if (e.kind === "send" && open.has(e.correlation_id)) {
         const r = open.get(e.correlation_id); open.delete(e.correlation_id);
         parts.push(`<rect x="${x(r.t_ms)}" y="${y + 3}" width="${Math.max(2, x(e.t_ms) - x(r.t_ms))}" height="12" class="req"><title>${esc(r.api)} #${r.correlation_id} ${(e.t_ms - r.t_ms).toFixed(1)} ms</title></rect>`);
+      } else if (e.kind === "purgatory_enter") {
+        // the broker's own timeout window for this request (Produce timeout_ms, Fetch max_wait_ms)
+        const ms = e.details && (e.details.timeout_ms ?? e.details.max_wait_ms);
+        if (ms != null) parts.push(`<rect x="${x(e.t_ms)}" y="${y + 1}" width="${Math.max(2, x(e.t_ms + ms) - x(e.t_ms))}" height="16" class="window" data-testid="timeline-window"><title>${esc(e.api)} #${e.correlation_id}: in the purgatory, ${ms} ms to expiry</title></rect>`);
       } else if (e.kind === "purgatory_expire") {
         parts.push(`<text x="${x(e.t_ms) - 4}" y="${y + 13}" class="expire">◆<title>purgatory expiry</title></text>`);
       } else if (e.kind === "conn_close") {
