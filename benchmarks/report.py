@@ -3,7 +3,12 @@ itself: it measures nothing). Run the benchmarks with --json first:
 
     .venv/bin/python -m benchmarks.producer --rounds 3 --memory --json out/perf/producer.json
     .venv/bin/python -m benchmarks.consumer --rounds 3 --megabytes 50 --small 500000 --json out/perf/consumer.json
+    .venv/bin/python -m benchmarks.scale --json out/perf/scale.json
+    .venv/bin/python -m benchmarks.memory --cases soak --soak-minutes 30 --json out/perf/memory.json
+    .venv/bin/python -m benchmarks.suite --json out/perf/suite.json
     .venv/bin/python -m benchmarks.report [--figures out/perf] [--docs docs]
+
+A section whose figures file is missing is left out.
 
 Each figure is one SVG bar chart (docs/performance/*.svg) beside its table; the text around
 the tables (what changed, what is missing) lives in docs/performance-notes.md and is copied in.
@@ -113,6 +118,13 @@ def build(figures: Path, docs: Path) -> str:
     memory = json.loads((figures / "memory.json").read_text()) if (figures / "memory.json").exists() else None
     if memory and "soak" in memory:
         md += _soak_section(memory["soak"], plots)
+    suite = json.loads((figures / "suite.json").read_text()) if (figures / "suite.json").exists() else None
+    if suite:
+        md += ["### The virtual-time suite (`benchmarks.suite`)", "",
+               f"Every test that needs neither a third-party client nor Apache Kafka (`-m \"{suite['markers']}\"`): "
+               f"{suite.get('passed', 0):,} tests passed in **{suite['wall_s']:,.0f} s** of wall time on "
+               f"{suite['cores']} cores (one pytest process). Most of them run in trio's virtual time: their "
+               "seconds of timeouts cost no waiting.", ""]
     notes = docs / "performance-notes.md"
     if notes.exists():
         md += [notes.read_text().rstrip(), ""]

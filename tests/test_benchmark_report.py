@@ -70,3 +70,13 @@ def test_soak_slope_leaves_out_the_warm_up():
 
     samples = [(0, 10.0), (1, 50.0), (2, 90.0), (3, 100.0), (4, 100.5), (5, 101.0), (6, 101.5), (7, 102.0), (8, 102.5)]
     assert slope_after_warmup(samples) == 30.0   # 0.5 MiB a minute once warm; the climb before is left out
+
+
+def test_the_suite_section_says_how_long_the_virtual_time_suite_took(tmp_path):
+    figures = _figures(tmp_path)
+    (figures / "suite.json").write_text(json.dumps({"markers": "not realclient and not realkafka", "wall_s": 321.4,
+                                                    "cores": 2, "passed": 5000}))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    text = report.build(figures, docs)
+    assert "5,000 tests passed in **321 s**" in text
