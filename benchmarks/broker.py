@@ -20,6 +20,7 @@ target to its first Metadata answer.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -269,7 +270,10 @@ def _ratio(value: float, base: float, first: bool) -> str:
     return "" if first else f" ({value / base:.2f}x)"
 
 
-def report(targets: list[Target], seconds: float, rounds: int) -> None:
+def report(targets: list[Target], seconds: float, rounds: int) -> dict:
+    """Print the side-by-side table; return its figures (``--json``)."""
+    figures: dict = {"cores": os.cpu_count(), "seconds": seconds, "rounds": rounds,
+                     "targets": [t.label for t in targets], "cases": []}
     addresses = [t.address for t in targets]
     print(f"broker benchmark: confluent-kafka producer, linger.ms=5, {os.cpu_count()} cores, "
           f"{seconds:g} s per case and target in {rounds} rounds")
@@ -277,15 +281,19 @@ def report(targets: list[Target], seconds: float, rounds: int) -> None:
     print(_row("case", [t.label for t in targets]))
     for size, acks in CASES:
         rates = interleaved(addresses, size, acks, seconds, rounds)
+        figures["cases"].append({"size": size, "acks": acks, "msgs": rates})
         cells = [f"{r:,.0f}/s {r * size / 1e6:.1f} MB/s{_ratio(r, rates[0], i == 0)}" for i, r in enumerate(rates)]
         print(_row(f"{size} B acks={acks}", cells), flush=True)
     print(_row("time to ready", ["in-process" if t.ready_s is None else
                                  f"{t.ready_s:.2f} s{_ratio(t.ready_s, targets[0].ready_s, i == 0) if targets[0].ready_s else ''}"
                                  for i, t in enumerate(targets)]), flush=True)
     rtts = metadata_rtts(addresses)
+    figures["metadata_ms"] = [{"p50": r[0], "p99": r[1]} for r in rtts]
+    figures["ready_s"] = [t.ready_s for t in targets]
     for name, k in (("metadata p50", 0), ("metadata p99", 1)):
         base = rtts[0][k]
         print(_row(name, [f"{r[k]:.3f} ms{_ratio(r[k], base, i == 0)}" for i, r in enumerate(rtts)]))
+    return figures
 
 
 def main() -> None:
@@ -294,6 +302,7 @@ def main() -> None:
                         f"(default: {','.join(TARGETS)}; known: {', '.join(TARGETS)})")
     parser.add_argument("--seconds-per-case", type=float, default=3.0, help="per case and target (default 3)")
     parser.add_argument("--rounds", type=int, default=3, help="turns the targets take within a case (default 3)")
+    parser.add_argument("--json", help="write the figures here too (benchmarks.report reads out/perf/broker.json)")
     parser.add_argument("--emulator-config", action="append", metavar="KEY=VALUE",
                         help=f"broker settings of the emulator (default: {' '.join(EMULATOR_CONFIG)})")
     args = parser.parse_args()
@@ -304,7 +313,10 @@ def main() -> None:
     targets = start_targets(keys, bool(args.targets), args)
     try:
         if targets:
-            report(targets, args.seconds_per_case, args.rounds)
+            figures = report(targets, args.seconds_per_case, args.rounds)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(figures, f, indent=1)
     finally:
         stop_targets(targets)
 

@@ -112,6 +112,9 @@ def build(figures: Path, docs: Path) -> str:
                                                 values))
             md += [f"### {size} B", "", f"![consumer {size} B](performance/{name})", ""]
             md += _table(rows, size, "records/s", True) + [""]
+    brokers = json.loads((figures / "broker.json").read_text()) if (figures / "broker.json").exists() else None
+    if brokers:
+        md += _broker_section(brokers, plots)
     scale = json.loads((figures / "scale.json").read_text()) if (figures / "scale.json").exists() else None
     if scale:
         md += _scale_section(scale, plots)
@@ -131,6 +134,33 @@ def build(figures: Path, docs: Path) -> str:
     text = "\n".join(md)
     (docs / "performance.md").write_text(text)
     return text
+
+
+def _broker_section(b: dict, plots: Path) -> list[str]:
+    """The emulator beside other brokers under the same confluent-kafka producer; ratios are
+    the emulator's figure over each other target's (above 1x: the emulator is faster)."""
+    labels = b["targets"]
+    md = ["## The emulator beside other brokers (`benchmarks.broker`)", "",
+          f"confluent-kafka's producer (linger 5 ms, one partition replicated 3 ways) against each broker in turn, "
+          f"{b['rounds']} rounds of {b['seconds']:g} s, {b['cores']} cores; librdkafka's mock runs inside the "
+          "producer's process. Cells: the broker's figure, and the emulator's ÷ it (throughput above 1× or "
+          "latency below 1×: the emulator is ahead).", "",
+          "| case | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for case in b["cases"]:
+        rates, base = case["msgs"], case["msgs"][0]
+        cells = [f"{r * case['size'] / 1e6:,.1f} MB/s" + ("" if i == 0 else f" ({base / r:.2f}×)")
+                 for i, r in enumerate(rates)]
+        md.append(f"| {case['size']} B acks={case['acks']} | " + " | ".join(cells) + " |")
+        (plots / f"broker-{case['size']}B-acks{case['acks']}.svg").write_text(bar_chart(
+            f"{case['size']} B acks={case['acks']}: MB/s by broker", "MB/s",
+            {label: r * case["size"] / 1e6 for label, r in zip(labels, rates)}))
+    meta = b["metadata_ms"]
+    md.append("| metadata p50 | " + " | ".join(f"{m['p50']:.3f} ms" + ("" if i == 0 else f" ({meta[0]['p50'] / m['p50']:.2f}×)")
+                                             for i, m in enumerate(meta)) + " |")
+    md.append("| metadata p99 | " + " | ".join(f"{m['p99']:.3f} ms" for m in meta) + " |")
+    md += [""] + [f"![{c['size']} B acks={c['acks']}](performance/broker-{c['size']}B-acks{c['acks']}.svg)"
+                  for c in b["cases"]] + [""]
+    return md
 
 
 def _scale_section(scale: dict, plots: Path) -> list[str]:

@@ -80,3 +80,17 @@ def test_the_suite_section_says_how_long_the_virtual_time_suite_took(tmp_path):
     docs.mkdir()
     text = report.build(figures, docs)
     assert "5,000 tests passed in **321 s**" in text
+
+
+def test_the_broker_section_puts_the_emulator_beside_each_other_broker(tmp_path):
+    figures = _figures(tmp_path)
+    (figures / "broker.json").write_text(json.dumps({
+        "cores": 2, "seconds": 3.0, "rounds": 2, "targets": ["broker-emu", "librdkafka mock"],
+        "cases": [{"size": 10240, "acks": "1", "msgs": [50_000.0, 100_000.0]}],
+        "metadata_ms": [{"p50": 0.3, "p99": 0.6}, {"p50": 0.15, "p99": 0.3}], "ready_s": [1.2, None]}))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    text = report.build(figures, docs)
+    assert "| 10240 B acks=1 | 512.0 MB/s | 1,024.0 MB/s (0.50×) |" in text     # the emulator at half the mock
+    assert "| metadata p50 | 0.300 ms | 0.150 ms (2.00×) |" in text
+    assert (docs / "performance" / "broker-10240B-acks1.svg").exists()
