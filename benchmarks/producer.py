@@ -35,24 +35,31 @@ WINDOW = 5000          # unconfirmed sends a client may have
 SIZES = (100, 10_240)
 
 
+def _blocking_sends(send: Callable[[bytes], object], wait: Callable[[object], object], size: int,
+                    seconds: float) -> float:
+    """msg/s of ``send`` for ``seconds``, waiting on the oldest futures to keep at most
+    2 x WINDOW unconfirmed (the same loop for every blocking client)."""
+    payload, n, start = os.urandom(size), 0, time.perf_counter()
+    futures: list = []
+    while time.perf_counter() - start < seconds:
+        futures.append(send(payload))
+        n += 1
+        if len(futures) >= 2 * WINDOW:
+            for f in futures[:WINDOW]:
+                wait(f)
+            del futures[:WINDOW]
+    for f in futures:
+        wait(f)
+    return n / (time.perf_counter() - start)
+
+
 def _ours(bootstrap: str, size: int, acks: str, seconds: float) -> float:
     from client import Producer
 
     with Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": LINGER_MS, "batch.size": BATCH,
                    "buffer.memory": BUFFER, "max.request.size": 2 * BATCH}) as p:
         p.send(TOPIC, b"warm-up", partition=0).result(10)
-        payload, n, start = os.urandom(size), 0, time.perf_counter()
-        futures: list = []
-        while time.perf_counter() - start < seconds:
-            futures.append(p.send(TOPIC, payload, partition=0))
-            n += 1
-            if len(futures) >= 2 * WINDOW:
-                for f in futures[:WINDOW]:
-                    f.result(60)
-                del futures[:WINDOW]
-        for f in futures:
-            f.result(60)
-        return n / (time.perf_counter() - start)
+        return _blocking_sends(lambda v: p.send(TOPIC, v, partition=0), lambda f: f.result(60), size, seconds)
 
 
 def _ours_async(bootstrap: str, size: int, acks: str, seconds: float) -> float:
@@ -96,18 +103,7 @@ def _kafka_python(bootstrap: str, size: int, acks: str, seconds: float) -> float
                       batch_size=BATCH, max_request_size=2 * BATCH)
     try:
         p.send(TOPIC, b"warm-up", partition=0).get(10)
-        payload, n, start = os.urandom(size), 0, time.perf_counter()
-        futures: list = []
-        while time.perf_counter() - start < seconds:
-            futures.append(p.send(TOPIC, payload, partition=0))
-            n += 1
-            if len(futures) >= 2 * WINDOW:
-                for f in futures[:WINDOW]:
-                    f.get(60)
-                del futures[:WINDOW]
-        for f in futures:
-            f.get(60)
-        return n / (time.perf_counter() - start)
+        return _blocking_sends(lambda v: p.send(TOPIC, v, partition=0), lambda f: f.get(60), size, seconds)
     finally:
         p.close(10)
 

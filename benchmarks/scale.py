@@ -33,6 +33,7 @@ import trio
 import trio.lowlevel
 
 from benchmarks.broker import start_emulator
+from benchmarks.memory import rss_mib
 from client.protocol import ApiKey, decode_response, encode_request
 from client.protocol.framing import FrameSplitter
 from client.protocol.records import Record, encode_batch
@@ -198,7 +199,7 @@ def connections(counts: list[int], interval: float, probes: int) -> list[dict]:
                 load.join(30)
             rows.append({"connections": n, "p50_ms": statistics.median(rtts), "p99_ms": _pct(rtts, 0.99),
                          "load_answers_per_s": rate, "load_errors": load.errors if load else 0,
-                         "rss_mib": _rss_mib(proc.pid)})
+                         "rss_mib": rss_mib(proc.pid)})
             r = rows[-1]
             print(f"  {n:>5} connections: metadata p50 {r['p50_ms']:.3f} ms, p99 {r['p99_ms']:.3f} ms; "
                   f"load {rate:,.0f} answers/s, {r['load_errors']} errors; serve RSS {r['rss_mib']:.0f} MiB", flush=True)
@@ -210,15 +211,8 @@ def connections(counts: list[int], interval: float, probes: int) -> list[dict]:
 
 def _rss_bytes() -> int:
     """This process's resident set (what the operations really cost, allocator included)."""
-    return int(_rss_mib(os.getpid()) * 1024 * 1024)
+    return int(rss_mib(os.getpid()) * 1024 * 1024)
 
-
-def _rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main() -> None:

@@ -45,16 +45,3 @@ class RequestContext:
 
 # one shared string per API for every trace event (this runs on every request)
 API_NAMES = {int(k): k.api_name for k in ApiKey}
-
-
-# a request's own bound on how long the broker may hold it (Produce, Fetch, admin calls)
-TIMEOUT_FIELDS = ("timeout_ms", "max_wait_ms", "rebalance_timeout_ms")
-
-
-class InFlight:
-    """A request being handled, as the console shows it."""
-
-    __slots__ = ("api", "received_ms", "timeout_field", "timeout_ms")
-
-    def __init__(self, api: str, received_ms: float, timeout_ms: int | None, timeout_field: str | None):
-        self.api, self.received_ms, self.timeout_ms, self.timeout_field = api, received_ms, timeout_ms, timeout_field

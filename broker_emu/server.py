@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import trio
 
-from broker_emu.context import TIMEOUT_FIELDS, InFlight, RequestContext
+from broker_emu.context import RequestContext
 from broker_emu.encoded_responses import encode_with_errors
 from broker_emu.faults import Decision, RequestFacts
 from broker_emu.handlers import CloseConnection, error_response, request_details, topics_of
@@ -71,7 +71,7 @@ class Connection:
         self.peer_closed = False
         self._current: trio.CancelScope | None = None  # the request being handled
         self._busy = False                                 # a request is being handled
-        self.inflight: dict[int, InFlight] = {}            # correlation id -> the request being handled
+        self.inflight: dict[int, tuple[int, float, Any]] = {}   # correlation id -> the request being handled
         self.muted_until_ms = 0.0                          # a throttle's mute (KIP-219) lasts until then
         # opt-in: called with (connection, frame) for every request frame read, before it is
         # decoded (tools/capture_corpus.py records real clients' requests this way)
@@ -271,11 +271,9 @@ class Connection:
                                 header.correlation_id, API_VERSIONS, header.api_version, [ErrorCode.UNSUPPORTED_VERSION])
 
     async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None, request_bytes: int = 0) -> bool:
-        """Handle one decoded request; while it is handled it is listed in ``inflight`` (the
-        console shows its age against the request's own timeout field, when it has one)."""
-        field = next((f for f in TIMEOUT_FIELDS if f in body), None) if hasattr(body, "keys") else None
-        self.inflight[ctx.correlation_id] = InFlight(ApiKey(ctx.api_key).api_name, self.cluster.now_ms(),
-                                                     body[field] if field else None, field)
+        """Handle one decoded request; while it is handled it is listed in ``inflight`` as (api key,
+        arrival ms, body): the console derives the rest when it draws, not every request here."""
+        self.inflight[ctx.correlation_id] = (ctx.api_key, self.cluster.now_ms(), body)   # read by the console only
         try:
             return await self._handle_one(ctx, body, arrived_ms, request_bytes)
         finally:

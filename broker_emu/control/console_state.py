@@ -12,6 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from client.protocol import ApiKey
+
+# a request's own bound on how long the broker may hold it (Produce, Fetch, JoinGroup)
+TIMEOUT_FIELDS = ("timeout_ms", "max_wait_ms", "rebalance_timeout_ms")
+
 
 def console_state(target: Any) -> dict[str, Any]:
     now_ms = target.now_ms()
@@ -50,16 +55,22 @@ def _connections(target: Any, now_ms: float) -> list[dict[str, Any]]:
     out = []
     for broker in getattr(target, "brokers", {}).values():
         for conn in sorted(getattr(broker, "connections", ()), key=lambda c: c.id):
-            inflight = getattr(conn, "inflight", {})
+            inflight = getattr(conn, "inflight", {})   # correlation id -> (api key, arrival ms, body)
             out.append({
                 "conn": conn.id, "broker": broker.id, "client_id": conn.client_id, "client_addr": conn.addr,
                 "closed": conn.closed,
                 "throttled_ms_left": max(0.0, round(getattr(conn, "muted_until_ms", 0.0) - now_ms, 1)),
-                "in_flight": [{"correlation_id": corr, "api": r.api, "age_ms": round(now_ms - r.received_ms, 1),
-                               "timeout_ms": r.timeout_ms, "timeout_field": r.timeout_field}
-                              for corr, r in sorted(inflight.items())],
+                "in_flight": [_request(corr, api_key, received_ms, body, now_ms)
+                              for corr, (api_key, received_ms, body) in sorted(inflight.items())],
             })
     return out
+
+
+def _request(corr: int, api_key: int, received_ms: float, body: Any, now_ms: float) -> dict[str, Any]:
+    """A request in flight, with its own bound on how long the broker may hold it, if it has one."""
+    field = next((f for f in TIMEOUT_FIELDS if f in body), None) if hasattr(body, "keys") else None
+    return {"correlation_id": corr, "api": ApiKey(api_key).api_name, "age_ms": round(now_ms - received_ms, 1),
+            "timeout_ms": body[field] if field else None, "timeout_field": field}
 
 
 def _purgatory_ops(target: Any, now_ms: float) -> list[dict[str, Any]]:
