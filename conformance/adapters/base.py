@@ -65,6 +65,11 @@ class Adapter(abc.ABC):
         """Release what the adapter keeps between scenarios (a client program it started)."""
         return None
 
+    def client_version(self) -> str | None:
+        """The version of the client library it drives, when known without starting anything
+        (campaign rows and reports name it)."""
+        return None
+
     def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:
         """Whether the client can express ``scenario`` (what the runner asks). By default its
         steps decide; a client that lacks the setting a scenario's contract is about (not an

@@ -3,6 +3,8 @@ or committed() of its own, so those scenarios are N/A for it."""
 
 from __future__ import annotations
 
+import functools
+import re
 import shutil
 import subprocess
 
@@ -18,6 +20,9 @@ class KcatAdapter(RealTimeAdapter):
     def available(self):
         ok = shutil.which("kcat") is not None
         return ok, "" if ok else "kcat is not installed (Debian package kcat)"
+
+    def client_version(self) -> str | None:
+        return _librdkafka_version()
 
     def supports(self, steps):
         if any(s.kind == "produce" and s.args.get("count", 1) > 1 for s in steps):
@@ -80,3 +85,13 @@ def _passed_through(config: dict) -> list[str]:
     alias of sasl.mechanisms)."""
     keys = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "socket.connection.setup.timeout.ms")
     return [arg for k in keys if k in config for arg in ("-X", f"{k}={config[k]}")]
+
+
+@functools.cache
+def _librdkafka_version() -> str | None:
+    """kcat's own version and its librdkafka's, from ``kcat -V`` ("Version 1.7.1 (..., librdkafka 2.0.2 ...)")."""
+    if shutil.which("kcat") is None:
+        return None
+    out = subprocess.run(["kcat", "-V"], capture_output=True, text=True, timeout=10, check=False).stdout
+    found = re.search(r"Version (\S+) .*?librdkafka (\S+)", out)
+    return f"{found[1]} (librdkafka {found[2]})" if found else None

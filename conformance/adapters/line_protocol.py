@@ -93,6 +93,10 @@ class LineProtocolAdapter(RealTimeAdapter):
             return False, f"the {self.name} adapter program does not start: {exc}"
         return True, ""
 
+    def client_version(self) -> str | None:
+        """What the program said in its hello, once it has run (never starts it)."""
+        return str(self._hello["version"]) if self._hello and self._hello.get("version") else None
+
     def hello(self) -> dict[str, Any]:
         if self._hello is None or self._proc is None or self._proc.poll() is not None:
             self._start()

@@ -26,8 +26,22 @@ from conformance.chaos.readback import SeedResult
 
 SCENARIO = "chaos"
 FAMILY = "Chaos"
-# campaign client name -> `broker-emu chaos --client`
-CHAOS_CLIENTS = {"broker-emu (async)": "ours", "confluent-kafka": "confluent-kafka"}
+# campaign client name (a pinned release, confluent-kafka@2.12.0, included) -> `broker-emu chaos --client`
+CHAOS_CLIENTS = {"broker-emu (async)": "ours", "confluent-kafka": "confluent-kafka", "kafka-python": "kafka-python",
+                 "aiokafka": "aiokafka"}
+# a real-time seed's process is killed after its duration plus this (conformance/chaos/realtime.py:
+# SETTLE_S of flushing, READ_UP_S for the consumer, a minute for processes to start)
+REAL_TIME_SLACK_S = 150.0 + 60.0 + 60.0
+
+
+def chaos_client(client: str) -> str | None:
+    from conformance.campaign.client_versions import split
+
+    return CHAOS_CLIENTS.get(split(client)[0])
+
+
+def run_limit_s(params: str) -> float:
+    return float(json.loads(params).get("duration", 60.0)) + REAL_TIME_SLACK_S
 PARAMS = ("duration", "interval", "producers", "partitions")
 # what each broken guarantee is called in the violations table
 GUARANTEES = {"lost": "no acknowledged record lost", "misplaced": "no acknowledged record misplaced",
@@ -47,14 +61,15 @@ class ChaosParamError(ValueError):
 
 def resolve_params(client: str, given: dict[str, Any]) -> dict[str, Any]:
     """The seed's complete parameters: ``given`` over the client's defaults (``broker-emu
-    chaos``'s: 8 virtual s at 0.1 s for ours, 60 real s at 0.02 s for confluent-kafka), checked
-    as the command checks them."""
-    if client not in CHAOS_CLIENTS:
-        raise ChaosParamError(f"chaos runs the clients {sorted(CHAOS_CLIENTS)} (ours, confluent), not {client!r}")
+    chaos``'s: 8 virtual s at 0.1 s for ours, 60 real s at 0.02 s for the others), checked as
+    the command checks them."""
+    name = chaos_client(client)
+    if name is None:
+        raise ChaosParamError(f"chaos runs the clients {sorted(CHAOS_CLIENTS)}, not {client!r}")
     unknown = set(given) - set(PARAMS)
     if unknown:
         raise ChaosParamError(f"unknown chaos parameter(s) {sorted(unknown)}; known: {list(PARAMS)}")
-    _, duration, interval = DEFAULTS[CHAOS_CLIENTS[client]]
+    _, duration, interval = DEFAULTS[name]
     out = {"duration": duration, "interval": interval, "producers": 3, "partitions": 3, **given}
     try:
         out = {"duration": float(out["duration"]), "interval": float(out["interval"]),
@@ -67,27 +82,27 @@ def resolve_params(client: str, given: dict[str, Any]) -> dict[str, Any]:
 
 
 def default_seed_count(client: str) -> int:
-    return DEFAULTS[CHAOS_CLIENTS[client]][0]
+    return DEFAULTS[chaos_client(client) or "ours"][0]
 
 
 def replay_command(client: str, params: str, seed: int) -> str:
     from conformance.chaos.cli import replay_command as chaos_replay
 
-    chaos_client = CHAOS_CLIENTS.get(client, "ours")
+    name = chaos_client(client) or "ours"
     given = json.loads(params)
     try:
         full = resolve_params(client, given)
     except ChaosParamError:   # a row that broke on its parameters: replay them as they were
-        _, duration, interval = DEFAULTS[chaos_client]
+        _, duration, interval = DEFAULTS[name]
         full = {"duration": duration, "interval": interval, "producers": 3, "partitions": 3, **given}
-    return chaos_replay(chaos_client, full, seed)
+    return chaos_replay(name, full, seed)
 
 
 def execute_chaos(run: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows for one chaos seed (see module doc); never raises."""
     wall = time.perf_counter()
     try:
-        run_seed, why = seed_runner(CHAOS_CLIENTS.get(run["client"], run["client"]))
+        run_seed, why = seed_runner(chaos_client(run["client"]) or run["client"])
         if run_seed is None:
             return [{**base, "record": "run", "status": "n/a", "message": why, "wall_s": time.perf_counter() - wall}]
         result = run_seed(int(run["seed"]), **resolve_params(run["client"], json.loads(run["params"])))
@@ -97,7 +112,11 @@ def execute_chaos(run: dict[str, Any], base: dict[str, Any]) -> list[dict[str, A
                  "wall_s": time.perf_counter() - wall},
                 {**base, "record": "event", "t_ms": 0.0, "kind": "violation",
                  "details": json.dumps({"contract": "run", "status": "error", "detail": message})}]
-    return seed_rows(result, base, time.perf_counter() - wall)
+    from conformance.campaign.client_versions import installed_version
+
+    rows = seed_rows(result, base, time.perf_counter() - wall)
+    rows[0]["client_version"] = installed_version(run["client"])
+    return rows
 
 
 def _describe(exc: BaseException) -> str:

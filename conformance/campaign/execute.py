@@ -150,12 +150,14 @@ def figures(result: Result) -> dict[str, Any]:
 
 def execute(run: dict[str, Any], scale: float = 30.0) -> list[dict[str, Any]]:
     """Rows for one run (see module doc). ``scale``: real-time clients' timeout divisor. A
-    real-time client's run goes to a child process (conformance/campaign/isolated.py): its
-    crash or hang becomes that run's error row and violation."""
-    if run["family"] != CHAOS_FAMILY and not is_virtual_time(run["client"]):
+    real-time client's run, a chaos seed's included, goes to a child process
+    (conformance/campaign/isolated.py): its crash or hang becomes that run's error row and
+    violation."""
+    if not is_virtual_time(run["client"]):
+        from conformance.campaign.chaos_runs import run_limit_s
         from conformance.campaign.isolated import execute_isolated
 
-        return execute_isolated(run, scale)
+        return execute_isolated(run, scale, run_limit_s(run["params"]) if run["family"] == CHAOS_FAMILY else None)
     return execute_here(run, scale)
 
 
@@ -176,6 +178,7 @@ def execute_here(run: dict[str, Any], scale: float = 30.0) -> list[dict[str, Any
     if run["family"] == CHAOS_FAMILY:
         return execute_chaos(run, base)
     wall = time.perf_counter()
+    adapter = None
     try:
         scenario = apply_params(BY_ID[run["scenario"]], json.loads(run["params"]), run["seed"])
         adapter = adapter_for(run["client"])
@@ -187,9 +190,12 @@ def execute_here(run: dict[str, Any], scale: float = 30.0) -> list[dict[str, Any
         result = Result(run["scenario"], run["client"], Status.ERROR, message=f"{type(exc).__name__}: {exc}")
     from conformance.campaign.client_versions import installed_version
 
+    version = installed_version(run["client"])
+    if version is None and adapter is not None:
+        version = adapter.client_version()
     rows = [{**base, "record": "run", "status": result.status.value, "message": result.message[:2000],
              "wall_s": time.perf_counter() - wall, "simulated_s": result.simulated_s,
-             "client_version": installed_version(run["client"]), **figures(result)}]
+             "client_version": version, **figures(result)}]
     for e in result.trace:
         rows.append({**base, "record": "event", "t_ms": e.t_ms, "kind": e.kind, "broker": e.broker, "conn": e.conn,
                      "correlation_id": e.correlation_id, "ev_api": e.api,

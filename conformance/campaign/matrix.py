@@ -11,7 +11,7 @@
           fault.ms: [5000, 20000]
 
     chaos:                        # failover chaos (docs/chaos.md): one run per client x parameters x seed
-      - clients: [ours]           # ours (virtual time) or confluent (real time)
+      - clients: [ours]           # ours (virtual time); confluent, kafka-python, aiokafka (real time)
         seeds: {count: 200}
         duration: 8               # seconds of chaos per seed; also interval, producers, partitions
         grid: {duration: [4, 8]}  # optional: vary any of those four

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections import defaultdict
 from typing import Any
 
 from conformance.campaign.chaos_runs import SCENARIO as CHAOS_SCENARIO
+from conformance.campaign.compare import comparison_tables
 
 CELL = 46
 
@@ -89,20 +91,44 @@ def heat_maps(per_key: list[dict[str, Any]]) -> str:
     return "\n".join(out) or "<p>No parameter varies: no heat map.</p>"
 
 
+def symlog(v: float) -> float:
+    """Signed log10(1 + |v|): 3 ms and 10,000 ms legible on one axis (an overshoot of a few
+    milliseconds beside a record that failed ten seconds early)."""
+    return math.copysign(math.log10(1 + abs(v)), v)
+
+
+def _ticks(lo: float, hi: float, x, size: float = 10) -> list[float]:
+    """0 and the powers of ten (either sign) within [lo, hi] whose labels do not collide."""
+    candidates = sorted({0.0, *(s * 10.0 ** k for k in range(0, 7) for s in (-1, 1) if lo <= s * 10.0 ** k <= hi)})
+    chosen: list[float] = []
+    for v in sorted(candidates, key=abs):     # 0 first, then outwards: the small ones matter most
+        half = text_width(f"{v:g}", size) / 2 + 3
+        if all(abs(x(v) - x(c)) >= half + text_width(f"{c:g}", size) / 2 for c in chosen):
+            chosen.append(v)
+    return sorted(chosen)
+
+
 def range_plot(rows: list[dict[str, Any]], labels: list[str], pct: str, count: str, axis: str,
                peak: str | None = None) -> str:
     """One row per label: a bar from p50 to p99 of ``rows[i][pct]``, a tick at p95, a dot at
-    ``peak`` (when given), a dashed line at 0; the left margin fits the longest label."""
+    ``peak`` (when given), a dashed line at 0, on a signed-log axis with labelled ticks; the left
+    margin fits the longest label."""
     lo = min(min(r[pct][0], 0.0) for r in rows)
     hi = max(max(r[peak] if peak else r[pct][2], 1.0) for r in rows)
-    axis = f"{axis}: {lo:.0f} … {hi:.0f}"
+    axis = f"{axis}; signed-log scale, {lo:.0f} … {hi:.0f}"
     width, row_h = 420, 18
-    left = max(text_width(label, 10) for label in labels) + 10
-    x = lambda v: left + (v - lo) / (hi - lo or 1) * width
+    left = max(text_width(label, 10) for label in labels) + 10 + text_width(f"{lo:g}", 10) / 2
+    span = symlog(hi) - symlog(lo) or 1.0
+    x = lambda v: left + (symlog(v) - symlog(lo)) / span * width
+    bottom = row_h * len(rows) + 10
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(left + width + 60, left + text_width(axis, 10))}" '
-           f'height="{row_h * len(rows) + 40}" font-size="10">',
-           f'<line x1="{x(0)}" y1="0" x2="{x(0)}" y2="{row_h * len(rows) + 10}" stroke="#888" stroke-dasharray="3"/>',
-           f'<text x="{left}" y="{row_h * len(rows) + 30}">{_esc(axis)}</text>']
+           f'height="{bottom + 44}" font-size="10">',
+           f'<line x1="{x(0)}" y1="0" x2="{x(0)}" y2="{bottom}" stroke="#888" stroke-dasharray="3"/>',
+           f'<text x="{left}" y="{bottom + 36}">{_esc(axis)}</text>']
+    for v in _ticks(lo, hi, x):
+        label = f"{v:g}"
+        svg.append(f'<line x1="{x(v)}" y1="{bottom}" x2="{x(v)}" y2="{bottom + 4}" stroke="#000"/>'
+                   f'<text x="{x(v) - text_width(label, 10) / 2 + 2}" y="{bottom + 16}">{label}</text>')
     for i, (r, label) in enumerate(zip(rows, labels)):
         y = 10 + row_h * i
         p50, p95, p99 = r[pct]
@@ -269,6 +295,11 @@ def to_html(summary: dict[str, Any]) -> str:
 
 def scenario_sections(summary: dict[str, Any]) -> list[str]:
     return [
+        "<h2>Clients side by side</h2>",
+        ("<p>Per scenario: runs passed of those judged (colour: green all, amber half or more, red fewer); "
+         "<i>disc</i>: p50 of the disconnect against the request's own timeout; <i>over</i>: p50 of the "
+         "call's return past its deadline (ms; real-time clients' scaled).</p>"),
+        comparison_tables(summary["per_key"]),
         "<h2>Pass rate over the parameter grid</h2>", heat_maps(summary["per_key"]),
         "<h2>Overshoot of API return time over its deadline</h2>", overshoot_plot(summary["per_key"]),
         "<h2>Which side timed out first</h2>", first_timeout_plot(summary["first_timeout"]),

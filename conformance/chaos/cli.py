@@ -1,4 +1,4 @@
-"""`broker-emu chaos [--client ours|confluent-kafka] [--seeds N] [--first-seed S] [--duration SECONDS]
+"""`broker-emu chaos [--client ours|confluent-kafka|kafka-python|aiokafka] [--seeds N] [--first-seed S] [--duration SECONDS]
 [--json FILE] [--verbose]`: failover chaos with accounting (docs/chaos.md).
 
 Exit status 0 when no seed lost, misplaced or duplicated (within a producer epoch) an
@@ -8,6 +8,7 @@ arguments or a client that is not installed."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shlex
 import sys
@@ -18,18 +19,19 @@ from typing import Callable
 from conformance.chaos.accounting import FIELDS
 from conformance.chaos.readback import SeedResult
 
-CLIENTS = ("ours", "confluent-kafka")
+CLIENTS = ("ours", "confluent-kafka", "kafka-python", "aiokafka")
+REAL_TIME = (10, 60.0, 0.02)
 DEFAULTS = {  # (seeds, duration s, interval s): virtual time is cheap, real time is not
     "ours": (100, 8.0, 0.1),
-    "confluent-kafka": (10, 60.0, 0.02),
+    **{client: REAL_TIME for client in CLIENTS[1:]},
 }
 
 
 def add_chaos(sub) -> None:
     c = sub.add_parser("chaos", help="failover chaos: count lost, duplicated and reordered records per partition")
     c.add_argument("--client", choices=CLIENTS, default="ours",
-                   help="ours: client.AsyncProducer/AsyncConsumer in virtual time; confluent-kafka: real time")
-    c.add_argument("--seeds", type=int, help="how many seeds (default 100 for ours, 10 for confluent-kafka)")
+                   help="ours: client.AsyncProducer/AsyncConsumer in virtual time; the others in real time")
+    c.add_argument("--seeds", type=int, help="how many seeds (default 100 for ours, 10 for the others)")
     c.add_argument("--first-seed", type=int, default=0)
     c.add_argument("--duration", type=float, help="seconds of chaos per seed (default 8 virtual / 60 real)")
     c.add_argument("--partitions", type=int, default=3)
@@ -70,16 +72,18 @@ def run_chaos_command(args: argparse.Namespace) -> int:
 
 def seed_runner(client: str) -> tuple[Callable[..., SeedResult] | None, str]:
     """The per-seed function of ``client`` (one of ``CLIENTS``): ``run_seed(seed, *, duration,
-    partitions, producers, interval)``, or None and why (confluent-kafka not installed)."""
+    partitions, producers, interval)``, or None and why (the client is not installed)."""
     if client == "ours":
         from conformance.chaos.ours import run_seed
         return run_seed, ""
-    if client != "confluent-kafka":
+    if client not in CLIENTS:
         return None, f"chaos runs {', '.join(CLIENTS)}, not {client!r}"
-    from conformance.chaos import confluent
+    from conformance.chaos import realtime
+    from conformance.chaos.kits import KITS
 
-    ok, why = confluent.available()
-    return (confluent.run_seed, "") if ok else (None, why)
+    kit = KITS[client]
+    ok, why = kit.available()
+    return (functools.partial(realtime.run_seed, kit), "") if ok else (None, why)
 
 
 def replay_command(client: str, params: dict, seed: int | None = None) -> str:

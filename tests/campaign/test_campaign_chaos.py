@@ -37,12 +37,15 @@ def test_chaos_groups_expand_to_one_run_per_client_parameters_and_seed():
     assert [json.loads(r.params)["interval"] for r in runs[3:]] == [0.05, 0.2]
     assert [r.run_id for r in runs] == list(range(5))
     assert len(expand({"chaos": {}})) == 100                 # broker-emu chaos's default for ours
+    real = expand({"chaos": {"clients": ["kafka-python", "aiokafka", "confluent-kafka@2.12.0"], "seeds": [3]}})
+    assert [(r.client, json.loads(r.params)["duration"]) for r in real] == \
+        [("kafka-python", 60.0), ("aiokafka", 60.0), ("confluent-kafka@2.12.0", 60.0)]   # real time: 60 s seeds
     mixed = expand({"seeds": [1], "scenarios": ["kip19.produce-black-hole"], "chaos": {"seeds": [5, 6]}})
     assert [(r.family, r.seed) for r in mixed] == [("KIP-19", 1), ("Chaos", 5), ("Chaos", 6)]
 
 
 @pytest.mark.parametrize("chaos, words", [
-    ({"clients": ["kafka-python"]}, "chaos runs the clients"),
+    ({"clients": ["java"]}, "chaos runs the clients"),
     ({"duration": 1}, "duration >= 2"),
     ({"grid": {"linger.ms": [5]}}, "unknown chaos parameter"),
     ({"seed": [1]}, "unknown key"),

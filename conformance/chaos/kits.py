@@ -1,0 +1,235 @@
+"""How each third-party Python client takes part in a real-time chaos seed
+(conformance/chaos/realtime.py): a producer that reports every record's outcome, and a consumer
+assigned to every partition from the beginning.
+
+Settings mirror the virtual-time run's (conformance/chaos/ours.py) in each client's own names.
+Where a client lacks one, the docstring of its kit says what stands in for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import time
+from typing import Any, Callable, Iterable
+
+from conformance.chaos.accounting import Sent
+from conformance.chaos.ours import TOPIC
+from conformance.chaos.realtime import Kit
+
+
+def _installed(module: str, package: str) -> Callable[[], tuple[bool, str]]:
+    def check() -> tuple[bool, str]:
+        if importlib.util.find_spec(module) is None:
+            return False, f"{package} is not installed (pip install {package})"
+        return True, ""
+    return check
+
+
+# --- confluent-kafka (librdkafka) --------------------------------------------------------------
+# request.timeout.ms only becomes the Produce's timeout_ms; socket.timeout.ms is librdkafka's own
+# request timeout (it closes the connection after it, as our request.timeout.ms does);
+# message.timeout.ms is its delivery timeout.
+CONFLUENT_PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5, "request.timeout.ms": 3000,
+                      "socket.timeout.ms": 6000, "message.timeout.ms": 120_000, "retry.backoff.ms": 50,
+                      "reconnect.backoff.ms": 50, "topic.metadata.refresh.interval.ms": 5000, "log_level": 0}
+CONFLUENT_CONSUMER = {"group.id": "chaos-reader", "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                      "socket.timeout.ms": 6000, "fetch.wait.max.ms": 200,
+                      "topic.metadata.refresh.interval.ms": 5000, "log_level": 0}
+
+
+class ConfluentProducer:
+    def __init__(self, index: int, bootstrap: str, errors: list[str]) -> None:
+        from confluent_kafka import Producer
+
+        def on_error(err) -> None:
+            if err.fatal():
+                errors.append(f"producer {index}: fatal error {err.name()}: {err.str()}")
+
+        self._producer = Producer({**CONFLUENT_PRODUCER, "bootstrap.servers": bootstrap,
+                                   "client.id": f"chaos-producer-{index}", "error_cb": on_error})
+
+    def send(self, record: Sent, value: bytes) -> None:
+        def on_delivery(err, msg) -> None:
+            if err is not None:
+                record.error = f"{err.name()}: {err.str()}"
+            else:   # offset() is None when the answer gave none (DUPLICATE_SEQUENCE_NUMBER is a success)
+                record.offset = msg.offset() if msg.offset() is not None else -1
+        self._producer.produce(TOPIC, value, partition=record.partition, on_delivery=on_delivery)
+        self._producer.poll(0)
+
+    def wait(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def finish(self, settle_s: float) -> None:
+        self._producer.flush(settle_s)
+
+
+class ConfluentConsumer:
+    def __init__(self, bootstrap: str, partitions: int, errors: list[str]) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        self._errors = errors
+        self._consumer = Consumer({**CONFLUENT_CONSUMER, "bootstrap.servers": bootstrap})
+        self._consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(partitions)])
+
+    def poll(self, timeout_s: float) -> Iterable[tuple[int, int, bytes | None]]:
+        msg = self._consumer.poll(timeout_s)
+        if msg is None:
+            return ()
+        if msg.error():
+            if msg.error().fatal():
+                self._errors.append(f"consumer: {msg.error().str()}")
+            return ()
+        return ((msg.partition(), msg.offset(), msg.value()),)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+# --- kafka-python -------------------------------------------------------------------------------
+KAFKA_PYTHON_PRODUCER = dict(acks="all", enable_idempotence=True, linger_ms=5, request_timeout_ms=3000,
+                             delivery_timeout_ms=120_000, retry_backoff_ms=50, reconnect_backoff_ms=50,
+                             metadata_max_age_ms=5000)
+KAFKA_PYTHON_CONSUMER = dict(enable_auto_commit=False, auto_offset_reset="earliest", request_timeout_ms=3000,
+                             fetch_max_wait_ms=200, metadata_max_age_ms=5000, reconnect_backoff_ms=50)
+
+
+class KafkaPythonProducer:
+    """Its sender runs in a thread of the client's own; ``wait`` only sleeps."""
+
+    def __init__(self, index: int, bootstrap: str, errors: list[str]) -> None:
+        from kafka import KafkaProducer
+
+        self._producer = KafkaProducer(bootstrap_servers=bootstrap, client_id=f"chaos-producer-{index}",
+                                       **KAFKA_PYTHON_PRODUCER)
+
+    def send(self, record: Sent, value: bytes) -> None:
+        future = self._producer.send(TOPIC, value=value, partition=record.partition)
+        future.add_callback(lambda md: setattr(record, "offset", md.offset if md.offset is not None else -1))
+        future.add_errback(lambda exc: setattr(record, "error", f"{type(exc).__name__}: {exc}"))
+
+    def wait(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def finish(self, settle_s: float) -> None:
+        from kafka.errors import KafkaTimeoutError
+
+        try:
+            self._producer.flush(timeout=settle_s)
+        except KafkaTimeoutError:
+            pass   # the records still without an outcome are counted as unresolved
+        self._producer.close(timeout=5)
+
+
+class KafkaPythonConsumer:
+    def __init__(self, bootstrap: str, partitions: int, errors: list[str]) -> None:
+        from kafka import KafkaConsumer, TopicPartition
+
+        self._consumer = KafkaConsumer(bootstrap_servers=bootstrap, client_id="chaos-reader", **KAFKA_PYTHON_CONSUMER)
+        self._consumer.assign([TopicPartition(TOPIC, p) for p in range(partitions)])
+        self._consumer.seek_to_beginning()
+
+    def poll(self, timeout_s: float) -> Iterable[tuple[int, int, bytes | None]]:
+        batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000))
+        return [(tp.partition, r.offset, r.value) for tp, records in batches.items() for r in records]
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+# --- aiokafka -----------------------------------------------------------------------------------
+# aiokafka has no delivery timeout: a batch expires after request_timeout_ms without a leader to
+# send it to (MessageAccumulator's batch_ttl), so its records fail sooner than the others'.
+AIOKAFKA_PRODUCER = dict(acks="all", enable_idempotence=True, linger_ms=5, request_timeout_ms=3000,
+                         retry_backoff_ms=50, metadata_max_age_ms=5000)
+AIOKAFKA_CONSUMER = dict(enable_auto_commit=False, auto_offset_reset="earliest", request_timeout_ms=3000,
+                         fetch_max_wait_ms=200, metadata_max_age_ms=5000)
+
+
+class _OwnLoop:
+    """An asyncio loop owned by one thread: the client works only while that thread runs it,
+    so ``wait`` runs the loop instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def run(self, coro) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def end(self) -> None:
+        self.loop.close()
+
+
+class AiokafkaProducer(_OwnLoop):
+    def __init__(self, index: int, bootstrap: str, errors: list[str]) -> None:
+        super().__init__()
+        from aiokafka import AIOKafkaProducer
+
+        async def start():
+            producer = AIOKafkaProducer(bootstrap_servers=bootstrap, client_id=f"chaos-producer-{index}",
+                                        **AIOKAFKA_PRODUCER)
+            await producer.start()
+            return producer
+        self._producer = self.run(start())
+        self._pending: set[asyncio.Future] = set()
+
+    def send(self, record: Sent, value: bytes) -> None:
+        future = self.run(self._producer.send(TOPIC, value=value, partition=record.partition))
+
+        def done(f: asyncio.Future) -> None:
+            self._pending.discard(f)
+            if f.cancelled():
+                record.error = "cancelled"
+            elif f.exception() is not None:
+                exc = f.exception()
+                record.error = f"{type(exc).__name__}: {exc}"
+            else:
+                record.offset = f.result().offset
+        self._pending.add(future)
+        future.add_done_callback(done)
+
+    def wait(self, seconds: float) -> None:
+        self.run(asyncio.sleep(seconds))
+
+    def finish(self, settle_s: float) -> None:
+        async def settle():
+            if self._pending:
+                await asyncio.wait(set(self._pending), timeout=settle_s)
+            await self._producer.stop()
+        try:
+            self.run(settle())
+        finally:
+            self.end()
+
+
+class AiokafkaConsumer(_OwnLoop):
+    def __init__(self, bootstrap: str, partitions: int, errors: list[str]) -> None:
+        super().__init__()
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        async def start():
+            consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, client_id="chaos-reader", **AIOKAFKA_CONSUMER)
+            await consumer.start()
+            consumer.assign([TopicPartition(TOPIC, p) for p in range(partitions)])
+            await consumer.seek_to_beginning()
+            return consumer
+        self._consumer = self.run(start())
+
+    def poll(self, timeout_s: float) -> Iterable[tuple[int, int, bytes | None]]:
+        batches = self.run(self._consumer.getmany(timeout_ms=int(timeout_s * 1000)))
+        return [(tp.partition, r.offset, r.value) for tp, records in batches.items() for r in records]
+
+    def close(self) -> None:
+        try:
+            self.run(self._consumer.stop())
+        finally:
+            self.end()
+
+
+KITS = {
+    "confluent-kafka": Kit("confluent-kafka", _installed("confluent_kafka", "confluent-kafka"),
+                           ConfluentProducer, ConfluentConsumer),
+    "kafka-python": Kit("kafka-python", _installed("kafka", "kafka-python"), KafkaPythonProducer, KafkaPythonConsumer),
+    "aiokafka": Kit("aiokafka", _installed("aiokafka", "aiokafka"), AiokafkaProducer, AiokafkaConsumer),
+}

@@ -1,0 +1,161 @@
+"""Chaos with a third-party client, in real time: one driver for every client kit.
+
+The emulated cluster listens on loopback in its own thread (``run_cluster_in_thread``), the
+chaos plan runs on that thread, each producer runs in a thread of its own and one consumer reads
+along (assigned to every partition from the beginning). What differs between clients — how a
+record is sent and its outcome learnt, how the consumer polls — is a ``Kit``
+(conformance/chaos/kits.py); what a seed did is judged by the same accounting as the
+virtual-time run (conformance/chaos/accounting.py).
+
+Every kit mirrors the virtual-time run's settings in its own client's names: acks=all,
+idempotence, a 5 ms linger, a 3 s request timeout, a 120 s delivery timeout where the client has
+one, 50 ms retry and reconnect back-offs, metadata refreshed every 5 s.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, Protocol
+
+from broker_emu import run_cluster_in_thread
+from conformance.chaos.accounting import Sent, account, record_value
+from conformance.chaos.ours import CLUSTER_CONFIG, TOPIC
+from conformance.chaos.plan import Chaos, make_plan
+from conformance.chaos.readback import SeedResult, committed, join
+
+SETTLE_S = 150.0          # after the chaos: how long producers get to learn every record's outcome
+READ_UP_S = 60.0          # then how long the consumer gets to reach every partition's high watermark
+
+
+class ChaosProducer(Protocol):
+    def send(self, record: Sent, value: bytes) -> None:
+        """Hand the record to the client; its outcome (``record.offset`` or ``record.error``)
+        is filled in when the client reports it. Raising is a failure of this record."""
+
+    def wait(self, seconds: float) -> None:
+        """Let the client work for ``seconds`` (serve its callbacks)."""
+
+    def finish(self, settle_s: float) -> None:
+        """Flush: return when every record has its outcome or ``settle_s`` passed; close."""
+
+
+class ChaosConsumer(Protocol):
+    def poll(self, timeout_s: float) -> Iterable[tuple[int, int, bytes | None]]:
+        """Records read: (partition, offset, value)."""
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Kit:
+    name: str                                                     # `broker-emu chaos --client`
+    available: Callable[[], tuple[bool, str]]
+    producer: Callable[[int, str, list[str]], ChaosProducer]      # (index, bootstrap, errors)
+    consumer: Callable[[str, int, list[str]], ChaosConsumer]      # (bootstrap, partitions, errors)
+
+
+def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3, producers: int = 3,
+             interval: float = 0.02, say: Callable[[str], None] | None = None,
+             progress: Callable[[str], None] | None = None, progress_every: float = 10.0) -> SeedResult:
+    """One seed in real time (``say`` gets each chaos action, ``progress`` a line every
+    ``progress_every`` seconds)."""
+    say = say or (lambda line: None)
+    progress = progress or (lambda line: None)
+    wall = time.perf_counter()
+    config = {**CLUSTER_CONFIG, "emu.seed": seed}
+    with run_cluster_in_thread(brokers=3, topics=[(TOPIC, partitions, 3)], config=config) as tc:
+        cluster = tc.cluster
+        assert cluster is not None   # started
+        plan = make_plan(seed, TOPIC, duration, mean_gap=3.0)
+        chaos = Chaos(cluster, plan, lambda line: say(f"seed {seed} {line}"))
+        sent: list[list[Sent]] = [[] for _ in range(producers)]
+        consumed: dict[tuple[int, int], bytes | None] = {}
+        stop_consumer = threading.Event()
+        errors: list[str] = []
+        threads = [threading.Thread(target=_guarded, args=(f"producer {i}", errors, _produce, kit, i, tc.bootstrap,
+                                                          partitions, duration, interval, sent[i]),
+                                    name=f"chaos-producer-{i}") for i in range(producers)]
+        chaos_thread = threading.Thread(target=tc.acall, args=(_chaos_then_heal, chaos), name="chaos")
+        reader = threading.Thread(target=_guarded, args=("consumer", errors, _consume, kit, tc.bootstrap, partitions,
+                                                         consumed, stop_consumer),
+                                  name="chaos-consumer")
+        for t in [chaos_thread, reader, *threads]:
+            t.start()
+        _report_until_done(seed, wall, threads + [chaos_thread], sent, progress, progress_every)
+        ends = tc.call(lambda: {p.index: p.high_watermark for p in cluster.topics[TOPIC].partitions})
+        deadline = time.monotonic() + READ_UP_S
+        while time.monotonic() < deadline and reader.is_alive() and any(_upto(consumed, p) < end
+                                                                        for p, end in ends.items()):
+            time.sleep(0.2)
+        stop_consumer.set()
+        reader.join()
+        log = tc.call(committed, cluster, TOPIC)
+    stored, consumer = join(dict(consumed), log)
+    every = [s for per in sent for s in per]
+    return SeedResult(seed, kit.name, account(every, stored), consumer, plan.counts(),
+                      time.perf_counter() - wall, time.perf_counter() - wall, plan.executed, errors)
+
+
+def _guarded(who: str, errors: list[str], body: Callable[..., None], *args) -> None:
+    """A client that raises out of its thread is a note of the seed, not a lost thread."""
+    try:
+        body(*args, errors)
+    except Exception as exc:  # noqa: BLE001 - reported in the seed's notes
+        errors.append(f"{who}: {type(exc).__name__}: {exc}")
+
+
+async def _chaos_then_heal(chaos: Chaos) -> None:
+    await chaos.run()
+    await chaos.heal_all()
+
+
+def _upto(consumed: dict, partition: int) -> int:
+    return max((o + 1 for (p, o) in list(consumed) if p == partition), default=0)
+
+
+def _report_until_done(seed: int, start: float, threads: list[threading.Thread], sent: list[list[Sent]],
+                       say: Callable[[str], None], every: float) -> None:
+    next_report = time.monotonic() + every
+    while any(t.is_alive() for t in threads):
+        time.sleep(0.2)
+        if time.monotonic() < next_report:
+            continue
+        next_report += every
+        records = [s for per in sent for s in list(per)]
+        acked = sum(s.acked for s in records)
+        failed = sum(s.error is not None for s in records)
+        say(f"seed {seed}: {time.perf_counter() - start:5.0f}s, {len(records)} sent, {acked} acknowledged, "
+            f"{failed} failed, {len(records) - acked - failed} waiting")
+
+
+def _produce(kit: Kit, index: int, bootstrap: str, partitions: int, duration: float, interval: float,
+             sent: list[Sent], errors: list[str]) -> None:
+    producer = kit.producer(index, bootstrap, errors)
+    deadline = time.monotonic() + duration
+    n = 0
+    while time.monotonic() < deadline:
+        record = Sent(index, n, n % partitions)
+        try:
+            producer.send(record, record_value(index, n))
+        except Exception as exc:  # noqa: BLE001 - the client refused this record: its failure
+            record.error = f"send raised {exc!r}"
+        sent.append(record)
+        n += 1
+        producer.wait(interval * (1 + index / 2))   # unequal rates, as in the virtual-time run
+    producer.finish(SETTLE_S)
+    left = sum(1 for s in sent if s.offset is None and s.error is None)
+    if left:
+        errors.append(f"producer {index}: {left} records without an outcome after {SETTLE_S:.0f}s of flushing")
+
+
+def _consume(kit: Kit, bootstrap: str, partitions: int, consumed: dict, stop: threading.Event,
+             errors: list[str]) -> None:
+    consumer = kit.consumer(bootstrap, partitions, errors)
+    try:
+        while not stop.is_set():
+            for partition, offset, value in consumer.poll(0.2):
+                consumed[partition, offset] = value
+    finally:
+        consumer.close()

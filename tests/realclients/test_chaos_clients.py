@@ -1,0 +1,44 @@
+"""Failover chaos with each third-party Python client in real time (conformance/chaos/realtime.py):
+a short seed whose plan bounces brokers, stalls replication and moves a leader, judged by the same
+accounting as our client's virtual-time seeds, run as a campaign runs it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conformance.chaos.kits import KITS
+from conformance.chaos.plan import make_plan
+
+from .clients import require_client
+
+pytestmark = pytest.mark.realclient
+
+SEED, DURATION = 0, 6.0   # seed 0's plan over 6 s: bounce, stall, leader move, bounce
+
+
+def test_the_seed_has_chaos_in_it():
+    kinds = [s.kind for s in make_plan(SEED, "chaos", DURATION, mean_gap=3.0).steps]
+    assert {"bounce", "leader"} <= set(kinds), kinds
+
+
+@pytest.mark.parametrize("client", sorted(KITS))
+def test_no_acknowledged_record_is_lost(client):
+    """Through the campaign's path: the seed runs in a child process of its own (a client's
+    leaked sockets and threads end with it), its accounting comes back as the run row."""
+    version = require_client(client)
+    from conformance.campaign.execute import execute
+
+    run = {"run_id": 1, "scenario": "chaos", "family": "Chaos", "client": client, "seed": SEED, "rep": 0,
+           "params": json.dumps({"duration": DURATION, "interval": 0.02, "producers": 3, "partitions": 3})}
+    rows = execute(run)
+    head = rows[0]
+    assert head["record"] == "run" and head["status"] == "pass", head
+    assert head["client_version"] == version
+    assert json.loads(head["actions"]), "no chaos action fired"
+    assert head["sent"] > 100 and head["acked"] > head["sent"] // 2, head
+    assert head["unresolved"] == 0, head["message"]
+    for count in ("lost", "misplaced", "dup_in_epoch", "consumer_missed", "consumer_wrong"):
+        assert head[count] == 0, (count, head)
+    assert any(r["kind"] == "chaos_action" for r in rows[1:])
