@@ -164,6 +164,13 @@ class LineProtocolAdapter(RealTimeAdapter):
             if pipe is not None and not pipe.closed:
                 pipe.close()
 
+    def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """One command outside ``run`` (the chaos driver's, conformance/chaos/kits.py), starting
+        the program first if needed."""
+        with self._lock:
+            self.hello()
+            return self._call(encode_args(message), timeout_s)
+
     # -- a run ---------------------------------------------------------------------------------
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         with self._lock:

@@ -1,4 +1,4 @@
-"""How each third-party Python client takes part in a real-time chaos seed
+"""How each third-party client takes part in a real-time chaos seed
 (conformance/chaos/realtime.py): a producer that reports every record's outcome, and a consumer
 assigned to every partition from the beginning.
 
@@ -13,9 +13,15 @@ import importlib.util
 import time
 from typing import Any, Callable, Iterable
 
+from conformance.adapters.line_protocol import LineProtocolAdapter, decode_value
 from conformance.chaos.accounting import Sent
+from conformance.chaos.ours import CONSUMER_CONFIG as OUR_CONSUMER
+from conformance.chaos.ours import PRODUCER_CONFIG as OUR_PRODUCER
 from conformance.chaos.ours import TOPIC
 from conformance.chaos.realtime import Kit
+
+LINE_START_S = 120.0     # a JVM starting on a busy 2-core machine
+LINE_CALL_S = 60.0       # a command the program answers at once, with a wide margin
 
 
 def _installed(module: str, package: str) -> Callable[[], tuple[bool, str]]:
@@ -227,9 +233,81 @@ class AiokafkaConsumer(_OwnLoop):
             self.end()
 
 
+# --- programs of the line protocol (conformance/adapters/line_protocol.py): the Java client ---------
+# Kafka's own names, the virtual-time run's settings exactly; one program per producer and one
+# for the consumer, so a send blocked in the client (max.block.ms) holds up no other.
+class LineProducer:
+    def __init__(self, adapter: LineProtocolAdapter, index: int, bootstrap: str, errors: list[str]) -> None:
+        self._adapter = adapter
+        self._records: dict[int, Sent] = {}
+        self._adapter.request({"cmd": "chaos_producer", "bootstrap": bootstrap, "client_id": f"chaos-producer-{index}",
+                               "config": OUR_PRODUCER, "topic": TOPIC}, LINE_START_S)
+
+    def send(self, record: Sent, value: bytes) -> None:
+        self._records[record.n] = record
+        answer = self._adapter.request({"cmd": "chaos_send", "n": record.n, "partition": record.partition,
+                                        "value": value}, LINE_CALL_S)
+        if not answer.get("ok"):
+            raise RuntimeError(answer.get("error"))
+
+    def wait(self, seconds: float) -> None:
+        time.sleep(seconds)
+        self._learn(self._adapter.request({"cmd": "chaos_outcomes"}, LINE_CALL_S))
+
+    def finish(self, settle_s: float) -> None:
+        try:
+            self._learn(self._adapter.request({"cmd": "chaos_finish", "settle_ms": 5000}, settle_s + LINE_CALL_S))
+        finally:
+            self._adapter.shutdown()
+
+    def _learn(self, answer: dict[str, Any]) -> None:
+        for n, offset, error in answer.get("outcomes", []):
+            record = self._records[n]
+            if error is not None:
+                record.error = error
+            else:
+                record.offset = offset
+
+
+class LineConsumer:
+    def __init__(self, adapter: LineProtocolAdapter, bootstrap: str, partitions: int, errors: list[str]) -> None:
+        self._adapter = adapter
+        self._adapter.request({"cmd": "chaos_consumer", "bootstrap": bootstrap, "client_id": "chaos-reader",
+                               "config": OUR_CONSUMER, "topic": TOPIC, "partitions": partitions}, LINE_START_S)
+
+    def poll(self, timeout_s: float) -> Iterable[tuple[int, int, bytes | None]]:
+        answer = self._adapter.request({"cmd": "chaos_poll", "timeout_ms": int(timeout_s * 1000)},
+                                       timeout_s + LINE_CALL_S)
+        return [(p, o, decode_value(v)) for p, o, v in answer.get("records", [])]
+
+    def close(self) -> None:
+        try:
+            self._adapter.request({"cmd": "chaos_close"}, LINE_CALL_S)
+        finally:
+            self._adapter.shutdown()
+
+
+def _java() -> LineProtocolAdapter:
+    from conformance.adapters.java_client import JavaAdapter
+
+    return JavaAdapter()
+
+
+def _program_available(make: Callable[[], LineProtocolAdapter]) -> Callable[[], tuple[bool, str]]:
+    def check() -> tuple[bool, str]:
+        adapter = make()
+        if adapter.command() is None:
+            return False, adapter.not_built_reason()
+        return True, ""
+    return check
+
+
 KITS = {
     "confluent-kafka": Kit("confluent-kafka", _installed("confluent_kafka", "confluent-kafka"),
                            ConfluentProducer, ConfluentConsumer),
     "kafka-python": Kit("kafka-python", _installed("kafka", "kafka-python"), KafkaPythonProducer, KafkaPythonConsumer),
     "aiokafka": Kit("aiokafka", _installed("aiokafka", "aiokafka"), AiokafkaProducer, AiokafkaConsumer),
+    "java": Kit("java", _program_available(_java),
+                lambda index, bootstrap, errors: LineProducer(_java(), index, bootstrap, errors),
+                lambda bootstrap, partitions, errors: LineConsumer(_java(), bootstrap, partitions, errors)),
 }

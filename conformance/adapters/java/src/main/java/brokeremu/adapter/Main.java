@@ -43,7 +43,7 @@ public final class Main {
                 answer = switch (cmd) {
                     case "hello" -> hello();
                     case "run" -> run(request);
-                    default -> fatal("unknown cmd " + cmd);
+                    default -> Chaos.handles(cmd) ? Chaos.handle(cmd, request) : fatal("unknown cmd " + cmd);
                 };
             } catch (Exception e) {   // a broken request: say so, keep serving
                 answer = fatal(e.getClass().getSimpleName() + ": " + e.getMessage());
