@@ -28,7 +28,7 @@ SCENARIO = "chaos"
 FAMILY = "Chaos"
 # campaign client name (a pinned release, confluent-kafka@2.12.0, included) -> `broker-emu chaos --client`
 CHAOS_CLIENTS = {"broker-emu (async)": "ours", "confluent-kafka": "confluent-kafka", "kafka-python": "kafka-python",
-                 "aiokafka": "aiokafka", "java": "java"}
+                 "aiokafka": "aiokafka", "java": "java", "franz-go": "franz-go", "sarama": "sarama"}
 # a real-time seed's process is killed after its duration plus this (conformance/chaos/realtime.py:
 # SETTLE_S of flushing, READ_UP_S for the consumer, a minute for processes to start)
 REAL_TIME_SLACK_S = 150.0 + 60.0 + 60.0

@@ -1,4 +1,4 @@
-"""`broker-emu chaos [--client ours|confluent-kafka|kafka-python|aiokafka|java] [--seeds N] [--first-seed S] [--duration SECONDS]
+"""`broker-emu chaos [--client ours|confluent-kafka|kafka-python|aiokafka|java|franz-go|sarama] [--seeds N] [--first-seed S] [--duration SECONDS]
 [--json FILE] [--verbose]`: failover chaos with accounting (docs/chaos.md).
 
 Exit status 0 when no seed lost, misplaced or duplicated (within a producer epoch) an
@@ -19,7 +19,7 @@ from typing import Callable
 from conformance.chaos.accounting import FIELDS
 from conformance.chaos.readback import SeedResult
 
-CLIENTS = ("ours", "confluent-kafka", "kafka-python", "aiokafka", "java")
+CLIENTS = ("ours", "confluent-kafka", "kafka-python", "aiokafka", "java", "franz-go", "sarama")
 REAL_TIME = (10, 60.0, 0.02)
 DEFAULTS = {  # (seeds, duration s, interval s): virtual time is cheap, real time is not
     "ours": (100, 8.0, 0.1),

@@ -233,7 +233,7 @@ class AiokafkaConsumer(_OwnLoop):
             self.end()
 
 
-# --- programs of the line protocol (conformance/adapters/line_protocol.py): the Java client ---------
+# --- programs of the line protocol (conformance/adapters/line_protocol.py): Java, franz-go, sarama --
 # Kafka's own names, the virtual-time run's settings exactly; one program per producer and one
 # for the consumer, so a send blocked in the client (max.block.ms) holds up no other.
 class LineProducer:
@@ -256,7 +256,8 @@ class LineProducer:
 
     def finish(self, settle_s: float) -> None:
         try:
-            self._learn(self._adapter.request({"cmd": "chaos_finish", "settle_ms": 5000}, settle_s + LINE_CALL_S))
+            self._learn(self._adapter.request({"cmd": "chaos_finish", "settle_ms": int(settle_s * 1000)},
+                                              settle_s + LINE_CALL_S))
         finally:
             self._adapter.shutdown()
 
@@ -293,6 +294,24 @@ def _java() -> LineProtocolAdapter:
     return JavaAdapter()
 
 
+def _franz_go() -> LineProtocolAdapter:
+    from conformance.adapters.go_clients import FranzGoAdapter
+
+    return FranzGoAdapter()
+
+
+def _sarama() -> LineProtocolAdapter:
+    from conformance.adapters.go_clients import SaramaAdapter
+
+    return SaramaAdapter()
+
+
+def _program_kit(name: str, make: Callable[[], LineProtocolAdapter]) -> Kit:
+    return Kit(name, _program_available(make),
+               lambda index, bootstrap, errors: LineProducer(make(), index, bootstrap, errors),
+               lambda bootstrap, partitions, errors: LineConsumer(make(), bootstrap, partitions, errors))
+
+
 def _program_available(make: Callable[[], LineProtocolAdapter]) -> Callable[[], tuple[bool, str]]:
     def check() -> tuple[bool, str]:
         adapter = make()
@@ -307,7 +326,7 @@ KITS = {
                            ConfluentProducer, ConfluentConsumer),
     "kafka-python": Kit("kafka-python", _installed("kafka", "kafka-python"), KafkaPythonProducer, KafkaPythonConsumer),
     "aiokafka": Kit("aiokafka", _installed("aiokafka", "aiokafka"), AiokafkaProducer, AiokafkaConsumer),
-    "java": Kit("java", _program_available(_java),
-                lambda index, bootstrap, errors: LineProducer(_java(), index, bootstrap, errors),
-                lambda bootstrap, partitions, errors: LineConsumer(_java(), bootstrap, partitions, errors)),
+    "java": _program_kit("java", _java),
+    "franz-go": _program_kit("franz-go", _franz_go),
+    "sarama": _program_kit("sarama", _sarama),
 }

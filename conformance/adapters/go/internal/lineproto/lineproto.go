@@ -163,6 +163,13 @@ type Client interface {
 	Perform(run *Run, step Step) Outcome
 }
 
+// Commander is a Client with commands beyond "run": the chaos driver's ("chaos_*", documented
+// in conformance/adapters/java/src/main/java/brokeremu/adapter/Chaos.java), which hold one
+// producer or consumer across calls. req is the whole request, {"$bytes"} decoded.
+type Commander interface {
+	Command(cmd string, req map[string]any) map[string]any
+}
+
 // Serve answers requests from in on out until "quit" or EOF.
 func Serve(c Client, in io.Reader, out io.Writer) {
 	scanner := bufio.NewScanner(in)
@@ -188,6 +195,10 @@ func Serve(c Client, in io.Reader, out io.Writer) {
 		case "run":
 			write(w, answerRun(c, line))
 		default:
+			if cmdr, ok := c.(Commander); ok && strings.HasPrefix(head.Cmd, "chaos_") {
+				write(w, command(cmdr, head.Cmd, line))
+				continue
+			}
 			write(w, map[string]any{"fatal": "unknown cmd " + head.Cmd})
 		}
 	}
@@ -210,6 +221,31 @@ func answerRun(c Client, line string) map[string]any {
 		outcomes = append(outcomes, perform(c, &run, step))
 	}
 	return map[string]any{"outcomes": outcomes}
+}
+
+// command answers a Commander's request; a panic is a fatal answer, not a dead program.
+func command(c Commander, cmd, line string) (answer map[string]any) {
+	defer func() {
+		if r := recover(); r != nil {
+			answer = map[string]any{"fatal": fmt.Sprintf("%s panicked: %v", cmd, r)}
+		}
+	}()
+	var req map[string]any
+	if err := json.Unmarshal([]byte(line), &req); err != nil {
+		return map[string]any{"fatal": "bad request: " + err.Error()}
+	}
+	return c.Command(cmd, DecodeBytes(req).(map[string]any))
+}
+
+// RunOf reads the bootstrap, client id and config of a request outside "run".
+func RunOf(req map[string]any) *Run {
+	run := &Run{Bootstrap: fmt.Sprint(req["bootstrap"]), ClientID: fmt.Sprint(req["client_id"])}
+	if cfg, ok := req["config"].(map[string]any); ok {
+		run.Config = cfg
+	} else {
+		run.Config = map[string]any{}
+	}
+	return run
 }
 
 // perform runs a step; an adapter bug (a panic) is still an outcome, named as such.
