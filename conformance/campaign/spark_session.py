@@ -14,10 +14,16 @@ from pathlib import Path
 LOOPBACK = "127.0.0.1"
 
 
+def on_this_machine(master: str) -> bool:
+    """local[...], or a cluster whose master listens on loopback (conformance/campaign/standalone.py):
+    the driver then binds to loopback too."""
+    return master.startswith("local") or master.startswith((f"spark://{LOOPBACK}:", "spark://localhost:"))
+
+
 def prepare_environment(master: str) -> None:
     """Before the JVM starts: the driver binds to loopback and Python workers run this very
     interpreter (a different one would lack trio and broker-emu)."""
-    if master.startswith("local"):
+    if on_this_machine(master):
         os.environ["SPARK_LOCAL_IP"] = LOOPBACK
         # local workers import the same broker-emu as the driver (a checkout may shadow the install)
         root = str(Path(__file__).resolve().parents[2])
@@ -50,7 +56,7 @@ def get_session(master: str | None = None, app_name: str = "broker-emu", paralle
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.python.worker.reuse", "true")
                .config("spark.sql.shuffle.partitions", str(parallelism or 8)))
-    if master.startswith("local"):
+    if on_this_machine(master):
         builder = builder.config("spark.driver.host", LOOPBACK).config("spark.driver.bindAddress", LOOPBACK)
     if parallelism:
         builder = builder.config("spark.default.parallelism", str(parallelism))
