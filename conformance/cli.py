@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import os
 import sys
 import time
 
@@ -12,7 +13,9 @@ from conformance.summary import print_summary
 
 def add_commands(sub) -> None:
     c = sub.add_parser("conformance", help="run the timeout conformance suite against clients")
-    c.add_argument("--client", action="append", help="client adapter name (repeatable; default: all installed)")
+    c.add_argument("--client", action="append",
+                   help="client adapter name, or a Python client at a release (kafka-python@2.2.21: installed into "
+                        ".cache/client-versions/ and run in a process of its own); repeatable; default: all installed")
     c.add_argument("--scenario", action="append", help="scenario id, id prefix or family (repeatable)")
     c.add_argument("--list", action="store_true", help="list scenario ids and titles")
     c.add_argument("--scale", type=float, default=30.0,
@@ -133,6 +136,17 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         _print_catalogue(CATALOGUE)
         return 0
+    pinned = [c for c in args.client or () if "@" in c]
+    if pinned:
+        from conformance.campaign import client_versions
+
+        try:
+            if not os.environ.get(client_versions.PINNED_ENV):
+                return client_versions.run_pinned(args.argv, pinned)
+            args.client = client_versions.unpin(args.client)
+        except client_versions.ClientVersionError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     adapters = default_adapters()
     if args.client:
         known = {a.name: a for a in adapters}

@@ -141,7 +141,7 @@ CATALOGUE: tuple[Scenario, ...] = (
         needs_faults=False,
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "fetch.max.wait.ms": 500},
         contracts=(C.outcome_is("poll", ok=True), C.returns_within("poll", "timeout", early_ms=20, late_fraction=0.25),
-                   C.no_client_disconnect("Fetch", within_ms=1_900)),
+                   C.no_client_disconnect("Fetch", within_ms=1_900, held_ms=500)),
     ),
     Scenario(
         id="kip266.committed-coordinator-black-hole",

@@ -123,12 +123,15 @@ class KafkaPythonAdapter(RealTimeAdapter):
         kafka-python checks the settings after it made its network client, which a refusing
         constructor leaves open: the adapter hands it a factory (its kafka_client setting) to
         close that client afterwards."""
-        from kafka.net.compat import KafkaNetClient
+        try:
+            from kafka.net.compat import KafkaNetClient as NetworkClient
+        except ImportError:     # kafka-python before 3.0 (a pinned release in a campaign)
+            from kafka.client_async import KafkaClient as NetworkClient
 
         made: list = []
 
         def client(**configs):
-            made.append(KafkaNetClient(**configs))
+            made.append(NetworkClient(**configs))
             return made[-1]
 
         try:
@@ -180,10 +183,12 @@ class KafkaPythonAdapter(RealTimeAdapter):
     def _consumer(self, env: RunEnv, group: str | None):
         from kafka import KafkaConsumer
 
-        # bootstrap_timeout_ms (30 s) bounds the constructor's eager bootstrap: scaled like every time
+        # bootstrap_timeout_ms (30 s) bounds the constructor's eager bootstrap: scaled like every time;
+        # releases before 3.0 bootstrap lazily and have no such setting
+        extra = ({"bootstrap_timeout_ms": scaled_ms(30_000, env.scale)}
+                 if "bootstrap_timeout_ms" in KafkaConsumer.DEFAULT_CONFIG else {})
         return KafkaConsumer(**self._common(env), group_id=group, enable_auto_commit=False,
-                             fetch_max_wait_ms=env.config.get("fetch.max.wait.ms", 500),
-                             bootstrap_timeout_ms=scaled_ms(30_000, env.scale))
+                             fetch_max_wait_ms=env.config.get("fetch.max.wait.ms", 500), **extra)
 
     def _poll(self, step: Operation, env: RunEnv) -> Outcome:
         from kafka import TopicPartition

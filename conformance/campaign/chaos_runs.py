@@ -42,7 +42,8 @@ def chaos_client(client: str) -> str | None:
 
 def run_limit_s(params: str) -> float:
     return float(json.loads(params).get("duration", 60.0)) + REAL_TIME_SLACK_S
-PARAMS = ("duration", "interval", "producers", "partitions")
+PARAMS = ("duration", "interval", "producers", "partitions", "acks", "enable.idempotence")
+SETTINGS = ("acks", "enable.idempotence")   # the producers' settings; in params only when given
 # what each broken guarantee is called in the violations table
 GUARANTEES = {"lost": "no acknowledged record lost", "misplaced": "no acknowledged record misplaced",
               "dup_in_epoch": "no duplicate within a producer epoch",
@@ -72,13 +73,39 @@ def resolve_params(client: str, given: dict[str, Any]) -> dict[str, Any]:
     _, duration, interval = DEFAULTS[name]
     out = {"duration": duration, "interval": interval, "producers": 3, "partitions": 3, **given}
     try:
-        out = {"duration": float(out["duration"]), "interval": float(out["interval"]),
-               "producers": int(out["producers"]), "partitions": int(out["partitions"])}
+        numbers = {"duration": float(out["duration"]), "interval": float(out["interval"]),
+                   "producers": int(out["producers"]), "partitions": int(out["partitions"])}
     except (TypeError, ValueError) as exc:
         raise ChaosParamError(f"chaos parameters are numbers: {exc}") from None
-    if out["duration"] < 2 or out["interval"] <= 0 or out["producers"] < 1 or out["partitions"] < 1:
-        raise ChaosParamError(f"chaos needs duration >= 2, interval > 0, producers and partitions >= 1: {out}")
+    if numbers["duration"] < 2 or numbers["interval"] <= 0 or numbers["producers"] < 1 or numbers["partitions"] < 1:
+        raise ChaosParamError(f"chaos needs duration >= 2, interval > 0, producers and partitions >= 1: {numbers}")
+    return {**numbers, **_settings(given)}
+
+
+def _settings(given: dict[str, Any]) -> dict[str, Any]:
+    """acks ("all" or "1") and enable.idempotence, as given; acks=1 without idempotence, as Kafka
+    requires (ProducerConfig refuses an explicit enable.idempotence=true with acks other than all)."""
+    out: dict[str, Any] = {}
+    if "acks" in given:
+        acks = str(given["acks"]).lower()
+        if acks not in ("all", "-1", "1"):
+            raise ChaosParamError(f"chaos acks is all or 1, not {given['acks']!r}")
+        out["acks"] = "all" if acks in ("all", "-1") else "1"
+    if "enable.idempotence" in given:
+        if not isinstance(given["enable.idempotence"], bool):
+            raise ChaosParamError(f"enable.idempotence is true or false, not {given['enable.idempotence']!r}")
+        out["enable.idempotence"] = given["enable.idempotence"]
+    if out.get("acks") == "1":
+        if out.get("enable.idempotence"):
+            raise ChaosParamError("enable.idempotence=true needs acks=all (Kafka's ProducerConfig refuses it)")
+        out["enable.idempotence"] = False
     return out
+
+
+def seed_kwargs(params: dict[str, Any]) -> dict[str, Any]:
+    """resolve_params' output as ``run_seed``'s keyword arguments."""
+    kwargs = {k: v for k, v in params.items() if k not in SETTINGS}
+    return {**kwargs, "acks": params.get("acks", "all"), "idempotence": params.get("enable.idempotence", True)}
 
 
 def default_seed_count(client: str) -> int:
@@ -95,7 +122,7 @@ def replay_command(client: str, params: str, seed: int) -> str:
     except ChaosParamError:   # a row that broke on its parameters: replay them as they were
         _, duration, interval = DEFAULTS[name]
         full = {"duration": duration, "interval": interval, "producers": 3, "partitions": 3, **given}
-    return chaos_replay(name, full, seed)
+    return chaos_replay(name, seed_kwargs(full), seed)
 
 
 def execute_chaos(run: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -105,7 +132,7 @@ def execute_chaos(run: dict[str, Any], base: dict[str, Any]) -> list[dict[str, A
         run_seed, why = seed_runner(chaos_client(run["client"]) or run["client"])
         if run_seed is None:
             return [{**base, "record": "run", "status": "n/a", "message": why, "wall_s": time.perf_counter() - wall}]
-        result = run_seed(int(run["seed"]), **resolve_params(run["client"], json.loads(run["params"])))
+        result = run_seed(int(run["seed"]), **seed_kwargs(resolve_params(run["client"], json.loads(run["params"]))))
     except Exception as exc:  # noqa: BLE001 - the seed broke: an error row, never a failed Spark task
         message = _describe(exc)
         return [{**base, "record": "run", "status": "error", "message": message[:2000],
@@ -141,7 +168,7 @@ def seed_rows(result: SeedResult, base: dict[str, Any], wall_s: float) -> list[d
     examples = result.accounting.examples()
     end_ms = result.seconds * 1000
     for key, contract in GUARANTEES.items():
-        if run[key]:
+        if run[key] and (key.startswith("consumer_") or key in result.judged):
             detail = examples.get(key) or result.consumer.get("consumer_examples", [])
             rows.append({**base, "record": "event", "t_ms": end_ms, "kind": "violation",
                          "details": json.dumps({"contract": contract, "status": "fail", "count": run[key],

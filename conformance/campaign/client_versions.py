@@ -80,3 +80,36 @@ def installed_version(spec: str) -> str | None:
         return metadata.version(PACKAGES[name][0])
     except metadata.PackageNotFoundError:
         return None
+
+
+PINNED_ENV = "BROKER_EMU_PINNED"   # set in a process started with pinned releases first on its path
+
+
+def run_pinned(argv: list[str], specs: list[str]) -> int:
+    """``broker-emu conformance --client kafka-python@2.2.21 ...`` (the replay a campaign prints
+    for a pinned release): install the releases, then run the same command in a new process with
+    their folders first on its path, as a campaign's run process has them."""
+    import os
+
+    names = [split(s)[0] for s in specs]
+    for spec in specs:
+        check(spec)
+    if len(set(names)) < len(names):
+        raise ClientVersionError(f"one release per client in a run: {sorted(specs)}")
+    ensure(specs)
+    paths = [str(folder(s)) for s in specs]
+    env = {**os.environ, PINNED_ENV: ",".join(specs),
+           "PYTHONPATH": os.pathsep.join([*paths, str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])}
+    return subprocess.run([sys.executable, "-m", "conformance.main", *argv], env=env).returncode
+
+
+def unpin(specs: list[str]) -> list[str]:
+    """In the process ``run_pinned`` started: the adapter names, once each pinned release is
+    checked to be the one imported."""
+    out = []
+    for spec in specs:
+        name, version = split(spec)
+        if version is not None and installed_version(spec) != version:
+            raise ClientVersionError(f"{spec}: this process imports {name} {installed_version(spec)}")
+        out.append(name)
+    return out

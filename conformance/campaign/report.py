@@ -204,7 +204,8 @@ def disconnect_plot(per_key: list[dict[str, Any]]) -> str:
 
 
 SEED_COLOURS = {"fail": "#c33", "error": "#700", "n/a": "#bbb"}
-SEED_LEGEND = (("#4a4", "clean"), ("#e0a030", "duplicated across epochs, reordered, failed or unresolved"),
+SEED_LEGEND = (("#4a4", "clean"), ("#e0a030", "counted, not promised: across-epoch duplicates, reordering, failures, "
+                                             "losses under acks=1"),
                ("#c33", "lost, misplaced, duplicated in epoch or consumer off"), ("#700", "error"), ("#bbb", "n/a"))
 
 
@@ -222,7 +223,7 @@ def chaos_strips(seeds: list[dict[str, Any]], per_row: int = 100, cell: int = 7)
                f'height="{height}" font-size="11">',
                f'<text x="2" y="14" font-weight="bold">{_esc(client)} · {_esc(params)}</text>']
         for i, s in enumerate(rows):
-            colour = SEED_COLOURS.get(s["status"]) or ("#e0a030" if s["odd"] else "#4a4")
+            colour = SEED_COLOURS.get(s["status"]) or ("#e0a030" if s["odd"] or s["bad"] else "#4a4")
             x, y = 2 + cell * (i % per_row), 20 + cell * (i // per_row)
             svg.append(f'<rect x="{x}" y="{y}" width="{cell - 1}" height="{cell - 1}" fill="{colour}">'
                        f'<title>seed {s["seed"]}: {_esc(s["status"])}, bad {s["bad"] or 0}, odd {s["odd"] or 0}</title></rect>')

@@ -32,6 +32,13 @@ FIELDS = ("sent", "acked", "acked_without_offset", "failed", "unresolved", "stor
 BAD = ("lost", "misplaced", "dup_in_epoch")   # what acks=all + idempotence must never show
 
 
+def judged(acks: str = "all", idempotence: bool = True) -> tuple[str, ...]:
+    """The counts the producer's settings promise to keep at 0: acks=all, no acknowledged record
+    lost or misplaced; idempotence, no duplicate within an epoch. Under acks=1 or without
+    idempotence they are counted, not judged (what the settings cost, shown)."""
+    return (("lost", "misplaced") if acks in ("all", "-1") else ()) + (("dup_in_epoch",) if idempotence else ())
+
+
 def record_value(producer: int, n: int, pad: int = 0) -> bytes:
     return b"p%d-%d" % (producer, n) + b"." * pad
 
@@ -90,9 +97,9 @@ class Accounting:
             total.update(tally.counts)
         return total
 
-    def bad(self) -> int:
+    def bad(self, judged: tuple[str, ...] = BAD) -> int:
         t = self.totals()
-        return sum(t[k] for k in BAD)
+        return sum(t[k] for k in judged)
 
     def examples(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = defaultdict(list)

@@ -24,6 +24,11 @@ LINE_START_S = 120.0     # a JVM starting on a busy 2-core machine
 LINE_CALL_S = 60.0       # a command the program answers at once, with a wide margin
 
 
+def _acks(settings: dict) -> str | int:
+    """Kafka's acks ("all", "1") as the Python clients take it ("all", 1)."""
+    return "all" if str(settings["acks"]) in ("all", "-1") else int(settings["acks"])
+
+
 def _installed(module: str, package: str) -> Callable[[], tuple[bool, str]]:
     def check() -> tuple[bool, str]:
         if importlib.util.find_spec(module) is None:
@@ -45,14 +50,14 @@ CONFLUENT_CONSUMER = {"group.id": "chaos-reader", "enable.auto.commit": False, "
 
 
 class ConfluentProducer:
-    def __init__(self, index: int, bootstrap: str, errors: list[str]) -> None:
+    def __init__(self, index: int, bootstrap: str, errors: list[str], settings: dict) -> None:
         from confluent_kafka import Producer
 
         def on_error(err) -> None:
             if err.fatal():
                 errors.append(f"producer {index}: fatal error {err.name()}: {err.str()}")
 
-        self._producer = Producer({**CONFLUENT_PRODUCER, "bootstrap.servers": bootstrap,
+        self._producer = Producer({**CONFLUENT_PRODUCER, **settings, "bootstrap.servers": bootstrap,
                                    "client.id": f"chaos-producer-{index}", "error_cb": on_error})
 
     def send(self, record: Sent, value: bytes) -> None:
@@ -104,11 +109,12 @@ KAFKA_PYTHON_CONSUMER = dict(enable_auto_commit=False, auto_offset_reset="earlie
 class KafkaPythonProducer:
     """Its sender runs in a thread of the client's own; ``wait`` only sleeps."""
 
-    def __init__(self, index: int, bootstrap: str, errors: list[str]) -> None:
+    def __init__(self, index: int, bootstrap: str, errors: list[str], settings: dict) -> None:
         from kafka import KafkaProducer
 
         self._producer = KafkaProducer(bootstrap_servers=bootstrap, client_id=f"chaos-producer-{index}",
-                                       **KAFKA_PYTHON_PRODUCER)
+                                       **{**KAFKA_PYTHON_PRODUCER, "acks": _acks(settings),
+                                          "enable_idempotence": settings["enable.idempotence"]})
 
     def send(self, record: Sent, value: bytes) -> None:
         future = self._producer.send(TOPIC, value=value, partition=record.partition)
@@ -168,13 +174,14 @@ class _OwnLoop:
 
 
 class AiokafkaProducer(_OwnLoop):
-    def __init__(self, index: int, bootstrap: str, errors: list[str]) -> None:
+    def __init__(self, index: int, bootstrap: str, errors: list[str], settings: dict) -> None:
         super().__init__()
         from aiokafka import AIOKafkaProducer
 
         async def start():
             producer = AIOKafkaProducer(bootstrap_servers=bootstrap, client_id=f"chaos-producer-{index}",
-                                        **AIOKAFKA_PRODUCER)
+                                        **{**AIOKAFKA_PRODUCER, "acks": _acks(settings),
+                                           "enable_idempotence": settings["enable.idempotence"]})
             await producer.start()
             return producer
         self._producer = self.run(start())
@@ -237,11 +244,12 @@ class AiokafkaConsumer(_OwnLoop):
 # Kafka's own names, the virtual-time run's settings exactly; one program per producer and one
 # for the consumer, so a send blocked in the client (max.block.ms) holds up no other.
 class LineProducer:
-    def __init__(self, adapter: LineProtocolAdapter, index: int, bootstrap: str, errors: list[str]) -> None:
+    def __init__(self, adapter: LineProtocolAdapter, index: int, bootstrap: str, errors: list[str],
+                 settings: dict) -> None:
         self._adapter = adapter
         self._records: dict[int, Sent] = {}
         self._adapter.request({"cmd": "chaos_producer", "bootstrap": bootstrap, "client_id": f"chaos-producer-{index}",
-                               "config": OUR_PRODUCER, "topic": TOPIC}, LINE_START_S)
+                               "config": {**OUR_PRODUCER, **settings}, "topic": TOPIC}, LINE_START_S)
 
     def send(self, record: Sent, value: bytes) -> None:
         self._records[record.n] = record
@@ -308,7 +316,7 @@ def _sarama() -> LineProtocolAdapter:
 
 def _program_kit(name: str, make: Callable[[], LineProtocolAdapter]) -> Kit:
     return Kit(name, _program_available(make),
-               lambda index, bootstrap, errors: LineProducer(make(), index, bootstrap, errors),
+               lambda index, bootstrap, errors, settings: LineProducer(make(), index, bootstrap, errors, settings),
                lambda bootstrap, partitions, errors: LineConsumer(make(), bootstrap, partitions, errors))
 
 

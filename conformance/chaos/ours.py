@@ -13,7 +13,7 @@ import trio.testing
 
 import client
 from broker_emu import open_cluster
-from conformance.chaos.accounting import Sent, account, record_value
+from conformance.chaos.accounting import Sent, account, judged, record_value
 from conformance.chaos.plan import Chaos, make_plan
 from conformance.chaos.readback import SeedResult, committed, join
 
@@ -28,17 +28,20 @@ SETTLE_S = 300.0   # after the chaos: how long (virtual) producers and the consu
 
 
 def run_seed(seed: int, *, duration: float = 8.0, partitions: int = 3, producers: int = 3, interval: float = 0.1,
+             acks: str = "all", idempotence: bool = True,
              say: Callable[[str], None] | None = None, progress: Callable[[str], None] | None = None) -> SeedResult:
     """One seed, in its own trio run with a virtual clock (``say`` gets each chaos action; a
     virtual-time seed is too short to need ``progress``)."""
     wall = time.perf_counter()
     clock = trio.testing.MockClock(autojump_threshold=0)
-    result = trio.run(_run, seed, duration, partitions, producers, interval, say, clock=clock)
+    settings = {"acks": acks, "enable.idempotence": idempotence}
+    result = trio.run(_run, seed, duration, partitions, producers, interval, settings, say, clock=clock)
+    result.judged = judged(acks, idempotence)
     result.wall_s = time.perf_counter() - wall
     return result
 
 
-async def _run(seed: int, duration: float, partitions: int, producers: int, interval: float,
+async def _run(seed: int, duration: float, partitions: int, producers: int, interval: float, settings: dict,
                say: Callable[[str], None] | None) -> SeedResult:
     config = {**CLUSTER_CONFIG, "emu.seed": seed}
     async with open_cluster(3, topics=[(TOPIC, partitions, 3)], config=config, listen=False) as cluster:
@@ -57,7 +60,8 @@ async def _run(seed: int, duration: float, partitions: int, producers: int, inte
             async with trio.open_nursery() as work:
                 work.start_soon(_chaos_then_heal, chaos)
                 for i in range(producers):
-                    work.start_soon(_produce, i, seed, bootstrap, connect, partitions, duration, interval, sent, notes)
+                    work.start_soon(_produce, i, seed, bootstrap, connect, partitions, duration, interval, settings,
+                                    sent, notes)
             reader.read_up_to({p.index: p.high_watermark for p in cluster.topics[TOPIC].partitions})
             with trio.move_on_after(SETTLE_S):
                 await reader.reached.wait()
@@ -97,10 +101,10 @@ async def _chaos_then_heal(chaos: Chaos) -> None:
 
 
 async def _produce(index: int, seed: int, bootstrap: str, connect, partitions: int, duration: float,
-                   interval: float, sent: list[Sent], notes: list[str]) -> None:
+                   interval: float, settings: dict, sent: list[Sent], notes: list[str]) -> None:
     import random
 
-    config = {**PRODUCER_CONFIG, "bootstrap.servers": bootstrap, "client.id": f"chaos-producer-{index}"}
+    config = {**PRODUCER_CONFIG, **settings, "bootstrap.servers": bootstrap, "client.id": f"chaos-producer-{index}"}
     async with client.open_producer(config, connect=connect, rng=random.Random(f"{seed}:{index}")) as producer:
         deadline = trio.current_time() + duration
         n = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from client.protocol.records import decode_batch, iter_batches
-from conformance.chaos.accounting import Accounting, Stored
+from conformance.chaos.accounting import BAD, Accounting, Stored
 
 
 def committed(cluster, topic: str) -> dict[tuple[int, int], Stored]:
@@ -46,11 +46,12 @@ class SeedResult:
     wall_s: float
     executed: list[tuple[float, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    judged: tuple[str, ...] = BAD       # the counts the producers' settings promise to keep at 0
 
     def bad(self) -> int:
-        return self.accounting.bad() + self.consumer["consumer_missed"] + self.consumer["consumer_wrong"]
+        return self.accounting.bad(self.judged) + self.consumer["consumer_missed"] + self.consumer["consumer_wrong"]
 
     def as_dict(self) -> dict:
         return {"seed": self.seed, "client": self.client, **self.accounting.as_dict(), **self.consumer,
                 "actions": self.actions, "seconds": round(self.seconds, 3), "wall_s": round(self.wall_s, 3),
-                "notes": self.notes}
+                "notes": self.notes, "judged": list(self.judged)}

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
 from broker_emu import run_cluster_in_thread
-from conformance.chaos.accounting import Sent, account, record_value
+from conformance.chaos.accounting import Sent, account, judged, record_value
 from conformance.chaos.ours import CLUSTER_CONFIG, TOPIC
 from conformance.chaos.plan import Chaos, make_plan
 from conformance.chaos.readback import SeedResult, committed, join
@@ -52,15 +52,18 @@ class ChaosConsumer(Protocol):
 class Kit:
     name: str                                                     # `broker-emu chaos --client`
     available: Callable[[], tuple[bool, str]]
-    producer: Callable[[int, str, list[str]], ChaosProducer]      # (index, bootstrap, errors)
+    producer: Callable[[int, str, list[str], dict], ChaosProducer]   # (index, bootstrap, errors, settings)
     consumer: Callable[[str, int, list[str]], ChaosConsumer]      # (bootstrap, partitions, errors)
 
 
 def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3, producers: int = 3,
-             interval: float = 0.02, say: Callable[[str], None] | None = None,
-             progress: Callable[[str], None] | None = None, progress_every: float = 10.0) -> SeedResult:
+             interval: float = 0.02, acks: str = "all", idempotence: bool = True,
+             say: Callable[[str], None] | None = None, progress: Callable[[str], None] | None = None,
+             progress_every: float = 10.0) -> SeedResult:
     """One seed in real time (``say`` gets each chaos action, ``progress`` a line every
-    ``progress_every`` seconds)."""
+    ``progress_every`` seconds). ``acks`` and ``idempotence`` are the producers' settings
+    (Kafka's names in ``settings``; each kit says them in its client's words)."""
+    settings = {"acks": acks, "enable.idempotence": idempotence}
     say = say or (lambda line: None)
     progress = progress or (lambda line: None)
     wall = time.perf_counter()
@@ -75,7 +78,7 @@ def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3
         stop_consumer = threading.Event()
         errors: list[str] = []
         threads = [threading.Thread(target=_guarded, args=(f"producer {i}", errors, _produce, kit, i, tc.bootstrap,
-                                                          partitions, duration, interval, sent[i]),
+                                                          partitions, duration, interval, settings, sent[i]),
                                     name=f"chaos-producer-{i}") for i in range(producers)]
         chaos_thread = threading.Thread(target=tc.acall, args=(_chaos_then_heal, chaos), name="chaos")
         reader = threading.Thread(target=_guarded, args=("consumer", errors, _consume, kit, tc.bootstrap, partitions,
@@ -95,7 +98,8 @@ def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3
     stored, consumer = join(dict(consumed), log)
     every = [s for per in sent for s in per]
     return SeedResult(seed, kit.name, account(every, stored), consumer, plan.counts(),
-                      time.perf_counter() - wall, time.perf_counter() - wall, plan.executed, errors)
+                      time.perf_counter() - wall, time.perf_counter() - wall, plan.executed, errors,
+                      judged(acks, idempotence))
 
 
 def _guarded(who: str, errors: list[str], body: Callable[..., None], *args) -> None:
@@ -131,8 +135,8 @@ def _report_until_done(seed: int, start: float, threads: list[threading.Thread],
 
 
 def _produce(kit: Kit, index: int, bootstrap: str, partitions: int, duration: float, interval: float,
-             sent: list[Sent], errors: list[str]) -> None:
-    producer = kit.producer(index, bootstrap, errors)
+             settings: dict, sent: list[Sent], errors: list[str]) -> None:
+    producer = kit.producer(index, bootstrap, errors, settings)
     deadline = time.monotonic() + duration
     n = 0
     while time.monotonic() < deadline:

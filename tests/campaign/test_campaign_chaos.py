@@ -12,7 +12,7 @@ import pytest
 
 from conformance.campaign import report
 from conformance.campaign.aggregate import chaos_actions, chaos_per_config, chaos_worst_seeds, register, summarise
-from conformance.campaign.chaos_runs import COUNTS
+from conformance.campaign.chaos_runs import COUNTS, execute_chaos, replay_command
 from conformance.campaign.execute import ROW_FIELDS
 from conformance.campaign.job import run_campaign, spark_schema
 from conformance.campaign.matrix import MatrixError, expand
@@ -45,7 +45,9 @@ def test_chaos_groups_expand_to_one_run_per_client_parameters_and_seed():
 
 
 @pytest.mark.parametrize("chaos, words", [
-    ({"clients": ["java"]}, "chaos runs the clients"),
+    ({"clients": ["kcat"]}, "chaos runs the clients"),
+    ({"acks": "1", "enable.idempotence": True}, "needs acks=all"),
+    ({"acks": "2"}, "all or 1"),
     ({"duration": 1}, "duration >= 2"),
     ({"grid": {"linger.ms": [5]}}, "unknown chaos parameter"),
     ({"seed": [1]}, "unknown key"),
@@ -133,3 +135,15 @@ def test_a_small_chaos_campaign_on_spark_counts_what_a_plain_loop_counts(spark, 
     assert "Failover chaos" in page and "broker-emu chaos --client ours" in page
     for svg in re.findall(r"<svg.*?</svg>", page, re.DOTALL):
         ElementTree.fromstring(svg)
+
+
+def test_producer_settings_are_chaos_parameters_named_as_kafka_names_them():
+    runs = expand({"chaos": {"clients": ["ours"], "seeds": [0], "grid": {"acks": ["all", "1"]}}})
+    assert [json.loads(r.params) for r in runs] == [{**DEFAULT, "acks": "all"},
+                                                    {**DEFAULT, "acks": "1", "enable.idempotence": False}]
+    strong, weak = (execute_chaos(r.as_row(), {"run_id": r.run_id}) for r in runs)
+    assert strong[0]["lost"] == 0 and weak[0]["lost"] > 0           # seed 0 truncates acks=1 writes
+    assert strong[0]["status"] == weak[0]["status"] == "pass"       # acks=1 never promised them
+    violations = [json.loads(r["details"])["contract"] for r in weak if r.get("kind") == "violation"]
+    assert violations == []
+    assert "--acks 1" in replay_command("broker-emu (async)", runs[1].params, 0)

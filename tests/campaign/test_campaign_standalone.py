@@ -12,7 +12,7 @@ import pytest
 from conformance.campaign.execute import execute
 from conformance.campaign.matrix import expand
 
-from ..realclients.clients import require_client
+from tests.realclients.clients import require_client
 
 pytestmark = pytest.mark.realclient
 

@@ -96,3 +96,18 @@ def test_our_client_loses_and_duplicates_nothing_through_100_seeds_of_failover_c
     piled = [int(m.group(1)) for r in results for _, line in r.executed
              if (m := re.search(r"truncate: partition \d+: (\d+) offsets", line))]
     assert sum(1 for n in piled if n > 0) >= 30, piled
+
+
+def test_weaker_settings_show_what_they_cost_counted_and_not_judged():
+    """The accounting's positive control: the same ten seeds with acks=1 lose acknowledged
+    records (a truncation takes writes only the old leader had), and without idempotence a
+    retried batch is stored twice in one epoch — counted, yet no seed is bad, since those
+    settings promise neither; the consumer still reads exactly the logs."""
+    weak = [run_seed(seed, acks="1", idempotence=False) for seed in range(10)]
+    no_dedup = [run_seed(seed, idempotence=False) for seed in range(10)]
+    t_weak, t_no_dedup = totals(weak), totals(no_dedup)
+    assert t_weak["lost"] > 0 and t_no_dedup["dup_in_epoch"] > 0
+    assert t_no_dedup["lost"] == 0 and t_no_dedup["misplaced"] == 0        # acks=all still keeps every write
+    assert not any(r.bad() for r in weak + no_dedup)
+    assert t_weak["consumer_missed"] == t_weak["consumer_wrong"] == 0
+    assert weak[0].judged == () and no_dedup[0].judged == ("lost", "misplaced")
