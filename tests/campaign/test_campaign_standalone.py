@@ -11,7 +11,6 @@ import pytest
 
 from conformance.campaign.execute import execute
 from conformance.campaign.matrix import expand
-
 from tests.realclients.clients import require_client
 
 pytestmark = pytest.mark.realclient
