@@ -187,6 +187,12 @@ class KafkaPythonAdapter(RealTimeAdapter):
         # releases before 3.0 bootstrap lazily and have no such setting
         extra = ({"bootstrap_timeout_ms": scaled_ms(30_000, env.scale)}
                  if "bootstrap_timeout_ms" in KafkaConsumer.DEFAULT_CONFIG else {})
+        # the group timers' own defaults scaled like the request timeout: releases before 3.0
+        # refuse a request_timeout_ms below session_timeout_ms (the rule KIP-62 retired in Java)
+        own = KafkaConsumer.DEFAULT_CONFIG
+        extra["session_timeout_ms"] = env.config.get("session.timeout.ms", scaled_ms(own["session_timeout_ms"], env.scale))
+        extra["heartbeat_interval_ms"] = env.config.get("heartbeat.interval.ms",
+                                                        scaled_ms(own["heartbeat_interval_ms"], env.scale))
         return KafkaConsumer(**self._common(env), group_id=group, enable_auto_commit=False,
                              fetch_max_wait_ms=env.config.get("fetch.max.wait.ms", 500), **extra)
 
