@@ -31,7 +31,19 @@ def summary() -> dict:
     return {"totals": {"runs": 120, "passed": 90, "failed": 30, "errors": 0, "na": 0, "events": 5000, "simulated_s": 900},
             "campaign": {"name": "clients", "wall_s": 100.0, "runs_per_minute": 72.0, "master": "local[8]"},
             "per_key": per_key, "first_timeout": first, "attempts": [], "violations": [], "worst_runs": [],
-            "chaos": {}}
+            "chaos": chaos()}
+
+
+def chaos() -> dict:
+    """Two settings of a client, a strip each: clean, counted-only, broken and error seeds."""
+    params = [json.dumps({"duration": 20.0, "interval": 0.05, "partitions": 3, "producers": 3}),
+              json.dumps({"acks": "1", "duration": 20.0, "enable.idempotence": False, "interval": 0.05,
+                          "partitions": 3, "producers": 3})]
+    seeds = [{"client": "confluent-kafka", "params": p, "seed": i, "status": status, "bad": bad, "odd": odd}
+             for p in params for i, (status, bad, odd) in enumerate([("pass", 0, 0), ("pass", 3, 1), ("fail", 2, 0),
+                                                                      ("error", None, None)])]
+    per_config = [{"client": "confluent-kafka", "params": p, "seeds": 4, "passed": 2} for p in params]
+    return {"per_config": per_config, "actions": [], "worst_seeds": [], "seeds": seeds}
 
 
 def test_no_plot_clips_or_overlaps_its_text():
@@ -43,6 +55,6 @@ def test_no_plot_clips_or_overlaps_its_text():
         pytest.skip(str(exc))
     page = report.to_html(summary())
     found = browser_check.probe(page, labels="text")
-    assert found["svgs"] >= 2 + len(SCENARIOS) * len(CLIENTS)   # heat maps, overshoot, race, disconnects
+    assert found["svgs"] >= 4 + len(SCENARIOS) * len(CLIENTS)   # heat maps, overshoot, race, disconnects, strips
     assert found["labels"] > 100
     assert found["outside"] == [] and found["overlaps"] == [], (found["outside"][:5], found["overlaps"][:5])
