@@ -229,11 +229,11 @@ def chaos_strips(seeds: list[dict[str, Any]], per_row: int = 100, cell: int = 7)
             x, y = 2 + cell * (i % per_row), 20 + cell * (i // per_row)
             svg.append(f'<rect x="{x}" y="{y}" width="{cell - 1}" height="{cell - 1}" fill="{colour}">'
                        f'<title>seed {s["seed"]}: {_esc(s["status"])}, bad {s["bad"] or 0}, odd {s["odd"] or 0}</title></rect>')
-        x = 2
+        lx = 2.0
         for colour, label in SEED_LEGEND:
-            svg.append(f'<rect x="{x}" y="{height - 14}" width="9" height="9" fill="{colour}"/>'
-                       f'<text x="{x + 12}" y="{height - 6}">{_esc(label)}</text>')
-            x += 24 + text_width(label)
+            svg.append(f'<rect x="{lx}" y="{height - 14}" width="9" height="9" fill="{colour}"/>'
+                       f'<text x="{lx + 12}" y="{height - 6}">{_esc(label)}</text>')
+            lx += 24 + text_width(label)
         svg.append("</svg>")
         out.append("".join(svg))
     return "\n".join(out)
