@@ -107,12 +107,19 @@ def _run_adapter(plan: Plan, adapter: Adapter, total: int, done: int,
     return results
 
 
-def _run_cell(plan: Plan, adapter: Adapter, scenario: Scenario) -> Result:
+def applicable(scenario: Scenario, adapter: Adapter) -> tuple[bool, str]:
+    """Whether ``adapter`` can run ``scenario`` on the emulator, and if not why (an N/A cell):
+    the one decision for the suite's runs and a campaign's."""
     ok, why_not = adapter.supports_scenario(scenario)
     if ok and needs_sasl(scenario) and not adapter.sasl:
         ok, why_not = False, f"the {adapter.name} adapter does not pass SASL settings to its client yet"
     if ok and scenario.in_memory_only and not adapter.virtual_time:
         ok, why_not = False, scenario.in_memory_only
+    return ok, why_not
+
+
+def _run_cell(plan: Plan, adapter: Adapter, scenario: Scenario) -> Result:
+    ok, why_not = applicable(scenario, adapter)
     if ok and plan.bootstrap and (adapter.virtual_time or not external_ok(scenario)):
         ok, why_not = False, ("virtual time needs the embedded emulator" if adapter.virtual_time
                               else "needs fault injection or broker settings")

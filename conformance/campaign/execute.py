@@ -171,7 +171,7 @@ def is_virtual_time(client: str) -> bool:
 def execute_here(run: dict[str, Any], scale: float = 30.0) -> list[dict[str, Any]]:
     """One run in this process."""
     from conformance.params import apply_params
-    from conformance.runner import run_one
+    from conformance.runner import applicable, run_one
     from conformance.scenarios import BY_ID
 
     base = {k: run[k] for k in ("run_id", "scenario", "family", "client", "params", "seed", "rep")}
@@ -184,7 +184,7 @@ def execute_here(run: dict[str, Any], scale: float = 30.0) -> list[dict[str, Any
         adapter = adapter_for(run["client"])
         ok, why = adapter.available()
         if ok:
-            ok, why = adapter.supports_scenario(scenario)
+            ok, why = applicable(scenario, adapter)
         result = run_one(scenario, adapter, scale) if ok else Result(scenario.id, adapter.name, Status.NA, message=why)
     except Exception as exc:  # noqa: BLE001 - the run broke: an error row, never a failed Spark task
         result = Result(run["scenario"], run["client"], Status.ERROR, message=f"{type(exc).__name__}: {exc}")

@@ -42,6 +42,17 @@ def test_a_run_that_breaks_becomes_an_error_row_and_a_violation_event():
     assert [r["kind"] for r in rows[1:]] == ["violation"]
 
 
+def test_a_run_the_suite_would_not_judge_is_not_applicable_in_a_campaign_either():
+    """kip19.connection-setup-timeout needs in-memory connections (dropped connection attempts):
+    the suite marks a real-time client N/A there, and so does a campaign (it judged them FAIL)."""
+    from conformance.campaign.execute import execute_here
+
+    run = {"run_id": 0, "scenario": "kip19.connection-setup-timeout", "family": "KIP-19", "client": "kcat",
+           "params": "{}", "seed": 0, "rep": 0}
+    head = execute_here(run)[0]
+    assert head["status"] == "n/a" and "in-memory" in head["message"], head
+
+
 def test_figures_of_a_purgatory_race_and_a_timed_out_poll():
     race = execute({"run_id": 1, "scenario": "server.purgatory-request-timed-out", "family": "Server side",
                     "client": "broker-emu (async)", "params": json.dumps({"request.timeout.ms": 10000}), "seed": 1, "rep": 0})
