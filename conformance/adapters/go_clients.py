@@ -220,6 +220,7 @@ class SaramaAdapter(GoAdapter):
 
     name = "sarama"
     program = "sarama-adapter"
+    sasl = True        # security.protocol SASL_PLAINTEXT, sasl.* -> Net.SASL (sasl.go; SCRAM through franz-go's)
     no_position = "sarama has no position(): a PartitionConsumer resolves its offset inside ConsumePartition"
     no_close = "sarama's Consumer.Close() takes no deadline"
 

@@ -158,3 +158,26 @@ def test_silent_broker_times_out_cleanly(go, silent):
         for outcome in (listed, sent):
             assert outcome.error_type == "TimeoutException" and "ErrOutOfBrokers" in (outcome.error_message or ""), outcome
             assert outcome.elapsed_s >= 0.9, outcome
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_sasl_login_and_a_refused_password(go, mechanism):
+    """SASL_PLAINTEXT: each Go client logs in with the mechanism and writes; a wrong password is
+    refused with the broker's words in the trace (sarama's SCRAM is franz-go's, behind sarama's
+    SCRAMClient)."""
+    from broker_emu import run_cluster_in_thread
+
+    config = {"emu.security.protocol": "SASL_PLAINTEXT", "emu.sasl.users": "alice:alice-secret",
+              "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"}
+    login = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism, "sasl.username": "alice"}
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)], config=config) as tc:
+        one(go, tc.bootstrap, "produce", topic="t", partition=0, value=b"signed-in",
+            config={**login, "sasl.password": "alice-secret"})
+        (refused,) = run(go, tc.bootstrap, Operation("produce", {"topic": "t", "partition": 0, "value": b"x"}, None),
+                         **login, **{"sasl.password": "wrong", "request.timeout.ms": 3000,
+                                     "socket.connection.setup.timeout.ms": 3000, "retries": 1})
+        events = tc.call(lambda: [e.details for e in tc.cluster.trace.events if e.kind == "sasl"])
+        assert _log_end(tc, 0) == 1
+    assert not refused.ok
+    steps = [(d.get("mechanism"), d.get("step")) for d in events]
+    assert (mechanism, "authenticated") in steps and (mechanism, "failed") in steps, steps

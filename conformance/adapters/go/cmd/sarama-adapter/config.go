@@ -38,6 +38,8 @@ func own(run *lineproto.Run, d time.Duration) time.Duration {
 //	session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms
 //	                                    -> Consumer.Group.Session.Timeout, Heartbeat.Interval, Rebalance.Timeout
 //
+//	security.protocol, sasl.*           -> Net.SASL (sasl.go)
+//
 // delivery.timeout.ms, max.block.ms and default.api.timeout.ms have no sarama setting.
 func config(run *lineproto.Run) *sarama.Config {
 	c := sarama.NewConfig()
@@ -59,6 +61,7 @@ func config(run *lineproto.Run) *sarama.Config {
 		c.Producer.Retry.Max = run.Int("retries", 3)
 	}
 	producerAcks(run, c)
+	saslConfig(run, c)
 	c.Producer.Return.Successes = true
 	c.Producer.Return.Errors = true
 	c.Producer.Flush.Frequency = run.Ms("linger.ms", 0)
