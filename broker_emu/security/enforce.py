@@ -92,8 +92,9 @@ async def call_authorized(ctx: RequestContext, body: Any, handler: Handler) -> A
         return error_response(ctx.api_key, ctx.api_version, body, refusal)
     body, refused, response_key = _split_topics(ctx, body)
     response = await handler(ctx, body)
-    if ctx.api_key == ApiKey.LIST_GROUPS and response is not None:
-        return _visible_groups(ctx, response)
+    after = AFTER.get(ctx.api_key)
+    if after is not None and response is not None:
+        return after(ctx, response)
     if refused is None or response is None:
         return response
     response = dict(response)
@@ -110,6 +111,52 @@ def _visible_groups(ctx: RequestContext, response: Any) -> Any:
     response["groups"] = [g for g in response.get("groups") or []
                           if authorized(ctx, A.DESCRIBE, A.GROUP, g["group_id"], traced=False)]
     return response
+
+
+def _visible_transactions(ctx: RequestContext, response: Any) -> Any:
+    """KafkaApis.handleListTransactionsRequest: only the transactional ids the principal may DESCRIBE."""
+    response = dict(response)
+    response["transaction_states"] = [t for t in response.get("transaction_states") or []
+                                      if authorized(ctx, A.DESCRIBE, A.TRANSACTIONAL_ID, t["transactional_id"])]
+    return response
+
+
+def _described_transactions(ctx: RequestContext, response: Any) -> Any:
+    """KafkaApis.handleDescribeTransactionsRequest: an id the principal may not DESCRIBE answers
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED; of the others, only the topics it may DESCRIBE."""
+    from broker_emu.transactions.listings import refused_state
+
+    states = []
+    for state in response.get("transaction_states") or []:
+        tid = state["transactional_id"]
+        if not authorized(ctx, A.DESCRIBE, A.TRANSACTIONAL_ID, tid):
+            state = refused_state(tid, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        else:
+            state = {**state, "topics": [t for t in state.get("topics") or []
+                                         if authorized(ctx, A.DESCRIBE, A.TOPIC, t["topic"])]}
+        states.append(state)
+    return {**response, "transaction_states": states}
+
+
+def _described_producers(ctx: RequestContext, response: Any) -> Any:
+    """KafkaApis.handleDescribeProducersRequest: every partition of a topic the principal may not
+    READ answers TOPIC_AUTHORIZATION_FAILED (an invalid topic name's own error comes first)."""
+    topics = []
+    for topic in response.get("topics") or []:
+        parts = topic.get("partitions") or []
+        invalid = any(p["error_code"] == E.INVALID_TOPIC_EXCEPTION for p in parts)
+        if not invalid and not authorized(ctx, A.READ, A.TOPIC, topic["name"]):
+            parts = [{"partition_index": p["partition_index"], "error_code": E.TOPIC_AUTHORIZATION_FAILED,
+                      "error_message": "Topic authorization failed.", "active_producers": []} for p in parts]
+        topics.append({**topic, "partitions": parts})
+    return {**response, "topics": topics}
+
+
+# answers the authorizer filters after the handler (a filter or a per-item refusal of a listing)
+AFTER: dict[int, Callable[[RequestContext, Any], Any]] = {
+    ApiKey.LIST_GROUPS: _visible_groups, ApiKey.LIST_TRANSACTIONS: _visible_transactions,
+    ApiKey.DESCRIBE_TRANSACTIONS: _described_transactions, ApiKey.DESCRIBE_PRODUCERS: _described_producers,
+}
 
 
 def _whole_request(ctx: RequestContext, body: Any) -> int | None:

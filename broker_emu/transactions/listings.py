@@ -16,6 +16,13 @@ KNOWN_STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCo
                 "Dead", "PrepareEpochFence")
 
 
+def refused_state(tid: str, error: int) -> dict[str, Any]:
+    """A transaction state carrying only its id and an error: every other field zero, as
+    TransactionCoordinator.handleDescribeTransactions leaves a fresh TransactionState."""
+    return {"error_code": error, "transactional_id": tid, "transaction_state": "", "transaction_timeout_ms": 0,
+            "transaction_start_time_ms": 0, "producer_id": 0, "producer_epoch": 0, "topics": []}
+
+
 @handles(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0)
 async def describe_transactions(ctx: RequestContext, req: Message) -> dict[str, Any]:
     txn = ctx.cluster.txn
@@ -25,9 +32,7 @@ async def describe_transactions(ctx: RequestContext, req: Message) -> dict[str, 
         meta = txn.describe(tid) if error is None else None
         if error is None and meta is None:
             error = E.TRANSACTIONAL_ID_NOT_FOUND
-        entry: dict[str, Any] = {"error_code": error or E.NONE, "transactional_id": tid, "transaction_state": "",
-                                 "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
-                                 "producer_epoch": -1, "topics": []}
+        entry = refused_state(tid, error or E.NONE)
         if meta is not None:
             by_topic: dict[str, list[int]] = {}
             for topic, index in sorted(meta.partitions):
@@ -74,13 +79,22 @@ async def list_transactions(ctx: RequestContext, req: Message) -> dict[str, Any]
 @handles(ApiKey.DESCRIBE_PRODUCERS, 0, 0)
 async def describe_producers(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Each partition's active producers, from its leader's producer state."""
+    from broker_emu.cluster import validate_topic_name
+
     topics = []
     for t in req.topics:
         parts = []
+        try:                 # KafkaApis checks the name first (Topic.validate): InvalidTopicException
+            validate_topic_name(t.name)
+            invalid = None
+        except ValueError as exc:
+            invalid = str(exc)
         for index in t.partition_indexes:
             p = ctx.cluster.partition(t.name, index)
             entry: dict[str, Any] = {"partition_index": index, "error_code": E.NONE, "error_message": None, "active_producers": []}
-            if p is None:
+            if invalid is not None:
+                entry.update(error_code=E.INVALID_TOPIC_EXCEPTION, error_message=invalid)
+            elif p is None:
                 entry["error_code"] = E.UNKNOWN_TOPIC_OR_PARTITION
             elif p.leader != ctx.broker_id:
                 entry["error_code"] = E.NOT_LEADER_OR_FOLLOWER

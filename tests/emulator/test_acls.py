@@ -189,3 +189,51 @@ async def test_batched_find_coordinator_and_offset_fetch_are_checked_per_group(a
         everything = await admin.call(16, 4, {"states_filter": []})
         assert [g.group_id for g in listed.groups] == ["mine"]
         assert sorted(g.group_id for g in everything.groups) == ["mine", "theirs"]
+
+
+LIST_TRANSACTIONS, DESCRIBE_TRANSACTIONS, DESCRIBE_PRODUCERS = 66, 65, 61
+TRANSACTIONAL_ID = 5
+
+
+async def test_transaction_listings_show_only_what_the_principal_may_describe(autojump_clock):
+    """KafkaApis: ListTransactions keeps the ids the principal may DESCRIBE; DescribeTransactions
+    answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the others and drops the topics it may not
+    DESCRIBE; DescribeProducers needs READ on the topic."""
+    from client.producer import open_producer
+    from client.transport import sasl_connect
+
+    async with open_cluster(1, topics=TOPICS, listen=False, config=SECURED) as cluster:
+        async def in_memory(node: int, host: str, port: int):
+            return cluster.connect(0)
+
+        connect = sasl_connect("SCRAM-SHA-256", "admin", "a", "txn-admin", inner=in_memory)   # a handed-in transport
+        async with open_producer({"bootstrap.servers": "broker0:9092", "transactional.id": "t-open"},
+                                 connect=connect) as p:
+            await p.init_transactions()
+            p.begin_transaction()
+            await (await p.send("orders-a", b"x", partition=0)).get()   # left open: Ongoing
+            admin, alice = await login(cluster, "admin", "a"), await login(cluster, "alice", "b")
+            listing = {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}
+            seen = await admin.call(LIST_TRANSACTIONS, 1, listing)
+            assert [t.transactional_id for t in seen.transaction_states] == ["t-open"]
+            assert (await alice.call(LIST_TRANSACTIONS, 1, listing)).transaction_states == []
+            described = await alice.call(DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["t-open"]})
+            (state,) = described.transaction_states
+            assert (state.error_code, state.transaction_state, state.producer_id) == (53, "", 0)
+            produced = await alice.call(DESCRIBE_PRODUCERS, 0, {"topics": [{"name": "orders-a", "partition_indexes": [0]},
+                                                                          {"name": "bad name", "partition_indexes": [0]}]})
+            assert [(t.name, [p.error_code for p in t.partitions]) for t in produced.topics] == \
+                [("orders-a", [29]), ("bad name", [17])]
+
+            await admin.call(CREATE_ACLS, 3, {"creations": [acl(TRANSACTIONAL_ID, "t-open", DESCRIBE)]})
+            assert [t.transactional_id for t in (await alice.call(LIST_TRANSACTIONS, 1, listing)).transaction_states] == \
+                ["t-open"]
+            (state,) = (await alice.call(DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["t-open"]})).transaction_states
+            assert (state.error_code, state.transaction_state, list(state.topics)) == (0, "Ongoing", [])  # no DESCRIBE on orders-a
+            await admin.call(CREATE_ACLS, 3, {"creations": [acl(TOPIC, "orders-a", READ)]})    # READ implies DESCRIBE
+            (state,) = (await alice.call(DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["t-open"]})).transaction_states
+            assert [(t.topic, list(t.partitions)) for t in state.topics] == [("orders-a", [0])]
+            produced = await alice.call(DESCRIBE_PRODUCERS, 0, {"topics": [{"name": "orders-a", "partition_indexes": [0]}]})
+            (part,) = produced.topics[0].partitions
+            assert part.error_code == 0 and [a.producer_id for a in part.active_producers] == [state.producer_id]
+            await p.abort_transaction()
