@@ -4,15 +4,17 @@ rows of the campaign's schema, so the same Spark job, Parquet and SQL carry them
 A matrix's ``chaos:`` groups (conformance/campaign/matrix.py) expand to one run per client,
 parameter set and seed, with scenario ``chaos`` and family ``Chaos``; ``params`` is the canonical
 JSON of the seed's parameters (``duration``, ``interval``, ``producers``, ``partitions``, every
-one resolved, so it is the complete replay key).
+one resolved, and the producers' ``acks`` / ``enable.idempotence`` when given: the complete
+replay key).
 
 A seed's run row carries the accounting of conformance/chaos/accounting.py (sent, acknowledged,
 lost, misplaced, duplicated within / across producer epochs, reordered, failed, the consumer's
-view). Its status is "fail" exactly when ``broker-emu chaos`` would exit 1 for it (an
-acknowledged record lost or misplaced, a duplicate within an epoch, a consumer that did not read
-exactly the log), "error" when the seed itself broke, "n/a" when the client is not installed.
-Its events are the chaos actions as they fired (``chaos_action``) and one ``violation`` per
-broken guarantee, with examples.
+view). Its status is "fail" exactly when ``broker-emu chaos`` would exit 1 for it (what the
+producers' settings promise broken: under acks=all an acknowledged record lost or misplaced,
+with idempotence a duplicate within an epoch; or a consumer that did not read exactly the log),
+"error" when the seed itself broke, "n/a" when the client is not installed. Its events are the
+chaos actions as they fired (``chaos_action``) and one ``violation`` per broken guarantee, with
+examples. A third-party client's seed runs in a process of its own (execute.py).
 """
 
 from __future__ import annotations
@@ -23,15 +25,16 @@ from typing import Any
 
 from conformance.chaos.cli import DEFAULTS, seed_line, seed_runner
 from conformance.chaos.readback import SeedResult
+from conformance.chaos.realtime import READ_UP_S, SETTLE_S
 
 SCENARIO = "chaos"
 FAMILY = "Chaos"
 # campaign client name (a pinned release, confluent-kafka@2.12.0, included) -> `broker-emu chaos --client`
 CHAOS_CLIENTS = {"broker-emu (async)": "ours", "confluent-kafka": "confluent-kafka", "kafka-python": "kafka-python",
                  "aiokafka": "aiokafka", "java": "java", "franz-go": "franz-go", "sarama": "sarama"}
-# a real-time seed's process is killed after its duration plus this (conformance/chaos/realtime.py:
-# SETTLE_S of flushing, READ_UP_S for the consumer, a minute for processes to start)
-REAL_TIME_SLACK_S = 150.0 + 60.0 + 60.0
+# a real-time seed's process is killed after its duration plus this: its flush and the consumer's
+# read-up (conformance/chaos/realtime.py), and a minute for its processes (JVMs) to start
+REAL_TIME_SLACK_S = SETTLE_S + READ_UP_S + 60.0
 
 
 def chaos_client(client: str) -> str | None:
@@ -41,7 +44,10 @@ def chaos_client(client: str) -> str | None:
 
 
 def run_limit_s(params: str) -> float:
+    """How long a real-time seed's process may run before it counts as hung."""
     return float(json.loads(params).get("duration", 60.0)) + REAL_TIME_SLACK_S
+
+
 PARAMS = ("duration", "interval", "producers", "partitions", "acks", "enable.idempotence")
 SETTINGS = ("acks", "enable.idempotence")   # the producers' settings; in params only when given
 # what each broken guarantee is called in the violations table

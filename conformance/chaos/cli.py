@@ -1,9 +1,11 @@
-"""`broker-emu chaos [--client ours|confluent-kafka|kafka-python|aiokafka|java|franz-go|sarama] [--seeds N] [--first-seed S] [--duration SECONDS]
-[--json FILE] [--verbose]`: failover chaos with accounting (docs/chaos.md).
+"""`broker-emu chaos [--client ours|confluent-kafka|kafka-python|aiokafka|java|franz-go|sarama]
+[--seeds N] [--first-seed S] [--duration SECONDS] [--acks all|1] [--no-idempotence] [--json FILE]
+[--verbose]`: failover chaos with accounting (docs/chaos.md).
 
-Exit status 0 when no seed lost, misplaced or duplicated (within a producer epoch) an
-acknowledged record and the consumer saw exactly what the logs hold; 1 otherwise; 2 for bad
-arguments or a client that is not installed."""
+Exit status 0 when no seed broke what the producers' settings promise (acks=all: no acknowledged
+record lost or misplaced; idempotence: none duplicated within a producer epoch) and the consumer
+saw exactly what the logs hold; 1 otherwise; 2 for bad arguments or a client that is not
+installed."""
 
 from __future__ import annotations
 
@@ -38,7 +40,8 @@ def add_chaos(sub) -> None:
     c.add_argument("--producers", type=int, default=3)
     c.add_argument("--interval", type=float, help="seconds between two records of the fastest producer")
     c.add_argument("--acks", choices=("all", "1"), default="all",
-                   help="the producers' acks (1: acknowledged records may be lost; counted, not judged)")
+                   help="the producers' acks (1: acknowledged records may be lost, counted, not judged; it turns "
+                        "idempotence off, as Kafka requires)")
     c.add_argument("--no-idempotence", dest="idempotence", action="store_false",
                    help="producers without idempotence (duplicates within an epoch counted, not judged)")
     c.add_argument("--json", metavar="FILE", help="write every seed's figures as JSON")
