@@ -94,7 +94,7 @@ async def call_authorized(ctx: RequestContext, body: Any, handler: Handler) -> A
     response = await handler(ctx, body)
     after = AFTER.get(ctx.api_key)
     if after is not None and response is not None:
-        return after(ctx, response)
+        response = after(ctx, body, response)
     if refused is None or response is None:
         return response
     response = dict(response)
@@ -102,7 +102,7 @@ async def call_authorized(ctx: RequestContext, body: Any, handler: Handler) -> A
     return response
 
 
-def _visible_groups(ctx: RequestContext, response: Any) -> Any:
+def _visible_groups(ctx: RequestContext, body: Any, response: Any) -> Any:
     """KafkaApis.handleListGroupsRequest: DESCRIBE on the cluster lists every group, otherwise
     only those the principal may DESCRIBE (a filter: refusals are not logged)."""
     if authorized(ctx, A.DESCRIBE, A.CLUSTER, A.CLUSTER_NAME, traced=False):
@@ -113,7 +113,7 @@ def _visible_groups(ctx: RequestContext, response: Any) -> Any:
     return response
 
 
-def _visible_transactions(ctx: RequestContext, response: Any) -> Any:
+def _visible_transactions(ctx: RequestContext, body: Any, response: Any) -> Any:
     """KafkaApis.handleListTransactionsRequest: only the transactional ids the principal may DESCRIBE."""
     response = dict(response)
     response["transaction_states"] = [t for t in response.get("transaction_states") or []
@@ -121,7 +121,7 @@ def _visible_transactions(ctx: RequestContext, response: Any) -> Any:
     return response
 
 
-def _described_transactions(ctx: RequestContext, response: Any) -> Any:
+def _described_transactions(ctx: RequestContext, body: Any, response: Any) -> Any:
     """KafkaApis.handleDescribeTransactionsRequest: an id the principal may not DESCRIBE answers
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; of the others, only the topics it may DESCRIBE."""
     from broker_emu.transactions.listings import refused_state
@@ -138,7 +138,7 @@ def _described_transactions(ctx: RequestContext, response: Any) -> Any:
     return {**response, "transaction_states": states}
 
 
-def _described_producers(ctx: RequestContext, response: Any) -> Any:
+def _described_producers(ctx: RequestContext, body: Any, response: Any) -> Any:
     """KafkaApis.handleDescribeProducersRequest: every partition of a topic the principal may not
     READ answers TOPIC_AUTHORIZATION_FAILED (an invalid topic name's own error comes first)."""
     topics = []
@@ -152,10 +152,37 @@ def _described_producers(ctx: RequestContext, response: Any) -> Any:
     return {**response, "topics": topics}
 
 
+def _fetched_offsets(ctx: RequestContext, body: Any, response: Any) -> Any:
+    """KafkaApis.fetchOffsetsForGroup / fetchAllOffsetsForGroup: offsets only of the topics the
+    principal may DESCRIBE — the others it named answer TOPIC_AUTHORIZATION_FAILED per partition
+    (after the allowed ones), the others of an all-topics fetch are left out. A group in error is
+    answered as it is."""
+    if ctx.api_version >= 8:
+        # the handler answers the groups it was given in order (refused groups are merged later)
+        groups = [g if g.get("error_code") else {**g, "topics": _offsets_seen(ctx, asked.get("topics"), g["topics"])}
+                  for asked, g in zip(body.get("groups") or [], response.get("groups") or [])]
+        return {**response, "groups": groups}
+    if response.get("error_code"):
+        return response
+    return {**response, "topics": _offsets_seen(ctx, body.get("topics"), response.get("topics") or [])}
+
+
+def _offsets_seen(ctx: RequestContext, asked: Any, topics: list[Any]) -> list[Any]:
+    if asked is None:   # every committed offset of the group
+        return [t for t in topics if authorized(ctx, A.DESCRIBE, A.TOPIC, t["name"], traced=False)]
+    refused = [t for t in asked if not authorized(ctx, A.DESCRIBE, A.TOPIC, t["name"])]
+    names = {t["name"] for t in refused}
+    return [t for t in topics if t["name"] not in names] + [
+        {"name": t["name"], "partitions": [{"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1,
+                                            "metadata": "", "error_code": E.TOPIC_AUTHORIZATION_FAILED}
+                                           for p in t["partition_indexes"]]} for t in refused]
+
+
 # answers the authorizer filters after the handler (a filter or a per-item refusal of a listing)
-AFTER: dict[int, Callable[[RequestContext, Any], Any]] = {
+AFTER: dict[int, Callable[[RequestContext, Any, Any], Any]] = {
     ApiKey.LIST_GROUPS: _visible_groups, ApiKey.LIST_TRANSACTIONS: _visible_transactions,
     ApiKey.DESCRIBE_TRANSACTIONS: _described_transactions, ApiKey.DESCRIBE_PRODUCERS: _described_producers,
+    ApiKey.OFFSET_FETCH: _fetched_offsets,
 }
 
 

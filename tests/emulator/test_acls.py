@@ -237,3 +237,32 @@ async def test_transaction_listings_show_only_what_the_principal_may_describe(au
             (part,) = produced.topics[0].partitions
             assert part.error_code == 0 and [a.producer_id for a in part.active_producers] == [state.producer_id]
             await p.abort_transaction()
+
+
+async def test_offset_fetch_shows_offsets_only_of_topics_the_principal_may_describe(autojump_clock):
+    """KafkaApis.fetchOffsetsForGroup / fetchAllOffsetsForGroup: a named topic the principal may
+    not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED per partition (after the allowed ones); an
+    all-topics fetch leaves it out — in the one-group (v7) and the batched (v9) layouts."""
+    async with open_cluster(1, topics=TOPICS, listen=False, config=SECURED) as cluster:
+        admin = await login(cluster, "admin", "a")
+        await admin.call(CREATE_ACLS, 3, {"creations": [acl(GROUP, "mine", READ), acl(TOPIC, "orders-b", DESCRIBE)]})
+        for topic in ("orders-a", "orders-b"):
+            await admin.call(8, 8, {"group_id": "mine", "generation_id_or_member_epoch": -1, "member_id": "",
+                                    "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                                        {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1,
+                                         "committed_metadata": None}]}]})
+        alice = await login(cluster, "alice", "b")
+        named = [{"name": "orders-a", "partition_indexes": [0]}, {"name": "orders-b", "partition_indexes": [0]}]
+
+        def seen(topics):
+            return [(t.name, [(p.committed_offset, p.error_code) for p in t.partitions]) for t in topics]
+
+        v7 = await alice.call(9, 7, {"group_id": "mine", "topics": named, "require_stable": False})
+        assert seen(v7.topics) == [("orders-b", [(7, 0)]), ("orders-a", [(-1, 29)])]
+        every = await alice.call(9, 7, {"group_id": "mine", "topics": None, "require_stable": False})
+        assert seen(every.topics) == [("orders-b", [(7, 0)])]
+        v9 = await alice.call(9, 9, {"groups": [{"group_id": "mine", "member_id": None, "member_epoch": -1, "topics": t}
+                                                for t in (named, None)], "require_stable": False})
+        assert [seen(g.topics) for g in v9.groups] == [[("orders-b", [(7, 0)]), ("orders-a", [(-1, 29)])],
+                                                       [("orders-b", [(7, 0)])]]
+        assert (await admin.call(9, 7, {"group_id": "mine", "topics": None, "require_stable": False})).topics[0].name
