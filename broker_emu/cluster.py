@@ -30,6 +30,7 @@ from broker_emu.replication import Replication
 from broker_emu.scheduler import Scheduler
 from broker_emu.security import Security, SecurityError
 from broker_emu.topic_config import effective, validate_topic_configs
+from broker_emu.topic_names import validate_topic_name
 from broker_emu.trace import Kind, Trace
 from broker_emu.version_profiles import ProfileError, VersionProfile
 
@@ -463,14 +464,3 @@ def java_string_hash(s: str) -> int:
         h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
     return h - (1 << 32) if h >= 1 << 31 else h
 
-
-def validate_topic_name(name: str) -> None:
-    """Kafka 4.x's ``Topic.validate``, with its messages (InvalidTopicException)."""
-    import re
-
-    why = ("the empty string is not allowed" if not name else f"'{name}' is not allowed" if name in (".", "..")
-           else f"the length of '{name}' is longer than the max allowed length 249" if len(name) > 249
-           else None if re.fullmatch(r"[a-zA-Z0-9._-]+", name)
-           else f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
-    if why is not None:
-        raise ValueError(f"Topic name is invalid: {why}")

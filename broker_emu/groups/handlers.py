@@ -21,8 +21,9 @@ from broker_emu.groups.offsets import offset_fields
 from broker_emu.groups.state import Reply
 from broker_emu.groups.txn_offsets import unstable_fields
 from broker_emu.handlers import kafka_message
-from broker_emu.handlers.authorized import GROUP_OPERATIONS, NOT_REQUESTED
+from broker_emu.handlers.authorized import GROUP_OPERATIONS, authorized_for
 from broker_emu.registry import handles
+from broker_emu.security.acls import GROUP
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
@@ -262,6 +263,6 @@ async def describe_groups(ctx: RequestContext, req: Message) -> dict[str, Any]:
     out = []
     for group_id in req["groups"]:
         error, summary = ctx.cluster.groups.describe_group(group_id, broker_id=ctx.broker_id, now=_now())
-        ops = GROUP_OPERATIONS if asked_ops and not error else NOT_REQUESTED
+        ops = authorized_for(ctx, GROUP_OPERATIONS, bool(asked_ops) and not error, GROUP, group_id)
         out.append({"error_code": error, "group_id": group_id, **summary, "authorized_operations": ops})
     return {"throttle_time_ms": 0, "groups": out}

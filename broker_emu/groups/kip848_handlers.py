@@ -13,8 +13,9 @@ import trio
 
 from broker_emu.context import RequestContext
 from broker_emu.groups.kip848 import GroupHeartbeat
-from broker_emu.handlers.authorized import GROUP_OPERATIONS, NOT_REQUESTED
+from broker_emu.handlers.authorized import GROUP_OPERATIONS, authorized_for
 from broker_emu.registry import handles
+from broker_emu.security.acls import GROUP
 from client.protocol import ApiKey
 from client.protocol.wire import Message
 
@@ -52,6 +53,6 @@ async def consumer_group_describe(ctx: RequestContext, req: Message) -> dict[str
     out = []
     for group_id in req["group_ids"]:
         found = ctx.cluster.groups.describe_consumer_group(group_id, broker_id=ctx.broker_id, now=trio.current_time())
-        ops = GROUP_OPERATIONS if asked_ops and not found["error_code"] else NOT_REQUESTED
+        ops = authorized_for(ctx, GROUP_OPERATIONS, bool(asked_ops) and not found["error_code"], GROUP, group_id)
         out.append({**found, "authorized_operations": ops})
     return {"throttle_time_ms": 0, "groups": out}

@@ -5,12 +5,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker_emu.cluster import validate_topic_name
 from broker_emu.context import RequestContext
 from broker_emu.handlers import kafka_message
-from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, authorized
+from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, authorized_for
 from broker_emu.handlers.controller_deadline import controller_in_time, zookeeper_change_in_time
 from broker_emu.registry import handles
+from broker_emu.security.acls import CLUSTER, CLUSTER_NAME
 from broker_emu.topic_config import (
     BROKER_SYNONYMS,
     DYNAMIC_BROKER_KEYS,
@@ -18,6 +18,7 @@ from broker_emu.topic_config import (
     InvalidConfig,
     validate_topic_configs,
 )
+from broker_emu.topic_names import validate_topic_name
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
@@ -282,7 +283,9 @@ async def describe_cluster(ctx: RequestContext, req: Message) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": E.NONE, "error_message": None, "endpoint_type": BROKER_ENDPOINT,
             "cluster_id": cluster.cluster_id, "controller_id": controller_id(cluster),
             "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in cluster.live_brokers()],
-            "cluster_authorized_operations": authorized(CLUSTER_OPERATIONS, req.include_cluster_authorized_operations)}
+            "cluster_authorized_operations": authorized_for(ctx, CLUSTER_OPERATIONS,
+                                                            bool(req.include_cluster_authorized_operations),
+                                                            CLUSTER, CLUSTER_NAME)}
 
 
 @handles(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, advertised=lambda cluster: cluster.config["emu.telemetry"])

@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from broker_emu.cluster import validate_topic_name
 from broker_emu.context import RequestContext
 from broker_emu.registry import handles
 from broker_emu.topic_config import DYNAMIC_BROKER_KEYS, TOPIC_CONFIGS, InvalidConfig, validate_topic_configs
+from broker_emu.topic_names import validate_topic_name
 from broker_emu.trace import Kind
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey

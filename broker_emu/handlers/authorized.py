@@ -8,7 +8,8 @@ type supports (``AclEntry.supportedOperations``) is allowed, and the set goes ou
 bit n for the AclOperation whose code is n (``Utils.to32BitField``). When the client did not
 ask, the field keeps its schema default, Integer.MIN_VALUE.
 
-The emulator has no ACLs, so it always answers as a broker with no authorizer.
+Under an authorizer (docs/security.md) the set is what the principal may do of those
+(``authorized_for``).
 """
 
 from __future__ import annotations
@@ -39,5 +40,16 @@ CLUSTER_OPERATIONS = bit_field((CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_
 
 
 def authorized(operations: int, asked: bool) -> int:
-    """What goes in an ``*_authorized_operations`` field: every supported operation if asked."""
+    """What goes in an ``*_authorized_operations`` field without an authorizer: every supported
+    operation if asked."""
     return operations if asked else NOT_REQUESTED
+
+
+def authorized_for(ctx, operations: int, asked: bool, resource_type: int, name: str) -> int:
+    """AuthHelper.authorizedOperations: of the supported ``operations``, those the connection's
+    principal may do on the resource (all of them without an authorizer), if asked."""
+    authorizer = ctx.cluster.security.authorizer
+    if not asked or authorizer is None:
+        return authorized(operations, asked)
+    return bit_field(authorizer.allowed_operations(ctx.principal, ctx.client_host, resource_type, name,
+                                                   (o for o in range(32) if operations >> o & 1)))

@@ -18,10 +18,17 @@ from typing import Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
-from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, NOT_REQUESTED, TOPIC_OPERATIONS, authorized, bit_field
+from broker_emu.handlers.authorized import (
+    CLUSTER_OPERATIONS,
+    NOT_REQUESTED,
+    TOPIC_OPERATIONS,
+    authorized,
+    authorized_for,
+)
 from broker_emu.registry import handles
 from broker_emu.security.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from broker_emu.security.enforce import authorized as allowed
+from broker_emu.topic_names import validate_topic_name
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
@@ -84,8 +91,9 @@ async def metadata(ctx: RequestContext, req: Message) -> dict[str, Any]:
         "cluster_id": cluster.cluster_id,
         "controller_id": controller_id(cluster),
         "topics": topics,
-        "cluster_authorized_operations": authorized(CLUSTER_OPERATIONS, 8 <= v <= 10 and
-                                                    bool(req.include_cluster_authorized_operations)),
+        "cluster_authorized_operations": authorized_for(ctx, CLUSTER_OPERATIONS, 8 <= v <= 10 and
+                                                        bool(req.include_cluster_authorized_operations),
+                                                        CLUSTER, CLUSTER_NAME),
     }
 
 
@@ -110,11 +118,7 @@ def _authorized_topic(ctx: RequestContext, entry, auto: bool, ops: int) -> dict:
 
 def _ops(ctx: RequestContext, name: str, ops: int) -> int:
     """KIP-430 under an authorizer: the topic operations this principal may do."""
-    authorizer = ctx.cluster.security.authorizer
-    if ops == NOT_REQUESTED or authorizer is None:
-        return ops
-    return bit_field(authorizer.allowed_operations(ctx.principal, ctx.client_host, TOPIC, name,
-                                                   (o for o in range(32) if TOPIC_OPERATIONS >> o & 1)))
+    return authorized_for(ctx, TOPIC_OPERATIONS, ops != NOT_REQUESTED, TOPIC, name)
 
 
 def _one_topic(cluster, entry, auto: bool, ops: int) -> dict:
@@ -137,7 +141,6 @@ def controller_id(cluster) -> int:
 
 
 def _invalid(name: str) -> bool:
-    from broker_emu.cluster import validate_topic_name
     try:
         validate_topic_name(name)
         return False

@@ -8,6 +8,7 @@ from typing import Any
 
 from broker_emu.context import RequestContext
 from broker_emu.registry import handles
+from broker_emu.topic_names import validate_topic_name
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
@@ -79,8 +80,6 @@ async def list_transactions(ctx: RequestContext, req: Message) -> dict[str, Any]
 @handles(ApiKey.DESCRIBE_PRODUCERS, 0, 0)
 async def describe_producers(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Each partition's active producers, from its leader's producer state."""
-    from broker_emu.cluster import validate_topic_name
-
     topics = []
     for t in req.topics:
         parts = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import trio
@@ -65,6 +66,7 @@ class FakeCluster:
         self.owner: dict[str, int] = {}
         self.rng = random.Random(7)
         self.trace = FakeTrace()
+        self.security = SimpleNamespace(authorizer=None)   # no authorizer: every operation allowed
         self.groups = GroupCoordinator(self)
 
     def coordinator_for(self, group_id: str) -> int:

@@ -266,3 +266,24 @@ async def test_offset_fetch_shows_offsets_only_of_topics_the_principal_may_descr
         assert [seen(g.topics) for g in v9.groups] == [[("orders-b", [(7, 0)]), ("orders-a", [(-1, 29)])],
                                                        [("orders-b", [(7, 0)])]]
         assert (await admin.call(9, 7, {"group_id": "mine", "topics": None, "require_stable": False})).topics[0].name
+
+
+async def test_authorized_operations_are_the_principals(autojump_clock):
+    """KIP-430 under the authorizer (AuthHelper.authorizedOperations): DescribeGroups and
+    DescribeCluster report what the principal may do, the super user everything."""
+    from broker_emu.handlers.authorized import CLUSTER_OPERATIONS, GROUP_OPERATIONS, bit_field
+
+    async with open_cluster(1, topics=TOPICS, listen=False, config=SECURED) as cluster:
+        admin = await login(cluster, "admin", "a")
+        await admin.call(CREATE_ACLS, 3, {"creations": [acl(GROUP, "mine", READ), acl(CLUSTER, "kafka-cluster", DESCRIBE)]})
+        alice = await login(cluster, "alice", "b")
+        groups = await alice.call(15, 5, {"groups": ["mine"], "include_authorized_operations": True})
+        assert groups.groups[0].authorized_operations == bit_field((READ, DESCRIBE))     # READ implies DESCRIBE
+        assert (await admin.call(15, 5, {"groups": ["mine"], "include_authorized_operations": True})
+                ).groups[0].authorized_operations == GROUP_OPERATIONS
+        described = await alice.call(60, 1, {"include_cluster_authorized_operations": True, "endpoint_type": 1})
+        assert described.cluster_authorized_operations == bit_field((DESCRIBE,))
+        everything = await admin.call(60, 1, {"include_cluster_authorized_operations": True, "endpoint_type": 1})
+        assert everything.cluster_authorized_operations == CLUSTER_OPERATIONS
+        unasked = await alice.call(15, 5, {"groups": ["mine"], "include_authorized_operations": False})
+        assert unasked.groups[0].authorized_operations == -(1 << 31)
