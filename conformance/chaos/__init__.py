@@ -6,5 +6,7 @@ epoch, reordered. ``broker-emu chaos`` runs it (docs/chaos.md).
 - ``plan``: the seeded fault schedule, applied through the cluster's Python controls;
 - ``accounting``: the pure bookkeeping;
 - ``readback``: the broker-side truth and the per-seed result;
-- ``ours``: our client in virtual time (the CI test); ``confluent``: confluent-kafka in real time.
+- ``ours``: our client in virtual time (the CI test);
+- ``realtime`` and ``kits``: every third-party client in real time (confluent-kafka, kafka-python,
+  aiokafka, and the Java, franz-go and sarama programs of the line protocol).
 """
