@@ -63,6 +63,19 @@ def _move_leader_later(cluster, spec: dict, at_s: float) -> None:
         cluster.scheduler.call_later(at_s, move)
 
 
+def _move_leader_after(cluster, spec: dict, api: str, delay_s: float) -> None:
+    """Move the leader ``delay_s`` after the first request of ``api`` arrives: "the leader moves
+    while the Produce hangs" holds however long a client takes to start (kafka-python 3's eager
+    bootstrap took longer than a move scheduled from the cluster's start, and the Produce then
+    went to the new leader first)."""
+    def watch(event) -> None:
+        if event.kind == Kind.RECV and event.api == api:
+            unsubscribe()
+            _move_leader_later(cluster, spec, max(delay_s, 0.001))
+
+    unsubscribe = cluster.trace.subscribe(watch)
+
+
 def _stop_coordinator_when_revoking(cluster, group: str) -> None:
     """The first time a member of ``group`` is asked to revoke (the coordinator's
     group_member_epoch event, state unrevoked_partitions), its coordinator's broker stops: a
@@ -92,7 +105,9 @@ def _replication_when(cluster, spec: dict) -> None:
 def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
     for raw in scenario.faults:
         rule = scale_fault(raw, scale)
-        if "when" in rule:
+        if "move_leader" in rule and "when" in rule:
+            _move_leader_after(cluster, rule["move_leader"], rule["when"], rule.get("at_ms", 0) / 1000)
+        elif "when" in rule:
             _replication_when(cluster, {"api": rule["when"], "replication": rule["replication"]})
         elif "stop_coordinator_when_revoking" in rule:
             _stop_coordinator_when_revoking(cluster, rule["stop_coordinator_when_revoking"])

@@ -182,7 +182,7 @@ CATALOGUE += (
         references=("KIP-19",),
         steps=(PRODUCE,),
         faults=({"match": {"api": "Produce"}, "action": "black_hole", "times": 1},
-                {"move_leader": {"topic": "t", "partition": 0, "broker": "other"}, "at_ms": 10_000}),
+                {"move_leader": {"topic": "t", "partition": 0, "broker": "other"}, "when": "Produce", "at_ms": 10_000}),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all"},
         contracts=(C.retry_on_new_leader("Produce"), C.outcome_is("produce", ok=True)),
     ),
