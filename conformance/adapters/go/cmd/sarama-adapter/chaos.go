@@ -21,8 +21,7 @@ type chaosState struct {
 	consumer sarama.Consumer
 	records  chan []any
 	topic    string
-	mu       sync.Mutex
-	outcomes []any
+	outcomes lineproto.Outcomes
 }
 
 var chaos chaosState
@@ -48,7 +47,7 @@ func (saramaClient) Command(cmd string, req map[string]any) map[string]any {
 			Value: sarama.ByteEncoder(value), Metadata: int64(lineproto.Float(req["n"], 0))}
 		return ok
 	case "chaos_outcomes":
-		return map[string]any{"outcomes": drainOutcomes()}
+		return map[string]any{"outcomes": chaos.outcomes.Drain()}
 	case "chaos_finish":
 		done := make(chan struct{})
 		go func() { chaos.pending.Wait(); close(done) }()
@@ -57,7 +56,7 @@ func (saramaClient) Command(cmd string, req map[string]any) map[string]any {
 		case <-time.After(time.Duration(lineproto.Float(req["settle_ms"], 5000)) * time.Millisecond):
 		}
 		closeSoon("AsyncProducer", chaos.producer.Close)
-		return map[string]any{"outcomes": drainOutcomes()}
+		return map[string]any{"outcomes": chaos.outcomes.Drain()}
 	case "chaos_consumer":
 		c, err := sarama.NewConsumer(run.Brokers(), config(run))
 		if err != nil {
@@ -108,33 +107,17 @@ func collect(p sarama.AsyncProducer) {
 	go func() {
 		defer wg.Done()
 		for m := range p.Successes() {
-			record(m, []any{m.Metadata, m.Offset, nil})
+			chaos.outcomes.Add(m.Metadata.(int64), m.Offset, nil)
+			chaos.pending.Done()
 		}
 	}()
 	go func() {
 		defer wg.Done()
 		for e := range p.Errors() {
 			name, msg := errorName(e.Err)
-			record(e.Msg, []any{e.Msg.Metadata, nil, name + ": " + msg})
+			chaos.outcomes.Add(e.Msg.Metadata.(int64), nil, name+": "+msg)
+			chaos.pending.Done()
 		}
 	}()
 	wg.Wait()
-}
-
-func record(_ *sarama.ProducerMessage, outcome []any) {
-	chaos.mu.Lock()
-	chaos.outcomes = append(chaos.outcomes, outcome)
-	chaos.mu.Unlock()
-	chaos.pending.Done()
-}
-
-func drainOutcomes() []any {
-	chaos.mu.Lock()
-	defer chaos.mu.Unlock()
-	out := chaos.outcomes
-	chaos.outcomes = nil
-	if out == nil {
-		out = []any{}
-	}
-	return out
 }

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -446,4 +447,30 @@ func (r *Run) WithConfig(extra map[string]any) *Run {
 	cp := *r
 	cp.Config = cfg
 	return &cp
+}
+
+// Outcomes collects the chaos commands' record outcomes, [n, offset, error] (offset or error
+// nil), as a client's callbacks report them from its own goroutines; Drain hands them over once.
+type Outcomes struct {
+	mu    sync.Mutex
+	items []any
+}
+
+// Add records one outcome.
+func (o *Outcomes) Add(n int64, offset, err any) {
+	o.mu.Lock()
+	o.items = append(o.items, []any{n, offset, err})
+	o.mu.Unlock()
+}
+
+// Drain returns the outcomes reported since the last call (never nil).
+func (o *Outcomes) Drain() []any {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := o.items
+	o.items = nil
+	if out == nil {
+		out = []any{}
+	}
+	return out
 }
