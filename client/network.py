@@ -187,8 +187,14 @@ class NetworkClient:
         except STREAM_ERRORS as exc:
             backoff_ms = self._connect_failed(node)
             raise ConnectionFailedError(node, address, str(exc) or type(exc).__name__, backoff_ms) from None
+        except KafkaError:
+            # a refused login backs off like any failed attempt (Java's
+            # ClusterConnectionStates.authenticationFailed), or every sender retry logs in again at once
+            self._connect_failed(node)
+            raise
         st.failed_connects = 0                        # connected: setup timeout back to its base
-        conn = BrokerConnection(node, address, stream, self.config["client.id"], self._connection_closed)
+        conn = BrokerConnection(node, address, stream, self.config["client.id"], self._connection_closed, rng=self.rng,
+                                reauth_timeout=self.config["request.timeout.ms"] / 1000)
         await self.nursery.start(conn.run)
         try:
             await self._negotiate(conn)

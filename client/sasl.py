@@ -5,8 +5,10 @@ after the TCP or TLS connect.
 The exchange counts against the connection setup timeout, as librdkafka documents ("TCP
 connection setup as well SSL and SASL handshake") and as the Java client 4.4 was measured to do
 (conformance scenario security.sasl-handshake-stall).
-Re-authentication (KIP-368) is not done: a broker with connections.max.reauth.ms closes the
-connection when the session ends, and the client reconnects.
+A broker that gives the session a lifetime (connections.max.reauth.ms, an OAUTHBEARER token's
+expiry) closes the connection when it ends unless the client re-authenticates on it (KIP-368):
+``SaslStream`` carries the login to repeat and the lifetime, and the connection's driver
+(client/transport.py) repeats it in time.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -28,6 +31,7 @@ from client.protocol.framing import FrameSplitter
 HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MECHANISMS = ("PLAIN", *HASHES, "OAUTHBEARER")
 TokenSource = Callable[[], str]
+Call = Callable[[ApiKey, int, Mapping[str, Any]], Awaitable[Any]]
 
 
 def _base64url(data: bytes) -> str:
@@ -118,17 +122,16 @@ class _Exchange:
                 return decode_response(int(api), version, frames[0])[1]
 
 
-async def authenticate(stream: trio.abc.Stream, mechanism: str, user: str, password: str,
-                       client_id: str | None = None, token: TokenSource | None = None) -> int:
-    """Run the exchange; the session lifetime the broker gave (ms, 0: none)."""
-    ex = _Exchange(stream, client_id)
-    hs = await ex.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism})
+async def authenticate(call: Call, mechanism: str, user: str, password: str, token: TokenSource | None = None) -> int:
+    """Run the exchange through ``call`` (request, answer); the session lifetime the broker gave
+    (ms, 0: none)."""
+    hs = await call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism})
     if hs.error_code:
         raise UnsupportedSaslMechanismError(f"the broker offers {', '.join(hs.mechanisms) or 'no mechanism'}, "
                                             f"not {mechanism}")
 
     async def step(token: bytes) -> Any:
-        answer = await ex.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+        answer = await call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
         if answer.error_code:
             raise error_for_code(answer.error_code, answer.error_message)
         return answer
@@ -150,3 +153,43 @@ async def authenticate(stream: trio.abc.Stream, mechanism: str, user: str, passw
         answer = await step(scram.final(bytes(first.auth_bytes)))
         scram.check(bytes(answer.auth_bytes))
     return int(answer.session_lifetime_ms)
+
+
+@dataclass(frozen=True)
+class SaslLogin:
+    mechanism: str
+    user: str
+    password: str
+    client_id: str | None = None
+    token: TokenSource | None = None   # OAUTHBEARER: a fresh token for each login
+
+    async def on_stream(self, stream: trio.abc.Stream) -> SaslStream:
+        """Authenticate a bare stream before its driver takes it over."""
+        lifetime = await authenticate(_Exchange(stream, self.client_id).call, self.mechanism, self.user,
+                                      self.password, self.token)
+        return SaslStream(stream, self, lifetime)
+
+    async def again(self, call: Call) -> int:
+        """KIP-368 re-authentication on a connection in use: SaslHandshake then SaslAuthenticate, no
+        ApiVersions (Java's SaslClientAuthenticator goes from REAUTH_PROCESS_ORIG_APIVERSIONS_RESPONSE
+        straight to REAUTH_SEND_HANDSHAKE_REQUEST); the new session's lifetime."""
+        return await authenticate(call, self.mechanism, self.user, self.password, self.token)
+
+
+class SaslStream(trio.abc.Stream):
+    """An authenticated stream: the login to repeat and the session's lifetime (ms, 0: none)."""
+
+    def __init__(self, inner: trio.abc.Stream, login: SaslLogin, lifetime_ms: int):
+        self.inner, self.login, self.lifetime_ms = inner, login, lifetime_ms
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        return await self.inner.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

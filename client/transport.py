@@ -14,6 +14,7 @@ told (``on_closed``) so it can back off reconnecting and ask for a metadata refr
 from __future__ import annotations
 
 import math
+import random
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -21,9 +22,10 @@ from typing import Any
 import trio
 
 from client.connection import ConnectionCore, InFlight
+from client.errors import KafkaError
 from client.exceptions import ConnectionClosedError, RequestTimeoutException
 from client.protocol import ApiKey, ProtocolError
-from client.sasl import TokenSource, authenticate, unsecured_token_source
+from client.sasl import SaslLogin, SaslStream, TokenSource, unsecured_token_source
 from client.wakeup import Wakeup
 from client.wallclock import system_ms
 
@@ -61,14 +63,15 @@ def sasl_connect(mechanism: str, user: str, password: str, client_id: str | None
     """SASL over ``inner`` (TCP or TLS), run before the connection is handed to its driver;
     ``token`` gives OAUTHBEARER a fresh token for each connection."""
 
+    login = SaslLogin(mechanism, user, password, client_id, token)
+
     async def connect(node: int, host: str, port: int) -> trio.abc.Stream:
         stream = await inner(node, host, port)
         try:
-            await authenticate(stream, mechanism, user, password, client_id, token)
+            return await login.on_stream(stream)
         except BaseException:
             await trio.aclose_forcefully(stream)
             raise
-        return stream
 
     return connect
 
@@ -124,7 +127,8 @@ class _Waiter:
 
 class BrokerConnection:
     def __init__(self, node: int, address: str, stream: trio.abc.Stream, client_id: str | None,
-                 on_closed: Callable[[BrokerConnection, str], None]):
+                 on_closed: Callable[[BrokerConnection, str], None], *, rng: random.Random | None = None,
+                 reauth_timeout: float = 30.0):
         self.node, self.address, self.stream = node, address, stream
         self.core = ConnectionCore(client_id)
         self.versions: dict[int, tuple[int, int]] = {}   # ApiVersions answer: key -> (min, max)
@@ -135,6 +139,9 @@ class BrokerConnection:
         self._scope = trio.CancelScope()
         self._wake = Wakeup()
         self._send_lock = trio.Lock()
+        self._rng = rng or random.Random(0)
+        self._reauth_timeout = reauth_timeout   # request.timeout.ms, for the re-authentication's requests
+        self._reauthenticating: trio.Event | None = None   # set while KIP-368 holds new requests back
 
     # -- tasks -----------------------------------------------------------------------------
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -143,6 +150,8 @@ class BrokerConnection:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._reader)
                     nursery.start_soon(self._timer)
+                    if isinstance(self.stream, SaslStream) and self.stream.lifetime_ms > 0:
+                        nursery.start_soon(self._reauthenticator, self.stream)
                     task_status.started()
         finally:
             with trio.CancelScope(shield=True):
@@ -183,6 +192,35 @@ class BrokerConnection:
             if expired:
                 self._request_timed_out(expired[0])
                 return
+
+    async def _reauthenticator(self, stream: SaslStream) -> None:
+        """KIP-368, as Java's SaslClientAuthenticator.ReauthInfo: re-authenticate at a random point
+        between 85 % and 95 % of the session's lifetime (room for latency and clock drift, spread so
+        that many connections do not re-authenticate at once). New requests wait meanwhile (Java's
+        channel is not ready for sends while it re-authenticates); requests already sent are
+        answered first, in order, as the broker answers a connection's requests."""
+        while stream.lifetime_ms > 0:
+            await trio.sleep(stream.lifetime_ms / 1000 * (0.85 + 0.10 * self._rng.random()))
+            held = self._reauthenticating = trio.Event()
+            try:
+                async with self._send_lock:
+                    stream.lifetime_ms = await stream.login.again(self._call_holding_the_lock)
+            except KafkaError as exc:   # refused, or the connection broke (closed already)
+                self.close(f"the client closed the connection: re-authentication failed ({exc})", "client")
+                return
+            finally:
+                self._reauthenticating = None
+                held.set()
+
+    async def _call_holding_the_lock(self, api_key: int, version: int, body: Any) -> Any:
+        req = self.core.send(api_key, version, body, trio.current_time(), self._reauth_timeout)
+        req.waiter = waiter = _Waiter()
+        self._wake.set()
+        await self._send_buffers()
+        await waiter.event.wait()
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.body
 
     def _request_timed_out(self, req: InFlight) -> None:
         """KIP-19: close the connection; the expired request and every other one in flight on it
@@ -236,6 +274,11 @@ class BrokerConnection:
             if self.closed:
                 raise ConnectionClosedError(ApiKey(api_key).api_name, -1, self.node, self.address,
                                             f"the connection closed while throttled ({self.close_reason})")
+        while self._reauthenticating is not None:
+            await self._reauthenticating.wait()
+            if self.closed:
+                raise ConnectionClosedError(ApiKey(api_key).api_name, -1, self.node, self.address,
+                                            f"the connection closed while re-authenticating ({self.close_reason})")
         req = self.core.send(api_key, version, body, trio.current_time(), timeout, setting=setting,
                              expects_response=expects_response)
         req.waiter = waiter = _Waiter()
@@ -261,15 +304,18 @@ class BrokerConnection:
 
     async def _flush(self) -> None:
         async with self._send_lock:
-            buffers = self.core.buffers_to_send()
-            if not buffers or self.closed:
-                return
-            try:
-                for data in buffers:
-                    await self.stream.send_all(data)
-            except STREAM_ERRORS:
-                self.close("the connection broke while sending (the broker is gone)", "broker")
-            except trio.Cancelled:
-                # a write cut short may leave half a frame on the wire: the stream is unusable
-                self.close("the client closed the connection: a write was cancelled mid-frame", "client")
-                raise
+            await self._send_buffers()
+
+    async def _send_buffers(self) -> None:
+        buffers = self.core.buffers_to_send()
+        if not buffers or self.closed:
+            return
+        try:
+            for data in buffers:
+                await self.stream.send_all(data)
+        except STREAM_ERRORS:
+            self.close("the connection broke while sending (the broker is gone)", "broker")
+        except trio.Cancelled:
+            # a write cut short may leave half a frame on the wire: the stream is unusable
+            self.close("the client closed the connection: a write was cancelled mid-frame", "client")
+            raise

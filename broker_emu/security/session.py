@@ -4,8 +4,9 @@ Before authentication a connection may send ApiVersions (once, first) and SaslHa
 a v1+ handshake only SaslAuthenticate (KIP-152), after a v0 handshake raw size-prefixed tokens.
 Anything else is an IllegalSaslStateException and the connection closes. Once authenticated,
 the session lasts ``connections.max.reauth.ms`` (KIP-368) if set and the client said it can
-re-authenticate (SaslAuthenticate v1+): a SaslHandshake before then starts a re-authentication
-with the same mechanism and principal; any request after it closes the connection
+re-authenticate (SaslAuthenticate v1+): a SaslHandshake starts a re-authentication with the
+same mechanism and principal, before or after the session ended; any other request after it
+closes the connection
 (SocketServer.Processor: "Disconnecting expired channel").
 """
 
@@ -41,6 +42,11 @@ class SaslSession:
     def admit(self, api_key: int, now: float) -> str | None:
         """Why this request may not run now (the connection then closes), or None."""
         if self.state == "complete":
+            if api_key == HANDSHAKE and self.expires_at is not None:
+                # SocketServer.Processor checks KafkaChannel.maybeBeginServerReauthentication before
+                # serverAuthenticationSessionExpired: a re-authentication may begin after the session
+                # ended (Java's client re-authenticates only when it next sends)
+                return None
             if self.expires_at is not None and now >= self.expires_at:
                 return "SASL session expired (connections.max.reauth.ms): disconnecting expired channel"
             return None

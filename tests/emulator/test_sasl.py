@@ -115,6 +115,21 @@ async def test_session_ends_at_max_reauth_unless_renewed(autojump_clock):
         assert await renewed.closed()
 
 
+async def test_a_re_authentication_may_begin_after_the_session_ended(autojump_clock):
+    """SocketServer.Processor lets a SaslHandshake begin a re-authentication before it checks the
+    session's expiry: an idle client that re-authenticates before its next request keeps the
+    connection."""
+    config = {**SASL, "connections.max.reauth.ms": 10_000}
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=config) as cluster:
+        w = WireClient(cluster.connect(0))
+        await scram_login(w, "SCRAM-SHA-256", "alice", "alice-secret")
+        await trio.sleep(30)
+        again = await scram_login(w, "SCRAM-SHA-256", "alice", "alice-secret")
+        assert (again.error_code, again.session_lifetime_ms) == (0, 10_000)
+        md = await w.call(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})
+        assert md.topics[0].name == "t"
+
+
 async def test_plaintext_listener_answers_illegal_sasl_state(autojump_clock):
     async with open_cluster(1, listen=False) as cluster:
         w = WireClient(cluster.connect(0))
