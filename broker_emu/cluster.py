@@ -21,6 +21,7 @@ from broker_emu import reassignments
 from broker_emu.config import ConfigError, broker_config
 from broker_emu.faults import FaultEngine
 from broker_emu.faults.rules import REPLICATION_MODES, FaultConfigError, check_ms
+from broker_emu.group_configs import GroupConfigs
 from broker_emu.internal_topics import ensure_offsets_topic, follow_coordinators
 from broker_emu.log import LogMemory, PartitionLog, log_memory_budget
 from broker_emu.partition import Partition
@@ -108,6 +109,7 @@ class Cluster:
         # (KIP-966, eligible leader replicas need it there): DescribeConfigs shows it with source 3
         self.dynamic_config: dict[str, dict[str, str]] = {"": {"min.insync.replicas": str(self.config["min.insync.replicas"])}}
         self.static_config = dict(self.config)
+        self.group_configs = GroupConfigs()   # ConfigResource GROUP overrides (KIP-848 groups read them)
         self._system_wall: bool | None = None   # decided at the first reading (needs trio running)
         self.quotas = Quotas()   # AlterClientQuotas; the server throttles Produce and Fetch by them
         try:

@@ -70,6 +70,8 @@ class ClassicMembersMixin:
 
         def _bump(self, g: ConsumerGroup, reason: str) -> None: ...
 
+        def _group_setting(self, gid: str, name: str) -> int: ...
+
         def _subscription_metadata(self, g: ConsumerGroup) -> dict[str, int]: ...
 
         def _subscriptions_changed(self, g: ConsumerGroup, now: float, bumped: bool) -> None: ...
@@ -221,7 +223,7 @@ class ClassicMembersMixin:
                                  lambda t: self._fence(gid, mid, "join", t))
 
     def _arm_classic_session(self, gid: str, m: ConsumerMember, now: float) -> None:
-        timeout_ms = m.classic.session_timeout_ms if m.classic else self.config("group.consumer.session.timeout.ms")
+        timeout_ms = m.classic.session_timeout_ms if m.classic else self._group_setting(gid, "consumer.session.timeout.ms")
         mid = m.member_id
         self.timers.schedule(("cg-session", gid, mid), now + timeout_ms / 1000, lambda t: self._fence(gid, mid, "session", t))
 

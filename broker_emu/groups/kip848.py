@@ -218,14 +218,19 @@ class ConsumerGroupsMixin:
             self._subscriptions_changed(g, now, bumped=False)
         self._reconcile(g, m, owned, now)
         gid = g.group_id
-        self.timers.schedule(("cg-session", gid, member_id), now + self.config("group.consumer.session.timeout.ms") / 1000,
+        self.timers.schedule(("cg-session", gid, member_id), now + self._group_setting(gid, "consumer.session.timeout.ms") / 1000,
                              lambda t: self._fence(gid, member_id, "session", t))
         full = hb.member_epoch == 0 or (hb.rebalance_timeout_ms != -1 and hb.subscribed_topic_names is not None
                                         and hb.owned is not None)
         changed = before[1] != m.assigned
         return {"error_code": E.NONE, "error_message": None, "member_id": member_id, "member_epoch": m.member_epoch,
-                "heartbeat_interval_ms": self.config("group.consumer.heartbeat.interval.ms"),
+                "heartbeat_interval_ms": self._group_setting(gid, "consumer.heartbeat.interval.ms"),
                 "assignment": self._wire_assignment(m.assigned) if full or changed else None}
+
+    def _group_setting(self, gid: str, name: str) -> int:
+        """The group's config (IncrementalAlterConfigs on ConfigResource GROUP) or the broker's
+        ``group.<name>``, as GroupMetadataManager reads groupConfigManager.groupConfig(groupId) first."""
+        return self.cluster.group_configs.value(gid, name, self.config)
 
     def _update_member(self, g: ConsumerGroup, m: ConsumerMember, hb: GroupHeartbeat) -> bool:
         """Apply the request's non-null fields; True when the subscription changed (or it is new)."""
@@ -282,7 +287,7 @@ class ConsumerGroupsMixin:
         """Kafka 4.3+ (group.consumer.assignment.interval.ms, 1 s): a target assignment at most
         once per interval. Sooner, the group stays Assigning and a timer computes it when the
         interval has passed; members learn it on their next heartbeat (0: at once, as before 4.3)."""
-        due = g.assigned_at + self.config("group.consumer.assignment.interval.ms") / 1000
+        due = g.assigned_at + self._group_setting(g.group_id, "consumer.assignment.interval.ms") / 1000
         if now >= due:
             self.timers.cancel(("cg-assign", g.group_id))
             self._compute_target(g, now)
@@ -357,7 +362,7 @@ class ConsumerGroupsMixin:
         if not isinstance(g, ConsumerGroup) or member_id not in g.members:
             return
         m = g.members[member_id]
-        session_ms = m.classic.session_timeout_ms if m.classic else self.config("group.consumer.session.timeout.ms")
+        session_ms = m.classic.session_timeout_ms if m.classic else self._group_setting(gid, "consumer.session.timeout.ms")
         timeout_ms = session_ms if reason == "session" else None if reason == "left" else m.rebalance_timeout_ms
         self._trace(Kind.GROUP_MEMBER_FENCED, group=gid, member=member_id, reason=reason, timeout_ms=timeout_ms,
                     member_epoch=m.member_epoch, released=_readable(m.assigned),
@@ -415,7 +420,7 @@ class ConsumerGroupsMixin:
 
     def _arm_member_timers(self, gid: str, m: ConsumerMember, now: float) -> None:
         mid, epoch = m.member_id, m.member_epoch
-        session_ms = m.classic.session_timeout_ms if m.classic else self.config("group.consumer.session.timeout.ms")
+        session_ms = m.classic.session_timeout_ms if m.classic else self._group_setting(gid, "consumer.session.timeout.ms")
         self.timers.schedule(("cg-session", gid, mid), now + session_ms / 1000, lambda t: self._fence(gid, mid, "session", t))
         if m.state == M_UNREVOKED and m.classic is None:
             self.timers.schedule(("cg-rebalance", gid, mid), now + m.rebalance_timeout_ms / 1000,

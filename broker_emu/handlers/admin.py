@@ -164,8 +164,9 @@ async def describe_configs(ctx: RequestContext, req: Message) -> dict[str, Any]:
     broker's id or an unsupported type the exception's message; never any configs. A broker
     resource named "" lists the cluster-wide dynamic values (min.insync.replicas, as Kafka 4.x is
     formatted, and what AlterConfigs set); synonyms (v1+) list every level a value has.
-    Deliberate difference: broker loggers, groups and client metrics are not emulated and
-    answer INVALID_REQUEST (a real broker describes them)."""
+    Groups (32) list their configs (broker_emu/group_configs.py). Deliberate difference: broker
+    loggers and client metrics are not emulated and answer INVALID_REQUEST (a real broker
+    describes them)."""
     wants = ctx.api_version >= 1 and bool(req.include_synonyms)
     return {"throttle_time_ms": 0, "results": [_describe_one(ctx, r, wants) for r in req.resources]}
 
@@ -197,6 +198,12 @@ def _describe_one(ctx, r, wants_synonyms: bool = False) -> dict:
         values = {k: _broker_value(cluster, k, ctx.broker_id) for k in names}
         synonyms = (lambda k: _synonyms(cluster, k, ctx.broker_id, None)) if wants_synonyms else None
         return entry | {"configs": _configs(values, r.configuration_keys, synonyms)}
+    if r.resource_type == 32:
+        if not r.resource_name:
+            return entry | {"error_code": E.INVALID_REQUEST, "error_message": "Group name must not be empty"}
+        # Kafka 4.4 answers a group with an empty message, not null (measured: test_group_configs_ab.py)
+        return entry | {"error_message": "", "configs": cluster.group_configs.describe(
+            r.resource_name, r.configuration_keys, wants_synonyms, lambda name: broker_chain(cluster, name, ctx.broker_id))}
     return entry | {"error_code": E.INVALID_REQUEST, "error_message": f"resource type {r.resource_type} is not supported by broker-emu"}
 
 

@@ -14,7 +14,8 @@ Broker settings that Kafka changes at run time are the broker synonyms of topic 
 dynamically". Deliberate difference: the emulated brokers share one configuration, so a value set
 for one broker id applies to every broker (Kafka: to that broker); DescribeConfigs still reports
 it as that broker's (DYNAMIC_BROKER_CONFIG) and the cluster-wide one as DYNAMIC_DEFAULT_BROKER_CONFIG.
-Broker loggers, groups and client-metrics resources answer INVALID_REQUEST.
+Group configs (KIP-848's per-group overrides) live in broker_emu/group_configs.py. Broker loggers
+and client-metrics resources answer INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from collections import Counter
 from typing import Any
 
 from broker_emu.context import RequestContext
+from broker_emu.group_configs import KEYS as GROUP_KEYS
+from broker_emu.group_configs import InvalidGroupConfig
+from broker_emu.group_configs import validate as validate_group_configs
 from broker_emu.registry import handles
 from broker_emu.topic_config import DYNAMIC_BROKER_KEYS, TOPIC_CONFIGS, InvalidConfig, validate_topic_configs
 from broker_emu.topic_names import validate_topic_name
@@ -33,7 +37,7 @@ from client.protocol.wire import Message
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OPS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 
 
 class Refused(Exception):
@@ -66,12 +70,14 @@ def _alter(ctx: RequestContext, resources: list[Any], validate_only: bool, incre
                 _alter_topic(ctx.cluster, r.resource_name, ops, incremental, validate_only)
             elif r.resource_type == BROKER:
                 _alter_broker(ctx, r.resource_name, ops, incremental, validate_only)
+            elif r.resource_type == GROUP:
+                _alter_group(ctx.cluster, r.resource_name, ops, incremental, validate_only)
             elif r.resource_type == BROKER_LOGGER:
                 _broker_name(ctx, r.resource_name)
                 raise Refused(E.INVALID_REQUEST, "broker loggers are not emulated by broker-emu")
             else:
-                raise Refused(E.INVALID_REQUEST, f"Unknown resource type {r.resource_type}" if r.resource_type not in
-                              (16, 32) else f"resource type {r.resource_type} is not supported by broker-emu")
+                raise Refused(E.INVALID_REQUEST, f"Unknown resource type {r.resource_type}" if r.resource_type != 16
+                              else f"resource type {r.resource_type} is not supported by broker-emu")
         except Refused as refused:
             code, message = refused.code, refused.message
         out.append({"error_code": code, "error_message": message, "resource_type": r.resource_type,
@@ -138,6 +144,28 @@ def _alter_topic(cluster: Any, name: str, ops: dict[str, tuple[int, str | None]]
     if not validate_only and new != topic.configs:
         before, topic.configs = topic.configs, new
         cluster.trace.emit(Kind.CONFIG_CHANGE, details={"resource": "topic", "name": name, "before": before, "after": new})
+
+
+def _alter_group(cluster: Any, name: str, ops: dict[str, tuple[int, str | None]], incremental: bool,
+                 validate_only: bool) -> None:
+    """A group's configs, whether the group exists or not (Kafka keeps them in its metadata log);
+    KIP-848 groups read them at their next heartbeat or timer (broker_emu/group_configs.py)."""
+    if not name:
+        raise Refused(E.INVALID_REQUEST, "Default group resources are not allowed.")
+    store = cluster.group_configs.overrides
+    new = _applied(store.get(name, {}), ops, incremental, GROUP_KEYS.get)
+    try:
+        validate_group_configs(new, cluster.config)
+    except InvalidGroupConfig as exc:
+        raise Refused(E.INVALID_CONFIG, str(exc)) from None
+    if validate_only or new == store.get(name, {}):
+        return
+    before = store.get(name, {})
+    if new:
+        store[name] = new
+    else:
+        store.pop(name, None)
+    cluster.trace.emit(Kind.CONFIG_CHANGE, details={"resource": "group", "name": name, "before": before, "after": new})
 
 
 def _alter_broker(ctx: RequestContext, name: str, ops: dict[str, tuple[int, str | None]], incremental: bool,

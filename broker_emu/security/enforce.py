@@ -252,9 +252,10 @@ def _topic(name_of: Callable[[Any], str | None]) -> Target:
 
 
 def _config_target(resource: Any) -> tuple[int, str] | None:
-    """ConfigResource type -> what KafkaApis authorizes: a topic's configs on the topic, a
-    broker's (and its loggers') on the cluster; other types are the handler's to refuse."""
-    kind = {2: A.TOPIC, 4: A.CLUSTER, 8: A.CLUSTER}.get(resource["resource_type"])
+    """ConfigResource type -> what KafkaApis authorizes: a topic's configs on the topic, a group's
+    on the group, a broker's (and its loggers') on the cluster; other types are the handler's to
+    refuse."""
+    kind = {2: A.TOPIC, 4: A.CLUSTER, 8: A.CLUSTER, 32: A.GROUP}.get(resource["resource_type"])
     if kind is None:
         return None
     return kind, A.CLUSTER_NAME if kind == A.CLUSTER else resource["resource_name"]
