@@ -63,6 +63,9 @@ async def serve(args: argparse.Namespace) -> None:
         config.setdefault("emu.security.protocol", args.listener[0])
     if args.user:
         config.setdefault("emu.sasl.users", ",".join(args.user))
+    if args.client_cert:
+        config.setdefault("emu.tls.client.certs", ",".join(args.client_cert))
+        config.setdefault("ssl.client.auth", "required")
     if args.kafka_version:
         config.setdefault("emu.kafka.version", args.kafka_version)
     scenario = None
@@ -87,6 +90,8 @@ async def serve(args: argparse.Namespace) -> None:
                     print(f"security.protocol={cluster.security.protocol}", flush=True)
                 if cluster.security.tls is not None:
                     print(f"ca={cluster.security.tls.ca_path}", flush=True)
+                    for name, (cert, key) in cluster.security.tls.client_paths.items():
+                        print(f"client.cert.{name}={cert} client.key.{name}={key}", flush=True)
                 if args.control_port is not None:
                     # the control API stays on loopback unless remote control was asked for
                     host = args.host if args.allow_remote_control or is_loopback(args.host) else "127.0.0.1"
@@ -185,6 +190,9 @@ def add_commands(sub: Any) -> None:
                    help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (sets --host and the first --port)")
     s.add_argument("--user", action="append", metavar="NAME:PASSWORD",
                    help="a SASL user (PLAIN, and SCRAM-SHA-256/512 credentials); repeatable")
+    s.add_argument("--client-cert", action="append", metavar="NAME",
+                   help="mutual TLS: issue a client certificate for NAME (principal User:CN=NAME,OU=client,O=broker-emu) "
+                        "and require one (ssl.client.auth=required unless --config says otherwise); repeatable")
     s.add_argument("--kafka-version", choices=PROFILES, default=None,
                    help="advertise the API versions that release's broker did (docs/version-profiles.md)")
     s.add_argument("--scenario", help="YAML scenario file (faults and timed events)")

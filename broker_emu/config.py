@@ -70,6 +70,8 @@ DEFAULTS: dict[str, Any] = {
     "emu.sasl.users": "",                      # name:password,... (PLAIN, and SCRAM credentials made from them)
     "connections.max.reauth.ms": 0,            # KIP-368: 0, sessions never expire
     "emu.tls.dir": "",                         # where the generated CA (ca.pem) goes; "" a temporary folder
+    "ssl.client.auth": "none",                 # mutual TLS: none, requested, required (Kafka's names)
+    "emu.tls.client.certs": "",                # names the CA issues client certificates for (<name>.crt, .key)
     # ACLs are enforced when an authorizer is named (any name: the emulator's is StandardAuthorizer's rules)
     "authorizer.class.name": "",
     "super.users": "",                         # User:admin;User:ops
@@ -98,6 +100,7 @@ VALIDATORS: dict[str, Validator] = {
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
     "emu.trace.max.bytes": at_least(0), "connections.max.reauth.ms": at_least(0),
     "emu.oauthbearer.allowable.clock.skew.ms": at_least(0), "emu.wall.clock": one_of("auto", "fixed", "system"),
+    "ssl.client.auth": one_of("none", "requested", "required"),
     "emu.security.protocol": one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), "emu.replication.delay.ms": at_least(0), "emu.log.memory.bytes": at_least(-1),
 }
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import trio
+
+from broker_emu.security.tls import ANONYMOUS, principal_of
 from client.protocol import ApiKey
 
 if TYPE_CHECKING:
@@ -29,9 +32,15 @@ class RequestContext:
 
     @property
     def principal(self) -> str:
-        """``User:<name>`` once SASL authenticated the connection, else ``User:ANONYMOUS``."""
+        """``User:<name>`` once SASL authenticated the connection; on an SSL listener the client
+        certificate's subject (mutual TLS); else ``User:ANONYMOUS``."""
         sasl = getattr(self.connection, "sasl", None)
-        return sasl.principal if sasl is not None else "User:ANONYMOUS"
+        if sasl is not None:
+            return sasl.principal
+        stream = getattr(self.connection, "stream", None)
+        if isinstance(stream, trio.SSLStream):   # its handshake is done: a request came through it
+            return principal_of(stream.getpeercert(binary_form=True))
+        return ANONYMOUS
 
     @property
     def client_host(self) -> str:

@@ -18,6 +18,7 @@ closes the connection before anything is allocated for it.
 from __future__ import annotations
 
 import logging
+import ssl
 import traceback
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -34,12 +35,7 @@ from broker_emu.security.gate import raw_sasl_token, sasl_admits
 from broker_emu.security.session import SaslSession
 from broker_emu.trace import Kind
 from client.errors import ErrorCode
-from client.protocol import (
-    ApiKey,
-    decode_request,
-    decode_request_header,
-    encode_response,
-)
+from client.protocol import ApiKey, decode_request, decode_request_header, encode_response
 from client.protocol.errors import ProtocolError
 from client.protocol.framing import FrameSplitter, FrameTooLargeError
 
@@ -136,7 +132,10 @@ class Connection:
             while True:
                 try:
                     data = await self.stream.receive_some(1 << 20)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                    if isinstance(exc.__cause__, ssl.SSLError):   # e.g. no client certificate (ssl.client.auth)
+                        self.abort(f"TLS failed: {exc.__cause__.reason or exc.__cause__}")
+                        return
                     data = b""
                 if not data:
                     self._peer_closed(splitter.buffered)

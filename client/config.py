@@ -28,6 +28,8 @@ COMMON: dict[str, Any] = {
     "security.protocol": "PLAINTEXT",            # or SSL (client.transport.connect_from_config)
     "ssl.ca.location": "",                       # PEM file of trusted CAs; the system's if empty
     "ssl.endpoint.identification.algorithm": "https",   # "" skips the host name check
+    "ssl.certificate.location": "",              # mutual TLS: our certificate (PEM) ...
+    "ssl.key.location": "",                      # ... and its private key
     "sasl.mechanism": "PLAIN",                   # or SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (client/sasl.py)
     "sasl.username": "",
     "sasl.password": "",

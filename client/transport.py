@@ -80,6 +80,7 @@ def connect_from_config(config: Mapping[str, Any]) -> Connect:
     """security.protocol PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL, with
     ssl.ca.location (a PEM file; the system's trust store if unset),
     ssl.endpoint.identification.algorithm ("https" checks the broker's host name, "" does not),
+    ssl.certificate.location and ssl.key.location (PEM; a client certificate for mutual TLS),
     sasl.mechanism, sasl.username and sasl.password, as librdkafka names them; for OAUTHBEARER
     confluent-kafka's ``oauth_cb`` (called with sasl.oauthbearer.config, returns the token or
     (token, expiry)) or librdkafka's enable.sasl.oauthbearer.unsecure.jwt with
@@ -88,6 +89,8 @@ def connect_from_config(config: Mapping[str, Any]) -> Connect:
     connect: Connect = tcp_connect
     if protocol in ("SSL", "SASL_SSL"):
         context = ssl.create_default_context(cafile=config.get("ssl.ca.location") or None)
+        if config.get("ssl.certificate.location"):   # mutual TLS: our certificate, for ssl.client.auth
+            context.load_cert_chain(config["ssl.certificate.location"], config.get("ssl.key.location") or None)
         if not config.get("ssl.endpoint.identification.algorithm", "https"):
             context.check_hostname = False
         connect = tls_connect(context)

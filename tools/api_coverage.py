@@ -144,18 +144,30 @@ def sasl_required(host: str, port: int, tls: ssl.SSLContext | None = None) -> st
     return "no"
 
 
-def probe(bootstrap: str, ca: str | None = None) -> tuple[str, str, str]:
+def probe(bootstrap: str, ca: str | None = None, cert: tuple[str, str] | None = None) -> tuple[str, str, str, str]:
     """What a client meets on this listener: does a TLS handshake succeed (verified against
-    ``ca`` when given), and which SASL mechanisms a SaslHandshake v1 for PLAIN lists (over TLS
-    when TLS worked)."""
+    ``ca`` when given, with the client certificate ``cert`` when given), which SASL mechanisms a
+    SaslHandshake v1 for PLAIN lists (over TLS when TLS worked), whether SASL is required, and
+    whether a request over TLS without a client certificate is refused."""
     host, port = _split(bootstrap)
     context = ssl.create_default_context(cafile=ca) if ca else ssl._create_unverified_context()
+    if cert:
+        context.load_cert_chain(*cert)
     try:
         with socket.create_connection((host, port), timeout=10) as raw, context.wrap_socket(raw, server_hostname=host):
-            tls = "yes, verified against its CA" if ca else "yes"
+            tls = ("yes, verified against its CA" if ca else "yes") + (", with a client certificate" if cert else "")
     except (OSError, ssl.SSLError) as exc:
         tls, context = f"no ({type(exc).__name__})", None
-    return tls, sasl_mechanisms(host, port, context), sasl_required(host, port, context)
+    if context is None:
+        without = "—"
+    else:
+        bare = ssl.create_default_context(cafile=ca) if ca else ssl._create_unverified_context()
+        try:
+            call(host, port, ApiKey.API_VERSIONS, 0, {}, bare)
+            without = "no"
+        except Exception as exc:   # TLS 1.3: the refusal arrives as an alert after the handshake
+            without = f"yes ({type(exc).__name__})"
+    return tls, sasl_mechanisms(host, port, context), sasl_required(host, port, context), without
 
 
 def security_modes(kafka: bool) -> list[tuple[str, ...]]:
@@ -176,6 +188,10 @@ def security_modes(kafka: bool) -> list[tuple[str, ...]]:
         with run_cluster_in_thread(brokers=1, config=config) as tc:
             tls = tc.cluster.security.tls
             rows.append(("broker-emu", f"`--listener {protocol}://…`", *probe(tc.bootstrap, tls.ca_path if tls else None)))
+    config = {"emu.security.protocol": "SSL", "ssl.client.auth": "required", "emu.tls.client.certs": "u"}
+    with run_cluster_in_thread(brokers=1, config=config) as tc:
+        tls = tc.cluster.security.tls
+        rows.append(("broker-emu", "`--listener SSL://… --client-cert u`", *probe(tc.bootstrap, tls.ca_path, tls.client_paths["u"])))
     with tempfile.TemporaryDirectory() as folder:
         ca = trustme.CA()
         cert = ca.issue_cert("127.0.0.1")
@@ -188,7 +204,7 @@ def security_modes(kafka: bool) -> list[tuple[str, ...]]:
             try:
                 k = KfakeCluster(brokers=1, extra_args=args)
             except (OSError, RuntimeError) as exc:
-                rows.append(("kfake", how, f"not measured: {exc}", "", ""))
+                rows.append(("kfake", how, f"not measured: {exc}", "", "", ""))
                 continue
             try:
                 rows.append(("kfake", how, *probe(k.bootstrap, ca_path)))
@@ -248,13 +264,16 @@ def render(results: dict[str, Versions | str], versions: dict[str, str],
               "Each broker started with each security setting it has, then probed as a client would: a TLS",
               "handshake (verified against the CA where the broker has one), and a SaslHandshake v1 for a",
               "mechanism nobody serves — the answer lists those enabled (over TLS where TLS worked); SASL is",
-              "required when a Metadata request sent first is refused.", "",
-              "| broker | started with | TLS | SASL mechanisms | SASL required |", "|---|---|---|---|---|"]
+              "required when a Metadata request sent first is refused; a client certificate when a request",
+              "over TLS without one is refused.", "",
+              "| broker | started with | TLS | SASL mechanisms | SASL required | client certificate required |",
+              "|---|---|---|---|---|---|"]
     lines += ["| " + " | ".join(row) + " |" for row in modes]
     lines += ["", "broker-emu also enforces ACLs when `authorizer.class.name` is set, re-authenticates and expires",
               "sessions (KIP-368) and checks OAUTHBEARER's unsecured JWTs as Kafka's default validator does",
-              "(docs/security.md). Not served by broker-emu: GSSAPI, mutual TLS (client certificates as principals),",
-              "several listeners per broker.", ""]
+              "(docs/security.md); a client certificate's subject is the principal on an SSL listener, as Kafka's",
+              "DefaultKafkaPrincipalBuilder makes it (compared on Kafka 4.4: tests/realkafka/test_mtls_ab.py).",
+              "Not served by broker-emu: GSSAPI, several listeners per broker.", ""]
     return "\n".join(lines)
 
 

@@ -65,7 +65,10 @@ class Security:
             principal_claim=config["emu.oauthbearer.principal.claim.name"].strip() or "sub",
             scope_claim=config["emu.oauthbearer.scope.claim.name"].strip() or "scope",
             required_scope=tuple(config["emu.oauthbearer.required.scope"].split()), clock_skew_ms=skew)
-        self.tls = ListenerTls(host, config["emu.tls.dir"]) if self.uses_tls else None
+        if config["ssl.client.auth"] != "none" and not self.uses_tls:
+            raise SecurityError(f"ssl.client.auth={config['ssl.client.auth']} needs an SSL or SASL_SSL listener")
+        client_certs = tuple(n.strip() for n in config["emu.tls.client.certs"].split(",") if n.strip())
+        self.tls = ListenerTls(host, config["emu.tls.dir"], config["ssl.client.auth"], client_certs) if self.uses_tls else None
         self.authorizer = Authorizer((u.strip() for u in config["super.users"].split(";") if u.strip()),
                                      config["allow.everyone.if.no.acl.found"]) if config["authorizer.class.name"] else None
 

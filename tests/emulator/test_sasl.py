@@ -153,6 +153,10 @@ async def test_bad_security_configs_are_refused():
         open_cluster_config({**SASL, "sasl.enabled.mechanisms": "GSSAPI"})
     with pytest.raises(ConfigError, match="name:password"):
         open_cluster_config({**SASL, "emu.sasl.users": "alice"})
+    with pytest.raises(ConfigError, match="ssl.client.auth=required needs an SSL or SASL_SSL listener"):
+        open_cluster_config({**SASL, "ssl.client.auth": "required"})
+    with pytest.raises(ConfigError, match="ssl.client.auth"):
+        open_cluster_config({"emu.security.protocol": "SSL", "ssl.client.auth": "sometimes"})
 
 
 def open_cluster_config(config):

@@ -50,6 +50,36 @@ def test_serve_prints_bootstrap_serves_and_stops_on_signal(sig):
                 proc.kill()
 
 
+def test_serve_with_client_certificates_prints_them_and_requires_one():
+    """``--client-cert NAME``: the CA's certificate for NAME is written and printed; a TLS client
+    with it is answered, one without it is refused in the handshake."""
+    import ssl
+
+    with subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", "--brokers", "1", "--listener",
+                           "SSL://127.0.0.1:0", "--client-cert", "alice"], cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            lines = dict(part.split("=", 1) for _ in range(4) for part in proc.stdout.readline().split())
+            port = int(lines["bootstrap"].rsplit(":", 1)[1])
+            context = ssl.create_default_context(cafile=lines["ca"])
+            context.load_cert_chain(lines["client.cert.alice"], lines["client.key.alice"])
+            bare = ssl.create_default_context(cafile=lines["ca"])
+            for ctx, answered in ((context, True), (bare, False)):
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+                        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                    s.sendall(encode_request(18, 0, 1, "t", {}))
+                    try:
+                        got = s.recv(4)
+                    except (ssl.SSLError, ConnectionResetError):
+                        got = b""
+                    assert bool(got) == answered
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=15) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
 def test_serve_rejects_a_bad_topic_spec():
     out = subprocess.run([sys.executable, "-m", "broker_emu.cli", "serve", "--topic", "a:b:c:d"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)

@@ -1,14 +1,16 @@
 // kafkajs over a secured listener: produce three values to t[0] and read them back.
 // argv: bootstrap, CA file, then "ssl" or a SASL mechanism, user, password (for OAUTHBEARER: the
-// token's principal; the script makes an unsecured JWT, as Kafka's default validator accepts).
+// token's principal; the script makes an unsecured JWT, as Kafka's default validator accepts),
+// and optionally a client certificate and its key (mutual TLS).
 // Prints one JSON line with the values it read.
 const fs = require('fs')
 const { Kafka, logLevel } = require('kafkajs')
 
 async function main () {
-  const [bootstrap, ca, mechanism, username, password] = process.argv.slice(2)
+  const [bootstrap, ca, mechanism, username, password, cert, key] = process.argv.slice(2)
   const config = { clientId: 'kafkajs-security', brokers: bootstrap.split(','), logLevel: logLevel.ERROR,
     ssl: { ca: [fs.readFileSync(ca, 'utf-8')] } }
+  if (cert) Object.assign(config.ssl, { cert: fs.readFileSync(cert, 'utf-8'), key: fs.readFileSync(key, 'utf-8') })
   if (mechanism === 'OAUTHBEARER') {
     const part = (o) => Buffer.from(JSON.stringify(o)).toString('base64url')
     const now = Math.floor(Date.now() / 1000)

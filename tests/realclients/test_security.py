@@ -1,6 +1,7 @@
 """Every client over the emulator's secured listeners (issue 19, item 3): SASL_SSL with
-SCRAM-SHA-512 and SSL — kcat, confluent-kafka, kafka-python, aiokafka, kafkajs and ours each
-produce three values and read them back, and a wrong password is refused with Kafka's message."""
+SCRAM-SHA-512, SSL, and SSL with client certificates (mutual TLS, ssl.client.auth=required) —
+kcat, confluent-kafka, kafka-python, aiokafka, kafkajs and ours each produce three values and
+read them back, and a wrong password is refused with Kafka's message."""
 
 from __future__ import annotations
 
@@ -15,15 +16,19 @@ pytestmark = [pytest.mark.realclient]
 USER, PASSWORD = "alice", "alice-secret"
 
 
-@pytest.fixture(scope="module", params=["SASL_SSL", "SSL"])
+@pytest.fixture(scope="module", params=["SASL_SSL", "SSL", "mTLS"])
 def secured(request, tmp_path_factory):
     from broker_emu import run_cluster_in_thread
 
-    config = {"emu.security.protocol": request.param, "emu.sasl.users": f"{USER}:{PASSWORD}",
+    mutual = request.param == "mTLS"
+    config = {"emu.security.protocol": "SSL" if mutual else request.param, "emu.sasl.users": f"{USER}:{PASSWORD}",
               "emu.tls.dir": str(tmp_path_factory.mktemp("tls")), "group.initial.rebalance.delay.ms": 0}
+    if mutual:   # a client without a certificate is refused in the handshake: each test proves it sent one
+        config.update({"ssl.client.auth": "required", "emu.tls.client.certs": USER})
     with run_cluster_in_thread(brokers=3, topics=[("t", 1, 3)], config=config) as tc:
-        tc.protocol = request.param
+        tc.protocol = "SSL" if mutual else request.param
         tc.ca = tc.cluster.security.tls.ca_path
+        tc.cert, tc.key = tc.cluster.security.tls.client_paths[USER] if mutual else ("", "")
         yield tc
 
 
@@ -32,6 +37,8 @@ def librdkafka_config(secured, password: str = PASSWORD) -> dict[str, str]:
               "ssl.ca.location": secured.ca}
     if secured.protocol == "SASL_SSL":
         config.update({"sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": USER, "sasl.password": password})
+    if secured.cert:
+        config.update({"ssl.certificate.location": secured.cert, "ssl.key.location": secured.key})
     return config
 
 
@@ -79,7 +86,7 @@ def test_confluent_kafka_wrong_password_is_refused(tmp_path):
 
     config = {"emu.security.protocol": "SASL_SSL", "emu.sasl.users": f"{USER}:{PASSWORD}", "emu.tls.dir": str(tmp_path)}
     with run_cluster_in_thread(brokers=1, config=config) as tc:
-        tc.protocol, tc.ca = "SASL_SSL", tc.cluster.security.tls.ca_path
+        tc.protocol, tc.ca, tc.cert = "SASL_SSL", tc.cluster.security.tls.ca_path, ""
         errors: list[str] = []
         p = Producer({**librdkafka_config(tc, "wrong"), "log_level": 0, "error_cb": lambda e: errors.append(str(e))})
         for _ in range(50):
@@ -96,6 +103,8 @@ def test_kafka_python(secured):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
     common = {"bootstrap_servers": secured.bootstrap, "security_protocol": secured.protocol, "ssl_cafile": secured.ca}
+    if secured.cert:
+        common.update(ssl_certfile=secured.cert, ssl_keyfile=secured.key)
     if secured.protocol == "SASL_SSL":
         common.update(sasl_mechanism="SCRAM-SHA-512", sasl_plain_username=USER, sasl_plain_password=PASSWORD)
     tag = f"kafka-python-{secured.protocol}"
@@ -122,7 +131,8 @@ def test_aiokafka(secured):
 
     async def run() -> list[str]:
         common = {"bootstrap_servers": secured.bootstrap, "security_protocol": secured.protocol,
-                  "ssl_context": create_ssl_context(cafile=secured.ca)}
+                  "ssl_context": create_ssl_context(cafile=secured.ca, certfile=secured.cert or None,
+                                                    keyfile=secured.key or None)}
         if secured.protocol == "SASL_SSL":
             common.update(sasl_mechanism="SCRAM-SHA-512", sasl_plain_username=USER, sasl_plain_password=PASSWORD)
         producer = AIOKafkaProducer(acks="all", **common)
@@ -151,7 +161,8 @@ def test_aiokafka(secured):
 def test_kafkajs(secured):
     require_client("kafkajs")
     mechanism = "SCRAM-SHA-512" if secured.protocol == "SASL_SSL" else "ssl"
-    out = run_node("security_kafkajs.js", secured.bootstrap, secured.ca, mechanism, USER, PASSWORD, timeout=90)
+    out = run_node("security_kafkajs.js", secured.bootstrap, secured.ca, mechanism, USER, PASSWORD,
+                   *((secured.cert, secured.key) if secured.cert else ()), timeout=90)
     assert out.returncode == 0, out.stderr[-2000:]
     tag = f"kafkajs-{mechanism}"
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [f"{tag}-{i}" for i in range(3)]
@@ -160,7 +171,8 @@ def test_kafkajs(secured):
 def test_our_client(secured):
     from client import Consumer, Producer
 
-    config = {"bootstrap.servers": secured.bootstrap, "security.protocol": secured.protocol, "ssl.ca.location": secured.ca}
+    config = {"bootstrap.servers": secured.bootstrap, "security.protocol": secured.protocol, "ssl.ca.location": secured.ca,
+              "ssl.certificate.location": secured.cert, "ssl.key.location": secured.key}
     if secured.protocol == "SASL_SSL":
         config.update({"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": USER, "sasl.password": PASSWORD})
     tag = f"ours-{secured.protocol}"
