@@ -11,6 +11,11 @@ partition named).
   Kafka); ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is alive.
 - No partitions named (null): every partition of every topic, leaving out those answered
   ELECTION_NOT_NEEDED.
+- Version profile 2.8 (ZooKeeper): the controller elects first; the broker then waits up to
+  ``timeout_ms`` for the new leaders to reach its metadata cache (ReplicaManager.electLeaders,
+  DelayedElectLeader), which takes ``emu.controller.delay.ms`` here: past it, each elected
+  partition answers REQUEST_TIMED_OUT (no message, the request's own error NONE) and its leader
+  has moved all the same.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers import kafka_message
-from broker_emu.handlers.controller_deadline import controller_in_time
+from broker_emu.handlers.controller_deadline import controller_in_time, zookeeper_change_in_time
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
@@ -34,7 +39,8 @@ async def elect_leaders(ctx: RequestContext, req: Message) -> dict[str, Any]:
     kind = req["election_type"] if ctx.api_version >= 1 else PREFERRED
     if kind not in (PREFERRED, UNCLEAN):   # ElectionType.valueOf: an unknown type fails the request
         return {"throttle_time_ms": 0, "error_code": E.INVALID_REQUEST, "replica_election_results": []}
-    if not await controller_in_time(ctx, "ElectLeaders", req["timeout_ms"]):
+    zookeeper = cluster.profile.zookeeper
+    if not zookeeper and not await controller_in_time(ctx, "ElectLeaders", req["timeout_ms"]):
         return {"throttle_time_ms": 0, "error_code": E.REQUEST_TIMED_OUT, "replica_election_results": [
             {"topic": t["topic"], "partition_result": [_result(p, (E.REQUEST_TIMED_OUT, None)) for p in t["partitions"]]}
             for t in req["topic_partitions"] or ()]}
@@ -47,6 +53,10 @@ async def elect_leaders(ctx: RequestContext, req: Message) -> dict[str, Any]:
         for t in req["topic_partitions"]:
             results.append({"topic": t["topic"], "partition_result": [
                 _result(p, _elect(cluster, t["topic"], p, kind)) for p in t["partitions"]]})
+    elected = [r for t in results for r in t["partition_result"] if r["error_code"] == E.NONE]
+    if zookeeper and elected and not await zookeeper_change_in_time(ctx, "ElectLeaders", req["timeout_ms"]):
+        for r in elected:   # DelayedElectLeader.onComplete: still waiting, so timed out
+            r.update(error_code=E.REQUEST_TIMED_OUT, error_message=None)
     return {"throttle_time_ms": 0, "error_code": E.NONE, "replica_election_results": results}
 
 

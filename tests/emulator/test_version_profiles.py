@@ -71,3 +71,26 @@ async def test_create_partitions_and_delete_topics_past_timeout(autojump_clock, 
         r = await w.call(20, 5, {"topic_names": ["gone"], "timeout_ms": 0})
         assert r.responses[0].error_code == 7   # timeout_ms 0: at once, either way
         assert ("gone" in cluster.topics) is not applied
+
+
+@pytest.mark.parametrize("release,applied", [("2.8", True), ("", False)])
+async def test_elect_leaders_past_timeout(autojump_clock, release, applied):
+    """ReplicaManager.electLeaders / DelayedElectLeader (2.8): the controller elects, the answer
+    times out per partition while the new leader spreads (the request's own error NONE); KRaft's
+    controller deadline fails the whole request and moves nothing."""
+    config = {"emu.kafka.version": release, "emu.controller.delay.ms": 2000}
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False, config=config) as cluster:
+        w = WireClient(cluster.connect(0))
+        p = cluster.partition("t", 0)
+        preferred = p.replicas[0]
+        cluster.move_leader("t", 0, p.replicas[1])
+        start = trio.current_time()
+        r = await w.call(43, 2, {"election_type": 0, "timeout_ms": 1500,
+                                 "topic_partitions": [{"topic": "t", "partitions": [0]}]})
+        result = r.replica_election_results[0].partition_result[0]
+        assert (r.error_code, result.error_code, result.error_message) == (0 if applied else 7, 7, None)
+        assert trio.current_time() - start == 1.5
+        assert (cluster.partition("t", 0).leader == preferred) is applied
+        r = await w.call(43, 2, {"election_type": 0, "timeout_ms": 5000,
+                                 "topic_partitions": [{"topic": "t", "partitions": [0]}]})
+        assert r.replica_election_results[0].partition_result[0].error_code == (84 if applied else 0)
