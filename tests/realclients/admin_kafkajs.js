@@ -1,5 +1,6 @@
 // kafkajs's admin client over the admin APIs of issue 19: topics, partitions, records, configs,
-// groups and (when the broker runs an authorizer) ACLs. argv: bootstrap, "acls" or "no-acls".
+// groups, partition reassignments (with more than one broker) and (when the broker runs an
+// authorizer) ACLs. argv: bootstrap, "acls" or "no-acls".
 // Prints one JSON line with what each call answered; the pytest side asserts on it.
 const { Kafka, logLevel, ConfigResourceTypes, AclResourceTypes, AclOperationTypes,
   AclPermissionTypes, ResourcePatternTypes } = require('kafkajs')
@@ -24,6 +25,21 @@ async function main () {
   await producer.disconnect()
   await admin.deleteTopicRecords({ topic: 'kjs-admin', partitions: [{ partition: 0, offset: '2' }] })
   out.offsets = (await admin.fetchTopicOffsets('kjs-admin')).find((p) => p.partition === 0)
+  const brokers = (await admin.describeCluster()).brokers.map((b) => b.nodeId).sort()
+  if (brokers.length > 1) {
+    // partition 1 moves to another broker: the new replica copies the log, then the move completes
+    const before = meta.topics[0].partitions.find((p) => p.partitionId === 1).replicas
+    const target = brokers.find((b) => !before.includes(b))
+    await admin.alterPartitionReassignments({ topics: [{ topic: 'kjs-admin', partitionAssignment: [{ partition: 1, replicas: [target] }] }], timeout: 10000 })
+    let replicas = before
+    for (let i = 0; i < 100; i++) {
+      const pending = (await admin.listPartitionReassignments({ timeout: 10000 })).topics
+      replicas = (await admin.fetchTopicMetadata({ topics: ['kjs-admin'] })).topics[0].partitions.find((p) => p.partitionId === 1).replicas
+      if (pending.length === 0 && replicas.length === 1 && replicas[0] === target) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    out.moved = replicas[0] === target && replicas.length === 1
+  }
   try {
     await admin.deleteGroups(['kjs-nobody'])
     out.deleteGroups = 'ok'

@@ -2,6 +2,7 @@
 (3 partitions) grows, and a record produced to a new partition lands there."""
 
 import time
+import warnings
 
 import pytest
 
@@ -191,6 +192,33 @@ def test_confluent_kafka_incremental_alter_configs_take_effect(cluster):
     bad = ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)
     with pytest.raises(Exception, match="INVALID_CONFIG|Not a number"):
         [f.result(20) for f in admin.incremental_alter_configs([ConfigResource("topic", "t", incremental_configs=[bad])]).values()]
+
+
+def test_confluent_kafka_legacy_alter_configs_replaces_the_overrides(cluster):
+    """confluent-kafka's alter_configs (the legacy AlterConfigs): the topic's overrides become
+    exactly the ones sent — a second call without retention.ms drops it."""
+    require_client("confluent-kafka")
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+
+    def alter(**configs):
+        resource = ConfigResource("topic", "t", set_config={k.replace("_", "."): v for k, v in configs.items()})
+        with warnings.catch_warnings():   # deprecated in confluent-kafka, still what many suites call
+            warnings.simplefilter("ignore", DeprecationWarning)
+            futures = admin.alter_configs([resource])
+        [f.result(20) for f in futures.values()]
+
+    def settled(name: str, value: str) -> str:   # Kafka's brokers learn the controller's change a moment later
+        end = time.monotonic() + 15
+        while _described(admin, name) != value and time.monotonic() < end:
+            time.sleep(0.1)
+        return _described(admin, name)
+
+    alter(retention_ms="3600000", cleanup_policy="compact")
+    assert (settled("retention.ms", "3600000"), settled("cleanup.policy", "compact")) == ("3600000", "compact")
+    alter(cleanup_policy="delete")
+    assert (settled("retention.ms", "604800000"), settled("cleanup.policy", "delete")) == ("604800000", "delete")
 
 
 def test_kafka_python_alter_configs_incremental_and_legacy(cluster):

@@ -1,5 +1,6 @@
 """kafkajs's admin client over the admin APIs of issue 19 (createTopics, createPartitions,
-alterConfigs, describeConfigs, deleteTopicRecords, deleteGroups, ACLs, deleteTopics) — on the
+alterConfigs, describeConfigs, deleteTopicRecords, alterPartitionReassignments and
+listPartitionReassignments, deleteGroups, ACLs, deleteTopics) — on the
 emulator and (``--broker kafka``) Apache Kafka; the ACL calls where an authorizer runs."""
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ def test_kafkajs_admin_calls(cluster):
     require_client("kafkajs")
     out = run_node("admin_kafkajs.js", cluster.bootstrap, "no-acls", timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    check(json.loads(out.stdout.strip().splitlines()[-1]))
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    check(got)
+    assert got["moved"] is True   # the 3-broker cluster: partition 1 moved to another broker
 
 
 def test_kafkajs_acl_calls_under_an_authorizer():
