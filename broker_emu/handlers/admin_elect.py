@@ -44,7 +44,7 @@ async def elect_leaders(ctx: RequestContext, req: Message) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": E.REQUEST_TIMED_OUT, "replica_election_results": [
             {"topic": t["topic"], "partition_result": [_result(p, (E.REQUEST_TIMED_OUT, None)) for p in t["partitions"]]}
             for t in req["topic_partitions"] or ()]}
-    results = []
+    results: list[dict[str, Any]] = []
     if req["topic_partitions"] is None:
         for name, topic in cluster.topics.items():
             parts = [_result(p.index, _elect(cluster, name, p.index, kind)) for p in topic.partitions]
@@ -53,7 +53,7 @@ async def elect_leaders(ctx: RequestContext, req: Message) -> dict[str, Any]:
         for t in req["topic_partitions"]:
             results.append({"topic": t["topic"], "partition_result": [
                 _result(p, _elect(cluster, t["topic"], p, kind)) for p in t["partitions"]]})
-    elected = [r for t in results for r in t["partition_result"] if r["error_code"] == E.NONE]
+    elected: list[dict[str, Any]] = [r for t in results for r in t["partition_result"] if r["error_code"] == E.NONE]
     if zookeeper and elected and not await zookeeper_change_in_time(ctx, "ElectLeaders", req["timeout_ms"]):
         for r in elected:   # DelayedElectLeader.onComplete: still waiting, so timed out
             r.update(error_code=E.REQUEST_TIMED_OUT, error_message=None)
