@@ -60,7 +60,9 @@ async def serve(args: argparse.Namespace) -> None:
 
     config = dict(args.config or [])
     if args.listener:
-        config.setdefault("emu.security.protocol", args.listener[0])
+        config.setdefault("emu.security.protocol", args.listener[0][0])
+        if args.listener[1:]:
+            config.setdefault("emu.extra.listeners", ",".join(f"{proto}:{port}" for proto, _, port in args.listener[1:]))
     if args.user:
         config.setdefault("emu.sasl.users", ",".join(args.user))
     if args.client_cert:
@@ -88,6 +90,8 @@ async def serve(args: argparse.Namespace) -> None:
                 print(f"bootstrap={cluster.bootstrap}", flush=True)
                 if cluster.security.protocol != "PLAINTEXT":
                     print(f"security.protocol={cluster.security.protocol}", flush=True)
+                for protocol in cluster.security.extra_listeners:
+                    print(f"bootstrap.{protocol}={cluster.bootstrap_for(protocol)}", flush=True)
                 if cluster.security.tls is not None:
                     print(f"ca={cluster.security.tls.ca_path}", flush=True)
                     for name, (cert, key) in cluster.security.tls.client_paths.items():
@@ -186,8 +190,9 @@ def add_commands(sub: Any) -> None:
                    help="let --host be non-loopback: anyone who can reach it can use the Kafka listeners (no auth)")
     s.add_argument("--allow-remote-control", action="store_true",
                    help="bind the control API to --host even if it is not loopback (needs --token)")
-    s.add_argument("--listener", type=parse_listener, metavar="PROTOCOL://HOST:PORT",
-                   help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (sets --host and the first --port)")
+    s.add_argument("--listener", type=parse_listener, metavar="PROTOCOL://HOST:PORT", action="append",
+                   help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; the first sets --host and the first --port, each "
+                        "further one (another protocol, same host) adds a listener to every broker; repeatable")
     s.add_argument("--user", action="append", metavar="NAME:PASSWORD",
                    help="a SASL user (PLAIN, and SCRAM-SHA-256/512 credentials); repeatable")
     s.add_argument("--client-cert", action="append", metavar="NAME",
@@ -243,8 +248,11 @@ def proxy_command(args: argparse.Namespace) -> int:
 
 def serve_command(args: argparse.Namespace) -> int:
     if args.listener:
-        _, args.host, listener_port = args.listener
+        _, args.host, listener_port = args.listener[0]
         args.port = args.port or listener_port
+        if any(host != args.host for _, host, _ in args.listener):
+            print("error: every --listener must be on the same host", file=sys.stderr)
+            return 2
     refusal = check_serve_exposure(args)
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)

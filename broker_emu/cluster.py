@@ -49,6 +49,8 @@ class Broker:
     rack: str | None = None
     connections: set = field(default_factory=set)
     listener_scope: trio.CancelScope | None = None
+    # the extra listeners' ports (emu.extra.listeners): security protocol -> port
+    listeners: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -168,6 +170,12 @@ class Cluster:
     @property
     def bootstrap(self) -> str:
         return ",".join(f"{b.host}:{b.port}" for b in self.brokers.values())
+
+    def bootstrap_for(self, protocol: str) -> str:
+        """The bootstrap servers of the listener with this security protocol."""
+        if protocol == self.security.protocol:
+            return self.bootstrap
+        return ",".join(f"{b.host}:{b.listeners[protocol]}" for b in self.brokers.values())
 
     # -- topics -------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
@@ -403,19 +411,19 @@ class Cluster:
         b.alive = True
         self.trace.emit(Kind.BROKER_START, broker=broker_id)
         if self._nursery is not None and b.port:
-            from broker_emu.server import serve_broker
+            from broker_emu.listeners import serve_broker
             await self._nursery.start(serve_broker, self, b, b.port)
         self.replication.resync_all()
         follow_coordinators(self)
 
     # -- in-memory connections --------------------------------------------------------------------
-    def connect(self, broker_id: int) -> trio.abc.Stream:
+    def connect(self, broker_id: int, protocol: str | None = None) -> trio.abc.Stream:
         """The client end of a new in-memory connection to ``broker_id``, served by the same
         pipeline as TCP connections (for exact virtual-time tests). Raises OSError like a
         refused TCP connect if the broker is unknown or stopped."""
-        from broker_emu.server import connect_in_memory
+        from broker_emu.listeners import connect_in_memory
 
-        return connect_in_memory(self, broker_id)
+        return connect_in_memory(self, broker_id, protocol)
 
     async def open_connection(self, broker_id: int) -> trio.abc.Stream:
         """``connect`` as a client's connect call sees it: a drop_connects fault makes the attempt

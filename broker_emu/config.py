@@ -69,6 +69,9 @@ DEFAULTS: dict[str, Any] = {
     "emu.wall.clock": "auto",
     "emu.sasl.users": "",                      # name:password,... (PLAIN, and SCRAM credentials made from them)
     "connections.max.reauth.ms": 0,            # KIP-368: 0, sessions never expire
+    # more listeners on every broker, each with its own security protocol: "SASL_SSL,SSL:9200"
+    # (a port: the first broker's, the next ones count up; none: a free port each)
+    "emu.extra.listeners": "",
     "emu.tls.dir": "",                         # where the generated CA (ca.pem) goes; "" a temporary folder
     "ssl.client.auth": "none",                 # mutual TLS: none, requested, required (Kafka's names)
     "emu.tls.client.certs": "",                # names the CA issues client certificates for (<name>.crt, .key)

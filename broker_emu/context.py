@@ -42,6 +42,12 @@ class RequestContext:
             return principal_of(stream.getpeercert(binary_form=True))
         return ANONYMOUS
 
+    def port_of(self, broker: Any) -> int:
+        """``broker``'s port on the listener this request came in on: Kafka answers Metadata,
+        FindCoordinator, DescribeCluster and KIP-951's node endpoints with that listener's."""
+        protocol = getattr(self.connection, "protocol", None)
+        return getattr(broker, "listeners", {}).get(protocol, broker.port)
+
     @property
     def client_host(self) -> str:
         return self.client_addr.rsplit(":", 1)[0]

@@ -12,7 +12,7 @@ import trio
 from broker_emu.cluster import Cluster
 from broker_emu.groups import GroupCoordinator
 from broker_emu.handlers.catalog import register_all
-from broker_emu.server import serve_broker
+from broker_emu.listeners import serve_broker
 from broker_emu.transactions.coordinator import TransactionCoordinator
 
 TopicSpec = tuple  # (name, partitions, replication_factor)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import ssl
 import traceback
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import trio
 
@@ -54,8 +54,9 @@ ANSWERS_AT_ONCE = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSION
 
 
 class Connection:
-    def __init__(self, cluster: "Cluster", broker: "Broker", stream: trio.abc.Stream, addr: str):
+    def __init__(self, cluster: "Cluster", broker: "Broker", stream: trio.abc.Stream, addr: str, protocol: str | None = None):
         self.cluster, self.broker, self.stream, self.addr = cluster, broker, stream, addr
+        self.protocol: str = protocol or cluster.security.protocol   # the listener's (broker_emu/listeners.py)
         self.id = next(cluster.conn_ids)  # per cluster, so traces are reproducible
         self.client_id: str | None = None
         self.closed = False
@@ -73,7 +74,7 @@ class Connection:
         # decoded (tools/capture_corpus.py records real clients' requests this way)
         self._tap = getattr(cluster, "frame_tap", None)
         # SASL listeners: the exchange's state, consulted before any other API runs
-        self.sasl = SaslSession(cluster.security) if cluster.security.uses_sasl else None
+        self.sasl = SaslSession(cluster.security) if self.protocol.startswith("SASL_") else None
 
     # -- lifecycle ----------------------------------------------------------------------------
     def _trace(self, kind: str, **fields: Any) -> None:
@@ -452,45 +453,3 @@ class Connection:
             self._closed_by("client", "reset while sending a response")
             return False
         return True
-
-
-async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, connection: Callable[..., Connection] = Connection,
-                       task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Listen for ``broker`` and run a ``connection`` (the emulator's pipeline, or a subclass:
-    broker_emu.proxy) for each client until the listener's scope is cancelled."""
-    listeners = await trio.open_tcp_listeners(port, host=broker.host)
-    broker.port = listeners[0].socket.getsockname()[1]
-
-    async def handle(stream: trio.SocketStream) -> None:
-        try:
-            peer = stream.socket.getpeername()
-            addr = f"{peer[0]}:{peer[1]}"
-        except OSError:
-            addr = "?"
-        tls = cluster.security.tls
-        # TLS wraps the stream; trio runs the handshake on the first read or write
-        wrapped = trio.SSLStream(stream, tls.context, server_side=True) if tls is not None else stream
-        await connection(cluster, broker, wrapped, addr).run()
-
-    with trio.CancelScope() as scope:
-        broker.listener_scope = scope
-        async with trio.open_nursery() as nursery:
-            for listener in listeners:
-                nursery.start_soon(trio.serve_listeners, handle, [listener])
-            task_status.started(broker.port)
-    for listener in listeners:
-        await listener.aclose()
-
-
-def connect_in_memory(cluster: "Cluster", broker_id: int) -> trio.abc.Stream:
-    """A client end of an in-memory connection to ``broker_id`` (virtual-time tests)."""
-    broker = cluster.brokers.get(broker_id)
-    if broker is None or not broker.alive:
-        raise OSError(f"connection refused: broker {broker_id} is {'unknown' if broker is None else 'stopped'}")
-    if cluster._nursery is None:
-        raise RuntimeError("the cluster is not running")
-    import trio.testing  # here, not at the top: it imports pytest (100+ ms off `broker-emu serve` start)
-
-    client_end, server_end = trio.testing.memory_stream_pair()
-    cluster._nursery.start_soon(Connection(cluster, broker, server_end, f"memory:{broker_id}").run)
-    return client_end

@@ -273,7 +273,8 @@ def render(results: dict[str, Versions | str], versions: dict[str, str],
               "sessions (KIP-368) and checks OAUTHBEARER's unsecured JWTs as Kafka's default validator does",
               "(docs/security.md); a client certificate's subject is the principal on an SSL listener, as Kafka's",
               "DefaultKafkaPrincipalBuilder makes it (compared on Kafka 4.4: tests/realkafka/test_mtls_ab.py).",
-              "Not served by broker-emu: GSSAPI, several listeners per broker.", ""]
+              "Several listeners per broker, one per security protocol: `emu.extra.listeners`. Not served by",
+              "broker-emu: GSSAPI.", ""]
     return "\n".join(lines)
 
 

@@ -61,11 +61,12 @@ def _broker(cluster: Any, node_id: int) -> Any:
     return next(b for b in (brokers.values() if isinstance(brokers, dict) else brokers) if b.id == node_id)
 
 
-def _coordinator(cluster: Any, key_type: int, key: str) -> dict[str, Any]:
+def _coordinator(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     """Groups map to a broker the way Kafka maps them to a __consumer_offsets partition leader,
     transactional ids to a __transaction_state partition's (broker_emu.transactions). Share groups
     (key type 2) are not emulated: INVALID_REQUEST, as a broker without a share coordinator answers.
     The error goes with Node.noNode() (``KafkaApis.getCoordinator``)."""
+    cluster = ctx.cluster
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {"error_code": E.INVALID_REQUEST, "node_id": -1, "host": "", "port": -1}
     if key_type == GROUP_KEY:
@@ -75,7 +76,7 @@ def _coordinator(cluster: Any, key_type: int, key: str) -> dict[str, Any]:
     if node < 0:
         return {"error_code": E.COORDINATOR_NOT_AVAILABLE, "node_id": -1, "host": "", "port": -1}
     b = _broker(cluster, node)
-    return {"error_code": E.NONE, "node_id": b.id, "host": b.host, "port": b.port}
+    return {"error_code": E.NONE, "node_id": b.id, "host": b.host, "port": ctx.port_of(b)}
 
 
 @handles(ApiKey.FIND_COORDINATOR, 0, 6)
@@ -93,11 +94,11 @@ async def find_coordinator(ctx: RequestContext, req: Message) -> dict[str, Any]:
     if v >= 4:
         coordinators = []
         for k in req["coordinator_keys"]:
-            found = _coordinator(ctx.cluster, key_type, k)
+            found = _coordinator(ctx, key_type, k)
             message = kafka_message(found["error_code"]) if request_fails else ""
             coordinators.append({"key": k, **found, "error_message": message})
         return {"throttle_time_ms": 0, "coordinators": coordinators}
-    found = _coordinator(ctx.cluster, key_type, req["key"])
+    found = _coordinator(ctx, key_type, req["key"])
     return {"throttle_time_ms": 0, **found, "error_message": kafka_message(found["error_code"]) if found["error_code"] else "NONE"}
 
 

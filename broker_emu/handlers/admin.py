@@ -289,7 +289,7 @@ async def describe_cluster(ctx: RequestContext, req: Message) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": error, "error_message": message}
     return {"throttle_time_ms": 0, "error_code": E.NONE, "error_message": None, "endpoint_type": BROKER_ENDPOINT,
             "cluster_id": cluster.cluster_id, "controller_id": controller_id(cluster),
-            "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in cluster.live_brokers()],
+            "brokers": [{"broker_id": b.id, "host": b.host, "port": ctx.port_of(b), "rack": b.rack} for b in cluster.live_brokers()],
             "cluster_authorized_operations": authorized_for(ctx, CLUSTER_OPERATIONS,
                                                             bool(req.include_cluster_authorized_operations),
                                                             CLUSTER, CLUSTER_NAME)}

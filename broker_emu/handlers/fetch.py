@@ -142,7 +142,7 @@ class FetchPlan:
             by_topic.setdefault(key, {"topic": name or "", "topic_id": tid, "partitions": []})["partitions"].append(part)
         response = {"throttle_time_ms": 0, "error_code": E.NONE, "session_id": 0, "responses": list(by_topic.values())}
         if leaders:
-            response["node_endpoints"] = [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
+            response["node_endpoints"] = [{"node_id": b.id, "host": b.host, "port": self.ctx.port_of(b), "rack": b.rack}
                                           for b in self.ctx.cluster.live_brokers() if b.id in leaders]
         return response
 

@@ -87,7 +87,7 @@ async def metadata(ctx: RequestContext, req: Message) -> dict[str, Any]:
         topics = [_authorized_topic(ctx, entry, auto, topic_ops) for entry in requested]
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in cluster.live_brokers()],
+        "brokers": [{"node_id": b.id, "host": b.host, "port": ctx.port_of(b), "rack": b.rack} for b in cluster.live_brokers()],
         "cluster_id": cluster.cluster_id,
         "controller_id": controller_id(cluster),
         "topics": topics,

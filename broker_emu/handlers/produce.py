@@ -248,6 +248,6 @@ def build_response(cluster, ctx, results: list[PartitionResult]) -> dict:
     response = {"responses": [{"name": name, "partition_responses": parts} for name, parts in by_topic.items()],
                 "throttle_time_ms": 0}
     if leaders:  # KIP-951: the endpoints of the leaders named above (KafkaApis.handleProduceRequest)
-        response["node_endpoints"] = [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
+        response["node_endpoints"] = [{"node_id": b.id, "host": b.host, "port": ctx.port_of(b), "rack": b.rack}
                                       for b in cluster.live_brokers() if b.id in leaders]
     return response

@@ -21,11 +21,11 @@ import trio
 
 from broker_emu.config import broker_config
 from broker_emu.faults import FaultEngine
+from broker_emu.listeners import serve_broker
 from broker_emu.proxy.answers import AnswerCache
 from broker_emu.proxy.upstream import Node, discover, parse_bootstrap
 from broker_emu.runtime import ThreadedCluster
 from broker_emu.security import Security
-from broker_emu.server import serve_broker
 from broker_emu.trace import DEFAULT_MAX_BYTES, Trace
 
 DEFAULT_MAX_REQUEST = 104_857_600   # Kafka's socket.request.max.bytes

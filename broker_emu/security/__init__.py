@@ -38,6 +38,32 @@ def parse_users(spec: str) -> dict[str, str]:
     return users
 
 
+def sasl_on(protocol: str) -> bool:
+    return protocol.startswith("SASL_")
+
+
+def tls_on(protocol: str) -> bool:
+    return protocol in ("SSL", "SASL_SSL")
+
+
+def parse_extra_listeners(spec: str, primary: str) -> dict[str, int]:
+    """``emu.extra.listeners``: ``PROTOCOL[:PORT],...`` -> protocol: first port (0: free ports).
+    One listener per protocol, as Kafka's default listener names are the protocols."""
+    out: dict[str, int] = {}
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        protocol, _, port = item.partition(":")
+        protocol = protocol.strip().upper()
+        if protocol not in PROTOCOLS or (port and not port.strip().isdigit()):
+            raise SecurityError(f"emu.extra.listeners: expected PROTOCOL[:PORT] with PROTOCOL one of "
+                                f"{', '.join(PROTOCOLS)}, got {item!r}")
+        if protocol == primary or protocol in out:
+            raise SecurityError(f"emu.extra.listeners: a second {protocol} listener (one listener per security protocol)")
+        out[protocol] = int(port) if port else 0
+    return out
+
+
 class Security:
     """What a cluster's listeners require, and the credentials SASL checks."""
 
@@ -45,6 +71,8 @@ class Security:
                  wall_ms: Callable[[], int] | None = None):
         self.wall_ms = wall_ms or (lambda: 0)   # the cluster's wall clock (OAUTHBEARER's exp and iat)
         self.protocol = config["emu.security.protocol"]
+        self.extra_listeners = parse_extra_listeners(config["emu.extra.listeners"], self.protocol)
+        self.protocols = [self.protocol, *self.extra_listeners]
         self.mechanisms = [m.strip() for m in config["sasl.enabled.mechanisms"].split(",") if m.strip()]
         unknown = [m for m in self.mechanisms if m not in SUPPORTED_MECHANISMS]
         if unknown:
@@ -74,11 +102,13 @@ class Security:
 
     @property
     def uses_sasl(self) -> bool:
-        return self.protocol.startswith("SASL_")
+        """Some listener runs SASL."""
+        return any(sasl_on(p) for p in self.protocols)
 
     @property
     def uses_tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
+        """Some listener runs TLS."""
+        return any(tls_on(p) for p in self.protocols)
 
     def mechanism_server(self, mechanism: str) -> MechanismServer:
         if mechanism == "PLAIN":

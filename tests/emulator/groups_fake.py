@@ -89,6 +89,9 @@ class Ctx:
     client_id: str | None
     client_host: str = "127.0.0.1"
 
+    def port_of(self, broker: Any) -> int:   # one listener
+        return broker.port
+
 
 _corr = itertools.count(1)
 

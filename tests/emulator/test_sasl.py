@@ -190,3 +190,28 @@ async def test_scram_credentials_altered_on_the_wire_take_effect_at_the_next_log
         await gone.call(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"})
         first = await gone.call(SASL_AUTHENTICATE, 2, {"auth_bytes": _Scram("SCRAM-SHA-256", "bob", "bob-secret").first()})
         assert first.error_code == 58
+
+
+async def test_each_listener_has_its_own_security(autojump_clock):
+    """A PLAINTEXT cluster with a SASL_PLAINTEXT listener besides (emu.extra.listeners): the
+    plaintext connection is served at once as User:ANONYMOUS; one on the SASL listener must log in."""
+    config = {"emu.extra.listeners": "SASL_PLAINTEXT", "emu.sasl.users": "alice:alice-secret"}
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=config) as cluster:
+        md_body = {"topics": None, "allow_auto_topic_creation": False}
+        plain = WireClient(cluster.connect(0))
+        assert (await plain.call(METADATA, 12, md_body)).topics[0].name == "t"
+        refused = WireClient(cluster.connect(0, "SASL_PLAINTEXT"))
+        await refused.send(METADATA, 12, md_body)
+        assert await refused.closed()
+        secured = WireClient(cluster.connect(0, "SASL_PLAINTEXT"))
+        await scram_login(secured, "SCRAM-SHA-256", "alice", "alice-secret")
+        assert (await secured.call(METADATA, 12, md_body)).topics[0].name == "t"
+        with pytest.raises(ValueError, match="no SSL listener"):
+            cluster.connect(0, "SSL")
+
+
+async def test_extra_listeners_are_checked():
+    for spec, why in (("PLAINTEXT", "a second PLAINTEXT listener"), ("SSL,SSL", "a second SSL listener"),
+                      ("TLS", "expected PROTOCOL"), ("SSL:port", "expected PROTOCOL")):
+        with pytest.raises(ConfigError, match=why):
+            open_cluster_config({"emu.extra.listeners": spec})

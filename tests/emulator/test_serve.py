@@ -80,6 +80,34 @@ def test_serve_with_client_certificates_prints_them_and_requires_one():
                 proc.kill()
 
 
+def test_serve_with_two_listeners_prints_both():
+    """``--listener PLAINTEXT://… --listener SSL://…``: each broker serves both; the second's
+    bootstrap is printed as bootstrap.SSL and speaks TLS, the first plaintext."""
+    import ssl
+
+    with subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", "--brokers", "2",
+                           "--listener", "PLAINTEXT://127.0.0.1:0", "--listener", "SSL://127.0.0.1:0"], cwd=ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            lines = dict(proc.stdout.readline().strip().split("=", 1) for _ in range(3))
+            assert set(lines) == {"bootstrap", "bootstrap.SSL", "ca"}, lines
+            plain = [int(a.rsplit(":", 1)[1]) for a in lines["bootstrap"].split(",")]
+            secured = [int(a.rsplit(":", 1)[1]) for a in lines["bootstrap.SSL"].split(",")]
+            assert len(set(plain + secured)) == 4
+            assert all(api_versions_over_tcp("127.0.0.1", port) == 0 for port in plain)
+            context = ssl.create_default_context(cafile=lines["ca"])
+            for port in secured:
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+                        context.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                    s.sendall(encode_request(18, 0, 1, "t", {}))
+                    assert len(s.recv(4)) == 4
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=15) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
 def test_serve_rejects_a_bad_topic_spec():
     out = subprocess.run([sys.executable, "-m", "broker_emu.cli", "serve", "--topic", "a:b:c:d"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)

@@ -1,0 +1,78 @@
+"""Where connections come from: a broker's TCP listeners — one per security protocol, the cluster's
+(``emu.security.protocol``) and any in ``emu.extra.listeners`` — and in-memory connections for
+virtual-time tests. Each connection runs the pipeline of ``server.Connection`` and knows the
+listener it came in on: that decides TLS, SASL, and which port the broker's endpoints carry in
+answers (Kafka's brokers answer Metadata with the endpoints of the listener the request used)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Awaitable, Callable
+
+import trio
+
+from broker_emu.security import tls_on
+from broker_emu.server import Connection
+
+if TYPE_CHECKING:
+    from broker_emu.cluster import Broker, Cluster
+
+
+async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, connection: Callable[..., Connection] = Connection,
+                       task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Listen for ``broker`` and run a ``connection`` (the emulator's pipeline, or a subclass:
+    broker_emu.proxy) for each client until the listener's scope is cancelled. The cluster's
+    listener is on ``port``; each extra one on the port it had before (a restarted broker), its
+    configured first port + the broker id, or a free one."""
+    security = cluster.security
+    primary = await trio.open_tcp_listeners(port, host=broker.host)
+    broker.port = primary[0].socket.getsockname()[1]
+    served = [(security.protocol, listener) for listener in primary]
+    extra = getattr(security, "extra_listeners", {}) if hasattr(broker, "listeners") else {}
+    for protocol, first in extra.items():
+        wanted = broker.listeners.get(protocol) or (first + broker.id if first else 0)
+        opened = await trio.open_tcp_listeners(wanted, host=broker.host)
+        broker.listeners[protocol] = opened[0].socket.getsockname()[1]
+        served += [(protocol, listener) for listener in opened]
+
+    def handler(protocol: str) -> Callable[[trio.SocketStream], Awaitable[None]]:
+        async def handle(stream: trio.SocketStream) -> None:
+            try:
+                peer = stream.socket.getpeername()
+                addr = f"{peer[0]}:{peer[1]}"
+            except OSError:
+                addr = "?"
+            tls = security.tls
+            # TLS wraps the stream; trio runs the handshake on the first read or write
+            wrapped = trio.SSLStream(stream, tls.context, server_side=True) if tls is not None and tls_on(protocol) else stream
+            if protocol == security.protocol:
+                await connection(cluster, broker, wrapped, addr).run()
+            else:
+                await connection(cluster, broker, wrapped, addr, protocol).run()
+        return handle
+
+    with trio.CancelScope() as scope:
+        broker.listener_scope = scope
+        async with trio.open_nursery() as nursery:
+            for protocol, listener in served:
+                nursery.start_soon(trio.serve_listeners, handler(protocol), [listener])
+            task_status.started(broker.port)
+    for _, listener in served:
+        await listener.aclose()
+
+
+def connect_in_memory(cluster: "Cluster", broker_id: int, protocol: str | None = None) -> trio.abc.Stream:
+    """A client end of an in-memory connection to ``broker_id`` (virtual-time tests), as if it came
+    in on the listener of ``protocol`` (the cluster's by default; no TLS in memory, SASL as that
+    listener runs it)."""
+    broker = cluster.brokers.get(broker_id)
+    if broker is None or not broker.alive:
+        raise OSError(f"connection refused: broker {broker_id} is {'unknown' if broker is None else 'stopped'}")
+    if cluster._nursery is None:
+        raise RuntimeError("the cluster is not running")
+    if protocol is not None and protocol not in cluster.security.protocols:
+        raise ValueError(f"no {protocol} listener (listeners: {', '.join(cluster.security.protocols)})")
+    import trio.testing  # here, not at the top: it imports pytest (100+ ms off `broker-emu serve` start)
+
+    client_end, server_end = trio.testing.memory_stream_pair()
+    cluster._nursery.start_soon(Connection(cluster, broker, server_end, f"memory:{broker_id}", protocol).run)
+    return client_end
