@@ -23,6 +23,7 @@ from typing import Any
 
 import trio
 
+from client.admin_cluster import RETRY_ITEM, ClusterAdminCalls
 from client.config import COMMON, parse_config
 from client.consumer.deadlines import api_deadline, attempt_then_check
 from client.errors import ErrorCode, KafkaError, TimeoutException, error_for_code
@@ -34,10 +35,6 @@ ADMIN: dict[str, Any] = {**COMMON, "default.api.timeout.ms": 60000}
 # an admin write's timeout_ms is the time left less this, so the broker's own answer at its
 # deadline (a KRaft controller's REQUEST_TIMED_OUT) reaches us before the call's deadline
 BROKER_MARGIN_S = 0.1
-# answers that mean "ask again, elsewhere" (Java's admin retries these per item)
-RETRY_ITEM = frozenset({ErrorCode.NOT_CONTROLLER, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
-                        ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
-                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
 TOPIC, BROKER = 2, 4          # ConfigResource types
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3   # IncrementalAlterConfigs operations
 
@@ -55,7 +52,7 @@ class _Retry(KafkaError):
     retriable = True
 
 
-class AsyncAdmin:
+class AsyncAdmin(ClusterAdminCalls):
     def __init__(self, config: Mapping[str, Any], nursery: trio.Nursery, connect: Connect | None = None):
         self.config = parse_config(config, ADMIN)
         self.net = NetworkClient(self.config, nursery, connect)
@@ -117,6 +114,16 @@ class AsyncAdmin:
         if md.controller_id < 0:
             raise error_for_code(ErrorCode.NOT_CONTROLLER, "no controller known yet")
         return md.controller_id
+
+    async def _coordinator(self, group: str, request_timeout: float) -> int:
+        """The group's coordinator (FindCoordinator v3: one key, as every broker version takes)."""
+        found = await self.net.request(self.net.least_loaded_node(), ApiKey.FIND_COORDINATOR,
+                                       {"key": group, "key_type": 0, "coordinator_keys": [group]},
+                                       timeout=request_timeout, max_version=3)
+        if found.error_code:
+            raise error_for_code(found.error_code, found.get("error_message"))
+        self.net.nodes[found.node_id] = (found.host, found.port)
+        return found.node_id
 
     @staticmethod
     def _timeout_ms(deadline: float) -> int:
@@ -229,14 +236,12 @@ class AsyncAdmin:
         async def send(pending: list[str], request_timeout: float, deadline: float) -> dict:
             out: dict[Any, int | KafkaError] = {}
             for group in pending:
-                found = await self.net.request(self.net.least_loaded_node(), ApiKey.FIND_COORDINATOR,
-                                               {"key": group, "key_type": 0, "coordinator_keys": [group]},
-                                               timeout=request_timeout, max_version=3)
-                if found.error_code:
-                    out[group] = found.error_code
+                try:
+                    coordinator = await self._coordinator(group, request_timeout)
+                except KafkaError as exc:
+                    out[group] = exc.code if exc.code is not None else exc
                     continue
-                self.net.nodes[found.node_id] = (found.host, found.port)
-                answer = await self.net.request(found.node_id, ApiKey.DELETE_GROUPS, {"groups_names": [group]},
+                answer = await self.net.request(coordinator, ApiKey.DELETE_GROUPS, {"groups_names": [group]},
                                                 timeout=request_timeout)
                 out[group] = answer.results[0].error_code
             return out

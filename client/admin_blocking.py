@@ -18,7 +18,10 @@ from client.transport import Connect
 from client.trio_thread import TrioThread
 
 CALLS = ("create_topics", "delete_topics", "create_partitions", "delete_records", "describe_configs",
-         "incremental_alter_configs", "describe_cluster", "delete_groups", "create_acls", "describe_acls", "delete_acls")
+         "incremental_alter_configs", "describe_cluster", "delete_groups", "create_acls", "describe_acls", "delete_acls",
+         "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments", "describe_log_dirs",
+         "delete_group_offsets", "describe_client_quotas", "alter_client_quotas", "describe_user_scram_credentials",
+         "alter_user_scram_credentials")
 
 
 class Admin:
