@@ -254,6 +254,33 @@ def test_kafka_python_alter_configs_incremental_and_legacy(cluster):
 
 
 
+def test_kafka_python_elect_leaders_and_scram_credentials(cluster):
+    """kafka-python 3's elect_leaders (a preferred election where none is needed answers
+    ELECTION_NOT_NEEDED per partition) and its SCRAM calls (a user added, described, deleted)."""
+    require_client("kafka-python")
+    from kafka.admin import KafkaAdminClient, ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        answer = admin.elect_leaders(0, {"t": [0]}, timeout_ms=10000, raise_errors=False)
+        codes = [p[1] for t in answer.replica_election_results for p in t[1]]
+        assert codes == [84]   # ELECTION_NOT_NEEDED: the preferred replica leads already
+        upsert = UserScramCredentialUpsertion("kp-user", ScramMechanism.SCRAM_SHA_256, "kp-secret", iterations=4096)
+        assert admin.alter_user_scram_credentials([upsert]) == {"kp-user": None}
+        end = time.monotonic() + 15   # Kafka's brokers learn the controller's change a moment later
+        while True:
+            described = admin.describe_user_scram_credentials(["kp-user"])["kp-user"]
+            if described["credential_infos"] or time.monotonic() > end:
+                break
+            time.sleep(0.1)
+        assert [(str(c["mechanism"]), c["iterations"]) for c in described["credential_infos"]] == [
+            (str(ScramMechanism.SCRAM_SHA_256), 4096)]
+        deletion = UserScramCredentialDeletion("kp-user", ScramMechanism.SCRAM_SHA_256)
+        assert admin.alter_user_scram_credentials([deletion]) == {"kp-user": None}
+    finally:
+        admin.close()
+
+
 def test_kafka_python_describe_log_dirs(cluster):
     """Every broker answers with its log directory; the one leading t-0 holds the bytes produced."""
     require_client("kafka-python")
