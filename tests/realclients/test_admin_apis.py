@@ -249,6 +249,9 @@ def test_kafka_python_alter_configs_incremental_and_legacy(cluster):
                             incremental=False)
         want = {"retention.ms": "3600000", "cleanup.policy": "delete,compact"}
         assert overrides(want) == want
+        # reset_configs: IncrementalAlterConfigs DELETE for each key named
+        admin.reset_configs([ConfigResource(ConfigResourceType.TOPIC, "t", configs={"retention.ms": None})])
+        assert overrides({"cleanup.policy": "delete,compact"}) == {"cleanup.policy": "delete,compact"}
     finally:
         admin.close()
 
