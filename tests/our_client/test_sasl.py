@@ -173,3 +173,22 @@ async def test_a_refused_re_authentication_closes_the_connection_and_logins_back
                 await (await p.send("u", b"c", partition=0)).get()
         failures = [e.t_ms for e in cluster.trace.events if e.kind == "sasl" and e.details["step"] == "failed"]
         assert 5 <= len(failures) <= 60, len(failures)   # about one a second (reconnect.backoff.max.ms), not thousands
+
+
+@pytest.mark.parametrize("api,code,raised,says", [
+    ("SaslHandshake", 33, "UnsupportedSaslMechanismError", "not SCRAM-SHA-256"),
+    ("SaslAuthenticate", 58, "SaslAuthenticationFailedError", "SASL_AUTHENTICATION_FAILED|authentication")])
+async def test_handshake_faults_fail_the_login_with_the_brokers_error(autojump_clock, api, code, raised, says):
+    """The handshake's faults (docs/security.md): a wrong-mechanism answer to SaslHandshake, an
+    authentication failure from SaslAuthenticate — the send fails at once with that error."""
+    from client import errors
+
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=SASL) as cluster:
+        cluster.faults.add({"match": {"api": api}, "action": {"type": "error", "error": code}}, cluster.now_ms())
+        async with open_producer({"bootstrap.servers": "127.0.0.1:0", "max.block.ms": 5000},
+                                 connect=connect_to(cluster)) as p:
+            future = await p.send("t", b"v", partition=0)
+            with pytest.raises(getattr(errors, raised), match=says):
+                await future.get()
+        applied = [e.api for e in cluster.trace.events if e.kind == "fault_applied"]
+        assert applied and set(applied) == {api}
