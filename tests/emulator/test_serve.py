@@ -1,6 +1,7 @@
 """Starting the emulator for real (real time, loopback TCP): the CLI, the threaded form, and a
 smoke test with confluent-kafka when it is installed (the real-client suite is tests/realclients)."""
 
+import contextlib
 import os
 import signal
 import socket
@@ -50,34 +51,46 @@ def test_serve_prints_bootstrap_serves_and_stops_on_signal(sig):
                 proc.kill()
 
 
-def test_serve_with_client_certificates_prints_them_and_requires_one():
-    """``--client-cert NAME``: the CA's certificate for NAME is written and printed; a TLS client
-    with it is answered, one without it is refused in the handshake."""
-    import ssl
-
-    with subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", "--brokers", "1", "--listener",
-                           "SSL://127.0.0.1:0", "--client-cert", "alice"], cwd=ROOT, stdout=subprocess.PIPE,
+@contextlib.contextmanager
+def serving(*args: str, lines: int):
+    """``broker-emu serve ARGS`` in a subprocess: its first ``lines`` lines of KEY=VALUE pairs as a
+    dict; on the way out it must stop cleanly on SIGTERM (killed if it did not)."""
+    with subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", *args], cwd=ROOT, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as proc:
         try:
-            lines = dict(part.split("=", 1) for _ in range(4) for part in proc.stdout.readline().split())
-            port = int(lines["bootstrap"].rsplit(":", 1)[1])
-            context = ssl.create_default_context(cafile=lines["ca"])
-            context.load_cert_chain(lines["client.cert.alice"], lines["client.key.alice"])
-            bare = ssl.create_default_context(cafile=lines["ca"])
-            for ctx, answered in ((context, True), (bare, False)):
-                with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
-                        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
-                    s.sendall(encode_request(18, 0, 1, "t", {}))
-                    try:
-                        got = s.recv(4)
-                    except (ssl.SSLError, ConnectionResetError):
-                        got = b""
-                    assert bool(got) == answered
+            yield dict(part.split("=", 1) for _ in range(lines) for part in proc.stdout.readline().split())
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=15) == 0
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+def tls_api_versions_answered(port: int, context) -> bool:
+    """Whether an ApiVersions v0 over TLS on ``port`` gets an answer (a refused client
+    certificate shows as an alert or a reset after the TLS 1.3 handshake)."""
+    import ssl
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+        s.sendall(encode_request(18, 0, 1, "t", {}))
+        try:
+            return len(s.recv(4)) == 4
+        except (ssl.SSLError, ConnectionResetError):
+            return False
+
+
+def test_serve_with_client_certificates_prints_them_and_requires_one():
+    """``--client-cert NAME``: the CA's certificate for NAME is written and printed; a TLS client
+    with it is answered, one without it is refused in the handshake."""
+    import ssl
+
+    with serving("--brokers", "1", "--listener", "SSL://127.0.0.1:0", "--client-cert", "alice", lines=4) as lines:
+        port = int(lines["bootstrap"].rsplit(":", 1)[1])
+        context = ssl.create_default_context(cafile=lines["ca"])
+        context.load_cert_chain(lines["client.cert.alice"], lines["client.key.alice"])
+        assert tls_api_versions_answered(port, context)
+        assert not tls_api_versions_answered(port, ssl.create_default_context(cafile=lines["ca"]))
 
 
 def test_serve_with_two_listeners_prints_both():
@@ -85,27 +98,15 @@ def test_serve_with_two_listeners_prints_both():
     bootstrap is printed as bootstrap.SSL and speaks TLS, the first plaintext."""
     import ssl
 
-    with subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", "--brokers", "2",
-                           "--listener", "PLAINTEXT://127.0.0.1:0", "--listener", "SSL://127.0.0.1:0"], cwd=ROOT,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        try:
-            lines = dict(proc.stdout.readline().strip().split("=", 1) for _ in range(3))
-            assert set(lines) == {"bootstrap", "bootstrap.SSL", "ca"}, lines
-            plain = [int(a.rsplit(":", 1)[1]) for a in lines["bootstrap"].split(",")]
-            secured = [int(a.rsplit(":", 1)[1]) for a in lines["bootstrap.SSL"].split(",")]
-            assert len(set(plain + secured)) == 4
-            assert all(api_versions_over_tcp("127.0.0.1", port) == 0 for port in plain)
-            context = ssl.create_default_context(cafile=lines["ca"])
-            for port in secured:
-                with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
-                        context.wrap_socket(raw, server_hostname="127.0.0.1") as s:
-                    s.sendall(encode_request(18, 0, 1, "t", {}))
-                    assert len(s.recv(4)) == 4
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=15) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+    with serving("--brokers", "2", "--listener", "PLAINTEXT://127.0.0.1:0", "--listener", "SSL://127.0.0.1:0",
+                 lines=3) as lines:
+        assert set(lines) == {"bootstrap", "bootstrap.SSL", "ca"}, lines
+        plain = [int(a.rsplit(":", 1)[1]) for a in lines["bootstrap"].split(",")]
+        secured = [int(a.rsplit(":", 1)[1]) for a in lines["bootstrap.SSL"].split(",")]
+        assert len(set(plain + secured)) == 4
+        assert all(api_versions_over_tcp("127.0.0.1", port) == 0 for port in plain)
+        context = ssl.create_default_context(cafile=lines["ca"])
+        assert all(tls_api_versions_answered(port, context) for port in secured)
 
 
 def test_serve_rejects_a_bad_topic_spec():

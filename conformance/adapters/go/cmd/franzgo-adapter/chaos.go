@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -18,8 +17,7 @@ type chaosState struct {
 	producer *kgo.Client
 	consumer *kgo.Client
 	topic    string
-	mu       sync.Mutex
-	outcomes []any
+	outcomes lineproto.Outcomes
 }
 
 var chaos chaosState
@@ -39,20 +37,16 @@ func (franz) Command(cmd string, req map[string]any) map[string]any {
 		value, _ := req["value"].([]byte)
 		record := &kgo.Record{Topic: chaos.topic, Partition: int32(lineproto.Float(req["partition"], 0)), Value: value}
 		chaos.producer.Produce(context.Background(), record, func(r *kgo.Record, err error) {
-			var outcome []any
 			if err != nil {
 				name, msg := errorName(err)
-				outcome = []any{n, nil, name + ": " + msg}
+				chaos.outcomes.Add(n, nil, name+": "+msg)
 			} else {
-				outcome = []any{n, r.Offset, nil}
+				chaos.outcomes.Add(n, r.Offset, nil)
 			}
-			chaos.mu.Lock()
-			chaos.outcomes = append(chaos.outcomes, outcome)
-			chaos.mu.Unlock()
 		})
 		return ok
 	case "chaos_outcomes":
-		return map[string]any{"outcomes": drainOutcomes()}
+		return map[string]any{"outcomes": chaos.outcomes.Drain()}
 	case "chaos_finish":
 		settle := time.Duration(lineproto.Float(req["settle_ms"], 5000)) * time.Millisecond
 		ctx, cancel := context.WithTimeout(context.Background(), settle)
@@ -61,7 +55,7 @@ func (franz) Command(cmd string, req map[string]any) map[string]any {
 			logf("chaos flush: %v", err)
 		}
 		chaos.producer.Close()
-		return map[string]any{"outcomes": drainOutcomes()}
+		return map[string]any{"outcomes": chaos.outcomes.Drain()}
 	case "chaos_consumer":
 		topic := fmt.Sprint(req["topic"])
 		parts := map[int32]kgo.Offset{}
@@ -88,15 +82,4 @@ func (franz) Command(cmd string, req map[string]any) map[string]any {
 		return ok
 	}
 	return map[string]any{"fatal": "unknown cmd " + cmd}
-}
-
-func drainOutcomes() []any {
-	chaos.mu.Lock()
-	defer chaos.mu.Unlock()
-	out := chaos.outcomes
-	chaos.outcomes = nil
-	if out == nil {
-		out = []any{}
-	}
-	return out
 }
