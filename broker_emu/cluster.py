@@ -17,7 +17,7 @@ from typing import Any, Iterable
 import trio
 import trio.testing
 
-from broker_emu import reassignments
+from broker_emu import cluster_shape, reassignments
 from broker_emu.config import ConfigError, broker_config
 from broker_emu.faults import FaultEngine
 from broker_emu.faults.rules import REPLICATION_MODES, FaultConfigError, check_ms
@@ -113,6 +113,7 @@ class Cluster:
         self.static_config = dict(self.config)
         self.group_configs = GroupConfigs()   # ConfigResource GROUP overrides (KIP-848 groups read them)
         self._system_wall: bool | None = None   # decided at the first reading (needs trio running)
+        self.kept_metadata: dict[Any, tuple[int, dict]] = {}   # handlers/metadata.py: answers kept per shape
         self.quotas = Quotas()   # AlterClientQuotas; the server throttles Produce and Fetch by them
         try:
             self.security = Security(self.config, host, self.wall_ms)   # the listeners' protocol, SASL credentials, TLS
@@ -193,6 +194,7 @@ class Cluster:
         parts = self._new_partitions(name, placement, configs or {}, 0)
         topic = Topic(name, self.new_uuid(), parts, dict(configs or {}))
         self.topics[name] = topic
+        cluster_shape.changed()
         return topic
 
     def _placement(self, partitions: int | None, rf: int | None, assignments: list[list[int]] | None) -> list[list[int]]:
@@ -229,6 +231,7 @@ class Cluster:
                              "assignment(s) were specified.")
         placement = self._placement(additional, len(topic.partitions[0].replicas), assignments)
         topic.partitions.extend(self._new_partitions(name, placement, topic.configs, have))
+        cluster_shape.changed()
 
     def _new_partitions(self, name: str, placement: list[list[int]], configs: dict[str, str], first: int) -> list[Partition]:
         """Partitions ``first``.. with these replica lists: the first live replica leads, every
@@ -246,6 +249,7 @@ class Cluster:
 
     def delete_topic(self, name: str) -> None:
         topic = self.topics.pop(name)
+        cluster_shape.changed()
         for p in topic.partitions:
             p.log.close()
             self.produce_purgatory.check_and_complete(p.key)
@@ -382,6 +386,7 @@ class Cluster:
         if not b.alive:
             return
         b.alive = False
+        cluster_shape.changed()
         self.trace.emit(Kind.BROKER_STOP, broker=broker_id)
         if b.listener_scope is not None:
             b.listener_scope.cancel()
@@ -391,6 +396,7 @@ class Cluster:
             for p in t.partitions:
                 if broker_id in p.isr and len(p.isr) > 1:
                     p.isr.remove(broker_id)
+                    cluster_shape.changed()
                 if p.leader == broker_id:
                     # the first live ISR member in assignment order (PartitionChangeBuilder.electLeader)
                     candidates = [r for r in p.replicas if r in p.isr and r != broker_id and self.is_alive(r)]
@@ -409,6 +415,7 @@ class Cluster:
         if b.alive:
             return
         b.alive = True
+        cluster_shape.changed()
         self.trace.emit(Kind.BROKER_START, broker=broker_id)
         if self._nursery is not None and b.port:
             from broker_emu.listeners import serve_broker

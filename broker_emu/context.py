@@ -25,6 +25,7 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     connection: Any = None
+    repeat: bytes | None = None   # the request's repeat key (broker_emu.repeated_requests), if it may repeat
 
     @property
     def broker_id(self) -> int:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker_emu import cluster_shape
+
 if TYPE_CHECKING:
     from broker_emu.cluster import Cluster, Topic
 
@@ -56,4 +58,5 @@ def follow_coordinators(cluster: "Cluster") -> None:
             if owner not in p.isr:
                 p.isr.append(owner)
                 p.isr.sort()
+                cluster_shape.changed()
             cluster.move_leader(OFFSETS_TOPIC, p.index, owner)

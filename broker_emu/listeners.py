@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 
 import trio
 
+from broker_emu import cluster_shape
 from broker_emu.security import tls_on
 from broker_emu.server import Connection
 
@@ -33,6 +34,7 @@ async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, c
         opened = await trio.open_tcp_listeners(wanted, host=broker.host)
         broker.listeners[protocol] = opened[0].socket.getsockname()[1]
         served += [(protocol, listener) for listener in opened]
+    cluster_shape.changed()   # the ports Metadata answers with
 
     def handler(protocol: str) -> Callable[[trio.SocketStream], Awaitable[None]]:
         async def handle(stream: trio.SocketStream) -> None:

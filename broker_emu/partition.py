@@ -9,7 +9,10 @@ and never moves back except when a new leader truncates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from broker_emu import cluster_shape
+from broker_emu.cluster_shape import WATCHED_FIELDS
 from broker_emu.log import PartitionLog
 from broker_emu.transactions.partition_state import PartitionTxns
 
@@ -32,6 +35,11 @@ class Partition:
     # a reassignment under way (PartitionRegistration's addingReplicas / removingReplicas)
     adding_replicas: list[int] = field(default_factory=list)
     removing_replicas: list[int] = field(default_factory=list)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in WATCHED_FIELDS:
+            cluster_shape.changed()   # what Metadata shows of the partition
+        object.__setattr__(self, name, value)
 
     @property
     def low_watermark(self) -> int:
@@ -79,6 +87,7 @@ class Partition:
                 self.follower_leo[follower] >= self.log.log_end_offset:
             self.isr.append(follower)
             self.isr.sort()
+            cluster_shape.changed()
             changed = True
         return self.update_high_watermark() or changed
 
@@ -94,6 +103,7 @@ class Partition:
         for b in gone:
             self.isr.remove(b)
         if gone:
+            cluster_shape.changed()
             self.update_high_watermark()
         return gone
 
@@ -130,3 +140,4 @@ class Partition:
         if broker not in self.isr:
             self.isr.append(broker)
             self.isr.sort()
+            cluster_shape.changed()

@@ -31,7 +31,7 @@ class Registration:
     advertised: Callable[[Any], bool] | None = None  # e.g. telemetry only when switched on
 
 
-REGISTRY: dict[ApiKey, Registration] = {}
+REGISTRY: dict[int, Registration] = {}   # keyed by ApiKey; a plain int finds its entry
 
 
 def handles(api: ApiKey, min_version: int, max_version: int, *, advertised=None):
@@ -51,10 +51,7 @@ def handles(api: ApiKey, min_version: int, max_version: int, *, advertised=None)
 
 def advertised_range(cluster: Any, api_key: int) -> tuple[int, int] | None:
     """The version range this cluster serves for ``api_key``, or None if it does not."""
-    try:
-        reg = REGISTRY.get(ApiKey(api_key))
-    except ValueError:
-        return None
+    reg = REGISTRY.get(api_key)   # an int finds its ApiKey (IntEnum hashes as its value); unknown keys None
     if reg is None or (reg.advertised is not None and not reg.advertised(cluster)):
         return None
     profile = getattr(cluster, "profile", None)   # the proxy has none

@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import trio
 
+from broker_emu import socket_io
 from broker_emu.context import RequestContext
-from broker_emu.encoded_responses import encode_with_errors
 from broker_emu.faults import Decision, RequestFacts
 from broker_emu.handlers import CloseConnection, error_response, request_details, topics_of
 from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
 from broker_emu.registry import REGISTRY, advertised_range
+from broker_emu.repeated_requests import decoded_before, encode_with_errors, remember_decoded, repeat_key
 from broker_emu.security.enforce import call_authorized
 from broker_emu.security.gate import raw_sasl_token, sasl_admits
 from broker_emu.security.session import SaslSession
@@ -47,6 +48,7 @@ READ_AHEAD_FRAMES = 64       # ... and small requests pipelined by a client that
 FRAME_OVERHEAD = 256         # what a queued frame costs beyond its bytes (object, tuple, timestamp)
 log = logging.getLogger("broker_emu.server")
 API_VERSIONS, PRODUCE, FETCH = int(ApiKey.API_VERSIONS), int(ApiKey.PRODUCE), int(ApiKey.FETCH)
+QUOTA_KEYS = {PRODUCE: "producer_byte_rate", FETCH: "consumer_byte_rate"}
 # handlers that answer without waiting on anything (no purgatory, no group join)
 ANSWERS_AT_ONCE = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR,
                                               ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_CONFIGS, ApiKey.LIST_GROUPS,
@@ -132,7 +134,7 @@ class Connection:
         async with send:
             while True:
                 try:
-                    data = await self.stream.receive_some(1 << 20)
+                    data = await socket_io.receive_some(self.stream, 1 << 20)
                 except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                     if isinstance(exc.__cause__, ssl.SSLError):   # e.g. no client certificate (ssl.client.auth)
                         self.abort(f"TLS failed: {exc.__cause__.reason or exc.__cause__}")
@@ -152,7 +154,7 @@ class Connection:
                     if self._tap is not None:
                         self._tap(self, frame)
                     if not self._busy and self._queued_bytes == 0 and self._answers_at_once(frame):
-                        if not await self._run_one(frame):
+                        if not await self._run_one(frame, at_once=True):
                             self.scope.cancel()
                             return
                         continue
@@ -192,43 +194,55 @@ class Connection:
                 and not self.cluster.faults.rules and not self.peer_closed
                 and (self.sasl is None or not self.sasl.raw_tokens))
 
-    async def _run_one(self, frame: bytes, arrived_ms: float | None = None) -> bool:
-        """Handle one request, containing handler bugs to this connection; False: close it."""
-        keep = True
+    async def _run_one(self, frame: bytes, arrived_ms: float | None = None, at_once: bool = False) -> bool:
+        """Handle one request, containing handler bugs to this connection; False: close it.
+        ``at_once``: the reader runs it itself (``_answers_at_once``), so no close of the peer can
+        be seen meanwhile and the request needs no cancel scope of its own (entering one is a
+        tenth of a Metadata round trip's own cost)."""
         self._busy = True
         try:
+            if at_once:
+                return await self._contained(frame, arrived_ms)
             with trio.CancelScope() as self._current:
                 if self.peer_closed:
                     self._current.cancel()  # run up to the first wait only
-                try:
-                    keep = await self._process(frame, arrived_ms)
-                except Exception as exc:  # a bug outside a handler closes this connection, never the cluster
-                    self.cluster.trace.emit(Kind.HANDLER_ERROR, broker=self.broker.id, conn=self.id, client_id=self.client_id,
-                                            client_addr=self.addr, details={
-                                                "stage": "pipeline", "error": f"{type(exc).__name__}: {exc}"})
-                    log.error("broker %s: connection %s failed", self.broker.id, self.id, exc_info=exc)
-                    self.abort(f"internal error: {type(exc).__name__}: {exc}")
-                    return False
+                return await self._contained(frame, arrived_ms)
         finally:
             self._current = None
             self._busy = False
-        return keep
+        return True   # the scope was cancelled: the request ended there, the connection stays
+
+    async def _contained(self, frame: bytes, arrived_ms: float | None) -> bool:
+        try:
+            return await self._process(frame, arrived_ms)
+        except Exception as exc:  # a bug outside a handler closes this connection, never the cluster
+            self.cluster.trace.emit(Kind.HANDLER_ERROR, broker=self.broker.id, conn=self.id, client_id=self.client_id,
+                                    client_addr=self.addr, details={
+                                        "stage": "pipeline", "error": f"{type(exc).__name__}: {exc}"})
+            log.error("broker %s: connection %s failed", self.broker.id, self.id, exc_info=exc)
+            self.abort(f"internal error: {type(exc).__name__}: {exc}")
+            return False
 
     # -- one request --------------------------------------------------------------------------
     async def _process(self, frame: bytes, arrived_ms: float | None = None) -> bool:
         """Handle one request; False means the connection must close."""
         if self.sasl is not None and self.sasl.raw_tokens:
             return await raw_sasl_token(self, frame)
-        anomalies: list[str] = []
-        try:
-            header = decode_request_header(frame, anomalies)
-        except ProtocolError as exc:
-            self.abort(f"corrupt request header: {exc}")
-            return False
+        repeat = repeat_key(frame)
+        before = decoded_before(repeat, frame)
+        if before is not None:
+            header, body, anomalies = before
+        else:
+            anomalies = []
+            try:
+                header = decode_request_header(frame, anomalies)
+            except ProtocolError as exc:
+                self.abort(f"corrupt request header: {exc}")
+                return False
         if header.client_id != self.client_id:
             self.client_id = header.client_id   # else keep the one string: trace events share it
         ctx = RequestContext(self.cluster, self.broker, self.id, self.addr, header.api_key, header.api_version,
-                             header.correlation_id, self.client_id, self)
+                             header.correlation_id, self.client_id, self, repeat)
         rng = advertised_range(self.cluster, header.api_key)
         if rng is None or not rng[0] <= header.api_version <= rng[1]:
             if header.api_key == API_VERSIONS:
@@ -237,11 +251,13 @@ class Connection:
                         details={"unsupported": True})
             self.abort(f"unsupported API key {header.api_key} version {header.api_version}")
             return False
-        try:
-            _, body = decode_request(frame, header, records_as_views=True, anomalies=anomalies)
-        except ProtocolError as exc:
-            self.abort(f"malformed request: {exc}")
-            return False
+        if before is None:
+            try:
+                _, body = decode_request(frame, header, records_as_views=True, anomalies=anomalies)
+            except ProtocolError as exc:
+                self.abort(f"malformed request: {exc}")
+                return False
+            remember_decoded(repeat, header, body, anomalies)
         if self.sasl is not None and not await sasl_admits(self, ctx, body):
             return False
         if anomalies:
@@ -272,18 +288,20 @@ class Connection:
 
     async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None, request_bytes: int = 0) -> bool:
         """Handle one decoded request; while it is handled it is listed in ``inflight`` as (api key,
-        arrival ms, body): the console derives the rest when it draws, not every request here."""
-        self.inflight[ctx.correlation_id] = (ctx.api_key, self.cluster.now_ms(), body)   # read by the console only
+        the time of its recv event, body): the console derives the rest when it draws, not every
+        request here."""
+        fields = ctx.trace_fields()
+        topics, received_ms = self._trace_recv(ctx, body, fields, arrived_ms)
+        self.inflight[ctx.correlation_id] = (ctx.api_key, received_ms, body)   # read by the console only
         try:
-            return await self._handle_one(ctx, body, arrived_ms, request_bytes)
+            return await self._handle_one(ctx, body, fields, topics, request_bytes)
         finally:
             self.inflight.pop(ctx.correlation_id, None)
 
-    async def _handle_one(self, ctx: RequestContext, body, arrived_ms: float | None, request_bytes: int) -> bool:
-        fields = ctx.trace_fields()
-        topics = self._trace_recv(ctx, body, fields, arrived_ms)
+    async def _handle_one(self, ctx: RequestContext, body, fields: dict[str, Any], topics: list[tuple[str, int | None]],
+                          request_bytes: int) -> bool:
         decision = self._decide(ctx.api_key, ctx.api_version, topics, fields)
-        if not await self._faults_before(decision, ctx.api_key):
+        if decision.applied and not await self._faults_before(decision, ctx.api_key):
             return False
         terminal = decision.terminal
         response: Mapping[str, Any] | None
@@ -291,7 +309,7 @@ class Connection:
             if terminal is not None and terminal.type == "error":
                 response = error_response(ctx.api_key, ctx.api_version, body, terminal.error)
             else:
-                handler = REGISTRY[ApiKey(ctx.api_key)].handler
+                handler = REGISTRY[ctx.api_key].handler   # (an int finds its ApiKey)
                 if self.cluster.security.authorizer is None:
                     response = await handler(ctx, body)
                 else:
@@ -328,8 +346,10 @@ class Connection:
     def _quota_throttle(self, ctx: RequestContext, request_bytes: int, response_bytes: int) -> float:
         """KafkaApis: a Produce's request size counts against producer_byte_rate, a Fetch's
         response size against consumer_byte_rate (quotas.py); the throttle, traced, or 0."""
-        key = {PRODUCE: "producer_byte_rate", FETCH: "consumer_byte_rate"}.get(ctx.api_key)
-        if key is None or not self.cluster.quotas.values:
+        if not self.cluster.quotas.values:
+            return 0.0
+        key = QUOTA_KEYS.get(ctx.api_key)
+        if key is None:
             return 0.0
         amount = request_bytes if ctx.api_key == PRODUCE else response_bytes
         throttle = self.cluster.quotas.record(ctx.client_id or "", key, amount, trio.current_time())
@@ -344,6 +364,8 @@ class Connection:
                 fields: dict[str, Any]) -> Decision:
         """The fault rules that apply to this request, each traced as ``fault_applied``."""
         cluster = self.cluster
+        if not cluster.faults.rules:
+            return Decision()
         facts = RequestFacts(self.broker.id, api_key, api_version, self.client_id, self.id, frozenset(topics))
         decision = cluster.faults.decide(facts, cluster.now_ms())
         for rule in decision.applied:
@@ -387,8 +409,9 @@ class Connection:
         return True
 
     def _trace_recv(self, ctx: RequestContext, body: Any, fields: dict[str, Any],
-                    arrived_ms: float | None) -> list[tuple[str, int | None]]:
-        """Trace the request's arrival; return the (topic, partition) pairs it names."""
+                    arrived_ms: float | None) -> tuple[list[tuple[str, int | None]], float]:
+        """Trace the request's arrival; return the (topic, partition) pairs it names and the
+        event's time."""
         cluster = self.cluster
         topics = topics_of(cluster, ctx.api_key, body)
         details = request_details(topics, ctx.api_key, body)
@@ -397,14 +420,13 @@ class Connection:
             # connection): when it reached the broker is what the client did, ``t_ms`` is when
             # the broker got to it
             details["arrived_ms"] = arrived_ms
-        cluster.trace.emit(Kind.RECV, **fields, details=details or None)
-        return topics
+        return topics, cluster.trace.emit_request(Kind.RECV, fields, details).t_ms
 
     def _encode(self, ctx: RequestContext, body: Any, response: Mapping[str, Any]) -> tuple[bytes, list[int]] | None:
         """The answer's bytes and error codes; an answer this version cannot carry gets Kafka's
         error answer instead, and None means the connection was closed."""
         try:
-            return encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
+            return encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response, ctx.repeat)
         except Exception as exc:
             fallback = self._handler_failed(ctx, body, exc, "encoder")
             if fallback is None:
@@ -446,9 +468,9 @@ class Connection:
         fields = fields or {"broker": self.broker.id, "conn": self.id, "client_id": self.client_id,
                             "client_addr": self.addr, "correlation_id": correlation_id, "api_key": api_key,
                             "api": ApiKey(api_key).api_name, "api_version": version}
-        self.cluster.trace.emit(Kind.SEND, **fields, details={"errors": sorted(set(errors))} if errors else None)
+        self.cluster.trace.emit_request(Kind.SEND, fields, {"errors": sorted(set(errors))} if errors else None)
         try:
-            await self.stream.send_all(out)
+            await socket_io.send_all(self.stream, out)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._closed_by("client", "reset while sending a response")
             return False

@@ -140,10 +140,20 @@ class Trace:
         return round((self._clock() - self._start) * 1000.0, 3)
 
     def emit(self, kind: Kind | str, **fields: Any) -> TraceEvent:
-        kind = Kind(kind)   # ValueError for a kind nobody reads
+        if type(kind) is not Kind:
+            kind = Kind(kind)   # ValueError for a kind nobody reads
         details = fields.pop("details", None) or {}
-        event = TraceEvent(self.now_ms(), kind, details=details, **fields)
-        if kind is Kind.HANDLER_ERROR:
+        return self._add(TraceEvent(self.now_ms(), kind, details=details, **fields))
+
+    def emit_request(self, kind: Kind, fields: dict[str, Any], details: dict[str, Any] | None) -> TraceEvent:
+        """``emit`` of a request's own event, ``fields`` as ``RequestContext.trace_fields`` makes
+        them: built positionally, twice as fast as keywords on the path every request takes."""
+        f = fields
+        return self._add(TraceEvent(self.now_ms(), kind, f["broker"], f["conn"], f["client_id"], f["client_addr"],
+                                    f["correlation_id"], f["api_key"], f["api"], f["api_version"], details or {}))
+
+    def _add(self, event: TraceEvent) -> TraceEvent:
+        if event.kind is Kind.HANDLER_ERROR:
             HANDLER_ERRORS.record(event)
         size = event_bytes(event)
         self.events.append(event)

@@ -3,11 +3,18 @@
 A ``handler_error`` is a bug in the emulator (an exception escaped a handler or an encoder: the
 client got UNKNOWN_SERVER_ERROR or lost its connection). Any test during which one happened, in
 any cluster of this process, fails with it — unless it is marked ``handler_errors_expected``
-(tests of that very path)."""
+(tests of that very path).
+
+Kept Metadata answers are checked against fresh ones throughout (``broker_emu.cluster_shape``),
+in this process and in every ``broker-emu serve`` a test starts (the environment is inherited)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+os.environ["BROKER_EMU_VERIFY_SHAPE"] = "1"   # before broker_emu is imported: it reads it once
 
 from broker_emu.trace import HANDLER_ERRORS
 

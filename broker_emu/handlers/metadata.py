@@ -16,6 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from broker_emu import cluster_shape
 from broker_emu.context import RequestContext
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
 from broker_emu.handlers.authorized import (
@@ -36,23 +37,31 @@ from client.protocol.wire import Message
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def partition_metadata(cluster, p) -> dict:
-    alive = cluster.is_alive(p.leader)
+def partition_metadata(cluster, p, live: set[int] | None = None) -> dict:
+    """``live``: the ids of the live brokers, when the caller describes many partitions."""
+    if live is None:
+        live = _live_ids(cluster)
+    alive = p.leader in live
     return {
         "error_code": E.NONE if alive else E.LEADER_NOT_AVAILABLE,
         "partition_index": p.index,
         "leader_id": p.leader if alive else -1,
         "leader_epoch": p.leader_epoch,
         "replica_nodes": list(p.replicas),
-        "isr_nodes": [b for b in p.isr if cluster.is_alive(b)],
-        "offline_replicas": [b for b in p.replicas if not cluster.is_alive(b)],
+        "isr_nodes": [b for b in p.isr if b in live],
+        "offline_replicas": [b for b in p.replicas if b not in live],
     }
 
 
+def _live_ids(cluster) -> set[int]:
+    return {b.id for b in cluster.brokers.values() if b.alive}
+
+
 def topic_metadata(cluster, topic, ops: int = NOT_REQUESTED) -> dict:
+    live = _live_ids(cluster)
     return {"error_code": E.NONE, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.name in KAFKA_INTERNAL_TOPICS,
-            "partitions": [partition_metadata(cluster, p) for p in topic.partitions],
+            "partitions": [partition_metadata(cluster, p, live) for p in topic.partitions],
             "topic_authorized_operations": ops}
 
 
@@ -62,8 +71,35 @@ def topic_error(error: int, name: str | None, topic_id: uuid.UUID = ZERO_UUID, o
             "partitions": [], "topic_authorized_operations": ops}
 
 
+KEPT_ANSWERS = 256   # per cluster: repeated requests x listeners
+
+
 @handles(ApiKey.METADATA, 0, 12)
 async def metadata(ctx: RequestContext, req: Message) -> dict[str, Any]:
+    """A request seen before (``ctx.repeat``) gets the answer built for it then while the
+    cluster's shape has not changed since (``broker_emu.cluster_shape``), per listener (the ports
+    differ); not under an authorizer, whose answers depend on the principal and the ACLs."""
+    cluster = ctx.cluster
+    if ctx.repeat is None or cluster.security.authorizer is not None:
+        return _answer(ctx, req)
+    key = (ctx.repeat, getattr(ctx.connection, "protocol", None))
+    generation = cluster_shape.generation()   # read first: a topic auto-created below moves it
+    kept = cluster.kept_metadata.get(key)
+    if kept is not None and kept[0] == generation:
+        if cluster_shape.VERIFY:
+            fresh = _answer(ctx, req)
+            if fresh != kept[1]:
+                raise AssertionError(f"a kept Metadata answer is stale (its shape changed without "
+                                     f"cluster_shape.changed()): kept {kept[1]!r}, now {fresh!r}")
+        return kept[1]
+    answer = _answer(ctx, req)
+    if len(cluster.kept_metadata) >= KEPT_ANSWERS:
+        cluster.kept_metadata.clear()
+    cluster.kept_metadata[key] = (generation, answer)
+    return answer
+
+
+def _answer(ctx: RequestContext, req: Message) -> dict[str, Any]:
     cluster = ctx.cluster
     v = ctx.api_version
     requested = req.topics

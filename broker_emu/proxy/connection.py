@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from broker_emu.context import API_NAMES
-from broker_emu.encoded_responses import encode_with_errors
 from broker_emu.faults import Decision
 from broker_emu.handlers import error_codes, error_response, request_details, topics_of
 from broker_emu.proxy.answers import ADDRESS_APIS, address_entries, cap_api_versions, produce_acks
 from broker_emu.proxy.upstream import Node, Upstream, UpstreamError
+from broker_emu.repeated_requests import encode_with_errors
 from broker_emu.server import Connection
 from client.protocol import (
     ApiKey,

@@ -2,11 +2,12 @@
 cluster, batches stored without a copy read back stamped and intact, requests answered by the
 reader keep their order, and the in-memory logs are bounded by default."""
 
+import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu import cluster_shape, open_cluster
 from broker_emu.config import broker_config
-from broker_emu.encoded_responses import encode_with_errors
+from broker_emu.repeated_requests import decoded_before, encode_with_errors, remember_decoded, repeat_key
 from client.protocol import decode_request, encode_request, encode_response
 from client.protocol.records import decode_batch, verify_crc
 from tests.cluster.wire import WireClient, fetch_body, leader_of, produce_body
@@ -22,10 +23,58 @@ def test_a_cached_answer_is_byte_identical_to_a_fresh_encoding():
     body = {"throttle_time_ms": 0, "brokers": [{"node_id": 1, "host": "h", "port": 9, "rack": None}],
             "cluster_id": "c", "controller_id": 1, "topics": [{"error_code": 3, "name": "gone", "partitions": []}]}
     for version in (0, 9, 12):  # classic and flexible response headers
+        request = repeat_key(encode_request(METADATA, version, 5, "c", metadata_body("gone"))[4:])
         for corr in (1, 77, 2**31 - 1):
-            frame, errors = encode_with_errors(METADATA, version, corr, body)
+            frame, errors = encode_with_errors(METADATA, version, corr, body, request)
             assert frame == encode_response(METADATA, version, corr, body)
             assert errors == [3]
+        # an answer that differs from the kept one is encoded afresh, never the kept bytes
+        moved = {**body, "controller_id": 2}
+        assert encode_with_errors(METADATA, version, 9, moved, request)[0] == encode_response(METADATA, version, 9, moved)
+
+
+def test_a_repeated_request_is_decoded_once_with_its_own_correlation_id():
+    first = encode_request(METADATA, 12, 1, "c", metadata_body("t"))[4:]
+    again = encode_request(METADATA, 12, 2, "c", metadata_body("t"))[4:]
+    key = repeat_key(first)
+    assert key is not None and key == repeat_key(again)
+    header, body = decode_request(first)
+    remember_decoded(key, header, body, ["an anomaly"])
+    hit = decoded_before(repeat_key(again), again)
+    assert hit is not None
+    assert (hit[0].correlation_id, hit[0].client_id, hit[1], hit[2]) == (2, "c", body, ["an anomaly"])
+    other_client = encode_request(METADATA, 12, 3, "d", metadata_body("t"))[4:]
+    assert decoded_before(repeat_key(other_client), other_client) is None
+    produce = encode_request(PRODUCE, 9, 1, "c", produce_body("t", 0, [b"x"]))[4:]
+    assert repeat_key(produce) is None   # only the APIs clients repeat are kept
+
+
+async def test_a_kept_metadata_answer_serves_repeats_until_the_shape_changes(autojump_clock):
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
+        w = WireClient(cluster.connect(min(cluster.brokers)))
+        await w.call(METADATA, 12, metadata_body("t"))
+        kept = next(iter(cluster.kept_metadata.values()))
+        await w.call(METADATA, 12, metadata_body("t"))
+        assert next(iter(cluster.kept_metadata.values())) is kept    # answered again, not rebuilt
+        cluster.create_topic("u", 1, 1)
+        await w.call(METADATA, 12, metadata_body("t"))
+        assert next(iter(cluster.kept_metadata.values())) is not kept   # another topic: rebuilt
+
+
+@pytest.mark.handler_errors_expected
+async def test_a_shape_change_nobody_announced_fails_the_check_the_suite_runs_with(autojump_clock, monkeypatch):
+    # the safety net of the kept answers: a change made without cluster_shape.changed() would
+    # answer with an old shape; under VERIFY (the suite's setting) it is a handler error instead
+    assert cluster_shape.VERIFY
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
+        w = WireClient(cluster.connect(min(cluster.brokers)))
+        await w.call(METADATA, 12, metadata_body("t"))
+        monkeypatch.setattr(cluster_shape, "changed", lambda: None)
+        old = leader_of(cluster, "t")
+        cluster.move_leader("t", 0, next(b for b in cluster.partition("t", 0).replicas if b != old))
+        await w.call(METADATA, 12, metadata_body("t"))
+        errors = cluster.trace.query(kind="handler_error")
+        assert len(errors) == 1 and "a kept Metadata answer is stale" in errors[0].details["error"]
 
 
 async def test_cached_metadata_follows_leader_moves_and_broker_stops(autojump_clock):

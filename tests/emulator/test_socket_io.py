@@ -1,0 +1,72 @@
+"""broker_emu.socket_io: the broker's reads and writes on plain TCP bypass trio's extra
+scheduler pass, and still deliver every byte in order, end and fail as trio's streams do."""
+
+import socket
+import struct
+
+import pytest
+import trio
+import trio.testing
+
+from broker_emu import socket_io
+
+
+async def _pair() -> tuple[trio.SocketStream, trio.SocketStream]:
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    client = await trio.open_tcp_stream("127.0.0.1", port)
+    server = await listeners[0].accept()
+    await listeners[0].aclose()
+    return client, server
+
+
+async def test_a_write_larger_than_the_socket_takes_arrives_whole_and_in_order():
+    client, server = await _pair()
+    data = bytes(range(256)) * (32 << 10)   # 8 MB: far more than the kernel takes at once
+    got = bytearray()
+
+    async def read_slowly():
+        while len(got) < len(data):
+            chunk = await socket_io.receive_some(client, 1 << 16)
+            assert chunk
+            got.extend(chunk)
+            await trio.sleep(0.001)   # a slow reader: the writer meets a full socket
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read_slowly)
+        await socket_io.send_all(server, data)
+    assert got == data
+    await client.aclose()
+    await server.aclose()
+
+
+async def test_the_end_of_the_stream_reads_empty_and_a_reset_fails_as_trio_fails():
+    client, server = await _pair()
+    await client.send_all(b"last")
+    await client.aclose()
+    assert await socket_io.receive_some(server, 100) == b"last"
+    assert await socket_io.receive_some(server, 100) == b""
+    await server.aclose()
+
+    client, server = await _pair()
+    client.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    await client.aclose()   # RST instead of FIN
+    await trio.sleep(0.05)
+    with pytest.raises(trio.BrokenResourceError):
+        for _ in range(3):   # the first write may still be taken before the reset is seen
+            await socket_io.send_all(server, b"x" * 1000)
+            await trio.sleep(0.05)
+    await server.aclose()
+
+
+async def test_a_closed_stream_and_other_streams_keep_trios_behaviour():
+    client, server = await _pair()
+    await server.aclose()
+    with pytest.raises(trio.ClosedResourceError):
+        await socket_io.send_all(server, b"x")
+    with pytest.raises(trio.ClosedResourceError):
+        await socket_io.receive_some(server, 10)
+    await client.aclose()
+    a, b = trio.testing.memory_stream_pair()
+    await socket_io.send_all(a, b"in memory")
+    assert await socket_io.receive_some(b, 100) == b"in memory"
