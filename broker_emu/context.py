@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from broker_emu.cluster import Broker, Cluster
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestContext:
     cluster: "Cluster"
     broker: "Broker"

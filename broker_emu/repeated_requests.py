@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from broker_emu.handlers import error_codes
+from broker_emu.handlers import error_codes, request_details, topics_of
 from client.protocol import ApiKey, RequestHeader, encode_response, response_header_version
 
 REPEATED_APIS = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR,
@@ -32,6 +32,7 @@ _SIZE_AND_ID = struct.Struct(">ii")
 _LIMIT = 512  # distinct requests kept (topics requested x versions x client ids)
 
 _decoded: OrderedDict[bytes, tuple[RequestHeader, Any, tuple[str, ...]]] = OrderedDict()
+_facts: OrderedDict[bytes, tuple[list[tuple[str, int | None]], dict[str, Any]]] = OrderedDict()
 _encoded: OrderedDict[bytes, tuple[Mapping[str, Any], bytes, list[int]]] = OrderedDict()
 
 
@@ -62,6 +63,20 @@ def decoded_before(key: bytes | None, frame: bytes) -> tuple[RequestHeader, Any,
 def remember_decoded(key: bytes | None, header: RequestHeader, body: Any, anomalies: list[str]) -> None:
     if key is not None:
         _remember(_decoded, key, (header, body, tuple(anomalies)))
+
+
+def request_facts(key: bytes | None, cluster: Any, api_key: int, body: Any) -> tuple[list[tuple[str, int | None]], dict[str, Any]]:
+    """``topics_of`` and ``request_details`` of a request (what the trace and the fault rules
+    read of it): a repeat's are the first time's when it names its topics by name (an id is
+    looked up in the cluster, which changes). The details are a fresh dict each time: the
+    trace event keeps it."""
+    kept = _facts.get(key) if key is not None else None
+    if kept is None:
+        topics = topics_of(cluster, api_key, body)
+        kept = (topics, request_details(topics, api_key, body))
+        if key is not None and all(t.get("name") for t in body.get("topics") or ()):
+            _remember(_facts, key, kept)
+    return kept[0], dict(kept[1])
 
 
 def encode_with_errors(api_key: int, version: int, correlation_id: int, body: Mapping[str, Any],

@@ -27,10 +27,10 @@ import trio
 from broker_emu import socket_io
 from broker_emu.context import RequestContext
 from broker_emu.faults import Decision, RequestFacts
-from broker_emu.handlers import CloseConnection, error_response, request_details, topics_of
+from broker_emu.handlers import CloseConnection, error_response
 from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
 from broker_emu.registry import REGISTRY, advertised_range
-from broker_emu.repeated_requests import decoded_before, encode_with_errors, remember_decoded, repeat_key
+from broker_emu.repeated_requests import decoded_before, encode_with_errors, remember_decoded, repeat_key, request_facts
 from broker_emu.security.enforce import call_authorized
 from broker_emu.security.gate import raw_sasl_token, sasl_admits
 from broker_emu.security.session import SaslSession
@@ -202,19 +202,11 @@ class Connection:
         self._busy = True
         try:
             if at_once:
-                return await self._contained(frame, arrived_ms)
+                return await self._process(frame, arrived_ms)
             with trio.CancelScope() as self._current:
                 if self.peer_closed:
                     self._current.cancel()  # run up to the first wait only
-                return await self._contained(frame, arrived_ms)
-        finally:
-            self._current = None
-            self._busy = False
-        return True   # the scope was cancelled: the request ended there, the connection stays
-
-    async def _contained(self, frame: bytes, arrived_ms: float | None) -> bool:
-        try:
-            return await self._process(frame, arrived_ms)
+                return await self._process(frame, arrived_ms)
         except Exception as exc:  # a bug outside a handler closes this connection, never the cluster
             self.cluster.trace.emit(Kind.HANDLER_ERROR, broker=self.broker.id, conn=self.id, client_id=self.client_id,
                                     client_addr=self.addr, details={
@@ -222,6 +214,10 @@ class Connection:
             log.error("broker %s: connection %s failed", self.broker.id, self.id, exc_info=exc)
             self.abort(f"internal error: {type(exc).__name__}: {exc}")
             return False
+        finally:
+            self._current = None
+            self._busy = False
+        return True   # the scope was cancelled: the request ended there, the connection stays
 
     # -- one request --------------------------------------------------------------------------
     async def _process(self, frame: bytes, arrived_ms: float | None = None) -> bool:
@@ -337,7 +333,10 @@ class Connection:
             encoded = self._encode(ctx, body, response)
             if encoded is None:
                 return False
-        sent = await self._send_faulted(encoded[0], encoded[1], decision, fields)
+        if decision.applied or decision.throttle_ms:
+            sent = await self._send_faulted(encoded[0], encoded[1], decision, fields)
+        else:
+            sent = await self._send(encoded[0], ctx.correlation_id, ctx.api_key, ctx.api_version, encoded[1], fields)
         if self.sasl is not None and self.sasl.close_after_answer:
             self.abort("SASL authentication failed")
             return False
@@ -413,8 +412,7 @@ class Connection:
         """Trace the request's arrival; return the (topic, partition) pairs it names and the
         event's time."""
         cluster = self.cluster
-        topics = topics_of(cluster, ctx.api_key, body)
-        details = request_details(topics, ctx.api_key, body)
+        topics, details = request_facts(ctx.repeat, cluster, ctx.api_key, body)
         if arrived_ms is not None and arrived_ms < cluster.now_ms():
             # it waited behind earlier requests (answers go in order; a throttle mutes the
             # connection): when it reached the broker is what the client did, ``t_ms`` is when
