@@ -24,6 +24,7 @@ from typing import Any
 
 from broker_emu.handlers import error_codes, request_details, topics_of
 from client.protocol import ApiKey, RequestHeader, encode_response, response_header_version
+from client.protocol.framing import Frame
 
 REPEATED_APIS = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR,
                                            ApiKey.DESCRIBE_CLUSTER))
@@ -36,7 +37,7 @@ _facts: OrderedDict[bytes, tuple[list[tuple[str, int | None]], dict[str, Any]]] 
 _encoded: OrderedDict[bytes, tuple[Mapping[str, Any], bytes, list[int]]] = OrderedDict()
 
 
-def repeat_key(frame: bytes) -> bytes | None:
+def repeat_key(frame: Frame) -> bytes | None:
     """The request without its correlation id, for the APIs whose requests repeat; else None."""
     if len(frame) > MAX_REQUEST_BYTES or len(frame) < 8 or int.from_bytes(frame[:2], "big") not in REPEATED_APIS:
         return None
@@ -49,7 +50,7 @@ def _remember(cache: OrderedDict, key: Any, value: Any) -> None:
         cache.popitem(last=False)
 
 
-def decoded_before(key: bytes | None, frame: bytes) -> tuple[RequestHeader, Any, list[str]] | None:
+def decoded_before(key: bytes | None, frame: Frame) -> tuple[RequestHeader, Any, list[str]] | None:
     """(header, body, anomalies) of a request decoded before, with this frame's correlation id."""
     hit = _decoded.get(key) if key is not None else None
     if hit is None:

@@ -38,7 +38,7 @@ from broker_emu.trace import Kind
 from client.errors import ErrorCode
 from client.protocol import ApiKey, decode_request, decode_request_header, encode_response
 from client.protocol.errors import ProtocolError
-from client.protocol.framing import FrameSplitter, FrameTooLargeError
+from client.protocol.framing import Frame, FrameSplitter, FrameTooLargeError
 
 if TYPE_CHECKING:
     from broker_emu.cluster import Broker, Cluster
@@ -48,6 +48,10 @@ READ_AHEAD_FRAMES = 64       # ... and small requests pipelined by a client that
 FRAME_OVERHEAD = 256         # what a queued frame costs beyond its bytes (object, tuple, timestamp)
 log = logging.getLogger("broker_emu.server")
 API_VERSIONS, PRODUCE, FETCH = int(ApiKey.API_VERSIONS), int(ApiKey.PRODUCE), int(ApiKey.FETCH)
+# Reads: chunks of up to 1 MB; after a large frame received in place (FrameSplitter.room) a
+# short one, so that the next large frame's size is known before most of it was read into a
+# chunk that would then be copied into its buffer (a second copy of every byte)
+CHUNK_BYTES, AFTER_LARGE_CHUNK_BYTES = 1 << 20, 64 << 10
 QUOTA_KEYS = {PRODUCE: "producer_byte_rate", FETCH: "consumer_byte_rate"}
 # handlers that answer without waiting on anything (no purgatory, no group join)
 ANSWERS_AT_ONCE = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR,
@@ -131,20 +135,28 @@ class Connection:
 
     async def _reader(self, send: trio.MemorySendChannel) -> None:
         splitter = FrameSplitter(self.cluster.config["socket.request.max.bytes"])
+        chunk = CHUNK_BYTES
         async with send:
             while True:
+                room = splitter.room()   # the rest of a large frame goes straight into its buffer
                 try:
-                    data = await socket_io.receive_some(self.stream, 1 << 20)
+                    if room is not None:
+                        got = await socket_io.receive_into(self.stream, room)
+                        chunk = AFTER_LARGE_CHUNK_BYTES
+                    else:
+                        data = await socket_io.receive_some(self.stream, chunk)
+                        got = len(data)
+                        chunk = CHUNK_BYTES
                 except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                     if isinstance(exc.__cause__, ssl.SSLError):   # e.g. no client certificate (ssl.client.auth)
                         self.abort(f"TLS failed: {exc.__cause__.reason or exc.__cause__}")
                         return
-                    data = b""
-                if not data:
+                    got = 0
+                if not got:
                     self._peer_closed(splitter.buffered)
                     return  # closing ``send`` lets the processor drain what was received
                 try:
-                    frames = splitter.feed(bytes(data))
+                    frames = splitter.received(got) if room is not None else splitter.feed(bytes(data))
                 except FrameTooLargeError as exc:
                     self.abort(str(exc))
                     return
@@ -184,7 +196,7 @@ class Connection:
             if not await self._run_one(frame, arrived_ms) and not self.peer_closed:
                 return
 
-    def _answers_at_once(self, frame: bytes) -> bool:
+    def _answers_at_once(self, frame: Frame) -> bool:
         """Whether the reader may handle this request itself instead of handing it to the
         processor task: nothing ahead of it, an API whose handler never waits, and no fault
         rules (a rule could delay it, and the reader must keep reading while a request waits,
@@ -194,7 +206,7 @@ class Connection:
                 and not self.cluster.faults.rules and not self.peer_closed
                 and (self.sasl is None or not self.sasl.raw_tokens))
 
-    async def _run_one(self, frame: bytes, arrived_ms: float | None = None, at_once: bool = False) -> bool:
+    async def _run_one(self, frame: Frame, arrived_ms: float | None = None, at_once: bool = False) -> bool:
         """Handle one request, containing handler bugs to this connection; False: close it.
         ``at_once``: the reader runs it itself (``_answers_at_once``), so no close of the peer can
         be seen meanwhile and the request needs no cancel scope of its own (entering one is a
@@ -220,7 +232,7 @@ class Connection:
         return True   # the scope was cancelled: the request ended there, the connection stays
 
     # -- one request --------------------------------------------------------------------------
-    async def _process(self, frame: bytes, arrived_ms: float | None = None) -> bool:
+    async def _process(self, frame: Frame, arrived_ms: float | None = None) -> bool:
         """Handle one request; False means the connection must close."""
         if self.sasl is not None and self.sasl.raw_tokens:
             return await raw_sasl_token(self, frame)

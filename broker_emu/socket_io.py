@@ -42,6 +42,25 @@ async def receive_some(stream: trio.abc.Stream, max_bytes: int) -> bytes | bytea
             raise trio.BrokenResourceError(str(exc)) from exc
 
 
+async def receive_into(stream: trio.abc.Stream, room: memoryview) -> int:
+    """Receive up to ``len(room)`` bytes into ``room`` (a large frame's buffer,
+    ``FrameSplitter.room``): how many, 0 at the end of the stream. On plain TCP the kernel copies
+    them there directly; other streams receive a chunk that is copied in."""
+    fd = _plain_fd(stream)
+    if fd < 0:
+        data = await stream.receive_some(len(room))
+        room[:len(data)] = data
+        return len(data)
+    while True:
+        await trio.lowlevel.wait_readable(fd)
+        try:
+            return os.readv(fd, [room])
+        except BlockingIOError:
+            continue
+        except OSError as exc:
+            raise trio.BrokenResourceError(str(exc)) from exc
+
+
 async def send_all(stream: trio.abc.Stream, data: bytes) -> None:
     """``stream.send_all(data)``, without a yield when the kernel takes all of it at once."""
     fd = _plain_fd(stream)

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from typing import Any, Iterator
 
 from client.protocol import ApiKey, ProtocolError, supported_versions
+from client.protocol.framing import Frame
 
 ADDRESS_APIS = frozenset({int(ApiKey.METADATA), int(ApiKey.FIND_COORDINATOR), int(ApiKey.DESCRIBE_CLUSTER)})
 BROKER_ENDPOINTS = 1   # DescribeCluster's endpoint_type for brokers (2: controllers)
@@ -109,7 +110,7 @@ def cap_api_versions(body: Any) -> bool:
     return changed
 
 
-def _uvarint(frame: bytes, pos: int) -> tuple[int, int]:
+def _uvarint(frame: Frame, pos: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if pos >= len(frame) or shift > 28:
@@ -122,7 +123,7 @@ def _uvarint(frame: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def produce_acks(frame: bytes, body_start: int, version: int) -> int | None:
+def produce_acks(frame: Frame, body_start: int, version: int) -> int | None:
     """A Produce request's acks, read from the bytes (for versions the codec cannot decode:
     whether an answer will come back depends on it). ``body_start`` is where a v1 request header
     ends; flexible versions have a tagged section there first. None if the bytes do not say."""

@@ -39,6 +39,7 @@ from client.protocol import (
     supported_versions,
 )
 from client.protocol.errors import ProtocolError
+from client.protocol.framing import Frame
 
 if TYPE_CHECKING:
     from broker_emu.proxy.proxy import Proxy, ProxyBroker
@@ -94,7 +95,7 @@ class ProxyConnection(Connection):
     def _upstream_closed(self, reason: str) -> None:
         self.abort(reason)
 
-    def _answers_at_once(self, frame: bytes) -> bool:
+    def _answers_at_once(self, frame: Frame) -> bool:
         """Never: every request waits on the upstream, and the reader must keep reading while it
         does, so that a client that gives up is seen (and its upstream connection closed) even
         when the upstream never answers (measured: the emulator's shortcut would save ~0.1 ms
@@ -102,7 +103,7 @@ class ProxyConnection(Connection):
         return False
 
     # -- one request ----------------------------------------------------------------------------
-    async def _process(self, frame: bytes, arrived_ms: float | None = None) -> bool:
+    async def _process(self, frame: Frame, arrived_ms: float | None = None) -> bool:
         try:
             header = decode_request_header(frame)
         except ProtocolError as exc:
@@ -135,7 +136,7 @@ class ProxyConnection(Connection):
     def _api_versions_range(self) -> tuple[int, int]:
         return supported_versions(API_VERSIONS)
 
-    def _decode(self, frame: bytes, header: RequestHeader, fields: dict[str, Any]) -> Any:
+    def _decode(self, frame: Frame, header: RequestHeader, fields: dict[str, Any]) -> Any:
         """The request's body, or None when the codec cannot read it (it goes through as is).
         What Kafka accepts but a strict read would not is traced as on the emulator."""
         if not codec_knows(header.api_key, header.api_version):
@@ -149,7 +150,7 @@ class ProxyConnection(Connection):
             self.proxy.trace.emit("request_anomaly", **fields, details={"anomalies": anomalies, "bytes": len(frame)})
         return body
 
-    async def _answer(self, frame: bytes, header: RequestHeader, body: Any, decision: Decision,
+    async def _answer(self, frame: Frame, header: RequestHeader, body: Any, decision: Decision,
                       fields: dict[str, Any]) -> bool:
         terminal = decision.terminal
         answer: Answer | None
@@ -191,7 +192,7 @@ class ProxyConnection(Connection):
         return encode_response(header.api_key, header.api_version, header.correlation_id, decoded)
 
     # -- the upstream round trip ----------------------------------------------------------------
-    async def _forward(self, frame: bytes, header: RequestHeader, body: Any) -> Answer | None:
+    async def _forward(self, frame: Frame, header: RequestHeader, body: Any) -> Answer | None:
         upstream = self.upstream
         assert upstream is not None
         await upstream.send(frame)

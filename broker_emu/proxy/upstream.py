@@ -16,7 +16,7 @@ import trio
 
 from client.protocol import ApiKey, decode_response, encode_request, supported_versions
 from client.protocol.errors import ProtocolError
-from client.protocol.framing import FrameSplitter, FrameTooLargeError
+from client.protocol.framing import Frame, FrameSplitter, FrameTooLargeError
 
 MAX_RESPONSE = 2**31 - 1          # answers are as big as the upstream makes them (fetch.max.bytes)
 CONNECT_TIMEOUT_S = 10.0
@@ -55,7 +55,7 @@ class Upstream:
             raise UpstreamError(f"cannot connect to upstream {host}:{port}: {exc or 'timed out'}") from None
         return cls(stream, on_close)
 
-    async def send(self, frame: bytes) -> None:
+    async def send(self, frame: Frame) -> None:
         """Send one request frame (``frame`` without its size prefix)."""
         try:
             if len(frame) > _SPLIT_SEND:

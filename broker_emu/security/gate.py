@@ -13,6 +13,7 @@ from broker_emu.security.mechanisms import SaslAbort, SaslFailure
 from broker_emu.trace import Kind
 from client.errors import ErrorCode
 from client.protocol import ApiKey
+from client.protocol.framing import Frame
 
 if TYPE_CHECKING:
     from broker_emu.server import Connection
@@ -37,12 +38,12 @@ async def sasl_admits(conn: Connection, ctx: RequestContext, body: Any) -> bool:
     return False
 
 
-async def raw_sasl_token(conn: Connection, frame: bytes) -> bool:
+async def raw_sasl_token(conn: Connection, frame: Frame) -> bool:
     """After a v0 SaslHandshake the tokens travel bare, each size-prefixed (KIP-43); a
     failure closes the connection without an answer."""
     assert conn.sasl is not None
     try:
-        answer, _ = conn.sasl.authenticate(frame, 0, trio.current_time())
+        answer, _ = conn.sasl.authenticate(bytes(frame), 0, trio.current_time())   # (tokens are small)
     except (SaslFailure, SaslAbort) as exc:
         conn.abort(f"SASL authentication failed: {exc}")
         return False

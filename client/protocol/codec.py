@@ -16,9 +16,10 @@ from typing import Any, Mapping, NamedTuple
 
 from client.protocol.build import data_construct, message_construct
 from client.protocol.errors import CorruptFrameError, UnknownApiError, UnsupportedCodecVersionError
+from client.protocol.framing import Frame
 from client.protocol.messages import ALL_APIS
 from client.protocol.schema import Api
-from client.protocol.wire import DecodeError, EncodeError, FrameIO, Message, read_tagged
+from client.protocol.wire import DecodeError, EncodeError, FrameIO, Message, read_tagged, reader_of
 
 API_VERSIONS_KEY = 18
 _HEADER_FIXED = struct.Struct(">hhih")
@@ -69,12 +70,12 @@ def response_header_version(api_key: int, version: int) -> int:
 
 # -- requests ----------------------------------------------------------------------------------
 
-def decode_request_header(frame: bytes, anomalies: list[str] | None = None) -> RequestHeader:
+def decode_request_header(frame: Frame, anomalies: list[str] | None = None) -> RequestHeader:
     """Read a request header. Works for APIs and versions the codec does not know (their
     header is assumed to be v1), so the caller can still name what it refuses. With an
     ``anomalies`` list the header's tagged section is read as Kafka reads it (see
     ``decode_request``)."""
-    if type(frame) is not bytes:
+    if type(frame) is not bytes and type(frame) is not bytearray:   # a bytearray is read in place
         frame = bytes(frame)
     try:
         api_key, version, correlation_id, n = _HEADER_FIXED.unpack_from(frame, 0)
@@ -100,7 +101,7 @@ def decode_request_header(frame: bytes, anomalies: list[str] | None = None) -> R
     if request_header_version(api_key, version) == 2:
         if pos < len(frame) and frame[pos] == 0:  # empty tagged section: the common case
             return RequestHeader(api_key, version, correlation_id, client_id, pos + 1, Message())
-        io = BytesIO(frame)
+        io = reader_of(frame)
         io.seek(pos)
         tagged = Message()
         this = {"_end": len(frame)} if anomalies is None else {"_end": len(frame), "_anomalies": anomalies}
@@ -112,7 +113,7 @@ def decode_request_header(frame: bytes, anomalies: list[str] | None = None) -> R
     return RequestHeader(api_key, version, correlation_id, client_id, pos, tagged)
 
 
-def decode_request(frame: bytes, header: RequestHeader | None = None, *,
+def decode_request(frame: Frame, header: RequestHeader | None = None, *,
                    records_as_views: bool = False,
                    anomalies: list[str] | None = None) -> tuple[RequestHeader, Message]:
     """Decode a request frame (without its size prefix) into its header and body; ``header``,
@@ -136,7 +137,7 @@ def decode_request(frame: bytes, header: RequestHeader | None = None, *,
     keys and versions. One place where we are stricter: a known tagged field whose value does not
     fill its declared size. Kafka reads the value by its type and would take the leftover bytes
     for the next tag; we refuse the frame rather than guess where that read would go."""
-    if type(frame) is not bytes:
+    if type(frame) is not bytes and type(frame) is not bytearray:   # a bytearray is read in place
         frame = bytes(frame)
     if header is None:
         header = decode_request_header(frame, anomalies)
@@ -240,11 +241,13 @@ def decode_consumer_blob(name: str, blob: bytes) -> tuple[int, Message]:
 
 # -- shared ------------------------------------------------------------------------------------
 
-def _parse(con, frame: bytes, start: int, what: str, api_key, version, allow_trailing: bool = False,
+def _parse(con, frame: Frame, start: int, what: str, api_key, version, allow_trailing: bool = False,
            views: bool = False, anomalies: list[str] | None = None):
-    io = BytesIO(frame)
+    io = reader_of(frame)
     io.seek(start)
-    this: dict[str, Any] = {"_end": len(frame), "_view": memoryview(frame)} if views else {"_end": len(frame)}
+    # read-only views even of a bytearray frame (nobody writes to a received frame): the log keeps
+    # a read-only view as it is, and copies anything it could see change
+    this: dict[str, Any] = {"_end": len(frame), "_view": memoryview(frame).toreadonly()} if views else {"_end": len(frame)}
     if anomalies is not None:
         this["_anomalies"] = anomalies
     try:

@@ -161,6 +161,37 @@ def read_records(io, this, compact: bool, nullable: bool):
     return view[pos:pos + n]
 
 
+class ViewReader:
+    """The part of ``BytesIO`` the parsers use (read, tell, seek), over a bytearray without
+    copying it: ``BytesIO(bytearray)`` copies the whole buffer, and the broker receives a large
+    frame straight into a bytearray of its size (broker_emu/socket_io.py) so as not to copy a
+    megabyte batch twice. Each read copies only the field it reads."""
+
+    __slots__ = ("_view", "_pos")
+
+    def __init__(self, buffer: bytes | bytearray | memoryview):
+        self._view = memoryview(buffer)
+        self._pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        start = self._pos
+        end = len(self._view) if n is None or n < 0 else min(start + n, len(self._view))
+        self._pos = end
+        return self._view[start:end].tobytes()
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self._pos = max(0, pos if whence == 0 else self._pos + pos if whence == 1 else len(self._view) + pos)
+        return self._pos
+
+
+def reader_of(frame: bytes | bytearray) -> BytesIO | ViewReader:
+    """A reader over ``frame`` that does not copy it."""
+    return BytesIO(frame) if type(frame) is bytes else ViewReader(frame)
+
+
 SPLICE_MIN = 65_536   # a bytes value this large is not copied into a FrameIO (see there)
 
 

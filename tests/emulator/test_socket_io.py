@@ -70,3 +70,23 @@ async def test_a_closed_stream_and_other_streams_keep_trios_behaviour():
     a, b = trio.testing.memory_stream_pair()
     await socket_io.send_all(a, b"in memory")
     assert await socket_io.receive_some(b, 100) == b"in memory"
+
+
+async def test_a_megabyte_produce_over_tcp_is_received_in_place_stored_without_a_copy_and_read_back():
+    from broker_emu import open_cluster
+    from client.protocol.records import decode_batch
+    from tests.cluster.wire import WireClient, fetch_body, produce_body
+
+    async with open_cluster(1, topics=[("t", 1, 1)]) as cluster:
+        broker = next(iter(cluster.brokers.values()))
+        w = WireClient(await trio.open_tcp_stream("127.0.0.1", broker.port))
+        values = [bytes([i]) * 10_000 for i in range(100)]   # one batch of about 1 MB
+        answer = await w.call(0, 9, produce_body("t", 0, values, acks=1))
+        assert answer.responses[0].partition_responses[0].error_code == 0
+        stored = cluster.partition("t", 0).log.batches[0].raw
+        # the frame's own buffer (FrameSplitter.room), kept as a read-only view, not copied again
+        assert type(stored) is memoryview and stored.readonly and type(stored.obj) is bytearray
+        fetched = await w.call(1, 12, fetch_body("t", 0, 0))
+        _, records = decode_batch(fetched.responses[0].partitions[0].records)
+        assert [r.value for r in records] == values
+        await w.stream.aclose()

@@ -1,9 +1,9 @@
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from client.protocol import encode_request, encode_response
-from client.protocol.framing import FrameSplitter, FrameTooLargeError
+from client.protocol.framing import IN_PLACE_CLAIM, IN_PLACE_MIN, FrameSplitter, FrameTooLargeError
 from client.protocol.transcript import Transcript
 
 
@@ -17,6 +17,47 @@ def test_frames_survive_any_chunking(payloads, data):
         last = cut
     assert got == payloads
     assert splitter.buffered == 0
+
+
+@settings(deadline=None, max_examples=30)   # megabytes per example
+@given(st.lists(st.sampled_from([10, 300, IN_PLACE_MIN, IN_PLACE_MIN * 3 + 7]), min_size=1, max_size=5),
+       st.lists(st.integers(1, 1 << 17), min_size=1, max_size=40))
+def test_large_frames_received_in_place_come_out_whole_and_in_order(sizes, reads):
+    # what the broker's reader does: bytes go into room() when offered, else are fed as chunks
+    payloads = [bytes([i + 1]) * n for i, n in enumerate(sizes)]
+    stream = memoryview(b"".join(len(p).to_bytes(4, "big") + p for p in payloads))
+    splitter, got, pos, i = FrameSplitter(), [], 0, 0
+    while pos < len(stream):
+        want = reads[i % len(reads)]
+        i += 1
+        room = splitter.room()
+        if room is not None:
+            n = min(want, len(room), len(stream) - pos)
+            room[:n] = stream[pos:pos + n]
+            got += splitter.received(n)
+        else:
+            n = min(want, len(stream) - pos)
+            got += splitter.feed(bytes(stream[pos:pos + n]))
+        pos += n
+    assert [bytes(f) for f in got] == payloads
+    assert splitter.buffered == 0 and splitter.room() is None
+
+
+def test_a_large_claim_gets_no_buffer_until_a_sixteenth_of_it_arrived():
+    splitter = FrameSplitter()
+    size = 16 << 20
+    splitter.feed(size.to_bytes(4, "big") + b"x" * 1000)
+    assert splitter.room() is None     # 1,000 bytes sent do not buy 16 MB
+    splitter.feed(b"x" * (size // IN_PLACE_CLAIM - 1000))
+    room = splitter.room()
+    assert room is not None and len(room) == size - size // IN_PLACE_CLAIM
+    room[:] = b"y" * len(room)
+    frame, = splitter.received(len(room))
+    assert type(frame) is bytearray and len(frame) == size and frame[-1:] == b"y"
+    # bytes fed while a frame is received in place still land in it
+    splitter.feed(size.to_bytes(4, "big") + b"z" * (size // 8))
+    assert splitter.room() is not None
+    assert splitter.feed(b"z" * (size - size // 8) + (1).to_bytes(4, "big") + b"!") == [b"z" * size, b"!"]
 
 
 def test_oversized_prefix_raises_before_buffering():
