@@ -112,9 +112,10 @@ def build(figures: Path, docs: Path) -> str:
                                                 values))
             md += [f"### {size} B", "", f"![consumer {size} B](performance/{name})", ""]
             md += _table(rows, size, "records/s", True) + [""]
-    brokers = json.loads((figures / "broker.json").read_text()) if (figures / "broker.json").exists() else None
-    if brokers:
-        md += _broker_section(brokers, plots)
+    runs = [json.loads((figures / name).read_text()) for name in ("broker.json", "broker-kafka.json")
+            if (figures / name).exists()]
+    if runs:
+        md += _broker_section(runs, plots)
     scale = json.loads((figures / "scale.json").read_text()) if (figures / "scale.json").exists() else None
     if scale:
         md += _scale_section(scale, plots)
@@ -136,28 +137,40 @@ def build(figures: Path, docs: Path) -> str:
     return text
 
 
-def _broker_section(b: dict, plots: Path) -> list[str]:
+def _broker_section(runs: list[dict], plots: Path) -> list[str]:
     """The emulator beside other brokers under the same confluent-kafka producer; ratios are
-    the emulator's figure over each other target's (above 1x: the emulator is faster)."""
-    labels = b["targets"]
+    the emulator's figure over each other target's (above 1x: the emulator is faster), each
+    against the emulator's figure of the same run. ``runs``: the main run, then a run of its own
+    for Apache Kafka (``broker-kafka.json``): its three JVMs, idle in the background, slow every
+    other target on two cores."""
+    b = runs[0]
+    # one column per target: (label, run, index in the run); the first is the main run's emulator
+    columns = [(label, run, i) for run in runs for i, label in enumerate(run["targets"]) if run is b or i > 0]
+    labels = [label if run is b else f"{label} (own run)" for label, run, _ in columns]
     md = ["## The emulator beside other brokers (`benchmarks.broker`)", "",
           f"confluent-kafka's producer (linger 5 ms, one partition replicated 3 ways) against each broker in turn, "
           f"{b['rounds']} rounds of {b['seconds']:g} s, {b['cores']} cores; librdkafka's mock runs inside the "
           "producer's process. Cells: the broker's figure, and the emulator's ÷ it (throughput above 1× or "
-          "latency below 1×: the emulator is ahead).", "",
-          "| case | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
-    for case in b["cases"]:
-        rates, base = case["msgs"], case["msgs"][0]
-        cells = [f"{r * case['size'] / 1e6:,.1f} MB/s" + ("" if i == 0 else f" ({base / r:.2f}×)")
-                 for i, r in enumerate(rates)]
-        md.append(f"| {case['size']} B acks={case['acks']} | " + " | ".join(cells) + " |")
-        (plots / f"broker-{case['size']}B-acks{case['acks']}.svg").write_text(bar_chart(
-            f"{case['size']} B acks={case['acks']}: MB/s by broker", "MB/s",
-            {label: r * case["size"] / 1e6 for label, r in zip(labels, rates)}))
-    meta = b["metadata_ms"]
-    md.append("| metadata p50 | " + " | ".join(f"{m['p50']:.3f} ms" + ("" if i == 0 else f" ({meta[0]['p50'] / m['p50']:.2f}×)")
-                                             for i, m in enumerate(meta)) + " |")
-    md.append("| metadata p99 | " + " | ".join(f"{m['p99']:.3f} ms" for m in meta) + " |")
+          "latency below 1×: the emulator is ahead), the emulator measured in the same run"
+          + (" (Apache Kafka in a run of its own: its idle JVMs would slow the others)" if len(runs) > 1 else "")
+          + ".", "", "| case | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for k, case in enumerate(b["cases"]):
+        size = case["size"]
+        cells, bars = [], {}
+        for label, (_, run, i) in zip(labels, columns):
+            rates = run["cases"][k]["msgs"]
+            cells.append(f"{rates[i] * size / 1e6:,.1f} MB/s" + ("" if i == 0 else f" ({rates[0] / rates[i]:.2f}×)"))
+            bars[label] = rates[i] * size / 1e6
+        md.append(f"| {size} B acks={case['acks']} | " + " | ".join(cells) + " |")
+        (plots / f"broker-{size}B-acks{case['acks']}.svg").write_text(bar_chart(
+            f"{size} B acks={case['acks']}: MB/s by broker", "MB/s", bars))
+    for name, key in (("metadata p50", "p50"), ("metadata p99", "p99")):
+        cells = []
+        for _, run, i in columns:
+            meta = run["metadata_ms"]
+            ratio = "" if i == 0 or key == "p99" else f" ({meta[0][key] / meta[i][key]:.2f}×)"
+            cells.append(f"{meta[i][key]:.3f} ms{ratio}")
+        md.append(f"| {name} | " + " | ".join(cells) + " |")
     md += [""] + [f"![{c['size']} B acks={c['acks']}](performance/broker-{c['size']}B-acks{c['acks']}.svg)"
                   for c in b["cases"]] + [""]
     return md

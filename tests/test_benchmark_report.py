@@ -94,3 +94,22 @@ def test_the_broker_section_puts_the_emulator_beside_each_other_broker(tmp_path)
     assert "| 10240 B acks=1 | 512.0 MB/s | 1,024.0 MB/s (0.50×) |" in text     # the emulator at half the mock
     assert "| metadata p50 | 0.300 ms | 0.150 ms (2.00×) |" in text
     assert (docs / "performance" / "broker-10240B-acks1.svg").exists()
+
+
+def test_apache_kafka_measured_in_its_own_run_is_compared_with_that_runs_emulator(tmp_path):
+    figures = _figures(tmp_path)
+    (figures / "broker.json").write_text(json.dumps({
+        "cores": 2, "seconds": 3.0, "rounds": 2, "targets": ["broker-emu", "librdkafka mock"],
+        "cases": [{"size": 100, "acks": "1", "msgs": [300_000.0, 300_000.0]}],
+        "metadata_ms": [{"p50": 0.2, "p99": 0.6}, {"p50": 0.15, "p99": 0.3}], "ready_s": [1.2, None]}))
+    (figures / "broker-kafka.json").write_text(json.dumps({
+        "cores": 2, "seconds": 3.0, "rounds": 2, "targets": ["broker-emu", "Apache Kafka 4.4"],
+        "cases": [{"size": 100, "acks": "1", "msgs": [200_000.0, 100_000.0]}],
+        "metadata_ms": [{"p50": 0.25, "p99": 0.6}, {"p50": 0.5, "p99": 3.0}], "ready_s": [1.2, 12.0]}))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    text = report.build(figures, docs)
+    # the ratio is against the emulator of Kafka's own run (200,000/s), not the main run's
+    assert "| 100 B acks=1 | 30.0 MB/s | 30.0 MB/s (1.00×) | 10.0 MB/s (2.00×) |" in text
+    assert "| metadata p50 | 0.200 ms | 0.150 ms (1.33×) | 0.500 ms (0.50×) |" in text
+    assert "Apache Kafka 4.4 (own run)" in text
