@@ -3,6 +3,8 @@ itself: it measures nothing). Run the benchmarks with --json first:
 
     .venv/bin/python -m benchmarks.producer --rounds 3 --memory --json out/perf/producer.json
     .venv/bin/python -m benchmarks.consumer --rounds 3 --megabytes 50 --small 500000 --json out/perf/consumer.json
+    .venv/bin/python -m benchmarks.broker --targets emulator,mock,kfake --json out/perf/broker.json
+    .venv/bin/python -m benchmarks.broker --targets emulator,kafka --rounds 2 --json out/perf/broker-kafka.json
     .venv/bin/python -m benchmarks.scale --json out/perf/scale.json
     .venv/bin/python -m benchmarks.memory --cases soak --soak-minutes 30 --json out/perf/memory.json
     .venv/bin/python -m benchmarks.suite --json out/perf/suite.json
