@@ -21,6 +21,8 @@ import os
 
 import trio
 
+READ_FIRST_BYTES = 4 << 20
+
 
 def _plain_fd(stream: trio.abc.Stream) -> int:
     """The socket's descriptor for a plain TCP stream; -1 for anything else or a closed socket."""
@@ -51,12 +53,17 @@ async def receive_into(stream: trio.abc.Stream, room: memoryview) -> int:
         data = await stream.receive_some(len(room))
         room[:len(data)] = data
         return len(data)
+    # Read first when at most READ_FIRST_BYTES are left: that rest is mostly there already, and
+    # waiting first costs a scheduler pass per read; the reader still yields once per frame (its
+    # next receive_some waits), so other connections wait at most that many bytes' reading.
+    wait = len(room) > READ_FIRST_BYTES
     while True:
-        await trio.lowlevel.wait_readable(fd)
+        if wait:
+            await trio.lowlevel.wait_readable(fd)
         try:
             return os.readv(fd, [room])
         except BlockingIOError:
-            continue
+            wait = True
         except OSError as exc:
             raise trio.BrokenResourceError(str(exc)) from exc
 
