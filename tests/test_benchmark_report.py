@@ -82,12 +82,17 @@ def test_the_suite_section_says_how_long_the_virtual_time_suite_took(tmp_path):
     assert "5,000 tests passed in **321 s**" in text
 
 
+def _broker_run(path, other: str, size: int, msgs: list[float], p50s: list[float]) -> None:
+    """A benchmarks.broker --json file: the emulator and one other broker, one case."""
+    path.write_text(json.dumps({
+        "cores": 2, "seconds": 3.0, "rounds": 2, "targets": ["broker-emu", other],
+        "cases": [{"size": size, "acks": "1", "msgs": msgs}],
+        "metadata_ms": [{"p50": p, "p99": p * 2} for p in p50s], "ready_s": [1.2, None]}))
+
+
 def test_the_broker_section_puts_the_emulator_beside_each_other_broker(tmp_path):
     figures = _figures(tmp_path)
-    (figures / "broker.json").write_text(json.dumps({
-        "cores": 2, "seconds": 3.0, "rounds": 2, "targets": ["broker-emu", "librdkafka mock"],
-        "cases": [{"size": 10240, "acks": "1", "msgs": [50_000.0, 100_000.0]}],
-        "metadata_ms": [{"p50": 0.3, "p99": 0.6}, {"p50": 0.15, "p99": 0.3}], "ready_s": [1.2, None]}))
+    _broker_run(figures / "broker.json", "librdkafka mock", 10240, [50_000.0, 100_000.0], [0.3, 0.15])
     docs = tmp_path / "docs"
     docs.mkdir()
     text = report.build(figures, docs)
@@ -98,14 +103,8 @@ def test_the_broker_section_puts_the_emulator_beside_each_other_broker(tmp_path)
 
 def test_apache_kafka_measured_in_its_own_run_is_compared_with_that_runs_emulator(tmp_path):
     figures = _figures(tmp_path)
-    (figures / "broker.json").write_text(json.dumps({
-        "cores": 2, "seconds": 3.0, "rounds": 2, "targets": ["broker-emu", "librdkafka mock"],
-        "cases": [{"size": 100, "acks": "1", "msgs": [300_000.0, 300_000.0]}],
-        "metadata_ms": [{"p50": 0.2, "p99": 0.6}, {"p50": 0.15, "p99": 0.3}], "ready_s": [1.2, None]}))
-    (figures / "broker-kafka.json").write_text(json.dumps({
-        "cores": 2, "seconds": 3.0, "rounds": 2, "targets": ["broker-emu", "Apache Kafka 4.4"],
-        "cases": [{"size": 100, "acks": "1", "msgs": [200_000.0, 100_000.0]}],
-        "metadata_ms": [{"p50": 0.25, "p99": 0.6}, {"p50": 0.5, "p99": 3.0}], "ready_s": [1.2, 12.0]}))
+    _broker_run(figures / "broker.json", "librdkafka mock", 100, [300_000.0, 300_000.0], [0.2, 0.15])
+    _broker_run(figures / "broker-kafka.json", "Apache Kafka 4.4", 100, [200_000.0, 100_000.0], [0.25, 0.5])
     docs = tmp_path / "docs"
     docs.mkdir()
     text = report.build(figures, docs)

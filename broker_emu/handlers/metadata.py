@@ -37,10 +37,8 @@ from client.protocol.wire import Message
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def partition_metadata(cluster, p, live: set[int] | None = None) -> dict:
-    """``live``: the ids of the live brokers, when the caller describes many partitions."""
-    if live is None:
-        live = _live_ids(cluster)
+def partition_metadata(p, live: set[int]) -> dict:
+    """``live``: the ids of the live brokers (read once per answer)."""
     alive = p.leader in live
     return {
         "error_code": E.NONE if alive else E.LEADER_NOT_AVAILABLE,
@@ -61,7 +59,7 @@ def topic_metadata(cluster, topic, ops: int = NOT_REQUESTED) -> dict:
     live = _live_ids(cluster)
     return {"error_code": E.NONE, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.name in KAFKA_INTERNAL_TOPICS,
-            "partitions": [partition_metadata(cluster, p, live) for p in topic.partitions],
+            "partitions": [partition_metadata(p, live) for p in topic.partitions],
             "topic_authorized_operations": ops}
 
 
