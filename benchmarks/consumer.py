@@ -1,6 +1,8 @@
 """Consumer benchmark (not a test): our consumer (blocking and async faces) vs aiokafka,
 kafka-python and confluent-kafka reading the same records from the same `broker-emu serve` (a
-separate process): 100 MB in 10 KB records and 1,000,000 records of 100 B, one partition each.
+separate process): 100 MB in 10 KB records and 1,000,000 records of 100 B, one partition each;
+with --mixed N also N keyed records of 50 to 150 B (8-byte keys), so that no two neighbours need
+share a size (our reader takes runs of same-sized records in bulk: this case shows it without).
 Every client runs in a fresh process of its own, the clients take turns (--rounds), and the
 figure is the median. Prints records/s and MB/s from the first record to the last (start-up:
 connections, metadata, the first offsets, is left out for every client) and ratios to ours.
@@ -9,7 +11,7 @@ Like with like: every client may fetch up to 4 MB per partition and hand over up
 records per poll, no group (assigned partitions), no commits.
 
 Run: .venv/bin/python -m benchmarks.consumer [--rounds 3] [--megabytes 100] [--small 1000000]
-     [--clients ours,ours-async,aiokafka,kafka-python,confluent-kafka] [--json F] [--profile]
+     [--mixed 500000] [--clients ours,ours-async,aiokafka,kafka-python,confluent-kafka] [--json F] [--profile]
 """
 
 from __future__ import annotations
@@ -28,18 +30,23 @@ from benchmarks.broker import start_emulator
 MAX_PARTITION_FETCH = 4_194_304   # the same for every client
 MAX_RECORDS = 5000
 TOPICS = {10_240: "bench10k", 100: "bench100"}
+MIXED_TOPIC = "bench100mixed"
 
 
-def fill(bootstrap: str, topic: str, size: int, n: int) -> None:
+def fill(bootstrap: str, topic: str, size: int, n: int, mixed: bool = False) -> None:
+    import random
+
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "1", "batch.size": 1_000_000,
                   "message.max.bytes": 1_000_000, "queue.buffering.max.kbytes": 1_048_576})
-    payload = os.urandom(size)
-    for _ in range(n):
+    rng = random.Random(7)
+    payloads = [os.urandom(rng.randint(size // 2, size * 3 // 2) if mixed else size) for _ in range(997)]
+    keys = [os.urandom(8) if mixed else None for _ in range(991)]
+    for i in range(n):
         while True:
             try:
-                p.produce(topic, payload, partition=0)
+                p.produce(topic, payloads[i % 997], keys[i % 991], partition=0)
                 break
             except BufferError:
                 p.poll(0.01)
@@ -169,6 +176,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--megabytes", type=int, default=100)
     parser.add_argument("--small", type=int, default=1_000_000, help="records of 100 B")
+    parser.add_argument("--mixed", type=int, default=0, help="keyed records of 50 to 150 B (0: not run)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--json", help="write the figures here (docs/performance.md reads it)")
@@ -176,23 +184,28 @@ def main() -> None:
                         help="profile one more run of ours at 10 KB (the application thread only)")
     args = parser.parse_args()
     clients = args.clients.split(",")
-    proc, bootstrap = start_emulator(topics=tuple(TOPICS.values()))
+    proc, bootstrap = start_emulator(topics=(*TOPICS.values(), MIXED_TOPIC))
     try:
-        counts = {10_240: args.megabytes * 1_000_000 // 10_240, 100: args.small}
-        for size, topic in TOPICS.items():
-            fill(bootstrap, topic, size, counts[size])
-        print(f"consumer benchmark from broker-emu serve ({os.cpu_count()} cores): {counts[10_240]} records of "
-              f"10 KB, {counts[100]} of 100 B; median of {args.rounds} rounds")
+        # (label, record size, topic, records)
+        plan = [(f"{size} B", size, topic, args.megabytes * 1_000_000 // 10_240 if size == 10_240 else args.small)
+                for size, topic in TOPICS.items()]
+        if args.mixed:
+            plan.append(("50 to 150 B, keyed", 100, MIXED_TOPIC, args.mixed))
+        for _, size, topic, count in plan:
+            fill(bootstrap, topic, size, count, mixed=topic == MIXED_TOPIC)
+        print(f"consumer benchmark from broker-emu serve ({os.cpu_count()} cores): "
+              + ", ".join(f"{count} records of {label}" for label, _, _, count in plan)
+              + f"; median of {args.rounds} rounds")
         cases = []
-        for size, topic in TOPICS.items():
+        for label, size, topic, count in plan:
             runs: dict[str, list[float]] = {c: [] for c in clients}
             for _ in range(args.rounds):
                 for c in clients:
-                    runs[c].append(run_child([c, bootstrap, topic, str(counts[size])]))
+                    runs[c].append(run_child([c, bootstrap, topic, str(count)]))
             row = {c: statistics.median(v) for c, v in runs.items()}
-            cases.append({"size": size, "records_per_s": row})
+            cases.append({"size": size, "label": label, "records_per_s": row})
             base = row.get("ours") or next(iter(row.values()))
-            print(f"{size} B")
+            print(label)
             for c in clients:
                 print(f"  {c:<16}{row[c]:>12,.0f} rec/s {row[c] * size / 1e6:>8.1f} MB/s   ours/{c}: {base / row[c]:5.2f}x")
         if args.json:
@@ -204,7 +217,7 @@ def main() -> None:
 
             profiler = cProfile.Profile()
             profiler.enable()
-            _ours(bootstrap, TOPICS[10_240], counts[10_240])
+            _ours(bootstrap, TOPICS[10_240], plan[0][3])
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
     finally:

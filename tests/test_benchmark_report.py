@@ -112,3 +112,22 @@ def test_apache_kafka_measured_in_its_own_run_is_compared_with_that_runs_emulato
     assert "| 100 B acks=1 | 30.0 MB/s | 30.0 MB/s (1.00×) | 10.0 MB/s (2.00×) |" in text
     assert "| metadata p50 | 0.200 ms | 0.150 ms (1.33×) | 0.500 ms (0.50×) |" in text
     assert "Apache Kafka 4.4 (own run)" in text
+
+
+def test_a_rerun_of_one_benchmark_keeps_the_other_sections_as_they_were(tmp_path):
+    """The soak takes 30 minutes: refreshing the consumer's figures must not drop the rest."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    first = report.build(_figures(tmp_path), docs)
+    rerun = tmp_path / "rerun"
+    rerun.mkdir()
+    (rerun / "consumer.json").write_text(json.dumps({
+        "cores": 2, "rounds": 3, "cases": [{"size": 100, "records_per_s": {"ours": 800_000.0, "aiokafka": 400_000.0}}]}))
+    second = report.build(rerun, docs)
+    producer = first[first.index("## Producer"):first.index("## Consumer")]
+    assert producer in second and "| kafka-python | 30,000 | 3.0 | 3.00× |" in second
+    assert "| aiokafka | 400,000 | 40.0 | 2.00× |" in second and "0.50×" not in second
+    assert (docs / "performance" / "producer-100B-acks1.svg").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "## Producer" not in report.build(empty, tmp_path / "fresh")   # no earlier page: left out

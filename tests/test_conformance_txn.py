@@ -85,6 +85,7 @@ def test_a_consumer_that_ignores_isolation_fails_the_read_committed_contract(mon
     from client.consumer import fetcher, requests, visible
 
     monkeypatch.setattr(requests, "isolation", lambda config: 0)
-    monkeypatch.setattr(fetcher, "visible_records", lambda data, start, rc, aborted: visible.visible_records(data, start, False, None))
+    monkeypatch.setattr(fetcher, "visible_records", lambda data, topic, partition, start, rc, aborted:
+                        visible.visible_records(data, topic, partition, start, False, None))
     got = statuses("txn.read-committed-behind-open-transaction")
     assert got["read_committed waits for the open transaction's abort"] is Status.FAIL

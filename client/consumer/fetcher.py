@@ -189,15 +189,11 @@ class Fetcher:
             out = self.ready_records()[:n]
             ids = {id(r) for r in out}
             self.buffer = [r for r in self.buffer if id(r) not in ids]   # (_buffered: below)
+            last, taken = _per_partition(out)
         else:   # the common case: a slice, not a filter of the whole buffer
             out = self.buffer[:n]
             del self.buffer[:n]
-        last: dict[tuple[str, int], ConsumerRecord] = {}
-        taken: dict[tuple[str, int], int] = {}
-        for r in out:   # a partition's records are in offset order: its last one sets the position
-            key = (r.topic, r.partition)
-            last[key] = r
-            taken[key] = taken.get(key, 0) + 1
+            last, taken = self._runs_taken(out) or _per_partition(out)
         for key, count in taken.items():
             left = self._buffered[key] - count
             if left > 0:
@@ -211,6 +207,25 @@ class Fetcher:
             if skip is not None and skip[0] == r.offset:
                 self.positions[tp] = self.skip_after.pop(tp)[1]
         return out
+
+    def _runs_taken(self, out: list[ConsumerRecord]) -> tuple[dict, dict] | None:
+        """What ``_per_partition`` finds, read off the buffer's layout instead of every record: a
+        partition is not fetched while it has records buffered, so the buffer holds one run per
+        partition, in ``_buffered``'s order. Each run's last record confirms it; None if one does
+        not (then the caller counts record by record)."""
+        last: dict[tuple[str, int], ConsumerRecord] = {}
+        taken: dict[tuple[str, int], int] = {}
+        at = 0
+        for key, count in self._buffered.items():
+            if at == len(out):
+                break
+            count = min(count, len(out) - at)
+            at += count
+            r = out[at - 1]
+            if (r.topic, r.partition) != key:
+                return None
+            last[key], taken[key] = r, count
+        return (last, taken) if at == len(out) else None
 
     async def wait_for_records(self) -> None:
         """Keep fetching until records are ready (the caller bounds the wait)."""
@@ -312,12 +327,9 @@ class Fetcher:
         return clean
 
     def _buffer_records(self, tp: TopicPartition, data: bytes, start: int, aborted: Any = None) -> None:
-        records, next_offset = visible_records(data, start, self.read_committed, aborted)
         topic, partition = tp
-        # the decoded records' header lists are fresh (not shared): handed over as they are
-        self.buffer.extend([ConsumerRecord(topic, partition, r.offset, r.timestamp, r.key, r.value,
-                                           r.headers if type(r.headers) is list else list(r.headers))
-                            for r in records])
+        records, next_offset = visible_records(data, topic, partition, start, self.read_committed, aborted)
+        self.buffer.extend(records)
         if records:
             key = (topic, partition)
             self._buffered[key] = self._buffered.get(key, 0) + len(records)
@@ -328,3 +340,14 @@ class Fetcher:
             self.positions[tp] = max(start, next_offset)
         elif next_offset > last + 1:
             self.skip_after[tp] = (last, next_offset)
+
+
+def _per_partition(out: list[ConsumerRecord]) -> tuple[dict, dict]:
+    """(each partition's last record in ``out``, how many of ``out`` are that partition's)."""
+    last: dict[tuple[str, int], ConsumerRecord] = {}
+    taken: dict[tuple[str, int], int] = {}
+    for r in out:   # a partition's records are in offset order: its last one sets the position
+        key = (r.topic, r.partition)
+        last[key] = r
+        taken[key] = taken.get(key, 0) + 1
+    return last, taken

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 
@@ -11,12 +11,20 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
-@dataclass(slots=True)
-class ConsumerRecord:
+class ConsumerRecord(NamedTuple):
+    """One record as the application sees it. A named tuple (as kafka-python's), headers a
+    tuple of (key, value) pairs: built in C from a fetch's columns (``visible_records``), and
+    nothing in it the garbage collector has to keep following (``RecordColumns``)."""
+
     topic: str
     partition: int
     offset: int
     timestamp: int
     key: bytes | None
     value: bytes | None
-    headers: list
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+# tuple.__new__ on a row: a record without running any Python per record (NamedTuple's own
+# __new__ and _make are Python functions)
+_from_row = partial(tuple.__new__, ConsumerRecord)

@@ -6,16 +6,19 @@ first offset) lets the consumer recognise until each one's abort marker."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import compress, repeat
 from typing import Any
 
-from client.protocol.records import Record, decode_batch, iter_batches
+from client.consumer.records import ConsumerRecord, _from_row
+from client.protocol.records import decode_columns, iter_batches
 
 
-def visible_records(data: bytes, start: int, read_committed: bool, aborted: Iterable[Any] | None) -> tuple[list[Record], int]:
+def visible_records(data: bytes, topic: str, partition: int, start: int, read_committed: bool,
+                    aborted: Iterable[Any] | None) -> tuple[list[ConsumerRecord], int]:
     """(records at or after ``start`` the application may see, the offset after the last batch)."""
     pending = sorted((a.first_offset, a.producer_id) for a in aborted or ()) if read_committed else []
     aborted_pids: set[int] = set()
-    out: list[Record] = []
+    out: list[ConsumerRecord] = []
     next_offset = start
     for pos, header in iter_batches(data):
         next_offset = max(next_offset, header.base_offset + header.last_offset_delta + 1)
@@ -28,6 +31,10 @@ def visible_records(data: bytes, start: int, read_committed: bool, aborted: Iter
                 continue
         if header.is_control:
             continue
-        _, records = decode_batch(data, pos)
-        out.extend(r for r in records if r.offset >= start)
+        _, c = decode_columns(data, pos)
+        rows: Iterable[tuple] = zip(repeat(topic), repeat(partition), c.offsets, c.timestamps, c.keys, c.values,
+                                    c.headers)
+        if c.offsets and c.offsets[0] < start:   # the fetch began inside this batch
+            rows = compress(rows, [offset >= start for offset in c.offsets])
+        out.extend(map(_from_row, rows))
     return out, next_offset

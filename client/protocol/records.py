@@ -28,11 +28,10 @@ from typing import NamedTuple
 import crc32c
 
 from client.protocol import compression as codecs
+from client.protocol.record_reader import MIN_RECORD, RecordColumns, read_records
 from client.protocol.varint import (
     SMALL,
     SMALL_LIMIT,
-    read_varint,
-    read_varlong,
     write_varint,
     write_varlong,
 )
@@ -50,7 +49,6 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_LOG_APPEND = 0x08
 TRANSACTIONAL = 0x10
 CONTROL = 0x20
-_MIN_RECORD = 6  # attributes, timestamp delta, offset delta, key length, value length, header count
 
 
 class CorruptRecordBatchError(ValueError):
@@ -331,6 +329,13 @@ def decode_batch(buf, offset: int = 0, *, check_crc: bool = True,
     LogAppendTime batch every record takes the batch's max_timestamp, as Java's reader does.
     ``max_size`` bounds the decompressed size. Raises ``CorruptRecordBatchError`` (or its
     ``TruncatedBatchError``) and nothing else for bad input."""
+    header, c = decode_columns(buf, offset, check_crc=check_crc, max_size=max_size)
+    return header, list(map(Record, c.values, c.keys, c.headers, c.timestamps, c.offsets))
+
+
+def decode_columns(buf, offset: int = 0, *, check_crc: bool = True,
+                   max_size: int = codecs.DEFAULT_MAX_SIZE) -> tuple[BatchHeader, RecordColumns]:
+    """``decode_batch``'s records as columns (the same checks, the same errors)."""
     header = parse_batch_header(buf, offset)
     if check_crc and not verify_crc(buf, offset, header):
         raise CorruptRecordBatchError(offset, "CRC-32C mismatch")
@@ -342,134 +347,11 @@ def decode_batch(buf, offset: int = 0, *, check_crc: bool = True,
         except codecs.CompressionError as exc:
             raise CorruptRecordBatchError(offset, str(exc)) from None
     count = header.records_count
-    if count < 0 or count * (_MIN_RECORD + 1) > len(body):  # so a count cannot force a big list
+    if count < 0 or count * (MIN_RECORD + 1) > len(body):  # so a count cannot force a big list
         raise CorruptRecordBatchError(offset, f"records_count {count} does not fit {len(body)} bytes")
     log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_LOG_APPEND else None
     try:
-        records = _decode_records(body, count, header.base_offset, header.base_timestamp, log_append_time)
+        columns = read_records(body, count, header.base_offset, header.base_timestamp, log_append_time)
     except (ValueError, IndexError, UnicodeDecodeError) as exc:
         raise CorruptRecordBatchError(offset, f"bad record: {exc}") from None
-    return header, records
-
-
-def _read_nullable(body: bytes, pos: int) -> tuple[bytes | None, int]:
-    n, pos = read_varint(body, pos)
-    if n < 0:
-        if n != -1:
-            raise ValueError(f"negative length {n}")
-        return None, pos
-    if pos + n > len(body):
-        raise ValueError(f"length {n} overruns the records")
-    return body[pos:pos + n], pos + n
-
-
-def _read_headers(body: bytes, pos: int, end: int) -> tuple[list, int]:
-    count, pos = read_varint(body, pos)
-    if count < 0 or 2 * count > end - pos:  # each header takes at least two bytes
-        raise ValueError(f"header count {count} does not fit the record")
-    headers = []
-    for _ in range(count):
-        hkey, pos = _read_nullable(body, pos)
-        if hkey is None:
-            raise ValueError("null header key")
-        hval, pos = _read_nullable(body, pos)
-        headers.append((hkey.decode("utf-8"), hval))
-    return headers, pos
-
-
-def _decode_records(body: bytes, count: int, base_offset: int, base_ts: int,
-                    log_append_time: int | None) -> list[Record]:
-    """The records section (Kafka's ``DefaultRecord`` layout). One- and two-byte varints (nearly
-    all of them) are read inline; ``body[pos + 1]`` past the data raises IndexError, which the
-    caller reports as a corrupt batch."""
-    records: list[Record] = []
-    append = records.append
-    n = len(body)
-    pos = 0
-    for _ in range(count):
-        b = body[pos]
-        if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
-            pos += 1
-        elif body[pos + 1] < 0x80:  # two bytes: records of 64 B to 8 KB
-            raw = (b & 0x7F) | (body[pos + 1] << 7)
-            length = (raw >> 1) ^ -(raw & 1)
-            pos += 2
-        else:
-            length, pos = read_varint(body, pos)
-        end = pos + length
-        if length < _MIN_RECORD or end > n:
-            raise ValueError(f"record length {length} at {pos} does not fit the records")
-        b = body[pos + 1]  # after the (unused) attributes byte
-        if b < 0x80:
-            ts_delta = (b >> 1) ^ -(b & 1)
-            pos += 2
-        else:
-            ts_delta, pos = read_varlong(body, pos + 1)
-        b = body[pos]
-        if b < 0x80:
-            offset_delta = (b >> 1) ^ -(b & 1)
-            pos += 1
-        elif body[pos + 1] < 0x80:  # two bytes: records 64 to 8,191 of a batch
-            raw = (b & 0x7F) | (body[pos + 1] << 7)
-            offset_delta = (raw >> 1) ^ -(raw & 1)
-            pos += 2
-        else:
-            offset_delta, pos = read_varint(body, pos)
-        # the common record inline: null key, a value under 8 KB (a one- or two-byte length), no
-        # headers; the value's length must land exactly on the headers count ending the record
-        v = body[pos + 1]
-        if body[pos] == 1 and body[end - 1] == 0 and not v & 1 and (
-                (v < 0x80 and pos + 3 + (v >> 1) == end) or
-                (v >= 0x80 and body[pos + 2] < 0x80 and pos + 4 + (((v & 0x7F) | (body[pos + 2] << 7)) >> 1) == end)):
-            value: bytes | None = body[end - 1 - ((v >> 1) if v < 0x80 else ((v & 0x7F) | (body[pos + 2] << 7)) >> 1):end - 1]
-            key: bytes | None = None
-            headers: list = []
-        else:
-            key, value, headers = _read_key_value_headers(body, pos, end, length)
-        ts = base_ts + ts_delta if log_append_time is None else log_append_time
-        append(Record(value, key, headers, ts, base_offset + offset_delta))
-        pos = end
-    if pos != n:
-        raise ValueError(f"{n - pos} bytes after the last record")
-    return records
-
-
-def _read_key_value_headers(body: bytes, pos: int, end: int, length: int) -> tuple[bytes | None, bytes | None, list]:
-    """The rest of the record ending at ``end``: key, value, headers. Short keys and values are
-    read inline; a slice past the record's end is caught by the ``pos != end`` check."""
-    b = body[pos]
-    if b == 1:
-        key = None
-        pos += 1
-    elif b < 0x80 and not b & 1:
-        pos += 1
-        key = body[pos:pos + (b >> 1)]
-        pos += b >> 1
-    else:
-        key, pos = _read_nullable(body, pos)
-    b = body[pos]
-    if b == 1:
-        value = None
-        pos += 1
-    elif b < 0x80 and not b & 1:
-        pos += 1
-        value = body[pos:pos + (b >> 1)]
-        pos += b >> 1
-    elif b >= 0x80 and body[pos + 1] < 0x80 and not b & 1:  # two bytes: values of 64 B to 8 KB
-        size = ((b & 0x7F) | (body[pos + 1] << 7)) >> 1
-        pos += 2
-        value = body[pos:pos + size]
-        pos += size
-    else:
-        value, pos = _read_nullable(body, pos)
-    if pos >= end:
-        raise ValueError(f"key and value overrun the record ending at {end}")
-    if body[pos] == 0:
-        headers: list = []
-        pos += 1
-    else:
-        headers, pos = _read_headers(body, pos, end)
-    if pos != end:
-        raise ValueError(f"record ending at {end} used {pos - end + length} bytes, not {length}")
-    return key, value, headers
+    return header, columns

@@ -69,7 +69,7 @@ def test_golden_tiny_batch_typed_in_from_the_layout():
     header, records = R.decode_batch(golden)
     assert header == (0, 57, -1, 2, crc32c.crc32c(after_crc), 0, 0, 1000, 1000, -1, -1, -1, 1)
     assert header.size == len(golden) == 69
-    assert records == [R.Record(b"v", None, [], 1000, 0)]
+    assert records == [R.Record(b"v", None, (), 1000, 0)]
 
 
 def test_golden_record_with_key_headers_and_negative_delta():
@@ -84,7 +84,7 @@ def test_golden_record_with_key_headers_and_negative_delta():
     assert ours == golden
     header, recs = R.decode_batch(golden)
     assert header.is_transactional and not header.is_control and header.last_offset == 1
-    assert recs == [R.Record(b"hello", b"k", [("h", b"1")], 1000, 0), R.Record(None, None, [("h2", None)], 999, 1)]
+    assert recs == [R.Record(b"hello", b"k", (("h", b"1"),), 1000, 0), R.Record(None, None, (("h2", None),), 999, 1)]
 
 
 # -- round trips -------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def test_long_values_and_many_records_leave_the_precomputed_table():
     big = R.Record(b"x" * 70_000, b"k" * 20_000, [("h" * 17_000, b"y" * 16_400)], timestamp=5)
     recs = [R.Record(b"v", timestamp=5 + i * 1000) for i in range(20_000)] + [big]
     header, out = R.decode_batch(R.encode_batch(recs))
-    assert out[-1] == R.Record(big.value, big.key, list(big.headers), 5, 20_000)
+    assert out[-1] == R.Record(big.value, big.key, tuple(big.headers), 5, 20_000)
     assert out[19_999].timestamp == 5 + 19_999_000 and header.max_timestamp == 5 + 19_999_000
 
 
@@ -159,7 +159,7 @@ def test_attribute_flags():
 
 def test_header_keys_may_be_bytes_and_repeat():
     recs = [R.Record(b"a", headers=[("k", b"1"), (b"k", b"2"), (bytearray(b"k"), None)], timestamp=1)] * 2
-    assert [r.headers for r in R.decode_batch(R.encode_batch(recs))[1]] == [[("k", b"1"), ("k", b"2"), ("k", None)]] * 2
+    assert [r.headers for r in R.decode_batch(R.encode_batch(recs))[1]] == [(("k", b"1"), ("k", b"2"), ("k", None))] * 2
     with pytest.raises(TypeError):
         R.encode_batch([R.Record(b"a", headers=[(5, b"x")])])
 
@@ -318,7 +318,7 @@ def _one_record_batch(record_body: bytes) -> bytes:
 def test_hostile_records_name_what_is_wrong(record_body, match):
     batch = _one_record_batch(record_body)
     if match is None:
-        assert R.decode_batch(batch)[1] == [R.Record(None, None, [], 0, 0)]
+        assert R.decode_batch(batch)[1] == [R.Record(None, None, (), 0, 0)]
         return
     with pytest.raises(R.CorruptRecordBatchError, match=f"(?i){match}"):
         R.decode_batch(batch)
