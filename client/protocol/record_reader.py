@@ -69,8 +69,7 @@ def read_records(body: bytes, count: int, base_offset: int, base_ts: int,
             pos += 1
         elif body[pos + 1] < 0x80:  # two bytes: records of 64 B to 8 KB
             raw = (b & 0x7F) | (body[pos + 1] << 7)
-            length = (raw >> 1) ^ -(raw & 1)
-            pos += 2
+            length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
         else:
             length, pos = read_varint(body, pos)
         end = pos + length
@@ -92,14 +91,15 @@ def read_records(body: bytes, count: int, base_offset: int, base_ts: int,
             pos += 2
         else:
             offset_delta, pos = read_varint(body, pos)
-        # the common record inline: null key, a value under 8 KB (a one- or two-byte length), no
-        # headers; the value's length must land exactly on the headers count ending the record
-        v = body[pos + 1]
-        if body[pos] == 1 and body[end - 1] == 0 and not v & 1 and (
-                (v < 0x80 and pos + 3 + (v >> 1) == end) or
-                (v >= 0x80 and body[pos + 2] < 0x80 and pos + 4 + (((v & 0x7F) | (body[pos + 2] << 7)) >> 1) == end)):
-            values.append(body[end - 1 - ((v >> 1) if v < 0x80 else ((v & 0x7F) | (body[pos + 2] << 7)) >> 1):end - 1])
-            keys.append(None)
+        # inline: a null or short key, a value under 8 KB, no headers (the value must end on the headers count)
+        kb = body[pos]
+        q = pos + 1 + (kb >> 1) if kb < 0x80 and not kb & 1 else pos + 1   # after the key
+        v = body[q]
+        if (kb == 1 or q > pos + 1 or kb == 0) and body[end - 1] == 0 and not v & 1 and (
+                (v < 0x80 and q + 2 + (v >> 1) == end) or
+                (v >= 0x80 and body[q + 1] < 0x80 and q + 3 + (((v & 0x7F) | (body[q + 1] << 7)) >> 1) == end)):
+            values.append(body[(q + 1 if v < 0x80 else q + 2):end - 1])
+            keys.append(None if kb == 1 else body[pos + 1:q])
             headers_column.append(())
         else:
             _read_key_value_headers(body, pos, end, length, columns)
