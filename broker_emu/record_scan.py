@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import sys
 
+from client.protocol.record_runs import OFFSET_BYTES, leading
 from client.protocol.varint import read_varint, read_varlong
 
 Buffer = bytes | memoryview   # a records section: bytes, or a view of the request (no copy)
@@ -353,11 +354,6 @@ _TOP_CLEAR = bytes(0 if b < 0x80 else 1 for b in range(256))   # 0 where it ends
 _ZIGZAG_ORDER = bytes(((b >> 1) ^ -(b & 1)) + 64 if b < 0x80 else 0 for b in range(256))  # one-byte delta + 64
 
 
-def _leading(data: bytes, byte: bytes) -> int:
-    """How many bytes at the start of ``data`` equal ``byte``."""
-    return len(data) - len(data.lstrip(byte))
-
-
 def _run_deltas(body: Buffer, at: int, stop: int, size: int, width: int, scan: Scan) -> None:
     """The smallest and largest timestamp delta of a run: one-byte deltas through a translation
     table; wider ones by decoding only the distinct values (a batch spans few milliseconds)."""
@@ -381,46 +377,17 @@ def run_length(body: Buffer, pos: int, shape: _Sample, k: int) -> int:
     sample = pos - size   # the record the shape was read from
     r = k
     for rel in shape.literals:
-        r = min(r, _leading(bytes(body[pos + rel:stop:size]), _BYTE[body[sample + rel]]))
+        r = min(r, leading(bytes(body[pos + rel:stop:size]), _BYTE[body[sample + rel]]))
         if r == 0:
             return 0
         stop = pos + r * size
     for rel in shape.continuations:
-        r = min(r, _leading(bytes(body[pos + rel:stop:size]).translate(_TOP_SET), b"\x00"))
+        r = min(r, leading(bytes(body[pos + rel:stop:size]).translate(_TOP_SET), b"\x00"))
         stop = pos + r * size
     for rel in shape.finals:
-        r = min(r, _leading(bytes(body[pos + rel:stop:size]).translate(_TOP_CLEAR), b"\x00"))
+        r = min(r, leading(bytes(body[pos + rel:stop:size]).translate(_TOP_CLEAR), b"\x00"))
         stop = pos + r * size
     return r
-
-
-class _OffsetBytes:
-    """Byte ``j`` of the zigzag varints of 0, 1, 2, ... as one bytes object per (width, j): a run's
-    offset deltas are consecutive iff each strided slice equals a slice of these."""
-
-    def __init__(self) -> None:
-        self._tables: dict[tuple[int, int], bytes] = {}
-
-    def expected(self, width: int, j: int, first: int, count: int) -> bytes | None:
-        lo, hi = {1: (0, 64), 2: (64, 8192), 3: (8192, 1 << 20)}[width]
-        if first < lo or first + count > hi:
-            return None
-        table = self._tables.get((width, j))
-        if table is None:
-            table = self._tables[(width, j)] = self._build(width, j, hi)
-        return table[first:first + count]
-
-    @staticmethod
-    def _build(width: int, j: int, hi: int) -> bytes:
-        # zigzag(i) = 2i; byte j carries bits 7j..7j+6 of 2i, with the top bit set unless it is the last
-        period = 1 << (7 * (j + 1) - 1)      # i's after which byte j's low bits repeat
-        step = 1 << (7 * j - 1) if j else 1   # how many i's share one value of byte j
-        top = 0 if j == width - 1 else 0x80
-        one = b"".join(bytes(((((i * step) << 1) >> (7 * j)) & 0x7F | top,)) * step for i in range(period // step))
-        return (one * (hi // period + 1))[:hi]
-
-
-OFFSET_BYTES = _OffsetBytes()
 
 
 def fast_run(body: Buffer, pos: int, shape: _Sample, k: int, scan: Scan, index: int, want_consecutive: bool) -> int:

@@ -13,8 +13,12 @@ them equal).
 
 Layouts read here (the common ones): a length of one or two bytes (records under 8 KB), a
 timestamp delta of one or two bytes (within ±8 s of the batch's base timestamp), an offset delta
-of one or two bytes (the first 8,192 records of a batch), keys and values null or under 8 KB, no
+of up to three bytes (a batch's first million records), keys and values null or under 8 KB, no
 headers.
+
+The broker's validation walk (``broker_emu.record_scan``) checks runs the same way but only
+validates (any shape, headers included; nothing extracted): the primitives both use live here
+(``leading``, ``OFFSET_BYTES``).
 """
 
 from __future__ import annotations
@@ -26,10 +30,41 @@ from typing import NamedTuple
 _HIGH = re.compile(rb"[\x80-\xff]")   # a byte that continues a varint
 _LOW = re.compile(rb"[\x00-\x7f]")    # a byte that ends one
 _ZIGZAG = tuple((b >> 1) ^ -(b & 1) for b in range(128))   # one-byte zigzag varints, decoded
-_DELTA1 = bytes(range(0, 128, 2))                          # offset deltas 0..63 as one-byte varints
-_DELTA2_LOW = bytes(((d << 1) & 0x7F) | 0x80 for d in range(8192))   # 0..8191 as two-byte varints
-_DELTA2_HIGH = bytes(d >> 6 for d in range(8192))
-_DELTA_LIMIT = {1: 63, 2: 8191}
+_DELTAS = {1: (0, 64), 2: (64, 8192), 3: (8192, 1 << 20)}   # the offset deltas each varint width carries
+
+
+def leading(data: bytes, byte: bytes) -> int:
+    """How many bytes at the start of ``data`` equal ``byte``."""
+    return len(data) - len(data.lstrip(byte))
+
+
+class OffsetBytes:
+    """Byte ``j`` of the zigzag varints of 0, 1, 2, ... as one bytes object per (width, j): a run's
+    offset deltas are consecutive iff each strided slice equals a slice of these."""
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple[int, int], bytes] = {}
+
+    def expected(self, width: int, j: int, first: int, count: int) -> bytes | None:
+        lo, hi = _DELTAS[width]
+        if first < lo or first + count > hi:
+            return None
+        table = self._tables.get((width, j))
+        if table is None:
+            table = self._tables[(width, j)] = self._build(width, j, hi)
+        return table[first:first + count]
+
+    @staticmethod
+    def _build(width: int, j: int, hi: int) -> bytes:
+        # zigzag(i) = 2i; byte j carries bits 7j..7j+6 of 2i, with the top bit set unless it is the last
+        period = 1 << (7 * (j + 1) - 1)      # i's after which byte j's low bits repeat
+        step = 1 << (7 * j - 1) if j else 1   # how many i's share one value of byte j
+        top = 0 if j == width - 1 else 0x80
+        one = b"".join(bytes(((((i * step) << 1) >> (7 * j)) & 0x7F | top,)) * step for i in range(period // step))
+        return (one * (hi // period + 1))[:hi]
+
+
+OFFSET_BYTES = OffsetBytes()
 
 
 def _same_prefix(a: bytes, b: bytes) -> int:
@@ -85,7 +120,7 @@ def _layout(body: bytes, start: int, size: int) -> _Layout | None:
     ts_at = width + 1   # after the attributes byte
     ts_width = 1 if body[start + ts_at] < 0x80 else 2 if body[start + ts_at + 1] < 0x80 else 0
     delta_at = ts_at + ts_width
-    delta_width = 1 if body[start + delta_at] < 0x80 else 2 if body[start + delta_at + 1] < 0x80 else 0
+    delta_width = next((w for w in (1, 2, 3) if body[start + delta_at + w - 1] < 0x80), 0)
     if not ts_width or not delta_width:
         return None
     key_at = delta_at + delta_width
@@ -109,14 +144,12 @@ def _run_length(body: bytes, start: int, size: int, k: int, lay: _Layout, offset
     # key's and the value's lengths, the headers count
     for rel in (*range(lay.width), lay.width, *range(lay.key_at, lay.key_at + lay.key_width),
                 *range(lay.value_at, lay.value_at + lay.value_width), size - 1):
-        m = min(m, k - len(body[first + rel:stop:size].lstrip(body[start + rel:start + rel + 1])))
+        m = min(m, leading(body[first + rel:stop:size], body[start + rel:start + rel + 1]))
     # offset deltas counting up from the template's
-    d, at = offset_delta + 1, first + lay.delta_at
-    if lay.delta_width == 1:
-        m = min(m, _same_prefix(body[at:stop:size], _DELTA1[d:d + k]))
-    else:
-        m = min(m, _same_prefix(body[at:stop:size], _DELTA2_LOW[d:d + k]),
-                _same_prefix(body[at + 1:stop:size], _DELTA2_HIGH[d:d + k]))
+    at = first + lay.delta_at
+    for j in range(lay.delta_width):
+        want = OFFSET_BYTES.expected(lay.delta_width, j, offset_delta + 1, k)
+        m = min(m, _same_prefix(body[at + j:stop:size], want) if want is not None else 0)
     # timestamp deltas of the template's width
     at = first + lay.ts_at
     bad = (_HIGH if lay.ts_width == 1 else _LOW).search(body[at:stop:size], 0, m)
@@ -138,7 +171,7 @@ def read_run(body: bytes, start: int, end: int, offset_delta: int, most: int, ba
     lay = _layout(body, start, size)
     if lay is None or offset_delta < 0:
         return 0
-    k = min(most, (len(body) - end) // size, _DELTA_LIMIT[lay.delta_width] - offset_delta)
+    k = min(most, (len(body) - end) // size, _DELTAS[lay.delta_width][1] - 1 - offset_delta)
     # a short look first: checking a long run costs in proportion to its length, and by chance
     # (mixed sizes) a record often starts like the one before it and then differs
     m = _run_length(body, start, size, min(k, 4), lay, offset_delta) if k > 0 else 0
