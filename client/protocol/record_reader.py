@@ -106,7 +106,7 @@ def read_records(body: bytes, count: int, base_offset: int, base_ts: int,
         offsets.append(base_offset + offset_delta)
         timestamps.append(base_ts + ts_delta if log_append_time is None else log_append_time)
         pos, i = end, i + 1
-        if i >= next_run and i < count and end < n and body[end] == body[start]:
+        if i >= next_run and i < count and end + 1 < n and body[end] == body[start] and body[end + 1] == body[start + 1]:
             run = read_run(body, start, end, offset_delta, count - i, base_offset, base_ts, log_append_time, columns)
             i += run
             pos += run * (end - start)
