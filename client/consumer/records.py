@@ -27,4 +27,4 @@ class ConsumerRecord(NamedTuple):
 
 # tuple.__new__ on a row: a record without running any Python per record (NamedTuple's own
 # __new__ and _make are Python functions)
-_from_row = partial(tuple.__new__, ConsumerRecord)
+record_from_row = partial(tuple.__new__, ConsumerRecord)

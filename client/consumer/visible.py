@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from itertools import compress, repeat
 from typing import Any
 
-from client.consumer.records import ConsumerRecord, _from_row
+from client.consumer.records import ConsumerRecord, record_from_row
 from client.protocol.records import decode_columns, iter_batches
 
 
@@ -36,5 +36,5 @@ def visible_records(data: bytes, topic: str, partition: int, start: int, read_co
                                     c.headers)
         if c.offsets and c.offsets[0] < start:   # the fetch began inside this batch
             rows = compress(rows, [offset >= start for offset in c.offsets])
-        out.extend(map(_from_row, rows))
+        out.extend(map(record_from_row, rows))
     return out, next_offset

@@ -13,9 +13,11 @@ value and headers (``client.protocol.varint``).
 
 Encoding is the producer's hot path: records are appended to one bytearray using precomputed
 varint bytes, with the common shape (no key, no headers, the batch's timestamp) on the
-shortest path. Decoding never trusts a length: every length and count is checked against the
-bytes present, and anything malformed raises ``CorruptRecordBatchError`` naming the batch's
-byte offset.
+shortest path. Decoding is the consumer's: the records are read into columns
+(``record_reader``; runs of same-layout records in bulk, ``record_runs``) that ``decode_batch``
+turns into ``Record`` objects and the consumer into its own records. It never trusts a length:
+every length and count is checked against the bytes present, and anything malformed raises
+``CorruptRecordBatchError`` naming the batch's byte offset.
 """
 
 from __future__ import annotations
