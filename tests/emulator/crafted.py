@@ -23,6 +23,13 @@ def crafted_batch(records: bytes, *, count: int = 1, attributes: int = 0, last_o
     return bytes(header) + records
 
 
+def recrc(batch: bytes | bytearray) -> bytes:
+    """The batch with its CRC-32C recomputed, so a mutation inside it reaches the record reader."""
+    out = bytearray(batch)
+    out[17:21] = crc32c.crc32c(bytes(out[21:])).to_bytes(4, "big")
+    return bytes(out)
+
+
 def zigzag(n: int) -> bytes:
     """Kafka's zigzag varint (varlong) bytes of ``n``."""
     z = (n << 1) ^ (n >> 63)

@@ -5,23 +5,13 @@ written out here and by ``decode_columns``/``decode_batch``."""
 
 import struct
 
-import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from client.protocol import record_reader
 from client.protocol import records as R
-
-
-def zz(n):
-    u = ((n << 1) ^ (n >> 63)) & ((1 << 64) - 1)
-    out = bytearray()
-    while u > 0x7F:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
+from tests.emulator.crafted import crafted_batch, record, recrc
 
 
 def read_zz(buf, pos):
@@ -37,17 +27,10 @@ def read_zz(buf, pos):
 
 def raw_batch(rows, base_offset=1000, base_ts=50_000, attributes=0):
     """rows: (offset delta, timestamp delta, key, value, headers) written as Kafka lays them out."""
-    body = bytearray()
-    for off, ts, key, value, headers in rows:
-        rec = bytearray(b"\x00") + zz(ts) + zz(off)
-        for f in (key, value):
-            rec += b"\x01" if f is None else zz(len(f)) + f
-        rec += zz(len(headers))
-        for hk, hv in headers:
-            rec += zz(len(hk)) + hk.encode() + (b"\x01" if hv is None else zz(len(hv)) + hv)
-        body += zz(len(rec)) + rec
-    after_crc = struct.pack(">hiqqqhii", attributes, len(rows) - 1, base_ts, base_ts + 1, -1, -1, -1, len(rows)) + body
-    return struct.pack(">qiibI", base_offset, 49 + len(body), -1, 2, crc32c.crc32c(after_crc)) + after_crc
+    body = b"".join(record(value, key, ts, off, [(hk.encode(), hv) for hk, hv in headers])
+                    for off, ts, key, value, headers in rows)
+    return crafted_batch(body, count=len(rows), attributes=attributes, base_timestamp=base_ts,
+                         max_timestamp=base_ts + 1, base_offset=base_offset)
 
 
 def reference(batch):
@@ -148,9 +131,8 @@ def test_a_run_that_runs_past_the_records_count_is_refused():
     record by record (the run must stop at the count)."""
     batch = bytearray(raw_batch([(i, 0, None, b"v", ()) for i in range(100)]))
     struct.pack_into(">i", batch, 57, 60)
-    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
     with pytest.raises(R.CorruptRecordBatchError, match="bytes after the last record"):
-        R.decode_columns(bytes(batch))
+        R.decode_columns(recrc(batch))
 
 
 def record_by_record(batch):
@@ -169,8 +151,7 @@ def test_corrupt_bytes_inside_a_run_are_found_as_record_by_record(rows, data):
     batch = bytearray(raw_batch(rows))
     for _ in range(data.draw(st.integers(1, 3))):
         batch[data.draw(st.integers(61, len(batch) - 1))] = data.draw(st.integers(0, 255))
-    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
-    batch = bytes(batch)
+    batch = recrc(batch)
     try:
         got = R.decode_columns(batch)[1]
     except R.CorruptRecordBatchError as exc:

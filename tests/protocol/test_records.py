@@ -11,25 +11,8 @@ from hypothesis import strategies as st
 
 from client.protocol import records as R
 from client.protocol import varint as V
-
-
-def zz(n):
-    """Zigzag varint, written out independently of client.protocol.varint."""
-    u = ((n << 1) ^ (n >> 63)) & ((1 << 64) - 1)
-    out = bytearray()
-    while u > 0x7F:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
-def recrc(batch):
-    """The batch with its CRC recomputed, so a mutation reaches the record parser."""
-    out = bytearray(batch)
-    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
-    return bytes(out)
-
+from tests.emulator.crafted import recrc
+from tests.emulator.crafted import zigzag as zz  # written out independently of client.protocol.varint
 
 # -- golden bytes ----------------------------------------------------------------------------------
 
