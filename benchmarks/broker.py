@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from benchmarks.cpu import CpuMeter, CpuUse
+
 ROOT = Path(__file__).resolve().parent.parent
 KFAKE = ROOT / ".cache" / "adapters" / "go" / "kfake"
 
@@ -52,6 +54,8 @@ class Target:
     address: str
     stop: Callable[[], None] = field(default=lambda: None)
     ready_s: float | None = None                 # from start to bootstrap answering (None: in-process mock)
+    pids: list[int] = field(default_factory=list)  # the broker's processes (benchmarks/cpu.py) ...
+    threads: str | None = None                   # ... or this process's threads named so (the mock)
 
 
 class TargetUnavailable(Exception):
@@ -112,12 +116,12 @@ def _ready_s(bootstrap: str, t0: float) -> float:
 def emulator_target(args: argparse.Namespace) -> Target:
     t0 = time.perf_counter()
     proc, bootstrap = start_emulator(args.emulator_config)
-    return Target("emulator", "broker-emu", bootstrap, _stopper(proc), _ready_s(bootstrap, t0))
+    return Target("emulator", "broker-emu", bootstrap, _stopper(proc), _ready_s(bootstrap, t0), [proc.pid])
 
 
 @target("mock")
 def mock_target(args: argparse.Namespace) -> Target:
-    return Target("mock", "librdkafka mock", "mock")
+    return Target("mock", "librdkafka mock", "mock", threads="rdk:mock")
 
 
 @target("kfake")
@@ -129,7 +133,7 @@ def kfake_target(args: argparse.Namespace) -> Target:
     proc = subprocess.Popen([str(KFAKE), "-brokers", "3", "-topic", "bench:1"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     bootstrap = _bootstrap_line(proc, "kfake")
-    return Target("kfake", "franz-go kfake", bootstrap, _stopper(proc), _ready_s(bootstrap, t0))
+    return Target("kfake", "franz-go kfake", bootstrap, _stopper(proc), _ready_s(bootstrap, t0), [proc.pid])
 
 
 @target("kafka")
@@ -154,7 +158,8 @@ def kafka_target(args: argparse.Namespace) -> Target:
     def stop() -> None:
         cluster.stop()
 
-    return Target("kafka", "Apache Kafka 4.4", cluster.bootstrap, stop, ready)
+    pids = [node.proc.pid for node in cluster.nodes if node.proc is not None]
+    return Target("kafka", "Apache Kafka 4.4", cluster.bootstrap, stop, ready, pids)
 
 
 def start_targets(keys: list[str], explicit: bool, args: argparse.Namespace) -> list[Target]:
@@ -188,8 +193,10 @@ def producer_conf(target: str, acks: str) -> dict:
     return conf
 
 
-def throughput(target: str, size: int, acks: str, seconds: float) -> tuple[int, float]:
-    """Messages delivered and the seconds it took (produce for ``seconds``, then flush)."""
+def throughput(target: str, size: int, acks: str, seconds: float,
+               meter: CpuMeter | None = None) -> tuple[int, float, CpuUse | None]:
+    """Messages delivered, the seconds it took (produce for ``seconds``, then flush) and, with
+    ``meter``, the CPU used meanwhile (measured before the producer and its threads go)."""
     from confluent_kafka import Producer  # here: the targets and the report load without it
 
     p = Producer(producer_conf(target, acks))
@@ -205,6 +212,8 @@ def throughput(target: str, size: int, acks: str, seconds: float) -> tuple[int, 
     for _ in range(1000):
         p.produce("bench", payload, partition=0, on_delivery=report)
     p.flush(30)
+    if meter is not None:
+        meter.start()
     n, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         for _ in range(1000):
@@ -218,21 +227,31 @@ def throughput(target: str, size: int, acks: str, seconds: float) -> tuple[int, 
         p.poll(0)
     p.flush(60)
     elapsed = time.perf_counter() - start
+    cpu = meter.stop() if meter is not None else None
     if errors:
         raise SystemExit(f"{len(errors)} delivery errors against {target}: {errors[0]}")
-    return n, elapsed
+    return n, elapsed, cpu
 
 
-def interleaved(addresses: list[str], size: int, acks: str, seconds: float, rounds: int = 3) -> list[float]:
+def interleaved(targets: list[Target], size: int, acks: str, seconds: float,
+                rounds: int = 3) -> tuple[list[float], list[dict | None]]:
     """Messages per second of each target, measured in alternating rounds (the same machine
-    state for all; one long run each swung ratios by 0.15 between runs)."""
-    totals = [[0.0, 0.0] for _ in addresses]  # messages, seconds
+    state for all; one long run each swung ratios by 0.15 between runs), and the cores its
+    broker and the client used meanwhile (``CpuUse.as_dict``, None where not measurable)."""
+    totals = [[0.0, 0.0] for _ in targets]  # messages, seconds
+    cpu: list[list[CpuUse]] = [[] for _ in targets]
     for _ in range(rounds):
-        for address, total in zip(addresses, totals):
-            n, elapsed = throughput(address, size, acks, seconds / rounds)
+        for t, total, used in zip(targets, totals, cpu):
+            n, elapsed, use = throughput(t.address, size, acks, seconds / rounds, CpuMeter(t.pids, t.threads))
             total[0] += n
             total[1] += elapsed
-    return [n / t for n, t in totals]
+            if use is not None:
+                used.append(use)
+    return [n / t for n, t in totals], [_mean_use(used) if len(used) == rounds else None for used in cpu]
+
+
+def _mean_use(uses: list[CpuUse]) -> dict:
+    return {key: statistics.fmean(u.as_dict()[key] for u in uses) for key in uses[0].as_dict()}
 
 
 def metadata_rtts(targets: list[str], rounds: int = 10, per_round: int = 100) -> list[tuple[float, float]]:
@@ -270,6 +289,13 @@ def _ratio(value: float, base: float, first: bool) -> str:
     return "" if first else f" ({value / base:.2f}x)"
 
 
+def cpu_cell(use: dict | None) -> str:
+    """Cores used by the broker and the client, and the client's busiest thread."""
+    if use is None:
+        return "-"
+    return f"{use['broker']:.2f} + {use['client']:.2f} (max {use['busiest_client_thread']:.2f})"
+
+
 def report(targets: list[Target], seconds: float, rounds: int) -> dict:
     """Print the side-by-side table; return its figures (``--json``)."""
     figures: dict = {"cores": os.cpu_count(), "seconds": seconds, "rounds": rounds,
@@ -278,12 +304,14 @@ def report(targets: list[Target], seconds: float, rounds: int) -> dict:
     print(f"broker benchmark: confluent-kafka producer, linger.ms=5, {os.cpu_count()} cores, "
           f"{seconds:g} s per case and target in {rounds} rounds")
     print(f"(Nx) = that target's figure / {targets[0].label}'s: throughput above 1x is faster, latency above 1x slower")
+    print("cores = broker + client (the client's busiest thread); max near 1.00: the client set the pace")
     print(_row("case", [t.label for t in targets]))
     for size, acks in CASES:
-        rates = interleaved(addresses, size, acks, seconds, rounds)
-        figures["cases"].append({"size": size, "acks": acks, "msgs": rates})
+        rates, cpu = interleaved(targets, size, acks, seconds, rounds)
+        figures["cases"].append({"size": size, "acks": acks, "msgs": rates, "cpu": cpu})
         cells = [f"{r:,.0f}/s {r * size / 1e6:.1f} MB/s{_ratio(r, rates[0], i == 0)}" for i, r in enumerate(rates)]
         print(_row(f"{size} B acks={acks}", cells), flush=True)
+        print(_row("  cores", [cpu_cell(use) for use in cpu]), flush=True)
     print(_row("time to ready", ["in-process" if t.ready_s is None else
                                  f"{t.ready_s:.2f} s{_ratio(t.ready_s, targets[0].ready_s, i == 0) if targets[0].ready_s else ''}"
                                  for i, t in enumerate(targets)]), flush=True)

@@ -35,7 +35,7 @@ def interleaved(targets: list[str], size: int, seconds: float, rounds: int = 3) 
     totals = [[0.0, 0.0] for _ in targets]
     for _ in range(rounds):
         for target, total in zip(targets, totals):
-            n, elapsed = throughput(target, size, "1", seconds / rounds)
+            n, elapsed, _ = throughput(target, size, "1", seconds / rounds)
             total[0] += n
             total[1] += elapsed
     return [n / t for n, t in totals]

@@ -198,8 +198,31 @@ def _broker_section(runs: list[dict], plots: Path) -> list[str]:
             ratio = "" if i == 0 or key == "p99" else f" ({meta[0][key] / meta[i][key]:.2f}×)"
             cells.append(f"{meta[i][key]:.3f} ms{ratio}")
         md.append(f"| {name} | " + " | ".join(cells) + " |")
+    md += _broker_cpu_table(b, columns, labels)
     md += [""] + [f"![{c['size']} B acks={c['acks']}](performance/broker-{c['size']}B-acks{c['acks']}.svg)"
                   for c in b["cases"]] + [""]
+    return md
+
+
+def _broker_cpu_table(b: dict, columns: list, labels: list[str]) -> list[str]:
+    """CPU in the same runs (benchmarks/cpu.py): what each broker spent per megabyte, and whether
+    the client's busiest thread was saturated (then the ratio above is the client's, not the
+    broker's). Runs written before CPU was measured have none: no table."""
+    if not all("cpu" in run["cases"][k] for _, run, _ in columns for k in range(len(b["cases"]))):
+        return []
+    md = ["", "CPU in the same runs: the broker's CPU per megabyte received (its processes; the mock's "
+          "threads), then the cores the broker and the client used and, in brackets, the client's busiest "
+          "thread — at 1.00 the client, not the broker, set the pace. The producer and the broker share the "
+          "machine's cores, so a broker that costs more CPU per megabyte leaves the client less.", "",
+          "| case | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for k, case in enumerate(b["cases"]):
+        cells = []
+        for _, run, i in columns:
+            use, rate = run["cases"][k]["cpu"][i], run["cases"][k]["msgs"][i]
+            cells.append("–" if use is None else
+                         f"{use['broker'] * 1e6 / (rate * case['size'] / 1e6):,.0f} µs/MB; "
+                         f"{use['broker']:.2f} + {use['client']:.2f} cores ({use['busiest_client_thread']:.2f})")
+        md.append(f"| {case['size']} B acks={case['acks']} | " + " | ".join(cells) + " |")
     return md
 
 

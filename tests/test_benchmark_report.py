@@ -82,11 +82,12 @@ def test_the_suite_section_says_how_long_the_virtual_time_suite_took(tmp_path):
     assert "5,000 tests passed in **321 s**" in text
 
 
-def _broker_run(path, other: str, size: int, msgs: list[float], p50s: list[float]) -> None:
+def _broker_run(path, other: str, size: int, msgs: list[float], p50s: list[float], cpu: list | None = None) -> None:
     """A benchmarks.broker --json file: the emulator and one other broker, one case."""
+    case = {"size": size, "acks": "1", "msgs": msgs} | ({"cpu": cpu} if cpu is not None else {})
     path.write_text(json.dumps({
         "cores": 2, "seconds": 3.0, "rounds": 2, "targets": ["broker-emu", other],
-        "cases": [{"size": size, "acks": "1", "msgs": msgs}],
+        "cases": [case],
         "metadata_ms": [{"p50": p, "p99": p * 2} for p in p50s], "ready_s": [1.2, None]}))
 
 
@@ -99,6 +100,19 @@ def test_the_broker_section_puts_the_emulator_beside_each_other_broker(tmp_path)
     assert "| 10240 B acks=1 | 512.0 MB/s | 1,024.0 MB/s (0.50×) |" in text     # the emulator at half the mock
     assert "| metadata p50 | 0.300 ms | 0.150 ms (2.00×) |" in text
     assert (docs / "performance" / "broker-10240B-acks1.svg").exists()
+
+
+def test_the_broker_section_gives_each_brokers_cpu_per_megabyte_when_measured(tmp_path):
+    figures = _figures(tmp_path)
+    cpu = [{"broker": 0.75, "client": 1.1, "busiest_client_thread": 0.6}, {"broker": 0.4, "client": 1.4, "busiest_client_thread": 1.0}]
+    _broker_run(figures / "broker.json", "librdkafka mock", 10240, [50_000.0, 100_000.0], [0.3, 0.15], cpu)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    text = report.build(figures, docs)
+    # 0.75 cores over 512 MB/s: 1,465 µs a megabyte; the mock 0.4 over 1,024 MB/s: 391
+    assert "| 10240 B acks=1 | 1,465 µs/MB; 0.75 + 1.10 cores (0.60) | 391 µs/MB; 0.40 + 1.40 cores (1.00) |" in text
+    _broker_run(figures / "broker.json", "librdkafka mock", 10240, [50_000.0, 100_000.0], [0.3, 0.15])
+    assert "µs/MB" not in report.build(figures, docs)   # a run from before CPU was measured: no table
 
 
 def test_apache_kafka_measured_in_its_own_run_is_compared_with_that_runs_emulator(tmp_path):

@@ -51,14 +51,17 @@ def test_an_unavailable_target_is_left_out_unless_named(registry, capsys):
 
 
 def test_report_gives_ratios_against_the_first_target(monkeypatch, capsys):
-    monkeypatch.setattr(broker, "interleaved", lambda addresses, size, acks, seconds, rounds: [1000.0, 2000.0, 500.0])
+    use = {"broker": 0.75, "client": 1.2, "busiest_client_thread": 0.98}
+    monkeypatch.setattr(broker, "interleaved", lambda targets, size, acks, seconds, rounds: ([1000.0, 2000.0, 500.0], [use, use, None]))
     monkeypatch.setattr(broker, "metadata_rtts", lambda addresses: [(0.2, 0.4), (0.1, 0.4), (0.4, 0.8)])
     targets = [broker.Target(k, k, f"a-{k}") for k in ("emulator", "mock", "kfake")]
     broker.report(targets, 1.0, 2)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2].split() == ["case", "emulator", "mock", "kfake"]
+    assert lines[3].split() == ["case", "emulator", "mock", "kfake"]
     row = next(line for line in lines if line.startswith("100 B acks=1"))
     assert "1,000/s 0.1 MB/s" in row and "(2.00x)" in row and "(0.50x)" in row
     assert row.count("x)") == 2                      # no ratio for the base itself
+    cores = lines[lines.index(row) + 1]
+    assert cores.split()[:6] == ["cores", "0.75", "+", "1.20", "(max", "0.98)"] and cores.rstrip().endswith("-")
     p50 = next(line for line in lines if line.startswith("metadata p50"))
     assert "(0.50x)" in p50 and "(2.00x)" in p50
