@@ -2,6 +2,8 @@
 producer_byte_rate, and the next Produce past it carries throttle_time_ms = (rate - quota) / quota x
 the sampled windows' span, and mutes its connection that long (KIP-219), in virtual time."""
 
+import trio
+
 from broker_emu import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey, encode_request
@@ -35,6 +37,23 @@ async def test_a_producer_past_its_byte_rate_is_throttled_and_muted(autojump_clo
         assert (event.details["quota"], event.details["bound"]) == ("producer_byte_rate", 10000)
         other = WireClient(cluster.connect(0), client_id="q")                 # another client id: no quota
         assert (await other.call(ApiKey.PRODUCE, 9, body)).throttle_time_ms == 0
+
+
+async def test_a_client_that_leaves_while_muted_is_seen_leaving_then(autojump_clock):
+    """The mute holds the client's next requests back, not the reading of its connection: its
+    close is traced when it happens (were the answer's mute a wait in the connection's reader,
+    the close would be seen only once the mute ended)."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        admin = WireClient(cluster.connect(0), client_id="admin")
+        assert await _alter(admin, [("client-id", "p")], [("producer_byte_rate", 10000, False)]) == [(0, None)]
+        stream = cluster.connect(0)
+        r = await WireClient(stream, client_id="p").call(ApiKey.PRODUCE, 9, produce_body("t", 0, [b"x" * 150_000], acks=1))
+        assert r.throttle_time_ms > 1000
+        left = cluster.now_ms()
+        await stream.aclose()
+        await trio.sleep(r.throttle_time_ms / 1000 + 1)
+        [close] = [e for e in cluster.trace.query(kind="conn_close") if e.details["closed_by"] == "client"]
+        assert close.t_ms == left
 
 
 async def test_describe_and_alter_with_kafkas_rules(autojump_clock):
