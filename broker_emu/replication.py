@@ -44,6 +44,9 @@ class Mode:
     lag_ms: float = 0.0
 
 
+_STALL, _AT_ONCE = Mode("stall"), Mode("normal", 0.0)
+
+
 class Replication:
     def __init__(self, scheduler: "Scheduler", config: dict, alive: Callable[[int], bool],
                  on_change: Callable[["Partition"], None], on_isr: Callable[["Partition", list[int], str], None],
@@ -94,13 +97,16 @@ class Replication:
         self.resync_all()
 
     def mode_for(self, p: "Partition", follower: int) -> Mode:
-        if not self.alive(follower) or frozenset((p.leader, follower)) in self.cuts:
-            return Mode("stall")
-        for key in ((p.topic, p.index, follower), (p.topic, p.index, None), (p.topic, None, follower),
-                    (p.topic, None, None), (None, None, follower), (None, None, None)):
-            if key in self.modes:
-                return self.modes[key]
-        return Mode("normal", float(self.config.get("emu.replication.delay.ms", 0)))
+        # (called a few times per append: without modes or cuts set, nothing is looked up)
+        if not self.alive(follower) or (self.cuts and frozenset((p.leader, follower)) in self.cuts):
+            return _STALL
+        if self.modes:
+            for key in ((p.topic, p.index, follower), (p.topic, p.index, None), (p.topic, None, follower),
+                        (p.topic, None, None), (None, None, follower), (None, None, None)):
+                if key in self.modes:
+                    return self.modes[key]
+        delay = self.config.get("emu.replication.delay.ms", 0)
+        return _AT_ONCE if not delay else Mode("normal", float(delay))
 
     def _changing(self) -> None:
         """Before modes change: followers fetching until now were caught up until now (a
