@@ -4,8 +4,9 @@ cluster (test.mock.num.brokers=3, inside the producer), (c) franz-go's kfake (a 
 `.cache/adapters/go/kfake`, built by dev/build-adapters/go), (d) Apache Kafka 4.4.0 itself
 (conformance/realkafka, installed by dev/install-kafka). Every target has 3 brokers and a
 topic "bench" with one partition. Prints throughput for 10 KB and 100 B messages with acks=1 and
-acks=all, and sequential Metadata round-trip p50/p99, each with its ratio to the first target
-(the emulator unless --targets says otherwise).
+acks=all, the CPU each broker and the client used meanwhile (benchmarks/cpu.py), and the p50/p99
+of sequential round trips — Metadata, and one record produced and flushed — each with its ratio
+to the first target (the emulator unless --targets says otherwise).
 
 Run: .venv/bin/python -m benchmarks.broker [--targets emulator,mock,kfake,kafka] [--seconds-per-case 3]
      [--rounds 3] [--emulator-config KEY=VALUE ...]
@@ -258,17 +259,35 @@ def metadata_rtts(targets: list[str], rounds: int = 10, per_round: int = 100) ->
     """Sequential Metadata round trips, p50 and p99 per target. The targets take turns in
     rounds so all see the same machine: one target measured after the other swung the
     ratio between 2x and 4x from run to run on a 2-core VM."""
+    return _round_trips(targets, "1", lambda p: p.list_topics("bench", timeout=10), rounds, per_round)
+
+
+def produce_rtts(targets: list[str], rounds: int = 10, per_round: int = 100) -> list[tuple[float, float]]:
+    """One 100 B record produced (acks=1, linger 0) and flushed, one after another: what a test
+    that writes a record and waits for it pays per record. p50 and p99 per target, in turns."""
+    def one(p) -> None:
+        p.produce("bench", b"x" * 100, partition=0)
+        if p.flush(10):
+            raise SystemExit("a record was not delivered within 10 s")
+    return _round_trips(targets, "1", one, rounds, per_round, linger_ms=0)
+
+
+def _round_trips(targets: list[str], acks: str, call: Callable, rounds: int, per_round: int,
+                 linger_ms: int | None = None) -> list[tuple[float, float]]:
     from confluent_kafka import Producer
 
-    producers = [Producer(producer_conf(t, "1")) for t in targets]
+    confs = [producer_conf(t, acks) | ({} if linger_ms is None else {"linger.ms": linger_ms}) for t in targets]
+    producers = [Producer(conf) for conf in confs]
     for p in producers:
         p.list_topics("bench", timeout=10)
+        for _ in range(per_round):   # warm up: connections made, first answers cached
+            call(p)
     samples: list[list[float]] = [[] for _ in targets]
     for _ in range(rounds):
         for p, out in zip(producers, samples):
             for _ in range(per_round):
                 t0 = time.perf_counter()
-                p.list_topics("bench", timeout=10)
+                call(p)
                 out.append((time.perf_counter() - t0) * 1000)
     results = []
     for out in samples:
@@ -315,12 +334,13 @@ def report(targets: list[Target], seconds: float, rounds: int) -> dict:
     print(_row("time to ready", ["in-process" if t.ready_s is None else
                                  f"{t.ready_s:.2f} s{_ratio(t.ready_s, targets[0].ready_s, i == 0) if targets[0].ready_s else ''}"
                                  for i, t in enumerate(targets)]), flush=True)
-    rtts = metadata_rtts(addresses)
-    figures["metadata_ms"] = [{"p50": r[0], "p99": r[1]} for r in rtts]
     figures["ready_s"] = [t.ready_s for t in targets]
-    for name, k in (("metadata p50", 0), ("metadata p99", 1)):
-        base = rtts[0][k]
-        print(_row(name, [f"{r[k]:.3f} ms{_ratio(r[k], base, i == 0)}" for i, r in enumerate(rtts)]))
+    for what, measure in (("metadata", metadata_rtts), ("produce", produce_rtts)):
+        rtts = measure(addresses)
+        figures[f"{what}_ms"] = [{"p50": r[0], "p99": r[1]} for r in rtts]
+        for name, k in ((f"{what} p50", 0), (f"{what} p99", 1)):
+            base = rtts[0][k]
+            print(_row(name, [f"{r[k]:.3f} ms{_ratio(r[k], base, i == 0)}" for i, r in enumerate(rtts)]), flush=True)
     return figures
 
 

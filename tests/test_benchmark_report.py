@@ -82,13 +82,15 @@ def test_the_suite_section_says_how_long_the_virtual_time_suite_took(tmp_path):
     assert "5,000 tests passed in **321 s**" in text
 
 
-def _broker_run(path, other: str, size: int, msgs: list[float], p50s: list[float], cpu: list | None = None) -> None:
+def _broker_run(path, other: str, size: int, msgs: list[float], p50s: list[float], cpu: list | None = None,
+                produce: bool = True) -> None:
     """A benchmarks.broker --json file: the emulator and one other broker, one case."""
     case = {"size": size, "acks": "1", "msgs": msgs} | ({"cpu": cpu} if cpu is not None else {})
     path.write_text(json.dumps({
         "cores": 2, "seconds": 3.0, "rounds": 2, "targets": ["broker-emu", other],
         "cases": [case],
-        "metadata_ms": [{"p50": p, "p99": p * 2} for p in p50s], "ready_s": [1.2, None]}))
+        "metadata_ms": [{"p50": p, "p99": p * 2} for p in p50s], "ready_s": [1.2, None]}
+        | ({"produce_ms": [{"p50": p * 3, "p99": p * 4} for p in p50s]} if produce else {})))
 
 
 def test_the_broker_section_puts_the_emulator_beside_each_other_broker(tmp_path):
@@ -99,7 +101,11 @@ def test_the_broker_section_puts_the_emulator_beside_each_other_broker(tmp_path)
     text = report.build(figures, docs)
     assert "| 10240 B acks=1 | 512.0 MB/s | 1,024.0 MB/s (0.50×) |" in text     # the emulator at half the mock
     assert "| metadata p50 | 0.300 ms | 0.150 ms (2.00×) |" in text
+    assert "| produce 1 record p50 | 0.900 ms | 0.450 ms (2.00×) |" in text
     assert (docs / "performance" / "broker-10240B-acks1.svg").exists()
+    _broker_run(figures / "broker.json", "librdkafka mock", 10240, [50_000.0, 100_000.0], [0.3, 0.15], produce=False)
+    text = report.build(figures, docs)
+    assert "| metadata p50 |" in text and "produce 1 record" not in text   # a run from before they were timed
 
 
 def test_the_broker_section_gives_each_brokers_cpu_per_megabyte_when_measured(tmp_path):

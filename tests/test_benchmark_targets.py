@@ -54,6 +54,7 @@ def test_report_gives_ratios_against_the_first_target(monkeypatch, capsys):
     use = {"broker": 0.75, "client": 1.2, "busiest_client_thread": 0.98}
     monkeypatch.setattr(broker, "interleaved", lambda targets, size, acks, seconds, rounds: ([1000.0, 2000.0, 500.0], [use, use, None]))
     monkeypatch.setattr(broker, "metadata_rtts", lambda addresses: [(0.2, 0.4), (0.1, 0.4), (0.4, 0.8)])
+    monkeypatch.setattr(broker, "produce_rtts", lambda addresses: [(0.3, 0.5), (0.1, 0.2), (0.3, 0.9)])
     targets = [broker.Target(k, k, f"a-{k}") for k in ("emulator", "mock", "kfake")]
     broker.report(targets, 1.0, 2)
     lines = capsys.readouterr().out.splitlines()
@@ -65,3 +66,5 @@ def test_report_gives_ratios_against_the_first_target(monkeypatch, capsys):
     assert cores.split()[:6] == ["cores", "0.75", "+", "1.20", "(max", "0.98)"] and cores.rstrip().endswith("-")
     p50 = next(line for line in lines if line.startswith("metadata p50"))
     assert "(0.50x)" in p50 and "(2.00x)" in p50
+    produce = next(line for line in lines if line.startswith("produce p50"))
+    assert "0.300 ms" in produce and "(0.33x)" in produce and "(1.00x)" in produce
