@@ -265,8 +265,12 @@ def metadata_rtts(targets: list[str], rounds: int = 10, per_round: int = 100) ->
 def produce_rtts(targets: list[str], rounds: int = 10, per_round: int = 100) -> list[tuple[float, float]]:
     """One 100 B record produced (acks=1, linger 0) and flushed, one after another: what a test
     that writes a record and waits for it pays per record. p50 and p99 per target, in turns."""
+    def delivered(err, msg) -> None:
+        if err is not None:
+            raise SystemExit(f"a record was not delivered: {err}")
+
     def one(p) -> None:
-        p.produce("bench", b"x" * 100, partition=0)
+        p.produce("bench", b"x" * 100, partition=0, on_delivery=delivered)
         if p.flush(10):
             raise SystemExit("a record was not delivered within 10 s")
     return _round_trips(targets, "1", one, rounds, per_round, linger_ms=0)

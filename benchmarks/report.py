@@ -181,7 +181,8 @@ def _broker_section(runs: list[dict], plots: Path) -> list[str]:
           "latency below 1×: the emulator is ahead), the emulator measured in the same run"
           + (" (Apache Kafka in a run of its own: its idle JVMs would slow the others)" if len(runs) > 1 else "")
           + ". Round trips are one after another: `list_topics`, and one 100 B record produced "
-          "(acks=1, linger 0) and flushed — what a test that writes a record and waits for it pays.", "", "| case | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+          "(acks=1, linger 0) and flushed — what a test that writes a record and waits for it pays.", "",
+          "| case | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
     for k, case in enumerate(b["cases"]):
         size = case["size"]
         cells, bars = [], {}
