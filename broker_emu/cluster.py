@@ -310,6 +310,14 @@ class Cluster:
         return -1
 
     # -- replication and leadership -------------------------------------------------------------
+    def appends_replicate_at_once(self) -> bool:
+        """Every follower of every partition copies an append in the append's own step, so an
+        acks=all produce completes without waiting (``Connection._answers_at_once``). A stopped
+        broker leaves the ISRs as it stops (``stop_broker``); the liveness check is for a broker
+        that would stay in an ISR while down, as a crashed one does in Kafka until
+        replica.lag.time.max.ms."""
+        return self.replication.immediate() and all(b.alive for b in self.brokers.values())
+
     def after_append(self, p: Partition, previous_leo: int) -> None:
         self.replication.after_append(p, previous_leo)
         if p.update_high_watermark():

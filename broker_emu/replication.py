@@ -108,6 +108,11 @@ class Replication:
         delay = self.config.get("emu.replication.delay.ms", 0)
         return _AT_ONCE if not delay else Mode("normal", float(delay))
 
+    def immediate(self) -> bool:
+        """Whether every live follower copies an append within the append's own step (no modes,
+        no cuts, no delay): with every broker alive, acks=all then never waits."""
+        return not self.modes and not self.cuts and not self.config.get("emu.replication.delay.ms", 0)
+
     def _changing(self) -> None:
         """Before modes change: followers fetching until now were caught up until now (a
         real follower long-polls its leader), so a stall counts from this moment."""
