@@ -71,7 +71,6 @@ class Connection:
         self._queued_bytes = 0
         self._queued_frames = 0
         self._held_big_buffer = False   # a partial frame of BIG_BUFFER_BYTES or more was buffered
-        self.in_reader = False   # the request being handled is the reader's own (_answers_at_once): it must not wait
         self._drained = trio.Event()
         self.peer_closed = False
         self._current: trio.CancelScope | None = None  # the request being handled
@@ -215,6 +214,11 @@ class Connection:
         return ((acks in (0, 1) or (acks == -1 and self.cluster.appends_replicate_at_once()))
                 and not self.cluster.quotas.values)
 
+    @property
+    def in_reader(self) -> bool:
+        """The request being handled is the reader's own (``_answers_at_once``, no cancel scope): it must not wait."""
+        return self._busy and self._current is None
+
     async def _run_one(self, frame: Frame, arrived_ms: float | None = None, at_once: bool = False) -> bool:
         """Handle one request, containing handler bugs to this connection; False: close it.
         ``at_once``: the reader runs it itself (``_answers_at_once``), so no close of the peer can
@@ -223,11 +227,7 @@ class Connection:
         self._busy = True
         try:
             if at_once:
-                self.in_reader = True
-                try:
-                    return await self._process(frame, arrived_ms)
-                finally:
-                    self.in_reader = False
+                return await self._process(frame, arrived_ms)
             with trio.CancelScope() as self._current:
                 if self.peer_closed:
                     self._current.cancel()  # run up to the first wait only
