@@ -27,6 +27,7 @@ import trio
 from broker_emu import socket_io
 from broker_emu.context import RequestContext
 from broker_emu.faults import Decision, RequestFacts
+from broker_emu.frame_reader import FrameReader
 from broker_emu.handlers import CloseConnection, error_response
 from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
 from broker_emu.registry import REGISTRY, advertised_range
@@ -39,7 +40,7 @@ from broker_emu.trace import Kind
 from client.errors import ErrorCode
 from client.protocol import ApiKey, decode_request, decode_request_header, encode_response
 from client.protocol.errors import ProtocolError
-from client.protocol.framing import Frame, FrameSplitter, FrameTooLargeError
+from client.protocol.framing import Frame, FrameTooLargeError
 
 if TYPE_CHECKING:
     from broker_emu.cluster import Broker, Cluster
@@ -49,10 +50,6 @@ READ_AHEAD_FRAMES = 64       # ... and small requests pipelined by a client that
 FRAME_OVERHEAD = 256         # what a queued frame costs beyond its bytes (object, tuple, timestamp)
 log = logging.getLogger("broker_emu.server")
 API_VERSIONS, PRODUCE, FETCH = int(ApiKey.API_VERSIONS), int(ApiKey.PRODUCE), int(ApiKey.FETCH)
-# Reads: chunks of up to 1 MB; after a large frame received in place (FrameSplitter.room) a
-# short one, so that the next large frame's size is known before most of it was read into a
-# chunk that would then be copied into its buffer (a second copy of every byte)
-CHUNK_BYTES, AFTER_LARGE_CHUNK_BYTES = 1 << 20, 64 << 10
 QUOTA_KEYS = {PRODUCE: "producer_byte_rate", FETCH: "consumer_byte_rate"}
 # handlers that answer without waiting on anything (no purgatory, no group join)
 ANSWERS_AT_ONCE = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR,
@@ -135,33 +132,23 @@ class Connection:
         return True
 
     async def _reader(self, send: trio.MemorySendChannel) -> None:
-        splitter = FrameSplitter(self.cluster.config["socket.request.max.bytes"])
-        chunk = CHUNK_BYTES
+        reader = FrameReader(self.stream, self.cluster.config["socket.request.max.bytes"])
         async with send:
             while True:
-                room = splitter.room()   # the rest of a large frame goes straight into its buffer
                 try:
-                    if room is not None:
-                        got = await socket_io.receive_into(self.stream, room)
-                        chunk = AFTER_LARGE_CHUNK_BYTES
-                    else:
-                        data = await socket_io.receive_some(self.stream, chunk)
-                        got = len(data)
-                        chunk = CHUNK_BYTES
+                    frames = await reader.receive()
                 except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                     if isinstance(exc.__cause__, ssl.SSLError):   # e.g. no client certificate (ssl.client.auth)
                         self.abort(f"TLS failed: {exc.__cause__.reason or exc.__cause__}")
                         return
-                    got = 0
-                if not got:
-                    self._peer_closed(splitter.buffered)
-                    return  # closing ``send`` lets the processor drain what was received
-                try:
-                    frames = splitter.received(got) if room is not None else splitter.feed(bytes(data))
+                    frames = None
                 except FrameTooLargeError as exc:
                     self.abort(str(exc))
                     return
-                if splitter.buffered >= BIG_BUFFER_BYTES:
+                if frames is None:
+                    self._peer_closed(reader.buffered)
+                    return  # closing ``send`` lets the processor drain what was received
+                if reader.buffered >= BIG_BUFFER_BYTES:
                     self._held_big_buffer = True
                 for frame in frames:
                     if self._tap is not None:

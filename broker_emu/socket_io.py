@@ -17,11 +17,16 @@ see no difference.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
+import termios
 
 import trio
 
 READ_FIRST_BYTES = 4 << 20
+_INT = struct.Struct("i")
+_ZERO = _INT.pack(0)
 
 
 def _plain_fd(stream: trio.abc.Stream) -> int:
@@ -66,6 +71,21 @@ async def receive_into(stream: trio.abc.Stream, room: memoryview) -> int:
             wait = True
         except OSError as exc:
             raise trio.BrokenResourceError(str(exc)) from exc
+
+
+def receive_whole(stream: trio.abc.Stream, size: int) -> bytes | None:
+    """The next ``size`` bytes in one read if the kernel holds all of them already (a large
+    frame whose size prefix was just read), else None (or not plain TCP): receive as before.
+    Read so into a fresh ``bytes``, a frame is neither zeroed first (as a ``bytearray(size)``
+    buffer is) nor copied again; nothing is allocated for bytes that have not arrived."""
+    fd = _plain_fd(stream)
+    if fd < 0:
+        return None
+    try:
+        held = _INT.unpack(fcntl.ioctl(fd, termios.FIONREAD, _ZERO))[0]
+        return os.read(fd, size) if held >= size else None
+    except OSError:   # BlockingIOError, or a reset the next receive reports
+        return None
 
 
 async def send_all(stream: trio.abc.Stream, data: bytes) -> None:

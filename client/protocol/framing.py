@@ -118,6 +118,12 @@ class FrameSplitter:
             self._need = None
 
     @property
+    def awaited(self) -> int | None:
+        """The size of a frame whose size prefix was read and none of its bytes yet (a reader may
+        then receive it whole and ``feed`` it: a frame that is one whole chunk is not copied)."""
+        return self._need if self._have == 0 and self._frame is None else None
+
+    @property
     def buffered(self) -> int:
         """Bytes received that are not yet part of a whole frame."""
         return self._have

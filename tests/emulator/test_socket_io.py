@@ -72,6 +72,57 @@ async def test_a_closed_stream_and_other_streams_keep_trios_behaviour():
     assert await socket_io.receive_some(b, 100) == b"in memory"
 
 
+async def test_a_whole_read_is_taken_only_when_every_byte_has_arrived():
+    a, b = socket.socketpair()
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(b))
+    a.sendall(b"0123456789")
+    assert socket_io.receive_whole(stream, 11) is None       # not all there: nothing taken
+    assert socket_io.receive_whole(stream, 10) == b"0123456789"
+    assert socket_io.receive_whole(stream, 1) is None        # nothing there
+    a.sendall(b"abc")
+    assert socket_io.receive_whole(stream, 2) == b"ab"       # no more than asked
+    assert await socket_io.receive_some(stream, 10) == b"c"
+    a.close()
+    await stream.aclose()
+    assert socket_io.receive_whole(stream, 1) is None        # closed: the next receive says so
+    x, _ = trio.testing.memory_stream_pair()
+    assert socket_io.receive_whole(x, 1) is None             # not a socket: receive as before
+
+
+async def test_a_large_frame_after_a_large_frame_is_received_whole_when_it_is_all_there():
+    """After a large frame the reader reads the next size prefix alone; a frame that has then
+    arrived whole is read in one go into a ``bytes`` of its size (not zeroed first, not copied),
+    and stored as that object."""
+    from broker_emu import open_cluster
+    from broker_emu.server import Connection
+    from client.protocol import encode_request
+    from client.protocol.records import decode_batch
+    from tests.cluster.wire import WireClient, fetch_body, produce_body
+
+    async with open_cluster(1, topics=[("t", 1, 1)]) as cluster:
+        broker = next(iter(cluster.brokers.values()))
+        a, b = socket.socketpair()   # a Unix socket: the kernel holds a whole frame, unread, at once
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        cluster._nursery.start_soon(Connection(cluster, broker, trio.SocketStream(trio.socket.from_stdlib_socket(b)), "unix:test").run)
+        w = WireClient(trio.SocketStream(trio.socket.from_stdlib_socket(a)))
+        frames = [encode_request(0, 9, corr, "test", produce_body("t", 0, [bytes([corr]) * 10_000] * 30, acks=1))
+                  for corr in (1, 2)]   # about 300 KB each: large frames
+        w.sent, w.next_corr = {1: (0, 9), 2: (0, 9)}, 3
+        a.send(frames[0][:32 << 10])
+        await trio.testing.wait_all_tasks_blocked()   # the broker holds a buffer for the rest (in place)
+        await w.stream.send_all(frames[0][32 << 10:])
+        assert (await w.recv())[1]["responses"][0]["partition_responses"][0]["error_code"] == 0
+        assert a.send(frames[1]) == len(frames[1]), "the kernel did not take the frame at once"
+        assert (await w.recv())[1]["responses"][0]["partition_responses"][0]["error_code"] == 0
+        first, second = (batch.raw for batch in cluster.partition("t", 0).log.batches)
+        assert type(first) is memoryview and type(first.obj) is bytearray            # in place
+        assert type(second) is memoryview and type(second.obj) is bytes and len(second.obj) == len(frames[1]) - 4
+        fetched = await w.call(1, 12, fetch_body("t", 0, 0))
+        _, records = decode_batch(fetched.responses[0].partitions[0].records)
+        assert [r.value for r in records] == [b"\x01" * 10_000] * 30
+        await w.stream.aclose()
+
+
 async def test_a_megabyte_produce_over_tcp_is_received_in_place_stored_without_a_copy_and_read_back():
     from broker_emu import open_cluster
     from client.protocol.records import decode_batch

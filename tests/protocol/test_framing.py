@@ -60,6 +60,20 @@ def test_a_large_claim_gets_no_buffer_until_a_sixteenth_of_it_arrived():
     assert splitter.feed(b"z" * (size - size // 8) + (1).to_bytes(4, "big") + b"!") == [b"z" * size, b"!"]
 
 
+def test_a_frame_is_awaited_only_between_its_size_prefix_and_its_first_byte():
+    splitter = FrameSplitter()
+    assert splitter.awaited is None                       # no size read yet
+    splitter.feed((1 << 20).to_bytes(4, "big")[:2])
+    assert splitter.awaited is None                       # half a prefix
+    splitter.feed((1 << 20).to_bytes(4, "big")[2:])
+    assert splitter.awaited == 1 << 20
+    frame = bytes(range(256)) * (4 << 10)
+    assert splitter.feed(frame)[0] is frame               # fed whole: the same object, not a copy
+    assert splitter.awaited is None and splitter.buffered == 0
+    splitter.feed((1 << 20).to_bytes(4, "big") + b"x")
+    assert splitter.awaited is None                       # some of it arrived: receive the rest
+
+
 def test_oversized_prefix_raises_before_buffering():
     splitter = FrameSplitter(max_frame=1000)
     with pytest.raises(FrameTooLargeError, match="1001"):
