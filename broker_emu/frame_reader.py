@@ -25,6 +25,9 @@ class FrameReader:
         self.stream = stream
         self.splitter = FrameSplitter(max_frame)
         self._chunk = CHUNK_BYTES
+        # a whole frame can be read at once only from a plain socket (TLS and in-memory streams
+        # hand out what they hold): elsewhere a prefix read alone would be one receive more
+        self._after_large = SIZE_PREFIX_BYTES if socket_io.plain_fd(stream) >= 0 else AFTER_LARGE_CHUNK_BYTES
 
     @property
     def buffered(self) -> int:
@@ -42,7 +45,7 @@ class FrameReader:
             if not got:
                 return None
             frames += self.splitter.received(got)
-            self._chunk = SIZE_PREFIX_BYTES
+            self._chunk = self._after_large
         else:
             data = await socket_io.receive_some(self.stream, self._chunk)
             if not data:

@@ -29,14 +29,14 @@ _INT = struct.Struct("i")
 _ZERO = _INT.pack(0)
 
 
-def _plain_fd(stream: trio.abc.Stream) -> int:
+def plain_fd(stream: trio.abc.Stream) -> int:
     """The socket's descriptor for a plain TCP stream; -1 for anything else or a closed socket."""
     return stream.socket.fileno() if type(stream) is trio.SocketStream else -1
 
 
 async def receive_some(stream: trio.abc.Stream, max_bytes: int) -> bytes | bytearray:
     """``stream.receive_some(max_bytes)``: b"" at the end of the stream."""
-    fd = _plain_fd(stream)
+    fd = plain_fd(stream)
     if fd < 0:
         return await stream.receive_some(max_bytes)
     while True:
@@ -53,7 +53,7 @@ async def receive_into(stream: trio.abc.Stream, room: memoryview) -> int:
     """Receive up to ``len(room)`` bytes into ``room`` (a large frame's buffer,
     ``FrameSplitter.room``): how many, 0 at the end of the stream. On plain TCP the kernel copies
     them there directly; other streams receive a chunk that is copied in."""
-    fd = _plain_fd(stream)
+    fd = plain_fd(stream)
     if fd < 0:
         data = await stream.receive_some(len(room))
         room[:len(data)] = data
@@ -78,7 +78,7 @@ def receive_whole(stream: trio.abc.Stream, size: int) -> bytes | None:
     frame whose size prefix was just read), else None (or not plain TCP): receive as before.
     Read so into a fresh ``bytes``, a frame is neither zeroed first (as a ``bytearray(size)``
     buffer is) nor copied again; nothing is allocated for bytes that have not arrived."""
-    fd = _plain_fd(stream)
+    fd = plain_fd(stream)
     if fd < 0:
         return None
     try:
@@ -90,7 +90,7 @@ def receive_whole(stream: trio.abc.Stream, size: int) -> bytes | None:
 
 async def send_all(stream: trio.abc.Stream, data: bytes) -> None:
     """``stream.send_all(data)``, without a yield when the kernel takes all of it at once."""
-    fd = _plain_fd(stream)
+    fd = plain_fd(stream)
     if fd >= 0:
         try:
             sent = os.write(fd, data)
