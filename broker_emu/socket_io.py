@@ -30,7 +30,7 @@ _ZERO = _INT.pack(0)
 
 
 def plain_fd(stream: trio.abc.Stream) -> int:
-    """The socket's descriptor for a plain TCP stream; -1 for anything else or a closed socket."""
+    """The socket's descriptor for a plain (not TLS) socket stream; -1 for anything else or a closed socket."""
     return stream.socket.fileno() if type(stream) is trio.SocketStream else -1
 
 
