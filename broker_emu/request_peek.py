@@ -2,8 +2,9 @@
 
 The reader handles a request itself, one task switch sooner, when its handler cannot wait
 (``Connection._answers_at_once``). A Produce's handler waits only with acks=-1 (the purgatory,
-while a follower copies later), so the reader reads acks off the frame: it follows the request header and the transactional
-id (Produce v3+; ``ProduceRequest.json``: flexible from v9, so a compact string there).
+while a follower copies later), so the reader reads acks off the frame: it follows the request
+header and the transactional id (Produce v3+; ``ProduceRequest.json``: flexible from v9, so a
+compact string there).
 Anything it cannot read gives None and the request takes the ordinary path, whose decoder
 names what is wrong.
 """
