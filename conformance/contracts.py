@@ -97,7 +97,8 @@ def returns_within(operation: str, expected: float | str, *, early_ms: float = 0
             return Verdict(False, figure, f"{operation} overshot its deadline by {got - want:.1f} ms (allowed {slack:.1f} ms)", timing=timing)
         return Verdict(True, figure, timing=timing)
 
-    return Contract(f"{operation} returns at its deadline", check)
+    setting = expected if isinstance(expected, str) and expected not in ("timeout", "fault.ms") else None
+    return Contract(f"{operation} returns at its deadline", check, setting=setting)
 
 
 # -- server side -----------------------------------------------------------------------------

@@ -84,12 +84,15 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Contract:
-    """A named check over the evidence. ``needs`` lists operation kinds it requires: if the
-    adapter cannot perform them the contract is N/A, never a failure."""
+    """A named check over the evidence. ``setting`` is the client setting it holds the client
+    to, if any (``"delivery.timeout.ms"``): for a client that has no such setting
+    (``Adapter.lacks``) the contract is N/A with the adapter's reason, never a failure, and the
+    scenario's other contracts are judged as usual."""
 
     name: str
     check: Callable[[Evidence], Verdict]
     side: str = "client"   # "client" (outcome) or "server" (trace)
+    setting: str | None = None
 
 
 @dataclass(frozen=True)

@@ -215,7 +215,7 @@ def run_via_proxy(scenario: Scenario, adapter: Adapter, scale: float, upstream: 
     trace = derive_purgatory(unrename_trace(trace, back), env.config)
     evidence = Evidence(unrename_outcomes(outcomes, back), trace, env.config, scale, unrename_snapshot(snap, back),
                         client_id, slack_ms=REAL_TIME_SLACK_MS, steps=steps)
-    result = judge(scenario, adapter.name, evidence)
+    result = judge(scenario, adapter.name, evidence, adapter.lacks)
     result.evidence = evidence
     result.wall_s = time.perf_counter() - wall
     return result

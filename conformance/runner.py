@@ -41,7 +41,7 @@ def run_real_time(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
         snap = tc.call(snapshot, cluster)
         simulated = tc.call(cluster.now_ms) / 1000
     evidence = Evidence(outcomes, trace, env.config, scale, snap, client_id, slack_ms=REAL_TIME_SLACK_MS, steps=steps)
-    result = judge(scenario, adapter.name, evidence)
+    result = judge(scenario, adapter.name, evidence, adapter.lacks)
     result.evidence = evidence
     result.wall_s = time.perf_counter() - wall
     result.simulated_s = simulated * scale
@@ -70,7 +70,7 @@ def run_external(scenario: Scenario, adapter: Adapter, bootstrap: str, scale: fl
     outcomes = _run_blocking(adapter, steps, env)
     client_side = replace(scenario, contracts=tuple(c for c in scenario.contracts if c.side == "client"))
     result = judge(client_side, adapter.name, Evidence(outcomes, [], env.config, scale, None, env.client_id,
-                                                       slack_ms=REAL_TIME_SLACK_MS, steps=steps))
+                                                       slack_ms=REAL_TIME_SLACK_MS, steps=steps), adapter.lacks)
     result.contracts += [(c.name, Status.NA, "needs the broker's trace") for c in scenario.contracts if c.side != "client"]
     result.wall_s = time.perf_counter() - wall
     return result

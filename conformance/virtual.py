@@ -46,7 +46,7 @@ def run_virtual_time(scenario: Scenario, adapter: Adapter) -> Result:
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     evidence = Evidence(state["outcomes"], state["trace"], dict(scenario.client_config), 1.0, state["snapshot"], state["client_id"],
                         steps=scenario.steps)
-    result = judge(scenario, adapter.name, evidence)
+    result = judge(scenario, adapter.name, evidence, adapter.lacks)
     result.evidence = evidence
     result.wall_s = time.perf_counter() - wall
     result.simulated_s = state["simulated"]

@@ -28,7 +28,8 @@ from __future__ import annotations
 import abc
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
 
 from conformance.model import Operation, Outcome, Scenario
 
@@ -56,6 +57,8 @@ class Adapter(abc.ABC):
     virtual_time: bool = False        # True: runs under trio's MockClock over in-memory streams
     operations: frozenset[str] = frozenset()
     sasl: bool = False                # passes security.protocol and sasl.* from the scenario to its client
+    # client settings it has no counterpart for -> why; a contract about one (Contract.setting) is N/A
+    lacks: Mapping[str, str] = MappingProxyType({})
 
     def available(self) -> tuple[bool, str]:
         """Whether the client is installed here, and if not, why."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 from conformance.adapters.base import RunEnv
 from conformance.adapters.line_protocol import LineProtocolAdapter
@@ -160,6 +161,17 @@ SARAMA_NO_DEADLINE = frozenset({"committed", "end_offsets", "beginning_offsets",
 
 # scenarios whose contract is a setting sarama does not have (their steps are a produce like
 # others': the scenario, not its steps, says which)
+# The settings sarama has no counterpart for: a contract holding a client to one is N/A for sarama
+# (Contract.setting), the scenario's other contracts still judge it. Where such a setting is the
+# scenario's whole point, SARAMA_INEXPRESSIBLE takes out the scenario.
+SARAMA_LACKS = MappingProxyType({
+    "delivery.timeout.ms": ("sarama has no delivery.timeout.ms: a record fails after Producer.Retry.Max retries (3), "
+                            "each bounded by Net.ReadTimeout (or Net.DialTimeout while connecting), "
+                            "Producer.Retry.Backoff apart, so when it fails depends on how many attempts fit"),
+    "max.block.ms": "sarama has no max.block.ms: Metadata.Retry.Max refreshes, Metadata.Retry.Backoff apart, bound the wait",
+    "default.api.timeout.ms": "sarama has no default.api.timeout.ms: its calls take no deadline",
+})
+
 SARAMA_INEXPRESSIBLE = {
     "kip91.delivery-timeout-in-flight": ("sarama has no delivery.timeout.ms: a record fails after Producer.Retry.Max "
                                          "retries (3), each bounded by Net.ReadTimeout (at Kafka's defaults that is "
@@ -220,6 +232,7 @@ class SaramaAdapter(GoAdapter):
 
     name = "sarama"
     program = "sarama-adapter"
+    lacks = SARAMA_LACKS
     sasl = True        # security.protocol SASL_PLAINTEXT, sasl.* -> Net.SASL (sasl.go; SCRAM through franz-go's)
     no_position = "sarama has no position(): a PartitionConsumer resolves its offset inside ConsumePartition"
     no_close = "sarama's Consumer.Close() takes no deadline"
