@@ -9,13 +9,13 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import trio
-import trio.testing
 
 from broker_emu import cluster_shape, reassignments
 from broker_emu.config import ConfigError, broker_config
@@ -73,7 +73,11 @@ def system_wall_ms() -> int:
 def follows_system_clock(mode: str) -> bool:
     """``emu.wall.clock``: "fixed" keeps virtual-time runs reproducible; real clients in real
     time need the system's (token expiry, their own timestamps against ours)."""
-    return mode == "system" or (mode == "auto" and not isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock))
+    # a MockClock exists only once trio.testing is imported; importing it here would import
+    # pytest too (100+ ms off `broker-emu serve`'s start)
+    testing = sys.modules.get("trio.testing")
+    mock = testing is not None and isinstance(trio.lowlevel.current_clock(), testing.MockClock)
+    return mode == "system" or (mode == "auto" and not mock)
 
 
 class Cluster:

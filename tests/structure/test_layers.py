@@ -79,3 +79,13 @@ def test_importing_the_codec_or_the_emulator_loads_no_client_machinery():
         out = subprocess.run([sys.executable, "-c", probe.format(m=module)], cwd=ROOT, capture_output=True,
                              text=True, check=True).stdout.split()
         assert set(out) <= {"client", "client.errors"}, (module, out)
+
+
+def test_serve_starts_without_test_or_tls_machinery():
+    """`broker-emu serve` on a plain listener imports neither pytest (trio.testing imports it:
+    100+ ms of its start), nor trustme and cryptography (about 35 ms): each is imported where it is
+    needed (a MockClock in use, a TLS listener)."""
+    probe = ("import sys, broker_emu.cli; from broker_emu import open_cluster; "
+             "print(' '.join(n for n in ('pytest', 'trio.testing', 'trustme', 'cryptography') if n in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert out == []
