@@ -359,6 +359,29 @@ def attempted_once(first_apis: tuple[str, ...], api: str) -> Contract:
     return Contract("attempted once with timeout 0", check, side="server")
 
 
+def attempted_once_when_warm(api: str) -> Contract:
+    """Attempt-then-check with no time left, on a warm client (the step's ``warm_up``: the same
+    call made first, untimed): after the warm-up's ``api`` was answered, the timed call sent
+    ``api`` exactly once. Only requests after that answer count, so neither the warm-up nor a
+    cold client's background lookups (FindCoordinator) stand in for the call's own attempt."""
+
+    def check(ev: Evidence) -> Verdict:
+        # by the trace's order, not its times: in virtual time both happen at the same instant
+        events = ev.events()
+        answered = next((i for i, e in enumerate(events) if e.kind == Kind.SEND and e.api == api), None)
+        if answered is None:
+            return Verdict(False, f"0 {api}", f"the warm-up's {api} was never answered: the client was not warm")
+        again = [e for e in events[answered + 1:] if e.kind == Kind.RECV and e.api == api]
+        figure = f"{len(again)} {api} after the warm-up's"
+        if not again:
+            return Verdict(False, figure, f"nothing reached the broker: the call gave up before attempting {api}")
+        if len(again) > 1:
+            return Verdict(False, figure, f"{api} was sent {len(again)} times with no time left")
+        return Verdict(True, figure)
+
+    return Contract("attempted once with timeout 0, warm", check, side="server")
+
+
 def setup_timeout_grows(broker: int) -> Contract:
     """KIP-601: a connection attempt that never completes is abandoned at
     socket.connection.setup.timeout.ms, the next gets twice as long (±20 % jitter), up to

@@ -6,7 +6,8 @@ as well SSL and SASL handshake"); for Java 4.4 this scenario measured it (docs/f
 from __future__ import annotations
 
 from conformance import contracts as C
-from conformance.model import Contract, Evidence, Operation, Scenario, Verdict
+from conformance.model import Contract, Evidence, Scenario, Verdict
+from conformance.scenario_defaults import PRODUCE
 
 SASL_BROKER = {"emu.security.protocol": "SASL_PLAINTEXT", "emu.sasl.users": "alice:alice-secret"}
 SASL_CLIENT = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice",
@@ -47,7 +48,6 @@ def stalled_handshakes_abandoned(broker: int) -> Contract:
     return Contract("a stalled SASL handshake is abandoned at the connection setup timeout", check, side="server")
 
 
-PRODUCE = Operation("produce", {"topic": "t", "partition": 0, "value": b"hello", "count": 1})
 
 SECURITY_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(

@@ -1,6 +1,8 @@
 """The conformance suite on our client (virtual time), and each contract shown to fail on a
 deliberately broken variant, so no contract is vacuous."""
 
+from dataclasses import replace
+
 import pytest
 
 from conformance.adapters.ours import OurAdapter
@@ -109,6 +111,56 @@ def test_the_attempt_once_contract_fails_on_a_client_that_asks_twice():
     assert statuses["attempted once with timeout 0"] is Status.FAIL, result.contracts
 
 
+def test_the_warm_attempt_contract_fails_on_a_client_that_checks_its_deadline_first(monkeypatch):
+    import trio
+
+    from client.consumer import AsyncConsumer
+    from client.errors import TimeoutException
+
+    attempt_then_check = AsyncConsumer._attempt_then_check
+
+    async def check_first(self, call, deadline, attempt, waiting_for):   # broken: check-then-attempt
+        if trio.current_time() >= deadline:
+            raise TimeoutException(f"{call}: no time left")
+        return await attempt_then_check(self, call, deadline, attempt, waiting_for)
+
+    assert _contract_status("kip266.timeout-zero-warm-attempts-once")[0]["attempted once with timeout 0, warm"] is Status.PASS
+    monkeypatch.setattr(AsyncConsumer, "_attempt_then_check", check_first)
+    statuses, result = _contract_status("kip266.timeout-zero-warm-attempts-once")
+    assert statuses["attempted once with timeout 0, warm"] is Status.FAIL, result.contracts
+    assert "gave up before attempting" in result.message
+
+
+def test_the_warm_attempt_contract_fails_on_a_client_that_asks_twice_or_never_warms():
+    class AsksTwice(OurAdapter):
+        name = "broken-asks-twice"
+
+        async def _committed(self, step, env):
+            await super()._committed(step, env)
+            return await super()._committed(step, env)
+
+    statuses, result = _contract_status("kip266.timeout-zero-warm-attempts-once", AsksTwice())
+    assert statuses["attempted once with timeout 0, warm"] is Status.FAIL and "3 times" in result.message
+
+    class Cold(OurAdapter):   # ignores warm_up but says it honours it
+        name = "broken-cold"
+
+        async def _committed(self, step, env):
+            return await super()._committed(replace(step, args={**step.args, "warm_up": False}), env)
+
+    statuses, result = _contract_status("kip266.timeout-zero-warm-attempts-once", Cold())
+    assert statuses["attempted once with timeout 0, warm"] is Status.FAIL, result.contracts
+
+
+def test_an_adapter_that_cannot_warm_its_consumer_is_na_for_a_warm_step():
+    class NoWarmUp(OurAdapter):
+        name = "no-warm-up"
+        warm_up_calls = frozenset()
+
+    result = run_plan(Plan([BY_ID["kip266.timeout-zero-warm-attempts-once"]], [NoWarmUp()]))[0]
+    assert result.status is Status.NA and "cannot warm up its consumer before committed" in result.message
+
+
 def test_the_config_message_contract_fails_on_a_terse_error(monkeypatch):
     import client.config
 
@@ -147,7 +199,8 @@ def test_the_blocking_faces_keep_the_kip266_contracts_in_real_time():
     from conformance.adapters.ours import OurBlockingAdapter
 
     ids = ["kip266.committed-coordinator-black-hole", "kip266.end-offsets-default-api-timeout",
-           "kip266.retries-shrink-to-time-left", "kip266.timeout-zero-attempts-once", "kip266.close-timeout"]
+           "kip266.retries-shrink-to-time-left", "kip266.timeout-zero-attempts-once", "kip266.timeout-zero-warm-attempts-once",
+           "kip266.close-timeout"]
     results = run_plan(Plan([BY_ID[i] for i in ids], [OurBlockingAdapter()], scale=30.0))
     assert [(r.scenario, r.status, r.message) for r in results if r.status is not Status.PASS] == []
 

@@ -38,6 +38,8 @@ from conformance.adapters.py_common import (
     supports_here,
     timed_async,
     topics_value,
+    warm_step,
+    warm_up_failed,
     watchdog_s,
 )
 from conformance.model import Operation, Outcome, Scenario
@@ -54,6 +56,7 @@ class AiokafkaAdapter(RealTimeAdapter):
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "configure_producer", "produce_pipelined"}) | py_txn.TXN_OPERATIONS
+    warm_up_calls = frozenset({"committed"})
 
     def available(self):
         ok = importlib.util.find_spec("aiokafka") is not None
@@ -181,8 +184,11 @@ class AiokafkaAdapter(RealTimeAdapter):
         finally:
             await consumer.stop()
 
-    async def _consumer_step(self, step: Operation, env: RunEnv, call, shape, bound_by: str, assign: bool = False) -> Outcome:
-        """One call on a fresh, started consumer (group: the step's, else "cg"), timed from the call."""
+    async def _consumer_step(self, step: Operation, env: RunEnv, call, shape, bound_by: str, assign: bool = False,
+                             warm: bool = False) -> Outcome:
+        """One call on a fresh, started consumer (group: the step's, else "cg"), timed from the
+        call; ``warm``: if the step asks for ``warm_up``, the same call made first with a deadline
+        of default.api.timeout.ms."""
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
         consumer = AIOKafkaConsumer(**self._common(env), group_id=step.args.get("group", "cg"), enable_auto_commit=False,
@@ -198,6 +204,10 @@ class AiokafkaAdapter(RealTimeAdapter):
             tp = TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))
             if assign:
                 consumer.assign([tp])
+            if warm and step.args.get("warm_up"):
+                warmed = await timed_async(warm_step(step, env), env, lambda: call(consumer, tp), shape, _error_type, bound_by)
+                if not warmed.ok:
+                    return warm_up_failed(warmed)
             return await timed_async(step, env, lambda: call(consumer, tp), shape, _error_type, bound_by)
         finally:
             await consumer.stop()
@@ -207,7 +217,7 @@ class AiokafkaAdapter(RealTimeAdapter):
             return {tp: await c.committed(tp)}
 
         return await self._consumer_step(step, env, call, lambda got: offsets_value(
-            (tp.topic, tp.partition, o) for tp, o in got.items()), "committed() retries without limit")
+            (tp.topic, tp.partition, o) for tp, o in got.items()), "committed() retries without limit", warm=True)
 
     async def _position(self, step: Operation, env: RunEnv) -> Outcome:
         return await self._consumer_step(step, env, lambda c, tp: c.position(tp), short,

@@ -33,6 +33,10 @@ from typing import Any, Callable, Mapping
 
 from conformance.model import Operation, Outcome, Scenario
 
+# consumer calls a scenario may ask to warm up (``warm_up: true``; a produce step's ``warm_up``,
+# on by default, is the producer's metadata, and every adapter has it)
+CONSUMER_CALLS = frozenset({"committed", "position", "end_offsets", "beginning_offsets", "offsets_for_times",
+                            "list_topics", "partitions_for", "commit_sync"})
 ALL_OPERATIONS = frozenset({
     "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
     "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close", "admin_list_topics",
@@ -59,6 +63,9 @@ class Adapter(abc.ABC):
     sasl: bool = False                # passes security.protocol and sasl.* from the scenario to its client
     # client settings it has no counterpart for -> why; a contract about one (Contract.setting) is N/A
     lacks: Mapping[str, str] = MappingProxyType({})
+    # consumer calls for which it honours ``warm_up: true`` (the same call made once, untimed, on the
+    # same consumer first: connections up, coordinator known); other such steps are N/A for it
+    warm_up_calls: frozenset[str] = frozenset()
 
     def available(self) -> tuple[bool, str]:
         """Whether the client is installed here, and if not, why."""
@@ -83,6 +90,9 @@ class Adapter(abc.ABC):
         missing = sorted({s.kind for s in steps} - self.operations)
         if missing:
             return False, f"{self.name} has no {', '.join(missing)}"
+        cold = sorted({s.kind for s in steps if s.kind in CONSUMER_CALLS and s.args.get("warm_up")} - self.warm_up_calls)
+        if cold:
+            return False, f"the {self.name} adapter cannot warm up its consumer before {', '.join(cold)}"
         return True, ""
 
     @abc.abstractmethod

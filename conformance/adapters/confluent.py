@@ -34,7 +34,15 @@ from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.confluent_kip848 import KIP848_OPERATIONS, ConfluentKip848
 from conformance.adapters.confluent_txn import TXN_OPERATIONS, ConfluentTransactions
-from conformance.adapters.py_common import offsets_value, short, supports_here, timed_blocking, topics_value
+from conformance.adapters.py_common import (
+    offsets_value,
+    short,
+    supports_here,
+    timed_blocking,
+    topics_value,
+    warm_step,
+    warm_up_failed,
+)
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 TIMEOUT_CODES = {"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TIMED_OUT_QUEUE"}
@@ -70,6 +78,7 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"}) | TXN_OPERATIONS | KIP848_OPERATIONS | ADMIN_OPERATIONS
+    warm_up_calls = frozenset({"committed"})
 
     def available(self):
         ok = importlib.util.find_spec("confluent_kafka") is not None
@@ -257,8 +266,11 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
         finally:
             consumer.close()
 
-    def _consumer_step(self, step: Operation, env: RunEnv, call, shape, bound_by: str, assign: bool = False) -> Outcome:
-        """One call on a fresh consumer (group: the step's, else "cg"), timed from the call."""
+    def _consumer_step(self, step: Operation, env: RunEnv, call, shape, bound_by: str, assign: bool = False,
+                       warm=None) -> Outcome:
+        """One call on a fresh consumer (group: the step's, else "cg"), timed from the call;
+        ``warm``: the same call with a deadline of default.api.timeout.ms, made first if the step
+        asks for ``warm_up``."""
         from confluent_kafka import TopicPartition
 
         consumer = self._consumer(env, step.args.get("group", "cg"))
@@ -267,6 +279,10 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
         try:
             if assign:
                 consumer.assign([tp])
+            if warm is not None and step.args.get("warm_up"):
+                warmed, came_back = timed_blocking(warm_step(step, env), env, lambda: warm(consumer, tp), shape, _exc_type, bound_by)
+                if not warmed.ok:
+                    return warm_up_failed(warmed)
             outcome, came_back = timed_blocking(step, env, lambda: call(consumer, tp), shape, _exc_type, bound_by)
             return outcome
         finally:
@@ -274,9 +290,12 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
                 consumer.close()
 
     def _committed(self, step: Operation, env: RunEnv) -> Outcome:
-        return self._consumer_step(step, env, lambda c, tp: c.committed([tp], timeout=_deadline(step)),
-                                   lambda got: offsets_value((p.topic, p.partition, p.offset if p.offset >= 0 else None)
-                                                             for p in got), NO_DEADLINE)
+        def call(s: Operation):
+            return lambda c, tp: c.committed([tp], timeout=_deadline(s))
+
+        return self._consumer_step(step, env, call(step), lambda got: offsets_value(
+            (p.topic, p.partition, p.offset if p.offset >= 0 else None) for p in got), NO_DEADLINE,
+            warm=call(warm_step(step, env)))
 
     def _position(self, step: Operation, env: RunEnv) -> Outcome:
         return self._consumer_step(step, env, lambda c, tp: c.position([tp])[0].offset, short,

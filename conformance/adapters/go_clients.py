@@ -149,6 +149,8 @@ class FranzGoAdapter(GoAdapter):
     name = "franz-go"
     sasl = True        # security.protocol SASL_PLAINTEXT, sasl.* -> kgo.SASL (options.go)
     program = "franzgo-adapter"
+    warm_up_calls = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",
+                               "partitions_for", "commit_sync"})   # adminStep (offsets.go)
     no_position = ("franz-go has no position(): a kgo consumer resolves its fetch offset in the background "
                    "(ListOffsets inside the client), with no call an application could give a deadline")
     no_close = "franz-go's Client.Close() takes no deadline (it cancels fetches in flight at once)"

@@ -26,7 +26,7 @@ around that call:
                                                                           default.api.timeout.ms
 
 Consumer steps take ``warm_up: true`` (one untimed call first, so connections are up and the
-coordinator known when the timed call starts); no scenario sets it. Further steps for
+coordinator known when the timed call starts; kip266.timeout-zero-warm-attempts-once sets it). Further steps for
 tests/realclients/test_java_client.py (produce_batch, read_partition, group_consume, admin_*) are
 listed by the program's hello under "extras".
 
@@ -50,7 +50,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters.base import RunEnv, scaled_ms
+from conformance.adapters.base import CONSUMER_CALLS, RunEnv, scaled_ms
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.model import Operation, Outcome
 
@@ -123,6 +123,7 @@ class JavaAdapter(LineProtocolAdapter):
     name = "java"
     sasl = True
     operations = JAVA_OPERATIONS
+    warm_up_calls = CONSUMER_CALLS   # Ops.consumerStep: the call once with no Duration (default.api.timeout.ms)
     group_protocol = "classic"
 
     def command(self) -> list[str] | None:

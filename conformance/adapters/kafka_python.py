@@ -39,6 +39,8 @@ from conformance.adapters.py_common import (
     supports_here,
     timed_blocking,
     topics_value,
+    warm_step,
+    warm_up_failed,
 )
 from conformance.model import Operation, Outcome, Scenario
 
@@ -61,6 +63,7 @@ class KafkaPythonAdapter(RealTimeAdapter):
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "configure_producer", "produce_pipelined"}) | py_txn.TXN_OPERATIONS | ADMIN_OPERATIONS
+    warm_up_calls = frozenset({"committed"})
 
     def available(self):
         ok = importlib.util.find_spec("kafka") is not None
@@ -214,8 +217,11 @@ class KafkaPythonAdapter(RealTimeAdapter):
         finally:
             consumer.close()
 
-    def _consumer_step(self, step: Operation, env: RunEnv, call, shape, bound_by: str, assign: bool = False) -> Outcome:
-        """One call on a fresh consumer (group: the step's, else "cg"), timed from the call."""
+    def _consumer_step(self, step: Operation, env: RunEnv, call, shape, bound_by: str, assign: bool = False,
+                       warm=None) -> Outcome:
+        """One call on a fresh consumer (group: the step's, else "cg"), timed from the call;
+        ``warm``: the same call with a deadline of default.api.timeout.ms, made first if the step
+        asks for ``warm_up``."""
         from kafka import TopicPartition
 
         start = env.clock()
@@ -228,6 +234,10 @@ class KafkaPythonAdapter(RealTimeAdapter):
         try:
             if assign:
                 consumer.assign([tp])
+            if warm is not None and step.args.get("warm_up"):
+                warmed, came_back = timed_blocking(warm_step(step, env), env, lambda: warm(consumer, tp), shape, _error_type, bound_by)
+                if not warmed.ok:
+                    return warm_up_failed(warmed)
             outcome, came_back = timed_blocking(step, env, lambda: call(consumer, tp), shape, _error_type, bound_by)
             return outcome
         finally:
@@ -238,9 +248,12 @@ class KafkaPythonAdapter(RealTimeAdapter):
                                  name="conformance-close", daemon=True).start()
 
     def _committed(self, step: Operation, env: RunEnv) -> Outcome:
-        return self._consumer_step(step, env, lambda c, tp: {tp: c.committed(tp, timeout_ms=_timeout_ms(step))},
+        def call(s: Operation):
+            return lambda c, tp: {tp: c.committed(tp, timeout_ms=_timeout_ms(s))}
+
+        return self._consumer_step(step, env, call(step),
                                    lambda got: offsets_value((tp.topic, tp.partition, o) for tp, o in got.items()),
-                                   f"{NO_DEADLINE}: committed() without timeout_ms has no bound")
+                                   f"{NO_DEADLINE}: committed() without timeout_ms has no bound", warm=call(warm_step(step, env)))
 
     def _position(self, step: Operation, env: RunEnv) -> Outcome:
         return self._consumer_step(step, env, lambda c, tp: c.position(tp, timeout_ms=_timeout_ms(step)), short,

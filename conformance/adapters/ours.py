@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import trio
 
 from broker_emu.trace import Kind
@@ -11,10 +13,10 @@ from client.errors import KafkaError
 from client.producer import open_producer
 from client.transport import sasl_connect
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
-from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
+from conformance.adapters.base import CONSUMER_CALLS, Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.ours_admin import OursAdmin
 from conformance.adapters.ours_kip848 import KIP848_OPERATIONS, OursKip848
-from conformance.adapters.py_common import short
+from conformance.adapters.py_common import short, warm_step
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 
@@ -26,6 +28,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics",
                             "transaction", "txn_zombie", "read_committed_behind_open_txn"}) | KIP848_OPERATIONS | ADMIN_OPERATIONS
+    warm_up_calls = frozenset({"committed"})
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
@@ -86,9 +89,15 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
         from client.consumer import TopicPartition, open_consumer
 
         async with open_consumer(self._consumer_config(env, step.args["group"]), connect=self._connect(env)) as consumer:
+            tps = [TopicPartition(step.args["topic"], step.args["partition"])]
+            if step.args.get("warm_up"):
+                try:
+                    await consumer.committed(tps, timeout=warm_step(step, env).timeout_s)
+                except KafkaError as exc:
+                    return Outcome("committed", False, 0.0, type(exc).__name__, f"the warm-up call failed: {exc}")
             start = trio.current_time()
             try:
-                got = await consumer.committed([TopicPartition(step.args["topic"], step.args["partition"])], timeout=step.timeout_s)
+                got = await consumer.committed(tps, timeout=step.timeout_s)
                 return Outcome("committed", True, trio.current_time() - start, value=got)
             except KafkaError as exc:
                 name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
@@ -300,6 +309,7 @@ class OurBlockingAdapter(RealTimeAdapter):
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "join_group_held"})
+    warm_up_calls = CONSUMER_CALLS
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         runs = {"produce": self._produce, "join_group_held": self._join_group_held}
@@ -365,17 +375,7 @@ class OurBlockingAdapter(RealTimeAdapter):
             config["fetch.max.wait.ms"] = max(1, int(config.get("request.timeout.ms", 30000)) // 2)
         tp = (step.args.get("topic", "t"), step.args.get("partition", 0))
         t = step.timeout_s
-        calls = {
-            "poll": lambda c: c.poll(t or 0.0),
-            "committed": lambda c: c.committed([tp], timeout=t),
-            "position": lambda c: c.position(tp, timeout=t),
-            "end_offsets": lambda c: c.end_offsets([tp], timeout=t),
-            "beginning_offsets": lambda c: c.beginning_offsets([tp], timeout=t),
-            "offsets_for_times": lambda c: c.offsets_for_times({tp: step.args.get("timestamp_ms", 0)}, timeout=t),
-            "list_topics": lambda c: c.list_topics(timeout=t),
-            "partitions_for": lambda c: c.partitions_for(tp[0], timeout=t),
-            "commit_sync": lambda c: c.commit_sync({tp: step.args.get("offset", 0)}, timeout=t),
-        }
+        calls = _blocking_calls(step, tp, t)
         consumer = Consumer(config)
         try:
             if step.kind == "admin_list_topics":   # our client has no admin client: the consumer's call
@@ -387,6 +387,11 @@ class OurBlockingAdapter(RealTimeAdapter):
                 start = env.clock()
                 consumer.close(t)
                 return Outcome("close", True, env.clock() - start)
+            if step.args.get("warm_up") and step.kind in CONSUMER_CALLS:
+                try:
+                    _blocking_calls(step, tp, warm_step(step, env).timeout_s)[step.kind](consumer)
+                except KafkaError as exc:
+                    return Outcome(step.kind, False, 0.0, type(exc).__name__, f"the warm-up call failed: {exc}")
             start = env.clock()
             try:
                 got = calls[step.kind](consumer)
@@ -413,3 +418,19 @@ class OurBlockingAdapter(RealTimeAdapter):
             except KafkaError as exc:
                 name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
                 return Outcome("produce", False, env.clock() - start, name, str(exc))
+
+
+def _blocking_calls(step: Operation, tp: tuple[str, int], t: float | None) -> dict[str, Callable[[Any], Any]]:
+    """The blocking consumer's call for each step kind, with deadline ``t`` (seconds; None: its
+    default.api.timeout.ms)."""
+    return {
+        "poll": lambda c: c.poll(t or 0.0),
+        "committed": lambda c: c.committed([tp], timeout=t),
+        "position": lambda c: c.position(tp, timeout=t),
+        "end_offsets": lambda c: c.end_offsets([tp], timeout=t),
+        "beginning_offsets": lambda c: c.beginning_offsets([tp], timeout=t),
+        "offsets_for_times": lambda c: c.offsets_for_times({tp: step.args.get("timestamp_ms", 0)}, timeout=t),
+        "list_topics": lambda c: c.list_topics(timeout=t),
+        "partitions_for": lambda c: c.partitions_for(tp[0], timeout=t),
+        "commit_sync": lambda c: c.commit_sync({tp: step.args.get("offset", 0)}, timeout=t),
+    }

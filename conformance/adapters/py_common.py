@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 from typing import Any, Awaitable, Callable, Iterable
 
 from client.consumer.records import TopicPartition
@@ -148,6 +149,17 @@ async def timed_async(step: Operation, env: RunEnv, call: Callable[[], Awaitable
     except Exception as exc:  # the client's own error (or asyncio's TimeoutError at the deadline)
         return Outcome(step.kind, False, env.clock() - start, error_type(exc), str(exc) or type(exc).__name__)
     return Outcome(step.kind, True, env.clock() - start, value=shape(got))
+
+
+def warm_step(step: Operation, env: RunEnv) -> Operation:
+    """The call a ``warm_up`` step makes first, untimed, on the same consumer: the step's call
+    with the client's default.api.timeout.ms (already scaled) as its deadline."""
+    return replace(step, timeout_s=env.config.get("default.api.timeout.ms", 60_000 / env.scale) / 1000)
+
+
+def warm_up_failed(outcome: Outcome) -> Outcome:
+    """A step whose warm-up call failed: that failure, said so, and no time for the step itself."""
+    return replace(outcome, elapsed_s=0.0, error_message=f"the warm-up call failed: {outcome.error_message}")
 
 
 def not_created(step: Operation, elapsed_s: float, exc: BaseException, what: str) -> Outcome:

@@ -79,3 +79,25 @@ def test_a_refused_producer_config_is_an_outcome_and_leaves_nothing_open(client)
         [outcome] = adapter.run_blocking((Operation("configure_producer", {}),), env)
     gc.collect()
     assert (outcome.ok, outcome.error_type) == REFUSED[client], outcome.error_message
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_a_warm_up_makes_the_same_call_first_on_the_same_consumer(client):
+    """``warm_up: true`` on committed: one untimed committed() on the consumer before the timed
+    one, so the broker sees the warm-up's OffsetFetch answered, then the timed call's, on the
+    same connection."""
+    require_client(client)
+    import importlib
+
+    from broker_emu.trace import Kind
+
+    module, name = CLIENTS[client]
+    adapter = getattr(importlib.import_module(module), name)()
+    assert "committed" in adapter.warm_up_calls
+    step = Operation("committed", {**WHERE, "warm_up": True}, timeout_s=5.0)
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)]) as tc:
+        outcomes = adapter.run_blocking((step,), RunEnv(tc.bootstrap, f"warm-{client}", {"default.api.timeout.ms": 5000}))
+        events = tc.call(lambda: [e for e in tc.cluster.trace.events if e.api == "OffsetFetch"])
+    assert outcomes[0].ok, outcomes[0]
+    assert [e.kind for e in events] == [Kind.RECV, Kind.SEND, Kind.RECV, Kind.SEND]
+    assert len({e.conn for e in events}) == 1   # one consumer, one coordinator connection
