@@ -140,3 +140,23 @@ def test_a_timing_verdict_carries_its_numbers_and_the_report_picks_it():
     assert key_figure(r) == "returned at 2.00 s of 2.00 s"
     assert r.to_dict()["timings"] == {"deadline": {"got_ms": 2000.0, "want_ms": 2000.0}}
     assert key_figure(Result("s", "c", Status.PASS, figures={"count": "3 Produce request(s)"})) == "3 Produce request(s)"
+
+
+def test_stalled_handshakes_closed_at_the_clients_shutdown_are_not_judged_abandoned():
+    """confluent-kafka closes its last stalled handshake together with its other connections
+    once the record failed (0.4 s into it): that close is the shutdown, not the setup timeout."""
+    from conformance.scenarios_security import stalled_handshakes_abandoned
+
+    def stall(conn, opened, closed):
+        return [ev(opened, "conn_open", conn=conn, broker=1), ev(opened + 1, "recv", conn=conn, broker=1, api="SaslHandshake"),
+                ev(closed, "conn_close", conn=conn, broker=1, closed_by="client", reason="end of stream")]
+
+    trace = [ev(0, "conn_open", conn=1), *stall(2, 540, 1650), *stall(3, 1651, 2657), *stall(4, 3662, 4062.4),
+             ev(4062.2, "conn_close", conn=1, closed_by="client", reason="end of stream")]
+    config = {"socket.connection.setup.timeout.ms": 1000.0, "socket.connection.setup.timeout.max.ms": 2000.0}
+    v = stalled_handshakes_abandoned(1).check(Evidence([], trace, config, client_id="c", slack_ms=150.0))
+    assert v.passed and v.figure == "3 stalled handshake(s); abandoned after 1.1 s, 1.0 s (1 closed as the client shut down)"
+    early = [e if not (e.kind == "conn_close" and e.conn == 4) else ev(3000 + 800, "conn_close", conn=4, broker=1, closed_by="client")
+             for e in trace]   # conn 4 dropped 0.14 s in, long before the shutdown: judged, too early
+    v = stalled_handshakes_abandoned(1).check(Evidence([], early, config, client_id="c", slack_ms=150.0))
+    assert not v.passed and "held 138 ms" in v.message
