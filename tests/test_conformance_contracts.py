@@ -160,3 +160,21 @@ def test_stalled_handshakes_closed_at_the_clients_shutdown_are_not_judged_abando
              for e in trace]   # conn 4 dropped 0.14 s in, long before the shutdown: judged, too early
     v = stalled_handshakes_abandoned(1).check(Evidence([], early, config, client_id="c", slack_ms=150.0))
     assert not v.passed and "held 138 ms" in v.message
+
+
+def test_trying_again_is_a_new_handshake_even_one_the_shutdown_ends():
+    """Java's setup timeout grows (1 s, then up to 2.4 s): the second handshake may still be held
+    when the record fails and the client shuts down. It was tried again all the same."""
+    from conformance.scenarios_security import stalled_handshakes_abandoned
+
+    config = {"socket.connection.setup.timeout.ms": 1000.0, "socket.connection.setup.timeout.max.ms": 2000.0}
+    once = [ev(0, "conn_open", conn=1),
+            ev(100, "conn_open", conn=2, broker=1), ev(101, "recv", conn=2, broker=1, api="SaslHandshake"),
+            ev(1150, "conn_close", conn=2, broker=1, closed_by="client")]
+    again = once + [ev(1200, "conn_open", conn=3, broker=1), ev(1201, "recv", conn=3, broker=1, api="SaslHandshake"),
+                    ev(4000, "conn_close", conn=3, broker=1, closed_by="client"), ev(4000.5, "conn_close", conn=1, closed_by="client")]
+    v = stalled_handshakes_abandoned(1).check(Evidence([], again, config, client_id="c", slack_ms=150.0))
+    assert v.passed, v.message
+    never = once + [ev(4000.5, "conn_close", conn=1, closed_by="client")]
+    v = stalled_handshakes_abandoned(1).check(Evidence([], never, config, client_id="c", slack_ms=150.0))
+    assert not v.passed and "did not try again" in v.message
