@@ -178,3 +178,25 @@ def test_trying_again_is_a_new_handshake_even_one_the_shutdown_ends():
     never = once + [ev(4000.5, "conn_close", conn=1, closed_by="client")]
     v = stalled_handshakes_abandoned(1).check(Evidence([], never, config, client_id="c", slack_ms=150.0))
     assert not v.passed and "did not try again" in v.message
+
+
+def test_a_refresh_set_out_before_the_retry_counts_though_its_connection_was_slower():
+    """kafka-python (and Java) ask for Metadata and the retry at once, each on a new connection:
+    the retry reached the broker 0.5 ms ahead because its connection was set up first. A refresh
+    on a connection opened after the retry, or sent late on one that was open all along, does not."""
+    base = [ev(0, "conn_open", conn=1, broker=0), ev(100, "conn_open", conn=2, broker=1),
+            ev(109, "recv", conn=2, broker=1, api="Fetch", corr=4),
+            ev(1110.8, "conn_close", conn=2, broker=1, closed_by="client", reason="timeout")]
+
+    def judged(*later):
+        return C.metadata_before_retry("Fetch").check(Evidence([], base + list(later), {}, scale=30.0, client_id="c", slack_ms=150.0))
+
+    v = judged(ev(1112.0, "conn_open", conn=3, broker=0), ev(1113.0, "conn_open", conn=4, broker=1),
+               ev(1114.4, "recv", conn=4, broker=1, api="Fetch", corr=2), ev(1114.9, "recv", conn=3, broker=0, api="Metadata", corr=2))
+    assert v.passed, v.message
+    v = judged(ev(1113.0, "conn_open", conn=4, broker=1), ev(1114.4, "recv", conn=4, broker=1, api="Fetch", corr=2),
+               ev(1115.0, "conn_open", conn=3, broker=0), ev(1116.0, "recv", conn=3, broker=0, api="Metadata", corr=2))
+    assert not v.passed and "without a Metadata request first" in v.message
+    v = judged(ev(1113.0, "conn_open", conn=4, broker=1), ev(1114.4, "recv", conn=4, broker=1, api="Fetch", corr=2),
+               ev(1114.9, "recv", conn=1, broker=0, api="Metadata", corr=7))
+    assert not v.passed
