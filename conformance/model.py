@@ -113,6 +113,13 @@ class Scenario:
     in_memory_only: str = ""    # why only in-memory (virtual-time) connections can run it, if so
     not_on_kafka: str = ""      # why it cannot be judged through the proxy in front of Apache Kafka, if so
     bootstrap_brokers: tuple[int, ...] = ()   # the client's bootstrap.servers: these brokers only (all if empty)
+    # real-time runs divide its times by at most this: timings that need room above the run's
+    # slack and the clients' own unscaled backoffs (None: the run's scale)
+    max_scale: float | None = None
+
+    def scale_in(self, run_scale: float) -> float:
+        """The factor a real-time run divides this scenario's times by."""
+        return min(run_scale, self.max_scale) if self.max_scale else run_scale
 
 
 @dataclass

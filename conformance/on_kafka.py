@@ -194,6 +194,7 @@ _cells = itertools.count(1)
 
 def run_via_proxy(scenario: Scenario, adapter: Adapter, scale: float, upstream: Upstream, run_tag: str) -> Result:
     """One scenario, one client, the proxy in front of ``upstream``; judged on the proxy's trace."""
+    scale = scenario.scale_in(scale)
     wall = time.perf_counter()
     renamed, back = rename(scenario, f"{run_tag}-{next(_cells)}")
     client_id = f"conformance-{adapter.name}"

@@ -27,6 +27,7 @@ REAL_TIME_SLACK_MS = 150.0
 
 
 def run_real_time(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
+    scale = scenario.scale_in(scale)
     broker_config = real_time_broker_config(scenario.broker_config, scale)
     client_id = f"conformance-{adapter.name}"
     wall = time.perf_counter()
@@ -64,6 +65,7 @@ def external_ok(scenario: Scenario) -> bool:
 def run_external(scenario: Scenario, adapter: Adapter, bootstrap: str, scale: float) -> Result:
     """Against a broker we do not run: client-side contracts only; server-side ones are N/A
     because there is no trace."""
+    scale = scenario.scale_in(scale)
     wall = time.perf_counter()
     env = RunEnv(bootstrap, f"conformance-{adapter.name}", scale_config(scenario.client_config, scale), scale)
     steps = tuple(replace(s, timeout_s=None if s.timeout_s is None else s.timeout_s / scale) for s in scenario.steps)

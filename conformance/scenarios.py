@@ -330,6 +330,9 @@ CATALOGUE += (
         steps=(Operation("committed", {"group": "cg", "topic": "t", "partition": 0}, timeout_s=5.0),),
         faults=({"match": {"api": "OffsetFetch"}, "action": "black_hole"},),
         client_config={"request.timeout.ms": 3_000, "default.api.timeout.ms": API_TIMEOUT, "fetch.max.wait.ms": 500},
+        # at 30 the retry has 67 ms, less than the run's slack and than a client's own unscaled
+        # backoff (kafka-python's 100 ms): the verdict was a coin toss (docs/findings.md)
+        max_scale=5.0,
         contracts=(C.outcome_is("committed", error="TimeoutException"),
                    C.returns_within("committed", "timeout", early_ms=20, late_fraction=0.25),
                    C.nothing_outlives_the_call("OffsetFetch", "committed")),

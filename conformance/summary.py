@@ -47,8 +47,10 @@ def print_summary(results: list, wall: float, args: argparse.Namespace) -> None:
     print(f"\n{len(results)} runs: {sum(r.status is Status.PASS for r in results)} pass, "
           f"{sum(r.status is Status.FAIL for r in results)} fail, {sum(r.status is Status.NA for r in results)} n/a, "
           f"{sum(r.status is Status.ERROR for r in results)} error; simulated {simulated:.1f} s in {wall:.1f} s of wall time")
-    print(f"Figures of real-time clients are in their scaled time (every timeout divided by {args.scale:g}); "
-          "our async face runs in virtual time at full length.")
+    capped = sorted({f"{r.scenario} by {_scenario_scale(r.scenario, args.scale):g}" for r in results
+                     if _scenario_scale(r.scenario, args.scale) != args.scale})
+    print(f"Figures of real-time clients are in their scaled time (every timeout divided by {args.scale:g}"
+          f"{'; ' + ', '.join(capped) if capped else ''}); our async face runs in virtual time at full length.")
     for r in results:
         if r.status in (Status.FAIL, Status.ERROR):
             print(f"  {r.status.value.upper()} {r.client} {r.scenario}: {r.message}")
@@ -63,3 +65,10 @@ def print_summary(results: list, wall: float, args: argparse.Namespace) -> None:
         links = write_timelines(results, args.html)
         with open(args.html, "w") as f:
             f.write(report.to_html(results, timeline_links=links))
+
+
+def _scenario_scale(scenario_id: str, scale: float) -> float:
+    from conformance.scenarios import BY_ID
+
+    scenario = BY_ID.get(scenario_id)
+    return scenario.scale_in(scale) if scenario is not None else scale

@@ -48,3 +48,16 @@ def test_an_adapter_can_refuse_a_scenario_whose_setting_it_lacks():
 
     [result] = run_plan(Plan([scenario], [Refusing()]))
     assert result.status.value == "n/a" and result.message == f"refused {scenario.id}"
+
+
+def test_a_scenario_can_cap_the_scale_its_real_time_runs_use():
+    """kip266.retries-shrink-to-time-left at scale 30 left the retry 67 ms, under the run's slack:
+    it runs at 5 whatever the plan's scale, and says so in the evidence its contracts read."""
+    from conformance.adapters.ours import OurBlockingAdapter
+
+    scenario = BY_ID["kip266.retries-shrink-to-time-left"]
+    assert scenario.scale_in(30.0) == 5.0 and scenario.scale_in(2.0) == 2.0
+    assert BY_ID["kip19.produce-black-hole"].scale_in(30.0) == 30.0
+    [result] = run_plan(Plan([scenario], [OurBlockingAdapter()], scale=30.0))
+    assert result.status is Status.PASS, result.message
+    assert result.evidence.scale == 5.0 and result.evidence.config["request.timeout.ms"] == 600
