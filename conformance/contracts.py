@@ -150,11 +150,8 @@ def metadata_before_retry(api: str) -> Contract:
         # The refresh may reach the broker before the close does: the client closes one connection
         # and sends Metadata on another, and the broker sees the two in either order (real time).
         since = max(first.t_ms, close.t_ms - ev.slack_ms) if close else first.t_ms
-        # Nor is the refresh's order against the retry the client's when each needs a new
-        # connection: Java (Sender: NetworkClient.poll's metadata update) and kafka-python ask for
-        # both at once, and each request goes out when its own connection is set up. A refresh on a
-        # connection opened before the retry arrived was set out first (seen: kafka-python's retry
-        # 0.5 ms ahead of its Metadata, whose connection opened 2.4 ms before the retry).
+        # Java (Sender, NetworkClient.poll) and kafka-python ask for both at once, each sent when its
+        # new connection is ready: a refresh on a connection opened before the retry arrived counts.
         opened = {(e.broker, e.conn): e.t_ms for e in ev.events(Kind.CONN_OPEN) if e.t_ms >= since}
         meta = _first(recvs, lambda e: e.api == "Metadata" and since <= e.t_ms and (
             e.t_ms <= retry.t_ms or (opened.get((e.broker, e.conn), math.inf) < retry.t_ms
@@ -369,10 +366,9 @@ def attempted_once(first_apis: tuple[str, ...], api: str) -> Contract:
 
 
 def attempted_once_when_warm(api: str) -> Contract:
-    """Attempt-then-check with no time left, on a warm client (the step's ``warm_up``: the same
-    call made first, untimed): after the warm-up's ``api`` was answered, the timed call sent
-    ``api`` exactly once. Only requests after that answer count, so neither the warm-up nor a
-    cold client's background lookups (FindCoordinator) stand in for the call's own attempt."""
+    """Attempt-then-check with no time left, on a warm client (the step's ``warm_up``): after the
+    warm-up's ``api`` was answered, the timed call sent ``api`` exactly once (so neither the
+    warm-up nor background lookups stand in for the call's own attempt)."""
 
     def check(ev: Evidence) -> Verdict:
         # by the trace's order, not its times: in virtual time both happen at the same instant
