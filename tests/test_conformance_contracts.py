@@ -200,3 +200,19 @@ def test_a_refresh_set_out_before_the_retry_counts_though_its_connection_was_slo
     v = judged(ev(1113.0, "conn_open", conn=4, broker=1), ev(1114.4, "recv", conn=4, broker=1, api="Fetch", corr=2),
                ev(1114.9, "recv", conn=1, broker=0, api="Metadata", corr=7))
     assert not v.passed
+
+
+def test_the_last_handshake_cut_short_by_the_clients_end_is_left_out_though_others_closed_earlier():
+    """franz-go closed its idle connection to broker 0 at 4009 ms, then, as the record failed, a
+    handshake it had opened 9 ms before (4198 -> 4207 ms): its end, not a setup timeout."""
+    from conformance.scenarios_security import stalled_handshakes_abandoned
+
+    def stall(conn, opened, closed):
+        return [ev(opened, "conn_open", conn=conn, broker=1), ev(opened + 1, "recv", conn=conn, broker=1, api="SaslHandshake"),
+                ev(closed, "conn_close", conn=conn, broker=1, closed_by="client")]
+
+    config = {"socket.connection.setup.timeout.ms": 1000.0, "socket.connection.setup.timeout.max.ms": 2000.0}
+    trace = [ev(2187, "conn_open", conn=4), *stall(5, 2191.5, 3193.4), *stall(6, 3195.1, 4197.9),
+             ev(4008.9, "conn_close", conn=4, closed_by="client"), *stall(7, 4198.1, 4207.4)]
+    v = stalled_handshakes_abandoned(1).check(Evidence([], trace, config, client_id="c", slack_ms=150.0))
+    assert v.passed and v.figure.endswith("abandoned after 1.0 s, 1.0 s (1 closed as the client shut down)"), v
