@@ -99,14 +99,17 @@ def test_the_min_rule_contract_fails_when_retries_keep_the_full_request_timeout(
     assert statuses["no OffsetFetch attempt outlives committed"] is Status.FAIL, result.contracts
 
 
+class AsksTwice(OurAdapter):
+    """Broken on purpose: every committed() step calls committed() twice."""
+
+    name = "broken-asks-twice"
+
+    async def _committed(self, step, env):
+        await super()._committed(step, env)
+        return await super()._committed(step, env)
+
+
 def test_the_attempt_once_contract_fails_on_a_client_that_asks_twice():
-    class AsksTwice(OurAdapter):
-        name = "broken-asks-twice"
-
-        async def _committed(self, step, env):
-            await super()._committed(step, env)
-            return await super()._committed(step, env)
-
     statuses, result = _contract_status("kip266.timeout-zero-attempts-once", AsksTwice())
     assert statuses["attempted once with timeout 0"] is Status.FAIL, result.contracts
 
@@ -132,13 +135,6 @@ def test_the_warm_attempt_contract_fails_on_a_client_that_checks_its_deadline_fi
 
 
 def test_the_warm_attempt_contract_fails_on_a_client_that_asks_twice_or_never_warms():
-    class AsksTwice(OurAdapter):
-        name = "broken-asks-twice"
-
-        async def _committed(self, step, env):
-            await super()._committed(step, env)
-            return await super()._committed(step, env)
-
     statuses, result = _contract_status("kip266.timeout-zero-warm-attempts-once", AsksTwice())
     assert statuses["attempted once with timeout 0, warm"] is Status.FAIL and "3 times" in result.message
 
