@@ -117,9 +117,10 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
         from confluent_kafka import Producer
 
         conf = self._producer_conf(env)
-        p = Producer(conf)
-        if step.args.get("warm_up", True):
-            p.list_topics(step.args["topic"], timeout=10)  # warm up: time the send, not the bootstrap
+        if step.args.get("warm_up", True):   # time the send, not the bootstrap
+            p = self._warm_producer(conf, step.args["topic"], limit_s=min(10.0, conf["request.timeout.ms"] / 1000))
+        else:
+            p = Producer(conf)
         result: dict[str, Any] = {}
         start = env.clock()
         for _ in range(step.args.get("count", 1)):
@@ -151,14 +152,8 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
     def _produce_pipelined(self, step: Operation, env: RunEnv) -> Outcome:
         """``count`` records produced back to back, each its own batch (linger.ms=0, a pause
         between), then all delivery reports awaited (flush); the value is their offsets."""
-        from confluent_kafka import Producer
-
         conf = self._producer_conf(env)
-        state: dict[str, str] = {}
-        p = Producer({**conf, "statistics.interval.ms": 50,
-                      "stats_cb": lambda stats: state.update(idemp=json.loads(stats).get("eos", {}).get("idemp_state", ""))})
-        p.list_topics(step.args["topic"], timeout=10)
-        self._await_producer_id(p, conf, state)
+        p = self._warm_producer(conf, step.args["topic"])
         reports: list[tuple[Any, float, int]] = []
         start = env.clock()
         for _ in range(step.args.get("count", 2)):
@@ -176,15 +171,26 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
         return Outcome("produce_pipelined", True, end - start, value=[offset for _, _, offset in reports])
 
     @staticmethod
-    def _await_producer_id(p, conf: dict, state: dict[str, str], limit_s: float = 10.0) -> None:
-        """Warm-up of an idempotent producer: librdkafka holds every record until InitProducerId
-        is answered (its idempotence state, in its statistics, becomes "Assigned"), so records
-        sent before that all leave in one batch. Set-up, not part of the timed sends."""
-        if not conf.get("enable.idempotence"):
-            return
+    def _warm_producer(conf: dict, topic: str, limit_s: float = 10.0) -> Any:
+        """A producer that knows the topic's leader and, when idempotent, holds its producer id
+        (its idempotence state, in its statistics, is "Assigned"), or ``limit_s`` has passed:
+        set-up, not part of the timed sends. librdkafka holds every record until InitProducerId
+        is answered, so records sent before that all leave in one batch; and its PID state
+        machine (rdkafka_idempotence.c, rd_kafka_idemp_pid_fsm) asks again only on a 500 ms
+        timer when no broker was up at its first try, which happens when the bootstrap
+        connection's second Metadata is answered before the client closes that connection: a
+        first record then waited 500 ms before InitProducerId was even sent, on Apache Kafka
+        and on the emulator alike (the faster the broker answers, the more often)."""
+        from confluent_kafka import Producer
+
+        state: dict[str, str] = {}
+        p = Producer({**conf, "statistics.interval.ms": 50,
+                      "stats_cb": lambda stats: state.update(idemp=json.loads(stats).get("eos", {}).get("idemp_state", ""))})
+        p.list_topics(topic, timeout=10)
         end = time.monotonic() + limit_s
-        while state.get("idemp") != "Assigned" and time.monotonic() < end:
+        while conf.get("enable.idempotence") and state.get("idemp") != "Assigned" and time.monotonic() < end:
             p.poll(0.05)
+        return p
 
     def _create_topics(self, step: Operation, env: RunEnv) -> Outcome:
         return admin_steps.confluent_create_topics(self._common(env), step, env)

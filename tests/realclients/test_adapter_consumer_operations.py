@@ -101,3 +101,22 @@ def test_a_warm_up_makes_the_same_call_first_on_the_same_consumer(client):
     assert outcomes[0].ok, outcomes[0]
     assert [e.kind for e in events] == [Kind.RECV, Kind.SEND, Kind.RECV, Kind.SEND]
     assert len({e.conn for e in events}) == 1   # one consumer, one coordinator connection
+
+
+def test_confluent_produce_is_timed_after_the_producer_id():
+    """librdkafka holds an idempotent producer's first record until InitProducerId is answered
+    (and may wait 500 ms on its PID timer before even asking): the produce step's warm-up waits
+    for the producer id, so the timed send starts with it. With InitProducerId's answer held
+    400 ms, the record is acknowledged well within that from the timed call."""
+    require_client("confluent-kafka")
+    from conformance.adapters.confluent import ConfluentAdapter
+
+    step = Operation("produce", {"topic": "t", "partition": 0, "value": b"v", "count": 1})
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)]) as tc:
+        tc.call(lambda: tc.cluster.faults.add({"match": {"api": "InitProducerId"},
+                                               "action": {"type": "delay_response", "ms": 400}}, tc.cluster.now_ms()))
+        [outcome] = ConfluentAdapter().run_blocking((step,), RunEnv(tc.bootstrap, "pid-warm-up", {"acks": "all"}))
+        answered = [e for e in tc.call(lambda: list(tc.cluster.trace.events)) if e.api == "InitProducerId" and e.kind == "send"]
+    assert outcome.ok, outcome
+    assert len(answered) == 1
+    assert outcome.elapsed_s < 0.3
