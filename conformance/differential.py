@@ -211,24 +211,87 @@ def summary(rows: list[Row]) -> dict[str, int]:
     return {v: sum(r.verdict == v for r in rows) for v in ("same", "different", "n/a")}
 
 
-def to_json(rows: list[Row], **meta: Any) -> str:
-    return json.dumps({"meta": meta, "summary": summary(rows), "rows": [r.to_dict() for r in rows]}, indent=2)
+def reproduce(scenario: str, client: str, kafka_brokers: int, scale: float = 30.0) -> str:
+    """The command that runs this one cell of the differential again."""
+    scaled = "" if scale == 30.0 else f" --scale {scale:g}"
+    quoted = f'"{client}"' if " " in client else client
+    return (f"broker-emu conformance --diff --broker kafka --kafka-brokers {kafka_brokers}{scaled} "
+            f"--scenario {scenario} --client {quoted}")
 
 
-def to_html(rows: list[Row], title: str = "broker-emu: emulator vs Apache Kafka", **meta: Any) -> str:
-    colour = {"same": "#e6f4ea", "different": "#fde7e9", "n/a": "#eeeeee"}
-    head = "".join(f"<th>{h}</th>" for h in ("scenario", "client", "observation", "emulator", "Kafka", "tolerance", ""))
-    body = []
+@dataclass
+class Cell:
+    """One scenario and client: how many of its observations matched."""
+
+    scenario: str
+    client: str
+    same: int
+    different: int
+    na: int
+    reproduce: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def cells(rows: list[Row], kafka_brokers: int, scale: float = 30.0) -> list[Cell]:
+    """Per scenario and client, in the rows' order: observations same, different and n/a (a cell
+    N/A on either side has its one n/a row)."""
+    out: dict[tuple[str, str], Cell] = {}
     for r in rows:
-        cells = (r.scenario, r.client, r.observation, r.emulator, r.kafka, r.tolerance, r.verdict)
-        body.append(f"<tr style='background:{colour.get(r.verdict, '#fff')}'>"
-                    + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+        c = out.setdefault((r.scenario, r.client), Cell(r.scenario, r.client, 0, 0, 0,
+                                                        reproduce(r.scenario, r.client, kafka_brokers, scale)))
+        if r.verdict == "same":
+            c.same += 1
+        elif r.verdict == "different":
+            c.different += 1
+        else:
+            c.na += 1
+    return list(out.values())
+
+
+def by_client(table: list[Cell]) -> dict[str, dict[str, int]]:
+    """Per client: cells judged on both sides (not N/A), cells with a difference, observations."""
+    out: dict[str, dict[str, int]] = {}
+    for c in table:
+        t = out.setdefault(c.client, {"cells": 0, "cells with a difference": 0, "same": 0, "different": 0, "n/a": 0})
+        t["cells"] += c.same + c.different > 0
+        t["cells with a difference"] += c.different > 0
+        t["same"] += c.same
+        t["different"] += c.different
+        t["n/a"] += c.na
+    return out
+
+
+def to_json(rows: list[Row], table: list[Cell] | None = None, **meta: Any) -> str:
+    return json.dumps({"meta": meta, "summary": summary(rows), "clients": by_client(table or []),
+                       "cells": [c.to_dict() for c in table or []], "rows": [r.to_dict() for r in rows]}, indent=2)
+
+
+COLOUR = {"same": "#e6f4ea", "different": "#fde7e9", "n/a": "#eeeeee"}
+
+
+def _html_table(head: tuple[str, ...], lines: list[tuple[tuple[Any, ...], str]]) -> str:
+    top = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join(f"<tr style='background:{COLOUR.get(verdict, '#fff')}'>"
+                   + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>" for cells, verdict in lines)
+    return f"<table><tr>{top}</tr>{body}</table>"
+
+
+def to_html(rows: list[Row], table: list[Cell] | None = None, title: str = "broker-emu: emulator vs Apache Kafka",
+            **meta: Any) -> str:
     counts = ", ".join(f"{n} {v}" for v, n in summary(rows).items())
     info = "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>" for k, v in meta.items())
+    per_cell = _html_table(("scenario", "client", "same", "different", "n/a", "reproduce"),
+                           [((c.scenario, c.client, c.same, c.different, c.na, c.reproduce),
+                             "different" if c.different else "same" if c.same else "n/a") for c in table or []])
+    per_row = _html_table(("scenario", "client", "observation", "emulator", "Kafka", "tolerance", ""),
+                          [((r.scenario, r.client, r.observation, r.emulator, r.kafka, r.tolerance, r.verdict), r.verdict)
+                           for r in rows])
     return (f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
             "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
             "table{border-collapse:collapse}</style>"
             f"<h1>{html.escape(title)}</h1><p>{counts}</p><ul>{info}</ul>"
             f"<p>Both sides through the same proxy; times in the run's scaled milliseconds.</p>"
-            f"<table><tr>{head}</tr>{''.join(body)}</table>")
+            f"<h2>Per scenario and client</h2>{per_cell}<h2>Every observation</h2>{per_row}")
 

@@ -35,6 +35,7 @@ def _report_diff(emulator: list[Result], kafka: list[Result], args: argparse.Nam
     from conformance import differential as D
 
     rows = D.differential(emulator, kafka)
+    table = D.cells(rows, args.kafka_brokers, args.scale)
     counts = D.summary(rows)
     ran = sorted({r.scenario for r in kafka if r.status is not Status.NA})
     meta: dict[str, Any] = {"kafka_brokers": args.kafka_brokers, "scale": args.scale, "wall_s": round(wall, 1),
@@ -44,18 +45,24 @@ def _report_diff(emulator: list[Result], kafka: list[Result], args: argparse.Nam
 
     print("on Apache Kafka, through the proxy:")
     print(report.matrix(kafka))
+    print("\nper client (cells judged on both sides; observations):")
+    for client, t in D.by_client(table).items():
+        print(f"  {client:<24} {t['cells']:>3} cells, {t['cells with a difference']} with a difference; "
+              f"{t['same']} same, {t['different']} different, {t['n/a']} n/a")
+    reproduce = {(c.scenario, c.client): c.reproduce for c in table}
     for r in rows:
         if r.verdict == "different":
             print(f"DIFF {r.scenario} [{r.client}] {r.observation}: emulator {r.emulator} | kafka {r.kafka} ({r.tolerance})")
+            print(f"     again: {reproduce[(r.scenario, r.client)]}")
     print(f"\n{len(rows)} observations: {counts['same']} same, {counts['different']} different, {counts['n/a']} n/a; "
           f"{len(ran)} scenario(s) ran on Kafka ({args.kafka_brokers} node(s)) in {wall:.0f} s")
     if args.json:   # with every verdict of both sides, for the record
         with open(args.json, "w") as f:
-            f.write(D.to_json(rows, **meta, kafka_results=[r.to_dict() for r in kafka],
+            f.write(D.to_json(rows, table, **meta, kafka_results=[r.to_dict() for r in kafka],
                               emulator_results=[r.to_dict() for r in emulator]))
     if args.html:
         with open(args.html, "w") as f:
-            f.write(D.to_html(rows, **meta))
+            f.write(D.to_html(rows, table, **meta))
     broken = [r for r in [*emulator, *kafka] if r.status is Status.ERROR]
     for b in broken:
         print(f"  ERROR {b.client} {b.scenario}: {b.message}", file=sys.stderr)

@@ -88,7 +88,11 @@ class EmulatorCell:
 
 
 class EmulatorUpstream:
-    """A fresh emulated cluster per scenario, as ``run_real_time`` starts it."""
+    """A fresh emulated cluster per scenario, as ``run_real_time`` starts it, but of the Kafka
+    side's size: ``brokers`` brokers, each topic's replication factor at most that, as
+    ``KafkaUpstream.create_topics`` makes them. A scenario's own three brokers against a 1-node
+    Kafka made the sides differ in what clients do with more leaders (a consumer of 4 partitions
+    fetched from 3 brokers on one side, 1 on the other: twice the Fetch requests)."""
 
     name = "emulator"
 
@@ -98,7 +102,8 @@ class EmulatorUpstream:
     @contextlib.contextmanager
     def cell(self, scenario: Scenario, scale: float) -> Iterator[CellUpstream]:
         config = real_time_broker_config(scenario.broker_config, scale)
-        with run_cluster_in_thread(brokers=scenario.brokers, topics=scenario.topics, config=config) as tc:
+        topics = tuple((name, n, min(rf, self.brokers)) for name, n, rf in scenario.topics)
+        with run_cluster_in_thread(brokers=self.brokers, topics=topics, config=config) as tc:
             tc.call(apply_setup, tc.cluster, replace(scenario, faults=server_rules(scenario)), scale)
             yield EmulatorCell(tc)
 

@@ -171,3 +171,18 @@ def test_steps_keep_their_deadline_when_renamed():
     s = BY_ID["kip266.poll-empty-at-deadline"]
     renamed, _ = rename(s, "x")
     assert renamed.steps[0] == Operation("poll", {"topic": "t-x", "partition": 0, "offset": "earliest"}, timeout_s=2.0)
+
+
+def test_per_cell_counts_and_the_command_that_reproduces_each():
+    rows = D.differential([result(produce(0.0, 1003.0, errors=[7]), scenario="a"), result(produce(0.0, 2.0), scenario="b")],
+                          [result(produce(0.0, 2.0), scenario="a"), result(produce(0.0, 3.0), scenario="b")])
+    table = {c.scenario: c for c in D.cells(rows, kafka_brokers=3)}
+    assert table["a"].different >= 2 and table["b"].different == 0 and table["b"].same == sum(r.scenario == "b" for r in rows)
+    assert table["a"].reproduce == "broker-emu conformance --diff --broker kafka --kafka-brokers 3 --scenario a --client client"
+    assert D.reproduce("s", "broker-emu (blocking)", 1, 10.0).endswith('--scale 10 --scenario s --client "broker-emu (blocking)"')
+    totals = D.by_client(list(table.values()))["client"]
+    assert totals["cells"] == 2 and totals["cells with a difference"] == 1
+    assert totals["same"] + totals["different"] + totals["n/a"] == len(rows)
+    page = D.to_html(rows, list(table.values()), kafka_brokers=3)
+    assert "--kafka-brokers 3 --scenario a" in page and "Per scenario and client" in page
+    assert '"cells with a difference": 1' in D.to_json(rows, list(table.values()))
