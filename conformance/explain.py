@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from typing import Any
 
 from broker_emu.trace import Kind, TraceEvent
 from broker_emu.trace_reading import closed_by, exchanges, purgatory_stays
+from conformance import attribution as A
 from conformance.model import Result, Scenario
 
 
@@ -19,6 +21,7 @@ class Span:
     end: float
     label: str
     kind: str       # "call", "request", "timeout-client", "purgatory", "timeout-server", "ok", "error"
+    clock: str = ""  # the timeout that ended it ("request.timeout.ms = 30000 ms"), as attributed
 
 
 @dataclass
@@ -32,16 +35,22 @@ LANES = ("application", "client requests", "wire", "broker", "purgatory", "trans
          "who gave up first")
 
 
-def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
-    """The timeline's spans and marks, lane by lane (LANES)."""
+def build(trace: list[TraceEvent], config: dict[str, Any] | None = None, tol_ms: float = 1.0,
+          scale: float = 1.0) -> tuple[list[Span], list[Mark]]:
+    """The timeline's spans and marks, lane by lane (LANES). ``config`` is the client's (Kafka's
+    defaults where it says nothing); each give-up is attributed to the clock that fired then
+    (conformance/attribution.py), within ``tol_ms`` (exact in virtual time). ``scale``: a
+    real-time run's timeouts were divided by it; labels show them as the scenario sets them."""
     spans: list[Span] = []
     marks: list[Mark] = []
-    _application(trace, spans, marks)
-    _client_requests(trace, spans)
+    config = config or {}
+    calls = A.calls(trace)
+    _application(trace, spans, marks, calls, config, tol_ms, scale)
+    _client_requests(trace, spans, calls, config, tol_ms, scale)
     _broker(trace, marks)
-    _purgatory(trace, spans)
-    _transactions(trace, spans, marks)
-    _consumer_groups(trace, spans, marks)
+    _purgatory(trace, spans, scale)
+    _transactions(trace, spans, marks, scale)
+    _consumer_groups(trace, spans, marks, scale)
     _wire(trace, marks)
     _who_gave_up_first(spans, marks)
     marks.sort(key=lambda m: (m.t, m.lane, m.label))  # events at one instant: a stable order
@@ -51,22 +60,28 @@ def build(trace: list[TraceEvent]) -> tuple[list[Span], list[Mark]]:
     return spans, marks
 
 
-def _application(trace: list[TraceEvent], spans: list[Span], marks: list[Mark]) -> None:
-    starts: dict[str, float] = {}
-    for e in trace:
-        if e.kind == Kind.APP_CALL:
-            op = e.details["op"]
-            if e.details["phase"] == "start":
-                starts[op] = e.t_ms
-            else:
-                outcome = "returned" if e.details.get("ok") else f"raised {e.details.get('error')}"
-                spans.append(Span("application", starts.get(op, 0.0), e.t_ms, f"{op}() {outcome}",
-                                  "ok" if e.details.get("ok") else "error"))
-                if e.details.get("message"):
-                    marks.append(Mark("application", e.t_ms, e.details["message"][:110]))
+def _ms(value: Any, scale: float) -> str:
+    return f"{float(value) * scale:g} ms"
 
 
-def _client_requests(trace: list[TraceEvent], spans: list[Span]) -> None:
+def _application(trace: list[TraceEvent], spans: list[Span], marks: list[Mark], calls: list[A.Call],
+                 config: dict[str, Any], tol_ms: float, scale: float) -> None:
+    ends = {(e.details["op"], e.t_ms): e for e in trace if e.kind == Kind.APP_CALL and e.details["phase"] == "end"}
+    for call in calls:
+        if call.end is None:
+            continue
+        e = ends[(call.op, call.end)]
+        ok = bool(e.details.get("ok"))
+        clock = A.named(A.call_end(call, config, tol_ms), scale)
+        outcome = "returned" if ok else f"raised {e.details.get('error')}"
+        label = f"{call.op}() {outcome}" + (f" when {clock} ran out" if clock else "")
+        spans.append(Span("application", call.start, call.end, label, "ok" if ok else "error", clock))
+        if e.details.get("message"):
+            marks.append(Mark("application", call.end, e.details["message"][:110]))
+
+
+def _client_requests(trace: list[TraceEvent], spans: list[Span], calls: list[A.Call], config: dict[str, Any],
+                     tol_ms: float, scale: float) -> None:
     for x in exchanges(trace):
         e = x.request
         if e.api in ("ApiVersions",):
@@ -76,14 +91,20 @@ def _client_requests(trace: list[TraceEvent], spans: list[Span]) -> None:
             spans.append(Span("client requests", e.t_ms, x.answer.t_ms, f"{e.api}" + (f" -> error {errors}" if errors else ""),
                               "request"))
         elif x.abandoned and x.close is not None:
-            if (x.abandoned_after_ms or 0.0) < 50:   # closed at once (shutting down, a bootstrap connection): no timeout
+            clock = A.named(A.abandoned_request(e.t_ms, x.close.t_ms, calls, config, tol_ms), scale)
+            if clock:
+                spans.append(Span("client requests", e.t_ms, x.close.t_ms,
+                                  f"{e.api} unanswered: the client gave up when {clock} ran out, "
+                                  "and closed the connection", "timeout-client", clock))
+            elif (x.abandoned_after_ms or 0.0) < 50:   # closed at once (shutting down, a bootstrap connection): no timeout
                 spans.append(Span("client requests", e.t_ms, max(x.close.t_ms, e.t_ms),
                                   f"{e.api} unanswered: the client closed the connection at once (not a timeout)",
                                   "request"))
             else:
                 spans.append(Span("client requests", e.t_ms, x.close.t_ms,
-                                  f"{e.api} unanswered: client gave up (request.timeout.ms), closed the connection",
-                                  "timeout-client"))
+                                  f"{e.api} unanswered: the client closed the connection after "
+                                  f"{_ms(x.close.t_ms - e.t_ms, scale)} (no timeout of its configuration ends there)",
+                                  "request"))
 
 
 def _broker(trace: list[TraceEvent], marks: list[Mark]) -> None:
@@ -96,7 +117,7 @@ def _broker(trace: list[TraceEvent], marks: list[Mark]) -> None:
             marks.append(Mark("broker", e.t_ms, f"client closed conn {e.conn}"))
 
 
-def _purgatory(trace: list[TraceEvent], spans: list[Span]) -> None:
+def _purgatory(trace: list[TraceEvent], spans: list[Span], scale: float) -> None:
     for stay in purgatory_stays(trace):
         start, end = stay.enter, stay.end
         if end is None:
@@ -106,12 +127,13 @@ def _purgatory(trace: list[TraceEvent], spans: list[Span]) -> None:
                      if stay.expired else "held Fetch: data arrived, answered early")
             spans.append(Span("purgatory", start.t_ms, end.t_ms, label, "request"))
             continue
-        label = (f"parked {start.api}: REQUEST_TIMED_OUT at timeout_ms={end.details.get('timeout_ms')} (server side)"
+        clock = f"the {start.api}'s timeout_ms = {_ms(end.details.get('timeout_ms'), scale)}" if stay.expired else ""
+        label = (f"parked {start.api}: REQUEST_TIMED_OUT when {clock} ran out (server side)"
                  if stay.expired else f"parked {start.api}: completed")
-        spans.append(Span("purgatory", start.t_ms, end.t_ms, label, "timeout-server" if stay.expired else "ok"))
+        spans.append(Span("purgatory", start.t_ms, end.t_ms, label, "timeout-server" if stay.expired else "ok", clock))
 
 
-def _transactions(trace: list[TraceEvent], spans: list[Span], marks: list[Mark]) -> None:
+def _transactions(trace: list[TraceEvent], spans: list[Span], marks: list[Mark], scale: float) -> None:
     """The coordinator's side of each transaction: how long it stayed open (ended by EndTxn, or
     by the coordinator's timeout check: a server-side timeout), its state changes, its markers."""
     began: dict[str, float] = {}
@@ -121,10 +143,12 @@ def _transactions(trace: list[TraceEvent], spans: list[Span], marks: list[Mark])
             if to == "Ongoing":
                 began[tid] = e.t_ms
             elif to in ("PrepareCommit", "PrepareAbort") and tid in began:
-                timed_out = "timed out" in reason
-                label = (f"{tid}: open past transaction.timeout.ms, aborted at the coordinator's check (server side)"
-                         if timed_out else f"{tid}: open until {reason}")
-                spans.append(Span("transaction coordinator", began.pop(tid), e.t_ms, label, "timeout-server" if timed_out else "ok"))
+                timeout = e.details.get("timeout_ms")
+                clock = f"transaction.timeout.ms = {_ms(timeout, scale)}" if timeout is not None else ""
+                label = (f"{tid}: open past {clock}, aborted at the coordinator's check (server side)"
+                         if clock else f"{tid}: open until {reason}")
+                spans.append(Span("transaction coordinator", began.pop(tid), e.t_ms, label,
+                                  "timeout-server" if clock else "ok", clock))
             marks.append(Mark("transaction coordinator", e.t_ms, f"{tid} {e.details['from']} -> {to} ({reason}), epoch {e.details['epoch']}"))
         elif e.kind == Kind.TXN_MARKER:
             kind = "commit" if e.details["commit"] else "abort"
@@ -132,7 +156,7 @@ def _transactions(trace: list[TraceEvent], spans: list[Span], marks: list[Mark])
                               f"{kind} marker written to {e.details['topic']}-{e.details['partition']} at offset {e.details['offset']}"))
 
 
-def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mark]) -> None:
+def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mark], scale: float) -> None:
     """KIP-848 groups as their coordinator runs them: each member's epoch and assignment, the
     group epoch, and a member fenced by the broker's session timer or its rebalance timeout (a
     server-side timeout, drawn from when the timer started)."""
@@ -143,12 +167,15 @@ def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mar
             if d["reason"] == "left":
                 marks.append(Mark("group coordinator", e.t_ms, f"{who} left, released {d.get('released')}"))
                 continue
-            timer = {"session": "its session.timeout.ms (classic member)" if d.get("protocol") == "classic"
-                     else "group.consumer.session.timeout.ms", "join": "its rebalance timeout (told to rejoin)",
-                     "sync": "its rebalance timeout (no SyncGroup)"}.get(d["reason"], "its rebalance timeout (revocation)")
+            timer = {"session": "session.timeout.ms" if d.get("protocol") == "classic"
+                     else "group.consumer.session.timeout.ms", "join": "its rebalance timeout",
+                     "sync": "its rebalance timeout"}.get(d["reason"], "its rebalance timeout")
+            why = {"join": " (told to rejoin)", "sync": " (no SyncGroup)"}.get(d["reason"], "" if d["reason"] == "session"
+                                                                                else " (revocation)")
+            clock = f"{timer} = {_ms(d['timeout_ms'], scale)}"
             spans.append(Span("group coordinator", e.t_ms - float(d["timeout_ms"]), e.t_ms,
-                              f"{who}: silent past {timer}, fenced (server side); released {d.get('released')}",
-                              "timeout-server"))
+                              f"{who}: silent past {clock}{why}, fenced (server side); released {d.get('released')}",
+                              "timeout-server", clock))
         elif e.kind == Kind.GROUP_MEMBER_EPOCH:
             marks.append(Mark("group coordinator", e.t_ms, f"{d['group']}/{str(d['member'])[:8]} epoch {d['from']} -> "
                                                           f"{d['to']} ({d['state']}): owns {d['assigned']}"
@@ -171,13 +198,13 @@ def _who_gave_up_first(spans: list[Span], marks: list[Mark]) -> None:
     first = min((sp for sp in spans if sp.kind in ("timeout-client", "timeout-server")), key=lambda sp: sp.end, default=None)
     if first is not None:
         if first.kind == "timeout-client":
-            side = "the client (request.timeout.ms): it closed the connection"
+            side = f"the client ({first.clock}): it closed the connection"
         elif first.lane == "transaction coordinator":
-            side = "the broker (its transaction coordinator's timeout check): it aborted the transaction and fenced the producer"
+            side = f"the broker ({first.clock}, at its coordinator's check): it aborted the transaction and fenced the producer"
         elif first.lane == "group coordinator":
-            side = "the broker (its group coordinator's timer): it fenced the member and moved its partitions"
+            side = f"the broker (its group coordinator's {first.clock}): it fenced the member and moved its partitions"
         else:
-            side = "the broker (its purgatory, timeout_ms): it answered REQUEST_TIMED_OUT"
+            side = f"the broker ({first.clock}, in its purgatory): it answered REQUEST_TIMED_OUT"
         marks.append(Mark("who gave up first", first.end, f"first to give up: {side}"))
 
 
@@ -270,7 +297,7 @@ def explain(scenario: Scenario, client: str | None = None, scale: float = 30.0) 
 
     if client is None or client == OurAdapter.name:
         result = run_virtual_time(scenario, OurAdapter())
-        spans, marks = build(result.trace)
+        spans, marks = build(result.trace, result.evidence.config if result.evidence else None)
         return result, spans, marks
     from conformance.runner import Plan, default_adapters, run_plan
 
@@ -278,7 +305,8 @@ def explain(scenario: Scenario, client: str | None = None, scale: float = 30.0) 
     if client not in adapters:
         raise KeyError(f"no client {client!r} (known: {', '.join(adapters)})")
     result = run_plan(Plan([scenario], [adapters[client]], scale=scale))[0]
-    spans, marks = build(result.trace)
+    ev = result.evidence
+    spans, marks = build(result.trace, ev.config if ev else None, ev.slack_ms if ev else 1.0, ev.scale if ev else 1.0)
     for sp in spans:
         sp.start, sp.end = sp.start * scale, sp.end * scale
     for m in marks:

@@ -198,7 +198,8 @@ class TransactionCoordinator:
                 self._bump(meta)
                 interval = self.cluster.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
                 self._end(meta, commit=False, reason=f"timed out: open {now - meta.start_ms:.0f} ms, "
-                                                     f"transaction.timeout.ms {meta.timeout_ms}", check_interval_ms=interval)
+                                                     f"transaction.timeout.ms {meta.timeout_ms}", check_interval_ms=interval,
+                          timeout_ms=meta.timeout_ms)
         self._schedule_check()
 
     def describe(self, tid: str) -> TxnMetadata | None:

@@ -7,12 +7,12 @@ from typing import Any, Callable
 
 import trio
 
-from broker_emu.trace import Kind
 from client.config import PRODUCER
 from client.errors import KafkaError
 from client.producer import open_producer
 from client.transport import sasl_connect
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
+from conformance.adapters.app_calls import step_ended, step_started, timed_start
 from conformance.adapters.base import CONSUMER_CALLS, Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.ours_admin import OursAdmin
 from conformance.adapters.ours_kip848 import KIP848_OPERATIONS, OursKip848
@@ -41,10 +41,9 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
     async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         outcomes = []
         for s in steps:
-            env.cluster.trace.emit(Kind.APP_CALL, client_id=env.client_id, details={"op": s.kind, "phase": "start"})
+            step_started(env, s)
             outcome = await getattr(self, f"_{s.kind}")(s, env)
-            env.cluster.trace.emit(Kind.APP_CALL, client_id=env.client_id, details={
-                "op": s.kind, "phase": "end", "ok": outcome.ok, "error": outcome.error_type, "message": outcome.error_message})
+            step_ended(env, s, outcome)
             outcomes.append(outcome)
         return outcomes
 
@@ -61,7 +60,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
 
         async with open_consumer(self._consumer_config(env, None), connect=self._connect(env)) as consumer:
             consumer.assign([TopicPartition(step.args["topic"], step.args["partition"])])
-            start = trio.current_time()
+            start = timed_start(env, step)
             records = await consumer.poll(step.timeout_s or 0.0)
             return Outcome("poll", True, trio.current_time() - start, value=len(records))
 
@@ -76,7 +75,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
             for i in range(rounds):
                 if i:
                     await trio.sleep(step.args.get("pause_s", 0.0))
-                start = trio.current_time()
+                start = timed_start(env, step)
                 try:
                     topics = await consumer.list_topics(timeout=step.timeout_s)
                 except KafkaError as exc:
@@ -95,7 +94,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                     await consumer.committed(tps, timeout=warm_step(step, env).timeout_s)
                 except KafkaError as exc:
                     return Outcome("committed", False, 0.0, type(exc).__name__, f"the warm-up call failed: {exc}")
-            start = trio.current_time()
+            start = timed_start(env, step)
             try:
                 got = await consumer.committed(tps, timeout=step.timeout_s)
                 return Outcome("committed", True, trio.current_time() - start, value=got)
@@ -111,7 +110,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
         async with open_consumer(self._consumer_config(env, step.args.get("group", "cg")), connect=self._connect(env)) as consumer:
             tp = TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))
             consumer.assign([tp])
-            start = trio.current_time()
+            start = timed_start(env, step)
             try:
                 got = await call(consumer, tp, step.timeout_s)
                 return Outcome(step.kind, True, trio.current_time() - start, value=short(got))
@@ -148,7 +147,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
         async with open_consumer(self._consumer_config(env, None), connect=self._connect(env)) as consumer:
             consumer.assign([TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))])
             await consumer.poll(step.args.get("poll_first_s", 0.2))
-            start = trio.current_time()
+            start = timed_start(env, step)
             try:
                 await consumer.aclose(step.timeout_s)
                 return Outcome("close", True, trio.current_time() - start)
@@ -182,7 +181,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                 await first.poll(0.5)
             async with open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as second:
                 second.subscribe([topic])
-                start = trio.current_time()
+                start = timed_start(env, step)
                 with trio.move_on_after(step.timeout_s or 600):
                     while not second.assignment():
                         await second.poll(0.5)
@@ -195,14 +194,14 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
         call that failed, else the commit. ``retry_commit``: after a TimeoutException the commit
         is called again (it must complete the same transaction)."""
         async with open_producer(self._txn_config(env, env.client_id), connect=self._connect(env)) as producer:
-            start = trio.current_time()
+            start = timed_start(env, step)
             try:
                 await producer.init_transactions()
                 for _ in range(step.args.get("count", 1)):   # back to back: the next begins while markers may be pending
                     producer.begin_transaction()
                     await (await producer.send(step.args["topic"], b"txn", partition=step.args.get("partition"))).get()
                     await trio.sleep(step.args.get("open_s", 0.0))
-                    start = trio.current_time()
+                    start = timed_start(env, step)
                     await producer.commit_transaction()
                 return Outcome("transaction", True, trio.current_time() - start)
             except KafkaError as exc:
@@ -232,7 +231,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
             fresh.begin_transaction()
             await (await fresh.send(topic, b"fresh", partition=partition)).get()
             await fresh.commit_transaction()
-            start = trio.current_time()
+            start = timed_start(env, step)
             try:
                 await zombie.commit_transaction()
                 return Outcome("txn_zombie", True, trio.current_time() - start)
@@ -270,7 +269,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
         config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id})
         async with open_producer(config, connect=self._connect(env)) as producer:
             await producer.refresh_metadata([step.args["topic"]])
-            start = trio.current_time()
+            start = timed_start(env, step)
             futures = []
             for _ in range(step.args.get("count", 2)):
                 futures.append(await producer.send(step.args["topic"], step.args["value"], partition=step.args.get("partition")))
@@ -288,7 +287,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
         async with open_producer(config, connect=self._connect(env)) as producer:
             if step.args.get("warm_up", True):
                 await producer.refresh_metadata([step.args["topic"]])
-            start = trio.current_time()
+            start = timed_start(env, step)
             try:
                 meta = None
                 for _ in range(step.args.get("count", 1)):

@@ -9,6 +9,7 @@ import trio
 
 from client.admin import NewTopic, open_admin
 from client.errors import KafkaError, RequestTimedOutError, TimeoutException
+from conformance.adapters.app_calls import timed_start
 from conformance.adapters.base import RunEnv
 from conformance.model import Operation, Outcome
 
@@ -28,7 +29,7 @@ class OursAdmin:
     async def _create_topics(self, step: Operation, env: RunEnv) -> Outcome:
         a = step.args
         async with open_admin(self._admin_config(env), self._connect(env)) as admin:  # type: ignore[attr-defined]
-            start = trio.current_time()
+            start = timed_start(env, step)
             try:
                 got = await admin.create_topics([NewTopic(a["topic"], a.get("partitions", 1), a.get("replication_factor", 1))],
                                                 timeout=step.timeout_s)
@@ -43,7 +44,7 @@ class OursAdmin:
         a = step.args
         tp = (a["topic"], a["partition"])
         async with open_admin(self._admin_config(env), self._connect(env)) as admin:  # type: ignore[attr-defined]
-            start = trio.current_time()
+            start = timed_start(env, step)
             try:
                 got = (await admin.delete_records({tp: a.get("offset", -1)}, timeout=step.timeout_s))[tp]
             except KafkaError as exc:

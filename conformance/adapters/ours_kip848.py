@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from client.errors import KafkaError
+from conformance.adapters.app_calls import timed_start
 from conformance.adapters.base import RunEnv
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
@@ -72,7 +73,7 @@ class OursKip848:
             dead.append(True)
             for stream in streams:
                 await stream.aclose()
-            start = trio.current_time()
+            start = timed_start(env, step)
             with trio.move_on_after(limit):
                 while len(measured.assignment()) < total:
                     await measured.poll(0.1)
@@ -88,7 +89,7 @@ class OursKip848:
         group, topic = step.args.get("group", "k848-hb"), step.args.get("topic", "t")
         async with open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as c:
             c.subscribe([topic])
-            start = trio.current_time()
+            start = timed_start(env, step)
             with trio.move_on_after(step.timeout_s or 600.0):
                 while not c.assignment():
                     await c.poll(0.1)
@@ -110,7 +111,7 @@ class OursKip848:
                 while not c.assignment():
                     await c.poll(0.1)
             await trio.sleep(step.args.get("stall_ms", 90_000) / env.scale / 1000)   # the application is busy
-            start = trio.current_time()
+            start = timed_start(env, step)
             with trio.move_on_after(limit):
                 while True:
                     await c.poll(0.1)
@@ -128,7 +129,7 @@ class OursKip848:
         group, topic, limit = step.args.get("group", "k848-move"), step.args.get("topic", "t"), step.timeout_s or 600.0
         async with self._first_owns_the_topic(env, group, topic) as (first, second, total):
             second.subscribe([topic])
-            start = trio.current_time()
+            start = timed_start(env, step)
             with trio.move_on_after(limit):
                 while not (len(first.assignment()) + len(second.assignment()) == total
                            and first.assignment() and second.assignment()):
@@ -153,7 +154,7 @@ class OursKip848:
 
         async with self._first_owns_the_topic(env, group, topic, slow_revoke) as (first, second, total):
             second.subscribe([topic])
-            start = trio.current_time()
+            start = timed_start(env, step)
             with trio.move_on_after(limit):
                 while len(second.assignment()) < total:
                     await first.poll(0.05)
