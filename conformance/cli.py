@@ -34,6 +34,9 @@ def add_commands(sub) -> None:
     c.add_argument("--diff", action="store_true",
                    help="the differential report: each scenario on the emulator and on Kafka, both through the "
                         "proxy, observations side by side (--json/--html write it)")
+    c.add_argument("--diff-reruns", type=int, default=2, metavar="N",
+                   help="with --diff: run each cell that shows a difference N more times on both sides; a difference "
+                        "that does not reproduce in every run is reported flaky (default 2)")
     c.add_argument("--json", metavar="FILE")
     c.add_argument("--junit", metavar="FILE")
     c.add_argument("--html", metavar="FILE")

@@ -16,13 +16,19 @@ the proxy's trace (``broker_emu.trace_reading``), with purgatory stays derived f
 
 Each row says same or different under its tolerance: times within max(TIME_TOL_MS, 10 % of the
 reference timeout), counts within max(2, half the larger), error codes and closes exactly.
+
+A difference is one that reproduces. Real clients in real time race their own timers, and two
+cores shared by a JVM, the emulator, the proxy and the client stall now and then: a verdict that
+flips with a client's race, or an answer that came late once, is not the emulator's. So each cell
+with a difference is run again on both sides (``settle``): a row stays "different" only if it
+differs in every run; otherwise it is "flaky", with the count ("different in 1 of 3 runs").
 """
 
 from __future__ import annotations
 
 import html
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from broker_emu.trace import Kind, TraceEvent
@@ -161,7 +167,8 @@ class Row:
     emulator: str
     kafka: str
     tolerance: str
-    verdict: str            # "same" | "different" | "n/a"
+    verdict: str            # "same" | "different" | "flaky" | "n/a"
+    runs: str = ""          # after re-runs of its cell: "different in 3 of 3 runs"
 
     def to_dict(self) -> dict[str, str]:
         return dict(self.__dict__)
@@ -207,8 +214,38 @@ def differential(emulator: Iterable[Result], kafka: Iterable[Result]) -> list[Ro
     return rows
 
 
+VERDICTS = ("same", "different", "flaky", "n/a")
+
+
 def summary(rows: list[Row]) -> dict[str, int]:
-    return {v: sum(r.verdict == v for r in rows) for v in ("same", "different", "n/a")}
+    return {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
+
+
+def to_confirm(rows: list[Row]) -> list[tuple[str, str]]:
+    """The cells (scenario, client) with a difference, in the rows' order: to be run again."""
+    out: list[tuple[str, str]] = []
+    for r in rows:
+        if r.verdict == "different" and (r.scenario, r.client) not in out:
+            out.append((r.scenario, r.client))
+    return out
+
+
+def settle(rows: list[Row], again: dict[tuple[str, str], list[tuple[Result, Result]]]) -> list[Row]:
+    """Each different row compared again in every re-run of its cell (``again``: pairs of results,
+    emulator and Kafka, both run anew): still different in every run, it stays "different";
+    otherwise it is "flaky". Either way the row says in how many runs it differed."""
+    out: list[Row] = []
+    for r in rows:
+        pairs = again.get((r.scenario, r.client))
+        if r.verdict != "different" or not pairs:
+            out.append(r)
+            continue
+        verdicts = [r.verdict] + [next((x.verdict for x in compare(e, k) if x.observation == r.observation), "n/a")
+                                  for e, k in pairs]
+        n = sum(v == "different" for v in verdicts)
+        out.append(replace(r, verdict="different" if n == len(verdicts) else "flaky",
+                           runs=f"different in {n} of {len(verdicts)} runs"))
+    return out
 
 
 def reproduce(scenario: str, client: str, kafka_brokers: int, scale: float = 30.0) -> str:
@@ -229,6 +266,7 @@ class Cell:
     different: int
     na: int
     reproduce: str
+    flaky: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -245,6 +283,8 @@ def cells(rows: list[Row], kafka_brokers: int, scale: float = 30.0) -> list[Cell
             c.same += 1
         elif r.verdict == "different":
             c.different += 1
+        elif r.verdict == "flaky":
+            c.flaky += 1
         else:
             c.na += 1
     return list(out.values())
@@ -254,11 +294,13 @@ def by_client(table: list[Cell]) -> dict[str, dict[str, int]]:
     """Per client: cells judged on both sides (not N/A), cells with a difference, observations."""
     out: dict[str, dict[str, int]] = {}
     for c in table:
-        t = out.setdefault(c.client, {"cells": 0, "cells with a difference": 0, "same": 0, "different": 0, "n/a": 0})
-        t["cells"] += c.same + c.different > 0
+        t = out.setdefault(c.client, {"cells": 0, "cells with a difference": 0, "same": 0, "different": 0, "flaky": 0,
+                                      "n/a": 0})
+        t["cells"] += c.same + c.different + c.flaky > 0
         t["cells with a difference"] += c.different > 0
         t["same"] += c.same
         t["different"] += c.different
+        t["flaky"] += c.flaky
         t["n/a"] += c.na
     return out
 
@@ -268,7 +310,7 @@ def to_json(rows: list[Row], table: list[Cell] | None = None, **meta: Any) -> st
                        "cells": [c.to_dict() for c in table or []], "rows": [r.to_dict() for r in rows]}, indent=2)
 
 
-COLOUR = {"same": "#e6f4ea", "different": "#fde7e9", "n/a": "#eeeeee"}
+COLOUR = {"same": "#e6f4ea", "different": "#fde7e9", "flaky": "#fff4d6", "n/a": "#eeeeee"}
 
 
 def _html_table(head: tuple[str, ...], lines: list[tuple[tuple[Any, ...], str]]) -> str:
@@ -282,12 +324,13 @@ def to_html(rows: list[Row], table: list[Cell] | None = None, title: str = "brok
             **meta: Any) -> str:
     counts = ", ".join(f"{n} {v}" for v, n in summary(rows).items())
     info = "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>" for k, v in meta.items())
-    per_cell = _html_table(("scenario", "client", "same", "different", "n/a", "reproduce"),
-                           [((c.scenario, c.client, c.same, c.different, c.na, c.reproduce),
-                             "different" if c.different else "same" if c.same else "n/a") for c in table or []])
-    per_row = _html_table(("scenario", "client", "observation", "emulator", "Kafka", "tolerance", ""),
-                          [((r.scenario, r.client, r.observation, r.emulator, r.kafka, r.tolerance, r.verdict), r.verdict)
-                           for r in rows])
+    per_cell = _html_table(("scenario", "client", "same", "different", "flaky", "n/a", "reproduce"),
+                           [((c.scenario, c.client, c.same, c.different, c.flaky, c.na, c.reproduce),
+                             "different" if c.different else "flaky" if c.flaky else "same" if c.same else "n/a")
+                            for c in table or []])
+    per_row = _html_table(("scenario", "client", "observation", "emulator", "Kafka", "tolerance", "", "runs"),
+                          [((r.scenario, r.client, r.observation, r.emulator, r.kafka, r.tolerance, r.verdict, r.runs),
+                            r.verdict) for r in rows])
     return (f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
             "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
             "table{border-collapse:collapse}</style>"

@@ -13,28 +13,27 @@ from conformance.model import Result, Status
 
 
 def run_kafka(args: argparse.Namespace, scenarios: list, adapters: list, progress: Callable[..., None]) -> int:
-    from conformance.on_kafka import run_on_emulator_via_proxy, run_on_kafka
+    from conformance.on_kafka import run_differential, run_on_kafka
     from conformance.summary import print_summary
 
     start = time.perf_counter()
     try:
+        if args.diff:
+            kafka, emulator, rows = run_differential(scenarios, adapters, args.scale, args.kafka_brokers,
+                                                     args.diff_reruns, progress)
+            return _report_diff(emulator, kafka, rows, args, time.perf_counter() - start)
         kafka = run_on_kafka(scenarios, adapters, args.scale, args.kafka_brokers, progress)
     except Exception as exc:   # no java, no jars, the cluster did not start: say so, plainly
         print(f"error: could not run on Apache Kafka: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    kafka_wall = time.perf_counter() - start
-    if not args.diff:
-        print_summary(kafka, kafka_wall, args)
-        print(f"(on Apache Kafka, {args.kafka_brokers} node(s), through the proxy)")
-        return 1 if any(r.status is Status.ERROR for r in kafka) else 0
-    emulator = run_on_emulator_via_proxy(scenarios, adapters, args.scale, args.kafka_brokers, progress)
-    return _report_diff(emulator, kafka, args, time.perf_counter() - start)
+    print_summary(kafka, time.perf_counter() - start, args)
+    print(f"(on Apache Kafka, {args.kafka_brokers} node(s), through the proxy)")
+    return 1 if any(r.status is Status.ERROR for r in kafka) else 0
 
 
-def _report_diff(emulator: list[Result], kafka: list[Result], args: argparse.Namespace, wall: float) -> int:
+def _report_diff(emulator: list[Result], kafka: list[Result], rows: list, args: argparse.Namespace, wall: float) -> int:
     from conformance import differential as D
 
-    rows = D.differential(emulator, kafka)
     table = D.cells(rows, args.kafka_brokers, args.scale)
     counts = D.summary(rows)
     ran = sorted({r.scenario for r in kafka if r.status is not Status.NA})
@@ -48,13 +47,16 @@ def _report_diff(emulator: list[Result], kafka: list[Result], args: argparse.Nam
     print("\nper client (cells judged on both sides; observations):")
     for client, t in D.by_client(table).items():
         print(f"  {client:<24} {t['cells']:>3} cells, {t['cells with a difference']} with a difference; "
-              f"{t['same']} same, {t['different']} different, {t['n/a']} n/a")
+              f"{t['same']} same, {t['different']} different, {t['flaky']} flaky, {t['n/a']} n/a")
     reproduce = {(c.scenario, c.client): c.reproduce for c in table}
     for r in rows:
-        if r.verdict == "different":
-            print(f"DIFF {r.scenario} [{r.client}] {r.observation}: emulator {r.emulator} | kafka {r.kafka} ({r.tolerance})")
-            print(f"     again: {reproduce[(r.scenario, r.client)]}")
-    print(f"\n{len(rows)} observations: {counts['same']} same, {counts['different']} different, {counts['n/a']} n/a; "
+        if r.verdict in ("different", "flaky"):
+            tag = "DIFF " if r.verdict == "different" else "FLAKY"
+            print(f"{tag} {r.scenario} [{r.client}] {r.observation}: emulator {r.emulator} | kafka {r.kafka} "
+                  f"({r.tolerance}; {r.runs or 'not run again'})")
+            print(f"      again: {reproduce[(r.scenario, r.client)]}")
+    print(f"\n{len(rows)} observations: {counts['same']} same, {counts['different']} different, {counts['flaky']} flaky "
+          f"(a difference that did not reproduce in every run of its cell), {counts['n/a']} n/a; "
           f"{len(ran)} scenario(s) ran on Kafka ({args.kafka_brokers} node(s)) in {wall:.0f} s")
     if args.json:   # with every verdict of both sides, for the record
         with open(args.json, "w") as f:

@@ -316,10 +316,26 @@ def run_on_kafka(scenarios: list[Scenario], adapters: list[Adapter], scale: floa
         return run_cells(scenarios, adapters, scale, up, progress)
 
 
-def run_on_emulator_via_proxy(scenarios: list[Scenario], adapters: list[Adapter], scale: float, brokers: int = 3,
-                              progress: Callable[[int, int, Result], None] | None = None) -> list[Result]:
-    """The same run with the emulator behind the proxy (the differential's other side)."""
-    return run_cells(scenarios, adapters, scale, EmulatorUpstream(brokers), progress)
+def run_differential(scenarios: list[Scenario], adapters: list[Adapter], scale: float, brokers: int, reruns: int = 2,
+                     progress: Callable[[int, int, Result], None] | None = None) -> tuple[list[Result], list[Result], list[Any]]:
+    """The differential: every cell on one real cluster, then on the emulator of the same size,
+    both through the proxy; each cell with a difference run ``reruns`` times more on both sides
+    (``differential.settle``). Returns the Kafka results, the emulator's and the settled rows."""
+    from conformance import differential as D
+
+    with kafka_upstream(brokers) as up:
+        kafka = run_cells(scenarios, adapters, scale, up, progress)
+        emulator = run_cells(scenarios, adapters, scale, EmulatorUpstream(brokers), progress)
+        rows = D.differential(emulator, kafka)
+        by_id = {s.id: s for s in scenarios}
+        by_name = {a.name: a for a in adapters}
+        again: dict[tuple[str, str], list[tuple[Result, Result]]] = {}
+        for sid, client in D.to_confirm(rows):
+            for _ in range(reruns):
+                k = run_cells([by_id[sid]], [by_name[client]], scale, up)[0]
+                e = run_cells([by_id[sid]], [by_name[client]], scale, EmulatorUpstream(brokers))[0]
+                again.setdefault((sid, client), []).append((e, k))
+    return kafka, emulator, D.settle(rows, again)
 
 
 def support_table(scenarios: list[Scenario], brokers: int) -> list[tuple[str, str]]:

@@ -186,3 +186,26 @@ def test_per_cell_counts_and_the_command_that_reproduces_each():
     page = D.to_html(rows, list(table.values()), kafka_brokers=3)
     assert "--kafka-brokers 3 --scenario a" in page and "Per scenario and client" in page
     assert '"cells with a difference": 1' in D.to_json(rows, list(table.values()))
+
+
+def test_a_difference_is_one_that_reproduces_in_every_run_of_its_cell():
+    quick, late = result(produce(0.0, 2.0), scenario="a"), result(produce(0.0, 900.0), scenario="a")
+    rows = D.differential([late], [quick])
+    assert ("a", "client") in D.to_confirm(rows)
+    key = "Produce: first answer after"
+    # late on the emulator again in both re-runs: a difference
+    kept = {r.observation: r for r in D.settle(rows, {("a", "client"): [(late, quick), (late, quick)]})}
+    assert kept[key].verdict == "different" and kept[key].runs == "different in 3 of 3 runs"
+    # once only: flaky, and counted apart from differences
+    settled = D.settle(rows, {("a", "client"): [(quick, quick), (late, quick)]})
+    flaky = {r.observation: r for r in settled}[key]
+    assert flaky.verdict == "flaky" and flaky.runs == "different in 2 of 3 runs"
+    assert D.summary(settled)["different"] == 0 and D.summary(settled)["flaky"] >= 1
+    [cell] = D.cells(settled, kafka_brokers=1)
+    assert cell.flaky >= 1 and cell.different == 0
+    # a verdict that flips: the same rule
+    failing = result(produce(0.0, 2.0), Status.FAIL, scenario="a")
+    rows = D.differential([failing], [quick])
+    flipped = D.settle(rows, {("a", "client"): [(quick, quick)]})
+    assert flipped[0].observation == "verdict of the scenario's contracts" and flipped[0].verdict == "flaky"
+    assert D.settle(rows, {("a", "client"): [(failing, quick)]})[0].verdict == "different"
