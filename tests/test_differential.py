@@ -209,3 +209,16 @@ def test_a_difference_is_one_that_reproduces_in_every_run_of_its_cell():
     flipped = D.settle(rows, {("a", "client"): [(quick, quick)]})
     assert flipped[0].observation == "verdict of the scenario's contracts" and flipped[0].verdict == "flaky"
     assert D.settle(rows, {("a", "client"): [(failing, quick)]})[0].verdict == "different"
+
+
+def test_the_emulator_side_has_the_kafka_sides_size():
+    from conformance.upstreams import EmulatorUpstream
+
+    scenario = BY_ID["kip848.crashed-member-expires-at-broker-session"]   # 3 brokers, ("t", 4, 3)
+    assert scenario.brokers == 3 and scenario.topics == (("t", 4, 3),)
+    with EmulatorUpstream(1).cell(scenario, 30.0) as cell:
+        assert len(cell.bootstrap.split(",")) == 1
+        assert cell.tc.call(lambda: len(cell.tc.cluster.partition("t", 3).replicas)) == 1
+    with EmulatorUpstream(3).cell(scenario, 30.0) as cell:
+        assert len(cell.bootstrap.split(",")) == 3
+        assert cell.tc.call(lambda: len(cell.tc.cluster.partition("t", 3).replicas)) == 3
