@@ -12,7 +12,8 @@ when it ended (within ``tol_ms``: exact in virtual time, the run's slack in real
 does, nothing is claimed.
 
 Client clocks: request.timeout.ms from a request's send (librdkafka's socket.timeout.ms too, when
-the run sets it); the enclosing call's timeout (its explicit ``timeout``, else
+the run sets it); for a request sent while its connection is being set up (ApiVersions, SASL), the
+connection set-up timeout, a window: it doubles per attempt up to its max and is jittered; the enclosing call's timeout (its explicit ``timeout``, else
 default.api.timeout.ms for the consumer calls that fall back to it); delivery.timeout.ms and
 max.block.ms from a produce call's start (the batch is created within it). Broker timers carry
 their values in the trace (the Produce's timeout_ms, a member's session or rebalance timeout, the
@@ -28,7 +29,12 @@ from broker_emu.trace import Kind, TraceEvent
 
 # Kafka's defaults for the clocks below (ProducerConfig, ConsumerConfig, CommonClientConfigs)
 DEFAULTS = {"request.timeout.ms": 30_000, "default.api.timeout.ms": 60_000, "delivery.timeout.ms": 120_000,
-            "max.block.ms": 60_000}
+            "max.block.ms": 60_000, "socket.connection.setup.timeout.ms": 10_000,
+            "socket.connection.setup.timeout.max.ms": 30_000}
+# requests a connection sends before it is ready: the connection set-up timeout covers them (KIP-601;
+# librdkafka: "TCP connection setup as well SSL and SASL handshake")
+SETUP_APIS = frozenset({"ApiVersions", "SaslHandshake", "SaslAuthenticate"})
+SETUP_JITTER = 0.2   # ClusterConnectionStates: each attempt's timeout is jittered by ±20 %
 # calls that fall back to default.api.timeout.ms when given no timeout (KafkaConsumer, KIP-266)
 DEFAULT_API_CALLS = frozenset({"committed", "commit_sync", "position", "end_offsets", "beginning_offsets",
                                "offsets_for_times", "list_topics", "partitions_for", "close"})
@@ -45,6 +51,7 @@ class Clock:
     setting: str
     ms: float
     side: str = "client"        # "client" | "broker"
+    note: str = ""              # how it varies ("doubles per attempt up to ..., ±20 %")
 
     def __str__(self) -> str:
         return f"{self.setting} = {self.ms:g} ms"
@@ -85,7 +92,7 @@ def _setting(config: dict[str, Any], key: str) -> float:
 
 
 def call_clocks(call: Call, config: dict[str, Any]) -> list[tuple[float, Clock]]:
-    """The clocks a call runs under, each with the instant it fires."""
+    """The clocks a call runs under, each with the instant it fires (all exact)."""
     out: list[tuple[float, Clock]] = []
     if call.timeout_ms is not None:
         out.append((call.timed_from + call.timeout_ms, Clock(f"{call.op}()'s timeout", call.timeout_ms)))
@@ -101,11 +108,20 @@ def call_clocks(call: Call, config: dict[str, Any]) -> list[tuple[float, Clock]]
     return out
 
 
-def request_clocks(sent_ms: float, config: dict[str, Any]) -> list[tuple[float, Clock]]:
+Window = tuple[float, float, Clock]   # fires somewhere in [first, last]: a jittered, growing timeout
+
+
+def request_clocks(api: str | None, sent_ms: float, config: dict[str, Any]) -> list[Window]:
     ms = _setting(config, "request.timeout.ms")
-    out = [(sent_ms + ms, Clock("request.timeout.ms", ms))]
+    out: list[Window] = [(sent_ms + ms, sent_ms + ms, Clock("request.timeout.ms", ms))]
     if "socket.timeout.ms" in config:   # librdkafka's own request timeout
-        out.append((sent_ms + float(config["socket.timeout.ms"]), Clock("socket.timeout.ms", float(config["socket.timeout.ms"]))))
+        t = float(config["socket.timeout.ms"])
+        out.append((sent_ms + t, sent_ms + t, Clock("socket.timeout.ms", t)))
+    if api in SETUP_APIS:   # doubles per attempt up to its max, jittered (ClusterConnectionStates)
+        base, cap = _setting(config, "socket.connection.setup.timeout.ms"), _setting(config, "socket.connection.setup.timeout.max.ms")
+        out.append((sent_ms + base * (1 - SETUP_JITTER), sent_ms + max(base, cap) * (1 + SETUP_JITTER),
+                    Clock("socket.connection.setup.timeout.ms", base,
+                          note=f" (doubling per attempt up to {max(base, cap):g} ms, ±{SETUP_JITTER:.0%})")))
     return out
 
 
@@ -115,35 +131,43 @@ def running(all_calls: list[Call], sent_ms: float, closed_ms: float) -> list[Cal
     return [c for c in all_calls if c.start <= closed_ms and (c.end is None or sent_ms <= c.end)]
 
 
-def which(at_ms: float, candidates: list[tuple[float, Clock]], tol_ms: float) -> list[Clock]:
-    """The clocks that fire at ``at_ms`` (within ``tol_ms``): the nearest, and any that fire
-    together with it; none when no clock fires then."""
-    near = [(abs(t - at_ms), c) for t, c in candidates if abs(t - at_ms) <= tol_ms]
+def which(at_ms: float, candidates: list[Window], tol_ms: float) -> list[Clock]:
+    """The clocks that fire at ``at_ms`` (within ``tol_ms`` of their instant or window): the
+    nearest, and any that fire together with it; none when no clock fires then. A clock that
+    fires at an instant says more than one whose window merely holds it, so windows count only
+    when no instant matches."""
+    def distance(first: float, last: float) -> float:
+        return 0.0 if first <= at_ms <= last else min(abs(first - at_ms), abs(last - at_ms))
+
+    near = [(distance(lo, hi), lo == hi, c) for lo, hi, c in candidates if distance(lo, hi) <= tol_ms]
+    near = [n for n in near if n[1]] or near
     if not near:
         return []
-    best = min(d for d, _ in near)
+    best = min(d for d, _, _ in near)
     seen: list[Clock] = []
-    for d, c in sorted(near, key=lambda dc: dc[0]):
+    for d, _, c in sorted(near, key=lambda n: n[0]):
         if d <= best + max(tol_ms / 10, 0.5) and c not in seen:
             seen.append(c)
     return seen
 
 
-def abandoned_request(sent_ms: float, closed_ms: float, all_calls: list[Call], config: dict[str, Any],
+def abandoned_request(api: str | None, sent_ms: float, closed_ms: float, all_calls: list[Call], config: dict[str, Any],
                       tol_ms: float) -> list[Clock]:
     """The clocks that ended a request the client gave up on (closing its connection)."""
-    candidates = request_clocks(sent_ms, config)
+    candidates = request_clocks(api, sent_ms, config)
     for c in running(all_calls, sent_ms, closed_ms):
-        candidates += call_clocks(c, config)
+        candidates += [(t, t, clock) for t, clock in call_clocks(c, config)]
     return which(closed_ms, candidates, tol_ms)
 
 
 def call_end(call: Call, config: dict[str, Any], tol_ms: float) -> list[Clock]:
     """The clocks that ended a call (it returned or raised at their deadline), if any."""
-    return [] if call.timed_end is None else which(call.timed_end, call_clocks(call, config), tol_ms)
+    if call.timed_end is None:
+        return []
+    return which(call.timed_end, [(t, t, clock) for t, clock in call_clocks(call, config)], tol_ms)
 
 
 def named(clocks: list[Clock], scale: float = 1.0) -> str:
     """'request.timeout.ms = 30000 ms', or several joined: they fired together. ``scale``: a
     real-time run's values were divided by it; shown as the scenario sets them."""
-    return " and ".join(f"{c.setting} = {c.ms * scale:g} ms" for c in clocks)
+    return " and ".join(f"{c.setting} = {c.ms * scale:g} ms{c.note}" for c in clocks)

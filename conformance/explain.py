@@ -91,7 +91,7 @@ def _client_requests(trace: list[TraceEvent], spans: list[Span], calls: list[A.C
             spans.append(Span("client requests", e.t_ms, x.answer.t_ms, f"{e.api}" + (f" -> error {errors}" if errors else ""),
                               "request"))
         elif x.abandoned and x.close is not None:
-            clock = A.named(A.abandoned_request(e.t_ms, x.close.t_ms, calls, config, tol_ms), scale)
+            clock = A.named(A.abandoned_request(e.api, e.t_ms, x.close.t_ms, calls, config, tol_ms), scale)
             if clock:
                 spans.append(Span("client requests", e.t_ms, x.close.t_ms,
                                   f"{e.api} unanswered: the client gave up when {clock} ran out, "
@@ -127,7 +127,9 @@ def _purgatory(trace: list[TraceEvent], spans: list[Span], scale: float) -> None
                      if stay.expired else "held Fetch: data arrived, answered early")
             spans.append(Span("purgatory", start.t_ms, end.t_ms, label, "request"))
             continue
-        clock = f"the {start.api}'s timeout_ms = {_ms(end.details.get('timeout_ms'), scale)}" if stay.expired else ""
+        timeout = stay.timeout_ms if stay.timeout_ms is not None else end.details.get("timeout_ms")
+        clock = ("" if not stay.expired else f"the {start.api}'s timeout_ms" if timeout is None
+                 else f"the {start.api}'s timeout_ms = {_ms(timeout, scale)}")
         label = (f"parked {start.api}: REQUEST_TIMED_OUT when {clock} ran out (server side)"
                  if stay.expired else f"parked {start.api}: completed")
         spans.append(Span("purgatory", start.t_ms, end.t_ms, label, "timeout-server" if stay.expired else "ok", clock))

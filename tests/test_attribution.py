@@ -141,3 +141,33 @@ def test_broker_group_session_and_transaction_timers_carry_their_values():
     spans, marks = spans_of(txn, {})
     assert next(s for s in spans if s.lane == "transaction coordinator").clock == "transaction.timeout.ms = 3000 ms"
     assert "transaction.timeout.ms = 3000 ms" in first_to_give_up(marks)
+
+
+def test_a_stalled_handshake_is_ended_by_the_connection_setup_timeout_within_its_window():
+    config = {"request.timeout.ms": 30_000, "socket.connection.setup.timeout.ms": 30_000,
+              "socket.connection.setup.timeout.max.ms": 60_000, "delivery.timeout.ms": 120_000}
+    # jittered and doubled: abandoned after 29.0 s, then 57.7 s; the last cut short by the record's expiry
+    trace = (call("produce", 0, 120_000) + abandoned("SaslHandshake", 0, 29_046, conn=2)
+             + abandoned("SaslHandshake", 29_091, 86_809, conn=3) + abandoned("SaslHandshake", 86_920, 120_000, conn=4))
+    spans, _ = spans_of(trace, config)
+    first, second, last = sorted((s for s in spans if s.lane == "client requests"), key=lambda s: s.start)
+    assert first.clock.startswith("socket.connection.setup.timeout.ms = 30000 ms") and "60000" in first.clock
+    assert second.clock == first.clock
+    assert last.clock == "delivery.timeout.ms = 120000 ms"   # an exact clock beats a window that holds it
+    # a request that is no part of a handshake is never put down to the set-up timeout
+    spans, _ = spans_of(abandoned("Produce", 0, 29_046), config)
+    assert request_span(spans, "Produce").clock == ""
+
+
+def test_every_scenario_of_our_client_draws_and_names_each_give_up():
+    from conformance.adapters.ours import OurAdapter
+    from conformance.explain import explain
+    from conformance.scenarios import CATALOGUE
+
+    adapter = OurAdapter()
+    for scenario in CATALOGUE:
+        if not adapter.supports_scenario(scenario)[0]:
+            continue
+        _, spans, marks = explain(scenario)
+        for s in spans:
+            assert s.kind not in ("timeout-client", "timeout-server") or s.clock, (scenario.id, s.label)

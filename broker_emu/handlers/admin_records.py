@@ -39,7 +39,8 @@ class DelayedDeleteRecords(DelayedOperation):
             answer.update(low_watermark=-1, error_code=E.REQUEST_TIMED_OUT)
 
     def describe(self) -> dict[str, Any]:
-        return {"purgatory": "delete_records", "partitions": sorted(f"{t}-{i}" for t, i in self.waiting)}
+        return {"purgatory": "delete_records", "timeout_ms": round(self.timeout_s * 1000),
+                "partitions": sorted(f"{t}-{i}" for t, i in self.waiting)}
 
 
 @handles(ApiKey.DELETE_RECORDS, 0, 2)
