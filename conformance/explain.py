@@ -5,11 +5,13 @@ the broker and its purgatory — so server-side and client-side timeouts are see
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from broker_emu.trace import Kind, TraceEvent
 from broker_emu.trace_reading import closed_by, exchanges, purgatory_stays
+from client.errors import ErrorCode
 from conformance import attribution as A
 from conformance.model import Result, Scenario
 
@@ -60,6 +62,14 @@ def build(trace: list[TraceEvent], config: dict[str, Any] | None = None, tol_ms:
     return spans, marks
 
 
+def _error_name(code: int) -> str:
+    """``REQUEST_TIMED_OUT (7)``: the name a student can look up, and the number on the wire."""
+    try:
+        return f"{ErrorCode(code).name} ({code})"
+    except ValueError:
+        return f"error {code}"
+
+
 def _ms(value: Any, scale: float) -> str:
     return f"{float(value) * scale:g} ms"
 
@@ -77,7 +87,7 @@ def _application(trace: list[TraceEvent], spans: list[Span], marks: list[Mark], 
         label = f"{call.op}() {outcome}" + (f" when {clock} ran out" if clock else "")
         spans.append(Span("application", call.start, call.end, label, "ok" if ok else "error", clock))
         if e.details.get("message"):
-            marks.append(Mark("application", call.end, e.details["message"][:110]))
+            marks.append(Mark("application", call.end, e.details["message"]))
 
 
 def _client_requests(trace: list[TraceEvent], spans: list[Span], calls: list[A.Call], config: dict[str, Any],
@@ -88,8 +98,8 @@ def _client_requests(trace: list[TraceEvent], spans: list[Span], calls: list[A.C
             continue
         if x.answer is not None and not x.abandoned:
             errors = [int(n) for n in x.answer.details.get("errors") or []]
-            spans.append(Span("client requests", e.t_ms, x.answer.t_ms, f"{e.api}" + (f" -> error {errors}" if errors else ""),
-                              "request"))
+            spans.append(Span("client requests", e.t_ms, x.answer.t_ms,
+                              f"{e.api}" + (f" -> {', '.join(_error_name(c) for c in errors)}" if errors else ""), "request"))
         elif x.abandoned and x.close is not None:
             clock = A.named(A.abandoned_request(e.api, e.t_ms, x.close.t_ms, calls, config, tol_ms), scale)
             if clock:
@@ -246,17 +256,58 @@ COLORS = {"call": "#4a90d9", "ok": "#4caf50", "error": "#e53935", "request": "#9
 CHAR_PX = 6.3   # a generous average width of an 11 px sans-serif character
 
 
-def _label(text: str, at: float, y: float, left: float, width: float) -> str:
-    """A label that stays inside the drawing: placed left of its anchor when it would run off
-    the right edge, and shortened (full text in its tooltip) when it fits neither way."""
+def _wrap(text: str, chars: int) -> list[str]:
+    """``text`` in lines of at most ``chars`` characters, broken at spaces where it can be."""
+    lines: list[str] = []
+    while len(text) > chars:
+        cut = text.rfind(" ", 0, chars + 1)
+        cut = cut if cut > chars // 2 else chars
+        lines.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    return lines + [text]
+
+
+def _label(text: str, at: float, y: float, left: float, width: float) -> tuple[str, int]:
+    """A label that stays inside the drawing, and the lines it takes: on one line to the right of
+    its anchor (or to its left, near the right edge) when it fits; else wrapped, never cut, in
+    the room on the wider side (a student needs the whole explanation)."""
     room_right, room_left = width - 8 - at, at - left
-    shown = text
-    if len(text) * CHAR_PX > max(room_right, room_left):
-        shown = text[: max(int(max(room_right, room_left) / CHAR_PX) - 1, 8)] + "…"
-    anchor = "start" if len(shown) * CHAR_PX <= room_right else "end"
+    if len(text) * CHAR_PX <= room_right:
+        lines, anchor = [text], "start"
+    elif len(text) * CHAR_PX <= room_left:
+        lines, anchor = [text], "end"
+    else:
+        anchor = "start" if room_right >= room_left else "end"
+        lines = _wrap(text, max(int(max(room_right, room_left) / CHAR_PX) - 1, 20))
     pos = at if anchor == "start" else at - 8
-    return (f'<text class="label" x="{pos:.1f}" y="{y}" font-size="11" text-anchor="{anchor}">'
-            f'{html.escape(shown)}<title>{html.escape(text)}</title></text>')
+    spans = "".join(f'<tspan x="{pos:.1f}" dy="{0 if i == 0 else LINE_PX}">{html.escape(line)}</tspan>'
+                    for i, line in enumerate(lines))
+    return (f'<text class="label" x="{pos:.1f}" y="{y}" font-size="11" text-anchor="{anchor}">{spans}</text>',
+            len(lines))
+
+
+LINE_PX = 13
+
+
+def _step(end: float, most: int = 10) -> float:
+    """A tick step of 1, 2 or 5 times a power of ten giving at most ``most`` intervals."""
+    raw = max(end / most, 1e-9)
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+
+
+def _tick_label(t: float, step: float, end: float) -> str:
+    """Milliseconds on an axis shorter than 2 s, else seconds with as many decimals as the step
+    needs: every tick reads differently."""
+    if end < 2000:
+        return f"{t:.0f} ms" if step >= 1 else f"{t:.1f} ms"
+    decimals = max(0, -math.floor(math.log10(step / 1000) + 1e-9))
+    return f"{t / 1000:.{decimals}f} s"
+
+
+def ticks(end: float) -> list[tuple[float, str]]:
+    step = _step(end)
+    return [(i * step, _tick_label(i * step, step, end)) for i in range(int(end / step + 1e-9) + 1)]
 
 
 def render_svg(title: str, spans: list[Span], marks: list[Mark], width: int = 1100, end: float | None = None) -> str:
@@ -275,19 +326,27 @@ def render_svg(title: str, spans: list[Span], marks: list[Mark], width: int = 11
             w = max(x(s.end) - x(s.start), 2)
             out.append(f'<rect class="span {s.kind}" x="{x(s.start):.1f}" y="{y}" width="{w:.1f}" height="18" '
                        f'fill="{COLORS.get(s.kind, "#999")}"><title>{html.escape(s.label)}</title></rect>')
-            out.append(_label(f"{s.label} ({s.start / 1000:.2f}-{s.end / 1000:.2f} s)", x(s.start) + 3, y + 32, left, width))
-            y += 40
+            text, lines = _label(f"{s.label} ({s.start / 1000:.3f}-{s.end / 1000:.3f} s)", x(s.start) + 3, y + 32, left, width)
+            out.append(text)
+            y += 40 + LINE_PX * (lines - 1)
         for m in lane_marks:
-            out.append(f'<line x1="{x(m.t):.1f}" x2="{x(m.t):.1f}" y1="{y}" y2="{y + 16}" stroke="#333"/>'
-                       + _label(f"{m.label} ({m.t / 1000:.2f} s)", x(m.t) + 4, y + 13, left, width))
-            y += 22
+            text, lines = _label(f"{m.label} ({m.t / 1000:.3f} s)", x(m.t) + 4, y + 13, left, width)
+            out.append(f'<line x1="{x(m.t):.1f}" x2="{x(m.t):.1f}" y1="{y}" y2="{y + 16}" stroke="#333"/>' + text)
+            y += 22 + LINE_PX * (lines - 1)
         rows.append(y)
         y += 12
-    ticks = "".join(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="30" y2="{y}" stroke="#eee"/>'
-                    f'<text x="{x(t):.1f}" y="{y + 14}" font-size="10">{t / 1000:.0f} s</text>'
-                    for t in [end * i / 10 for i in range(11)])
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 30}" font-family="sans-serif">'
-            f'{ticks}{"".join(out)}</svg>')
+    axis = "".join(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="30" y2="{y}" stroke="#eee"/>'
+                   f'<text x="{x(t):.1f}" y="{y + 14}" font-size="10" text-anchor="middle">{label}</text>'
+                   for t, label in ticks(end))
+    legend = ("".join(f'<rect x="{10 + i * 170}" y="{y + 26}" width="12" height="12" fill="{COLORS[k]}"/>'
+                      f'<text x="{26 + i * 170}" y="{y + 36}" font-size="11">{html.escape(name)}</text>'
+                      for i, (k, name) in enumerate(LEGEND)))
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y + 50}" font-family="sans-serif">'
+            f'{axis}{"".join(out)}{legend}</svg>')
+
+
+LEGEND = (("request", "request, answered"), ("ok", "call returned"), ("error", "call failed"),
+          ("timeout-client", "a client clock gave up"), ("timeout-server", "a broker timer gave up"))
 
 
 def explain(scenario: Scenario, client: str | None = None, scale: float = 30.0) -> tuple[Result, list[Span], list[Mark]]:

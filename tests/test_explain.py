@@ -1,6 +1,9 @@
 """`broker-emu explain`: timelines built from the real trace of a virtual-time run."""
 
-from conformance.explain import build, explain, render_svg, render_text
+import html
+import re
+
+from conformance.explain import Mark, build, explain, render_svg, render_text
 from conformance.scenarios import BY_ID
 
 
@@ -57,3 +60,27 @@ def test_compare_draws_both_runs_on_one_axis(capsys, tmp_path):
     assert out.read_text().count("<svg") == 2
     bad = build_parser_for_tests().parse_args(["explain", "kip19.produce-black-hole", "--compare", "nonsense"])
     assert bad.func(bad) == 2
+
+
+def test_ticks_read_differently_and_use_milliseconds_below_two_seconds():
+    from conformance.explain import ticks
+
+    for end in (67.0, 500.0, 1999.0, 2300.0, 5000.0, 29900.0, 150100.0):
+        labels = [label for _, label in ticks(end)]
+        assert len(labels) == len(set(labels)) and 4 <= len(labels) <= 11, (end, labels)
+        assert all(label.endswith(" ms") for label in labels) == (end < 2000), (end, labels)
+
+
+def test_answers_name_their_error_and_long_messages_are_wrapped_whole():
+    from broker_emu.trace import TraceEvent
+
+    answered = [TraceEvent(0.0, "recv", broker=1, conn=1, client_id="c", correlation_id=1, api="Produce", details={}),
+                TraceEvent(30.0, "send", broker=1, conn=1, client_id="c", correlation_id=1, api="Produce",
+                           details={"errors": [7, 999]})]
+    spans, _ = build(answered)
+    assert [s.label for s in spans] == ["Produce -> REQUEST_TIMED_OUT (7), error 999"]
+    long = "committed() gave up after 5000 ms: the group coordinator for 'cg' (broker 1) did not answer; " * 3
+    svg = render_svg("t", [], [Mark("application", 4900.0, long.strip())])
+    shown = " ".join(html.unescape(t) for t in re.findall(r"<tspan[^>]*>([^<]*)</tspan>", svg))
+    assert "…" not in svg and shown == f"{long.strip()} (4.900 s)"
+    assert svg.count("<tspan") >= 2   # wrapped over lines, not cut
