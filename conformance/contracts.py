@@ -423,13 +423,13 @@ def replies_in_order_behind(parked_api: str, api: str) -> Contract:
         if enter is None:
             return Verdict(False, message=f"no {parked_api} was parked")
         answer = next((e for e in ev.events(Kind.SEND, parked_api) if e.conn == enter.conn and e.correlation_id == enter.correlation_id), None)
-        behind = next((e for e in ev.events(Kind.RECV, api) if e.conn == enter.conn
-                       and (e.details or {}).get("arrived_ms", e.t_ms) >= enter.t_ms and e.correlation_id != enter.correlation_id), None)
+        # arrived while it was parked (franz-go sends its next Produce only after the answer: not queued)
+        behind = next((e for e in ev.events(Kind.RECV, api) if e.conn == enter.conn and e.correlation_id != enter.correlation_id
+                       and enter.t_ms <= (e.details or {}).get("arrived_ms", e.t_ms) < (answer.t_ms if answer else math.inf)), None)
         if answer is None or behind is None:
             return Verdict(False, "nothing queued", f"no {api} arrived on conn {enter.conn} while {parked_api} was parked")
         reply = next((e for e in ev.events(Kind.SEND, api) if e.conn == behind.conn and e.correlation_id == behind.correlation_id), None)
-        waited = (reply.t_ms if reply else behind.t_ms) - (behind.details or {}).get("arrived_ms", behind.t_ms)
-        figure = f"{api} waited {_fmt_s(waited)} behind the parked {parked_api}"
+        figure = f"{api} waited {_fmt_s((reply or behind).t_ms - (behind.details or {}).get('arrived_ms', behind.t_ms))} behind the parked {parked_api}"
         if reply is not None and reply.t_ms < answer.t_ms:
             return Verdict(False, figure, f"{api} was answered before the parked {parked_api} ahead of it")
         return Verdict(True, figure)

@@ -109,6 +109,11 @@ def test_replies_in_order_fails_when_a_later_request_overtakes_the_parked_one():
     assert contract.check(evidence(in_order)).passed
     verdict = contract.check(evidence(overtaken))
     assert not verdict.passed and "before the parked" in verdict.message
+    # sent only once the parked one was answered (franz-go's trace): nothing was queued behind it
+    after = parked[:2] + [ev(335, "send", api="Produce", corr=1), ev(336, "recv", api="Produce", corr=2, arrived_ms=335.5),
+                          ev(670, "send", api="Produce", corr=2)]
+    verdict = contract.check(evidence(after))
+    assert not verdict.passed and "nothing queued" in verdict.figure
 
 
 def test_setup_timeout_contract_wants_growth_up_to_the_cap():
