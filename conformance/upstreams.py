@@ -102,6 +102,12 @@ class EmulatorUpstream:
     @contextlib.contextmanager
     def cell(self, scenario: Scenario, scale: float) -> Iterator[CellUpstream]:
         config = real_time_broker_config(scenario.broker_config, scale)
+        if any(r.get("replication", {}).get("mode") == "stall" for r in scenario.faults):
+            # Kafka's side keeps a paused follower in the ISR until the controller fences the
+            # node (broker.session.timeout.ms, unscaled); the scenario's replica.lag.time.max.ms,
+            # scaled, let it go after 33 s here. A client that never gives up on its record
+            # (franz-go) then retried for 33 s on one side and ~65 s on the other.
+            config["replica.lag.time.max.ms"] = KAFKA_CLUSTER_CONFIG["broker.session.timeout.ms"]
         topics = tuple((name, n, min(rf, self.brokers)) for name, n, rf in scenario.topics)
         with run_cluster_in_thread(brokers=self.brokers, topics=topics, config=config) as tc:
             tc.call(apply_setup, tc.cluster, replace(scenario, faults=server_rules(scenario)), scale)
