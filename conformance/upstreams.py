@@ -220,6 +220,23 @@ class KafkaUpstream:
                         and all(p.leader >= 0 for p in md.partitions.values()):
                     break
                 time.sleep(0.05)
+        self._known_everywhere([name for name, _, _ in topics], deadline)
+
+    def _known_everywhere(self, names: list[str], deadline: float) -> None:
+        """Until every node's own Metadata lists the topics with their leaders: each broker learns
+        a new topic from the metadata log on its own, and a client whose first Metadata went to
+        one that had not yet was answered UNKNOWN_TOPIC_OR_PARTITION (once in a 3-node run), where
+        the emulator's cluster knows a topic everywhere from its creation."""
+        from conformance.realkafka import wire
+
+        for address in self.bootstrap.split(","):
+            host, port = address.rsplit(":", 1)
+            while time.monotonic() < deadline:
+                answer = wire.metadata(host, int(port), names)
+                if all(t.error_code == 0 and t.partitions and all(p.leader_id >= 0 for p in t.partitions)
+                       for t in answer.topics):
+                    break
+                time.sleep(0.02)
 
     def end_offsets(self, parts: list[tuple[str, int]], settle_s: float = 4.0) -> dict[str, int]:
         from confluent_kafka import Consumer, TopicPartition
