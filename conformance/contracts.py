@@ -414,18 +414,18 @@ def setup_timeout_grows(broker: int) -> Contract:
 
 
 def replies_in_order_behind(parked_api: str, api: str) -> Contract:
-    """A parked request holds up everything behind it on its connection (Kafka answers in order):
-    the first ``api`` request that arrived on the parked request's connection while it was
-    parked was answered only after it."""
+    """A parked request holds up everything behind it on its connection (Kafka answers in order): the
+    first ``api`` request that arrived on its connection while it was parked was answered after it."""
 
     def check(ev: Evidence) -> Verdict:
         enter = next((e for e in ev.events(Kind.PURGATORY_ENTER, parked_api)), None)
         if enter is None:
             return Verdict(False, message=f"no {parked_api} was parked")
         answer = next((e for e in ev.events(Kind.SEND, parked_api) if e.conn == enter.conn and e.correlation_id == enter.correlation_id), None)
-        # arrived while it was parked (franz-go sends its next Produce only after the answer: not queued)
-        behind = next((e for e in ev.events(Kind.RECV, api) if e.conn == enter.conn and e.correlation_id != enter.correlation_id
-                       and enter.t_ms <= (e.details or {}).get("arrived_ms", e.t_ms) < (answer.t_ms if answer else math.inf)), None)
+        def queued(e: TraceEvent) -> bool:   # franz-go's next Produce arrived after the answer; in memory only the read is traced
+            arrived, until = (e.details or {}).get("arrived_ms"), answer.t_ms if answer else math.inf
+            return enter.t_ms <= arrived < until if arrived is not None else enter.t_ms <= e.t_ms <= until
+        behind = next((e for e in ev.events(Kind.RECV, api) if e.conn == enter.conn and e.correlation_id != enter.correlation_id and queued(e)), None)
         if answer is None or behind is None:
             return Verdict(False, "nothing queued", f"no {api} arrived on conn {enter.conn} while {parked_api} was parked")
         reply = next((e for e in ev.events(Kind.SEND, api) if e.conn == behind.conn and e.correlation_id == behind.correlation_id), None)
