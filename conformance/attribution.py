@@ -68,6 +68,7 @@ class Call:
     timeout_ms: float | None     # the timeout the call was given; None: none (a default applies)
     timed_from: float = 0.0      # when the timed call began: its clocks start here
     timed_end: float | None = None   # when the timed call returned or raised
+    result: dict[str, Any] | None = None   # its end event's details: ok, error, message
 
 
 def calls(trace: Iterable[TraceEvent]) -> list[Call]:
@@ -84,7 +85,8 @@ def calls(trace: Iterable[TraceEvent]) -> list[Call]:
         elif phase == "end" and op in open_:
             c = open_.pop(op)
             elapsed = e.details.get("elapsed_ms")
-            out.append(replace(c, end=e.t_ms, timed_end=e.t_ms if elapsed is None else c.timed_from + float(elapsed)))
+            out.append(replace(c, end=e.t_ms, timed_end=e.t_ms if elapsed is None else c.timed_from + float(elapsed),
+                               result=dict(e.details)))
     return out + list(open_.values())
 def _setting(config: dict[str, Any], key: str) -> float:
     value = config.get(key, DEFAULTS[key])

@@ -47,7 +47,7 @@ def build(trace: list[TraceEvent], config: dict[str, Any] | None = None, tol_ms:
     marks: list[Mark] = []
     config = config or {}
     calls = A.calls(trace)
-    _application(trace, spans, marks, calls, config, tol_ms, scale)
+    _application(spans, marks, calls, config, tol_ms, scale)
     _client_requests(trace, spans, calls, config, tol_ms, scale)
     _broker(trace, marks)
     _purgatory(trace, spans, scale)
@@ -74,20 +74,19 @@ def _ms(value: Any, scale: float) -> str:
     return f"{float(value) * scale:g} ms"
 
 
-def _application(trace: list[TraceEvent], spans: list[Span], marks: list[Mark], calls: list[A.Call],
+def _application(spans: list[Span], marks: list[Mark], calls: list[A.Call],
                  config: dict[str, Any], tol_ms: float, scale: float) -> None:
-    ends = {(e.details["op"], e.t_ms): e for e in trace if e.kind == Kind.APP_CALL and e.details["phase"] == "end"}
     for call in calls:
         if call.end is None:
             continue
-        e = ends[(call.op, call.end)]
-        ok = bool(e.details.get("ok"))
+        result = call.result or {}
+        ok = bool(result.get("ok"))
         clock = A.named(A.call_end(call, config, tol_ms), scale)
-        outcome = "returned" if ok else f"raised {e.details.get('error')}"
+        outcome = "returned" if ok else f"raised {result.get('error')}"
         label = f"{call.op}() {outcome}" + (f" when {clock} ran out" if clock else "")
         spans.append(Span("application", call.start, call.end, label, "ok" if ok else "error", clock))
-        if e.details.get("message"):
-            marks.append(Mark("application", call.end, e.details["message"]))
+        if result.get("message"):
+            marks.append(Mark("application", call.end, result["message"]))
 
 
 def _client_requests(trace: list[TraceEvent], spans: list[Span], calls: list[A.Call], config: dict[str, Any],
