@@ -333,8 +333,10 @@ class Cluster:
         self.delete_records_purgatory.check_and_complete(p.key)
 
     def _isr_changed(self, p: Partition, brokers: list[int], how: str) -> None:
-        self.trace.emit(Kind.ISR_CHANGE, details={"topic": p.topic, "partition": p.index, how: brokers, "isr": list(p.isr),
-                                               "high_watermark": p.high_watermark})
+        details = {"topic": p.topic, "partition": p.index, how: brokers, "isr": list(p.isr), "high_watermark": p.high_watermark}
+        if how == "shrink":   # the timeline names the broker clock that fired
+            details["replica_lag_time_max_ms"] = self.config["replica.lag.time.max.ms"]
+        self.trace.emit(Kind.ISR_CHANGE, details=details)
         if p.adding_replicas and how == "expand":
             reassignments.maybe_complete(self, p)
 

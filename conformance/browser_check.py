@@ -24,7 +24,9 @@ window.addEventListener('load', () => {
     const width = svg.width.baseVal.value;
     out.lanes.push(...[...svg.querySelectorAll('text.lane')].map(t => t.textContent));
     out.spans += svg.querySelectorAll('rect.span').length;
-    const boxes = [...svg.querySelectorAll('__LABELS__')].map(t => {
+    // a drawing stacked inside another (one figure, several panels) is measured on its own:
+    // getBBox answers in the coordinates of the nearest <svg>
+    const boxes = [...svg.querySelectorAll('__LABELS__')].filter(t => t.closest('svg') === svg).map(t => {
       const b = t.getBBox(); return {x: b.x, y: b.y, w: b.width, h: b.height, text: t.textContent.slice(0, 60)};
     });
     out.labels += boxes.length;

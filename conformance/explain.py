@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,8 +34,8 @@ class Mark:
     label: str
 
 
-LANES = ("application", "client requests", "wire", "broker", "purgatory", "transaction coordinator", "group coordinator",
-         "who gave up first")
+LANES = ("application", "client requests", "wire", "broker", "purgatory", "controller", "transaction coordinator",
+         "group coordinator", "who gave up first")
 
 
 def build(trace: list[TraceEvent], config: dict[str, Any] | None = None, tol_ms: float = 1.0,
@@ -51,6 +52,7 @@ def build(trace: list[TraceEvent], config: dict[str, Any] | None = None, tol_ms:
     _client_requests(trace, spans, calls, config, tol_ms, scale)
     _broker(trace, marks)
     _purgatory(trace, spans, scale)
+    _controller(trace, spans, scale)
     _transactions(trace, spans, marks, scale)
     _consumer_groups(trace, spans, marks, scale)
     _wire(trace, marks)
@@ -120,6 +122,11 @@ def _broker(trace: list[TraceEvent], marks: list[Mark]) -> None:
     for e in trace:
         if e.kind == Kind.FAULT_APPLIED:
             marks.append(Mark("broker", e.t_ms, f"fault: {e.details['action']['type']} on {e.api}"))
+        elif e.kind == Kind.ISR_CHANGE and "shrink" in e.details and "replica_lag_time_max_ms" in e.details:
+            d = e.details
+            marks.append(Mark("broker", e.t_ms, f"ISR of {d['topic']}-{d['partition']} shrank to {d['isr']}: follower(s) "
+                                               f"{d['shrink']} not caught up for replica.lag.time.max.ms = "
+                                               f"{d['replica_lag_time_max_ms']} ms (server side)"))
         elif e.kind in (Kind.LEADER_CHANGE, Kind.ISR_CHANGE, Kind.BROKER_STOP, Kind.BROKER_START):
             marks.append(Mark("broker", e.t_ms, f"{e.kind.replace('_', ' ')} {e.details}"))
         elif closed_by(e) == "client":
@@ -142,6 +149,19 @@ def _purgatory(trace: list[TraceEvent], spans: list[Span], scale: float) -> None
         label = (f"parked {start.api}: REQUEST_TIMED_OUT when {clock} ran out (server side)"
                  if stay.expired else f"parked {start.api}: completed")
         spans.append(Span("purgatory", start.t_ms, end.t_ms, label, "timeout-server" if stay.expired else "ok", clock))
+
+
+def _controller(trace: list[TraceEvent], spans: list[Span], scale: float) -> None:
+    """An admin write whose timeout_ms became the KRaft controller's deadline and passed before
+    the controller got to it: a server-side timeout, drawn from the request's arrival."""
+    for e in trace:
+        if e.kind == Kind.CONTROLLER_DEADLINE:
+            timeout = float(e.details["timeout_ms"])
+            clock = f"the {e.details['api']}'s timeout_ms = {_ms(timeout, scale)}"
+            done = "the change was made, not yet everywhere" if e.details.get("applied") else "nothing changed"
+            spans.append(Span("controller", e.t_ms - max(timeout, 0.0), e.t_ms,
+                              f"{e.details['api']}: the controller's deadline ({clock}) passed before it got to the "
+                              f"request: REQUEST_TIMED_OUT, {done} (server side)", "timeout-server", clock))
 
 
 def _transactions(trace: list[TraceEvent], spans: list[Span], marks: list[Mark], scale: float) -> None:
@@ -171,10 +191,15 @@ def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mar
     """KIP-848 groups as their coordinator runs them: each member's epoch and assignment, the
     group epoch, and a member fenced by the broker's session timer or its rebalance timeout (a
     server-side timeout, drawn from when the timer started)."""
+    names: dict[str, str] = {}   # member ids are random UUIDs: name members by order of arrival
+
+    def member(d: dict) -> str:
+        return f"{d['group']}/" + names.setdefault(str(d["member"]), f"member-{len(names) + 1}")
+
     for e in trace:
         d = e.details
         if e.kind == Kind.GROUP_MEMBER_FENCED:
-            who = f"{d['group']}/{str(d['member'])[:8]}"
+            who = member(d)
             if d["reason"] == "left":
                 marks.append(Mark("group coordinator", e.t_ms, f"{who} left, released {d.get('released')}"))
                 continue
@@ -188,13 +213,15 @@ def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mar
                               f"{who}: silent past {clock}{why}, fenced (server side); released {d.get('released')}",
                               "timeout-server", clock))
         elif e.kind == Kind.GROUP_MEMBER_EPOCH:
-            marks.append(Mark("group coordinator", e.t_ms, f"{d['group']}/{str(d['member'])[:8]} epoch {d['from']} -> "
+            marks.append(Mark("group coordinator", e.t_ms, f"{member(d)} epoch {d['from']} -> "
                                                           f"{d['to']} ({d['state']}): owns {d['assigned']}"
                                                           + (f", revoking {d['revoking']}" if d.get("revoking") else "")))
         elif e.kind == Kind.GROUP_CONVERTED:
             marks.append(Mark("group coordinator", e.t_ms, f"{d['group']} is now a {d['to']} group (members {d['members']})"))
         elif e.kind == Kind.GROUP_EPOCH:
-            marks.append(Mark("group coordinator", e.t_ms, f"{d['group']} group epoch {d['group_epoch']}: {d['reason']}"))
+            reason = re.sub(r"member (\S+)", lambda m: member({"group": "", "member": m.group(1)})[1:],
+                            str(d["reason"]))
+            marks.append(Mark("group coordinator", e.t_ms, f"{d['group']} group epoch {d['group_epoch']}: {reason}"))
 
 
 def _wire(trace: list[TraceEvent], marks: list[Mark]) -> None:
@@ -212,6 +239,8 @@ def _who_gave_up_first(spans: list[Span], marks: list[Mark]) -> None:
             side = f"the client ({first.clock}): it closed the connection"
         elif first.lane == "transaction coordinator":
             side = f"the broker ({first.clock}, at its coordinator's check): it aborted the transaction and fenced the producer"
+        elif first.lane == "controller":
+            side = f"the broker ({first.clock}, its controller's deadline): it answered REQUEST_TIMED_OUT"
         elif first.lane == "group coordinator":
             side = f"the broker (its group coordinator's {first.clock}): it fenced the member and moved its partitions"
         else:
@@ -313,8 +342,10 @@ def render_svg(title: str, spans: list[Span], marks: list[Mark], width: int = 11
     end = end or _end(spans, marks)
     left, plot = 150, width - 170
     x = lambda t: left + t / end * plot
-    rows, y = [], 40
-    out = [f'<text x="10" y="20" font-weight="bold">{html.escape(title)}</text>']
+    heading = _wrap(title, int((width - 20) / 8.5))   # bold 16 px: wrapped, never cut
+    rows, y = [], 40 + 18 * (len(heading) - 1)
+    out = ['<text class="title" x="10" y="20" font-weight="bold">' + "".join(
+        f'<tspan x="10" dy="{0 if i == 0 else 18}">{html.escape(line)}</tspan>' for i, line in enumerate(heading)) + "</text>"]
     for lane in LANES:
         items = [s for s in spans if s.lane == lane]
         lane_marks = [m for m in marks if m.lane == lane]

@@ -1,72 +1,163 @@
-"""Generate the teaching pages' timelines from real runs: `python -m conformance.teaching_docs`.
+"""Generate the teaching pages' figures from real runs: `python -m conformance.teaching_docs`.
 
-Each page in docs/teaching/ holds a block between <!-- timeline:SCENARIO --> and
-<!-- /timeline --> markers; this command re-runs that scenario with our client in virtual time
-and rewrites the block. `--check` only compares (the test suite runs it). `--screenshots` also
-renders each page's first timeline in headless Chromium to docs/teaching/screenshots/PAGE.png,
-next to the SVG it was made from (the test suite compares that SVG with a fresh one)."""
+Each page in docs/teaching/ holds blocks between ``<!-- timeline:SCENARIO -->`` and
+``<!-- /timeline -->`` markers. This command re-runs each block's scenario with our client in
+virtual time, writes its SVG to docs/teaching/figures/ and rewrites the block: the picture, then
+the same timeline as text for terminals. Two options in the marker:
+
+- ``vs CLIENT`` draws a second run below ours on the same time axis: the third-party CLIENT, run
+  in real time with its timeouts divided by 30 and stretched back (a race whose other outcome no
+  run of our client shows);
+- ``lanes=a,b`` keeps only those lanes (underscores for spaces), for runs with hundreds of requests.
+
+``--check`` only compares (the test suite runs it): virtual-time figures must match byte for
+byte. A real-time panel's instants differ from run to run, so ``--check --real-time`` re-runs it and
+compares what it shows — every outcome, every timeout and who gave up first — with times masked.
+"""
 
 from __future__ import annotations
 
+import functools
 import pathlib
 import re
 import sys
+from dataclasses import dataclass
 
-from conformance.explain import explain, render_text
-from conformance.scenarios import BY_ID
+from conformance.explain import LANES, Mark, Span, explain, render_svg, render_text
 
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs" / "teaching"
-BLOCK = re.compile(r"(<!-- timeline:(?P<id>[\w.\-]+) -->\n)(?P<body>.*?)(<!-- /timeline -->)", re.S)
+FIGURES = DOCS / "figures"
+BLOCK = re.compile(r"(<!-- timeline:(?P<id>[\w.\-]+)(?: vs (?P<vs>[\w.\-]+))?(?: lanes=(?P<lanes>[\w,]+))? -->\n)"
+                   r"(?P<body>.*?)(<!-- /timeline -->)", re.S)
+# a real-time panel's timeouts are divided by this; its drawing is stretched back by it
+SCALE = 30.0
+RULE = "\n\n" + "-" * 64 + "\n\n"   # between the panels of a figure's text
 
 
-def timeline(scenario_id: str) -> str:
+@dataclass
+class Figure:
+    """One block's figure: its panels (title, spans, marks), drawn on one time axis."""
+    scenario_id: str
+    vs: str | None
+    lanes: tuple[str, ...] | None
+    panels: list[tuple[str, list[Span], list[Mark]]]
+
+    @property
+    def name(self) -> str:
+        return self.scenario_id + (f"-vs-{self.vs}" if self.vs else "") + (
+            "-" + "-".join(lane.replace(" ", "_") for lane in self.lanes) if self.lanes else "")
+
+    def end(self) -> float:
+        return max(max([s.end for s in sp] + [m.t for m in mk] + [1.0]) for _, sp, mk in self.panels)
+
+    def text(self) -> str:
+        return RULE.join(render_text(t, sp, mk, end=self.end()) for t, sp, mk in self.panels)
+
+    def svg(self) -> str:
+        return stack_svg([render_svg(t, sp, mk, end=self.end()) for t, sp, mk in self.panels])
+
+
+def stack_svg(svgs: list[str]) -> str:
+    """Several SVG drawings one above the other in one SVG file (one picture to embed)."""
+    if len(svgs) == 1:
+        return svgs[0]
+    heights = [int(re.search(r'height="(\d+)"', s).group(1)) for s in svgs]   # type: ignore[union-attr]
+    widths = [int(re.search(r'width="(\d+)"', s).group(1)) for s in svgs]     # type: ignore[union-attr]
+    parts, y = [], 0
+    for s, h in zip(svgs, heights):
+        parts.append(s.replace("<svg ", f'<svg y="{y}" ', 1))
+        y += h + 10
+    return f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(widths)}" height="{y}">{"".join(parts)}</svg>'
+
+
+def _only(spans: list[Span], marks: list[Mark], lanes: tuple[str, ...] | None) -> tuple[list[Span], list[Mark]]:
+    if not lanes:
+        return spans, marks
+    return [s for s in spans if s.lane in lanes], [m for m in marks if m.lane in lanes]
+
+
+def figure(scenario_id: str, vs: str | None = None, lanes: str | None = None) -> Figure:
+    from conformance.scenarios import BY_ID
+
     scenario = BY_ID[scenario_id]
+    keep = tuple(lane.replace("_", " ") for lane in lanes.split(",")) if lanes else None
+    unknown = [lane for lane in keep or () if lane not in LANES]
+    if unknown:
+        raise ValueError(f"{scenario_id}: no lane {unknown[0]!r} (lanes: {', '.join(LANES)})")
     _, spans, marks = explain(scenario)
-    return "```\n" + render_text(f"{scenario.id}: {scenario.title}", spans, marks) + "\n```\n"
+    title = f"{scenario.id}: {scenario.title}"
+    panels = [(title + (" (broker-emu's client, virtual time)" if vs else ""), *_only(spans, marks, keep))]
+    if vs:
+        _, spans, marks = explain(scenario, vs, scale=SCALE)
+        panels.append((f"{scenario.id} with {vs} (real time, its timeouts divided by {SCALE:.0f}, drawn {SCALE:.0f}x "
+                       "longer to share the axis)", *_only(spans, marks, keep)))
+    return Figure(scenario_id, vs, keep, panels)
 
 
-SHOTS = DOCS / "screenshots"
+def block_body(fig: Figure) -> str:
+    from conformance.scenarios import BY_ID
+
+    alt = f"{fig.scenario_id}: {BY_ID[fig.scenario_id].title}" + (f", broker-emu's client and {fig.vs}" if fig.vs else "")
+    return (f"![{alt}](figures/{fig.name}.svg)\n\n"
+            "<details><summary>the same timeline as text</summary>\n\n"
+            f"```\n{fig.text()}\n```\n\n</details>\n")
 
 
-def first_timeline_svg(page: pathlib.Path) -> str | None:
-    from conformance.explain import render_svg
-
-    found = BLOCK.search(page.read_text())
-    if not found:
-        return None
-    scenario = BY_ID[found.group("id")]
-    _, spans, marks = explain(scenario)
-    return render_svg(f"{scenario.id}: {scenario.title}", spans, marks)
+# lanes and requests whose lines say what happened; a real-time run's other lines (how many
+# Metadata requests, which connection closed when) vary from run to run
+_ESSENTIAL = {"application", "purgatory", "controller", "transaction coordinator", "group coordinator", "who gave up first"}
 
 
-def page_html(svg: str) -> str:
-    return f"<!doctype html><meta charset='utf-8'><body style='margin:8px'>{svg}</body>"
-
-
-def screenshots() -> list[str]:
-    from conformance.browser_check import screenshot
-
-    SHOTS.mkdir(exist_ok=True)
-    written = []
-    for page in sorted(DOCS.glob("*.md")):
-        svg = first_timeline_svg(page)
-        if svg is None:
+def essentials(text: str) -> list[str]:
+    """The lines of a timeline's text that must not change between runs, times masked."""
+    out, lane = [], ""
+    for line in text.splitlines():
+        if line.endswith(":") and not line.startswith(" "):
+            lane = line[:-1]
             continue
-        (SHOTS / f"{page.stem}.svg").write_text(svg)
-        m = re.search(r'height="(\d+)"', svg)
-        if m is None:
-            raise ValueError(f"{page.name}: its first timeline <svg> has no height attribute")
-        height = int(m.group(1)) + 20
-        screenshot(page_html(svg), str(SHOTS / f"{page.stem}.png"), height=min(height, 4000))
-        written.append(f"{page.stem}.png")
-    return written
+        if not line.startswith("  |"):
+            continue
+        label = re.sub(r"\d+\.\d{3}", "#", line.split("|", 2)[2]).strip()
+        label = re.sub(r"^#(-\s*#)? s\s+", "", label)
+        if lane in _ESSENTIAL or (lane == "client requests" and ("->" in label or "unanswered" in label)):
+            out.append(f"{lane}: {label}")
+    return out
 
 
-def regenerate(check: bool = False) -> list[str]:
-    stale = []
+def _panel_text(body: str, index: int) -> str:
+    found = re.search(r"```\n(.*?)\n```", body, re.S)
+    panels = found.group(1).split(RULE) if found else []
+    return panels[index] if len(panels) > index else ""
+
+
+def _fresh_block(m: re.Match, page: str, check: bool, real_time: bool, stale: list[str]) -> str:
+    """One block as a fresh run draws it (its figure written unless ``check``); what is stale
+    goes to ``stale``."""
+    if m.group("vs") and not real_time:
+        return m.group(0)
+    fig = figure(m.group("id"), m.group("vs"), m.group("lanes"))
+    path = FIGURES / f"{fig.name}.svg"
+    if m.group("vs"):
+        stored = _panel_text(m.group("body"), 1)
+        if check and (not path.exists() or essentials(stored) != essentials(render_text(*fig.panels[1], end=fig.end()))):
+            stale.append(f"{page} ({fig.name})")
+        if check:
+            return m.group(0)
+    elif check and (not path.exists() or path.read_text() != fig.svg()):
+        stale.append(f"figures/{fig.name}.svg")
+    if not check:
+        FIGURES.mkdir(exist_ok=True)
+        path.write_text(fig.svg())
+    return m.group(1) + block_body(fig) + m.group(6)
+
+
+def regenerate(check: bool = False, real_time: bool = False) -> list[str]:
+    """Rewrite (or with ``check`` only compare) every page's blocks and figures; the names of the
+    stale ones. Blocks with a real-time panel are left alone unless ``real_time``."""
+    stale: list[str] = []
     for page in sorted(DOCS.glob("*.md")):
         text = page.read_text()
-        new = BLOCK.sub(lambda m: m.group(1) + timeline(m.group("id")) + m.group(4), text)
+        new = BLOCK.sub(functools.partial(_fresh_block, page=page.name, check=check, real_time=real_time, stale=stale), text)
         if new != text:
             stale.append(page.name)
             if not check:
@@ -74,12 +165,14 @@ def regenerate(check: bool = False) -> list[str]:
     return stale
 
 
+def referenced_figures(page: pathlib.Path) -> list[pathlib.Path]:
+    return [DOCS / rel for rel in re.findall(r"!\[[^\]]*\]\((figures/[\w.\-]+\.svg)\)", page.read_text())]
+
+
 if __name__ == "__main__":
-    check = "--check" in sys.argv
-    stale = regenerate(check)
+    check, real_time = "--check" in sys.argv, "--real-time" in sys.argv
+    stale = regenerate(check, real_time)
     if check and stale:
-        print(f"stale timelines in: {', '.join(stale)} (run python -m conformance.teaching_docs)")
+        print(f"stale: {', '.join(stale)} (run python -m conformance.teaching_docs{' --real-time' * real_time})")
         sys.exit(1)
     print("updated: " + (", ".join(stale) or "nothing"))
-    if "--screenshots" in sys.argv:
-        print("screenshots: " + ", ".join(screenshots()))

@@ -81,6 +81,42 @@ def test_answers_name_their_error_and_long_messages_are_wrapped_whole():
     assert [s.label for s in spans] == ["Produce -> REQUEST_TIMED_OUT (7), error 999"]
     long = "committed() gave up after 5000 ms: the group coordinator for 'cg' (broker 1) did not answer; " * 3
     svg = render_svg("t", [], [Mark("application", 4900.0, long.strip())])
-    shown = " ".join(html.unescape(t) for t in re.findall(r"<tspan[^>]*>([^<]*)</tspan>", svg))
+    label = re.search(r'<text class="label".*?</text>', svg).group(0)
+    shown = " ".join(html.unescape(t) for t in re.findall(r"<tspan[^>]*>([^<]*)</tspan>", label))
     assert "…" not in svg and shown == f"{long.strip()} (4.900 s)"
-    assert svg.count("<tspan") >= 2   # wrapped over lines, not cut
+    assert label.count("<tspan") >= 2   # wrapped over lines, not cut
+
+
+def test_a_long_title_is_wrapped_not_cut():
+    title = "kip19.connection-setup-timeout: " + "the leader drops connection attempts, " * 6
+    svg = render_svg(title.strip(), [], [Mark("broker", 1.0, "x")])
+    heading = re.search(r'<text class="title".*?</text>', svg).group(0)
+    lines = re.findall(r"<tspan[^>]*>([^<]*)</tspan>", heading)
+    assert len(lines) >= 2 and " ".join(lines) == title.strip()
+    assert max(len(line) for line in lines) * 8.5 <= 1100 - 20
+
+
+def test_a_controller_deadline_and_an_isr_shrink_name_the_broker_clock_that_fired():
+    _, spans, marks = explain(BY_ID["admin.create-topics-controller-deadline"])
+    deadline = [s for s in spans if s.lane == "controller"]
+    assert len(deadline) == 1 and deadline[0].kind == "timeout-server"
+    assert deadline[0].clock == "the CreateTopics's timeout_ms = 29900 ms" and deadline[0].end == 29900
+    first = [m.label for m in marks if m.lane == "who gave up first"]
+    assert first == ["first to give up: the broker (the CreateTopics's timeout_ms = 29900 ms, its controller's deadline): "
+                     "it answered REQUEST_TIMED_OUT"]
+    from broker_emu.trace import TraceEvent
+
+    shrink = TraceEvent(10_000.0, "isr_change", details={"topic": "t", "partition": 0, "shrink": [2], "isr": [1],
+                                                         "high_watermark": 3, "replica_lag_time_max_ms": 10_000})
+    _, marks = build([shrink])
+    assert [m.label for m in marks] == ["ISR of t-0 shrank to [1]: follower(s) [2] not caught up for "
+                                        "replica.lag.time.max.ms = 10000 ms (server side)"]
+
+
+def test_kip848_members_are_named_by_arrival_so_a_figure_is_the_same_every_run():
+    labels = []
+    for _ in range(2):
+        _, _, marks = explain(BY_ID["kip848.crashed-member-expires-at-broker-session"])
+        labels.append([m.label for m in marks if m.lane == "group coordinator"])
+    assert labels[0] == labels[1]
+    assert "k848-crash group epoch 1: member-1 joined or changed its subscription" in labels[0]

@@ -1,9 +1,44 @@
-"""The teaching pages' timelines are generated from real runs; a page that no longer matches
-its scenario fails here (regenerate with `python -m conformance.teaching_docs`)."""
+"""The teaching pages' figures are generated from real runs; a page or figure that no longer
+matches its scenario fails here (regenerate with `python -m conformance.teaching_docs`, and
+`--real-time` for the panels of third-party clients)."""
 
-from conformance.teaching_docs import DOCS, regenerate
+import shutil
+
+import pytest
+
+from conformance import teaching_docs
+from conformance.teaching_docs import DOCS, essentials, regenerate
 
 
-def test_teaching_pages_match_their_scenarios():
+def test_teaching_pages_and_figures_match_their_scenarios():
     assert list(DOCS.glob("*.md")), "no teaching pages found"
     assert regenerate(check=True) == []
+
+
+def test_a_stale_figure_or_page_is_caught(tmp_path, monkeypatch):
+    copy = tmp_path / "teaching"
+    shutil.copytree(DOCS, copy)
+    monkeypatch.setattr(teaching_docs, "DOCS", copy)
+    monkeypatch.setattr(teaching_docs, "FIGURES", copy / "figures")
+    (copy / "figures" / "kip19.produce-black-hole.svg").write_text("<svg/>")
+    page = copy / "kip266-deadlines.md"
+    page.write_text(page.read_text().replace("5000 ms", "5001 ms", 1))
+    stale = regenerate(check=True)
+    assert "figures/kip19.produce-black-hole.svg" in stale and "kip266-deadlines.md" in stale
+
+
+def test_essentials_mask_times_and_keep_outcomes():
+    text = ("client requests:\n"
+            "  | =     |    0.584-   0.587 s  Metadata\n"
+            "  | ===== |    0.833-  30.995 s  Produce -> REQUEST_TIMED_OUT (7)\n"
+            "who gave up first:\n"
+            "  |     ^ |   30.913 s           first to give up: the broker\n")
+    assert essentials(text) == ["client requests: Produce -> REQUEST_TIMED_OUT (7)",
+                                "who gave up first: first to give up: the broker"]
+
+
+@pytest.mark.realclient
+def test_the_third_party_panels_show_what_a_fresh_run_shows():
+    """The produce race's other outcome comes from confluent-kafka in real time: a fresh run must
+    show the same outcomes, timeouts and winner (its instants differ run to run)."""
+    assert regenerate(check=True, real_time=True) == []
