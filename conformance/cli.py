@@ -42,6 +42,9 @@ def add_commands(sub) -> None:
     c.add_argument("--html", metavar="FILE")
     c.set_defaults(func=run)
     add_explain(sub)
+    from conformance.lab import add_lab
+
+    add_lab(sub)
     from conformance.campaign.cli import add_campaign
 
     add_campaign(sub)

@@ -42,3 +42,20 @@ def test_the_third_party_panels_show_what_a_fresh_run_shows():
     """The produce race's other outcome comes from confluent-kafka in real time: a fresh run must
     show the same outcomes, timeouts and winner (its instants differ run to run)."""
     assert regenerate(check=True, real_time=True) == []
+
+
+def test_the_course_page_links_every_lesson_and_names_only_real_scenarios():
+    import re
+
+    from conformance.lab import LESSONS
+    from conformance.scenarios import BY_ID
+
+    course = (DOCS / "README.md").read_text()
+    linked = set(re.findall(r"\]\(([\w\-]+\.md)\)", course))
+    pages = {p.name for p in DOCS.glob("*.md")} - {"README.md"}
+    assert pages <= linked, f"lessons the course page does not link: {sorted(pages - linked)}"
+    named = set(re.findall(r"`((?:kip\d+|server|admin|txn|failover|security|faithful)\.[\w.\-]+)`", course))
+    assert named and named <= set(BY_ID), sorted(named - set(BY_ID))
+    for lesson in LESSONS:   # each lesson's page offers its exercises
+        page = (DOCS / f"{lesson.page}.md").read_text()
+        assert f"broker-emu lab {lesson.page}" in page and "](README.md)" in page, lesson.page
