@@ -163,7 +163,6 @@ def _refusal(exc: BaseException) -> str | None:
 
 def defaults(exercise: Exercise) -> dict[str, Any]:
     """The scenario's own value of each setting the exercise offers (Kafka's default if unset)."""
-    from conformance.explain import explain  # noqa: F401  (the scenario catalogue loads with it)
     from conformance.scenarios import BY_ID
 
     s = BY_ID[exercise.scenario]
@@ -185,7 +184,7 @@ def _kafka_default(key: str, broker: bool) -> Any:
     if broker:
         from broker_emu.config import DEFAULTS
         return DEFAULTS.get(key)
-    from client.config import PRODUCER, CONSUMER
+    from client.config import CONSUMER, PRODUCER
     return {**CONSUMER, **PRODUCER}.get(key)
 
 
