@@ -218,10 +218,34 @@ def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mar
                                                           + (f", revoking {d['revoking']}" if d.get("revoking") else "")))
         elif e.kind == Kind.GROUP_CONVERTED:
             marks.append(Mark("group coordinator", e.t_ms, f"{d['group']} is now a {d['to']} group (members {d['members']})"))
+        elif e.kind in (Kind.GROUP_MEMBER_EXPIRED, Kind.GROUP_MEMBER_REMOVED, Kind.GROUP_REBALANCE):
+            _classic_group(e, member, spans, marks, scale)
         elif e.kind == Kind.GROUP_EPOCH:
-            reason = re.sub(r"member (\S+)", lambda m: member({"group": "", "member": m.group(1)})[1:],
+            reason = re.sub(MEMBER_IN_REASON, lambda m: member({"group": "", "member": m.group(1)})[1:],
                             str(d["reason"]))
             marks.append(Mark("group coordinator", e.t_ms, f"{d['group']} group epoch {d['group_epoch']}: {reason}"))
+
+
+# a member's id in a coordinator's reason: classic ids are "client.id-UUID", and a client.id may hold spaces
+MEMBER_IN_REASON = re.compile(r"member (.+?)(?= joined| left| session expired| changed|$)")
+
+
+def _classic_group(e: TraceEvent, member: Any, spans: list[Span], marks: list[Mark], scale: float) -> None:
+    """A classic group as its coordinator runs it: a member silent past the session timeout *it*
+    sent in JoinGroup, expelled by the broker (a server-side timeout on a client's number), one
+    that did not rejoin or sync within the rebalance timeout, and each rebalance."""
+    d = e.details
+    if e.kind == Kind.GROUP_MEMBER_EXPIRED:
+        clock = f"session.timeout.ms = {_ms(d['session_timeout_ms'], scale)}"
+        spans.append(Span("group coordinator", e.t_ms - float(d["session_timeout_ms"]), e.t_ms,
+                          f"{member(d)}: silent past its {clock} (the member's number, enforced by the broker), "
+                          "expelled (server side)", "timeout-server", clock))
+    elif e.kind == Kind.GROUP_MEMBER_REMOVED:
+        marks.append(Mark("group coordinator", e.t_ms, f"{member(d)} removed: {d['reason']}"))
+    else:
+        reason = re.sub(MEMBER_IN_REASON, lambda m: member({"group": "", "member": m.group(1)})[1:], str(d["reason"]))
+        marks.append(Mark("group coordinator", e.t_ms, f"{d['group']} rebalance ({reason}); rebalance timeout "
+                                                      f"{_ms(d['rebalance_timeout_ms'], scale)}"))
 
 
 def _wire(trace: list[TraceEvent], marks: list[Mark]) -> None:
@@ -241,6 +265,8 @@ def _who_gave_up_first(spans: list[Span], marks: list[Mark]) -> None:
             side = f"the broker ({first.clock}, at its coordinator's check): it aborted the transaction and fenced the producer"
         elif first.lane == "controller":
             side = f"the broker ({first.clock}, its controller's deadline): it answered REQUEST_TIMED_OUT"
+        elif first.lane == "group coordinator" and first.clock.startswith("session.timeout.ms"):
+            side = f"the broker (its group coordinator, on the member's {first.clock}): it expelled the member"
         elif first.lane == "group coordinator":
             side = f"the broker (its group coordinator's {first.clock}): it fenced the member and moved its partitions"
         else:

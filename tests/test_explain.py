@@ -120,3 +120,12 @@ def test_kip848_members_are_named_by_arrival_so_a_figure_is_the_same_every_run()
         labels.append([m.label for m in marks if m.lane == "group coordinator"])
     assert labels[0] == labels[1]
     assert "k848-crash group epoch 1: member-1 joined or changed its subscription" in labels[0]
+
+
+def test_a_classic_member_expelled_at_its_own_session_is_a_broker_timer_on_the_clients_number():
+    _, spans, marks = explain(BY_ID["server.joingroup-held"])
+    expelled = [s for s in spans if s.lane == "group coordinator"]
+    assert len(expelled) == 1 and expelled[0].kind == "timeout-server"
+    assert expelled[0].clock == "session.timeout.ms = 20000 ms" and expelled[0].end - expelled[0].start == 20000
+    rebalances = [m.label for m in marks if m.lane == "group coordinator"]
+    assert "held rebalance (member-1 joined); rebalance timeout 60000 ms" in rebalances
