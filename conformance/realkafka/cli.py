@@ -28,7 +28,8 @@ def run_start(args: argparse.Namespace) -> int:
     from conformance.realkafka.install import KafkaNotInstalled
 
     try:
-        cluster = KafkaCluster(args.brokers, parse_overrides(args.config))
+        overrides = parse_overrides(args.config)
+        cluster = KafkaCluster(args.brokers, overrides)
     except (KafkaNotInstalled, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -48,7 +49,7 @@ def run_start(args: argparse.Namespace) -> int:
         for spec in args.topic or []:
             name, _, parts = spec.partition(":")
             cluster.create_topic(name, int(parts or 1))
-        _print_ready(cluster)
+        _print_ready(cluster, overrides)
         while not stop.wait(0.5):
             if not all(n.running() for n in cluster.nodes):
                 print("error: a node exited; see its kafka.log", file=sys.stderr)
@@ -71,7 +72,8 @@ def _interrupt_start(*_) -> None:
     raise KeyboardInterrupt
 
 
-def _print_ready(cluster) -> None:
+def _print_ready(cluster, overrides) -> None:
+    from conformance.realkafka.config import differences_from_kafka
     from conformance.realkafka.install import kafka_version
 
     print(f"bootstrap={cluster.bootstrap}")
@@ -81,4 +83,6 @@ def _print_ready(cluster) -> None:
         rss = node.rss_bytes()
         print(f"  node {node.node_id}: {node.bootstrap} pid {node.pid} "
               f"rss {rss / 2**20 if rss else 0:.0f} MiB, log {node.log_path}")
+    print("Kafka's defaults, except (a small loopback cluster, or your --config): "
+          + "; ".join(differences_from_kafka(len(cluster.nodes), overrides)))
     print("Ctrl-C or SIGTERM stops it", flush=True)

@@ -19,8 +19,11 @@ HOST = "127.0.0.1"
 
 
 def small_defaults(brokers: int) -> dict[str, str]:
-    """Settings that make a small cluster start fast and behave predictably in tests; every one
-    can be overridden by the caller's ``config``."""
+    """Where a small loopback cluster must differ from Kafka's defaults to start at all (internal
+    topics' replication on fewer than three nodes) or to start fast (fewer internal partitions
+    and threads). Nothing that changes what a client sees is here: a user of `broker-emu kafka
+    start` gets Kafka's own behaviour (topics auto-created, the initial rebalance delay); what
+    tests need is in HARNESS, added by the harness. Every one can be overridden by ``config``."""
     rf = str(min(3, brokers))
     return {
         "num.partitions": "1",
@@ -32,14 +35,40 @@ def small_defaults(brokers: int) -> dict[str, str]:
         "transaction.state.log.num.partitions": "5",
         "share.coordinator.state.topic.replication.factor": rf,
         "share.coordinator.state.topic.min.isr": str(min(2, brokers)),
-        "group.initial.rebalance.delay.ms": "0",
-        "auto.create.topics.enable": "false",
         "num.network.threads": "2",
         "num.io.threads": "4",
         "num.recovery.threads.per.data.dir": "1",
         "log.retention.check.interval.ms": "300000",
         "controlled.shutdown.enable": "true",
     }
+
+
+# Kafka's defaults the test harness changes, and why: a scenario's "missing topic" must stay
+# missing, and a test's group must not wait 3 s for its first rebalance. Added by the harness
+# (conformance runs, the test fixtures), never by `broker-emu kafka start`.
+HARNESS: dict[str, str] = {
+    "auto.create.topics.enable": "false",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+# Kafka's own default of each small_defaults key, for `kafka start` to say where it differs
+KAFKA_DEFAULTS: dict[str, str] = {
+    "num.partitions": "1", "default.replication.factor": "1", "offsets.topic.replication.factor": "3",
+    "offsets.topic.num.partitions": "50", "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2", "transaction.state.log.num.partitions": "50",
+    "share.coordinator.state.topic.replication.factor": "3", "share.coordinator.state.topic.min.isr": "2",
+    "num.network.threads": "3", "num.io.threads": "8", "num.recovery.threads.per.data.dir": "2",
+    "log.retention.check.interval.ms": "300000", "controlled.shutdown.enable": "true",
+    "auto.create.topics.enable": "true", "group.initial.rebalance.delay.ms": "3000",
+}
+
+
+def differences_from_kafka(brokers: int, overrides: Mapping[str, object] | None = None) -> list[str]:
+    """``key=value (Kafka: default)`` for each setting a started cluster has that Kafka's
+    defaults do not (the caller's overrides included)."""
+    settings = {**small_defaults(brokers), **{k: _value(v) for k, v in (overrides or {}).items()}}
+    return [f"{k}={v} (Kafka: {KAFKA_DEFAULTS[k]})" if k in KAFKA_DEFAULTS else f"{k}={v} (your --config)"
+            for k, v in settings.items() if KAFKA_DEFAULTS.get(k) != v]
 
 
 def server_properties(node: NodePorts, all_nodes: list[NodePorts], data_dir: str,

@@ -28,7 +28,9 @@ def kafka():
         check_installed()
     except KafkaNotInstalled as exc:
         pytest.skip(str(exc))
-    with kafka_cluster(brokers=1, config={"group.initial.rebalance.delay.ms": 0}) as k:
+    from conformance.realkafka.config import HARNESS
+
+    with kafka_cluster(brokers=1, config=HARNESS) as k:
         k.create_topic("pt", 1, 1)
         yield k
 

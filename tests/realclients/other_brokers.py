@@ -130,7 +130,9 @@ class KafkaTestCluster(WireCluster):
     def __init__(self, proxied: bool = False) -> None:
         from conformance.realkafka import KafkaCluster
 
-        self._kafka = KafkaCluster(brokers=3).start()
+        from conformance.realkafka.config import HARNESS
+
+        self._kafka = KafkaCluster(brokers=3, config=HARNESS).start()
         self._proxy: Any = None
         try:
             self._kafka.create_topic("t", partitions=3, replication_factor=3)

@@ -30,7 +30,9 @@ def kafka1():
     require_kafka()
     from conformance.realkafka import kafka_cluster
 
-    with kafka_cluster(brokers=1) as k:
+    from conformance.realkafka.config import HARNESS
+
+    with kafka_cluster(brokers=1, config=HARNESS) as k:
         yield k
 
 
@@ -45,7 +47,9 @@ def kafka_factory():
 
     def start(brokers: int = 1, config: dict | None = None, timeout: float = 120.0,
               client_protocol: str = "") -> KafkaCluster:
-        cluster = KafkaCluster(brokers, config, client_protocol=client_protocol)
+        from conformance.realkafka.config import HARNESS
+
+        cluster = KafkaCluster(brokers, {**HARNESS, **(config or {})}, client_protocol=client_protocol)
         started.append(cluster)
         return cluster.start(timeout)
 
