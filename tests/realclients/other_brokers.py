@@ -129,7 +129,6 @@ class KafkaTestCluster(WireCluster):
 
     def __init__(self, proxied: bool = False) -> None:
         from conformance.realkafka import KafkaCluster
-
         from conformance.realkafka.config import HARNESS
 
         self._kafka = KafkaCluster(brokers=3, config=HARNESS).start()

@@ -29,7 +29,6 @@ def kafka1():
     when tests failed."""
     require_kafka()
     from conformance.realkafka import kafka_cluster
-
     from conformance.realkafka.config import HARNESS
 
     with kafka_cluster(brokers=1, config=HARNESS) as k:
