@@ -30,7 +30,8 @@ from broker_emu.trace import Kind, TraceEvent
 # Kafka's defaults for the clocks below (ProducerConfig, ConsumerConfig, CommonClientConfigs)
 DEFAULTS = {"request.timeout.ms": 30_000, "default.api.timeout.ms": 60_000, "delivery.timeout.ms": 120_000,
             "max.block.ms": 60_000, "socket.connection.setup.timeout.ms": 10_000,
-            "socket.connection.setup.timeout.max.ms": 30_000}
+            "socket.connection.setup.timeout.max.ms": 30_000, "retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}
+BACKOFF_JITTER = 0.2   # KIP-580: retry n waits retry.backoff.ms * 2**n, ±20 %, at most retry.backoff.max.ms
 # requests a connection sends before it is ready: the connection set-up timeout covers them (KIP-601;
 # librdkafka: "TCP connection setup as well SSL and SASL handshake")
 SETUP_APIS = frozenset({"ApiVersions", "SaslHandshake", "SaslAuthenticate"})
@@ -125,6 +126,16 @@ def request_clocks(api: str | None, sent_ms: float, config: dict[str, Any]) -> l
                     Clock("socket.connection.setup.timeout.ms", base,
                           note=f" (doubling per attempt up to {max(base, cap):g} ms, ±{SETUP_JITTER:.0%})")))
     return out
+
+
+def retry_backoff(retry: int, config: dict[str, Any]) -> Window:
+    """The window in which the ``retry``-th retry's backoff (0 for the first) ends, measured from
+    the failure before it (the client's ExponentialBackoff, KIP-580)."""
+    base, cap = _setting(config, "retry.backoff.ms"), _setting(config, "retry.backoff.max.ms")
+    term = base * 2 ** retry
+    lo, hi = min(term * (1 - BACKOFF_JITTER), cap), min(term * (1 + BACKOFF_JITTER), cap)
+    return (lo, hi, Clock("retry.backoff.ms", base, note=f" (x2 per retry, ±{BACKOFF_JITTER:.0%}, at most "
+                                                      f"retry.backoff.max.ms = {cap:g} ms; KIP-580)"))
 
 
 def running(all_calls: list[Call], sent_ms: float, closed_ms: float) -> list[Call]:

@@ -23,7 +23,7 @@ class Span:
     start: float
     end: float
     label: str
-    kind: str       # "call", "request", "timeout-client", "purgatory", "timeout-server", "ok", "error"
+    kind: str       # "call", "request", "timeout-client", "purgatory", "timeout-server", "ok", "error", "backoff"
     clock: str = ""  # the timeout that ended it ("request.timeout.ms = 30000 ms"), as attributed
 
 
@@ -50,6 +50,8 @@ def build(trace: list[TraceEvent], config: dict[str, Any] | None = None, tol_ms:
     calls = A.calls(trace)
     _application(spans, marks, calls, config, tol_ms, scale)
     _client_requests(trace, spans, calls, config, tol_ms, scale)
+    if scale == 1.0:   # a real-time run scales its timeouts, not its backoffs: only exact runs are read
+        _backoffs(trace, spans, config, tol_ms)
     _broker(trace, marks)
     _purgatory(trace, spans, scale)
     _controller(trace, spans, scale)
@@ -116,6 +118,32 @@ def _client_requests(trace: list[TraceEvent], spans: list[Span], calls: list[A.C
                                   f"{e.api} unanswered: the client closed the connection after "
                                   f"{_ms(x.close.t_ms - e.t_ms, scale)} (no timeout of its configuration ends there)",
                                   "request"))
+
+
+def _backoffs(trace: list[TraceEvent], spans: list[Span], config: dict[str, Any], tol_ms: float) -> None:
+    """The wait between a failed request and the client's next one of the same API, labelled a
+    retry backoff only when its length fits the backoff the configuration gives that retry."""
+    failures: dict[tuple[str | None, str | None], int] = {}   # (client, api): failures in a row
+    ended: dict[tuple[str | None, str | None], float] = {}     # (client, api): when the last one failed
+    for x in exchanges(trace):
+        key, e = (x.request.client_id, x.api), x.request
+        if key in ended:
+            gap = e.t_ms - ended.pop(key)
+            lo, hi, clock = A.retry_backoff(failures[key] - 1, config)
+            if gap > tol_ms and lo - tol_ms <= gap <= hi + tol_ms:
+                spans.append(Span("client requests", e.t_ms - gap, e.t_ms, f"backoff before retrying {e.api}: "
+                                  f"{_ms(gap, 1.0)} of {A.named([clock])}", "backoff", A.named([clock])))
+        if x.abandoned and x.close is not None:
+            end: float | None = x.close.t_ms
+        elif x.answer is not None and x.answer.details.get("errors"):
+            end = x.answer.t_ms
+        else:
+            end = None
+        if end is None:
+            failures.pop(key, None)
+        else:
+            failures[key] = failures.get(key, 0) + 1
+            ended[key] = end
 
 
 def _broker(trace: list[TraceEvent], marks: list[Mark]) -> None:
@@ -282,7 +310,7 @@ def render_text(title: str, spans: list[Span], marks: list[Mark], width: int = 6
     end = end or _end(spans, marks)
     scale = width / end
     lines = [title, f"time axis: 0 .. {end / 1000:.2f} s ({end / width / 1000:.2f} s per column)", ""]
-    fill = {"timeout-client": "!", "timeout-server": "#", "error": "x"}
+    fill = {"timeout-client": "!", "timeout-server": "#", "error": "x", "backoff": "."}
     for lane in LANES:
         if lane == "wire":
             continue   # one line per frame is too much for a terminal; the SVG/HTML has this lane
@@ -298,12 +326,12 @@ def render_text(title: str, spans: list[Span], marks: list[Mark], width: int = 6
         for m in lane_marks:
             pos = min(int(m.t * scale), width - 1)
             lines.append(f"  |{' ' * pos + '^':<{width}}| {m.t / 1000:8.3f} s           {m.label}")
-    lines += ["", "legend: = request/call   ! client-side timeout   # server-side timeout (purgatory)   x call failed",
+    lines += ["", "legend: = request/call   ! client-side timeout   # server-side timeout   x call failed   . backoff",
               "        (--out FILE.html adds the wire lane: every frame each way)"]
     return "\n".join(lines)
 
 
-COLORS = {"call": "#4a90d9", "ok": "#4caf50", "error": "#e53935", "request": "#90a4ae",
+COLORS = {"call": "#4a90d9", "ok": "#4caf50", "error": "#e53935", "request": "#90a4ae", "backoff": "#fdd835",
           "timeout-client": "#fb8c00", "timeout-server": "#8e24aa"}
 
 
@@ -402,7 +430,8 @@ def render_svg(title: str, spans: list[Span], marks: list[Mark], width: int = 11
 
 
 LEGEND = (("request", "request, answered"), ("ok", "call returned"), ("error", "call failed"),
-          ("timeout-client", "a client clock gave up"), ("timeout-server", "a broker timer gave up"))
+          ("timeout-client", "a client clock gave up"), ("timeout-server", "a broker timer gave up"),
+          ("backoff", "a retry backoff"))
 
 
 def explain(scenario: Scenario, client: str | None = None, scale: float = 30.0) -> tuple[Result, list[Span], list[Mark]]:

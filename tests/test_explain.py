@@ -129,3 +129,13 @@ def test_a_classic_member_expelled_at_its_own_session_is_a_broker_timer_on_the_c
     assert expelled[0].clock == "session.timeout.ms = 20000 ms" and expelled[0].end - expelled[0].start == 20000
     rebalances = [m.label for m in marks if m.lane == "group coordinator"]
     assert "held rebalance (member-1 joined); rebalance timeout 60000 ms" in rebalances
+
+
+def test_a_retry_backoff_is_named_only_when_its_length_fits_the_configuration():
+    result, spans, _ = explain(BY_ID["kip91.delivery-timeout-in-flight"])
+    waits = [(s.start, s.end) for s in spans if s.kind == "backoff"]
+    assert [round(b - a) for a, b in waits] == [100, 198, 365]   # retries 0, 1, 2: 100, 200, 400 ms ±20 %
+    assert all("retry.backoff.ms = 100 ms" in s.label for s in spans if s.kind == "backoff")
+    config = dict(result.evidence.config, **{"retry.backoff.ms": 1000})   # gaps that this config cannot explain
+    spans, _ = build(result.trace, config)
+    assert not [s for s in spans if s.kind == "backoff"]
