@@ -30,7 +30,8 @@ from broker_emu.trace import Kind, TraceEvent
 # Kafka's defaults for the clocks below (ProducerConfig, ConsumerConfig, CommonClientConfigs)
 DEFAULTS = {"request.timeout.ms": 30_000, "default.api.timeout.ms": 60_000, "delivery.timeout.ms": 120_000,
             "max.block.ms": 60_000, "socket.connection.setup.timeout.ms": 10_000,
-            "socket.connection.setup.timeout.max.ms": 30_000, "retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}
+            "socket.connection.setup.timeout.max.ms": 30_000, "retry.backoff.ms": 100, "retry.backoff.max.ms": 1000,
+            "reconnect.backoff.max.ms": 1000}
 BACKOFF_JITTER = 0.2   # KIP-580: retry n waits retry.backoff.ms * 2**n, ±20 %, at most retry.backoff.max.ms
 # requests a connection sends before it is ready: the connection set-up timeout covers them (KIP-601;
 # librdkafka: "TCP connection setup as well SSL and SASL handshake")
@@ -136,6 +137,17 @@ def retry_backoff(retry: int, config: dict[str, Any]) -> Window:
     lo, hi = min(term * (1 - BACKOFF_JITTER), cap), min(term * (1 + BACKOFF_JITTER), cap)
     return (lo, hi, Clock("retry.backoff.ms", base, note=f" (x2 per retry, ±{BACKOFF_JITTER:.0%}, at most "
                                                       f"retry.backoff.max.ms = {cap:g} ms; KIP-580)"))
+
+
+def connection_attempt(attempt: int, config: dict[str, Any]) -> Window:
+    """From one dropped connection attempt to the next: the ``attempt``-th set-up timeout (0 for
+    the first; doubling up to its max, ±20 %: ClusterConnectionStates, KIP-601), then at most
+    reconnect.backoff.max.ms before the next attempt."""
+    base, cap = _setting(config, "socket.connection.setup.timeout.ms"), _setting(config, "socket.connection.setup.timeout.max.ms")
+    term = min(base * 2 ** attempt, max(base, cap))
+    lo, hi = term * (1 - SETUP_JITTER), min(term * (1 + SETUP_JITTER), max(base, cap)) + _setting(config, "reconnect.backoff.max.ms")
+    return (lo, hi, Clock("socket.connection.setup.timeout.ms", base,
+                          note=f" (doubling per attempt up to {max(base, cap):g} ms, ±{SETUP_JITTER:.0%}; KIP-601)"))
 
 
 def running(all_calls: list[Call], sent_ms: float, closed_ms: float) -> list[Call]:

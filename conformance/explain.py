@@ -52,6 +52,7 @@ def build(trace: list[TraceEvent], config: dict[str, Any] | None = None, tol_ms:
     _client_requests(trace, spans, calls, config, tol_ms, scale)
     if scale == 1.0:   # a real-time run scales its timeouts, not its backoffs: only exact runs are read
         _backoffs(trace, spans, config, tol_ms)
+        _connection_attempts(trace, spans, config)
     _broker(trace, marks)
     _purgatory(trace, spans, scale)
     _controller(trace, spans, scale)
@@ -144,6 +145,22 @@ def _backoffs(trace: list[TraceEvent], spans: list[Span], config: dict[str, Any]
         else:
             failures[key] = failures.get(key, 0) + 1
             ended[key] = end
+
+
+def _connection_attempts(trace: list[TraceEvent], spans: list[Span], config: dict[str, Any]) -> None:
+    """Connection attempts a broker dropped (no request was ever sent): each one the client gave
+    up on before its next, named by the set-up timeout when the gap fits that attempt's window."""
+    drops: dict[int | None, list[float]] = {}
+    for e in trace:
+        if e.kind == Kind.CONNECT_DROPPED:
+            drops.setdefault(e.broker, []).append(e.t_ms)
+    for broker, times in drops.items():
+        for n, (t0, t1) in enumerate(zip(times, times[1:])):
+            lo, hi, clock = A.connection_attempt(n, config)
+            if lo <= t1 - t0 <= hi:
+                spans.append(Span("client requests", t0, t1, f"connection attempt {n + 1} to broker {broker} dropped: "
+                                  f"abandoned when {A.named([clock])} ran out, then retried", "timeout-client",
+                                  A.named([clock])))
 
 
 def _broker(trace: list[TraceEvent], marks: list[Mark]) -> None:

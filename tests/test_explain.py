@@ -139,3 +139,12 @@ def test_a_retry_backoff_is_named_only_when_its_length_fits_the_configuration():
     config = dict(result.evidence.config, **{"retry.backoff.ms": 1000})   # gaps that this config cannot explain
     spans, _ = build(result.trace, config)
     assert not [s for s in spans if s.kind == "backoff"]
+
+
+def test_dropped_connection_attempts_are_named_by_the_setup_timeout_window_they_fit():
+    _, spans, marks = explain(BY_ID["kip19.connection-setup-timeout"])
+    attempts = [s for s in spans if s.label.startswith("connection attempt")]
+    assert [round((s.end - s.start) / 1000) for s in attempts] == [10, 19, 30, 30]   # 10 s, 20 s, then the 30 s max
+    assert all(s.clock.startswith("socket.connection.setup.timeout.ms = 10000 ms") for s in attempts)
+    first = [m.label for m in marks if m.lane == "who gave up first"]
+    assert first and "socket.connection.setup.timeout.ms" in first[0]
