@@ -146,7 +146,7 @@ class ScenarioPlayground:
             if value != int(value):
                 raise PlaygroundInputError(f"{key} must be a whole number, got {value}", field)
             if not x.minimum <= value <= x.maximum:
-                raise PlaygroundInputError(f"{key} must be within {x.minimum}..{x.maximum}, got {value:g}", field)
+                raise PlaygroundInputError(f"{key} must be within {x.minimum}..{x.maximum}, got {str(value)[:40]}", field)
             values[key] = int(value)
         return BY_ID[scenario], values
 

@@ -77,7 +77,7 @@ def parse_run(body: Any) -> tuple[str, dict[str, float]]:
         raise HttpError(400, f"at most {MAX_SETTINGS} settings", "settings")
     for key, value in settings.items():
         field = f"settings.{key[:MAX_NAME]}"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not math.isfinite(value)):
             raise HttpError(400, f"{key[:MAX_NAME]!r} must be a number, got {str(value)[:40]!r}", field)
     return scenario, dict(settings)
 

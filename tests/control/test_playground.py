@@ -82,6 +82,8 @@ def test_two_settings_move_the_winner_in_the_delete_records_race(served):
     ({"scenario": PURGATORY, "settings": {"linger.ms": 5}}, "settings.linger.ms"),
     ({"scenario": PURGATORY, "settings": {"request.timeout.ms": -1}}, "settings.request.timeout.ms"),
     ({"scenario": PURGATORY, "settings": {"request.timeout.ms": 10 ** 12}}, "settings.request.timeout.ms"),
+    ({"scenario": PURGATORY, "settings": {"request.timeout.ms": 10 ** 400}}, "settings.request.timeout.ms"),
+    ({"scenario": PURGATORY, "settings": {"request.timeout.ms": 1e300}}, "settings.request.timeout.ms"),
     ({"scenario": PURGATORY, "settings": {"request.timeout.ms": "30000"}}, "settings.request.timeout.ms"),
     ({"scenario": PURGATORY, "settings": {"request.timeout.ms": True}}, "settings.request.timeout.ms"),
     ({"scenario": PURGATORY, "settings": {"request.timeout.ms": 1.5}}, "settings.request.timeout.ms"),
