@@ -211,10 +211,10 @@ PATHS: dict[str, Any] = {
                                             "ms between snapshots (default 500)")]),
     },
     "/console/{name}": {
-        "get": _op("the console's script and style (console.js, console.css; public)",
+        "get": _op("the console's scripts and style (console.js, playground.js, console.css; public)",
                    {"description": "the file", "content": {"text/javascript": {"schema": {"type": "string"}},
                                                            "text/css": {"schema": {"type": "string"}}}}, 404,
-                   parameters=[_path_param("name", {"type": "string"}, "console.js or console.css")]),
+                   parameters=[_path_param("name", {"type": "string"}, "console.js, playground.js or console.css")]),
     },
     "/playground/scenarios": {
         "get": _op("the timeout playground's scenarios: id, title, teaching text, and the settings a run may change "

@@ -112,3 +112,17 @@ def test_without_the_catalogue_the_playground_says_where_it_lives():
         assert status == 404
         status, page = http_call(s.port, "GET", "/console/playground")
         assert status == 200 and "playground" in page.lower()
+
+
+def test_the_docs_shell_example_answers_what_the_docs_say(served):
+    import json
+    import re
+
+    from .serve import ROOT
+
+    with open(f"{ROOT}/docs/console.md") as f:
+        doc = f.read()
+    body = re.search(r"-d '(\{\"scenario\".*?\})' \| jq -r \.first_to_give_up\n# (.*)\n", doc)
+    assert body, "docs/console.md lost its playground example"
+    status, out = http_call(served.port, "POST", "/playground/run", json.loads(body.group(1)))
+    assert status == 200 and out["first_to_give_up"] == body.group(2)
