@@ -45,6 +45,10 @@ async function run(event) {
   const id = $("#pg-scenario").value;
   const settings = {};
   for (const input of document.querySelectorAll("#pg-settings input")) {
+    if (input.validity.badInput) {   // the browser keeps what was typed to itself: say so rather than run the default
+      $("#pg-error").textContent = `${input.dataset.key}: not a number`;
+      return;
+    }
     if (input.value.trim() === "") continue;
     const value = Number(input.value);
     settings[input.dataset.key] = Number.isFinite(value) ? value : input.value;   // the server names what is wrong
