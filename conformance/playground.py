@@ -57,8 +57,9 @@ PLAYGROUND: dict[str, tuple[tuple[Setting, ...], str]] = {
                  "queueing): the broker's clock starts after it", 0, 120_000), LAG, DT),
         "For our producer, as for Java's, request.timeout.ms is both clocks, so a longer one does not hand the race "
         "to the broker: its clock starts later, after the append, and the client gives up first. Only with no time "
-        "at all before the append (0 ms, which no network gives) do both end at the same instant, and then the "
-        "broker's answer is read first. Lower replica.lag.time.max.ms and the stalled followers leave the ISR: "
+        "at all before the append (0 ms, which no network gives) do both end at the same instant: the broker's "
+        "answer arrives at the client's very deadline, and ties go to the answer (as in Java, a request expires only "
+        "once its timeout is exceeded). Lower replica.lag.time.max.ms and the stalled followers leave the ISR: "
         "nobody times out. admin.delete-records-purgatory has two settings for its two clocks."),
     "admin.delete-records-purgatory": (
         (Setting("timeout.ms", "deleteRecords(timeout): the call's deadline; its time left travels as "
