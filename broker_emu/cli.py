@@ -6,7 +6,7 @@ import argparse
 import json
 import signal
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import trio
 
@@ -99,8 +99,10 @@ async def serve(args: argparse.Namespace) -> None:
                 if args.control_port is not None:
                     # the control API stays on loopback unless remote control was asked for
                     host = args.host if args.allow_remote_control or is_loopback(args.host) else "127.0.0.1"
+                    # the playground's scenarios come from the command that composed this one (conformance.main)
+                    playground = args.playground() if getattr(args, "playground", None) else None
                     port = await nursery.start(lambda task_status: serve_http(
-                        Routes(cluster), host, args.control_port, token=args.token or None,
+                        Routes(cluster, playground=playground), host, args.control_port, token=args.token or None,
                         allow_remote=args.allow_remote_control, task_status=task_status))
                     print(f"control=http://{host}:{port}", flush=True)
                 with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -176,9 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_commands(sub: Any) -> None:
+def add_commands(sub: Any, playground: Callable[[], Any] | None = None) -> None:
+    """The emulator's commands on ``sub``. ``playground`` makes the control API's timeout
+    playground provider (broker_emu.control.playground); the ``broker-emu`` command passes the
+    conformance suite's, the emulator alone has none."""
     s = sub.add_parser("serve", help="run an emulated cluster on loopback")
-    s.set_defaults(func=serve_command)
+    s.set_defaults(func=serve_command, playground=playground)
     s.add_argument("--brokers", type=int, default=None, help="number of brokers (default 3)")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=0, help="first broker port; 0 picks free ports")

@@ -1,7 +1,9 @@
 """The ``broker-emu`` command: the emulator's commands (serve, fault: ``broker_emu.cli``) and the
 conformance suite's (conformance, explain, campaign: ``conformance.cli``; chaos:
 ``conformance.chaos.cli``; kafka, Apache Kafka itself: ``conformance.realkafka.cli``), composed
-here, in the layer above both, so the emulator never imports the suite."""
+here, in the layer above both, so the emulator never imports the suite. The same goes for the web
+console's timeout playground: ``serve`` gets the suite's scenarios (``conformance.playground``)
+from here."""
 
 from __future__ import annotations
 
@@ -11,13 +13,14 @@ import sys
 from broker_emu import cli as emulator_cli
 from conformance import cli as conformance_cli
 from conformance.chaos import cli as chaos_cli
+from conformance.playground import ScenarioPlayground
 from conformance.realkafka import cli as realkafka_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="broker-emu", description="A Kafka broker emulator for testing and teaching timeouts.")
     sub = parser.add_subparsers(dest="command", required=True)
-    emulator_cli.add_commands(sub)
+    emulator_cli.add_commands(sub, playground=ScenarioPlayground)   # serve's timeout playground (docs/console.md)
     conformance_cli.add_commands(sub)
     chaos_cli.add_chaos(sub)   # docs/chaos.md
     realkafka_cli.add_commands(sub)   # docs/real-kafka.md

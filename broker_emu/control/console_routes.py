@@ -21,12 +21,13 @@ import trio
 from broker_emu.control.console_state import console_state
 from broker_emu.control.http import HttpError, HttpRequest, HttpResponse, StreamResponse
 
-ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
-PUBLIC_PATHS = frozenset({"/console", *(f"/console/{name}" for name in ASSETS)})
+ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8",
+          "playground.js": "text/javascript; charset=utf-8"}
+PUBLIC_PATHS = frozenset({"/console", "/console/playground", *(f"/console/{name}" for name in ASSETS)})
 MAX_BUFFERED_EVENTS = 10_000   # per stream: a page that cannot keep up loses events, and is told how many
 
 
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
     return resources.files("broker_emu.control").joinpath("console", name).read_text(encoding="utf-8")
 
 
@@ -40,12 +41,12 @@ class ConsoleRoutes:
     public_paths = PUBLIC_PATHS
 
     async def console_page(self, request: HttpRequest) -> HttpResponse:
-        return HttpResponse(200, _asset("index.html"), "text/html; charset=utf-8")
+        return HttpResponse(200, asset("index.html"), "text/html; charset=utf-8")
 
     async def console_asset(self, request: HttpRequest, name: str) -> HttpResponse:
         if name not in ASSETS:
             raise HttpError(404, f"no console file {name!r}", "name")
-        return HttpResponse(200, _asset(name), ASSETS[name])
+        return HttpResponse(200, asset(name), ASSETS[name])
 
     async def console_snapshot(self, request: HttpRequest) -> HttpResponse:
         return HttpResponse(200, console_state(self.target))

@@ -30,7 +30,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
     reasons = {400: "invalid request: `field` names what is wrong", 401: "missing or wrong bearer token",
                403: "refused: cross-origin, cross-site or non-loopback Host", 404: "no such broker, topic, partition or rule",
                405: "method not allowed", 409: "too many rules at once", 413: "request head or body too large",
-               415: "a body that is not Content-Type: application/json", 500: "a bug: this request failed, the server did not"}
+               415: "a body that is not Content-Type: application/json", 500: "a bug: this request failed, the server did not",
+               503: "the playground run took longer than its limit and was abandoned"}
     common = (401, 403, 405, 413, 415, 500)
     return {str(s): _json(_ref("Error"), reasons[s]) for s in sorted(set(statuses) | set(common))}
 
@@ -112,6 +113,21 @@ SCHEMAS: dict[str, Any] = {
     "MarkerDelay": {"type": "object", "additionalProperties": False, "required": ["ms"],
                     "properties": {"ms": {**MS, "nullable": True, "maximum": 86_400_000}}},
     "Leader": {"type": "object", "additionalProperties": False, "required": ["broker"], "properties": {"broker": BROKER_ID}},
+    "PlaygroundRun": {"type": "object", "additionalProperties": False, "required": ["scenario"], "properties": {
+        "scenario": {"type": "string", "minLength": 1, "maxLength": 200, "example": "server.purgatory-request-timed-out",
+                     "description": "a scenario id from GET /playground/scenarios"},
+        "settings": {"type": "object", "nullable": True, "maxProperties": 8,
+                     "additionalProperties": {"type": "number"}, "example": {"request.timeout.ms": 30000},
+                     "description": "setting -> value, from the scenario's list (the rest keep their defaults)"}}},
+    "PlaygroundResult": {"type": "object", "required": ["scenario", "settings", "winner", "first_to_give_up", "svg"],
+                         "properties": {
+        "scenario": {"type": "string"}, "settings": OBJECT, "changed": OBJECT,
+        "winner": {"type": "string", "enum": ["client", "broker", "nobody"]},
+        "first_to_give_up": {"type": "string", "description": "who gave up first, and on which clock"},
+        "svg": {"type": "string", "description": "the timeline (the lanes of broker-emu explain)"},
+        "status": {"type": "string"}, "contracts": {"type": "array", "items": OBJECT},
+        "outcomes": {"type": "array", "items": OBJECT},
+        "wall_ms": {"type": "number"}, "simulated_ms": {"type": "number"}}},
 }
 
 ID = _path_param("id", {"type": "integer", "minimum": 0, "maximum": INT32_MAX}, "a broker id")
@@ -195,10 +211,25 @@ PATHS: dict[str, Any] = {
                                             "ms between snapshots (default 500)")]),
     },
     "/console/{name}": {
-        "get": _op("the console's script and style (console.js, console.css; public)",
+        "get": _op("the console's scripts and style (console.js, playground.js, console.css; public)",
                    {"description": "the file", "content": {"text/javascript": {"schema": {"type": "string"}},
                                                            "text/css": {"schema": {"type": "string"}}}}, 404,
-                   parameters=[_path_param("name", {"type": "string"}, "console.js or console.css")]),
+                   parameters=[_path_param("name", {"type": "string"}, "console.js, playground.js or console.css")]),
+    },
+    "/playground/scenarios": {
+        "get": _op("the timeout playground's scenarios: id, title, teaching text, and the settings a run may change "
+                   "(default, minimum, maximum); 404 when the server has no playground (the emulator's own command)",
+                   _json({"type": "object", "required": ["scenarios"],
+                          "properties": {"scenarios": {"type": "array", "items": OBJECT}}}, "the scenarios"), 404),
+    },
+    "/playground/run": {
+        "post": _op("run a playground scenario with changed settings in virtual time (our client, in-process): its "
+                    "timeline as SVG and who gave up first; one run at a time (409), bounded in wall time (503)",
+                    _json(_ref("PlaygroundResult"), "the run"), 404, 409, 503, body=_ref("PlaygroundRun")),
+    },
+    "/console/playground": {
+        "get": _op("the timeout playground's page (public, like the console's)",
+                   {"description": "the page", "content": {"text/html": {"schema": {"type": "string"}}}}),
     },
     "/openapi.json": {
         "get": _op("this document", _json(OBJECT, "OpenAPI 3.0")),

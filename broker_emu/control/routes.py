@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from typing import Any, Awaitable, Callable, Protocol
 from urllib.parse import unquote
 
 from broker_emu.control.console_routes import ConsoleRoutes
 from broker_emu.control.http import HttpError, HttpRequest, HttpResponse, StreamResponse
 from broker_emu.control.openapi import OPENAPI
+from broker_emu.control.playground import PlaygroundProvider, PlaygroundRoutes
 from broker_emu.faults import FaultConfigError, FaultEngine
 from broker_emu.faults.engine import MAX_RULES
 from broker_emu.faults.rules import INT32_MAX, check_int, parse_replication, show
@@ -41,13 +43,17 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("GET", "/groups", "list_groups", ()),
     ("GET", "/groups/{group}", "get_group", ()),
     ("GET", "/openapi.json", "openapi", ()),
+    # the timeout playground (broker_emu.control.playground): scenarios from the provider, if any
+    ("GET", "/playground/scenarios", "playground_scenarios", ()),
+    ("POST", "/playground/run", "playground_run", ()),
     # the web console (broker_emu.control.console_routes)
     ("GET", "/console", "console_page", ()),
     ("GET", "/console/state", "console_snapshot", ()),
     ("GET", "/console/events", "console_events", ("interval_ms",)),
+    ("GET", "/console/playground", "playground_page", ()),
     ("GET", "/console/{name}", "console_asset", ()),
 ]
-BODY_METHODS = {"add_fault", "move_leader", "replication", "marker_delay"}
+BODY_METHODS = {"add_fault", "move_leader", "replication", "marker_delay", "playground_run"}
 
 
 class ControlTarget(Protocol):
@@ -84,9 +90,15 @@ def json_object(request: HttpRequest, example: str) -> dict[str, Any]:
     return body
 
 
-class Routes(ConsoleRoutes):
-    def __init__(self, target: ControlTarget):
+class Routes(ConsoleRoutes, PlaygroundRoutes):
+    """The control API over ``target``; ``playground``, if given, serves the timeout playground's
+    scenarios (the ``broker-emu`` command passes the conformance suite's: see
+    broker_emu.control.playground for why it is passed in)."""
+
+    def __init__(self, target: ControlTarget, playground: PlaygroundProvider | None = None):
         self.target = target
+        self.playground = playground
+        self._playground_slot = threading.Lock()
         self.table: list[tuple[str, re.Pattern[str], Callable[..., Awaitable[HttpResponse]], tuple[str, ...], str]] = [
             (method, compile_template(template), getattr(self, name), query, name)
             for method, template, name, query in ROUTES]

@@ -20,10 +20,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 class Served:
-    """``broker-emu serve --control-port 0`` as a child process."""
+    """``broker-emu serve --control-port 0`` as a child process: the emulator's own command
+    (``broker_emu.cli``) unless ``module`` names another, e.g. ``conformance.main`` (the full
+    ``broker-emu`` command, which adds the playground's scenarios)."""
 
-    def __init__(self, *args: str, topic: str = "t:3:3"):
-        self.proc = subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", "--brokers", "3", "--port", "0",
+    def __init__(self, *args: str, topic: str = "t:3:3", module: str = "broker_emu.cli"):
+        self.proc = subprocess.Popen([sys.executable, "-m", module, "serve", "--brokers", "3", "--port", "0",
                                       "--topic", topic, "--control-port", "0", *args],
                                      cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         boot = self.proc.stdout.readline().strip()

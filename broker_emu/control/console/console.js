@@ -9,6 +9,8 @@ const headers = token ? { Authorization: `Bearer ${token}` } : {};
 const $ = (sel) => document.querySelector(sel);
 const esc = (v) => String(v ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 
+$("#playground-link").href = "/console/playground" + location.hash;   // the token goes along, in the fragment
+
 let state = null;          // the last snapshot
 let stateAt = 0;           // performance.now() when it arrived: countdowns run on between snapshots
 const events = [];         // trace events kept for the timeline (bounded)
