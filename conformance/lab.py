@@ -3,9 +3,9 @@ first, and when?", takes the student's prediction, runs the lesson's scenario wi
 virtual time with the student's settings (a 120 s timeout takes a fraction of a second), draws
 the timeline and says whether the prediction held, and why.
 
-The settings an exercise offers are the ones that decide its race; any of them may be changed
-with ``--set KEY=VALUE`` (the keys of ``broker-emu explain --compare`` and campaign grids,
-conformance/params.py). Who gave up first comes from the run's own timeline (explain.py's
+The settings an exercise offers, their bounds and their defaults are the console playground's for
+the same scenario (conformance/playground.py, one home for both); any of them may be changed with
+``--set KEY=VALUE``. Who gave up first comes from the run's own timeline (explain.py's
 attribution), never from a formula here, so an exercise cannot teach something the run did not do.
 """
 
@@ -21,9 +21,8 @@ WINNERS = ("client", "broker", "nobody")
 
 @dataclass(frozen=True)
 class Exercise:
-    scenario: str
+    scenario: str              # one of the playground's (its settings are the exercise's)
     question: str
-    settings: dict[str, str]   # key -> what it is; the scenario's own value is the default
     why: str                   # what decides the winner, shown with the answer
     # "first": who gives up first, and when (the timeline's "who gave up first"); "call": who
     # ends the application's call, and when: its own clock (client), the broker's error
@@ -46,63 +45,49 @@ LESSONS: tuple[Lesson, ...] = (
         Exercise("admin.delete-records-purgatory",
                  "delete_records() waits in the broker's purgatory for a follower that stopped copying. Who gives up "
                  "first, and when?",
-                 {"timeout.ms": "the call's deadline (DeleteRecords' timeout_ms is the time left, less 100 ms)",
-                  "request.timeout.ms": "the admin client's clock for each request"},
                  "Whichever clock is shorter: the broker's is the call's time left less 100 ms, the client's is "
                  "min(request.timeout.ms, time left)."),
         Exercise("kip19.produce-black-hole",
                  "The broker never answers the Produce. Who gives up first, and when?",
-                 {"request.timeout.ms": "the producer's clock for each request"},
                  "A black hole has no server-side clock: only the client's request.timeout.ms can fire (KIP-19)."),
     )),
     Lesson("the-produce-race", "The produce race", (
         Exercise("server.purgatory-request-timed-out",
                  "acks=all, followers stalled: the Produce waits in the purgatory. Who gives up first, and when?",
-                 {"request.timeout.ms": "our client's clock, and the timeout_ms it sends (the broker's clock)",
-                  "fault.ms": "the delay before the request reaches the broker's log (when the broker's clock starts)"},
                  _RACE),
     )),
     Lesson("kip19-disconnect-and-refresh", "KIP-19: the request timeout", (
         Exercise("kip19.slow-broker-no-reconnect",
                  "The broker answers the Produce late but answers. Does anyone give up, and when?",
-                 {"fault.ms": "how late the broker answers", "request.timeout.ms": "the producer's clock"},
                  "The client gives up only if the answer is later than request.timeout.ms; a slow broker is not a dead one."),
     )),
     Lesson("a-records-life-kip91", "A record's life under KIP-91", (
         Exercise("kip91.delivery-timeout-in-flight",
                  "Every Produce is black-holed and the producer retries. Whose clock ends send(), and when?",
-                 {"delivery.timeout.ms": "the record's whole life, from its batch's creation",
-                  "request.timeout.ms": "each attempt"},
                  "delivery.timeout.ms ends the record's life wherever it is, even mid-attempt; it must be at least "
                  "linger.ms + request.timeout.ms, or the producer refuses the configuration.", asks="call"),
     )),
     Lesson("kip266-deadlines", "KIP-266: deadlines", (
         Exercise("kip266.retries-shrink-to-time-left",
                  "committed(timeout) against a coordinator that never answers. Whose clock ends the call, and when?",
-                 {"timeout.ms": "the call's deadline", "request.timeout.ms": "each attempt's clock"},
                  "Each attempt gets min(time left, request.timeout.ms): the call ends at its own deadline, exactly.",
                  asks="call"),
     )),
     Lesson("long-polls-and-joingroup", "Waits that are not failures", (
         Exercise("kip266.poll-empty-at-deadline",
                  "poll(timeout) on an empty partition. Whose clock ends the call, and when?",
-                 {"timeout.ms": "poll's deadline", "fetch.max.wait.ms": "how long the broker holds each Fetch"},
                  "A long poll is not a timeout and poll never raises one: it returns what it has at its deadline "
                  "(nobody gives up; the call returns).", asks="call"),
     )),
     Lesson("a-transactions-two-clocks", "A transaction's two clocks", (
         Exercise("txn.coordinator-aborts-at-check-interval",
                  "A transaction is left open for 12 s. Who gives up first, and when?",
-                 {"transaction.timeout.ms": "the producer's transaction timeout, enforced by the broker",
-                  "broker.transaction.abort.timed.out.transaction.cleanup.interval.ms": "how often the coordinator looks"},
                  "The coordinator aborts at its first check after transaction.timeout.ms; if the producer commits "
                  "before that check, nobody gives up."),
     )),
     Lesson("kip848-broker-owned-timers", "Who owns the group's clocks", (
         Exercise("kip848.crashed-member-expires-at-broker-session",
                  "A member crashes after its last heartbeat at 5 s. Who gives up on it, and when?",
-                 {"broker.group.consumer.session.timeout.ms": "the broker's session for every member",
-                  "broker.group.consumer.min.session.timeout.ms": "the lowest session the broker accepts"},
                  "Under KIP-848 the session is the broker's: last heartbeat + group.consumer.session.timeout.ms."),
     )),
 )
@@ -121,71 +106,46 @@ class Refused(ValueError):
     """The client or the broker refused the settings (a configuration check, as Kafka's)."""
 
 
+def settings(exercise: Exercise) -> tuple[Any, ...]:
+    """The exercise's settings: the playground's for its scenario (key, label, bounds)."""
+    from conformance.playground import PLAYGROUND
+
+    return PLAYGROUND[exercise.scenario][0]
+
+
+def defaults(exercise: Exercise) -> dict[str, Any]:
+    """The scenario's own value of each setting (Kafka's default where it says nothing)."""
+    from conformance.playground import default
+    from conformance.scenarios import BY_ID
+
+    return {x.key: default(BY_ID[exercise.scenario], x.key) for x in settings(exercise)}
+
+
 def run(exercise: Exercise, overrides: dict[str, Any]) -> Answer:
     """Run the exercise's scenario with ``overrides`` in virtual time and read who gave up first
     (or who ended the call) from its timeline."""
     from conformance.explain import explain, render_text
     from conformance.params import apply_params
+    from conformance.playground import refusal, winner
     from conformance.scenarios import BY_ID
 
     scenario = apply_params(BY_ID[exercise.scenario], overrides)
     try:
         _, spans, marks = explain(scenario)
     except BaseException as exc:   # a refused configuration ends the run inside trio's nursery
-        refused = _refusal(exc)
+        refused = refusal(exc)
         if refused is None:
             raise
         raise Refused(refused) from exc
     text = render_text(f"{scenario.id} with {_shown(overrides) or 'its own settings'}", spans, marks)
     if exercise.asks == "call":
         call = [sp for sp in spans if sp.lane == "application"][-1]
-        winner = "nobody" if call.kind == "ok" else "client" if call.clock else "broker"
-        return Answer(winner, call.end / 1000, call.label, text)
+        who = "nobody" if call.kind == "ok" else "client" if call.clock else "broker"
+        return Answer(who, call.end / 1000, call.label, text)
     first = next((m for m in marks if m.lane == "who gave up first"), None)
     if first is None:
         return Answer("nobody", None, "nobody gave up: every clock was stopped by an answer in time", text)
-    winner = "client" if first.label.startswith("first to give up: the client") else "broker"
-    return Answer(winner, first.t / 1000, first.label, text)
-
-
-def _refusal(exc: BaseException) -> str | None:
-    from broker_emu.config import ConfigError
-    from client.config import ConfigException
-
-    if isinstance(exc, ConfigException):
-        return f"the client refuses it: {exc}"
-    if isinstance(exc, ConfigError):
-        return f"the broker refuses it: {exc}"
-    if isinstance(exc, BaseExceptionGroup):
-        return next((r for r in map(_refusal, exc.exceptions) if r), None)
-    return None
-
-
-def defaults(exercise: Exercise) -> dict[str, Any]:
-    """The scenario's own value of each setting the exercise offers (Kafka's default if unset)."""
-    from conformance.scenarios import BY_ID
-
-    s = BY_ID[exercise.scenario]
-    out: dict[str, Any] = {}
-    for key in exercise.settings:
-        if key == "timeout.ms":
-            out[key] = next((int(st.timeout_s * 1000) for st in s.steps if st.timeout_s is not None), None)
-        elif key == "fault.ms":
-            out[key] = next((f["action"]["ms"] for f in s.faults if isinstance(f.get("action"), dict)
-                             and "ms" in f["action"]), None)
-        elif key.startswith("broker."):
-            out[key] = s.broker_config.get(key[len("broker."):], _kafka_default(key[len("broker."):], broker=True))
-        else:
-            out[key] = s.client_config.get(key, _kafka_default(key, broker=False))
-    return out
-
-
-def _kafka_default(key: str, broker: bool) -> Any:
-    if broker:
-        from broker_emu.config import DEFAULTS
-        return DEFAULTS.get(key)
-    from client.config import CONSUMER, PRODUCER
-    return {**CONSUMER, **PRODUCER}.get(key)
+    return Answer(winner(spans), first.t / 1000, first.label, text)
 
 
 def _shown(overrides: dict[str, Any]) -> str:
@@ -249,10 +209,12 @@ def _pick(args: argparse.Namespace) -> tuple[Exercise, dict[str, Any]] | str:
             key, value = parse_param(text)
         except ParamError as exc:
             return str(exc)
-        if key not in ex.settings:
-            return f"this exercise's settings are {', '.join(ex.settings)}; not {key!r}"
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-            return f"{key} wants a number of milliseconds ≥ 0, got {value!r}"
+        allowed = {x.key: x for x in settings(ex)}
+        if key not in allowed:
+            return f"this exercise's settings are {', '.join(allowed)}; not {key!r}"
+        x = allowed[key]
+        if not isinstance(value, int) or isinstance(value, bool) or not x.minimum <= value <= x.maximum:
+            return f"{key} wants a whole number from {x.minimum} to {x.maximum}, got {value!r}"
         overrides[key] = value
     return ex, overrides
 
@@ -266,9 +228,9 @@ def lab_command(args: argparse.Namespace, read: Callable[[str], str] = input, in
     ex, overrides = picked
     now = {**defaults(ex), **overrides}
     print(f"{ex.question}\n\nsettings:")
-    for key, what in ex.settings.items():
-        mark = " (yours)" if key in overrides else ""
-        print(f"  {key} = {now[key]}{mark}    {what}")
+    for x in settings(ex):
+        mark = " (yours)" if x.key in overrides else ""
+        print(f"  {x.key} = {now[x.key]}{mark}    {x.label}")
     winner, at_s = args.predict, args.at
     if winner is None and (sys.stdin.isatty() if interactive is None else interactive):
         while winner not in WINNERS:

@@ -27,6 +27,7 @@ from broker_emu.config import DEFAULTS as BROKER_DEFAULTS
 from broker_emu.config import ConfigError
 from broker_emu.control.playground import PlaygroundInputError
 from client.config import COMMON, CONSUMER, PRODUCER
+from client.config import ConfigException as ClientConfigException
 from conformance.explain import Span, explain, render_svg
 from conformance.model import Scenario
 from conformance.params import apply_params
@@ -81,6 +82,15 @@ PLAYGROUND: dict[str, tuple[tuple[Setting, ...], str]] = {
         (Setting("timeout.ms", "committed(timeout): the call's own deadline", 0, 300_000), RT),
         "The call's deadline bounds it; each request inside it is bounded by request.timeout.ms too. Make the "
         "deadline longer than request.timeout.ms and a request timeout fires first."),
+    "kip266.retries-shrink-to-time-left": (
+        (Setting("timeout.ms", "committed(timeout): the call's own deadline", 0, 300_000), RT),
+        "Each attempt gets min(time left, request.timeout.ms) (the min rule of Kafka's new consumer design): the "
+        "call ends at its own deadline, never later, whatever request.timeout.ms is."),
+    "kip266.poll-empty-at-deadline": (
+        (Setting("timeout.ms", "poll(timeout): the call's own deadline", 0, 60_000),
+         Setting("fetch.max.wait.ms", "fetch.max.wait.ms: how long the broker holds each Fetch (a long poll; the "
+                 "client requires request.timeout.ms above it)", 0, 29_000)),
+        "A long poll is not a timeout, and poll never raises one: it returns what it has at its deadline."),
     "txn.coordinator-aborts-at-check-interval": (
         (Setting("transaction.timeout.ms", "transaction.timeout.ms: sent to the coordinator, enforced by it",
                  1_000, 900_000),
@@ -159,10 +169,10 @@ class ScenarioPlayground:
         try:
             result, spans, marks = explain(apply_params(base, changed))
         except Exception as exc:
-            refused = _config_error(exc)
+            refused = refusal(exc)
             if refused is None:
                 raise
-            raise PlaygroundInputError(f"the broker refuses these settings: {refused}", "settings") from None
+            raise PlaygroundInputError(refused, "settings") from None
         said = next((m.label for m in marks if m.lane == "who gave up first"),
                     "nobody gave up: no client clock and no broker timer ran out")
         title = base.id + (" with " + ", ".join(f"{k} = {v}" for k, v in changed.items()) if changed else " (as written)")
@@ -177,13 +187,14 @@ class ScenarioPlayground:
                 "wall_ms": round((time.perf_counter() - wall) * 1000, 1)}
 
 
-def _config_error(exc: BaseException) -> ConfigError | None:
-    """The broker's ConfigError behind ``exc`` (trio may wrap it in an exception group)."""
+def refusal(exc: BaseException) -> str | None:
+    """What refused the settings, when ``exc`` is a configuration check (the client's, as Java's
+    ProducerConfig refuses delivery.timeout.ms below linger.ms + request.timeout.ms, or the
+    broker's), possibly inside trio's exception group; None for anything else (a bug)."""
+    if isinstance(exc, ClientConfigException):
+        return f"the client refuses these settings: {exc}"
     if isinstance(exc, ConfigError):
-        return exc
+        return f"the broker refuses these settings: {exc}"
     if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _config_error(inner)
-            if found is not None:
-                return found
+        return next((r for r in map(refusal, exc.exceptions) if r), None)
     return None

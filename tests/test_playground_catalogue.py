@@ -54,3 +54,10 @@ def test_check_refuses_unknown_and_out_of_range_settings(settings, field):
     with pytest.raises(PlaygroundInputError) as caught:
         PG.check("server.purgatory-request-timed-out", settings)
     assert caught.value.field == field
+
+
+def test_settings_the_client_refuses_are_an_input_error_not_a_crash():
+    # within check()'s bounds, but below linger.ms + request.timeout.ms: the producer refuses it, as Java's does
+    sid = "kip91.delivery-timeout-in-flight"
+    with pytest.raises(PlaygroundInputError, match=r"the client refuses these settings: delivery.timeout.ms \(1000\)"):
+        PG.run(PG.check(sid, {"delivery.timeout.ms": 1000}))
