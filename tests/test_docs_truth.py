@@ -51,7 +51,7 @@ RATIO = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s?[–-]\s?(\d+(?:\.\d+)?))?[x
 PERF_SUBJECT = re.compile(r"\bmock\b|librdkafka|kfake|Apache Kafka|Kafka 4\.\d|confluent-kafka|kafka-python|aiokafka",
                           re.IGNORECASE)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[*_])")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[*_`])")
 INLINE_CODE = re.compile(r"(`+).+?\1")
 
 
@@ -270,6 +270,8 @@ def test_every_doc_is_linked_from_the_readme_or_the_index():
     ("Old. It ran 31 scenarios\non 2026-11-23.", []),
     ("| | a | b |\n|---|---|---|\n| conformance scenarios | all 47 | 30 of 46 |", [47, 46]),
     ("Run on 2026-11-23:\n\n| what | scenarios |\n|---|---|\n| ours | all 31 |", []),
+    ("## Runs of 2026-11-24\n\nFinal runs:\n\n| | 1 node |\n|---|---|\n| scenarios run | 23 of 31 |", []),
+    ("Ran on 2026-11-23. 31 scenarios today.", [31]),
 ])
 def test_the_scenario_rule(text, counts):
     assert [n for u in units(ROOT / "x.md", text) for n in scenario_counts(u)] == counts
