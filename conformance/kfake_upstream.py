@@ -34,6 +34,8 @@ def kfake_support(scenario: Scenario) -> str:
     """"" when the scenario can run on kfake behind the proxy, else why not."""
     if scenario.in_memory_only:
         return scenario.in_memory_only
+    if scenario.not_on_kafka:   # what a real Kafka behind the proxy cannot play, kfake cannot either
+        return scenario.not_on_kafka
     for rule in scenario.faults:
         if "replication" in rule:
             return ("stalls or slows a follower: kfake has no replication (acks=all is acknowledged at once, "

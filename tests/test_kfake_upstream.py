@@ -46,3 +46,9 @@ def test_scenarios_run_on_kfake_behind_the_proxy():
     assert any(e.api == "Produce" for e in black_hole.evidence.trace)   # the Produce went through the proxy
     na = results["server.purgatory-request-timed-out"]
     assert na.status == Status.NA and "kfake has no replication" in na.message
+
+
+def test_what_cannot_play_on_kafka_behind_the_proxy_cannot_play_on_kfake():
+    # their contracts read the emulator's own transaction coordinator trace
+    for sid in ("txn.commit-endtxn-black-hole", "txn.zombie-fenced-after-restart", "txn.init-coordinator-unreachable"):
+        assert kfake_support(scenario(sid)) == scenario(sid).not_on_kafka != ""
