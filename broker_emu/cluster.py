@@ -97,7 +97,7 @@ class Cluster:
         self.trace = Trace(trio.current_time, sink=trace_sink, max_bytes=self.config["emu.trace.max.bytes"])
         self.log_memory = LogMemory(log_memory_budget(self.config["emu.log.memory.bytes"]), self._log_evicted)
         self._evict_warned_at = float("-inf")
-        self.faults = FaultEngine(seed=self.config["emu.seed"], brokers=ids)
+        self.faults = FaultEngine(seed=self.config["emu.seed"], brokers=ids, clock=self.trace.now_ms)
         self.produce_purgatory = Purgatory("Produce", self.scheduler, self._purgatory_event)
         self.fetch_purgatory = Purgatory("Fetch", self.scheduler, self._purgatory_event)
         self.delete_records_purgatory = Purgatory("DeleteRecords", self.scheduler, self._purgatory_event)

@@ -10,11 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker_emu.faults.rules import ACTIONS, INT16_MAX, INT32_MAX, INT64_MAX, MAX_MS, MAX_STRING, REPLICATION_MODES
+from broker_emu.faults.rules import (
+    ACTIONS,
+    INT16_MAX,
+    INT32_MAX,
+    INT64_MAX,
+    MAX_BYTES_PER_S,
+    MAX_MS,
+    MAX_STRING,
+    OPTIONAL_PARAMS,
+    REPLICATION_MODES,
+)
 from client.errors import ErrorCode
 from client.protocol import ApiKey
 
-MS_ACTIONS = sorted(k for k, params in ACTIONS.items() if params == ("ms",))
 PLAIN_ACTIONS = sorted(k for k, params in ACTIONS.items() if not params)
 
 
@@ -64,6 +73,28 @@ BROKER_ID = {"type": "integer", "minimum": 0, "maximum": INT32_MAX}
 STRING = {"type": "string", "maxLength": MAX_STRING}
 OBJECT = {"type": "object"}
 
+PARAMS: dict[str, Any] = {
+    "ms": MS, "jitter_ms": MS, "close_ms": MS,
+    "bytes_per_s": {"type": "integer", "minimum": 1, "maximum": MAX_BYTES_PER_S},
+    "error": {"oneOf": [{"type": "string", "enum": list(ErrorCode.__members__), "description": "a Kafka error name (any case)"},
+                        {"type": "integer", "minimum": -INT16_MAX - 1, "maximum": INT16_MAX}]},
+}
+
+
+def action_shapes() -> list[dict[str, Any]]:
+    """An action: a bare type name (an action with no required parameter), or an object, one
+    branch per set of parameters (optional ones may be null: not set)."""
+    shapes: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
+    for kind, params in ACTIONS.items():
+        shapes.setdefault((params, OPTIONAL_PARAMS.get(kind, ())), []).append(kind)
+    out: list[dict[str, Any]] = [{"type": "string", "enum": PLAIN_ACTIONS}]
+    for (required, optional), kinds in shapes.items():
+        properties = {"type": {"type": "string", "enum": sorted(kinds)}, **{p: PARAMS[p] for p in required},
+                      **{p: {**PARAMS[p], "nullable": True} for p in optional}}
+        out.append({"type": "object", "additionalProperties": False, "required": ["type", *required], "properties": properties})
+    return out
+
+
 SCHEMAS: dict[str, Any] = {
     "Error": {"type": "object", "required": ["error"], "properties": {
         "error": {"type": "string", "description": "what is wrong"},
@@ -78,17 +109,7 @@ SCHEMAS: dict[str, Any] = {
         "partition": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT32_MAX},
         "client_id": _nullable(STRING),
         "connection": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT64_MAX}}},
-    "Action": {"oneOf": [
-        {"type": "string", "enum": PLAIN_ACTIONS},
-        {"type": "object", "additionalProperties": False, "required": ["type"],
-         "properties": {"type": {"type": "string", "enum": PLAIN_ACTIONS}}},
-        {"type": "object", "additionalProperties": False, "required": ["type", "ms"],
-         "properties": {"type": {"type": "string", "enum": MS_ACTIONS}, "ms": MS}},
-        {"type": "object", "additionalProperties": False, "required": ["type", "error"],
-         "properties": {"type": {"type": "string", "enum": ["error"]},
-                        "error": {"oneOf": [{"type": "string", "enum": list(ErrorCode.__members__),
-                                             "description": "a Kafka error name (any case)"},
-                                            {"type": "integer", "minimum": -INT16_MAX - 1, "maximum": INT16_MAX}]}}}]},
+    "Action": {"oneOf": action_shapes()},
     "Rule": {"type": "object", "additionalProperties": False, "required": ["action"], "properties": {
         "match": _nullable(_ref("Match")),
         "action": _ref("Action"),

@@ -55,7 +55,7 @@ class Proxy:
         self.host = host
         self.config = {"socket.request.max.bytes": max_request_bytes}
         self.trace = Trace(trio.current_time, sink=trace_sink, max_bytes=trace_max_bytes)
-        self.faults = FaultEngine(seed=seed, brokers=set())
+        self.faults = FaultEngine(seed=seed, brokers=set(), clock=self.trace.now_ms)
         # plain listeners: SASL frames pass through to the upstream, which authenticates (docs/proxy.md)
         self.security = Security(broker_config())
         self.brokers: dict[int, ProxyBroker] = {}
