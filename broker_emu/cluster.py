@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 import trio
 
-from broker_emu import cluster_shape, reassignments
+from broker_emu import cluster_shape, reassignments, waits
 from broker_emu.config import ConfigError, broker_config
 from broker_emu.faults import FaultEngine
 from broker_emu.faults.rules import REPLICATION_MODES, FaultConfigError, check_ms
@@ -153,6 +153,10 @@ class Cluster:
     # -- time ---------------------------------------------------------------------------------
     def now_ms(self) -> float:
         return self.trace.now_ms()
+
+    async def wait_for(self, what: str, timeout: float = 5.0, **params: Any) -> dict[str, Any]:
+        """Wait until the cluster reaches a state (``broker_emu.waits``: what, arguments, timeouts)."""
+        return await waits.wait_for(self, what, timeout, **params)
 
     def wall_ms(self) -> int:
         """Kafka's wall clock (LogAppendTime, ListOffsets, OAUTHBEARER token times): the system

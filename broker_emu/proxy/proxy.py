@@ -19,6 +19,7 @@ from typing import IO, Any, AsyncIterator, Iterable, Iterator, NamedTuple
 
 import trio
 
+from broker_emu import waits
 from broker_emu.config import broker_config
 from broker_emu.faults import FaultEngine
 from broker_emu.listeners import serve_broker
@@ -69,6 +70,10 @@ class Proxy:
     # -- what the pipeline and the control API use --------------------------------------------
     def now_ms(self) -> float:
         return self.trace.now_ms()
+
+    async def wait_for(self, what: str, timeout: float = 5.0, **params: Any) -> dict[str, Any]:
+        """``Cluster.wait_for`` on the proxy: fault hits, connections, trace events."""
+        return await waits.wait_for(self, what, timeout, **params)
 
     def broker_ids(self) -> set[int]:
         return set(self.brokers)
