@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker_emu.control.wait_routes import MAX_WAIT_MS
 from broker_emu.faults.rules import (
     ACTIONS,
     INT16_MAX,
@@ -21,6 +22,8 @@ from broker_emu.faults.rules import (
     OPTIONAL_PARAMS,
     REPLICATION_MODES,
 )
+from broker_emu.trace import Kind
+from broker_emu.waits import GROUP_STATES, TXN_STATES
 from client.errors import ErrorCode
 from client.protocol import ApiKey
 
@@ -38,7 +41,8 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 def _errors(*statuses: int) -> dict[str, Any]:
     reasons = {400: "invalid request: `field` names what is wrong", 401: "missing or wrong bearer token",
                403: "refused: cross-origin, cross-site or non-loopback Host", 404: "no such broker, topic, partition or rule",
-               405: "method not allowed", 409: "too many rules at once", 413: "request head or body too large",
+               405: "method not allowed", 408: "the wait timed out: `seen` is what was last seen",
+               409: "too many rules at once", 413: "request head or body too large",
                415: "a body that is not Content-Type: application/json", 500: "a bug: this request failed, the server did not"}
     common = (401, 403, 405, 413, 415, 500)
     return {str(s): _json(_ref("Error"), reasons[s]) for s in sorted(set(statuses) | set(common))}
@@ -132,6 +136,13 @@ SCHEMAS: dict[str, Any] = {
         "lag_ms": {**MS, "nullable": True, "description": "for mode `lag`: > 0"}}},
     "MarkerDelay": {"type": "object", "additionalProperties": False, "required": ["ms"],
                     "properties": {"ms": {**MS, "nullable": True, "maximum": 86_400_000}}},
+    "WaitResult": {"type": "object", "required": ["waited_ms", "seen"], "properties": {
+        "waited_ms": {"type": "number", "description": "how long the condition took to hold, on the cluster's clock"},
+        "seen": {**OBJECT, "description": "what held: the group, partition, rule, transaction, connections or trace events"}}},
+    "WaitTimedOut": {"type": "object", "required": ["error", "waited_ms", "seen"], "properties": {
+        "error": {"type": "string", "description": "what was waited for and what was last seen, in one line"},
+        "field": {"type": "string"}, "waited_ms": {"type": "number"},
+        "seen": {**OBJECT, "description": "the last state seen"}}},
     "Leader": {"type": "object", "additionalProperties": False, "required": ["broker"], "properties": {"broker": BROKER_ID}},
 }
 
@@ -224,6 +235,57 @@ PATHS: dict[str, Any] = {
     "/openapi.json": {
         "get": _op("this document", _json(OBJECT, "OpenAPI 3.0")),
     },
+}
+
+COUNT = {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}
+
+
+def _required(param: dict[str, Any]) -> dict[str, Any]:
+    return {**param, "required": True}
+
+
+def _wait(summary: str, *parameters: dict[str, Any]) -> dict[str, Any]:
+    timeout = _required(_query_param("timeout_ms", {"type": "number", "minimum": 0, "maximum": MAX_WAIT_MS},
+                                     f"how long to wait, at most {MAX_WAIT_MS} ms, on the cluster's clock"))
+    op = _op(summary, _json(_ref("WaitResult"), "the condition holds: what was seen"), 404,
+             parameters=[*parameters, timeout])
+    op["responses"]["408"] = _json(_ref("WaitTimedOut"), "timed out: what was last seen")
+    return {"get": op}
+
+
+PATHS |= {
+    "/wait/group/{group}": _wait(
+        "wait until a group is in a state and/or has a number of members (at least one of the two)",
+        _path_param("group", {"type": "string"}, "the group id"),
+        _query_param("state", {"type": "string", "enum": list(GROUP_STATES)}, "the group state (any case)"),
+        _query_param("members", COUNT, "the number of members (exactly)")),
+    "/wait/partition/{topic}/{partition}": _wait(
+        "wait until a partition's high watermark or log end offset reaches a value, or its ISR size or leader is one",
+        _path_param("topic", {"type": "string", "minLength": 1, "example": "t"}, "a topic"),
+        _path_param("partition", {"type": "integer", "minimum": 0, "maximum": INT32_MAX}, "a partition index"),
+        _query_param("high_watermark", COUNT, "at least this"),
+        _query_param("log_end_offset", COUNT, "at least this"),
+        _query_param("isr_size", COUNT, "exactly this"),
+        _query_param("leader", {**COUNT, "minimum": -1}, "exactly this broker (-1: no leader)")),
+    "/wait/fault/{id}": _wait(
+        "wait until a fault rule has fired a number of times",
+        _path_param("id", {"type": "integer", "minimum": 0, "maximum": INT32_MAX}, "a rule id"),
+        _query_param("hits", COUNT, "at least this many (default 1)")),
+    "/wait/transaction/{transactional_id}": _wait(
+        "wait until a transactional id's transaction is in a state",
+        _path_param("transactional_id", {"type": "string"}, "the transactional id"),
+        _required(_query_param("state", {"type": "string", "enum": list(TXN_STATES)}, "the state (any case)"))),
+    "/wait/connections": _wait(
+        "wait until a number of client connections is open (on one broker, or on all)",
+        _required(_query_param("count", COUNT, "exactly this many open")),
+        _query_param("broker", {"type": "integer", "minimum": 0, "maximum": INT32_MAX}, "only this broker")),
+    "/wait/trace": _wait(
+        "wait until trace events of a kind have been seen",
+        _required(_query_param("kind", {"type": "string", "enum": [k.value for k in Kind]}, "the event kind")),
+        _query_param("count", {**COUNT, "minimum": 1}, "at least this many (default 1)"),
+        _query_param("since_ms", {"type": "number", "minimum": 0, "maximum": 2**63}, "only events at or after this cluster time"),
+        _query_param("api", {"type": "string", "minLength": 1}, "only this API (name)"),
+        _query_param("client_id", {"type": "string", "minLength": 1}, "only this client id")),
 }
 
 OPENAPI: dict[str, Any] = {

@@ -18,6 +18,7 @@ from urllib.parse import unquote
 from broker_emu.control.console_routes import ConsoleRoutes
 from broker_emu.control.http import HttpError, HttpRequest, HttpResponse, StreamResponse
 from broker_emu.control.openapi import OPENAPI
+from broker_emu.control.wait_routes import WAIT_ROUTES, WaitRoutes
 from broker_emu.faults import FaultConfigError, FaultEngine
 from broker_emu.faults.engine import MAX_RULES
 from broker_emu.faults.rules import INT32_MAX, check_int, parse_replication, show
@@ -46,6 +47,7 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("GET", "/console/state", "console_snapshot", ()),
     ("GET", "/console/events", "console_events", ("interval_ms",)),
     ("GET", "/console/{name}", "console_asset", ()),
+    *WAIT_ROUTES,   # GET /wait/... (broker_emu.control.wait_routes)
 ]
 BODY_METHODS = {"add_fault", "move_leader", "replication", "marker_delay"}
 
@@ -84,7 +86,7 @@ def json_object(request: HttpRequest, example: str) -> dict[str, Any]:
     return body
 
 
-class Routes(ConsoleRoutes):
+class Routes(ConsoleRoutes, WaitRoutes):
     def __init__(self, target: ControlTarget):
         self.target = target
         self.table: list[tuple[str, re.Pattern[str], Callable[..., Awaitable[HttpResponse]], tuple[str, ...], str]] = [

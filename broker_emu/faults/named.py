@@ -12,11 +12,10 @@ shown (console, ``GET /faults``) like any other.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from broker_emu.faults.rules import FaultConfigError, show
+from broker_emu.faults.rules import FaultConfigError, show, suggest
 
 # rule keys every named fault takes: the match (api, broker, topic, ...) and the schedule
 MATCH_SELECTORS = ("api", "broker", "topic", "partition", "client_id", "api_version", "connection")
@@ -62,12 +61,6 @@ NAMED: dict[str, Named] = {
     "black-hole": Named((), (), lambda: {"type": "black_hole"},
                         "read the matching request, never answer, keep the connection open: black_hole"),
 }
-
-
-def suggest(word: str, choices: Any) -> str:
-    """`` (did you mean 'latency'?)`` or nothing."""
-    close = difflib.get_close_matches(word.replace("_", "-"), [str(c).replace("_", "-") for c in choices], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def spec(name: str) -> Named:

@@ -4,6 +4,7 @@ HTTP JSON all use this one parser), validated with errors that name the offendin
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import reprlib
@@ -155,6 +156,15 @@ def show(value: Any) -> str:
     return _repr.repr(value)
 
 
+def suggest(word: str, choices: Any) -> str:
+    """`` (did you mean 'latency'?)`` or nothing (``_`` and ``-`` count as the same)."""
+    close = difflib.get_close_matches(str(word).replace("_", "-"), [str(c).replace("_", "-") for c in choices], n=1, cutoff=0.6)
+    if not close:
+        return ""
+    original = next(c for c in choices if str(c).replace("_", "-") == close[0])
+    return f" (did you mean {original!r}?)"
+
+
 def check_int(value: Any, where: str, minimum: int | None = None, maximum: int = INT64_MAX) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise FaultConfigError(where, f"expected an integer, got {show(value)}")
@@ -203,8 +213,9 @@ def parse_api(value: Any, where: str = "match.api") -> int:
         try:
             return int(ApiKey.from_name(value))
         except ValueError:
-            names = ", ".join(k.api_name for k in ApiKey)
-            raise FaultConfigError(where, f"unknown API {value!r} (known: {names})") from None
+            names = [k.api_name for k in ApiKey]
+            hint = suggest(value, names) or f" (known: {', '.join(names)})"
+            raise FaultConfigError(where, f"unknown API {show(value)}{hint}") from None
     raise FaultConfigError(where, f"expected an API name or key, got {value!r}")
 
 
@@ -215,7 +226,8 @@ def parse_error_code(value: Any, where: str = "action.error") -> int:
         if name in ErrorCode.__members__:
             return int(ErrorCode[name])
         if not re.fullmatch(r"-?[0-9]{1,6}", name):
-            raise FaultConfigError(where, f"unknown Kafka error {show(value)} (use a name like REQUEST_TIMED_OUT or a code)")
+            hint = suggest(name, list(ErrorCode.__members__)) or " (use a name like REQUEST_TIMED_OUT or a code)"
+            raise FaultConfigError(where, f"unknown Kafka error {show(value)}{hint}")
         value = int(name)
     if isinstance(value, bool) or not isinstance(value, int):
         raise FaultConfigError(where, f"unknown Kafka error {show(value)} (use a name like REQUEST_TIMED_OUT or a code)")

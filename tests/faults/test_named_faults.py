@@ -38,7 +38,7 @@ def test_each_name_makes_the_rule_one_would_write_by_hand():
 def test_unknown_names_and_arguments_say_what_was_meant():
     with pytest.raises(FaultConfigError, match="unknown fault 'latncy' \\(did you mean 'latency'\\?\\)"):
         named.rule("latncy", ms=1)
-    with pytest.raises(FaultConfigError, match="jiter_ms: not an argument of latency \\(did you mean 'jitter-ms'\\?\\)"):
+    with pytest.raises(FaultConfigError, match="jiter_ms: not an argument of latency \\(did you mean 'jitter_ms'\\?\\)"):
         named.rule("latency", ms=1, jiter_ms=3)
     with pytest.raises(FaultConfigError, match="slow-close acts on connections"):
         named.rule("slow-close", ms=1, api="Produce")
