@@ -1,7 +1,8 @@
 """``broker-emu fault latency|jitter|bandwidth|timeout|reset|slow-close|error|black-hole``: the
 named faults (``broker_emu.faults.named``) on a running cluster's control API, as sub-commands of
 ``broker-emu fault``. Each builds its rule here, checks it as the server will, and posts it
-(``POST /faults``); a usage error is one line on stderr with a suggestion, and exit status 2."""
+(``POST /faults``); a usage error is one line on stderr with a suggestion, and exit status 2.
+``broker-emu fault wait KIND ...`` is the control API's ``GET /wait/...`` for shell scripts."""
 
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ def add_named_fault_commands(fault: argparse.ArgumentParser, commands: Any) -> N
         p.add_argument("--token", default=argparse.SUPPRESS)
         one_line_errors(p, f"broker-emu fault {name}")
         strict(p, ["--" + a.replace("_", "-") for a in spec.params + selectors] + ["--name", "--control", "--token"])
+    add_wait_command(commands)
 
 
 def named_fault_command(args: argparse.Namespace) -> int:
@@ -90,5 +92,65 @@ def named_fault_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: cannot reach the control API at {args.control}: {exc}", file=sys.stderr)
         return 1
+    except ValueError as exc:   # urllib: not a URL
+        print(f"error: --control {args.control!r}: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+WAIT_PATHS = {   # kind -> (positional arguments, options, path template)
+    "group": (("group",), ("state", "members"), "/wait/group/{group}"),
+    "partition": (("topic", "partition"), ("high_watermark", "log_end_offset", "isr_size", "leader"),
+                  "/wait/partition/{topic}/{partition}"),
+    "fault": (("id",), ("hits",), "/wait/fault/{id}"),
+    "transaction": (("transactional_id",), ("state",), "/wait/transaction/{transactional_id}"),
+    "connections": ((), ("count", "broker"), "/wait/connections"),
+    "trace": ((), ("kind", "count", "since_ms", "api", "client_id"), "/wait/trace"),
+}
+WAIT_TYPES = {"partition": int, "id": int, "members": int, "high_watermark": int, "log_end_offset": int, "isr_size": int,
+              "leader": int, "hits": int, "count": int, "broker": int, "since_ms": float}
+
+
+def add_wait_command(commands: Any) -> None:
+    """``broker-emu fault wait KIND ...``: ``GET /wait/...`` from a shell script; exit status 0
+    when the condition held, 1 when the time ran out (the message says what was last seen)."""
+    w = commands.add_parser("wait", help="wait until the cluster reaches a state (GET /wait/...)")
+    one_line_errors(w, "broker-emu fault wait")
+    kinds = w.add_subparsers(dest="wait_kind", required=True)
+    for kind, (positional, options, _) in WAIT_PATHS.items():
+        k = kinds.add_parser(kind, help=f"wait on {kind}")
+        k.set_defaults(func=wait_command)
+        for arg in positional:
+            k.add_argument(arg, type=WAIT_TYPES.get(arg, str))
+        for arg in options:
+            k.add_argument("--" + arg.replace("_", "-"), dest=arg, type=WAIT_TYPES.get(arg, str))
+        k.add_argument("--timeout-ms", type=float, default=10_000, help="at most 60000 (default 10000)")
+        k.add_argument("--control", default=argparse.SUPPRESS, help="control API URL (printed by serve)")
+        k.add_argument("--token", default=argparse.SUPPRESS)
+        one_line_errors(k, f"broker-emu fault wait {kind}")
+        strict(k, ["--" + a.replace("_", "-") for a in options] + ["--timeout-ms", "--control", "--token"])
+
+
+def wait_command(args: argparse.Namespace) -> int:
+    from urllib.parse import quote, urlencode
+
+    from broker_emu.control.client import ControlError, call
+
+    positional, options, template = WAIT_PATHS[args.wait_kind]
+    path = template.format(**{arg: quote(str(getattr(args, arg)), safe="") for arg in positional})
+    query = {arg: getattr(args, arg) for arg in options if getattr(args, arg) is not None} | {"timeout_ms": args.timeout_ms}
+    try:
+        out = call(args.control, "GET", f"{path}?{urlencode(query)}", token=args.token, timeout=args.timeout_ms / 1000 + 10)
+    except ControlError as exc:
+        message = exc.body.get("error") if isinstance(exc.body, dict) else exc.body
+        print(f"broker-emu fault wait {args.wait_kind}: {message}", file=sys.stderr)
+        return 1 if exc.status == 408 else 2 if exc.status == 400 else 1
+    except OSError as exc:
+        print(f"error: cannot reach the control API at {args.control}: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:   # urllib: not a URL
+        print(f"error: --control {args.control!r}: {exc}", file=sys.stderr)
+        return 2
     print(json.dumps(out, indent=1))
     return 0

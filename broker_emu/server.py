@@ -114,7 +114,8 @@ class Connection:
             if self._held_big_buffer:
                 release_free_memory()   # else the allocator keeps a big partial frame's pages
             try:
-                await trio.sleep(self.close_delay_s)   # slow_close: the socket closes that much later
+                if self.close_delay_s:
+                    await trio.sleep(self.close_delay_s)   # slow_close: the socket closes that much later
             finally:
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
                     await trio.aclose_forcefully(self.stream)

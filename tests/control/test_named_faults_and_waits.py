@@ -106,6 +106,18 @@ def test_a_wait_that_times_out_answers_408_with_what_it_saw(served):
     assert status == 408 and body["seen"]["count"] == 0
 
 
+def test_the_cli_waits_exit_0_when_the_state_holds_and_1_with_what_was_seen_when_not(served):
+    out = fault_cli(served, "wait", "partition", "t", "0", "--isr-size", "3", "--timeout-ms", "2000")
+    assert out.returncode == 0 and '"isr_size": 3' in out.stdout, out.stderr
+    out = fault_cli(served, "wait", "group", "nobody", "--members", "1", "--timeout-ms", "100")
+    assert out.returncode == 1
+    assert out.stderr.strip() == "broker-emu fault wait group: group nobody: waited 0.1 s for 1 members; last seen no such group yet"
+    out = fault_cli(served, "wait", "group", "g", "--state", "Stabel", "--timeout-ms", "100")
+    assert out.returncode == 2 and "did you mean 'Stable'?" in out.stderr
+    out = fault_cli(served, "wait", "trace", "--kind", "send", "--timeout-ms", "100", "--cuont", "3")
+    assert out.returncode == 2 and "unknown argument --cuont (did you mean '--count'?)" in out.stderr
+
+
 @pytest.mark.parametrize("path, field", [
     ("/wait/connections?count=1", "timeout_ms"),
     ("/wait/connections?count=1&timeout_ms=60001", "timeout_ms"),
