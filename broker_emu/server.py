@@ -385,7 +385,8 @@ class Connection:
         facts = RequestFacts(self.broker.id, api_key, api_version, self.client_id, self.id, frozenset(topics))
         decision = cluster.faults.decide(facts, cluster.now_ms())
         for rule in decision.applied:
-            cluster.trace.emit("fault_applied", **fields, details={"rule": rule.id, "action": rule.action.to_dict()})
+            drawn = {"delay_ms": decision.drawn_ms[rule.id]} if rule.id in decision.drawn_ms else {}   # a jittered delay
+            cluster.trace.emit("fault_applied", **fields, details={"rule": rule.id, "action": rule.action.to_dict(), **drawn})
         return decision
 
     async def _faults_before(self, decision: Decision, api_key: int) -> bool:

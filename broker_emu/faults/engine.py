@@ -41,6 +41,7 @@ class Decision:
     stop_broker_ms: float | None = None   # stop the broker this long after the request was read
     terminal: Any = None           # the first terminal Action, if any
     applied: list[Rule] = field(default_factory=list)
+    drawn_ms: dict[int, float] = field(default_factory=dict)   # rule id -> the delay its jitter drew
 
     @property
     def empty(self) -> bool:
@@ -115,13 +116,15 @@ class FaultEngine(NamedFaults):
         rule.applied += 1
         return True
 
-    def _jittered(self, rule_id: int, action: Action) -> float:
+    def _jittered(self, rule_id: int, action: Action, decision: Decision) -> float:
         """A delay with its jitter: uniform in [max(0, ms - jitter_ms), ms + jitter_ms], drawn from
-        the rule's own seeded RNG (the same seed and requests give the same delays)."""
+        the rule's own seeded RNG (the same seed and requests give the same delays); the draw is
+        kept in the decision, for the trace."""
         if not action.jitter_ms:
             return action.ms
         low = max(0.0, action.ms - action.jitter_ms)
-        return round(self._rngs[rule_id].uniform(low, action.ms + action.jitter_ms), 3)
+        decision.drawn_ms[rule_id] = round(self._rngs[rule_id].uniform(low, action.ms + action.jitter_ms), 3)
+        return decision.drawn_ms[rule_id]
 
     def decide(self, facts: RequestFacts, now_ms: float) -> Decision:
         decision = Decision()
@@ -131,9 +134,9 @@ class FaultEngine(NamedFaults):
             action = rule.action
             decision.applied.append(rule)
             if action.type == "delay_request":
-                decision.delay_request_ms += self._jittered(rule.id, action)
+                decision.delay_request_ms += self._jittered(rule.id, action, decision)
             elif action.type == "delay_response":
-                decision.delay_response_ms += self._jittered(rule.id, action)
+                decision.delay_response_ms += self._jittered(rule.id, action, decision)
             elif action.type == "bandwidth":
                 decision.bytes_per_s = min(action.bytes_per_s, decision.bytes_per_s or action.bytes_per_s)
             elif action.type == "throttle":

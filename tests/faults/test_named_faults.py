@@ -67,7 +67,10 @@ async def test_jitter_is_bounded_and_the_same_seed_gives_the_same_delays(autojum
         async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config={"emu.seed": seed}) as cluster:
             cluster.faults.latency(api="Produce", ms=500, jitter_ms=100)
             w = WireClient(cluster.connect(0))
-            return [round((await produce_took(w))[0], 6) for _ in range(20)]
+            took = [round((await produce_took(w))[0], 6) for _ in range(20)]
+            drawn = [e.details["delay_ms"] for e in cluster.trace.events if e.kind == "fault_applied"]
+            assert [round(d / 1000, 6) for d in drawn] == took   # the trace says what the jitter drew
+            return took
 
     first = await delays(7)
     assert all(0.4 <= d <= 0.6 for d in first) and len(set(first)) > 10
