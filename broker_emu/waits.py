@@ -210,8 +210,8 @@ async def wait_until(target: Any, cond: Condition, timeout: float) -> dict[str, 
     """Wait on trio's clock until ``cond`` holds: what was seen, or ``WaitTimeout``."""
     start = trio.current_time()
     deadline = start + timeout
-    woken = [trio.Event()]
-    unsubscribe = target.trace.subscribe(lambda _event: woken[-1].set())
+    traced = {"event": trio.Event()}   # set by the next trace event
+    unsubscribe = target.trace.subscribe(lambda _event: traced["event"].set())
     try:
         while True:
             met, seen, words = cond.check()
@@ -221,9 +221,8 @@ async def wait_until(target: Any, cond: Condition, timeout: float) -> dict[str, 
             if now >= deadline:
                 raise WaitTimeout(f"{cond.subject}: waited {timeout:g} s for {cond.wanted}; last seen {words}", seen, now - start)
             with trio.move_on_at(min(deadline, now + POLL_S)):
-                await woken[-1].wait()
-            woken.append(trio.Event())
-            del woken[0]
+                await traced["event"].wait()
+            traced["event"] = trio.Event()
     finally:
         unsubscribe()
 

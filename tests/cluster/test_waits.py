@@ -149,3 +149,26 @@ def test_the_blocking_twin_on_a_threaded_cluster():
         with pytest.raises(WaitTimeout, match=f"fault {handle.id}: waited 0.2 s for 1 hits; last seen 0 hits"):
             tc.wait_for("fault", id=handle.id, timeout=0.2)
         assert handle.hits == 0 and handle.clear() and not handle.active
+
+
+async def test_the_http_wait_runs_on_the_cluster_clock_and_is_capped(autojump_clock):
+    from broker_emu.control import Routes
+    from broker_emu.control.http import HttpError, HttpRequest
+
+    def get(path: str, **query: str) -> HttpRequest:
+        return HttpRequest("GET", path, query, {}, b"")
+
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config={"emu.control.wait.max.ms": 2000}) as cluster:
+        routes = Routes(cluster)
+        with pytest.raises(HttpError) as refused:
+            await routes(get("/wait/connections", count="0", timeout_ms="2001"))
+        assert refused.value.status == 400 and refused.value.field == "timeout_ms"
+        start = trio.current_time()
+        answer = await routes(get("/wait/partition/t/0", high_watermark="1", timeout_ms="2000"))
+        assert answer.status == 408 and trio.current_time() - start == 2.0
+        assert answer.body["seen"]["high_watermark"] == 0 and answer.body["waited_ms"] == 2000
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(produce_at, cluster, 0.75)
+            start = trio.current_time()
+            answer = await routes(get("/wait/partition/t/0", high_watermark="1", timeout_ms="2000"))
+        assert answer.status == 200 and answer.body["waited_ms"] == 750 and trio.current_time() - start == 0.75
