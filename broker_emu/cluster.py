@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 import trio
 
-from broker_emu import cluster_shape, reassignments, waits
+from broker_emu import cluster_shape, reassignments
 from broker_emu.config import ConfigError, broker_config
 from broker_emu.faults import FaultEngine
 from broker_emu.faults.rules import REPLICATION_MODES, FaultConfigError, check_ms
@@ -34,6 +34,7 @@ from broker_emu.topic_config import effective, validate_topic_configs
 from broker_emu.topic_names import validate_topic_name
 from broker_emu.trace import Kind, Trace
 from broker_emu.version_profiles import ProfileError, VersionProfile
+from broker_emu.waits import Waits
 
 log_module = logging.getLogger("broker_emu")
 INTERNAL_TOPICS = ("__consumer_offsets",)
@@ -80,7 +81,7 @@ def follows_system_clock(mode: str) -> bool:
     return mode == "system" or (mode == "auto" and not mock)
 
 
-class Cluster:
+class Cluster(Waits):   # Waits: cluster.wait_for(...)
     def __init__(self, brokers: int | Iterable[int] = 3, config: dict[str, Any] | None = None,
                  host: str = "127.0.0.1", trace_sink=None):
         self.config = broker_config(config)
@@ -153,10 +154,6 @@ class Cluster:
     # -- time ---------------------------------------------------------------------------------
     def now_ms(self) -> float:
         return self.trace.now_ms()
-
-    async def wait_for(self, what: str, timeout: float = 5.0, **params: Any) -> dict[str, Any]:
-        """Wait until the cluster reaches a state (``broker_emu.waits``: what, arguments, timeouts)."""
-        return await waits.wait_for(self, what, timeout, **params)
 
     def wall_ms(self) -> int:
         """Kafka's wall clock (LogAppendTime, ListOffsets, OAUTHBEARER token times): the system

@@ -231,3 +231,12 @@ async def wait_for(target: Any, what: str, timeout: float = 5.0, **params: Any) 
     """``cluster.wait_for``: build the condition, then wait for it at most ``timeout`` seconds."""
     cond = condition(target, what, **params)
     return await wait_until(target, cond, check_timeout(timeout))
+
+
+class Waits:
+    """``wait_for`` as a method of what has a trace (the cluster, the proxy)."""
+
+    async def wait_for(self, what: str, timeout: float = 5.0, **params: Any) -> dict[str, Any]:
+        """Wait until a state is reached (``KINDS``: what, and its arguments), at most ``timeout``
+        seconds on trio's clock: what was seen, or ``WaitTimeout`` with what was last seen."""
+        return await wait_for(self, what, timeout, **params)

@@ -41,8 +41,7 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 def _errors(*statuses: int) -> dict[str, Any]:
     reasons = {400: "invalid request: `field` names what is wrong", 401: "missing or wrong bearer token",
                403: "refused: cross-origin, cross-site or non-loopback Host", 404: "no such broker, topic, partition or rule",
-               405: "method not allowed", 408: "the wait timed out: `seen` is what was last seen",
-               409: "too many rules at once", 413: "request head or body too large",
+               405: "method not allowed", 409: "too many rules at once", 413: "request head or body too large",
                415: "a body that is not Content-Type: application/json", 500: "a bug: this request failed, the server did not"}
     common = (401, 403, 405, 413, 415, 500)
     return {str(s): _json(_ref("Error"), reasons[s]) for s in sorted(set(statuses) | set(common))}

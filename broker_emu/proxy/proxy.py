@@ -19,7 +19,6 @@ from typing import IO, Any, AsyncIterator, Iterable, Iterator, NamedTuple
 
 import trio
 
-from broker_emu import waits
 from broker_emu.config import broker_config
 from broker_emu.faults import FaultEngine
 from broker_emu.listeners import serve_broker
@@ -28,6 +27,7 @@ from broker_emu.proxy.upstream import Node, discover, parse_bootstrap
 from broker_emu.runtime import ThreadedCluster
 from broker_emu.security import Security
 from broker_emu.trace import DEFAULT_MAX_BYTES, Trace
+from broker_emu.waits import Waits
 
 DEFAULT_MAX_REQUEST = 104_857_600   # Kafka's socket.request.max.bytes
 
@@ -49,7 +49,7 @@ class KnownTopic(NamedTuple):
     name: str
 
 
-class Proxy:
+class Proxy(Waits):   # Waits: proxy.wait_for(...) on fault hits, connections, trace events
     def __init__(self, upstream: str, *, seed: int = 0, host: str = "127.0.0.1", trace_sink: IO[str] | None = None,
                  max_request_bytes: int = DEFAULT_MAX_REQUEST, trace_max_bytes: int = DEFAULT_MAX_BYTES):
         self.upstream = upstream
@@ -70,10 +70,6 @@ class Proxy:
     # -- what the pipeline and the control API use --------------------------------------------
     def now_ms(self) -> float:
         return self.trace.now_ms()
-
-    async def wait_for(self, what: str, timeout: float = 5.0, **params: Any) -> dict[str, Any]:
-        """``Cluster.wait_for`` on the proxy: fault hits, connections, trace events."""
-        return await waits.wait_for(self, what, timeout, **params)
 
     def broker_ids(self) -> set[int]:
         return set(self.brokers)
