@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import trio
 
+from broker_emu.cli_faults import add_named_fault_commands
 from broker_emu.version_profiles import PROFILES
 
 
@@ -233,6 +234,7 @@ def add_commands(sub: Any, playground: Callable[[], Any] | None = None) -> None:
     rp.add_argument("--partition", type=int)
     rp.add_argument("--follower", type=int)
     rp.add_argument("--lag-ms", type=float, default=0)
+    add_named_fault_commands(f, fs)   # latency, jitter, ... (broker_emu/cli_faults.py)
 
 
 def add_proxy_command(sub: Any) -> None:

@@ -34,6 +34,7 @@ from broker_emu.topic_config import effective, validate_topic_configs
 from broker_emu.topic_names import validate_topic_name
 from broker_emu.trace import Kind, Trace
 from broker_emu.version_profiles import ProfileError, VersionProfile
+from broker_emu.waits import Waits
 
 log_module = logging.getLogger("broker_emu")
 INTERNAL_TOPICS = ("__consumer_offsets",)
@@ -80,7 +81,7 @@ def follows_system_clock(mode: str) -> bool:
     return mode == "system" or (mode == "auto" and not mock)
 
 
-class Cluster:
+class Cluster(Waits):   # Waits: cluster.wait_for(...)
     def __init__(self, brokers: int | Iterable[int] = 3, config: dict[str, Any] | None = None,
                  host: str = "127.0.0.1", trace_sink=None):
         self.config = broker_config(config)
@@ -97,7 +98,7 @@ class Cluster:
         self.trace = Trace(trio.current_time, sink=trace_sink, max_bytes=self.config["emu.trace.max.bytes"])
         self.log_memory = LogMemory(log_memory_budget(self.config["emu.log.memory.bytes"]), self._log_evicted)
         self._evict_warned_at = float("-inf")
-        self.faults = FaultEngine(seed=self.config["emu.seed"], brokers=ids)
+        self.faults = FaultEngine(seed=self.config["emu.seed"], brokers=ids, clock=self.trace.now_ms)
         self.produce_purgatory = Purgatory("Produce", self.scheduler, self._purgatory_event)
         self.fetch_purgatory = Purgatory("Fetch", self.scheduler, self._purgatory_event)
         self.delete_records_purgatory = Purgatory("DeleteRecords", self.scheduler, self._purgatory_event)

@@ -49,6 +49,7 @@ DEFAULTS: dict[str, Any] = {
     "emu.telemetry": False,                   # advertise GetTelemetrySubscriptions (KIP-714)
     "emu.replication.delay.ms": 0,            # how long followers take to copy in normal mode
     "emu.trace.max.bytes": 64 << 20,          # the in-memory trace is a ring of about this many bytes
+    "emu.control.wait.max.ms": 60_000,        # the longest timeout_ms a control API wait accepts (at most 60000)
     # Kafka streams a compressed batch's records; the emulator decompresses a batch whole, so it
     # bounds the result (past it: MESSAGE_TOO_LARGE), lest a small batch expand into gigabytes
     "emu.decompressed.max.bytes": 64 << 20,
@@ -101,7 +102,7 @@ VALIDATORS: dict[str, Validator] = {
     "emu.controller.delay.ms": at_least(0),
     "group.consumer.migration.policy": one_of("disabled", "upgrade", "downgrade", "bidirectional"),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
-    "emu.trace.max.bytes": at_least(0), "connections.max.reauth.ms": at_least(0),
+    "emu.trace.max.bytes": at_least(0), "connections.max.reauth.ms": at_least(0), "emu.control.wait.max.ms": at_least(0),
     "emu.oauthbearer.allowable.clock.skew.ms": at_least(0), "emu.wall.clock": one_of("auto", "fixed", "system"),
     "ssl.client.auth": one_of("none", "requested", "required"),
     "emu.security.protocol": one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), "emu.replication.delay.ms": at_least(0), "emu.log.memory.bytes": at_least(-1),

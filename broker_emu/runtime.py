@@ -9,7 +9,9 @@ from typing import Any, AsyncContextManager, AsyncIterator, Callable, Iterable, 
 
 import trio
 
+from broker_emu import waits
 from broker_emu.cluster import Cluster
+from broker_emu.faults.named import BlockingFaults
 from broker_emu.groups import GroupCoordinator
 from broker_emu.handlers.catalog import register_all
 from broker_emu.listeners import serve_broker
@@ -103,6 +105,18 @@ class ThreadedCluster:
 
     def acall(self, afn, *args):
         return trio.from_thread.run(afn, *args, trio_token=self._token)
+
+    @property
+    def faults(self) -> BlockingFaults:
+        """The named faults (``tc.faults.latency(api="Produce", ms=500)``), added on the cluster's thread."""
+        return BlockingFaults(self.call, lambda: self.cluster.faults)   # type: ignore[union-attr]
+
+    def wait_for(self, what: str, timeout: float = 5.0, **params: Any) -> dict[str, Any]:
+        """``Cluster.wait_for`` for blocking code: blocks this thread (the cluster's clock decides the
+        timeout); raises ``broker_emu.waits.WaitTimeout`` with what was last seen."""
+        async def run() -> dict[str, Any]:
+            return await waits.wait_for(self.cluster, what, timeout, **params)
+        return trio.from_thread.run(run, trio_token=self._token)
 
     def stop(self) -> None:
         if self._token is not None and self._stop is not None and self._thread.is_alive():

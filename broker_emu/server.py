@@ -73,6 +73,7 @@ class Connection:
         self._current: trio.CancelScope | None = None  # the request being handled
         self._busy = False                                 # a request is being handled
         self.inflight: dict[int, tuple[int, float, Any]] = {}   # correlation id -> the request being handled
+        self.close_delay_s = 0.0   # a slow_close rule's delay
         self.muted_until_ms = 0.0                          # a throttle's mute (KIP-219) lasts until then
         # opt-in: called with (connection, frame) for every request frame read, before it is
         # decoded (tools/capture_corpus.py records real clients' requests this way)
@@ -112,8 +113,11 @@ class Connection:
             self._closed_by("broker", "connection ended")
             if self._held_big_buffer:
                 release_free_memory()   # else the allocator keeps a big partial frame's pages
-            with trio.CancelScope(shield=True):
-                with trio.move_on_after(1):
+            try:
+                if self.close_delay_s:
+                    await trio.sleep(self.close_delay_s)   # slow_close: the socket closes that much later
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(1):
                     await trio.aclose_forcefully(self.stream)
 
     async def _connection_faults(self) -> bool:
@@ -129,6 +133,7 @@ class Connection:
                 await trio.sleep_forever()
             if kind == "slow_accept":
                 await trio.sleep(rule.action.ms / 1000)
+            self.close_delay_s = rule.action.ms / 1000 if kind == "slow_close" else self.close_delay_s
         return True
 
     async def _reader(self, send: trio.MemorySendChannel) -> None:
@@ -380,7 +385,8 @@ class Connection:
         facts = RequestFacts(self.broker.id, api_key, api_version, self.client_id, self.id, frozenset(topics))
         decision = cluster.faults.decide(facts, cluster.now_ms())
         for rule in decision.applied:
-            cluster.trace.emit("fault_applied", **fields, details={"rule": rule.id, "action": rule.action.to_dict()})
+            drawn = {"delay_ms": decision.drawn_ms[rule.id]} if rule.id in decision.drawn_ms else {}   # a jittered delay
+            cluster.trace.emit("fault_applied", **fields, details={"rule": rule.id, "action": rule.action.to_dict(), **drawn})
         return decision
 
     async def _faults_before(self, decision: Decision, api_key: int) -> bool:
@@ -396,7 +402,11 @@ class Connection:
             await trio.sleep(decision.delay_request_ms / 1000)
         terminal = decision.terminal
         if terminal is not None and terminal.type == "black_hole":
-            await trio.sleep_forever()
+            if not terminal.close_ms:
+                await trio.sleep_forever()
+            await trio.sleep(terminal.close_ms / 1000)   # Toxiproxy's timeout: nothing answered, then the close
+            self.abort(f"fault: black_hole, closed after {terminal.close_ms:g} ms")
+            return False
         if terminal is not None and terminal.type == "close_before":
             self.abort(f"fault: close_before {api_key}")
             return False
@@ -405,8 +415,8 @@ class Connection:
     async def _send_faulted(self, out: bytes, errors: list[int], decision: Decision, fields: dict[str, Any]) -> bool:
         """Send an answer as the decision says: held (delay_response), half written then
         stalled (partial_response), and followed by the throttle's mute (KIP-219)."""
-        if decision.delay_response_ms:
-            await trio.sleep(decision.delay_response_ms / 1000)
+        if decision.delay_response_ms or decision.bytes_per_s:   # a bandwidth rule holds it for its size
+            await trio.sleep(decision.delay_response_ms / 1000 + (len(out) / decision.bytes_per_s if decision.bytes_per_s else 0))
         terminal = decision.terminal
         if terminal is not None and terminal.type == "partial_response":
             await self.stream.send_all(out[: max(1, len(out) // 2)])

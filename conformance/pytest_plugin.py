@@ -1,13 +1,15 @@
 """pytest plugin (auto-registered): a running emulated cluster for your own tests.
 
     def test_my_app_survives_a_black_hole(kafka_cluster):          # plain sync test
-        kafka_cluster.add_fault({"match": {"api": "Produce"}, "action": "black_hole", "times": 1})
+        hole = kafka_cluster.faults.black_hole(api="Produce", count=1)
         run_my_app(bootstrap=kafka_cluster.bootstrap)
-        assert kafka_cluster.trace(kind="conn_close")
+        kafka_cluster.wait_for("trace", kind="conn_close", timeout=10)
+        assert hole.hits == 1
 
     async def test_with_trio(trio_kafka_cluster):                   # pytest-trio tests
         cluster = trio_kafka_cluster                                 # the Cluster itself
-        cluster.faults.add({...}, cluster.now_ms())
+        cluster.faults.latency(api="Produce", ms=500)
+        await cluster.wait_for("group", group="g", state="Stable", members=2)
 
 Asyncio tests (e.g. aiokafka) use ``kafka_cluster`` too: the cluster runs on its own thread.
 Customise with ``@pytest.mark.kafka_cluster(brokers=1, topics=[("t", 3, 1)], config={...})``;
@@ -52,6 +54,17 @@ class KafkaClusterHandle:
     @property
     def cluster(self):
         return self._tc.cluster
+
+    @property
+    def faults(self):
+        """Named faults: ``kafka_cluster.faults.latency(api="Produce", ms=500)`` returns a handle
+        (``.id``, ``.hits``, ``.clear()``); docs/faults.md."""
+        return self._tc.faults
+
+    def wait_for(self, what: str, timeout: float = 5.0, **params) -> dict:
+        """Block until the cluster reaches a state (``Cluster.wait_for``; docs/faults.md), or raise
+        ``broker_emu.waits.WaitTimeout`` naming what was last seen."""
+        return self._tc.wait_for(what, timeout, **params)
 
     def add_fault(self, rule: dict) -> int:
         return self._tc.call(lambda: self.cluster.faults.add(rule, self.cluster.now_ms()).id)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-EXAMPLES = [(path.name, i, block) for path in [DOCS / "client.md", DOCS / "transactions.md", DOCS / "kip848.md"]
+EXAMPLES = [(path.name, i, block) for path in [DOCS / "client.md", DOCS / "transactions.md", DOCS / "kip848.md", DOCS / "faults.md"]
             for i, block in enumerate(textwrap.dedent(b) for b in re.findall(r"```python\n(.*?)```", path.read_text(), re.DOTALL))]
 
 
@@ -19,6 +19,11 @@ EXPECT = {("client.md", 0): ["offset=0", "None RecordMetadata("], ("client.md", 
           ("client.md", 3): ["{'orders': RequestTimedOutError", "{'orders': None}", "{(2, 'orders'): None}"],
           ("transactions.md", 0): ["[b'kept']"],
           ("kip848.md", 0): ["50000 GROUP_CONFIG"],
+          ("faults.md", 0): ["produce took 0.438 s\nproduce took 0.443 s\nproduce took 0.000 s\n<fault 1 latency: 2 hits> 2",
+                             "high watermark 3"],
+          ("faults.md", 1): ["{'action': {'type': 'black_hole', 'close_ms': 3000}, 'name': 'timeout'",
+                             "'match': {'topic': 'orders'}, 'probability': 0.1}"],
+          ("faults.md", 2): ["0\nhits 1\n{'group': 'billing', 'state': 'Stable', 'members': 1}"],
           ("kip848.md", 1): ["[0, 1, 2, 3, 4, 5]", "Stable 1 1 stable {'orders': [0, 1, 2, 3, 4, 5]}"]}
 
 

@@ -76,3 +76,30 @@ def test_asyncio_test_with_aiokafka(kafka_cluster):
     md = asyncio.run(main())
     assert md.offset == 0
     assert [e.api for e in kafka_cluster.trace(kind="recv", api="Produce")] == ["Produce"]
+
+
+@pytest.mark.kafka_cluster(brokers=1, topics=[("t", 1, 1)])
+def test_sync_fixture_named_faults_and_waits(kafka_cluster):
+    import client
+    from broker_emu.waits import WaitTimeout
+
+    error = kafka_cluster.faults.error("NOT_LEADER_OR_FOLLOWER", api="Produce", count=1)
+    with client.Producer({"bootstrap.servers": kafka_cluster.bootstrap, "acks": 1, "linger.ms": 0}) as p:
+        assert p.send("t", b"x", partition=0).result(10).offset == 0   # retried after the injected error
+        seen = kafka_cluster.wait_for("partition", topic="t", partition=0, high_watermark=1, timeout=5)
+        assert seen["high_watermark"] == 1 and error.hits == 1 and error.matched == 1
+    with pytest.raises(WaitTimeout, match="^transactional id tx: waited 0.1 s for state Ongoing; last seen no such"):
+        kafka_cluster.wait_for("transaction", transactional_id="tx", state="Ongoing", timeout=0.1)
+
+
+async def test_trio_fixture_named_faults_and_waits(trio_kafka_cluster, autojump_clock):
+    from tests.cluster.wire import WireClient, produce_body
+
+    cluster = trio_kafka_cluster
+    cluster.create_topic("t3", 1, 1)
+    latency = cluster.faults.latency(api="Produce", ms=250)
+    leader = cluster.partition("t3", 0).leader
+    start = trio.current_time()
+    await WireClient(cluster.connect(leader)).call(0, 9, produce_body("t3", 0, [b"a"], acks=1))
+    assert trio.current_time() - start == 0.25
+    assert (await cluster.wait_for("fault", id=latency.id, hits=1, timeout=0))["hits"] == 1

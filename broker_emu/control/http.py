@@ -31,7 +31,7 @@ MAX_HEADER = 16 * 1024
 MAX_BODY = 1024 * 1024
 MAX_DEPTH = 32          # a rule is 3 deep; a list of rules 4
 REQUEST_TIMEOUT_S = 30
-REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 408: "Request Timeout",
            405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large", 415: "Unsupported Media Type",
            500: "Internal Server Error", 503: "Service Unavailable"}
 SINGLE_HEADERS = ("host", "origin", "content-length", "content-type", "authorization", "transfer-encoding")

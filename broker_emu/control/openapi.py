@@ -10,11 +10,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker_emu.faults.rules import ACTIONS, INT16_MAX, INT32_MAX, INT64_MAX, MAX_MS, MAX_STRING, REPLICATION_MODES
+from broker_emu.control.wait_routes import MAX_WAIT_MS
+from broker_emu.faults.rules import (
+    ACTIONS,
+    INT16_MAX,
+    INT32_MAX,
+    INT64_MAX,
+    MAX_BYTES_PER_S,
+    MAX_MS,
+    MAX_STRING,
+    OPTIONAL_PARAMS,
+    REPLICATION_MODES,
+)
+from broker_emu.trace import Kind
+from broker_emu.waits import GROUP_STATES, TXN_STATES
 from client.errors import ErrorCode
 from client.protocol import ApiKey
 
-MS_ACTIONS = sorted(k for k, params in ACTIONS.items() if params == ("ms",))
 PLAIN_ACTIONS = sorted(k for k, params in ACTIONS.items() if not params)
 
 
@@ -65,6 +77,28 @@ BROKER_ID = {"type": "integer", "minimum": 0, "maximum": INT32_MAX}
 STRING = {"type": "string", "maxLength": MAX_STRING}
 OBJECT = {"type": "object"}
 
+PARAMS: dict[str, Any] = {
+    "ms": MS, "jitter_ms": MS, "close_ms": MS,
+    "bytes_per_s": {"type": "integer", "minimum": 1, "maximum": MAX_BYTES_PER_S},
+    "error": {"oneOf": [{"type": "string", "enum": list(ErrorCode.__members__), "description": "a Kafka error name (any case)"},
+                        {"type": "integer", "minimum": -INT16_MAX - 1, "maximum": INT16_MAX}]},
+}
+
+
+def action_shapes() -> list[dict[str, Any]]:
+    """An action: a bare type name (an action with no required parameter), or an object, one
+    branch per set of parameters (optional ones may be null: not set)."""
+    shapes: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
+    for kind, params in ACTIONS.items():
+        shapes.setdefault((params, OPTIONAL_PARAMS.get(kind, ())), []).append(kind)
+    out: list[dict[str, Any]] = [{"type": "string", "enum": PLAIN_ACTIONS}]
+    for (required, optional), kinds in shapes.items():
+        properties = {"type": {"type": "string", "enum": sorted(kinds)}, **{p: PARAMS[p] for p in required},
+                      **{p: {**PARAMS[p], "nullable": True} for p in optional}}
+        out.append({"type": "object", "additionalProperties": False, "required": ["type", *required], "properties": properties})
+    return out
+
+
 SCHEMAS: dict[str, Any] = {
     "Error": {"type": "object", "required": ["error"], "properties": {
         "error": {"type": "string", "description": "what is wrong"},
@@ -79,17 +113,7 @@ SCHEMAS: dict[str, Any] = {
         "partition": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT32_MAX},
         "client_id": _nullable(STRING),
         "connection": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT64_MAX}}},
-    "Action": {"oneOf": [
-        {"type": "string", "enum": PLAIN_ACTIONS},
-        {"type": "object", "additionalProperties": False, "required": ["type"],
-         "properties": {"type": {"type": "string", "enum": PLAIN_ACTIONS}}},
-        {"type": "object", "additionalProperties": False, "required": ["type", "ms"],
-         "properties": {"type": {"type": "string", "enum": MS_ACTIONS}, "ms": MS}},
-        {"type": "object", "additionalProperties": False, "required": ["type", "error"],
-         "properties": {"type": {"type": "string", "enum": ["error"]},
-                        "error": {"oneOf": [{"type": "string", "enum": list(ErrorCode.__members__),
-                                             "description": "a Kafka error name (any case)"},
-                                            {"type": "integer", "minimum": -INT16_MAX - 1, "maximum": INT16_MAX}]}}}]},
+    "Action": {"oneOf": action_shapes()},
     "Rule": {"type": "object", "additionalProperties": False, "required": ["action"], "properties": {
         "match": _nullable(_ref("Match")),
         "action": _ref("Action"),
@@ -112,6 +136,13 @@ SCHEMAS: dict[str, Any] = {
         "lag_ms": {**MS, "nullable": True, "description": "for mode `lag`: > 0"}}},
     "MarkerDelay": {"type": "object", "additionalProperties": False, "required": ["ms"],
                     "properties": {"ms": {**MS, "nullable": True, "maximum": 86_400_000}}},
+    "WaitResult": {"type": "object", "required": ["waited_ms", "seen"], "properties": {
+        "waited_ms": {"type": "number", "description": "how long the condition took to hold, on the cluster's clock"},
+        "seen": {**OBJECT, "description": "what held: the group, partition, rule, transaction, connections or trace events"}}},
+    "WaitTimedOut": {"type": "object", "required": ["error", "waited_ms", "seen"], "properties": {
+        "error": {"type": "string", "description": "what was waited for and what was last seen, in one line"},
+        "field": {"type": "string"}, "waited_ms": {"type": "number"},
+        "seen": {**OBJECT, "description": "the last state seen"}}},
     "Leader": {"type": "object", "additionalProperties": False, "required": ["broker"], "properties": {"broker": BROKER_ID}},
     "PlaygroundRun": {"type": "object", "additionalProperties": False, "required": ["scenario"], "properties": {
         "scenario": {"type": "string", "minLength": 1, "maxLength": 200, "example": "server.purgatory-request-timed-out",
@@ -234,6 +265,57 @@ PATHS: dict[str, Any] = {
     "/openapi.json": {
         "get": _op("this document", _json(OBJECT, "OpenAPI 3.0")),
     },
+}
+
+COUNT = {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}
+
+
+def _required(param: dict[str, Any]) -> dict[str, Any]:
+    return {**param, "required": True}
+
+
+def _wait(summary: str, *parameters: dict[str, Any]) -> dict[str, Any]:
+    timeout = _required(_query_param("timeout_ms", {"type": "number", "minimum": 0, "maximum": MAX_WAIT_MS},
+                                     f"how long to wait, at most {MAX_WAIT_MS} ms, on the cluster's clock"))
+    op = _op(summary, _json(_ref("WaitResult"), "the condition holds: what was seen"), 404,
+             parameters=[*parameters, timeout])
+    op["responses"]["408"] = _json(_ref("WaitTimedOut"), "timed out: what was last seen")
+    return {"get": op}
+
+
+PATHS |= {
+    "/wait/group/{group}": _wait(
+        "wait until a group is in a state and/or has a number of members (at least one of the two)",
+        _path_param("group", {"type": "string"}, "the group id"),
+        _query_param("state", {"type": "string", "enum": list(GROUP_STATES)}, "the group state (any case)"),
+        _query_param("members", COUNT, "the number of members (exactly)")),
+    "/wait/partition/{topic}/{partition}": _wait(
+        "wait until a partition's high watermark or log end offset reaches a value, or its ISR size or leader is one",
+        _path_param("topic", {"type": "string", "minLength": 1, "example": "t"}, "a topic"),
+        _path_param("partition", {"type": "integer", "minimum": 0, "maximum": INT32_MAX}, "a partition index"),
+        _query_param("high_watermark", COUNT, "at least this"),
+        _query_param("log_end_offset", COUNT, "at least this"),
+        _query_param("isr_size", COUNT, "exactly this"),
+        _query_param("leader", {**COUNT, "minimum": -1}, "exactly this broker (-1: no leader)")),
+    "/wait/fault/{id}": _wait(
+        "wait until a fault rule has fired a number of times",
+        _path_param("id", {"type": "integer", "minimum": 0, "maximum": INT32_MAX}, "a rule id"),
+        _query_param("hits", COUNT, "at least this many (default 1)")),
+    "/wait/transaction/{transactional_id}": _wait(
+        "wait until a transactional id's transaction is in a state",
+        _path_param("transactional_id", {"type": "string"}, "the transactional id"),
+        _required(_query_param("state", {"type": "string", "enum": list(TXN_STATES)}, "the state (any case)"))),
+    "/wait/connections": _wait(
+        "wait until a number of client connections is open (on one broker, or on all)",
+        _required(_query_param("count", COUNT, "exactly this many open")),
+        _query_param("broker", {"type": "integer", "minimum": 0, "maximum": INT32_MAX}, "only this broker")),
+    "/wait/trace": _wait(
+        "wait until trace events of a kind have been seen",
+        _required(_query_param("kind", {"type": "string", "enum": [k.value for k in Kind]}, "the event kind")),
+        _query_param("count", {**COUNT, "minimum": 1}, "at least this many (default 1)"),
+        _query_param("since_ms", {"type": "number", "minimum": 0, "maximum": 2**63}, "only events at or after this cluster time"),
+        _query_param("api", {"type": "string", "minLength": 1}, "only this API (name)"),
+        _query_param("client_id", {"type": "string", "minLength": 1}, "only this client id")),
 }
 
 OPENAPI: dict[str, Any] = {

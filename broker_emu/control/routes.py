@@ -20,6 +20,7 @@ from broker_emu.control.console_routes import ConsoleRoutes
 from broker_emu.control.http import HttpError, HttpRequest, HttpResponse, StreamResponse
 from broker_emu.control.openapi import OPENAPI
 from broker_emu.control.playground import PlaygroundProvider, PlaygroundRoutes
+from broker_emu.control.wait_routes import WAIT_ROUTES, WaitRoutes
 from broker_emu.faults import FaultConfigError, FaultEngine
 from broker_emu.faults.engine import MAX_RULES
 from broker_emu.faults.rules import INT32_MAX, check_int, parse_replication, show
@@ -52,6 +53,7 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("GET", "/console/events", "console_events", ("interval_ms",)),
     ("GET", "/console/playground", "playground_page", ()),
     ("GET", "/console/{name}", "console_asset", ()),
+    *WAIT_ROUTES,   # GET /wait/... (broker_emu.control.wait_routes)
 ]
 BODY_METHODS = {"add_fault", "move_leader", "replication", "marker_delay", "playground_run"}
 
@@ -90,7 +92,7 @@ def json_object(request: HttpRequest, example: str) -> dict[str, Any]:
     return body
 
 
-class Routes(ConsoleRoutes, PlaygroundRoutes):
+class Routes(ConsoleRoutes, PlaygroundRoutes, WaitRoutes):
     """The control API over ``target``; ``playground``, if given, serves the timeout playground's
     scenarios (the ``broker-emu`` command passes the conformance suite's: see
     broker_emu.control.playground for why it is passed in)."""

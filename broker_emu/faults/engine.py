@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from broker_emu.faults.rules import FaultConfigError, Rule, check_rule, parse_rule
+from broker_emu.faults.named import NamedFaults
+from broker_emu.faults.rules import Action, FaultConfigError, Rule, check_rule, parse_rule
 
 TERMINAL = ("black_hole", "close_before", "close_after", "error", "partial_response")
 # Every request walks every rule: a bound keeps a script (or a fuzzer) that adds rules in a loop
@@ -36,9 +37,11 @@ class Decision:
     delay_request_ms: float = 0.0
     delay_response_ms: float = 0.0
     throttle_ms: float = 0.0
+    bytes_per_s: int = 0           # the slowest bandwidth rule: the response is held len / bytes_per_s
     stop_broker_ms: float | None = None   # stop the broker this long after the request was read
     terminal: Any = None           # the first terminal Action, if any
     applied: list[Rule] = field(default_factory=list)
+    drawn_ms: dict[int, float] = field(default_factory=dict)   # rule id -> the delay its jitter drew
 
     @property
     def empty(self) -> bool:
@@ -63,9 +66,13 @@ def _matches(rule: Rule, facts: RequestFacts) -> bool:
     return True
 
 
-class FaultEngine:
-    def __init__(self, seed: int = 0, brokers: Iterable[int] | None = None):
+class FaultEngine(NamedFaults):
+    """``clock``: the owner's time in ms (the cluster's or the proxy's), read by the named-fault
+    methods (``faults.latency(...)``) that add a rule now; ``add`` takes the time explicitly."""
+
+    def __init__(self, seed: int = 0, brokers: Iterable[int] | None = None, clock: Callable[[], float] | None = None):
         self.seed = seed
+        self.clock = clock or (lambda: 0.0)
         self.brokers = set(brokers) if brokers is not None else None
         self.rules: dict[int, Rule] = {}
         self._rngs: dict[int, random.Random] = {}
@@ -109,6 +116,16 @@ class FaultEngine:
         rule.applied += 1
         return True
 
+    def _jittered(self, rule_id: int, action: Action, decision: Decision) -> float:
+        """A delay with its jitter: uniform in [max(0, ms - jitter_ms), ms + jitter_ms], drawn from
+        the rule's own seeded RNG (the same seed and requests give the same delays); the draw is
+        kept in the decision, for the trace."""
+        if not action.jitter_ms:
+            return action.ms
+        low = max(0.0, action.ms - action.jitter_ms)
+        decision.drawn_ms[rule_id] = round(self._rngs[rule_id].uniform(low, action.ms + action.jitter_ms), 3)
+        return decision.drawn_ms[rule_id]
+
     def decide(self, facts: RequestFacts, now_ms: float) -> Decision:
         decision = Decision()
         for rule in list(self.rules.values()):
@@ -117,9 +134,11 @@ class FaultEngine:
             action = rule.action
             decision.applied.append(rule)
             if action.type == "delay_request":
-                decision.delay_request_ms += action.ms
+                decision.delay_request_ms += self._jittered(rule.id, action, decision)
             elif action.type == "delay_response":
-                decision.delay_response_ms += action.ms
+                decision.delay_response_ms += self._jittered(rule.id, action, decision)
+            elif action.type == "bandwidth":
+                decision.bytes_per_s = min(action.bytes_per_s, decision.bytes_per_s or action.bytes_per_s)
             elif action.type == "throttle":
                 decision.throttle_ms = max(decision.throttle_ms, action.ms)
             elif action.type == "stop_broker":

@@ -4,6 +4,7 @@ HTTP JSON all use this one parser), validated with errors that name the offendin
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import reprlib
@@ -22,6 +23,7 @@ REQUEST_ACTIONS = {
     "error": ("error",),           # answer with this error code (per partition where it has them)
     "throttle": ("ms",),           # throttle_time_ms in the response, then mute the connection (KIP-219)
     "partial_response": (),        # write half the response frame, then stall
+    "bandwidth": ("bytes_per_s",), # hold the response for its size / bytes_per_s, then write it
     "stop_broker": ("ms",),        # the broker that read it stops: ms 0, before handling it (a crash on
                                    # receipt); ms > 0, that long after it was read (e.g. during a long
                                    # poll, or with a Produce parked in the purgatory)
@@ -34,8 +36,16 @@ CONNECTION_ACTIONS = {
                                    # client's socket.connection.setup.timeout.ms must fire. In-memory
                                    # connections only; a TCP handshake completes in the kernel, so on
                                    # TCP it acts as accept_never_read
+    "slow_close": ("ms",),         # when the connection ends (either side), the broker's end closes ms later
 }
 ACTIONS = {**REQUEST_ACTIONS, **CONNECTION_ACTIONS}
+# Parameters an action may take besides its required ones (absent or 0: not applied)
+OPTIONAL_PARAMS = {
+    "delay_request": ("jitter_ms",),   # the delay is drawn uniformly from [max(0, ms - jitter_ms), ms + jitter_ms]
+    "delay_response": ("jitter_ms",),  # (from the rule's own RNG, seeded by the cluster seed and the rule id)
+    "black_hole": ("close_ms",),       # close the connection this long after swallowing the request
+}
+MAX_BYTES_PER_S = 2**31 - 1
 REPLICATION_MODES = ("stall", "lag", "normal")
 REPLICATION_KEYS = ("topic", "partition", "follower", "mode", "lag_ms")
 # Bounds every front checks (HTTP, Python, YAML). Durations end up in Kafka's int32 millisecond
@@ -77,15 +87,22 @@ class Action:
     type: str
     ms: float = 0.0
     error: int = 0
+    jitter_ms: float = 0.0      # delay_request, delay_response
+    close_ms: float = 0.0       # black_hole
+    bytes_per_s: int = 0        # bandwidth
 
     @property
     def connection_level(self) -> bool:
         return self.type in CONNECTION_ACTIONS
 
+    def params(self) -> dict[str, Any]:
+        """The action's parameters as a rule dict writes them (optional ones only when set)."""
+        d: dict[str, Any] = {key: getattr(self, key) for key in ACTIONS[self.type]}
+        d |= {key: getattr(self, key) for key in OPTIONAL_PARAMS.get(self.type, ()) if getattr(self, key)}
+        return d
+
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"type": self.type}
-        if "ms" in ACTIONS[self.type]:
-            d["ms"] = self.ms
+        d: dict[str, Any] = {"type": self.type, **self.params()}
         if self.type == "error":
             d["error"] = ErrorCode(self.error).name if self.error in ErrorCode._value2member_map_ else self.error
         return d
@@ -139,6 +156,15 @@ def show(value: Any) -> str:
     return _repr.repr(value)
 
 
+def suggest(word: str, choices: Any) -> str:
+    """`` (did you mean 'latency'?)`` or nothing (``_`` and ``-`` count as the same)."""
+    close = difflib.get_close_matches(str(word).replace("_", "-"), [str(c).replace("_", "-") for c in choices], n=1, cutoff=0.6)
+    if not close:
+        return ""
+    original = next(c for c in choices if str(c).replace("_", "-") == close[0])
+    return f" (did you mean {original!r}?)"
+
+
 def check_int(value: Any, where: str, minimum: int | None = None, maximum: int = INT64_MAX) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise FaultConfigError(where, f"expected an integer, got {show(value)}")
@@ -187,8 +213,9 @@ def parse_api(value: Any, where: str = "match.api") -> int:
         try:
             return int(ApiKey.from_name(value))
         except ValueError:
-            names = ", ".join(k.api_name for k in ApiKey)
-            raise FaultConfigError(where, f"unknown API {value!r} (known: {names})") from None
+            names = [k.api_name for k in ApiKey]
+            hint = suggest(value, names) or f" (known: {', '.join(names)})"
+            raise FaultConfigError(where, f"unknown API {show(value)}{hint}") from None
     raise FaultConfigError(where, f"expected an API name or key, got {value!r}")
 
 
@@ -199,7 +226,8 @@ def parse_error_code(value: Any, where: str = "action.error") -> int:
         if name in ErrorCode.__members__:
             return int(ErrorCode[name])
         if not re.fullmatch(r"-?[0-9]{1,6}", name):
-            raise FaultConfigError(where, f"unknown Kafka error {show(value)} (use a name like REQUEST_TIMED_OUT or a code)")
+            hint = suggest(name, list(ErrorCode.__members__)) or " (use a name like REQUEST_TIMED_OUT or a code)"
+            raise FaultConfigError(where, f"unknown Kafka error {show(value)}{hint}")
         value = int(name)
     if isinstance(value, bool) or not isinstance(value, int):
         raise FaultConfigError(where, f"unknown Kafka error {show(value)} (use a name like REQUEST_TIMED_OUT or a code)")
@@ -242,15 +270,19 @@ def parse_action(raw: Any) -> Action:
     kind = raw.get("type")
     if not isinstance(kind, str) or kind not in ACTIONS:
         raise FaultConfigError("action.type", f"unknown action {show(kind)} (known: {', '.join(ACTIONS)})")
+    takes = ACTIONS[kind] + OPTIONAL_PARAMS.get(kind, ())
     for key in raw:
-        if key != "type" and key not in ACTIONS[kind]:
-            raise FaultConfigError(f"action.{key}", f"not a parameter of {kind!r} (takes: {', '.join(ACTIONS[kind]) or 'nothing'})")
+        if key != "type" and key not in takes:
+            raise FaultConfigError(f"action.{key}", f"not a parameter of {kind!r} (takes: {', '.join(takes) or 'nothing'})")
     for key in ACTIONS[kind]:
         if raw.get(key) is None:
             raise FaultConfigError(f"action.{key}", f"{kind!r} needs {key!r}" + (" (an error name or code)" if key == "error" else ""))
     ms = check_ms(raw["ms"], "action.ms") if "ms" in ACTIONS[kind] else 0.0
     error = parse_error_code(raw["error"]) if kind == "error" else 0
-    return Action(kind, ms, error)
+    optional = {key: check_ms(raw[key], f"action.{key}") for key in ("jitter_ms", "close_ms")
+                if key in takes and raw.get(key) is not None}
+    rate = check_int(raw["bytes_per_s"], "action.bytes_per_s", 1, MAX_BYTES_PER_S) if kind == "bandwidth" else 0
+    return Action(kind, ms, error, bytes_per_s=rate, **optional)
 
 
 def parse_rule(raw: Any, rule_id: int, brokers: set[int] | None = None) -> Rule:
@@ -285,10 +317,11 @@ def check_rule(rule: Rule, brokers: set[int] | None = None) -> None:
     """Validate a Rule built in Python (``faults.add(Rule(...))``) exactly as a dict would be."""
     action = rule.action
     params = ACTIONS.get(action.type, ()) if isinstance(action.type, str) else ()
+    optional = OPTIONAL_PARAMS.get(action.type, ()) if isinstance(action.type, str) else ()
     raw: dict[str, Any] = {
         "match": {k: getattr(rule.match, k) for k in MATCH_KEYS if getattr(rule.match, k) is not None},
-        "action": {"type": action.type} | ({"ms": action.ms} if "ms" in params else {})
-                  | ({"error": action.error} if "error" in params else {}),
+        "action": {"type": action.type} | ({k: getattr(action, k) for k in params})
+                  | {k: getattr(action, k) for k in optional if getattr(action, k)},
         "after": rule.after, "probability": rule.probability,
     }
     raw |= {k: getattr(rule, k) for k in ("times", "duration_ms", "at_ms", "name") if getattr(rule, k) is not None}

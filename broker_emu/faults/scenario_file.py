@@ -9,6 +9,7 @@
       - match: {broker: 1, api: Produce}
         action: {type: black_hole}
         times: 1
+      - latency: {api: Fetch, ms: 200, jitter_ms: 50}   # a named fault (docs/faults.md)
     events:
       - {at_ms: 0, replication: {topic: orders, mode: stall}}
       - {at_ms: 5000, stop_broker: 1}
@@ -27,6 +28,7 @@ from typing import Any
 import trio
 import yaml
 
+from broker_emu.faults import named
 from broker_emu.faults.engine import FaultEngine
 from broker_emu.faults.rules import (
     INT32_MAX,
@@ -133,7 +135,7 @@ def parse_scenario(doc: Any, default_brokers: int = 3) -> ScenarioFile:
     config = doc.get("config") or {}
     if not isinstance(config, dict):
         raise _err("config", "must be a mapping of broker config names to values")
-    faults = _list(doc, "faults")
+    faults = [_named(raw, i) for i, raw in enumerate(_list(doc, "faults"))]
     probe = FaultEngine(brokers=ids)
     for i, raw in enumerate(faults):
         try:
@@ -142,6 +144,23 @@ def parse_scenario(doc: Any, default_brokers: int = 3) -> ScenarioFile:
             raise _err(f"faults[{i}].{exc.field}", str(exc).split(": ", 1)[-1]) from None
     events = sorted((_parse_event(raw, i, ids) for i, raw in enumerate(_list(doc, "events"))), key=lambda e: e.at_ms)
     return ScenarioFile(seed, brokers, topics, dict(config), list(faults), events)
+
+
+def _named(raw: Any, i: int) -> Any:
+    """``- latency: {api: Produce, ms: 500}``: a named fault (``broker_emu.faults.named``), read as
+    the rule it stands for; anything else is a rule as it is."""
+    if not isinstance(raw, dict) or len(raw) != 1:
+        return raw
+    ((name, args),) = raw.items()
+    if not isinstance(name, str) or name.replace("_", "-") not in named.NAMED:
+        return raw
+    args = {} if args is None else args
+    if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
+        raise _err(f"faults[{i}].{name}", f"expected a mapping of arguments, got {show(args)}")
+    try:
+        return named.rule(name, **args)
+    except FaultConfigError as exc:
+        raise _err(f"faults[{i}].{name}.{exc.field}", str(exc).split(": ", 1)[-1]) from None
 
 
 def load_scenario(text: str, default_brokers: int = 3) -> ScenarioFile:

@@ -27,6 +27,7 @@ from broker_emu.proxy.upstream import Node, discover, parse_bootstrap
 from broker_emu.runtime import ThreadedCluster
 from broker_emu.security import Security
 from broker_emu.trace import DEFAULT_MAX_BYTES, Trace
+from broker_emu.waits import Waits
 
 DEFAULT_MAX_REQUEST = 104_857_600   # Kafka's socket.request.max.bytes
 
@@ -48,14 +49,14 @@ class KnownTopic(NamedTuple):
     name: str
 
 
-class Proxy:
+class Proxy(Waits):   # Waits: proxy.wait_for(...) on fault hits, connections, trace events
     def __init__(self, upstream: str, *, seed: int = 0, host: str = "127.0.0.1", trace_sink: IO[str] | None = None,
                  max_request_bytes: int = DEFAULT_MAX_REQUEST, trace_max_bytes: int = DEFAULT_MAX_BYTES):
         self.upstream = upstream
         self.host = host
         self.config = {"socket.request.max.bytes": max_request_bytes}
         self.trace = Trace(trio.current_time, sink=trace_sink, max_bytes=trace_max_bytes)
-        self.faults = FaultEngine(seed=seed, brokers=set())
+        self.faults = FaultEngine(seed=seed, brokers=set(), clock=self.trace.now_ms)
         # plain listeners: SASL frames pass through to the upstream, which authenticates (docs/proxy.md)
         self.security = Security(broker_config())
         self.brokers: dict[int, ProxyBroker] = {}

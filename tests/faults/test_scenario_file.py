@@ -67,3 +67,32 @@ async def test_events_play_at_their_times(autojump_clock):
     r = Recorder()
     await run_events(r, load_scenario(GOOD).events)
     assert r.calls == [(0, "replication", "orders", "stall"), (5000, "stop", 1), (6000, "leader", "orders", 0, 2)]
+
+
+def test_named_faults_in_a_scenario_file_are_the_rules_they_stand_for():
+    s = load_scenario("""
+faults:
+  - latency: {api: Fetch, ms: 200, jitter_ms: 50, count: 3}
+  - slow-close: {ms: 100, broker: 2}
+  - black-hole:
+  - error: {error: NOT_LEADER_OR_FOLLOWER, topic: orders, probability: 0.25}
+""")
+    assert s.faults == [
+        {"action": {"type": "delay_request", "ms": 200, "jitter_ms": 50}, "name": "latency", "match": {"api": "Fetch"}, "times": 3},
+        {"action": {"type": "slow_close", "ms": 100}, "name": "slow-close", "match": {"broker": 2}},
+        {"action": {"type": "black_hole"}, "name": "black-hole"},
+        {"action": {"type": "error", "error": "NOT_LEADER_OR_FOLLOWER"}, "name": "error", "match": {"topic": "orders"},
+         "probability": 0.25}]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("faults:\n  - latency: {ms: 1, jiter_ms: 2}", "faults[0].latency.jiter_ms: not an argument of latency (did you mean 'jitter_ms'?)"),
+    ("faults:\n  - latency: {jitter_ms: 2}", "faults[0].latency.ms: latency needs ms"),
+    ("faults:\n  - latency: [1]", "faults[0].latency: expected a mapping of arguments"),
+    ("faults:\n  - timeout: {ms: -1}", "faults[0].action.close_ms: must not be negative"),
+    ("faults:\n  - error: {error: NOT_LEADER}", "did you mean 'NOT_LEADER_OR_FOLLOWER'?"),
+])
+def test_bad_named_faults_in_a_scenario_file_name_the_field(text, message):
+    with pytest.raises(FaultConfigError) as caught:
+        load_scenario(text)
+    assert message in str(caught.value)
