@@ -167,10 +167,32 @@ def fault_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def package_version() -> str:
+    """The installed package's version; in a source tree that is not installed, pyproject.toml's."""
+    import importlib.metadata
+    import tomllib
+    from pathlib import Path
+
+    try:
+        return importlib.metadata.version("broker-emu")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        with open(Path(__file__).resolve().parent.parent / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+def add_version(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The emulator's own commands (serve, proxy, fault). The ``broker-emu`` command composes them with
     the conformance suite's in ``conformance.main``, the layer above both."""
     parser = argparse.ArgumentParser(prog="broker-emu", description="A Kafka broker emulator for testing and teaching timeouts.")
+    add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     add_commands(sub)
     return parser
