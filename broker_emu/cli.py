@@ -6,24 +6,95 @@ import argparse
 import json
 import signal
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import trio
 
 from broker_emu.version_profiles import PROFILES
 
+TOPIC_SPEC = "--topic wants NAME[:PARTITIONS[:RF]]"
+
 
 def parse_topic(text: str) -> tuple[str, int, int | None]:
+    """``orders``, ``orders:3`` or ``orders:3:3``; ValueError (one line) for anything else."""
     parts = text.split(":")
     try:
         name = parts[0]
         partitions = int(parts[1]) if len(parts) > 1 else 1
         rf = int(parts[2]) if len(parts) > 2 else None
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--topic wants NAME[:PARTITIONS[:RF]], got {text!r}") from None
+        raise ValueError(f"{TOPIC_SPEC}, got {text!r}") from None
     if not name or len(parts) > 3:
-        raise argparse.ArgumentTypeError(f"--topic wants NAME[:PARTITIONS[:RF]], got {text!r}")
+        raise ValueError(f"{TOPIC_SPEC}, got {text!r}")
     return name, partitions, rf
+
+
+def check_topic(name: str, partitions: int, rf: int | None, brokers: int) -> None:
+    """What the cluster would refuse when it creates the topic, said before it starts (one line)."""
+    from broker_emu.cluster import MAX_PARTITIONS
+    from broker_emu.topic_names import validate_topic_name
+
+    try:
+        validate_topic_name(name)
+    except ValueError as exc:
+        raise ValueError(f"topic {name!r}: {exc}") from None
+    if not 1 <= partitions <= MAX_PARTITIONS:
+        raise ValueError(f"topic {name}: partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
+    if rf is not None and rf < 1:
+        raise ValueError(f"topic {name}: replication factor must be at least 1, got {rf}")
+    if rf is not None and rf > brokers:
+        raise ValueError(f"topic {name}: replication factor {rf} is more than the {brokers} broker(s) (--brokers)")
+
+
+@dataclass
+class ServePlan:
+    """What `serve` will run, checked before anything starts: the command line and the scenario file."""
+
+    brokers: int
+    topics: list[Any]
+    config: dict[str, Any]
+    scenario: Any = None   # broker_emu.faults.scenario_file.ScenarioFile
+
+
+def serve_config(args: argparse.Namespace) -> dict[str, Any]:
+    config = dict(args.config or [])
+    if args.listener:
+        config.setdefault("emu.security.protocol", args.listener[0][0])
+        if args.listener[1:]:
+            config.setdefault("emu.extra.listeners", ",".join(f"{proto}:{port}" for proto, _, port in args.listener[1:]))
+    if args.user:
+        config.setdefault("emu.sasl.users", ",".join(args.user))
+    if args.client_cert:
+        config.setdefault("emu.tls.client.certs", ",".join(args.client_cert))
+        config.setdefault("ssl.client.auth", "required")
+    if args.kafka_version:
+        config.setdefault("emu.kafka.version", args.kafka_version)
+    return config
+
+
+def plan_serve(args: argparse.Namespace) -> ServePlan:
+    """The cluster `serve` asked for; ValueError (one line) for what it would refuse, OSError if the
+    scenario file cannot be read."""
+    from broker_emu.config import broker_config
+    from broker_emu.faults.scenario_file import MAX_BROKERS, load_scenario
+
+    if args.brokers is not None and not 1 <= args.brokers <= MAX_BROKERS:
+        raise ValueError(f"--brokers must be between 1 and {MAX_BROKERS}, got {args.brokers}")
+    config = serve_config(args)
+    scenario = None
+    if args.scenario:
+        with open(args.scenario) as f:
+            scenario = load_scenario(f.read(), args.brokers or 3)
+        config = {**scenario.config, **config}
+        if scenario.seed:
+            config.setdefault("emu.seed", scenario.seed)
+    brokers = args.brokers or (scenario.brokers if scenario and scenario.brokers else 3)
+    topics = [parse_topic(text) for text in args.topic or []]
+    for name, partitions, rf in topics:
+        check_topic(name, partitions, rf, brokers)
+    broker_config(config)   # ConfigError: an unknown key (with the key meant) or a bad value
+    return ServePlan(brokers, topics + (scenario.topics if scenario else []), config, scenario)
 
 
 def parse_config(text: str) -> tuple[str, Any]:
@@ -52,36 +123,17 @@ def tune_allocator() -> None:
         pass
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
     from broker_emu import open_cluster
     from broker_emu.control import Routes, serve_http
     from broker_emu.control.http import is_loopback
-    from broker_emu.faults.scenario_file import load_scenario, run_events
+    from broker_emu.faults.scenario_file import run_events
 
-    config = dict(args.config or [])
-    if args.listener:
-        config.setdefault("emu.security.protocol", args.listener[0][0])
-        if args.listener[1:]:
-            config.setdefault("emu.extra.listeners", ",".join(f"{proto}:{port}" for proto, _, port in args.listener[1:]))
-    if args.user:
-        config.setdefault("emu.sasl.users", ",".join(args.user))
-    if args.client_cert:
-        config.setdefault("emu.tls.client.certs", ",".join(args.client_cert))
-        config.setdefault("ssl.client.auth", "required")
-    if args.kafka_version:
-        config.setdefault("emu.kafka.version", args.kafka_version)
-    scenario = None
-    if args.scenario:
-        scenario = load_scenario(await trio.Path(args.scenario).read_text(), args.brokers)
-        config = {**scenario.config, **config}
-        if scenario.seed:
-            config.setdefault("emu.seed", scenario.seed)
-    brokers = args.brokers if args.brokers else (scenario.brokers if scenario and scenario.brokers else 3)
-    topics = list(args.topic or []) + (scenario.topics if scenario else [])
+    scenario = plan.scenario
     # closed in the finally below; the trace is written synchronously as events happen anyway
     sink = open(args.trace, "w") if args.trace else None  # noqa: ASYNC230, SIM115
     try:
-        async with open_cluster(brokers, topics=topics, config=config, host=args.host, port=args.port, trace_sink=sink) as cluster:
+        async with open_cluster(plan.brokers, topics=plan.topics, config=plan.config, host=args.host, port=args.port, trace_sink=sink) as cluster:
             async with trio.open_nursery() as nursery:
                 if scenario:
                     for rule in scenario.faults:
@@ -204,7 +256,7 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--brokers", type=int, default=None, help="number of brokers (default 3)")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=0, help="first broker port; 0 picks free ports")
-    s.add_argument("--topic", action="append", type=parse_topic, metavar="NAME:PARTITIONS:RF")
+    s.add_argument("--topic", action="append", metavar="NAME:PARTITIONS:RF")
     s.add_argument("--config", action="append", type=parse_config, metavar="KEY=VALUE", help="broker config (Kafka's names)")
     s.add_argument("--control-port", type=int, default=None, help="serve the HTTP control API (0 picks a port)")
     s.add_argument("--token", default=None, help="require this bearer token on the control API")
@@ -279,15 +331,30 @@ def serve_command(args: argparse.Namespace) -> int:
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
+    try:
+        plan = plan_serve(args)
+    except (ValueError, OSError) as exc:   # the command line or the scenario file: usage errors
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     tune_allocator()
     try:
-        trio.run(serve, args)
+        trio.run(serve, args, plan)
     except KeyboardInterrupt:
         pass
-    except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except BaseException as exc:
+        error = first_error(exc)
+        if not isinstance(error, (ValueError, OSError)):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 1 if isinstance(error, OSError) else 2   # a port in use, or a setting the cluster refused
     return 0
+
+
+def first_error(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups: what a nursery raised."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
 
 
 def main(argv: list[str] | None = None) -> int:
