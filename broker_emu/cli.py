@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from dataclasses import dataclass
@@ -126,6 +127,7 @@ def tune_allocator() -> None:
 async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
     from broker_emu import open_cluster
     from broker_emu.control import Routes, serve_http
+    from broker_emu.control.client import announce
     from broker_emu.control.http import is_loopback
     from broker_emu.faults.scenario_file import run_events
 
@@ -154,7 +156,7 @@ async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
                     port = await nursery.start(lambda task_status: serve_http(
                         Routes(cluster), host, args.control_port, token=args.token or None,
                         allow_remote=args.allow_remote_control, task_status=task_status))
-                    print(f"control=http://{host}:{port}", flush=True)
+                    announce(f"http://{host}:{port}")
                 with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     async for _ in signals:
                         nursery.cancel_scope.cancel()
@@ -188,9 +190,17 @@ def check_serve_exposure(args: argparse.Namespace) -> str | None:
     return None
 
 
+def control_url(args: argparse.Namespace) -> str:
+    """--control (before or after the action), else $BROKER_EMU_CONTROL, else the default."""
+    from broker_emu.control.client import CONTROL_ENV, DEFAULT_CONTROL
+
+    return args.control or os.environ.get(CONTROL_ENV) or DEFAULT_CONTROL
+
+
 def fault_command(args: argparse.Namespace) -> int:
     from broker_emu.control.client import ControlError, call
 
+    args.control = control_url(args)
     try:
         if args.fault_cmd == "add":
             rule = json.loads(args.rule)
@@ -279,14 +289,26 @@ def add_commands(sub: Any) -> None:
 
     add_proxy_command(sub)
 
+    add_fault_command(sub)
+
+
+def add_control_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """--control and --token, on ``fault`` and on each of its actions (so either place works; an
+    action's own copy defaults to SUPPRESS and so never hides one given before the action)."""
+    parser.add_argument("--control", default=default, metavar="URL",
+                        help="control API URL, as serve prints it (default: $BROKER_EMU_CONTROL, else "
+                             "http://127.0.0.1:9080)")
+    parser.add_argument("--token", default=default, help="the bearer token serve was started with")
+
+
+def add_fault_command(sub: Any) -> None:
     f = sub.add_parser("fault", help="drive a running cluster's control API")
     f.set_defaults(func=fault_command)
-    f.add_argument("--control", default="http://127.0.0.1:9080", help="control API URL (printed by serve)")
-    f.add_argument("--token", default=None)
+    add_control_options(f, None)
     fs = f.add_subparsers(dest="fault_cmd", required=True)
     add = fs.add_parser("add", help="add a fault rule (JSON)")
     add.add_argument("rule", help='e.g. \'{"match": {"api": "Produce"}, "action": {"type": "black_hole"}}\'')
-    fs.add_parser("list", help="list fault rules")
+    listing = fs.add_parser("list", help="list fault rules")
     clear = fs.add_parser("clear", help="remove one rule (--id) or all")
     clear.add_argument("--id", type=int)
     br = fs.add_parser("broker", help="stop or start a broker")
@@ -302,6 +324,8 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("--partition", type=int)
     rp.add_argument("--follower", type=int)
     rp.add_argument("--lag-ms", type=float, default=0)
+    for action in (add, listing, clear, br, ld, rp):
+        add_control_options(action, argparse.SUPPRESS)
 
 
 def add_proxy_command(sub: Any) -> None:

@@ -41,7 +41,8 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("GET", "/groups", "list_groups", ()),
     ("GET", "/groups/{group}", "get_group", ()),
     ("GET", "/openapi.json", "openapi", ()),
-    # the web console (broker_emu.control.console_routes)
+    # the web console (broker_emu.control.console_routes); / redirects to it
+    ("GET", "/", "root", ()),
     ("GET", "/console", "console_page", ()),
     ("GET", "/console/state", "console_snapshot", ()),
     ("GET", "/console/events", "console_events", ("interval_ms",)),
