@@ -102,11 +102,11 @@ def test_a_bad_faults_file_or_upstream_is_a_clear_error(tmp_path):
         boot = ",".join(f"{h}:{p}" for h, p in upstream.bootstrap)
         run = subprocess.run([sys.executable, "-m", "broker_emu.cli", "proxy", "--upstream", boot, "--faults", str(bad)],
                              cwd=ROOT, capture_output=True, text=True, timeout=30)
-        assert run.returncode == 1 and "faults[0].match.broker: no broker 7" in run.stderr
+        assert run.returncode == 2 and "faults[0].match.broker: no broker 7" in run.stderr
         bad.write_text("events:\n  - {at_ms: 5, move_leader: {topic: t, partition: 0, broker: 1}}\n")
         run = subprocess.run([sys.executable, "-m", "broker_emu.cli", "proxy", "--upstream", boot, "--faults", str(bad)],
                              cwd=ROOT, capture_output=True, text=True, timeout=30)
-        assert run.returncode == 1 and "events[0].move_leader" in run.stderr
+        assert run.returncode == 2 and "events[0].move_leader" in run.stderr
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         free = s.getsockname()[1]
@@ -115,4 +115,4 @@ def test_a_bad_faults_file_or_upstream_is_a_clear_error(tmp_path):
     assert run.returncode == 1 and "no upstream bootstrap server answered" in run.stderr
     run = subprocess.run([sys.executable, "-m", "broker_emu.cli", "proxy", "--upstream", "nonsense"],
                          cwd=ROOT, capture_output=True, text=True, timeout=30)
-    assert run.returncode == 1 and "--upstream wants HOST:PORT" in run.stderr
+    assert run.returncode == 2 and "--upstream wants HOST:PORT" in run.stderr
