@@ -8,33 +8,18 @@ import json
 import os
 import subprocess
 import sys
-import threading
 
 import pytest
 
 from broker_emu import cli as emulator_cli
 
-from .serve import ROOT, Served, raw_http
-
-
-def next_lines(served: Served, n: int, timeout: float = 10) -> list[str]:
-    """The next ``n`` lines serve prints (fewer if it prints no more within ``timeout``)."""
-    lines: list[str] = []
-
-    def read() -> None:
-        for _ in range(n):
-            lines.append(served.proc.stdout.readline().strip())
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(timeout)
-    return list(lines)
+from .serve import ROOT, Served, next_lines, raw_http
 
 
 @pytest.fixture(scope="module")
 def served():
     with Served() as s:
-        s.more = next_lines(s, 2)
+        s.more = next_lines(s.proc, 2)
         yield s
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from broker_emu.control.client import ControlError, call
 from client.protocol import decode_response, encode_request
-from tests.control.serve import ROOT, Served
+from tests.control.serve import ROOT, Served, next_lines
 from tests.proxy.wire import read_frame
 
 pytestmark = pytest.mark.realclient
@@ -71,6 +71,8 @@ def test_the_proxy_command_with_a_faults_file_control_api_and_trace(tmp_path):
         proc, out = _start_proxy(boot, "--control-port", "0", "--faults", str(faults), "--trace", str(trace))
         try:
             control = out["control"]
+            assert next_lines(proc, 2) == [
+                f"console={control}/console", f"export BROKER_EMU_CONTROL={control}"]
             ports = [int(a.rsplit(":", 1)[1]) for a in out["bootstrap"].split(",")]
             described = call(control, "GET", "/cluster")
             assert described["mode"] == "proxy" and [b["id"] for b in described["brokers"]] == [0, 1, 2]
