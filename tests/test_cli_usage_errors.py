@@ -130,3 +130,11 @@ def test_explain_suggests_the_client_meant(capsys):
     code, out, err = cli(capsys, "explain", "kip19.produce-black-hole", "--client", "kafka-pyhton")
     assert (code, out) == (2, "")
     assert err == "error: unknown client 'kafka-pyhton'; did you mean 'kafka-python'?\n"
+
+
+@pytest.mark.parametrize("spec", ["orders:x", "orders:0", ":3"])
+def test_kafka_start_checks_its_topic_specs_before_starting_a_node(capsys, monkeypatch, tmp_path, spec):
+    monkeypatch.setenv("BROKER_EMU_KAFKA_LIB", str(tmp_path / "no-kafka-here"))   # were it to start, it could not
+    code, out, err = cli(capsys, "kafka", "start", "--topic", "orders:1", "--topic", spec)
+    assert (code, out) == (2, "")
+    assert err == f"error: --topic wants NAME[:PARTITIONS] with PARTITIONS at least 1, got {spec!r}\n"
