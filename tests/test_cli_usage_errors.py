@@ -138,3 +138,14 @@ def test_kafka_start_checks_its_topic_specs_before_starting_a_node(capsys, monke
     code, out, err = cli(capsys, "kafka", "start", "--topic", "orders:1", "--topic", spec)
     assert (code, out) == (2, "")
     assert err == f"error: --topic wants NAME[:PARTITIONS] with PARTITIONS at least 1, got {spec!r}\n"
+
+
+def test_a_port_in_use_is_a_runtime_failure_exit_1_in_one_line():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        out = serve("--brokers", "1", "--port", str(taken.getsockname()[1]))
+    assert (out.returncode, out.stdout) == (1, "")
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: ") and "in use" in out.stderr
