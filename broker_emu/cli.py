@@ -200,6 +200,7 @@ def control_url(args: argparse.Namespace) -> str:
 def fault_command(args: argparse.Namespace) -> int:
     from broker_emu.control.client import ControlError, call
 
+    given = bool(args.control or os.environ.get("BROKER_EMU_CONTROL"))
     args.control = control_url(args)
     try:
         if args.fault_cmd == "add":
@@ -223,7 +224,8 @@ def fault_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"error: cannot reach the control API at {args.control}: {exc}", file=sys.stderr)
+        where = "" if given else " (the default: pass --control URL or set BROKER_EMU_CONTROL, as serve prints)"
+        print(f"error: cannot reach the control API at {args.control}{where}: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(out, indent=1))
     return 0

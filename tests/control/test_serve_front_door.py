@@ -71,3 +71,23 @@ def test_which_control_url_fault_uses(monkeypatch, argv, env, expected):
     if env:
         monkeypatch.setenv("BROKER_EMU_CONTROL", env)
     assert emulator_cli.control_url(emulator_cli.build_parser().parse_args(argv)) == expected
+
+
+def test_fault_without_a_control_url_says_how_to_give_one(monkeypatch, capsys):
+    import socket
+
+    from broker_emu.control import client
+    from conformance.main import main
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{free.getsockname()[1]}"   # nothing listens once closed
+    monkeypatch.delenv("BROKER_EMU_CONTROL", raising=False)
+    monkeypatch.setattr(client, "DEFAULT_CONTROL", url)
+    assert main(["fault", "list"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot reach the control API at {url} (the default: pass --control URL or set "
+                          "BROKER_EMU_CONTROL, as serve prints): ") and err.count("\n") == 1
+    monkeypatch.setenv("BROKER_EMU_CONTROL", url)
+    assert main(["fault", "list"]) == 1
+    assert capsys.readouterr().err.startswith(f"error: cannot reach the control API at {url}: ")
