@@ -363,24 +363,9 @@ def serve_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     tune_allocator()
-    try:
-        trio.run(serve, args, plan)
-    except KeyboardInterrupt:
-        pass
-    except BaseException as exc:
-        error = first_error(exc)
-        if not isinstance(error, (ValueError, OSError)):
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        return 1 if isinstance(error, OSError) else 2   # a port in use, or a setting the cluster refused
-    return 0
+    from broker_emu.runtime import run_until_stopped
 
-
-def first_error(exc: BaseException) -> BaseException:
-    """The first exception inside (nested) exception groups: what a nursery raised."""
-    while isinstance(exc, BaseExceptionGroup):
-        exc = exc.exceptions[0]
-    return exc
+    return run_until_stopped(serve, args, plan)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,16 +76,6 @@ async def run(args: argparse.Namespace) -> None:
 def proxy_command(args: argparse.Namespace) -> int:
     """Exit 2 for what the command line or the faults file got wrong (FaultConfigError, --upstream's
     format), 1 when the upstream does not answer or a port cannot be bound (UpstreamError, OSError)."""
-    from broker_emu.cli import first_error
+    from broker_emu.runtime import run_until_stopped
 
-    try:
-        trio.run(run, args)
-    except KeyboardInterrupt:
-        pass
-    except BaseException as exc:
-        error = first_error(exc)
-        if not isinstance(error, (ValueError, OSError)):
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        return 1 if isinstance(error, OSError) else 2
-    return 0
+    return run_until_stopped(run, args)
