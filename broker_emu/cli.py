@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import trio
@@ -13,18 +15,88 @@ import trio
 from broker_emu.cli_faults import add_named_fault_commands
 from broker_emu.version_profiles import PROFILES
 
+TOPIC_SPEC = "--topic wants NAME[:PARTITIONS[:RF]]"
+
 
 def parse_topic(text: str) -> tuple[str, int, int | None]:
+    """``orders``, ``orders:3`` or ``orders:3:3``; ValueError (one line) for anything else."""
     parts = text.split(":")
     try:
         name = parts[0]
         partitions = int(parts[1]) if len(parts) > 1 else 1
         rf = int(parts[2]) if len(parts) > 2 else None
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--topic wants NAME[:PARTITIONS[:RF]], got {text!r}") from None
+        raise ValueError(f"{TOPIC_SPEC}, got {text!r}") from None
     if not name or len(parts) > 3:
-        raise argparse.ArgumentTypeError(f"--topic wants NAME[:PARTITIONS[:RF]], got {text!r}")
+        raise ValueError(f"{TOPIC_SPEC}, got {text!r}")
     return name, partitions, rf
+
+
+def check_topic(name: str, partitions: int, rf: int | None, brokers: int) -> None:
+    """What the cluster would refuse when it creates the topic, said before it starts (one line)."""
+    from broker_emu.cluster import MAX_PARTITIONS
+    from broker_emu.topic_names import validate_topic_name
+
+    try:
+        validate_topic_name(name)
+    except ValueError as exc:
+        raise ValueError(f"topic {name!r}: {exc}") from None
+    if not 1 <= partitions <= MAX_PARTITIONS:
+        raise ValueError(f"topic {name}: partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
+    if rf is not None and rf < 1:
+        raise ValueError(f"topic {name}: replication factor must be at least 1, got {rf}")
+    if rf is not None and rf > brokers:
+        raise ValueError(f"topic {name}: replication factor {rf} is more than the {brokers} broker(s) (--brokers)")
+
+
+@dataclass
+class ServePlan:
+    """What `serve` will run, checked before anything starts: the command line and the scenario file."""
+
+    brokers: int
+    topics: list[Any]
+    config: dict[str, Any]
+    scenario: Any = None   # broker_emu.faults.scenario_file.ScenarioFile
+
+
+def serve_config(args: argparse.Namespace) -> dict[str, Any]:
+    config = dict(args.config or [])
+    if args.listener:
+        config.setdefault("emu.security.protocol", args.listener[0][0])
+        if args.listener[1:]:
+            config.setdefault("emu.extra.listeners", ",".join(f"{proto}:{port}" for proto, _, port in args.listener[1:]))
+    if args.user:
+        config.setdefault("emu.sasl.users", ",".join(args.user))
+    if args.client_cert:
+        config.setdefault("emu.tls.client.certs", ",".join(args.client_cert))
+        config.setdefault("ssl.client.auth", "required")
+    if args.kafka_version:
+        config.setdefault("emu.kafka.version", args.kafka_version)
+    return config
+
+
+def plan_serve(args: argparse.Namespace) -> ServePlan:
+    """The cluster `serve` asked for; ValueError (one line) for what it would refuse, OSError if the
+    scenario file cannot be read."""
+    from broker_emu.config import broker_config
+    from broker_emu.faults.scenario_file import MAX_BROKERS, load_scenario
+
+    if args.brokers is not None and not 1 <= args.brokers <= MAX_BROKERS:
+        raise ValueError(f"--brokers must be between 1 and {MAX_BROKERS}, got {args.brokers}")
+    config = serve_config(args)
+    scenario = None
+    if args.scenario:
+        with open(args.scenario) as f:
+            scenario = load_scenario(f.read(), args.brokers or 3)
+        config = {**scenario.config, **config}
+        if scenario.seed:
+            config.setdefault("emu.seed", scenario.seed)
+    brokers = args.brokers or (scenario.brokers if scenario and scenario.brokers else 3)
+    topics = [parse_topic(text) for text in args.topic or []]
+    for name, partitions, rf in topics:
+        check_topic(name, partitions, rf, brokers)
+    broker_config(config)   # ConfigError: an unknown key (with the key meant) or a bad value
+    return ServePlan(brokers, topics + (scenario.topics if scenario else []), config, scenario)
 
 
 def parse_config(text: str) -> tuple[str, Any]:
@@ -53,36 +125,18 @@ def tune_allocator() -> None:
         pass
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
     from broker_emu import open_cluster
     from broker_emu.control import Routes, serve_http
+    from broker_emu.control.client import announce
     from broker_emu.control.http import is_loopback
-    from broker_emu.faults.scenario_file import load_scenario, run_events
+    from broker_emu.faults.scenario_file import run_events
 
-    config = dict(args.config or [])
-    if args.listener:
-        config.setdefault("emu.security.protocol", args.listener[0][0])
-        if args.listener[1:]:
-            config.setdefault("emu.extra.listeners", ",".join(f"{proto}:{port}" for proto, _, port in args.listener[1:]))
-    if args.user:
-        config.setdefault("emu.sasl.users", ",".join(args.user))
-    if args.client_cert:
-        config.setdefault("emu.tls.client.certs", ",".join(args.client_cert))
-        config.setdefault("ssl.client.auth", "required")
-    if args.kafka_version:
-        config.setdefault("emu.kafka.version", args.kafka_version)
-    scenario = None
-    if args.scenario:
-        scenario = load_scenario(await trio.Path(args.scenario).read_text(), args.brokers)
-        config = {**scenario.config, **config}
-        if scenario.seed:
-            config.setdefault("emu.seed", scenario.seed)
-    brokers = args.brokers if args.brokers else (scenario.brokers if scenario and scenario.brokers else 3)
-    topics = list(args.topic or []) + (scenario.topics if scenario else [])
+    scenario = plan.scenario
     # closed in the finally below; the trace is written synchronously as events happen anyway
     sink = open(args.trace, "w") if args.trace else None  # noqa: ASYNC230, SIM115
     try:
-        async with open_cluster(brokers, topics=topics, config=config, host=args.host, port=args.port, trace_sink=sink) as cluster:
+        async with open_cluster(plan.brokers, topics=plan.topics, config=plan.config, host=args.host, port=args.port, trace_sink=sink) as cluster:
             async with trio.open_nursery() as nursery:
                 if scenario:
                     for rule in scenario.faults:
@@ -105,7 +159,7 @@ async def serve(args: argparse.Namespace) -> None:
                     port = await nursery.start(lambda task_status: serve_http(
                         Routes(cluster, playground=playground), host, args.control_port, token=args.token or None,
                         allow_remote=args.allow_remote_control, task_status=task_status))
-                    print(f"control=http://{host}:{port}", flush=True)
+                    announce(f"http://{host}:{port}")
                 with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     async for _ in signals:
                         nursery.cancel_scope.cancel()
@@ -139,9 +193,18 @@ def check_serve_exposure(args: argparse.Namespace) -> str | None:
     return None
 
 
+def control_url(args: argparse.Namespace) -> str:
+    """--control (before or after the action), else $BROKER_EMU_CONTROL, else the default."""
+    from broker_emu.control.client import control_url as resolve
+
+    return resolve(args.control)
+
+
 def fault_command(args: argparse.Namespace) -> int:
     from broker_emu.control.client import ControlError, call
 
+    given = bool(args.control or os.environ.get("BROKER_EMU_CONTROL"))
+    args.control = control_url(args)
     try:
         if args.fault_cmd == "add":
             rule = json.loads(args.rule)
@@ -164,16 +227,39 @@ def fault_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"error: cannot reach the control API at {args.control}: {exc}", file=sys.stderr)
+        where = "" if given else " (the default: pass --control URL or set BROKER_EMU_CONTROL, as serve prints)"
+        print(f"error: cannot reach the control API at {args.control}{where}: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(out, indent=1))
     return 0
+
+
+def package_version() -> str:
+    """The installed package's version; in a source tree that is not installed, pyproject.toml's."""
+    import importlib.metadata
+    import tomllib
+    from pathlib import Path
+
+    try:
+        return importlib.metadata.version("broker-emu")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        with open(Path(__file__).resolve().parent.parent / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+def add_version(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The emulator's own commands (serve, proxy, fault). The ``broker-emu`` command composes them with
     the conformance suite's in ``conformance.main``, the layer above both."""
     parser = argparse.ArgumentParser(prog="broker-emu", description="A Kafka broker emulator for testing and teaching timeouts.")
+    add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     add_commands(sub)
     return parser
@@ -188,7 +274,7 @@ def add_commands(sub: Any, playground: Callable[[], Any] | None = None) -> None:
     s.add_argument("--brokers", type=int, default=None, help="number of brokers (default 3)")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=0, help="first broker port; 0 picks free ports")
-    s.add_argument("--topic", action="append", type=parse_topic, metavar="NAME:PARTITIONS:RF")
+    s.add_argument("--topic", action="append", metavar="NAME:PARTITIONS:RF")
     s.add_argument("--config", action="append", type=parse_config, metavar="KEY=VALUE", help="broker config (Kafka's names)")
     s.add_argument("--control-port", type=int, default=None, help="serve the HTTP control API (0 picks a port)")
     s.add_argument("--token", default=None, help="require this bearer token on the control API")
@@ -211,14 +297,26 @@ def add_commands(sub: Any, playground: Callable[[], Any] | None = None) -> None:
 
     add_proxy_command(sub)
 
+    add_fault_command(sub)
+
+
+def add_control_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """--control and --token, on ``fault`` and on each of its actions (so either place works; an
+    action's own copy defaults to SUPPRESS and so never hides one given before the action)."""
+    parser.add_argument("--control", default=default, metavar="URL",
+                        help="control API URL, as serve prints it (default: $BROKER_EMU_CONTROL, else "
+                             "http://127.0.0.1:9080)")
+    parser.add_argument("--token", default=default, help="the bearer token serve was started with")
+
+
+def add_fault_command(sub: Any) -> None:
     f = sub.add_parser("fault", help="drive a running cluster's control API")
     f.set_defaults(func=fault_command)
-    f.add_argument("--control", default="http://127.0.0.1:9080", help="control API URL (printed by serve)")
-    f.add_argument("--token", default=None)
+    add_control_options(f, None)
     fs = f.add_subparsers(dest="fault_cmd", required=True)
     add = fs.add_parser("add", help="add a fault rule (JSON)")
     add.add_argument("rule", help='e.g. \'{"match": {"api": "Produce"}, "action": {"type": "black_hole"}}\'')
-    fs.add_parser("list", help="list fault rules")
+    listing = fs.add_parser("list", help="list fault rules")
     clear = fs.add_parser("clear", help="remove one rule (--id) or all")
     clear.add_argument("--id", type=int)
     br = fs.add_parser("broker", help="stop or start a broker")
@@ -235,6 +333,8 @@ def add_commands(sub: Any, playground: Callable[[], Any] | None = None) -> None:
     rp.add_argument("--follower", type=int)
     rp.add_argument("--lag-ms", type=float, default=0)
     add_named_fault_commands(f, fs)   # latency, jitter, ... (broker_emu/cli_faults.py)
+    for action in (add, listing, clear, br, ld, rp):
+        add_control_options(action, argparse.SUPPRESS)
 
 
 def add_proxy_command(sub: Any) -> None:
@@ -264,15 +364,15 @@ def serve_command(args: argparse.Namespace) -> int:
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
-    tune_allocator()
     try:
-        trio.run(serve, args)
-    except KeyboardInterrupt:
-        pass
-    except (ValueError, OSError) as exc:
+        plan = plan_serve(args)
+    except (ValueError, OSError) as exc:   # the command line or the scenario file: usage errors
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return 2
+    tune_allocator()
+    from broker_emu.runtime import run_until_stopped
+
+    return run_until_stopped(serve, args, plan)
 
 
 def main(argv: list[str] | None = None) -> int:

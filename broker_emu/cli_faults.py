@@ -74,7 +74,7 @@ def add_named_fault_commands(fault: argparse.ArgumentParser, commands: Any) -> N
 
 
 def named_fault_command(args: argparse.Namespace) -> int:
-    from broker_emu.control.client import ControlError, call
+    from broker_emu.control.client import ControlError, call, control_url
 
     spec = NAMED[args.named]
     keys = spec.params + SELECTORS + ("name",)
@@ -84,6 +84,7 @@ def named_fault_command(args: argparse.Namespace) -> int:
     except FaultConfigError as exc:
         print(f"broker-emu fault {args.named}: error: {exc}", file=sys.stderr)
         return 2
+    args.control = control_url(getattr(args, "control", None))
     try:
         out = call(args.control, "POST", "/faults", raw, token=args.token)
     except ControlError as exc:
@@ -135,8 +136,9 @@ def add_wait_command(commands: Any) -> None:
 def wait_command(args: argparse.Namespace) -> int:
     from urllib.parse import quote, urlencode
 
-    from broker_emu.control.client import ControlError, call
+    from broker_emu.control.client import ControlError, call, control_url
 
+    args.control = control_url(getattr(args, "control", None))
     positional, options, template = WAIT_PATHS[args.wait_kind]
     path = template.format(**{arg: quote(str(getattr(args, arg)), safe="") for arg in positional})
     query = {arg: getattr(args, arg) for arg in options if getattr(args, arg) is not None} | {"timeout_ms": args.timeout_ms}

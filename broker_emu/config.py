@@ -4,6 +4,7 @@ ReplicationConfigs, GroupCoordinatorConfig, LogConfig), plus the emulator's own 
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Mapping
 
 from broker_emu.topic_config import InvalidConfig, Validator, at_least, one_of
@@ -113,11 +114,19 @@ class ConfigError(ValueError):
     pass
 
 
+def unknown_key(key: Any) -> str:
+    """One line for a key that is not a broker config: the key meant, when one is close."""
+    close = difflib.get_close_matches(str(key), DEFAULTS, n=1)
+    if close:
+        return f"unknown broker config {key!r}; did you mean {close[0]!r}?"
+    return f"unknown broker config {key!r} (broker_emu/config.py lists the {len(DEFAULTS)} known)"
+
+
 def broker_config(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     config = dict(DEFAULTS)
     for key, value in (overrides or {}).items():
         if key not in DEFAULTS:
-            raise ConfigError(f"unknown broker config {key!r} (known: {', '.join(sorted(DEFAULTS))})")
+            raise ConfigError(unknown_key(key))
         expected = type(DEFAULTS[key])
         if expected is bool and isinstance(value, str):
             value = value.lower() in ("true", "1", "yes")

@@ -133,3 +133,25 @@ def run_cluster_in_thread(**kwargs: Any) -> Iterator[ThreadedCluster]:
         yield tc
     finally:
         tc.stop()
+
+
+def run_until_stopped(main: Callable[..., Any], *args: Any) -> int:
+    """``trio.run(main, *args)`` for a command that serves until SIGINT/SIGTERM (serve, proxy): its
+    exit status, and one line on stderr instead of a traceback (a nursery wraps what it raises in
+    exception groups): 2 for a ValueError (a setting it refused: a usage error), 1 for an OSError
+    (a port in use, an upstream that does not answer)."""
+    import sys
+
+    try:
+        trio.run(main, *args)
+    except KeyboardInterrupt:
+        return 0
+    except BaseException as exc:
+        error = exc
+        while isinstance(error, BaseExceptionGroup):
+            error = error.exceptions[0]
+        if not isinstance(error, (ValueError, OSError)):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 1 if isinstance(error, OSError) else 2
+    return 0

@@ -65,6 +65,7 @@ def add_explain(sub) -> None:
 
 def run_explain(args: argparse.Namespace) -> int:
     from conformance.explain import explain, render_svg, render_text
+    from conformance.runner import UnknownName, did_you_mean
     from conformance.scenarios import BY_ID, CATALOGUE
 
     if args.list or not args.scenario:
@@ -73,12 +74,13 @@ def run_explain(args: argparse.Namespace) -> int:
         return 0
     scenario = BY_ID.get(args.scenario)
     if scenario is None:
-        print(f"error: no scenario {args.scenario!r}; see broker-emu explain --list", file=sys.stderr)
+        print(f"error: no scenario {args.scenario!r}{did_you_mean(args.scenario, BY_ID)} (broker-emu explain --list)",
+              file=sys.stderr)
         return 2
     try:
         result, spans, marks = explain(scenario, args.client)
-    except KeyError as exc:
-        print(f"error: {exc.args[0]}", file=sys.stderr)
+    except UnknownName as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     title = f"{scenario.id} ({args.client or 'broker-emu (async)'}): {scenario.title}"
     panels = [(title, spans, marks)]
@@ -136,7 +138,7 @@ def _compare_panel(scenario, spec: str):
 
 def run(args: argparse.Namespace) -> int:
     from conformance.model import Status
-    from conformance.runner import Plan, default_adapters, run_plan, select
+    from conformance.runner import Plan, run_plan
     from conformance.scenarios import CATALOGUE
 
     if args.list:
@@ -153,20 +155,11 @@ def run(args: argparse.Namespace) -> int:
         except client_versions.ClientVersionError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    adapters = default_adapters()
-    if args.client:
-        known = {a.name: a for a in adapters}
-        unknown = [c for c in args.client if c not in known]
-        if unknown:
-            print(f"error: unknown client(s) {unknown}; known: {sorted(known)}", file=sys.stderr)
-            return 2
-        adapters = [known[c] for c in args.client]
-    scenarios = select(CATALOGUE, args.scenario)
-    if args.param or args.seed is not None:
-        from conformance.params import apply_params, parse_param
-
-        overrides = dict(parse_param(p) for p in args.param or ())
-        scenarios = [apply_params(s, overrides, args.seed) for s in scenarios]
+    try:
+        adapters, scenarios = _chosen(args)
+    except ValueError as exc:   # UnknownName, ParamError: usage errors, one line
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.broker == "kafka" or args.diff:
         from conformance.kafka_cli import run_kafka
 
@@ -180,6 +173,27 @@ def run(args: argparse.Namespace) -> int:
     # exit 0 only if every applicable contract holds for our client and the harness ran cleanly;
     # third-party failures are findings (docs/findings.md), not errors
     return 1 if broken or failed_ours else 0
+
+
+def _chosen(args: argparse.Namespace):
+    """The adapters and scenarios --client, --scenario, --param and --seed name; UnknownName or
+    ParamError (ValueErrors) for a name that names nothing or a bad parameter."""
+    from conformance.params import apply_params, parse_param
+    from conformance.runner import default_adapters, select, unknown_client
+    from conformance.scenarios import CATALOGUE
+
+    adapters = default_adapters()
+    if args.client:
+        known = {a.name: a for a in adapters}
+        for name in args.client:
+            if name not in known:
+                raise unknown_client(name, known)
+        adapters = [known[c] for c in args.client]
+    scenarios = select(CATALOGUE, args.scenario)
+    if args.param or args.seed is not None:
+        overrides = dict(parse_param(p) for p in args.param or ())
+        scenarios = [apply_params(s, overrides, args.seed) for s in scenarios]
+    return adapters, scenarios
 
 
 def _print_catalogue(catalogue) -> None:

@@ -462,11 +462,11 @@ def explain(scenario: Scenario, client: str | None = None, scale: float = 30.0) 
         result = run_virtual_time(scenario, OurAdapter())
         spans, marks = build(result.trace, result.evidence.config if result.evidence else None)
         return result, spans, marks
-    from conformance.runner import Plan, default_adapters, run_plan
+    from conformance.runner import Plan, default_adapters, run_plan, unknown_client
 
     adapters = {a.name: a for a in default_adapters()}
     if client not in adapters:
-        raise KeyError(f"no client {client!r} (known: {', '.join(adapters)})")
+        raise unknown_client(client, adapters)
     result = run_plan(Plan([scenario], [adapters[client]], scale=scale))[0]
     ev = result.evidence
     spans, marks = build(result.trace, ev.config if ev else None, ev.slack_ms if ev else 1.0, ev.scale if ev else 1.0)

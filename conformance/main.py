@@ -19,6 +19,7 @@ from conformance.realkafka import cli as realkafka_cli
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="broker-emu", description="A Kafka broker emulator for testing and teaching timeouts.")
+    emulator_cli.add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     emulator_cli.add_commands(sub, playground=ScenarioPlayground)   # serve's timeout playground (docs/console.md)
     conformance_cli.add_commands(sub)

@@ -7,6 +7,7 @@ same factor. Virtual-time adapters (our client) run under trio's MockClock at fu
 
 from __future__ import annotations
 
+import difflib
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
@@ -153,11 +154,33 @@ def default_adapters() -> list[Adapter]:
             JavaAdapter(), JavaConsumerProtocolAdapter(), FranzGoAdapter(), SaramaAdapter()]
 
 
+class UnknownName(ValueError):
+    """A scenario id or client name that names nothing: one line, with the name meant when one is close."""
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``; did you mean 'x'?`` when ``name`` is close to one of ``known``, else ``""``."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def unknown_client(name: str, known: Iterable[str]) -> UnknownName:
+    known = sorted(known)
+    hint = did_you_mean(name, known)
+    return UnknownName(f"unknown client {name!r}{hint}" if hint else f"unknown client {name!r} (known: {', '.join(known)})")
+
+
+def _matches(scenario: Scenario, wanted: str) -> bool:
+    return scenario.id == wanted or scenario.id.startswith(wanted.rstrip("*")) or scenario.family == wanted
+
+
 def select(scenarios: Iterable[Scenario], ids: list[str] | None) -> list[Scenario]:
+    """The scenarios ``ids`` name (ids, id prefixes, families); UnknownName for one that names none."""
     scenarios = list(scenarios)
     if not ids:
         return scenarios
-    chosen = [s for s in scenarios if any(s.id == i or s.id.startswith(i.rstrip("*")) or s.family == i for i in ids)]
-    if not chosen:
-        raise SystemExit(f"no scenario matches {ids}; see broker-emu conformance --list")
-    return chosen
+    for wanted in ids:
+        if not any(_matches(s, wanted) for s in scenarios):
+            names = [s.id for s in scenarios] + sorted({s.family for s in scenarios})
+            raise UnknownName(f"no scenario matches {wanted!r}{did_you_mean(wanted, names)} (broker-emu conformance --list)")
+    return [s for s in scenarios if any(_matches(s, wanted) for wanted in ids)]

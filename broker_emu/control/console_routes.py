@@ -3,7 +3,7 @@ this package (no build step at install time), a snapshot of the cluster, and a s
 server-sent events — every trace event as it happens, and a fresh snapshot every
 ``interval_ms`` — so the page updates without reloading or polling.
 
-The page and its scripts are public (a browser cannot send a bearer token when it navigates to
+The page and its scripts, and ``/`` (a redirect to the page), are public (a browser cannot send a bearer token when it navigates to
 a URL, and the files hold no cluster data); the data and every action keep the control API's
 rules: loopback, same origin, the token when one is set (the page takes it from the URL's
 fragment, ``/console#token=...``, which the browser never sends, and puts it in its requests).
@@ -23,7 +23,7 @@ from broker_emu.control.http import HttpError, HttpRequest, HttpResponse, Stream
 
 ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8",
           "playground.js": "text/javascript; charset=utf-8"}
-PUBLIC_PATHS = frozenset({"/console", "/console/playground", *(f"/console/{name}" for name in ASSETS)})
+PUBLIC_PATHS = frozenset({"/", "/console", "/console/playground", *(f"/console/{name}" for name in ASSETS)})
 MAX_BUFFERED_EVENTS = 10_000   # per stream: a page that cannot keep up loses events, and is told how many
 
 
@@ -39,6 +39,10 @@ def sse(event: str, data: Any) -> bytes:
 class ConsoleRoutes:
     target: Any
     public_paths = PUBLIC_PATHS
+
+    async def root(self, request: HttpRequest) -> HttpResponse:
+        """``/`` leads to the console: the URL serve prints without a path opens the page."""
+        return HttpResponse(302, "", "text/plain; charset=utf-8", (("Location", "/console"),))
 
     async def console_page(self, request: HttpRequest) -> HttpResponse:
         return HttpResponse(200, asset("index.html"), "text/html; charset=utf-8")

@@ -31,7 +31,8 @@ MAX_HEADER = 16 * 1024
 MAX_BODY = 1024 * 1024
 MAX_DEPTH = 32          # a rule is 3 deep; a list of rules 4
 REQUEST_TIMEOUT_S = 30
-REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 408: "Request Timeout",
+REASONS = {200: "OK", 201: "Created", 302: "Found", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+           404: "Not Found", 408: "Request Timeout",
            405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large", 415: "Unsupported Media Type",
            500: "Internal Server Error", 503: "Service Unavailable"}
 SINGLE_HEADERS = ("host", "origin", "content-length", "content-type", "authorization", "transfer-encoding")
@@ -90,6 +91,7 @@ class HttpResponse:
     status: int
     body: Any
     content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()   # e.g. (("Location", "/console"),)
 
     def encode(self) -> bytes:
         if isinstance(self.body, (bytes, str)):
@@ -98,7 +100,8 @@ class HttpResponse:
             payload = (json.dumps(self.body, indent=1, default=str, allow_nan=False) + "\n").encode()
         head = (f"HTTP/1.1 {self.status} {REASONS.get(self.status, 'Status')}\r\n"
                 f"Content-Type: {self.content_type}\r\nContent-Length: {len(payload)}\r\n"
-                "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n")
+                + "".join(f"{name}: {value}\r\n" for name, value in self.headers)
+                + "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n")
         return head.encode() + payload
 
 

@@ -225,6 +225,12 @@ PATHS: dict[str, Any] = {
         "get": _op("one group, as in /groups", _json(OBJECT, "the group"), 404,
                    parameters=[_path_param("group", {"type": "string"}, "the group id")]),
     },
+    "/": {
+        "get": _op("a redirect to the web console, /console (public)",
+                   {"description": "to the console", "headers": {"Location": {
+                       "description": "/console", "schema": {"type": "string", "enum": ["/console"]}}}},
+                   status="302"),
+    },
     "/console": {
         "get": _op("the web console's page (public: no cluster data; the page sends the token on its own requests)",
                    {"description": "the page", "content": {"text/html": {"schema": {"type": "string"}}}}),

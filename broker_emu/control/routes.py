@@ -47,7 +47,8 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [
     # the timeout playground (broker_emu.control.playground): scenarios from the provider, if any
     ("GET", "/playground/scenarios", "playground_scenarios", ()),
     ("POST", "/playground/run", "playground_run", ()),
-    # the web console (broker_emu.control.console_routes)
+    # the web console (broker_emu.control.console_routes); / redirects to it
+    ("GET", "/", "root", ()),
     ("GET", "/console", "console_page", ()),
     ("GET", "/console/state", "console_snapshot", ()),
     ("GET", "/console/events", "console_events", ("interval_ms",)),

@@ -47,6 +47,7 @@ def add_faults(proxy: Proxy, scenario: ScenarioFile) -> None:
 
 async def run(args: argparse.Namespace) -> None:
     from broker_emu.control import Routes, serve_http
+    from broker_emu.control.client import announce
 
     scenario = load_faults_file(await trio.Path(args.faults).read_text()) if args.faults else ScenarioFile()
     # closed in the finally below; the trace is written synchronously as events happen anyway
@@ -62,7 +63,7 @@ async def run(args: argparse.Namespace) -> None:
                 if args.control_port is not None:
                     port = await nursery.start(lambda task_status: serve_http(
                         Routes(proxy), "127.0.0.1", args.control_port, token=args.token or None, task_status=task_status))
-                    print(f"control=http://127.0.0.1:{port}", flush=True)
+                    announce(f"http://127.0.0.1:{port}")
                 with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     async for _ in signals:
                         nursery.cancel_scope.cancel()
@@ -73,11 +74,8 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def proxy_command(args: argparse.Namespace) -> int:
-    try:
-        trio.run(run, args)
-    except KeyboardInterrupt:
-        pass
-    except (ValueError, OSError) as exc:   # FaultConfigError and UpstreamError among them
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    """Exit 2 for what the command line or the faults file got wrong (FaultConfigError, --upstream's
+    format), 1 when the upstream does not answer or a port cannot be bound (UpstreamError, OSError)."""
+    from broker_emu.runtime import run_until_stopped
+
+    return run_until_stopped(run, args)

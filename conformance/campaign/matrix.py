@@ -30,7 +30,7 @@ from typing import Any
 
 from conformance.campaign import chaos_runs, client_versions
 from conformance.params import ParamError, apply_params
-from conformance.runner import select
+from conformance.runner import UnknownName, select
 from conformance.scenarios import CATALOGUE
 
 CLIENT_ALIASES = {
@@ -107,7 +107,7 @@ def expand(doc: dict[str, Any]) -> list[Run]:
             raise MatrixError(f"runs[{i}]: unknown key(s) {sorted(bad)}; known: {sorted(GROUP_KEYS)}")
         try:
             scenarios = select(CATALOGUE, group.get("scenarios"))
-        except SystemExit as exc:
+        except UnknownName as exc:
             raise MatrixError(f"runs[{i}]: {exc}") from None
         clients = [client_name(c) for c in group.get("clients", doc.get("clients", ["ours"]))]
         for c in clients:

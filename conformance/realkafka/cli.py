@@ -28,6 +28,11 @@ def run_start(args: argparse.Namespace) -> int:
     from conformance.realkafka.install import KafkaNotInstalled
 
     try:
+        topics = [parse_topic(spec) for spec in args.topic or []]
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
         overrides = parse_overrides(args.config)
         cluster = KafkaCluster(args.brokers, overrides)
     except (KafkaNotInstalled, ValueError) as exc:
@@ -46,9 +51,8 @@ def run_start(args: argparse.Namespace) -> int:
             return 130
         for sig in previous:
             signal.signal(sig, lambda *_: stop.set())
-        for spec in args.topic or []:
-            name, _, parts = spec.partition(":")
-            cluster.create_topic(name, int(parts or 1))
+        for name, partitions in topics:
+            cluster.create_topic(name, partitions)
         _print_ready(cluster, overrides)
         while not stop.wait(0.5):
             if not all(n.running() for n in cluster.nodes):
@@ -65,6 +69,14 @@ def run_start(args: argparse.Namespace) -> int:
         print(f"stopped {how}; logs in {cluster.run_dir}", flush=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def parse_topic(spec: str) -> tuple[str, int]:
+    """``NAME[:PARTITIONS]``, checked before any node starts; ValueError (one line) otherwise."""
+    name, _, parts = spec.partition(":")
+    if not name or not (parts or "1").isdigit() or int(parts or 1) < 1:
+        raise ValueError(f"--topic wants NAME[:PARTITIONS] with PARTITIONS at least 1, got {spec!r}")
+    return name, int(parts or 1)
 
 
 def _interrupt_start(*_) -> None:

@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections import Counter
 from typing import Any
 
@@ -56,6 +57,20 @@ class Served:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def next_lines(proc: subprocess.Popen, n: int, timeout: float = 10) -> list[str]:
+    """The next ``n`` lines a child process prints (fewer if it prints no more within ``timeout``)."""
+    lines: list[str] = []
+
+    def read() -> None:
+        for _ in range(n):
+            lines.append(proc.stdout.readline().strip())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return list(lines)
 
 
 def strict_json(text: str) -> Any:

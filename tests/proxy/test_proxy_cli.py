@@ -14,7 +14,7 @@ import pytest
 
 from broker_emu.control.client import ControlError, call
 from client.protocol import decode_response, encode_request
-from tests.control.serve import ROOT, Served
+from tests.control.serve import ROOT, Served, next_lines
 from tests.proxy.wire import read_frame
 
 pytestmark = pytest.mark.realclient
@@ -71,6 +71,8 @@ def test_the_proxy_command_with_a_faults_file_control_api_and_trace(tmp_path):
         proc, out = _start_proxy(boot, "--control-port", "0", "--faults", str(faults), "--trace", str(trace))
         try:
             control = out["control"]
+            assert next_lines(proc, 2) == [
+                f"console={control}/console", f"export BROKER_EMU_CONTROL={control}"]
             ports = [int(a.rsplit(":", 1)[1]) for a in out["bootstrap"].split(",")]
             described = call(control, "GET", "/cluster")
             assert described["mode"] == "proxy" and [b["id"] for b in described["brokers"]] == [0, 1, 2]
@@ -102,11 +104,11 @@ def test_a_bad_faults_file_or_upstream_is_a_clear_error(tmp_path):
         boot = ",".join(f"{h}:{p}" for h, p in upstream.bootstrap)
         run = subprocess.run([sys.executable, "-m", "broker_emu.cli", "proxy", "--upstream", boot, "--faults", str(bad)],
                              cwd=ROOT, capture_output=True, text=True, timeout=30)
-        assert run.returncode == 1 and "faults[0].match.broker: no broker 7" in run.stderr
+        assert run.returncode == 2 and "faults[0].match.broker: no broker 7" in run.stderr
         bad.write_text("events:\n  - {at_ms: 5, move_leader: {topic: t, partition: 0, broker: 1}}\n")
         run = subprocess.run([sys.executable, "-m", "broker_emu.cli", "proxy", "--upstream", boot, "--faults", str(bad)],
                              cwd=ROOT, capture_output=True, text=True, timeout=30)
-        assert run.returncode == 1 and "events[0].move_leader" in run.stderr
+        assert run.returncode == 2 and "events[0].move_leader" in run.stderr
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         free = s.getsockname()[1]
@@ -115,4 +117,4 @@ def test_a_bad_faults_file_or_upstream_is_a_clear_error(tmp_path):
     assert run.returncode == 1 and "no upstream bootstrap server answered" in run.stderr
     run = subprocess.run([sys.executable, "-m", "broker_emu.cli", "proxy", "--upstream", "nonsense"],
                          cwd=ROOT, capture_output=True, text=True, timeout=30)
-    assert run.returncode == 1 and "--upstream wants HOST:PORT" in run.stderr
+    assert run.returncode == 2 and "--upstream wants HOST:PORT" in run.stderr
