@@ -53,6 +53,15 @@ def test_fault_reads_the_control_url_from_the_environment(served):
     assert json.loads(out.stdout) == {"faults": []}
 
 
+def test_named_faults_and_waits_read_the_control_url_from_the_environment(served):
+    out = fault("latency", "--api", "Produce", "--ms", "5", "--count", "1", env={"BROKER_EMU_CONTROL": served.control})
+    assert out.returncode == 0, out.stderr
+    rule = json.loads(out.stdout)["id"]
+    waited = fault("wait", "connections", "--count", "0", "--timeout-ms", "1000", env={"BROKER_EMU_CONTROL": served.control})
+    assert waited.returncode == 0, waited.stderr
+    assert fault("clear", "--id", str(rule), env={"BROKER_EMU_CONTROL": served.control}).returncode == 0
+
+
 def test_fault_takes_control_after_the_action(served):
     out = fault("list", "--control", served.control)
     assert out.returncode == 0, out.stderr
