@@ -90,3 +90,16 @@ def test_the_trio_fixture_without_pytest_trio_says_which_extra_to_install(tmp_pa
                   "'test_t.py']))", tmp_path, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     assert out.returncode == 1, out.stdout + out.stderr
     assert "trio_kafka_cluster needs pytest-trio: pip install 'broker-emu[pytest]'" in out.stdout
+
+
+def test_the_extras_a_user_expects_exist_and_dev_install_clients_installs_the_clients_extra():
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {"test", "spark", "clients", "pytest"} <= set(extras)
+    assert sorted(p.split("==")[0] for p in extras["clients"]) == ["aiokafka", "confluent-kafka", "kafka-python"]
+    assert all("==" in p for p in extras["clients"])   # the versions the suite is measured with
+    assert {p.split(">=")[0] for p in extras["pytest"]} == {"pytest", "pytest-trio"}
+    read = subprocess.run(["bash", "-c", 'eval "$(sed -n "/^py_clients()/,/^}/p" dev/install-clients)"; py_clients'],
+                          cwd=ROOT, capture_output=True, text=True, check=True)
+    assert read.stdout.split() == extras["clients"]
