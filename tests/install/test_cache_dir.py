@@ -73,3 +73,17 @@ def test_the_install_hint_names_the_script_in_a_checkout_and_is_honest_when_inst
     hint = cd.install_hint("dev/build-adapters/go")
     assert "not in the installed package" in hint and "README" in hint
     assert f"BROKER_EMU_CACHE={tmp_path / 'home' / '.cache' / 'broker-emu'} bash dev/build-adapters/go" in hint
+
+
+def test_only_the_cache_module_names_the_cache_folder():
+    """Every other module asks conformance/cache_dir.py: none joins ".cache" to a path of its own."""
+    import ast
+
+    found = []
+    for top in ("broker_emu", "client", "conformance", "tools", "benchmarks", "tests"):
+        for path in (CHECKOUT / top).rglob("*.py"):
+            if path == CHECKOUT / "conformance" / "cache_dir.py" or path.parent == Path(__file__).parent:
+                continue
+            found += [f"{path.relative_to(CHECKOUT)}:{node.lineno}" for node in ast.walk(ast.parse(path.read_text()))
+                      if isinstance(node, ast.Constant) and node.value == ".cache"]
+    assert found == []
