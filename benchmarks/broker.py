@@ -1,7 +1,7 @@
 """Broker benchmark (not a test): the same confluent-kafka producer against several brokers in
 one run, side by side: (a) `broker-emu serve` (a separate process), (b) librdkafka's mock
 cluster (test.mock.num.brokers=3, inside the producer), (c) franz-go's kfake (a Go program,
-`.cache/adapters/go/kfake`, built by dev/build-adapters/go), (d) Apache Kafka 4.4.0 itself
+adapters/go/kfake in the cache, built by dev/build-adapters/go), (d) Apache Kafka 4.4.0 itself
 (conformance/realkafka, installed by dev/install-kafka). Every target has 3 brokers and a
 topic "bench" with one partition. Prints throughput for 10 KB and 100 B messages with acks=1 and
 acks=all, the CPU each broker and the client used meanwhile (benchmarks/cpu.py), and the p50/p99
@@ -32,9 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from benchmarks.cpu import CpuMeter, CpuUse
-
-ROOT = Path(__file__).resolve().parent.parent
-KFAKE = ROOT / ".cache" / "adapters" / "go" / "kfake"
+from conformance.cache_dir import cache_dir
 
 # Like with like: librdkafka's mock keeps 5 MB per partition (mpart->max_size) and reuses that
 # memory; the emulator keeps every byte by default (log.retention.bytes -1, one cluster-wide
@@ -43,6 +41,13 @@ KFAKE = ROOT / ".cache" / "adapters" / "go" / "kfake"
 # session 16: memory reused after 256 MB is out of every cache, 5-7 % of serve's CPU at 10 KB);
 # --emulator-config overrides it. kfake keeps every batch in memory (no retention): see docs/kfake.md.
 EMULATOR_CONFIG = ["log.retention.bytes=5242880"]
+
+
+def kfake_binary() -> Path:
+    """franz-go's kfake, where dev/build-adapters/go puts it: in the cache (conformance/cache_dir.py)."""
+    return cache_dir("adapters", "go", "kfake")
+
+
 CASES = ((10_240, "1"), (10_240, "all"), (100, "1"), (100, "all"))
 
 
@@ -128,11 +133,12 @@ def mock_target(args: argparse.Namespace) -> Target:
 
 @target("kfake")
 def kfake_target(args: argparse.Namespace) -> Target:
-    if not os.access(KFAKE, os.X_OK):
-        raise TargetUnavailable(f"{KFAKE.relative_to(ROOT)} is not built (bash dev/build-adapters/go)")
+    kfake = kfake_binary()
+    if not os.access(kfake, os.X_OK):
+        raise TargetUnavailable(f"{kfake} is not built (bash dev/build-adapters/go)")
     # kfake stops when its stdin closes: a pipe we hold, so it never outlives this run
     t0 = time.perf_counter()
-    proc = subprocess.Popen([str(KFAKE), "-brokers", "3", "-topic", "bench:1"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([str(kfake), "-brokers", "3", "-topic", "bench:1"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     bootstrap = _bootstrap_line(proc, "kfake")
     return Target("kfake", "franz-go kfake", bootstrap, _stopper(proc), _ready_s(bootstrap, t0), [proc.pid])

@@ -15,7 +15,7 @@ def add_commands(sub) -> None:
     c = sub.add_parser("conformance", help="run the timeout conformance suite against clients")
     c.add_argument("--client", action="append",
                    help="client adapter name, or a Python client at a release (kafka-python@2.2.21: installed into "
-                        ".cache/client-versions/ and run in a process of its own); repeatable; default: all installed")
+                        "client-versions/ in broker-emu's cache and run in a process of its own); repeatable; default: all installed")
     c.add_argument("--scenario", action="append", help="scenario id, id prefix or family (repeatable)")
     c.add_argument("--list", action="store_true", help="list scenario ids and titles")
     c.add_argument("--scale", type=float, default=30.0,

@@ -1,7 +1,7 @@
 """franz-go's kfake behind the proxy: the conformance scenarios on another fake broker.
 
 As on real Kafka (conformance/on_kafka.py), the proxy in front applies the scenario's wire faults
-and keeps the trace the judges read; kfake (`.cache/adapters/go/kfake`, dev/build-adapters/go)
+and keeps the trace the judges read; kfake (adapters/go/kfake in the cache, conformance/cache_dir.py; dev/build-adapters/go)
 answers. A fresh kfake per scenario (it starts in ~4 ms). What kfake cannot do is N/A with the
 reason (``kfake_support``): it has no followers to stall or slow (acks=all is acknowledged at
 once, Produce's timeout ignored), no leader move from outside its Go process, no per-scenario
@@ -20,14 +20,19 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from conformance.adapters.base import Adapter
+from conformance.cache_dir import cache_dir, install_hint
 from conformance.model import Result, Scenario, Status
 from conformance.on_kafka import _rule_support, run_cells
 from conformance.upstreams import TOPIC_LEVEL, CellUpstream, KafkaUpstream
 
-KFAKE = Path(__file__).resolve().parent.parent / ".cache" / "adapters" / "go" / "kfake"
 # broker settings the launcher sets (as every conformance run of the emulator does)
 KFAKE_BROKER_CONFIG: dict[str, Any] = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100,
                                        "auto.create.topics.enable": False}   # kfake without -auto-create
+
+
+def kfake_binary() -> Path:
+    """Where dev/build-adapters/go puts kfake: in the cache (conformance/cache_dir.py)."""
+    return cache_dir("adapters", "go", "kfake")
 
 
 def kfake_support(scenario: Scenario) -> str:
@@ -73,7 +78,10 @@ class KfakeUpstream:
 
     @contextlib.contextmanager
     def cell(self, scenario: Scenario, scale: float) -> Iterator[CellUpstream]:
-        proc = subprocess.Popen([str(KFAKE), "-brokers", str(scenario.brokers or self.brokers),
+        kfake = kfake_binary()
+        if not kfake.is_file():
+            raise FileNotFoundError(f"kfake is not built ({kfake} missing): {install_hint('dev/build-adapters/go')}")
+        proc = subprocess.Popen([str(kfake), "-brokers", str(scenario.brokers or self.brokers),
                                  "-group-min-session-ms", str(KFAKE_BROKER_CONFIG["group.min.session.timeout.ms"])],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:

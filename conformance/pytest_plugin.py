@@ -6,7 +6,7 @@
         kafka_cluster.wait_for("trace", kind="conn_close", timeout=10)
         assert hole.hits == 1
 
-    async def test_with_trio(trio_kafka_cluster):                   # pytest-trio tests
+    async def test_with_trio(trio_kafka_cluster):                   # pytest-trio tests (the pytest extra)
         cluster = trio_kafka_cluster                                 # the Cluster itself
         cluster.faults.latency(api="Produce", ms=500)
         await cluster.wait_for("group", group="g", state="Stable", members=2)
@@ -18,9 +18,12 @@ Customise with ``@pytest.mark.kafka_cluster(brokers=1, topics=[("t", 3, 1)], con
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import pytest
+
+from conformance.extras import PYTEST_TRIO
 
 DEFAULTS: dict[str, Any] = {"brokers": 3, "topics": (), "config": {"group.initial.rebalance.delay.ms": 0}}
 
@@ -106,9 +109,15 @@ def kafka_cluster(request):
         yield KafkaClusterHandle(tc)
 
 
-@pytest.fixture
-async def trio_kafka_cluster(request):
-    from broker_emu import open_cluster
+if importlib.util.find_spec("pytest_trio") is not None:
+    @pytest.fixture
+    async def trio_kafka_cluster(request):
+        from broker_emu import open_cluster
 
-    async with open_cluster(**_options(request)) as cluster:
-        yield cluster
+        async with open_cluster(**_options(request)) as cluster:
+            yield cluster
+else:
+    @pytest.fixture
+    def trio_kafka_cluster():
+        """Without pytest-trio nothing would run an async fixture: say which extra brings it."""
+        pytest.fail(PYTEST_TRIO, pytrace=False)

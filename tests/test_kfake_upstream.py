@@ -1,7 +1,7 @@
 """The conformance scenarios on franz-go's kfake behind the proxy (conformance/kfake_upstream.py):
 what kfake cannot play is N/A with the reason, what it can is judged on the proxy's trace.
 
-The run needs `.cache/adapters/go/kfake` (bash dev/build-adapters/go): skipped without it,
+The run needs kfake in the cache (adapters/go/kfake; bash dev/build-adapters/go): skipped without it,
 failed under CI=true."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from conformance.kfake_upstream import KFAKE, kfake_support, run_on_kfake
+from conformance.kfake_upstream import kfake_binary, kfake_support, run_on_kfake
 from conformance.model import Status
 from conformance.runner import select
 from conformance.scenarios import CATALOGUE
@@ -31,8 +31,8 @@ def test_what_kfake_cannot_play_says_why():
 
 @pytest.mark.realclient
 def test_scenarios_run_on_kfake_behind_the_proxy():
-    if not KFAKE.is_file():
-        why = f"{KFAKE} is not built (bash dev/build-adapters/go)"
+    if not kfake_binary().is_file():
+        why = f"{kfake_binary()} is not built (bash dev/build-adapters/go)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(why, pytrace=False)
         pytest.skip(why)

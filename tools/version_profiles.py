@@ -1,6 +1,6 @@
 """Generate broker_emu/version_profiles_data.py: for each Kafka release a profile stands for, the
 request versions its broker advertised, computed from the message schemas inside that release's
-kafka-clients jar (Maven Central, cached in .cache/m2): every request whose ``listeners`` name the
+kafka-clients jar (Maven Central, cached in m2/ of broker-emu's cache, conformance/cache_dir.py): every request whose ``listeners`` name the
 broker (``zkBroker`` for 2.8, a ZooKeeper-mode cluster; ``broker`` for the KRaft releases), its
 ``validVersions``, less a last version marked ``latestVersionUnstable`` (brokers do not advertise
 it unless unstable.api.versions.enable is set).
@@ -21,17 +21,24 @@ import sys
 import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-M2 = ROOT / ".cache" / "m2"
 OUT = ROOT / "broker_emu" / "version_profiles_data.py"
 # profile -> (kafka-clients version, the listener its brokers run as)
 RELEASES = {"2.8": ("2.8.2", "zkBroker"), "3.6": ("3.6.2", "broker"), "3.9": ("3.9.1", "broker"),
             "4.1": ("4.1.1", "broker")}
 
 
+def maven_repository() -> pathlib.Path:
+    """Maven's local repository, shared with dev/install-kafka and dev/build-adapters/java."""
+    from conformance.cache_dir import cache_dir
+
+    return cache_dir("m2")
+
+
 def jar(version: str) -> pathlib.Path:
-    path = M2 / "org" / "apache" / "kafka" / "kafka-clients" / version / f"kafka-clients-{version}.jar"
+    m2 = maven_repository()
+    path = m2 / "org" / "apache" / "kafka" / "kafka-clients" / version / f"kafka-clients-{version}.jar"
     if not path.exists():
-        subprocess.run(["mvn", "-q", f"-Dmaven.repo.local={M2}", "dependency:get",
+        subprocess.run(["mvn", "-q", f"-Dmaven.repo.local={m2}", "dependency:get",
                         f"-Dartifact=org.apache.kafka:kafka-clients:{version}", "-Dtransitive=false"], check=True)
     return path
 

@@ -42,6 +42,7 @@ from conformance.adapters.py_common import (
     warm_up_failed,
     watchdog_s,
 )
+from conformance.extras import client_missing
 from conformance.model import Operation, Outcome, Scenario
 
 
@@ -60,7 +61,7 @@ class AiokafkaAdapter(RealTimeAdapter):
 
     def available(self):
         ok = importlib.util.find_spec("aiokafka") is not None
-        return ok, "" if ok else "aiokafka is not installed"
+        return ok, "" if ok else client_missing("aiokafka")
 
     def supports(self, steps):
         return supports_here(self, steps)

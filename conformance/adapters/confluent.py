@@ -43,6 +43,7 @@ from conformance.adapters.py_common import (
     warm_step,
     warm_up_failed,
 )
+from conformance.extras import client_missing
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 TIMEOUT_CODES = {"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TIMED_OUT_QUEUE"}
@@ -82,7 +83,7 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
 
     def available(self):
         ok = importlib.util.find_spec("confluent_kafka") is not None
-        return ok, "" if ok else "confluent-kafka is not installed"
+        return ok, "" if ok else client_missing("confluent-kafka")
 
     def supports(self, steps):
         return supports_here(self, steps)

@@ -1,7 +1,7 @@
 """The Go clients: franz-go (github.com/twmb/franz-go, pkg/kgo and pkg/kadm) and IBM sarama
 (github.com/IBM/sarama), pinned in conformance/adapters/go/go.mod and driven through the line
 protocol by the programs in conformance/adapters/go/cmd/ (built by dev/build-adapters/go into
-.cache/adapters/go/). Each step builds its own client from the scenario's config (Kafka's dotted
+adapters/go/ in the cache, conformance/cache_dir.py). Each step builds its own client from the scenario's config (Kafka's dotted
 names, mapped to the client's settings in the program) and is timed in the program around the
 client's own call.
 
@@ -33,10 +33,8 @@ from types import MappingProxyType
 from conformance.adapters.base import RunEnv
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.adapters.py_common import JOIN_GROUP_HELD_NA
+from conformance.cache_dir import cache_dir, install_hint
 from conformance.model import Operation, Outcome, Scenario
-
-ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / ".cache" / "adapters" / "go"
 
 GO_OPERATIONS = frozenset({
     "produce", "produce_pipelined", "configure_producer", "poll", "committed", "end_offsets",
@@ -66,8 +64,13 @@ def _unscaled(config: dict, scale: float) -> dict:
             and not isinstance(v, bool) else v for k, v in config.items()}
 
 
+def go_programs() -> Path:
+    """Where dev/build-adapters/go puts the programs: adapters/go in the cache (conformance/cache_dir.py)."""
+    return cache_dir("adapters", "go")
+
+
 class GoAdapter(LineProtocolAdapter):
-    """A Go client program in .cache/adapters/go/ (``program``)."""
+    """A Go client program in the cache's adapters/go/ (``program``)."""
 
     program = ""
     operations = GO_OPERATIONS
@@ -75,12 +78,12 @@ class GoAdapter(LineProtocolAdapter):
     no_close = ""
 
     def command(self) -> list[str] | None:
-        path = BIN / self.program
+        path = go_programs() / self.program
         return [str(path)] if path.is_file() else None
 
     def not_built_reason(self) -> str:
-        return (f"the {self.name} adapter is not built ({(BIN / self.program).relative_to(ROOT)} missing: "
-                "bash dev/build-adapters/go, which needs Go 1.26)")
+        return (f"the {self.name} adapter is not built ({go_programs() / self.program} missing; it needs Go 1.26): "
+                f"{install_hint('dev/build-adapters/go')}")
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
         kinds = {s.kind for s in steps}

@@ -52,10 +52,8 @@ from typing import Any
 
 from conformance.adapters.base import CONSUMER_CALLS, RunEnv, scaled_ms
 from conformance.adapters.line_protocol import LineProtocolAdapter
+from conformance.cache_dir import cache_dir, install_hint
 from conformance.model import Operation, Outcome
-
-ROOT = Path(__file__).resolve().parents[2]
-JAR = ROOT / ".cache" / "adapters" / "java" / "java-adapter.jar"
 
 # Kafka's defaults (ms) for the Java client's timers, scaled with the run unless the scenario sets them
 JAVA_DEFAULTS_MS = {
@@ -128,14 +126,15 @@ class JavaAdapter(LineProtocolAdapter):
 
     def command(self) -> list[str] | None:
         java = shutil.which("java")
-        if java is None or not JAR.is_file():
+        jar = adapter_jar()
+        if java is None or not jar.is_file():
             return None
-        return [java, "-Xss1m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", str(JAR)]
+        return [java, "-Xss1m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", str(jar)]
 
     def not_built_reason(self) -> str:
         if shutil.which("java") is None:
             return "java is not installed (the Java adapter needs Java 17)"
-        return f"the Java adapter is not built ({JAR.relative_to(ROOT)} missing: bash dev/build-adapters/java)"
+        return f"the Java adapter is not built ({adapter_jar()} missing): {install_hint('dev/build-adapters/java')}"
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
         if any(s.kind == "join_group_held" for s in steps):
@@ -183,5 +182,11 @@ class JavaConsumerProtocolAdapter(JavaAdapter):
         return super().supports(steps)
 
 
+def adapter_jar() -> Path:
+    """Where dev/build-adapters/java puts the program: in the cache (conformance/cache_dir.py)."""
+    return cache_dir("adapters", "java", "java-adapter.jar")
+
+
 def java_available() -> bool:
-    return shutil.which("java") is not None and JAR.is_file() and os.access(JAR, os.R_OK)
+    jar = adapter_jar()
+    return shutil.which("java") is not None and jar.is_file() and os.access(jar, os.R_OK)

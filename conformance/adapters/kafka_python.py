@@ -42,6 +42,7 @@ from conformance.adapters.py_common import (
     warm_step,
     warm_up_failed,
 )
+from conformance.extras import client_missing
 from conformance.model import Operation, Outcome, Scenario
 
 
@@ -67,7 +68,7 @@ class KafkaPythonAdapter(RealTimeAdapter):
 
     def available(self):
         ok = importlib.util.find_spec("kafka") is not None
-        return ok, "" if ok else "kafka-python is not installed"
+        return ok, "" if ok else client_missing("kafka-python")
 
     def supports(self, steps):
         return supports_here(self, steps)

@@ -32,6 +32,13 @@ def run_campaign_command(args: argparse.Namespace) -> int:
     print(f"{args.matrix}: {len(runs)} runs", file=sys.stderr)
     if args.dry_run:
         return 0
+    from conformance.campaign.spark_session import SparkUnavailable, check_spark
+
+    try:
+        check_spark(args.master)
+    except SparkUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from conformance.campaign import client_versions, report
     from conformance.campaign.aggregate import summarise
 

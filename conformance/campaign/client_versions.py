@@ -3,7 +3,7 @@ in a matrix's ``clients`` runs that client's adapter against that release, so a 
 releases shows up as a difference in the heat maps.
 
 Each version is installed once, with pip, into a folder of its own under
-``.cache/client-versions/`` (``pip install --target``, no dependencies: the Python clients
+``client-versions/`` in the cache (conformance/cache_dir.py; ``pip install --target``, no dependencies: the Python clients
 bring their native parts in their wheels, and their few dependencies are already in the project's
 environment); the run's child process (campaign/isolated.py) puts that folder first on its path,
 so it imports that release and nothing else changes. Only the Python clients can be versioned this
@@ -17,8 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conformance.cache_dir import cache_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".cache" / "client-versions"
 # adapter name -> (PyPI project, import name)
 PACKAGES = {"confluent-kafka": ("confluent-kafka", "confluent_kafka"), "kafka-python": ("kafka-python", "kafka"),
             "aiokafka": ("aiokafka", "aiokafka")}
@@ -47,7 +48,7 @@ def check(spec: str) -> None:
 
 def folder(spec: str) -> Path | None:
     name, version = split(spec)
-    return None if version is None else CACHE / f"{PACKAGES[name][0]}-{version}"
+    return None if version is None else cache_dir("client-versions", f"{PACKAGES[name][0]}-{version}")
 
 
 def ensure(specs: list[str], out=sys.stderr) -> None:
@@ -59,7 +60,7 @@ def ensure(specs: list[str], out=sys.stderr) -> None:
             continue
         name, version = split(spec)
         project = PACKAGES[name][0]
-        print(f"installing {project}=={version} into {target.relative_to(ROOT)} ...", file=out, flush=True)
+        print(f"installing {project}=={version} into {target} ...", file=out, flush=True)
         target.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                                "--no-deps", "--target", str(target), f"{project}=={version}"],

@@ -24,12 +24,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    DataSourceStreamReader,
-    InputPartition,
-)
+from conformance.extras import DATA_SOURCE
+
+try:
+    from pyspark.sql.datasource import (
+        DataSource,
+        DataSourceReader,
+        DataSourceStreamReader,
+        InputPartition,
+    )
+except ImportError as exc:   # the spark extra is not installed
+    raise ImportError(DATA_SOURCE) from exc
 
 SCHEMA = ("topic string, partition int, offset long, timestamp timestamp, key binary, value binary, "
           "headers array<struct<key: string, value: binary>>")

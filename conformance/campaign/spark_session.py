@@ -7,11 +7,30 @@ need broker-emu installed in the Python they run (docs/campaigns.md), or a Spark
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import sys
 from pathlib import Path
 
+from conformance.extras import JAVA_FOR_SPARK, SPARK
+
 LOOPBACK = "127.0.0.1"
+
+
+class SparkUnavailable(RuntimeError):
+    """pyspark (the spark extra) or the Java runtime Spark starts is missing; the message says which."""
+
+
+def check_spark(master: str) -> None:
+    """Before anything is started: pyspark importable and, unless Spark Connect runs the JVM
+    elsewhere, a java to start."""
+    if importlib.util.find_spec("pyspark") is None:
+        raise SparkUnavailable(SPARK)
+    home = os.environ.get("JAVA_HOME")
+    has_java = bool(home and (Path(home) / "bin" / "java").exists()) or shutil.which("java") is not None
+    if not master.startswith("sc://") and not has_java:
+        raise SparkUnavailable(JAVA_FOR_SPARK)
 
 
 def on_this_machine(master: str) -> bool:
@@ -39,6 +58,7 @@ def prepare_environment(master: str) -> None:
 def get_session(master: str | None = None, app_name: str = "broker-emu", parallelism: int | None = None,
                 extra_conf: dict[str, str] | None = None):
     master = master or "local[*]"
+    check_spark(master)
     prepare_environment(master)
     from pyspark.sql import SparkSession
 

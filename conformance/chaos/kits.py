@@ -19,6 +19,7 @@ from conformance.chaos.ours import CONSUMER_CONFIG as OUR_CONSUMER
 from conformance.chaos.ours import PRODUCER_CONFIG as OUR_PRODUCER
 from conformance.chaos.ours import TOPIC
 from conformance.chaos.realtime import Kit
+from conformance.extras import client_missing
 
 LINE_START_S = 120.0     # a JVM starting on a busy 2-core machine
 LINE_CALL_S = 60.0       # a command the program answers at once, with a wide margin
@@ -32,7 +33,7 @@ def _acks(settings: dict) -> str | int:
 def _installed(module: str, package: str) -> Callable[[], tuple[bool, str]]:
     def check() -> tuple[bool, str]:
         if importlib.util.find_spec(module) is None:
-            return False, f"{package} is not installed (pip install {package})"
+            return False, client_missing(package)
         return True, ""
     return check
 

@@ -17,9 +17,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from conformance.cache_dir import cache_dir, source_checkout
 from conformance.realkafka import wire
 from conformance.realkafka.config import HOST, NodePorts, log4j2_properties, server_properties
-from conformance.realkafka.install import ROOT, check_installed, java_binary
+from conformance.realkafka.install import check_installed, java_binary
 from conformance.realkafka.node import KafkaNode, wait_all
 
 
@@ -52,7 +53,10 @@ def new_cluster_id() -> str:
 
 
 def new_run_dir(base: Path | None = None) -> Path:
-    base = base or ROOT / "out" / "kafka"
+    """A fresh folder for one cluster's data and logs: under out/kafka in a source checkout, else
+    under kafka-runs in the cache (never inside an installed package)."""
+    checkout = source_checkout()
+    base = base or (checkout / "out" / "kafka" if checkout is not None else cache_dir("kafka-runs"))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in range(1000):
         path = base / (f"{stamp}-{n}" if n else stamp)

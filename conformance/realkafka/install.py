@@ -1,6 +1,6 @@
 """Where the reference Kafka lives: the jars ``dev/install-kafka`` copies into
-``.cache/kafka/<version>/lib`` (version pinned in ``dev/kafka/pom.xml``), and the ``java`` that
-runs them."""
+``kafka/<version>/lib`` in the cache (conformance/cache_dir.py; version pinned in
+``dev/kafka/pom.xml``), and the ``java`` that runs them."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import os
 import re
 import shutil
 from pathlib import Path
+
+from conformance.cache_dir import cache_dir, install_hint
 
 ROOT = Path(__file__).resolve().parents[2]
 POM = ROOT / "dev" / "kafka" / "pom.xml"
@@ -28,11 +30,11 @@ def kafka_version() -> str:
 
 
 def kafka_lib(version: str | None = None) -> Path:
-    """The folder of jars: ``$BROKER_EMU_KAFKA_LIB`` if set, else the repo's cache."""
+    """The folder of jars: ``$BROKER_EMU_KAFKA_LIB`` if set, else kafka/<version>/lib in the cache."""
     override = os.environ.get("BROKER_EMU_KAFKA_LIB")
     if override:
         return Path(override)
-    return ROOT / ".cache" / "kafka" / (version or kafka_version()) / "lib"
+    return cache_dir("kafka", version or kafka_version(), "lib")
 
 
 def java_binary() -> str:
@@ -51,5 +53,5 @@ def check_installed(version: str | None = None) -> Path:
     java_binary()
     lib = kafka_lib(version)
     if not any(lib.glob("kafka_2.13-*.jar")):
-        raise KafkaNotInstalled(f"no Kafka broker jar in {lib}: run `bash dev/install-kafka` (needs mvn)")
+        raise KafkaNotInstalled(f"no Kafka broker jar in {lib} (dev/install-kafka needs mvn): {install_hint('dev/install-kafka')}")
     return lib

@@ -1,5 +1,5 @@
 """Other brokers behind the real-client tests' ``cluster`` fixture (``pytest --broker NAME``):
-franz-go's kfake (``KfakeCluster``, `.cache/adapters/go/kfake`, built by dev/build-adapters/go)
+franz-go's kfake (``KfakeCluster``, adapters/go/kfake in the cache, built by dev/build-adapters/go)
 and Apache Kafka itself, directly or through ``broker-emu proxy`` (``KafkaTestCluster``,
 conformance/realkafka, installed by dev/install-kafka).
 
@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
-REPO = Path(__file__).resolve().parents[2]
-KFAKE = REPO / ".cache" / "adapters" / "go" / "kfake"
+from conformance.kfake_upstream import kfake_binary
 
 
 @dataclass
@@ -95,9 +93,10 @@ class KfakeCluster(WireCluster):
 
     def __init__(self, brokers: int = 3, topics: tuple[tuple[str, int], ...] = (("t", 3),),
                  extra_args: tuple[str, ...] = ()) -> None:
-        if not KFAKE.is_file():
-            raise FileNotFoundError(f"{KFAKE} is not built (bash dev/build-adapters/go)")
-        args = [str(KFAKE), "-brokers", str(brokers), *extra_args]
+        kfake = kfake_binary()
+        if not kfake.is_file():
+            raise FileNotFoundError(f"{kfake} is not built (bash dev/build-adapters/go)")
+        args = [str(kfake), "-brokers", str(brokers), *extra_args]
         for name, partitions in topics:
             args += ["-topic", f"{name}:{partitions}"]
         self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
