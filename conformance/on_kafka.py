@@ -304,7 +304,7 @@ def kafka_upstream(brokers: int) -> Iterator[KafkaUpstream]:
     """One real cluster for the whole run, with the settings the scenarios share."""
     launcher = importlib.import_module("conformance.realkafka")   # the launcher (bash dev/install-kafka)
 
-    with launcher.kafka_cluster(brokers=brokers, config=dict(KAFKA_CLUSTER_CONFIG)) as k:
+    with launcher.apache_kafka_cluster(brokers=brokers, config=dict(KAFKA_CLUSTER_CONFIG)) as k:
         up = KafkaUpstream(k)
         up.warm_up()
         yield up

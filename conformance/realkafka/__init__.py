@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "KafkaCluster": "conformance.realkafka.cluster", "KafkaStartError": "conformance.realkafka.cluster",
-    "kafka_cluster": "conformance.realkafka.cluster",
+    "apache_kafka_cluster": "conformance.realkafka.cluster",
     "KafkaNotInstalled": "conformance.realkafka.install", "check_installed": "conformance.realkafka.install",
     "kafka_version": "conformance.realkafka.install",
     "KafkaNode": "conformance.realkafka.node",
 }
 __all__ = ["KafkaCluster", "KafkaNode", "KafkaNotInstalled", "KafkaStartError", "check_installed",
-           "kafka_cluster", "kafka_version"]
+           "apache_kafka_cluster", "kafka_version"]
 
 if TYPE_CHECKING:
-    from conformance.realkafka.cluster import KafkaCluster, KafkaStartError, kafka_cluster
+    from conformance.realkafka.cluster import KafkaCluster, KafkaStartError, apache_kafka_cluster
     from conformance.realkafka.install import KafkaNotInstalled, check_installed, kafka_version
     from conformance.realkafka.node import KafkaNode
 

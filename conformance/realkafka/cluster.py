@@ -1,6 +1,6 @@
 """A KRaft cluster of 1 or 3 combined broker+controller nodes on free loopback ports.
 
-    with kafka_cluster(brokers=3, config={"min.insync.replicas": 2}) as k:
+    with apache_kafka_cluster(brokers=3, config={"min.insync.replicas": 2}) as k:
         k.bootstrap            # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
         k.nodes[1].pause()     # SIGSTOP one JVM ... k.nodes[1].resume()
 
@@ -288,7 +288,7 @@ class KafkaCluster:
 
 
 @contextmanager
-def kafka_cluster(brokers: int = 1, config: Mapping[str, object] | None = None, timeout: float = 90.0,
+def apache_kafka_cluster(brokers: int = 1, config: Mapping[str, object] | None = None, timeout: float = 90.0,
                   run_dir: Path | None = None, stop_timeout: float = 30.0,
                   client_protocol: str = "") -> Iterator[KafkaCluster]:
     """Start a cluster, yield it, and stop every node on the way out, whatever happened."""

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.realclient, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def kafka():
-    from conformance.realkafka import KafkaNotInstalled, check_installed, kafka_cluster
+    from conformance.realkafka import KafkaNotInstalled, apache_kafka_cluster, check_installed
 
     try:
         check_installed()
@@ -30,7 +30,7 @@ def kafka():
         pytest.skip(str(exc))
     from conformance.realkafka.config import HARNESS
 
-    with kafka_cluster(brokers=1, config=HARNESS) as k:
+    with apache_kafka_cluster(brokers=1, config=HARNESS) as k:
         k.create_topic("pt", 1, 1)
         yield k
 

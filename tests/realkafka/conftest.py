@@ -28,10 +28,10 @@ def kafka1():
     """One Apache Kafka node (broker+controller) for the whole session, stopped at its end even
     when tests failed."""
     require_kafka()
-    from conformance.realkafka import kafka_cluster
+    from conformance.realkafka import apache_kafka_cluster
     from conformance.realkafka.config import HARNESS
 
-    with kafka_cluster(brokers=1, config=HARNESS) as k:
+    with apache_kafka_cluster(brokers=1, config=HARNESS) as k:
         yield k
 
 

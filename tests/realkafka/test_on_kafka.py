@@ -27,11 +27,11 @@ def kafka(kafka_factory_module):
 
 @pytest.fixture(scope="module")
 def kafka_factory_module():
-    from conformance.realkafka import kafka_cluster
+    from conformance.realkafka import apache_kafka_cluster
     from tests.realkafka.conftest import require_kafka
 
     require_kafka()
-    with kafka_cluster(brokers=1, config=dict(KAFKA_CLUSTER_CONFIG)) as k:
+    with apache_kafka_cluster(brokers=1, config=dict(KAFKA_CLUSTER_CONFIG)) as k:
         yield k
 
 
