@@ -1,4 +1,5 @@
-"""pytest plugin (auto-registered): a running emulated cluster for your own tests.
+"""pytest plugin (auto-registered by ``pip install broker-emu``): an emulated Kafka cluster for
+your own tests. docs/pytest.md has copy-paste examples; in short:
 
     def test_my_app_survives_a_black_hole(kafka_cluster):          # plain sync test
         hole = kafka_cluster.faults.black_hole(api="Produce", count=1)
@@ -7,13 +8,16 @@
         assert hole.hits == 1
 
     async def test_with_trio(trio_kafka_cluster):                   # pytest-trio tests (the pytest extra)
-        cluster = trio_kafka_cluster                                 # the Cluster itself
-        cluster.faults.latency(api="Produce", ms=500)
-        await cluster.wait_for("group", group="g", state="Stable", members=2)
+        await trio_kafka_cluster.wait_for("group", group="g", state="Stable", members=2)
 
-Asyncio tests (e.g. aiokafka) use ``kafka_cluster`` too: the cluster runs on its own thread.
-Customise with ``@pytest.mark.kafka_cluster(brokers=1, topics=[("t", 3, 1)], config={...})``;
-``kafka_version="2.8"`` makes it advertise what that release's broker did (docs/version-profiles.md).
+Fixtures: ``kafka_cluster`` (a cluster of the test's own, about 0.4 s to start; or a shared one
+with ``--broker-emu-shared`` / ini ``broker_emu_shared = true``), ``shared_kafka_cluster`` (one
+cluster per shape per pytest process, so one per pytest-xdist worker, isolated per test:
+pytest_cluster.py), ``kafka_cluster_factory`` (more clusters inside a test) and
+``trio_kafka_cluster`` (the Cluster itself, in the test's trio run). Shape a cluster with
+``@pytest.mark.kafka_cluster(brokers=1, topics=[("t", 3, 1)], config={...}, kafka_version="2.8",
+listener="SASL_SSL", users={"alice": "secret"})``. Apache Kafka itself is another helper,
+``conformance.realkafka.apache_kafka_cluster``.
 """
 
 from __future__ import annotations
@@ -24,89 +28,109 @@ from typing import Any
 import pytest
 
 from conformance.extras import PYTEST_TRIO
+from conformance.pytest_cluster import ClusterOptionError, KafkaClusterHandle, SharedClusterHandle, cluster_options, shape_key
 
-DEFAULTS: dict[str, Any] = {"brokers": 3, "topics": (), "config": {"group.initial.rebalance.delay.ms": 0}}
+MARKER = ("kafka_cluster(brokers=3, topics=(), config=None, kafka_version=None, listener=None, users=None, "
+          "client_certs=None): the shape of the emulated cluster the test's fixtures start or share")
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("broker-emu")
+    group.addoption("--broker-emu-shared", action="store_true", default=None,
+                    help="kafka_cluster shares one cluster per shape among tests (isolated per test), as "
+                         "shared_kafka_cluster does")
+    parser.addini("broker_emu_shared", type="bool", default=False,
+                  help="kafka_cluster shares one cluster per shape among tests (as --broker-emu-shared)")
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "kafka_cluster(brokers=3, topics=(), config=None, kafka_version=None): set up the emulated cluster fixture")
+    config.addinivalue_line("markers", MARKER)
 
 
 def _options(request) -> dict[str, Any]:
     marker = request.node.get_closest_marker("kafka_cluster")
-    options = dict(DEFAULTS)
-    if marker is not None:
-        options.update(marker.kwargs)
-        options["config"] = {**DEFAULTS["config"], **(marker.kwargs.get("config") or {})}
-        version = options.pop("kafka_version", None)
-        if version is not None:
-            options["config"]["emu.kafka.version"] = version
-    return options
+    try:
+        return cluster_options(**(marker.kwargs if marker is not None else {}))
+    except ClusterOptionError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
-class KafkaClusterHandle:
-    """Thread-safe controls over a cluster running on its own thread."""
+def _shared(config) -> bool:
+    flag = config.getoption("broker_emu_shared")
+    return bool(flag) if flag is not None else bool(config.getini("broker_emu_shared"))
 
-    def __init__(self, threaded):
-        self._tc = threaded
 
-    @property
-    def bootstrap(self) -> str:
-        return self._tc.bootstrap
+class _Pool:
+    """The clusters shared in this pytest process, one per shape, stopped when the session ends."""
 
-    @property
-    def cluster(self):
-        return self._tc.cluster
+    def __init__(self) -> None:
+        self.clusters: dict[str, Any] = {}
 
-    @property
-    def faults(self):
-        """Named faults: ``kafka_cluster.faults.latency(api="Produce", ms=500)`` returns a handle
-        (``.id``, ``.hits``, ``.clear()``); docs/faults.md."""
-        return self._tc.faults
+    def get(self, options: dict[str, Any]) -> Any:
+        key = shape_key(options)
+        if key not in self.clusters:
+            from broker_emu.runtime import ThreadedCluster
 
-    def wait_for(self, what: str, timeout: float = 5.0, **params) -> dict:
-        """Block until the cluster reaches a state (``Cluster.wait_for``; docs/faults.md), or raise
-        ``broker_emu.waits.WaitTimeout`` naming what was last seen."""
-        return self._tc.wait_for(what, timeout, **params)
+            self.clusters[key] = ThreadedCluster(**options).start()
+        return self.clusters[key]
 
-    def add_fault(self, rule: dict) -> int:
-        return self._tc.call(lambda: self.cluster.faults.add(rule, self.cluster.now_ms()).id)
+    def stop(self) -> None:
+        for tc in self.clusters.values():
+            tc.stop()
+        self.clusters.clear()
 
-    def remove_fault(self, rule_id: int) -> bool:
-        return self._tc.call(self.cluster.faults.remove, rule_id)
 
-    def clear_faults(self) -> int:
-        return self._tc.call(self.cluster.faults.clear)
+@pytest.fixture(scope="session")
+def _broker_emu_pool():
+    pool = _Pool()
+    yield pool
+    pool.stop()
 
-    def set_replication(self, topic=None, partition=None, follower=None, mode="normal", lag_ms=0.0) -> None:
-        self._tc.call(self.cluster.set_replication, topic, partition, follower, mode, lag_ms)
 
-    def move_leader(self, topic: str, partition: int, broker: int) -> None:
-        self._tc.call(self.cluster.move_leader, topic, partition, broker)
-
-    def stop_broker(self, broker: int) -> None:
-        self._tc.acall(self.cluster.stop_broker, broker)
-
-    def start_broker(self, broker: int) -> None:
-        self._tc.acall(self.cluster.start_broker, broker)
-
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None) -> None:
-        self._tc.call(self.cluster.create_topic, name, partitions, replication_factor)
-
-    def trace(self, **filters):
-        """Trace events (copies), filtered like ``Trace.query`` (kind, api, client_id, since_ms...)."""
-        return self._tc.call(lambda: list(self.cluster.trace.query(**filters)))
-
-    def describe(self) -> dict:
-        return self._tc.call(self.cluster.describe)
+def _shared_handle(request, pool: _Pool):
+    handle = SharedClusterHandle(pool.get(_options(request)), request.node.nodeid)
+    yield handle
+    handle.reset()
 
 
 @pytest.fixture
-def kafka_cluster(request):
+def shared_kafka_cluster(request, _broker_emu_pool):
+    """A cluster shared by every test of its shape in this process, isolated per test."""
+    yield from _shared_handle(request, _broker_emu_pool)
+
+
+@pytest.fixture
+def kafka_cluster(request, _broker_emu_pool):
+    """A cluster of the test's own (shared and isolated with --broker-emu-shared)."""
+    if _shared(request.config):
+        yield from _shared_handle(request, _broker_emu_pool)
+        return
     from broker_emu import run_cluster_in_thread
 
     with run_cluster_in_thread(**_options(request)) as tc:
         yield KafkaClusterHandle(tc)
+
+
+@pytest.fixture
+def kafka_cluster_factory():
+    """``kafka_cluster_factory(brokers=1, topics=[...], ...)`` (the marker's options) starts a
+    cluster inside the test and returns its handle; every one is stopped when the test ends."""
+    from broker_emu.runtime import ThreadedCluster
+
+    started: list[Any] = []
+
+    def start(**options: Any) -> KafkaClusterHandle:
+        try:
+            shaped = cluster_options(**options)
+        except ClusterOptionError as exc:
+            raise TypeError(str(exc)) from None
+        tc = ThreadedCluster(**shaped).start()
+        started.append(tc)
+        return KafkaClusterHandle(tc)
+
+    yield start
+    for tc in started:
+        tc.stop()
 
 
 if importlib.util.find_spec("pytest_trio") is not None:
