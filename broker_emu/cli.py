@@ -265,6 +265,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class OldSpelling(argparse.Action):
+    """An option's former name: still works, with a one-line note naming the new one."""
+
+    def __init__(self, *args: Any, new: str, **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        print(f"note: {option_string} is spelled {self.new} now (the old spelling still works)", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def add_commands(sub: Any, playground: Callable[[], Any] | None = None) -> None:
     """The emulator's commands on ``sub``. ``playground`` makes the control API's timeout
     playground provider (broker_emu.control.playground); the ``broker-emu`` command passes the
@@ -292,7 +304,10 @@ def add_commands(sub: Any, playground: Callable[[], Any] | None = None) -> None:
                         "and require one (ssl.client.auth=required unless --config says otherwise); repeatable")
     s.add_argument("--kafka-version", choices=PROFILES, default=None,
                    help="advertise the API versions that release's broker did (docs/version-profiles.md)")
-    s.add_argument("--scenario", help="YAML scenario file (faults and timed events)")
+    s.add_argument("--faults", dest="scenario", metavar="FILE.yaml",
+                   help="a scenario file: faults and timed events (docs/control.md); the proxy's --faults too")
+    # the old spelling: `--scenario` names a scenario id in `conformance` and `explain`
+    s.add_argument("--scenario", dest="scenario", action=OldSpelling, new="--faults", help=argparse.SUPPRESS)
     s.add_argument("--trace", help="write the trace as JSONL to this file")
 
     add_proxy_command(sub)

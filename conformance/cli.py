@@ -14,7 +14,7 @@ from conformance.summary import print_summary
 def add_commands(sub) -> None:
     c = sub.add_parser("conformance", help="run the timeout conformance suite against clients")
     c.add_argument("--client", action="append",
-                   help="client adapter name, or a Python client at a release (kafka-python@2.2.21: installed into "
+                   help="client name (ours, ours-blocking, confluent-kafka, kafka-python, ...), or a Python client at a release (kafka-python@2.2.21: installed into "
                         "client-versions/ in broker-emu's cache and run in a process of its own); repeatable; default: all installed")
     c.add_argument("--scenario", action="append", help="scenario id, id prefix or family (repeatable)")
     c.add_argument("--list", action="store_true", help="list scenario ids and titles")
@@ -77,6 +77,10 @@ def run_explain(args: argparse.Namespace) -> int:
         print(f"error: no scenario {args.scenario!r}{did_you_mean(args.scenario, BY_ID)} (broker-emu explain --list)",
               file=sys.stderr)
         return 2
+    if args.client:
+        from conformance.client_names import adapter_name
+
+        args.client = adapter_name(args.client)
     try:
         result, spans, marks = explain(scenario, args.client)
     except UnknownName as exc:
@@ -111,11 +115,13 @@ def run_explain(args: argparse.Namespace) -> int:
 
 def _compare_panel(scenario, spec: str):
     """The second panel of --compare: a client name, a scenario id, or KEY=VALUE overrides."""
+    from conformance.client_names import adapter_name
     from conformance.explain import explain
     from conformance.params import ParamError, apply_params, parse_param
     from conformance.runner import default_adapters
     from conformance.scenarios import BY_ID
 
+    spec = adapter_name(spec) if "=" not in spec and spec not in BY_ID else spec
     try:
         if spec in BY_ID:
             other = BY_ID[spec]
@@ -184,11 +190,14 @@ def _chosen(args: argparse.Namespace):
 
     adapters = default_adapters()
     if args.client:
+        from conformance.client_names import adapter_name, cli_name
+
         known = {a.name: a for a in adapters}
-        for name in args.client:
+        names = [adapter_name(name) for name in args.client]
+        for name in names:
             if name not in known:
-                raise unknown_client(name, known)
-        adapters = [known[c] for c in args.client]
+                raise unknown_client(name, [cli_name(k) for k in known])
+        adapters = [known[c] for c in names]
     scenarios = select(CATALOGUE, args.scenario)
     if args.param or args.seed is not None:
         overrides = dict(parse_param(p) for p in args.param or ())

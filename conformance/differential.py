@@ -250,7 +250,10 @@ def settle(rows: list[Row], again: dict[tuple[str, str], list[tuple[Result, Resu
 
 def reproduce(scenario: str, client: str, kafka_brokers: int, scale: float = 30.0) -> str:
     """The command that runs this one cell of the differential again."""
+    from conformance.client_names import cli_name
+
     scaled = "" if scale == 30.0 else f" --scale {scale:g}"
+    client = cli_name(client)
     quoted = f'"{client}"' if " " in client else client
     return (f"broker-emu conformance --diff --broker kafka --kafka-brokers {kafka_brokers}{scaled} "
             f"--scenario {scenario} --client {quoted}")

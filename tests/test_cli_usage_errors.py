@@ -95,7 +95,7 @@ def test_serve_refuses_a_bad_broker_config_value_with_exit_2():
 
 
 def test_conformance_suggests_the_scenario_meant(capsys):
-    code, out, err = cli(capsys, "conformance", "--scenario", "kip19.produce-blak-hole", "--client", "broker-emu (async)")
+    code, out, err = cli(capsys, "conformance", "--scenario", "kip19.produce-blak-hole", "--client", "ours")
     assert (code, out) == (2, "")
     assert err == ("error: no scenario matches 'kip19.produce-blak-hole'; did you mean 'kip19.produce-black-hole'? "
                    "(broker-emu conformance --list)\n")
@@ -103,7 +103,7 @@ def test_conformance_suggests_the_scenario_meant(capsys):
 
 def test_conformance_refuses_each_unknown_scenario_not_only_when_none_matches(capsys):
     code, _, err = cli(capsys, "conformance", "--scenario", "kip19.produce-black-hole", "--scenario", "zzz-nothing",
-                       "--client", "broker-emu (async)")
+                       "--client", "ours")
     assert code == 2 and err == "error: no scenario matches 'zzz-nothing' (broker-emu conformance --list)\n"
 
 
@@ -114,7 +114,7 @@ def test_conformance_suggests_the_client_meant(capsys):
 
 
 def test_conformance_refuses_a_bad_param_with_exit_2(capsys):
-    code, _, err = cli(capsys, "conformance", "--scenario", "kip19.produce-black-hole", "--client", "broker-emu (async)",
+    code, _, err = cli(capsys, "conformance", "--scenario", "kip19.produce-black-hole", "--client", "ours",
                        "--param", "bogus=1")
     assert code == 2 and err == "error: unknown parameter 'bogus' (see conformance/params.py)\n"
 
@@ -149,3 +149,25 @@ def test_a_port_in_use_is_a_runtime_failure_exit_1_in_one_line():
         out = serve("--brokers", "1", "--port", str(taken.getsockname()[1]))
     assert (out.returncode, out.stdout) == (1, "")
     assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: ") and "in use" in out.stderr
+
+
+def test_one_client_name_on_every_command_line(capsys):
+    code, out, err = cli(capsys, "conformance", "--client", "ours", "--scenario", "kip266.poll-zero")
+    assert code == 0 and "broker-emu (async)" in out and "note:" not in err
+    code, out, err = cli(capsys, "conformance", "--client", "broker-emu (async)", "--scenario", "kip266.poll-zero")
+    assert code == 0 and "note: 'broker-emu (async)' is spelled 'ours' on the command line now" in err
+    code, _, err = cli(capsys, "conformance", "--client", "our", "--scenario", "kip266.poll-zero")
+    assert code == 2 and "did you mean 'ours'" in err
+    from conformance.main import build_parser
+
+    assert build_parser().parse_args(["chaos", "--client", "broker-emu (async)"]).client == "ours"
+    code, out, _ = cli(capsys, "explain", "kip266.poll-zero", "--client", "ours")
+    assert code == 0 and "verdict for broker-emu (async)" in out
+
+
+def test_serve_names_its_scenario_file_faults_as_the_proxy_does_and_takes_the_old_spelling(capsys):
+    from conformance.main import build_parser
+
+    assert build_parser().parse_args(["serve", "--faults", "f.yaml"]).scenario == "f.yaml"
+    assert build_parser().parse_args(["serve", "--scenario", "f.yaml"]).scenario == "f.yaml"
+    assert "note: --scenario is spelled --faults now" in capsys.readouterr().err

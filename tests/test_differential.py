@@ -179,7 +179,7 @@ def test_per_cell_counts_and_the_command_that_reproduces_each():
     table = {c.scenario: c for c in D.cells(rows, kafka_brokers=3)}
     assert table["a"].different >= 2 and table["b"].different == 0 and table["b"].same == sum(r.scenario == "b" for r in rows)
     assert table["a"].reproduce == "broker-emu conformance --diff --broker kafka --kafka-brokers 3 --scenario a --client client"
-    assert D.reproduce("s", "broker-emu (blocking)", 1, 10.0).endswith('--scale 10 --scenario s --client "broker-emu (blocking)"')
+    assert D.reproduce("s", "broker-emu (blocking)", 1, 10.0).endswith("--scale 10 --scenario s --client ours-blocking")
     totals = D.by_client(list(table.values()))["client"]
     assert totals["cells"] == 2 and totals["cells with a difference"] == 1
     assert totals["same"] + totals["different"] + totals["n/a"] == len(rows)

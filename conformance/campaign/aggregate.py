@@ -86,7 +86,9 @@ def violations(spark) -> list[dict[str, Any]]:
 
 
 def replay_command(scenario: str, client: str, params: str, seed: int) -> str:
-    args = ["broker-emu", "conformance", "--scenario", scenario, "--client", client, "--seed", str(seed)]
+    from conformance.client_names import cli_name
+
+    args = ["broker-emu", "conformance", "--scenario", scenario, "--client", cli_name(client), "--seed", str(seed)]
     for key, value in sorted(json.loads(params).items()):
         args += ["--param", f"{key}={json.dumps(value) if not isinstance(value, str) else value}"]
     return shlex.join(args)

@@ -29,16 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.campaign import chaos_runs, client_versions
+from conformance.client_names import ALIASES
 from conformance.params import ParamError, apply_params
 from conformance.runner import UnknownName, select
 from conformance.scenarios import CATALOGUE
 
-CLIENT_ALIASES = {
-    "ours": "broker-emu (async)",
-    "ours-blocking": "broker-emu (blocking)",
-    "confluent": "confluent-kafka",
-    "librdkafka": "confluent-kafka",
-}
+CLIENT_ALIASES = ALIASES   # the command line's client names (conformance/client_names.py)
 TOP_KEYS = {"name", "description", "clients", "seeds", "repetitions", "runs", "scenarios", "grid", "chaos", "scale"}
 GROUP_KEYS = {"scenarios", "grid", "clients", "seeds", "repetitions"}
 CHAOS_KEYS = {"clients", "seeds", "grid", *chaos_runs.PARAMS}

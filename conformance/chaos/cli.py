@@ -29,9 +29,18 @@ DEFAULTS = {  # (seeds, duration s, interval s): virtual time is cheap, real tim
 }
 
 
+def _short_name(name: str) -> str:
+    """The command line's one name for a client (conformance/client_names.py): a display name
+    such as "broker-emu (async)" is accepted, with a note."""
+    from conformance.client_names import SHORT, adapter_name
+
+    adapter_name(name)   # the note, for an old spelling
+    return SHORT.get(name, name)
+
+
 def add_chaos(sub) -> None:
     c = sub.add_parser("chaos", help="failover chaos: count lost, duplicated and reordered records per partition")
-    c.add_argument("--client", choices=CLIENTS, default="ours",
+    c.add_argument("--client", choices=CLIENTS, default="ours", type=_short_name,
                    help="ours: client.AsyncProducer/AsyncConsumer in virtual time; the others in real time")
     c.add_argument("--seeds", type=int, help="how many seeds (default 100 for ours, 10 for the others)")
     c.add_argument("--first-seed", type=int, default=0)
