@@ -129,6 +129,7 @@ async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
     from broker_emu import open_cluster
     from broker_emu.control import Routes, serve_http
     from broker_emu.control.client import announce
+    from broker_emu.config import differences_from_kafka
     from broker_emu.control.http import is_loopback
     from broker_emu.faults.scenario_file import run_events
 
@@ -143,6 +144,10 @@ async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
                         cluster.faults.add(rule, cluster.now_ms())
                     nursery.start_soon(run_events, cluster, scenario.events)
                 print(f"bootstrap={cluster.bootstrap}", flush=True)
+                differs = differences_from_kafka(cluster.config)
+                if differs:   # on stderr: stdout's lines are for scripts to read
+                    print("note: Kafka's defaults, except " + "; ".join(differs) + "; and the log is in memory "
+                          "(emu.log.memory.bytes bounds it)", file=sys.stderr, flush=True)
                 if cluster.security.protocol != "PLAINTEXT":
                     print(f"security.protocol={cluster.security.protocol}", flush=True)
                 for protocol in cluster.security.extra_listeners:

@@ -164,3 +164,16 @@ def _check_consumer_group_bounds(config: dict[str, Any]) -> None:
     assignors = [a.strip() for a in config["group.consumer.assignors"].split(",") if a.strip()]
     if not assignors or not set(assignors) <= {"uniform", "range"}:
         raise ConfigError(f"group.consumer.assignors must name uniform and/or range, got {config['group.consumer.assignors']!r}")
+
+
+# Kafka's default where the emulator's differs, and why it does: `serve` says so at start
+DIFFERS_FROM_KAFKA: dict[str, tuple[Any, str]] = {
+    "default.replication.factor": (1, "capped at the number of brokers, so a topic made without one is replicated"),
+}
+
+
+def differences_from_kafka(config: dict[str, Any]) -> list[str]:
+    """One phrase per setting in which ``config`` (a started cluster's) holds the emulator's own
+    default rather than Kafka's."""
+    return [f"{key}={config[key]} (Kafka: {kafka}; {why})" for key, (kafka, why) in DIFFERS_FROM_KAFKA.items()
+            if config.get(key) == DEFAULTS[key]]

@@ -171,3 +171,23 @@ def test_serve_names_its_scenario_file_faults_as_the_proxy_does_and_takes_the_ol
     assert build_parser().parse_args(["serve", "--faults", "f.yaml"]).scenario == "f.yaml"
     assert build_parser().parse_args(["serve", "--scenario", "f.yaml"]).scenario == "f.yaml"
     assert "note: --scenario is spelled --faults now" in capsys.readouterr().err
+
+
+def test_serve_says_where_its_defaults_are_not_kafkas():
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.main", "serve", "--brokers", "1"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("bootstrap=")
+        note = proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
+    assert note.startswith("note: Kafka's defaults, except default.replication.factor=3 (Kafka: 1;")
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.main", "serve", "--brokers", "1", "--config",
+                             "default.replication.factor=1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("bootstrap=")
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    assert "Kafka's defaults, except" not in err        # set to Kafka's own: nothing to say
