@@ -127,9 +127,9 @@ def tune_allocator() -> None:
 
 async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
     from broker_emu import open_cluster
+    from broker_emu.config import differences_from_kafka
     from broker_emu.control import Routes, serve_http
     from broker_emu.control.client import announce
-    from broker_emu.config import differences_from_kafka
     from broker_emu.control.http import is_loopback
     from broker_emu.faults.scenario_file import run_events
 
