@@ -291,3 +291,16 @@ def test_the_link_rule(tmp_path):
     assert [link for _, link in links(page)] == ["a.md#part", "figs/x.svg"]
     (tmp_path / "a.md").write_text("")
     assert target(page, "a.md#part").exists() and not target(page, "figs/x.svg").exists()
+
+
+def test_every_kip_the_docs_name_is_in_the_kip_table():
+    """docs/kips.md says what each KIP named in README.md or docs/**/*.md changed, with its link."""
+    table = (DOCS / "kips.md").read_text()
+    listed = set(re.findall(r"^\| \[?KIP-(\d+)", table, re.M))
+    named: dict[str, str] = {}
+    for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        prose = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        for kip in re.findall(r"KIP-(\d+)", prose):
+            named.setdefault(kip, page.name)
+    missing = {f"KIP-{k}": where for k, where in named.items() if k not in listed}
+    assert not missing, f"KIPs named but not in docs/kips.md: {missing}"
