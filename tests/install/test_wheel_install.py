@@ -78,6 +78,19 @@ def _sources(tmp_path: Path) -> Path:
     return src
 
 
+def _with_kcat(bootstrap: str, work: Path, env: dict, steps: Steps) -> None:
+    """A third-party client against the wheel's serve: kcat (dev/install-clients installs it on
+    Debian; CI must have it)."""
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("kcat is not installed (bash dev/install-clients installs it on Debian)", pytrace=False)
+        return
+    steps.run("kcat produce", ["bash", "-c", f"echo from-kcat | {kcat} -P -b {bootstrap} -t t -p 0"], work, env, 60)
+    read = steps.run("kcat consume", [kcat, "-C", "-b", bootstrap, "-t", "t", "-p", "0", "-e", "-q"], work, env, 60)
+    assert read.split() == ["from-the-wheel", "from-kcat"], read
+
+
 def _serve_and_use(venv: Path, work: Path, env: dict, steps: Steps) -> str:
     start = time.perf_counter()
     with subprocess.Popen([venv / "bin" / "broker-emu", "serve", "--brokers", "1", "--topic", "t:1:1"], cwd=work, env=env,
@@ -87,8 +100,10 @@ def _serve_and_use(venv: Path, work: Path, env: dict, steps: Steps) -> str:
             line = proc.stdout.readline().strip()
             steps.took["serve: bootstrap line"] = time.perf_counter() - start
             assert line.startswith("bootstrap="), line
-            got = steps.run("produce + consume (client)", [venv / "bin" / "python", "-c", PRODUCE_CONSUME,
-                                                          line.removeprefix("bootstrap=")], work, env, 60)
+            bootstrap = line.removeprefix("bootstrap=")
+            got = steps.run("produce + consume (client)", [venv / "bin" / "python", "-c", PRODUCE_CONSUME, bootstrap],
+                            work, env, 60)
+            _with_kcat(bootstrap, work, env, steps)
             proc.terminate()
             assert proc.wait(timeout=15) == 0
         finally:
