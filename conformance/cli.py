@@ -7,6 +7,7 @@ import html
 import os
 import sys
 import time
+from pathlib import Path
 
 from conformance.summary import print_summary
 
@@ -27,6 +28,8 @@ def add_commands(sub) -> None:
                    help="override a scenario parameter (conformance/params.py: request.timeout.ms=10000, fault.ms=5000, "
                         "timeout.ms=3000...); repeatable. With --seed this replays one campaign run")
     c.add_argument("--seed", type=int, help="the emulator's seed (emu.seed: fault probabilities, ids)")
+    c.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="run N clients' columns side by side, each in a process of its own (default 1: one run at a time)")
     c.add_argument("--broker", choices=("emulator", "kafka"), default="emulator",
                    help="kafka: run through the proxy in front of a real Apache Kafka started for the run "
                         "(conformance/on_kafka.py; needs bash dev/install-kafka)")
@@ -171,7 +174,20 @@ def run(args: argparse.Namespace) -> int:
 
         return run_kafka(args, scenarios, adapters, _progress)
     start = time.perf_counter()
-    results = run_plan(Plan(scenarios, adapters, args.scale, args.bootstrap), _progress)
+    if args.jobs < 1:
+        print(f"error: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    if args.jobs > 1 and len(scenarios) * len(adapters) > 1:
+        from conformance.parallel_plan import Recipe, run_parallel
+        from conformance.params import parse_param
+
+        recipe = Recipe(tuple(s.id for s in scenarios), tuple(parse_param(p) for p in args.param or ()), args.seed,
+                        args.scale, args.bootstrap)
+        # the last report's wall times order the cells, longest first (the main job writes this one)
+        report = Path(args.json) if args.json else Path("out/conformance.json")
+        results = run_parallel(scenarios, adapters, recipe, args.jobs, report, _progress)
+    else:
+        results = run_plan(Plan(scenarios, adapters, args.scale, args.bootstrap), _progress)
     print_summary(results, time.perf_counter() - start, args)
     ours = [r for r in results if r.client.startswith("broker-emu")]
     broken = [r for r in results if r.status is Status.ERROR]
