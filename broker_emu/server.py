@@ -407,8 +407,10 @@ class Connection:
             await trio.sleep(terminal.close_ms / 1000)   # Toxiproxy's timeout: nothing answered, then the close
             self.abort(f"fault: black_hole, closed after {terminal.close_ms:g} ms")
             return False
-        if terminal is not None and terminal.type == "close_before":
-            self.abort(f"fault: close_before {api_key}")
+        if terminal is not None and terminal.type in ("close_before", "reset"):
+            if terminal.type == "reset":
+                socket_io.reset_on_close(self.stream)
+            self.abort(f"fault: {terminal.type} {api_key}")
             return False
         return True
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import socket
 import struct
 import termios
 
@@ -103,3 +104,13 @@ async def send_all(stream: trio.abc.Stream, data: bytes) -> None:
         await stream.send_all(memoryview(data)[sent:])
         return
     await stream.send_all(data)
+
+
+def reset_on_close(stream: trio.abc.Stream) -> None:
+    """Closing ``stream`` sends a TCP RST instead of a FIN (SO_LINGER on with a zero timeout), as
+    Toxiproxy's reset_peer does: the client's next read fails with ECONNRESET rather than seeing
+    the end of the stream. TLS and in-memory streams have no socket of their own here and close as
+    before."""
+    sock = getattr(stream, "socket", None)
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

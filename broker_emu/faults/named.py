@@ -51,8 +51,8 @@ NAMED: dict[str, Named] = {
     "timeout": Named(("ms",), (), _timeout,
                      "swallow the matching request and everything after it on the connection; close the "
                      "connection ms later (0 or absent: hold it forever): black_hole with close_ms"),
-    "reset": Named((), (), lambda: {"type": "close_before"},
-                   "close the connection when the matching request arrives, unanswered and unhandled: close_before"),
+    "reset": Named((), (), lambda: {"type": "reset"},
+                   "reset the connection (TCP RST) when the matching request arrives, unanswered and unhandled"),
     "slow-close": Named(("ms",), ("ms",), lambda ms: {"type": "slow_close", "ms": ms},
                         "when a matching connection ends, the broker's end closes ms later: slow_close",
                         connection_level=True),

@@ -19,6 +19,7 @@ REQUEST_ACTIONS = {
     "delay_response": ("ms",),     # handle it, hold the response
     "black_hole": (),              # read it, never answer, keep the connection open
     "close_before": (),            # close the connection instead of handling
+    "reset": (),                   # the same with a TCP RST instead of a FIN: the client reads ECONNRESET
     "close_after": (),             # handle it (side effects happen), close instead of answering
     "error": ("error",),           # answer with this error code (per partition where it has them)
     "throttle": ("ms",),           # throttle_time_ms in the response, then mute the connection (KIP-219)

@@ -45,7 +45,7 @@ def test_each_named_fault_adds_its_rule(served):
          {"client_id": "app"}),
         (["timeout", "--ms", "300", "--broker", "1"], {"type": "black_hole", "close_ms": 300.0}, {"broker": 1}),
         (["timeout"], {"type": "black_hole"}, {}),
-        (["reset", "--api", "Fetch"], {"type": "close_before"}, {"api": "Fetch"}),
+        (["reset", "--api", "Fetch"], {"type": "reset"}, {"api": "Fetch"}),
         (["slow-close", "--ms", "200"], {"type": "slow_close", "ms": 200.0}, {}),
         (["error", "--error", "NOT_LEADER_OR_FOLLOWER", "--api", "Produce"],
          {"type": "error", "error": "NOT_LEADER_OR_FOLLOWER"}, {"api": "Produce"}),

@@ -26,7 +26,7 @@ def test_each_name_makes_the_rule_one_would_write_by_hand():
     assert named.bandwidth(1000)["action"] == {"type": "bandwidth", "bytes_per_s": 1000}
     assert named.timeout(300)["action"] == {"type": "black_hole", "close_ms": 300}
     assert named.timeout()["action"] == {"type": "black_hole"}
-    assert named.reset(topic="t")["action"] == {"type": "close_before"}
+    assert named.reset(topic="t")["action"] == {"type": "reset"}
     assert named.slow_close(200, broker=1) == {"action": {"type": "slow_close", "ms": 200}, "name": "slow-close",
                                                 "match": {"broker": 1}}
     assert named.error("NOT_LEADER_OR_FOLLOWER", client_id="app", probability=0.5) == {
