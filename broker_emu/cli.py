@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 from dataclasses import dataclass
@@ -12,7 +11,7 @@ from typing import Any, Callable
 
 import trio
 
-from broker_emu.cli_faults import add_named_fault_commands
+from broker_emu.cli_faults import add_named_fault_commands, control_request
 from broker_emu.version_profiles import PROFILES
 
 TOPIC_SPEC = "--topic wants NAME[:PARTITIONS[:RF]]"
@@ -198,43 +197,36 @@ def check_serve_exposure(args: argparse.Namespace) -> str | None:
     return None
 
 
-def control_url(args: argparse.Namespace) -> str:
-    """--control (before or after the action), else $BROKER_EMU_CONTROL, else the default."""
-    from broker_emu.control.client import control_url as resolve
-
-    return resolve(args.control)
+def _fault_request(args: argparse.Namespace) -> tuple[str, str, Any]:
+    """The control API request a ``fault`` action makes: method, path, body."""
+    if args.fault_cmd == "add":
+        return "POST", "/faults", json.loads(args.rule)
+    if args.fault_cmd == "list":
+        return "GET", "/faults", None
+    if args.fault_cmd == "clear":
+        return "DELETE", f"/faults/{args.id}" if args.id else "/faults", None
+    if args.fault_cmd == "broker":
+        return "POST", f"/brokers/{args.broker}/{args.verb}", None
+    if args.fault_cmd == "leader":
+        return "POST", f"/partitions/{args.topic}/{args.partition}/leader", {"broker": args.broker}
+    return "POST", "/replication", {"topic": args.topic, "partition": args.partition, "follower": args.follower,
+                                    "mode": args.mode, "lag_ms": args.lag_ms}
 
 
 def fault_command(args: argparse.Namespace) -> int:
-    from broker_emu.control.client import ControlError, call
+    from broker_emu.control.client import ControlError
 
-    given = bool(args.control or os.environ.get("BROKER_EMU_CONTROL"))
-    args.control = control_url(args)
     try:
-        if args.fault_cmd == "add":
-            rule = json.loads(args.rule)
-            out = call(args.control, "POST", "/faults", rule, token=args.token)
-        elif args.fault_cmd == "list":
-            out = call(args.control, "GET", "/faults", token=args.token)
-        elif args.fault_cmd == "clear":
-            out = call(args.control, "DELETE", f"/faults/{args.id}" if args.id else "/faults", token=args.token)
-        elif args.fault_cmd == "broker":
-            out = call(args.control, "POST", f"/brokers/{args.broker}/{args.verb}", token=args.token)
-        elif args.fault_cmd == "leader":
-            out = call(args.control, "POST", f"/partitions/{args.topic}/{args.partition}/leader", {"broker": args.broker}, token=args.token)
-        else:
-            body = {"topic": args.topic, "partition": args.partition, "follower": args.follower, "mode": args.mode, "lag_ms": args.lag_ms}
-            out = call(args.control, "POST", "/replication", body, token=args.token)
+        method, path, body = _fault_request(args)
+        out, status = control_request(args, method, path, body)
     except json.JSONDecodeError as exc:
         print(f"error: the rule is not JSON: {exc}", file=sys.stderr)
         return 2
     except ControlError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:
-        where = "" if given else " (the default: pass --control URL or set BROKER_EMU_CONTROL, as serve prints)"
-        print(f"error: cannot reach the control API at {args.control}{where}: {exc}", file=sys.stderr)
-        return 1
+    if status is not None:
+        return status
     print(json.dumps(out, indent=1))
     return 0
 

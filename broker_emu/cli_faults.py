@@ -73,8 +73,31 @@ def add_named_fault_commands(fault: argparse.ArgumentParser, commands: Any) -> N
     add_wait_command(commands)
 
 
+def control_request(args: argparse.Namespace, method: str, path: str, body: Any = None,
+                    timeout: float = 10.0) -> tuple[Any, int | None]:
+    """``(answer, None)`` from the control API named by ``--control`` (before or after the action),
+    else $BROKER_EMU_CONTROL, else the default; or ``(None, exit status)`` after one line on stderr
+    when it cannot be reached (1) or the URL is none (2). The API's own refusal (ControlError)
+    goes to the caller: each command words it its own way."""
+    import os
+
+    from broker_emu.control.client import CONTROL_ENV, call, control_url
+
+    given = bool(getattr(args, "control", None) or os.environ.get(CONTROL_ENV))
+    args.control = control_url(getattr(args, "control", None))
+    try:
+        return call(args.control, method, path, body, token=args.token, timeout=timeout), None
+    except OSError as exc:
+        where = "" if given else " (the default: pass --control URL or set BROKER_EMU_CONTROL, as serve prints)"
+        print(f"error: cannot reach the control API at {args.control}{where}: {exc}", file=sys.stderr)
+        return None, 1
+    except ValueError as exc:   # urllib: not a URL
+        print(f"error: --control {args.control!r}: {exc}", file=sys.stderr)
+        return None, 2
+
+
 def named_fault_command(args: argparse.Namespace) -> int:
-    from broker_emu.control.client import ControlError, call, control_url
+    from broker_emu.control.client import ControlError
 
     spec = NAMED[args.named]
     keys = spec.params + SELECTORS + ("name",)
@@ -84,18 +107,13 @@ def named_fault_command(args: argparse.Namespace) -> int:
     except FaultConfigError as exc:
         print(f"broker-emu fault {args.named}: error: {exc}", file=sys.stderr)
         return 2
-    args.control = control_url(getattr(args, "control", None))
     try:
-        out = call(args.control, "POST", "/faults", raw, token=args.token)
+        out, status = control_request(args, "POST", "/faults", raw)
     except ControlError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if exc.status == 400 else 1
-    except OSError as exc:
-        print(f"error: cannot reach the control API at {args.control}: {exc}", file=sys.stderr)
-        return 1
-    except ValueError as exc:   # urllib: not a URL
-        print(f"error: --control {args.control!r}: {exc}", file=sys.stderr)
-        return 2
+    if status is not None:
+        return status
     print(json.dumps(out, indent=1))
     return 0
 
@@ -136,23 +154,18 @@ def add_wait_command(commands: Any) -> None:
 def wait_command(args: argparse.Namespace) -> int:
     from urllib.parse import quote, urlencode
 
-    from broker_emu.control.client import ControlError, call, control_url
+    from broker_emu.control.client import ControlError
 
-    args.control = control_url(getattr(args, "control", None))
     positional, options, template = WAIT_PATHS[args.wait_kind]
     path = template.format(**{arg: quote(str(getattr(args, arg)), safe="") for arg in positional})
     query = {arg: getattr(args, arg) for arg in options if getattr(args, arg) is not None} | {"timeout_ms": args.timeout_ms}
     try:
-        out = call(args.control, "GET", f"{path}?{urlencode(query)}", token=args.token, timeout=args.timeout_ms / 1000 + 10)
+        out, status = control_request(args, "GET", f"{path}?{urlencode(query)}", timeout=args.timeout_ms / 1000 + 10)
     except ControlError as exc:
         message = exc.body.get("error") if isinstance(exc.body, dict) else exc.body
         print(f"broker-emu fault wait {args.wait_kind}: {message}", file=sys.stderr)
-        return 1 if exc.status == 408 else 2 if exc.status == 400 else 1
-    except OSError as exc:
-        print(f"error: cannot reach the control API at {args.control}: {exc}", file=sys.stderr)
-        return 1
-    except ValueError as exc:   # urllib: not a URL
-        print(f"error: --control {args.control!r}: {exc}", file=sys.stderr)
-        return 2
+        return 2 if exc.status == 400 else 1
+    if status is not None:
+        return status
     print(json.dumps(out, indent=1))
     return 0

@@ -79,7 +79,9 @@ def test_which_control_url_fault_uses(monkeypatch, argv, env, expected):
     monkeypatch.delenv("BROKER_EMU_CONTROL", raising=False)
     if env:
         monkeypatch.setenv("BROKER_EMU_CONTROL", env)
-    assert emulator_cli.control_url(emulator_cli.build_parser().parse_args(argv)) == expected
+    from broker_emu.control.client import control_url
+
+    assert control_url(emulator_cli.build_parser().parse_args(argv).control) == expected
 
 
 def test_fault_without_a_control_url_says_how_to_give_one(monkeypatch, capsys):
