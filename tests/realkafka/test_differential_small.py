@@ -50,8 +50,16 @@ def test_no_difference_on_the_small_differential():
     different = [f"{r.scenario} [{r.client}] {r.observation}: emulator {r.emulator} | kafka {r.kafka} ({r.tolerance}; "
                  f"{r.runs})\n    again: {table[(r.scenario, r.client)].reproduce}" for r in rows if r.verdict == "different"]
     assert not different, "\n".join(different)
-    # the purgatory was met on both sides: the broker itself answered REQUEST_TIMED_OUT
+    # the purgatory was met on both sides: the broker itself answered REQUEST_TIMED_OUT to
+    # confluent-kafka, whose own clocks (message.timeout.ms 1.5 s, socket.timeout.ms 2 s scaled)
+    # leave the broker's timeout_ms (1 s, started 5 ms after the send) half a second to win. Not
+    # to our client: it gives up at request.timeout.ms, the same 1 s, 5 ms before the broker's
+    # clock ends - the race the scenario teaches, so either answer is right (on the emulator it
+    # gave up at 999-1006 ms in 12 runs against answers at 1003-1008 ms; once, on Kafka under CI
+    # load, its timer fired late enough to read the broker's answer)
     answers = [r for r in rows if r.scenario == SCENARIOS[0] and r.observation == "Produce: answers"]
-    assert answers and all("REQUEST_TIMED_OUT" in r.emulator and "REQUEST_TIMED_OUT" in r.kafka for r in answers)
+    theirs = [r for r in answers if r.client == ConfluentAdapter.name]
+    assert len(theirs) == 1, answers
+    assert all("REQUEST_TIMED_OUT" in r.emulator and "REQUEST_TIMED_OUT" in r.kafka for r in theirs), answers
     # each judged cell compared more than its verdict, and nearly all of it the same
     assert all(table[key].same >= 5 and table[key].flaky <= 2 for key in judged), {k: table[k] for k in judged}
