@@ -25,7 +25,9 @@ def _java_pids_under(run_dir: Path) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "kafka.Kafka" in cmdline and str(run_dir) in cmdline:
+        # the folder with its separator: run folders made in the same second are named
+        # <stamp>, <stamp>-1, ... and another test's cluster may be running beside this one
+        if "kafka.Kafka" in cmdline and f"{run_dir}{os.sep}" in cmdline:
             pids.append(int(entry.name))
     return pids
 
