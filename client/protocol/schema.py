@@ -8,6 +8,7 @@ into a construct for one version.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from dataclasses import field as dc_field
 from typing import Any
 
@@ -107,7 +108,7 @@ class _Versioned:
     versions: str
     flexible: str
 
-    @property
+    @cached_property   # read by the codec three times a request: parsed once
     def version_range(self) -> tuple[int, int]:
         v = Versions.parse(self.versions)
         assert v.lo is not None and v.hi is not None
