@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from benchmarks.cpu import CpuMeter, CpuUse
+from benchmarks.round_trips import metadata_rtts, produce_rtts, producer_conf
 from conformance.cache_dir import cache_dir
 
 # Like with like: librdkafka's mock keeps 5 MB per partition (mpart->max_size) and reuses that
@@ -191,16 +192,6 @@ def stop_targets(targets: list[Target]) -> None:
 
 
 # -- measurements --------------------------------------------------------------------------------
-def producer_conf(target: str, acks: str) -> dict:
-    conf: dict = {"acks": acks, "linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
-                  "queue.buffering.max.messages": 1_000_000, "message.max.bytes": 1_000_000}
-    if target == "mock":
-        conf["test.mock.num.brokers"] = 3
-    else:
-        conf["bootstrap.servers"] = target
-    return conf
-
-
 def throughput(target: str, size: int, acks: str, seconds: float,
                meter: CpuMeter | None = None) -> tuple[int, float, CpuUse | None]:
     """Messages delivered, the seconds it took (produce for ``seconds``, then flush) and, with
@@ -260,51 +251,6 @@ def interleaved(targets: list[Target], size: int, acks: str, seconds: float,
 
 def _mean_use(uses: list[CpuUse]) -> dict:
     return {key: statistics.fmean(u.as_dict()[key] for u in uses) for key in uses[0].as_dict()}
-
-
-def metadata_rtts(targets: list[str], rounds: int = 10, per_round: int = 100) -> list[tuple[float, float]]:
-    """Sequential Metadata round trips, p50 and p99 per target. The targets take turns in
-    rounds so all see the same machine: one target measured after the other swung the
-    ratio between 2x and 4x from run to run on a 2-core VM."""
-    return _round_trips(targets, "1", lambda p: p.list_topics("bench", timeout=10), rounds, per_round)
-
-
-def produce_rtts(targets: list[str], rounds: int = 10, per_round: int = 100) -> list[tuple[float, float]]:
-    """One 100 B record produced (acks=1, linger 0) and flushed, one after another: what a test
-    that writes a record and waits for it pays per record. p50 and p99 per target, in turns."""
-    def delivered(err, msg) -> None:
-        if err is not None:
-            raise SystemExit(f"a record was not delivered: {err}")
-
-    def one(p) -> None:
-        p.produce("bench", b"x" * 100, partition=0, on_delivery=delivered)
-        if p.flush(10):
-            raise SystemExit("a record was not delivered within 10 s")
-    return _round_trips(targets, "1", one, rounds, per_round, linger_ms=0)
-
-
-def _round_trips(targets: list[str], acks: str, call: Callable, rounds: int, per_round: int,
-                 linger_ms: int | None = None) -> list[tuple[float, float]]:
-    from confluent_kafka import Producer
-
-    confs = [producer_conf(t, acks) | ({} if linger_ms is None else {"linger.ms": linger_ms}) for t in targets]
-    producers = [Producer(conf) for conf in confs]
-    for p in producers:
-        p.list_topics("bench", timeout=10)
-        for _ in range(per_round):   # warm up: connections made, first answers cached
-            call(p)
-    samples: list[list[float]] = [[] for _ in targets]
-    for _ in range(rounds):
-        for p, out in zip(producers, samples):
-            for _ in range(per_round):
-                t0 = time.perf_counter()
-                call(p)
-                out.append((time.perf_counter() - t0) * 1000)
-    results = []
-    for out in samples:
-        out.sort()
-        results.append((statistics.median(out), out[int(0.99 * len(out)) - 1]))
-    return results
 
 
 # -- the report ----------------------------------------------------------------------------------
