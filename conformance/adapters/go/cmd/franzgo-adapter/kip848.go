@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -188,6 +189,12 @@ func memberProcess(request string) {
 		fmt.Fprintln(os.Stderr, "franzgo-adapter member: bad request:", err)
 		os.Exit(2)
 	}
+	// the parent holds this process's stdin open: if the parent dies (killed as a hung adapter
+	// program, say), stdin ends and the member goes too instead of polling forever
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
 	m, err := newGroupMember(&req.Run, req.Run.ClientID, req.Group, req.Topic, 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "franzgo-adapter member:", err)
@@ -220,13 +227,17 @@ func kip848MemberCrash(run *lineproto.Run, step lineproto.Step) lineproto.Outcom
 	first := exec.Command(self, "member", string(request))
 	first.Stderr = os.Stderr
 	out, err := first.StdoutPipe()
+	var stdin io.WriteCloser
+	if err == nil {
+		stdin, err = first.StdinPipe() // closed when this process ends: the member exits (memberProcess)
+	}
 	if err == nil {
 		err = first.Start()
 	}
 	if err != nil {
 		return lineproto.Failed(step.Kind, 0, "AdapterError", "starting the first member: "+err.Error())
 	}
-	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
+	defer func() { _ = first.Process.Kill(); _ = stdin.Close(); _ = first.Wait() }()
 	sizes := make(chan int, 64)
 	go func() {
 		lines := bufio.NewScanner(out)
