@@ -14,6 +14,10 @@ keeps the client's own name in ``error_message``:
                                       (net.Error Timeout()), kerr               KError 7 REQUEST_TIMED_OUT
                                       REQUEST_TIMED_OUT
     ConfigException                   kgo.NewClient refusing its options        sarama.ConfigurationError
+    ProducerFencedException           kerr.ProducerFenced (90); in a            KError 90 (ErrProducerFenced); in a
+                                      transactional call also                   transactional call also KError 47
+                                      kerr.InvalidProducerEpoch (47), as        (ErrInvalidProducerEpoch), as Java's
+                                      Java's TransactionManager.EndTxnHandler   TransactionManager.EndTxnHandler
     <Kafka error>Exception            kerr.Error with a Java equivalent         sarama.KError with one
                                       (lineproto.JavaNames)                     (lineproto.JavaNames)
     otherwise                         kerr.<NAME>, ErrRecordRetries,            sarama.KError, ErrOutOfBrokers,
@@ -41,14 +45,26 @@ GO_OPERATIONS = frozenset({
     "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync",
     "admin_list_topics",
 })
+# franz-go's transactional and admin steps (Sarama's are SARAMA_OPERATIONS)
+KIP848_OPERATIONS = frozenset({"kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke",
+                               "kip848_stale_commit", "kip848_coordinator_dies"})
+FRANZ_OPERATIONS = GO_OPERATIONS | KIP848_OPERATIONS | {"transaction", "txn_zombie", "read_committed_behind_open_txn",
+                                                        "create_topics", "delete_records"}
+SARAMA_OPERATIONS = GO_OPERATIONS | {"transaction", "txn_zombie", "read_committed_behind_open_txn",
+                                     "create_topics", "delete_records"}
 # args in unscaled seconds (pauses): the program sleeps real seconds
-SCALED_ARGS_S = ("pause_s", "gap_s")
+SCALED_ARGS_S = ("pause_s", "gap_s", "open_s")
+# args in Kafka-time ms (the kip848 steps): the program sleeps real ms
+SCALED_ARGS_MS = ("run_ms", "stall_ms", "revoke_ms", "every_ms")
 MIN_GAP_S = 0.05   # produce_pipelined: the first batch must leave before the second record is sent
 
 
 def _scaled_step(step: Operation, scale: float) -> Operation:
     args = dict(step.args)
     for key in SCALED_ARGS_S:
+        if key in args:
+            args[key] = args[key] / scale
+    for key in SCALED_ARGS_MS:
         if key in args:
             args[key] = args[key] / scale
     if step.kind == "produce_pipelined":
@@ -119,8 +135,11 @@ class FranzGoAdapter(GoAdapter):
         delivery.timeout.ms      kgo.RecordDeliveryTimeout (not enforced while failing the record
                                  would break the idempotent sequence: a request in flight)
         max.block.ms             the context given to Client.Produce (set only when the scenario
-                                 sets max.block.ms): it fails a record not yet written in a request
+                                 sets max.block.ms): it fails a record not yet written in a request;
+                                 the context of Client.ProducerID and Client.EndTransaction
         default.api.timeout.ms   kgo.RetryTimeout (bounds the retries of a call given no deadline)
+        transaction.timeout.ms   kgo.TransactionTimeout
+        max.poll.interval.ms     kgo.RebalanceTimeout (the rebalance timeout only: kgo has no poll timer)
         API deadline             a context.WithTimeout given to the kadm call / PollFetches
         socket.connection.setup  kgo.DialTimeout
         acks, enable.idempotence kgo.RequiredAcks, kgo.DisableIdempotentWrite
@@ -144,46 +163,136 @@ class FranzGoAdapter(GoAdapter):
         partitions_for      kadm.Client.ListTopics(ctx, topic): the partition ids
         commit_sync         kadm.Client.CommitOffsets(ctx, group, offsets)
         admin_list_topics   kadm.Client.ListTopics(ctx), repeat times on one client
+        create_topics       kadm.Client.CreateTopics(ctx, ...), the step's deadline both the context and
+                            CreateTopics' TimeoutMillis (kadm.Client.SetTimeoutMillis), as Java's
+                            CreateTopicsOptions.timeoutMs; franz-go's own read deadline is longer
+                            (RequestTimeoutOverhead + TimeoutMillis), so the context ends the call
+        delete_records      kadm.Client.DeleteRecords(ctx, ...), likewise; value: the low watermark
+        transaction         kgo.TransactionalID(client id + "-tx"): Client.ProducerID(ctx) for
+                            initTransactions (InitProducerId), BeginTransaction, ProduceSync,
+                            EndTransaction(ctx, TryCommit); max.block.ms, when set, is the context of
+                            ProducerID (time_init) and EndTransaction (txn.go)
+        txn_zombie          two clients with one transactional id; the first's EndTransaction is timed
+        read_committed_behind_open_txn
+                            kgo.FetchIsolationLevel(kgo.ReadCommitted()) behind an open transaction
+        kip848_*            group consumers opted into KIP-848 with kgo.ServerSideBalancer() (franz-go
+                            v1.22 does not opt in by itself: config.go ServerSideBalancer, and
+                            consumer_group_848.go should848 also needs the broker's
+                            ConsumerGroupHeartbeat v1); members tracked by their OnPartitions*
+                            callbacks; kip848_member_crash's first member is this program run as
+                            `franzgo-adapter member ...`, killed (kip848.go)
 
-    N/A: position (franz-go has no call for it: the consumer resolves its start offset in the
-    background), close (Client.Close takes no deadline), join_group_held (py_common's reason).
+    Errors (errorName, main.go; txnErrorName, txn.go): Kafka's Java name where kerr's code has one
+    (lineproto.JavaNames: PRODUCER_FENCED -> ProducerFencedException), INVALID_PRODUCER_EPOCH from a
+    transactional call -> ProducerFencedException (as Java's TransactionManager.EndTxnHandler treats
+    it), context.DeadlineExceeded and socket deadlines -> TimeoutException.
+
+    N/A: position, close, join_group_held (py_common's reason), and the scenarios of
+    FRANZ_INEXPRESSIBLE; every reason cites franz-go v1.22.2's source.
     """
 
     name = "franz-go"
+    operations = FRANZ_OPERATIONS
     sasl = True        # security.protocol SASL_PLAINTEXT, sasl.* -> kgo.SASL (options.go)
     program = "franzgo-adapter"
     warm_up_calls = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",
                                "partitions_for", "commit_sync"})   # adminStep (offsets.go)
-    no_position = ("franz-go has no position(): a kgo consumer resolves its fetch offset in the background "
-                   "(ListOffsets inside the client), with no call an application could give a deadline")
-    no_close = "franz-go's Client.Close() takes no deadline (it cancels fetches in flight at once)"
+    no_position = ("franz-go has no position(): a kgo consumer resolves the fetch offset of an assigned partition "
+                   "in the background (its own ListOffsets, pkg/kgo/consumer.go), and no kgo call returns it given "
+                   "a deadline")
+    no_close = ("franz-go's Client.Close() takes no deadline (pkg/kgo/client.go v1.22.2: `func (cl *Client) Close()`, "
+                "which closes with the client's own context, `cl.close(cl.ctx)`); for a consumer outside a group it "
+                "invalidates the assignment, cancelling fetches in flight at once. LeaveGroupContext(ctx), the only "
+                "close-time call with a context, is a no-op outside a group")
+
+    def __init__(self, broker_has_kip848: bool | None = None) -> None:
+        super().__init__()
+        self.broker_has_kip848 = broker_has_kip848
+
+    def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
+        group_ops = sorted({s.kind for s in steps} & KIP848_OPERATIONS)
+        if group_ops:
+            from conformance.adapters.java_client import emulator_has_kip848
+
+            has_848 = self.broker_has_kip848 if self.broker_has_kip848 is not None else emulator_has_kip848()
+            if not has_848:
+                return False, (f"{', '.join(group_ops)} needs KIP-848's ConsumerGroupHeartbeat v1, which this broker "
+                               "does not serve (franz-go would fall back to the classic protocol: should848)")
+        return super().supports(steps)
+
+    def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:
+        if scenario.id in FRANZ_INEXPRESSIBLE:
+            return False, FRANZ_INEXPRESSIBLE[scenario.id]
+        return super().supports_scenario(scenario)
 
 
-# sarama's calls that take no deadline: a scenario that gives the call one is N/A
+# Scenarios whose whole point is a client setting franz-go v1.22.2 does not have.
+FRANZ_INEXPRESSIBLE = {
+    "kip848.late-poll-leaves-and-rejoins": (
+        "franz-go has no max.poll.interval.ms: kgo keeps no poll timer (no such option in pkg/kgo/config.go), its "
+        "KIP-848 heartbeats run in the background whether or not the application polls (consumer_group_848.go "
+        "manage848), so a member that stops polling never leaves; kgo.RebalanceTimeout, which the adapter maps "
+        "max.poll.interval.ms to, is only the RebalanceTimeoutMillis it sends in ConsumerGroupHeartbeat (run by "
+        "hand: heartbeats at epoch 1 every 167 ms through the 3 s stall, no leave until the client was closed, "
+        "the partitions still owned when polled again)"),
+}
+
+
+# sarama's calls that take no deadline: a scenario that gives the call one is N/A. Their
+# signatures in sarama v1.61.1 take no context and no timeout: client.go Client.GetOffset(topic,
+# partitionID, time), Client.RefreshMetadata(topics...), Client.Coordinator(group); admin.go
+# ClusterAdmin.ListConsumerGroupOffsets(group, topicPartitions); broker.go Broker.CommitOffset(request).
 SARAMA_NO_DEADLINE = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",
                                 "partitions_for", "commit_sync"})
 
+# Where the sarama reasons below cite code, it is sarama v1.61.1's (file: function).
+SARAMA_RETRIES = ("a record fails once it has been retried Producer.Retry.Max times (3; async_producer.go "
+                  "retryMessage and retryBatch: `msg.retries >= p.conf.Producer.Retry.Max`), each attempt bounded "
+                  "by Net.ReadTimeout (broker.go readFull: SetReadDeadline(now + Net.ReadTimeout)) or Net.DialTimeout "
+                  "while connecting, Producer.Retry.Backoff apart")
 
-# scenarios whose contract is a setting sarama does not have (their steps are a produce like
-# others': the scenario, not its steps, says which)
 # The settings sarama has no counterpart for: a contract holding a client to one is N/A for sarama
 # (Contract.setting), the scenario's other contracts still judge it. Where such a setting is the
 # scenario's whole point, SARAMA_INEXPRESSIBLE takes out the scenario.
 SARAMA_LACKS = MappingProxyType({
-    "delivery.timeout.ms": ("sarama has no delivery.timeout.ms: a record fails after Producer.Retry.Max retries (3), "
-                            "each bounded by Net.ReadTimeout (or Net.DialTimeout while connecting), "
-                            "Producer.Retry.Backoff apart, so when it fails depends on how many attempts fit"),
-    "max.block.ms": "sarama has no max.block.ms: Metadata.Retry.Max refreshes, Metadata.Retry.Backoff apart, bound the wait",
-    "default.api.timeout.ms": "sarama has no default.api.timeout.ms: its calls take no deadline",
+    "delivery.timeout.ms": (f"sarama has no delivery.timeout.ms (no such field in config.go's Config.Producer): "
+                            f"{SARAMA_RETRIES}, so when it fails depends on how many attempts fit"),
+    "max.block.ms": ("sarama has no max.block.ms (no such field in config.go): a send waiting for a topic's metadata "
+                     "is bounded by Metadata.Retry.Max (3) refreshes, Metadata.Retry.Backoff apart (client.go "
+                     "tryRefreshMetadata), and its transactional calls by Producer.Transaction.Retry.Max (50) attempts "
+                     "(transaction_manager.go initProducerId, endTxn); Metadata.Timeout, off by default, bounds one "
+                     "metadata refresh, not a send"),
+    "default.api.timeout.ms": ("sarama has no default.api.timeout.ms: its calls take no deadline (client.go "
+                               "Client.GetOffset, admin.go ClusterAdmin.ListConsumerGroupOffsets take no context "
+                               "or timeout)"),
 })
 
 SARAMA_INEXPRESSIBLE = {
-    "kip91.delivery-timeout-in-flight": ("sarama has no delivery.timeout.ms: a record fails after Producer.Retry.Max "
-                                         "retries (3), each bounded by Net.ReadTimeout (at Kafka's defaults that is "
-                                         "4 x 30 s = 120 s, the same figure by coincidence)"),
+    "kip91.delivery-timeout-in-flight": (f"sarama has no delivery.timeout.ms: {SARAMA_RETRIES} (at Kafka's "
+                                         "defaults that is 4 x 30 s = 120 s, the same figure by coincidence)"),
     "kip91.max-block-missing-topic": ("sarama has no max.block.ms: SendMessage gives up on a missing topic after "
-                                      "Metadata.Retry.Max (3) refreshes, Metadata.Retry.Backoff apart"),
+                                      "Metadata.Retry.Max (3) refreshes, Metadata.Retry.Backoff apart (client.go "
+                                      "tryRefreshMetadata)"),
+    "txn.commit-endtxn-black-hole": ("sarama has no max.block.ms and CommitTxn takes no deadline (async_producer.go "
+                                     "CommitTxn() error): transaction_manager.go endTxn retries EndTxn on a network "
+                                     "error up to Producer.Transaction.Retry.Max (50) times, each bounded by "
+                                     "Net.ReadTimeout, so the black-holed EndTxn is dropped at request.timeout.ms and "
+                                     "the commit completes (run by hand: ok after 0.34 s, 1 commit marker), "
+                                     "with no TimeoutException for the scenario to time"),
+    "txn.init-coordinator-unreachable": ("sarama has no initTransactions call and no max.block.ms: InitProducerId is "
+                                         "sent inside NewSyncProducer (async_producer.go NewAsyncProducerFromClient -> "
+                                         "transaction_manager.go newTransactionManager -> initProducerId), retried up "
+                                         "to Producer.Transaction.Retry.Max (50) times, each bounded by Net.ReadTimeout, "
+                                         "Producer.Transaction.Retry.Backoff apart (run by hand: an i/o timeout after "
+                                         "3.8 s of the scenario's 0.17 s max.block.ms)"),
 }
+
+# sarama v1.61.1 has no KIP-848 consumer: request.go allocateBody lists "68: ConsumerGroupHeartbeatRequest"
+# only as a comment (no such request type), and its ConsumerGroup joins with JoinGroup/SyncGroup
+# (consumer_group.go newSession), the classic protocol.
+SARAMA_NO_KIP848 = ("sarama has no KIP-848 consumer group protocol: v1.61.1 has no ConsumerGroupHeartbeat request "
+                    "(request.go allocateBody names API key 68 only in a comment) and its ConsumerGroup joins with "
+                    "JoinGroup/SyncGroup (consumer_group.go newSession)")
 
 
 class SaramaAdapter(GoAdapter):
@@ -199,11 +308,14 @@ class SaramaAdapter(GoAdapter):
         delivery.timeout.ms      none: a record fails after Producer.Retry.Max retries (3), each
                                  bounded by Net.ReadTimeout, Producer.Retry.Backoff apart
         max.block.ms             none: Metadata.Retry.Max x Metadata.Retry.Backoff bound the wait
-                                 for a topic's metadata
+                                 for a topic's metadata, Producer.Transaction.Retry.Max attempts a
+                                 transactional call
+        transaction.timeout.ms   Producer.Transaction.Timeout
         default.api.timeout.ms   none: sarama's calls take no deadline
         API deadline             none, except poll: a select on PartitionConsumer.Messages() with a
                                  timer, the way a sarama application waits
-        admin deadline           none per call (Admin.Timeout is CreateTopics' timeout_ms)
+        admin deadline           none per call: the step's deadline is Admin.Timeout, the timeout_ms of
+                                 CreateTopics and DeleteRecords (the broker's deadline)
         socket.connection.setup  Net.DialTimeout
         acks, enable.idempotence Producer.RequiredAcks, Producer.Idempotent (Net.MaxOpenRequests=1)
         retries, retry.backoff   Producer.Retry.Max, Producer/Metadata/Admin.Retry.Backoff
@@ -225,30 +337,48 @@ class SaramaAdapter(GoAdapter):
         admin_list_topics   ClusterAdmin.ListTopics() (Metadata, then DescribeConfigs), repeat times;
                             the step's deadline is not passed (sarama takes none): the scenarios
                             judge the listing and the broker's side, not that deadline
+        create_topics       ClusterAdmin.CreateTopic; the step's deadline is Admin.Timeout, the
+                            request's timeout_ms (sarama's only admin deadline), and Net.ReadTimeout
+                            (request.timeout.ms) stays longer, so the broker's answer comes back
+        delete_records      ClusterAdmin.DeleteRecords, likewise
+        transaction         Producer.Transaction.ID (client id + "-tx"), Idempotent: the SyncProducer's
+                            construction (InitProducerId), BeginTxn, SendMessage, CommitTxn (txn.go)
+        txn_zombie          two producers with one Transaction.ID; the first's CommitTxn is timed
+        read_committed_behind_open_txn
+                            Consumer.IsolationLevel = sarama.ReadCommitted behind an open transaction
 
-    N/A: position (no such call), close (Consumer.Close takes no deadline), every call of
-    SARAMA_NO_DEADLINE (sarama cannot give one a deadline, and has no default.api.timeout.ms),
-    configure_producer (no delivery.timeout.ms to validate), the scenarios of SARAMA_INEXPRESSIBLE
-    (delivery.timeout.ms, max.block.ms), join_group_held (py_common's reason). The programs still
-    run every operation (tests/realclients/test_go_clients.py calls them without a deadline).
+    N/A: position, close, every call of SARAMA_NO_DEADLINE (sarama cannot give one a deadline, and
+    has no default.api.timeout.ms), configure_producer (no delivery.timeout.ms to validate), the
+    scenarios of SARAMA_INEXPRESSIBLE (delivery.timeout.ms, max.block.ms), the kip848_* steps
+    (SARAMA_NO_KIP848), join_group_held (py_common's reason); every reason cites sarama v1.61.1's
+    source. The programs still run every operation but the KIP-848 ones
+    (tests/realclients/test_go_clients.py calls them without a deadline).
     Every sarama call is made on a client created before the timed call (sarama.NewClient loads
     the cluster's metadata); a client that cannot be created is the outcome.
     """
 
     name = "sarama"
     program = "sarama-adapter"
+    operations = SARAMA_OPERATIONS
     lacks = SARAMA_LACKS
     sasl = True        # security.protocol SASL_PLAINTEXT, sasl.* -> Net.SASL (sasl.go; SCRAM through franz-go's)
-    no_position = "sarama has no position(): a PartitionConsumer resolves its offset inside ConsumePartition"
-    no_close = "sarama's Consumer.Close() takes no deadline"
+    no_position = ("sarama has no position(): a PartitionConsumer resolves its start offset inside "
+                   "Consumer.ConsumePartition (consumer.go chooseStartingOffset), and no call returns the fetch position")
+    no_close = ("sarama's Consumer.Close() takes no deadline (consumer.go: `func (c *consumer) Close() error`, "
+                "which closes its client; PartitionConsumer.Close() likewise)")
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
+        if any(s.kind.startswith("kip848_") for s in steps):
+            return False, SARAMA_NO_KIP848
         calls = sorted({s.kind for s in steps if s.kind in SARAMA_NO_DEADLINE})
         if calls:
-            return False, (f"sarama's {', '.join(calls)} takes no deadline (no context, no timeout argument) and "
-                           "sarama has no default.api.timeout.ms: only Net.ReadTimeout and its retry counts bound it")
+            return False, (f"sarama's {', '.join(calls)} takes no deadline (no context, no timeout argument: client.go "
+                           "Client.GetOffset / RefreshMetadata / Coordinator, admin.go "
+                           "ClusterAdmin.ListConsumerGroupOffsets, broker.go Broker.CommitOffset) and sarama has no "
+                           "default.api.timeout.ms: only Net.ReadTimeout and its retry counts bound it")
         if any(s.kind == "configure_producer" for s in steps):
-            return False, "sarama has no delivery.timeout.ms, so no rule tying it to linger.ms and request.timeout.ms"
+            return False, ("sarama has no delivery.timeout.ms (config.go's Config.Producer has none), so "
+                           "Config.Validate has no rule tying it to linger.ms and request.timeout.ms")
         return super().supports(steps)
 
     def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:

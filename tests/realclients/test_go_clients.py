@@ -181,3 +181,28 @@ def test_sasl_login_and_a_refused_password(go, mechanism):
     assert not refused.ok
     steps = [(d.get("mechanism"), d.get("step")) for d in events]
     assert (mechanism, "authenticated") in steps and (mechanism, "failed") in steps, steps
+
+
+def test_transactions_commit_and_a_zombie_is_fenced(go, cluster):
+    """Two transactions of one record each committed back to back; a second instance with the
+    same transactional id fences the first, whose commit is refused as Java names it."""
+    (done,) = run(go, cluster.bootstrap, Operation("transaction", {"topic": "t", "partition": 1, "count": 2}))
+    assert done.ok, f"{done.error_type}: {done.error_message}"
+    (zombie,) = run(go, cluster.bootstrap, Operation("txn_zombie", {"topic": "t", "partition": 1}))
+    assert not zombie.ok and zombie.error_type == "ProducerFencedException", zombie
+    # 2 committed records with their markers, the zombie's aborted record and its marker, the
+    # fresh instance's committed record and its marker
+    assert _log_end(cluster, 1) == 8
+
+
+def test_admin_create_topics_and_delete_records(go, cluster):
+    """create_topics and delete_records with a deadline the broker meets: the topic exists, the
+    records before the log end are gone (franz-go reports the new low watermark)."""
+    one(go, cluster.bootstrap, "create_topics", 10.0, topic="made-by-" + go.name, partitions=2, replication_factor=3)
+    assert one(go, cluster.bootstrap, "partitions_for", deadline(go, 5.0), topic="made-by-" + go.name).value == [0, 1]
+    one(go, cluster.bootstrap, "produce_batch", topic="t", records=[{"value": f"d{i}", "partition": 2} for i in range(4)])
+    end = _log_end(cluster, 2)
+    deleted = one(go, cluster.bootstrap, "delete_records", 10.0, topic="t", partition=2, offset=-1)
+    if go.name == "franz-go":
+        assert deleted.value == end
+    assert one(go, cluster.bootstrap, "beginning_offsets", deadline(go, 5.0), topic="t", partition=2).value == {"2": end}

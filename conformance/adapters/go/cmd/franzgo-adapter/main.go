@@ -22,11 +22,27 @@ import (
 // Operations are the conformance operations (conformance/adapters/base.py) this program maps.
 var Operations = []string{"produce", "produce_pipelined", "configure_producer", "poll", "committed",
 	"end_offsets", "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync",
-	"close", "admin_list_topics"}
+	"close", "admin_list_topics", "transaction", "txn_zombie", "read_committed_behind_open_txn",
+	"create_topics", "delete_records", "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash",
+	"kip848_slow_revoke", "kip848_stale_commit", "kip848_coordinator_dies"}
+
+// kip848Calls are the KIP-848 steps (kip848.go).
+var kip848Calls = map[string]func(*lineproto.Run, lineproto.Step) lineproto.Outcome{
+	"kip848_heartbeats":       kip848Heartbeats,
+	"kip848_late_poll":        kip848LatePoll,
+	"kip848_member_crash":     kip848MemberCrash,
+	"kip848_slow_revoke":      kip848SlowRevoke,
+	"kip848_stale_commit":     kip848StaleCommit,
+	"kip848_coordinator_dies": kip848CoordinatorDies,
+}
 
 type franz struct{}
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "member" { // kip848_member_crash's first member (kip848.go)
+		memberProcess(os.Args[2])
+		return
+	}
 	lineproto.Main(franz{})
 }
 
@@ -49,9 +65,10 @@ func (franz) Hello() map[string]any {
 		"settings": map[string]any{
 			"request_timeout":  "kgo.RequestTimeoutOverhead (the read deadline: alone for most requests, added to TimeoutMillis for Produce) and kgo.ProduceRequestTimeout (Produce's timeout_ms)",
 			"delivery_timeout": "kgo.RecordDeliveryTimeout (enforced only while it is safe for the idempotent sequence)",
-			"max_block":        "the context given to Client.Produce (fails a record not yet written in a request)",
+			"max_block":        "the context given to Client.Produce (fails a record not yet written in a request), Client.ProducerID (initTransactions) and Client.EndTransaction (commitTransaction)",
 			"api_timeout":      "a context deadline per call; without one kgo.RetryTimeout bounds the retries",
-			"admin_timeout":    "a context deadline on kadm.Client.ListTopics",
+			"admin_timeout":    "a context deadline on the kadm call; for CreateTopics and DeleteRecords also their TimeoutMillis (kadm.Client.SetTimeoutMillis)",
+			"txn_timeout":      "kgo.TransactionTimeout",
 		},
 	}
 }
@@ -70,6 +87,19 @@ func (franz) Perform(run *lineproto.Run, step lineproto.Step) lineproto.Outcome 
 		return closeStep(run, step)
 	case "admin_list_topics":
 		return adminListTopics(run, step)
+	case "transaction":
+		return transaction(run, step)
+	case "txn_zombie":
+		return txnZombie(run, step)
+	case "read_committed_behind_open_txn":
+		return readCommittedBehindOpenTxn(run, step)
+	case "create_topics":
+		return createTopics(run, step)
+	case "delete_records":
+		return deleteRecords(run, step)
+	}
+	if call, ok := kip848Calls[step.Kind]; ok {
+		return call(run, step)
 	}
 	if call, ok := adminCalls[step.Kind]; ok {
 		return adminStep(run, step, call)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
@@ -50,6 +51,23 @@ func backoff(run *lineproto.Run) func(int) time.Duration {
 	}
 }
 
+// kgoMinRequestTimeout: kgo refuses a RequestTimeoutOverhead or ProduceRequestTimeout under 100 ms
+// (its config validation, "request timeout min overhead" and "produce timeout").
+const kgoMinRequestTimeout = 100 * time.Millisecond
+
+// requestTimeout: request.timeout.ms, else franz-go's own 10 s (scaled); a scaled value under kgo's
+// floor is raised to it, and said so on stderr (only txn.init-coordinator-unreachable's 2 s, at
+// scale 30, falls below: its contracts are about max.block.ms, the attempts it bounds are faster
+// or slower, not the verdict).
+func requestTimeout(run *lineproto.Run) time.Duration {
+	d := run.Ms("request.timeout.ms", own(run, defaultRequestTimeout))
+	if d < kgoMinRequestTimeout {
+		logf("request.timeout.ms %v is under kgo's 100 ms floor: running with 100 ms", d)
+		return kgoMinRequestTimeout
+	}
+	return d
+}
+
 // commonOpts: the client settings every step's client shares.
 //
 //	request.timeout.ms                      -> kgo.RequestTimeoutOverhead
@@ -60,7 +78,7 @@ func commonOpts(run *lineproto.Run) []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(run.Brokers()...),
 		kgo.ClientID(run.ClientID),
-		kgo.RequestTimeoutOverhead(run.Ms("request.timeout.ms", own(run, defaultRequestTimeout))),
+		kgo.RequestTimeoutOverhead(requestTimeout(run)),
 		kgo.RetryTimeout(run.Ms("default.api.timeout.ms", own(run, defaultRetryTimeout))),
 		kgo.DialTimeout(run.Ms("socket.connection.setup.timeout.ms", own(run, defaultDialTimeout))),
 		kgo.RetryBackoffFn(backoff(run)),
@@ -71,8 +89,17 @@ func commonOpts(run *lineproto.Run) []kgo.Opt {
 	if m := saslMechanism(run); m != nil {
 		opts = append(opts, kgo.SASL(m))
 	}
+	if level, ok := logLevels[os.Getenv("FRANZGO_ADAPTER_LOG")]; ok { // franz-go's own log on stderr (out/adapters/franz-go.log)
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, level, func() string {
+			return time.Now().Format("15:04:05.000 ") + run.ClientID + " "
+		})))
+	}
 	return opts
 }
+
+// logLevels: FRANZGO_ADAPTER_LOG=error|warn|info|debug turns franz-go's own logging on.
+var logLevels = map[string]kgo.LogLevel{"error": kgo.LogLevelError, "warn": kgo.LogLevelWarn,
+	"info": kgo.LogLevelInfo, "debug": kgo.LogLevelDebug}
 
 // saslMechanism: security.protocol SASL_PLAINTEXT with sasl.mechanism PLAIN or SCRAM-SHA-256/512,
 // sasl.username and sasl.password -> kgo.SASL (nil without SASL).
@@ -117,7 +144,7 @@ func producerOpts(run *lineproto.Run) []kgo.Opt {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
 	opts = append(opts,
-		kgo.ProduceRequestTimeout(run.Ms("request.timeout.ms", own(run, defaultRequestTimeout))),
+		kgo.ProduceRequestTimeout(requestTimeout(run)),
 		kgo.ProducerLinger(run.Ms("linger.ms", 0)))
 	if run.Has("delivery.timeout.ms") {
 		opts = append(opts, kgo.RecordDeliveryTimeout(run.Ms("delivery.timeout.ms", 0)))

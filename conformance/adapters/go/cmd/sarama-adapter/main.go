@@ -22,7 +22,8 @@ import (
 // Operations are the conformance operations (conformance/adapters/base.py) this program maps.
 var Operations = []string{"produce", "produce_pipelined", "configure_producer", "poll", "committed",
 	"end_offsets", "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync",
-	"close", "admin_list_topics"}
+	"close", "admin_list_topics", "transaction", "txn_zombie", "read_committed_behind_open_txn",
+	"create_topics", "delete_records"}
 
 type saramaClient struct{}
 
@@ -52,7 +53,8 @@ func (saramaClient) Hello() map[string]any {
 			"delivery_timeout": "none: Producer.Retry.Max x (Net.ReadTimeout + Producer.Retry.Backoff) bounds a record",
 			"max_block":        "none: Metadata.Retry.Max x Metadata.Retry.Backoff bounds the wait for metadata",
 			"api_timeout":      "none: sarama's calls take no deadline",
-			"admin_timeout":    "none per call (Admin.Timeout is the timeout_ms of CreateTopics and the like)",
+			"admin_timeout":    "none per call; the step's deadline is Admin.Timeout, the timeout_ms of CreateTopics and DeleteRecords",
+			"txn_timeout":      "Producer.Transaction.Timeout",
 		},
 	}
 }

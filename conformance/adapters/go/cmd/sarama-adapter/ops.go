@@ -14,19 +14,24 @@ import (
 )
 
 var ops = map[string]func(*lineproto.Run, lineproto.Step) lineproto.Outcome{
-	"produce":            produce,
-	"produce_pipelined":  producePipelined,
-	"configure_producer": configureProducer,
-	"poll":               poll,
-	"close":              closeStep,
-	"admin_list_topics":  adminListTopics,
-	"committed":          clientStep(committed),
-	"end_offsets":        clientStep(listed(func(args map[string]any) int64 { return sarama.OffsetNewest })),
-	"beginning_offsets":  clientStep(listed(func(args map[string]any) int64 { return sarama.OffsetOldest })),
-	"offsets_for_times":  clientStep(listed(func(args map[string]any) int64 { return lineproto.ArgInt(args, "timestamp_ms", 0) })),
-	"list_topics":        clientStep(listTopics),
-	"partitions_for":     clientStep(partitionsFor),
-	"commit_sync":        clientStep(commitSync),
+	"produce":                        produce,
+	"produce_pipelined":              producePipelined,
+	"configure_producer":             configureProducer,
+	"poll":                           poll,
+	"close":                          closeStep,
+	"admin_list_topics":              adminListTopics,
+	"committed":                      clientStep(committed),
+	"end_offsets":                    clientStep(listed(func(args map[string]any) int64 { return sarama.OffsetNewest })),
+	"beginning_offsets":              clientStep(listed(func(args map[string]any) int64 { return sarama.OffsetOldest })),
+	"offsets_for_times":              clientStep(listed(func(args map[string]any) int64 { return lineproto.ArgInt(args, "timestamp_ms", 0) })),
+	"list_topics":                    clientStep(listTopics),
+	"partitions_for":                 clientStep(partitionsFor),
+	"commit_sync":                    clientStep(commitSync),
+	"transaction":                    transaction,
+	"txn_zombie":                     txnZombie,
+	"read_committed_behind_open_txn": readCommittedBehindOpenTxn,
+	"create_topics":                  createTopics,
+	"delete_records":                 deleteRecords,
 }
 
 // closeSoon closes something without letting a black-holed connection hold the next step up.

@@ -9,9 +9,10 @@ import (
 	"strings"
 )
 
-// JavaNames maps Kafka's error names (as both Go clients spell them, e.g. REQUEST_TIMED_OUT or
-// "kafka server: Request exceeded the user-specified time limit") to the Java client's
-// exception for the same error. Only errors that are clearly the same are mapped.
+// JavaNames maps Kafka's error codes (as both Go clients carry them: franz-go's kerr.Error.Code,
+// pkg/kerr/kerr.go, e.g. RequestTimedOut = &Error{"REQUEST_TIMED_OUT", 7, ...}; sarama's KError,
+// errors.go, e.g. ErrProducerFenced KError = 90) to the Java client's exception for the same error
+// (org.apache.kafka.common.protocol.Errors). Only errors that are clearly the same are mapped.
 var JavaNames = map[int16]string{
 	3:  "UnknownTopicOrPartitionException",
 	5:  "LeaderNotAvailableException",
@@ -30,6 +31,7 @@ var JavaNames = map[int16]string{
 	41: "NotControllerException",
 	47: "InvalidProducerEpochException",
 	67: "InvalidRecordException",
+	90: "ProducerFencedException", // PRODUCER_FENCED: kerr.ProducerFenced, sarama.ErrProducerFenced
 }
 
 // IsTimeout says whether err is a client-side deadline: a context deadline, or a socket

@@ -1,0 +1,75 @@
+"""The Go adapters' Python side (conformance/adapters/go_clients.py), without their programs:
+which scenarios each client can express and why not, and how step arguments are scaled. The
+programs themselves run in tests/realclients/test_go_clients.py and the conformance matrix."""
+
+from __future__ import annotations
+
+from conformance.adapters.go_clients import (
+    FRANZ_INEXPRESSIBLE,
+    SARAMA_INEXPRESSIBLE,
+    FranzGoAdapter,
+    SaramaAdapter,
+    _scaled_step,
+)
+from conformance.model import Operation
+from conformance.scenarios import BY_ID, CATALOGUE
+
+TXN = [s for s in CATALOGUE if s.id.startswith("txn.")]
+KIP848 = [s for s in CATALOGUE if s.id.startswith("kip848.")]
+ADMIN = [s for s in CATALOGUE if s.id.startswith("admin.")]
+
+
+def test_franz_go_expresses_transactions_admin_and_kip848_but_the_late_poll():
+    franz = FranzGoAdapter(broker_has_kip848=True)
+    for scenario in TXN + ADMIN + KIP848:
+        ok, why = franz.supports_scenario(scenario)
+        if scenario.id in FRANZ_INEXPRESSIBLE:
+            assert not ok and "no max.poll.interval.ms" in why and "config.go" in why
+        else:
+            assert ok, (scenario.id, why)
+
+
+def test_franz_go_needs_a_broker_serving_kip848():
+    ok, why = FranzGoAdapter(broker_has_kip848=False).supports_scenario(BY_ID["kip848.heartbeat-interval-from-broker"])
+    assert not ok and "ConsumerGroupHeartbeat v1" in why and "should848" in why
+
+
+def test_franz_go_close_stays_na_with_the_reason_cited():
+    ok, why = FranzGoAdapter().supports_scenario(BY_ID["kip266.close-timeout"])
+    assert not ok and "func (cl *Client) Close()" in why and "client.go" in why
+
+
+def test_sarama_expresses_transactions_and_admin_but_not_those_timed_by_max_block():
+    sarama = SaramaAdapter()
+    for scenario in TXN + ADMIN:
+        ok, why = sarama.supports_scenario(scenario)
+        if scenario.id in ("txn.commit-endtxn-black-hole", "txn.init-coordinator-unreachable"):
+            assert not ok and "no max.block.ms" in why and "transaction_manager.go" in why
+        else:
+            assert ok, (scenario.id, why)
+
+
+def test_sarama_has_no_kip848_and_says_where():
+    for scenario in KIP848:
+        ok, why = SaramaAdapter().supports_scenario(scenario)
+        assert not ok and "no KIP-848" in why and "request.go" in why, scenario.id
+
+
+def test_every_sarama_reason_cites_its_source():
+    """Each N/A reason names the sarama code (file: function) that makes it so."""
+    sarama = SaramaAdapter()
+    for why in [*SARAMA_INEXPRESSIBLE.values(), *sarama.lacks.values(), sarama.no_position, sarama.no_close]:
+        assert ".go" in why, why
+    for scenario in CATALOGUE:
+        ok, why = sarama.supports_scenario(scenario)
+        if not ok and "join_group_held" not in why and "in-memory" not in why and "SASL" not in why:
+            assert ".go" in why, (scenario.id, why)
+
+
+def test_pauses_and_kip848_times_are_scaled_for_the_program():
+    step = _scaled_step(Operation("transaction", {"topic": "t", "open_s": 12.0}), 30.0)
+    assert step.args["open_s"] == 12.0 / 30
+    step = _scaled_step(Operation("kip848_slow_revoke", {"revoke_ms": 120_000, "group": "g"}), 30.0)
+    assert step.args == {"revoke_ms": 4000.0, "group": "g"}
+    for key in ("run_ms", "stall_ms", "every_ms"):
+        assert _scaled_step(Operation("kip848_late_poll", {key: 3000}), 30.0).args[key] == 100.0
