@@ -147,11 +147,12 @@ def default_adapters() -> list[Adapter]:
     from conformance.adapters.go_clients import FranzGoAdapter, SaramaAdapter
     from conformance.adapters.java_client import JavaAdapter, JavaConsumerProtocolAdapter
     from conformance.adapters.kafka_python import KafkaPythonAdapter
+    from conformance.adapters.kafkajs_client import KafkajsAdapter
     from conformance.adapters.kcat import KcatAdapter
     from conformance.adapters.ours import OurAdapter, OurBlockingAdapter
 
     return [OurAdapter(), OurBlockingAdapter(), ConfluentAdapter(), KafkaPythonAdapter(), AiokafkaAdapter(), KcatAdapter(),
-            JavaAdapter(), JavaConsumerProtocolAdapter(), FranzGoAdapter(), SaramaAdapter()]
+            JavaAdapter(), JavaConsumerProtocolAdapter(), FranzGoAdapter(), SaramaAdapter(), KafkajsAdapter()]
 
 
 class UnknownName(ValueError):

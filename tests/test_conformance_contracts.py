@@ -225,3 +225,20 @@ def test_the_last_handshake_cut_short_by_the_clients_end_is_left_out_though_othe
              ev(4008.9, "conn_close", conn=4, closed_by="client"), *stall(7, 4198.1, 4207.4)]
     v = stalled_handshakes_abandoned(1).check(Evidence([], trace, config, client_id="c", slack_ms=150.0))
     assert v.passed and v.figure.endswith("abandoned after 1.0 s, 1.0 s (1 closed as the client shut down)"), v
+
+
+def test_held_request_abandoned_at_the_request_timeout_fails_as_abandoned():
+    """aiokafka 0.14 sends JoinGroup under request_timeout_ms: the held JoinGroup is never
+    answered (the client closes its connection at 333 ms of a scaled 10 s), and its rejoin is
+    answered after a shorter wait. That is the failure the contract names, not a scenario that
+    held nothing."""
+    trace = [ev(0, "recv", api="JoinGroup", corr=1), ev(334, "conn_close", closed_by="client"),
+             ev(340, "recv", conn=2, api="JoinGroup", corr=2), ev(610, "send", conn=2, api="JoinGroup", corr=2)]
+    real_time = Evidence([], trace, {"request.timeout.ms": 333}, scale=30.0, client_id="c", slack_ms=150.0)
+    v = C.held_without_disconnect("JoinGroup", "request.timeout.ms").check(real_time)
+    assert not v.passed and v.figure == "JoinGroup held 0.33 s"
+    assert v.message == "the client closed conn 1 334 ms into the wait"
+    answered = trace[2:]   # only the shorter, answered wait: nothing was held past request.timeout.ms
+    v = C.held_without_disconnect("JoinGroup", "request.timeout.ms").check(
+        Evidence([], answered, {"request.timeout.ms": 333}, scale=30.0, client_id="c", slack_ms=150.0))
+    assert not v.passed and "did not exercise a held request" in v.message

@@ -31,6 +31,10 @@ PROGRAM = textwrap.dedent('''
             sys.exit(3)
         elif mode == "hang":
             import time; time.sleep(60)
+        elif mode == "restart":   # a client left behind: answer, ask for a restart, exit
+            outs = [{"operation": s["kind"], "ok": False, "elapsed_ms": 1.0, "error_type": "NoReturn"} for s in req["steps"]]
+            print(json.dumps({"outcomes": outs, "restart": True}), flush=True)
+            sys.exit(0)
         else:
             outs = []
             for step in req["steps"]:
@@ -100,3 +104,18 @@ def test_the_runner_turns_a_broken_program_into_error_cells_and_stops_it(program
     [result] = run_plan(Plan([scenario], [adapter]))
     assert result.status is Status.ERROR and "exited with 3" in result.message
     assert adapter._proc is None
+
+
+def test_a_program_that_asks_for_a_restart_is_ended_and_the_next_run_gets_a_fresh_one(program):
+    """A program that left a client behind (kafkajs: a call it cannot cancel) says "restart" in
+    its answer: the adapter ends it, and the next run starts a new program, so nothing left behind
+    reaches the next scenario."""
+    adapter = Fake(program, "restart")
+    env = RunEnv("127.0.0.1:1", "c", {})
+    try:
+        [first] = adapter.run_blocking((Operation("produce", {"value": b"a"}),), env)
+        assert adapter._proc is None and first.error_type == "NoReturn"
+        [second] = adapter.run_blocking((Operation("produce", {"value": b"b"}),), env)
+        assert second.error_type == "NoReturn"
+    finally:
+        adapter.shutdown()

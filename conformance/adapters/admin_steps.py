@@ -1,5 +1,5 @@
 """The ``create_topics`` and ``delete_records`` steps for the real-time third-party admin clients
-(confluent-kafka, kafka-python): the step's deadline becomes the call's ``timeout_ms`` (its
+(confluent-kafka, kafka-python, aiokafka): the step's deadline becomes the call's ``timeout_ms`` (its
 operation timeout), and the client's own request timeout is left longer, so the broker's answer
 at that deadline — a KRaft controller's, DeleteRecords' purgatory's — is what comes back."""
 
@@ -89,3 +89,52 @@ def kafka_python_delete_records(common: dict[str, Any], step: Operation, env: Ru
     finally:
         admin.close()
     return Outcome("delete_records", True, env.clock() - start, value=str(got))
+
+
+async def aiokafka_create_topics(common: dict[str, Any], step: Operation, env: RunEnv) -> Outcome:
+    """AIOKafkaAdminClient.create_topics (aiokafka/admin/client.py) returns the CreateTopics
+    response as it came and raises nothing for a topic's error: the error code of the step's
+    topic in ``topic_errors`` is the outcome, named by aiokafka's own class for it
+    (``aiokafka.errors.for_code``), REQUEST_TIMED_OUT as Kafka's TimeoutException."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.errors import for_code
+
+    a, timeout = step.args, step.timeout_s or 30.0
+    admin = AIOKafkaAdminClient(**{**common, "request_timeout_ms": int(timeout * 2000)})
+    await admin.start()
+    start = env.clock()
+    try:
+        got = await admin.create_topics([NewTopic(a["topic"], a.get("partitions", 1), a.get("replication_factor", 1))],
+                                        timeout_ms=int(timeout * 1000))
+    except Exception as exc:  # noqa: BLE001
+        return Outcome("create_topics", False, env.clock() - start, _name(type(exc).__name__), str(exc))
+    finally:
+        await admin.close()
+    elapsed = env.clock() - start
+    for topic, code, *message in got.topic_errors:   # (topic, error_code[, error_message]) by version
+        if topic == a["topic"] and code:
+            error = for_code(code)
+            return Outcome("create_topics", False, elapsed, _name(error.__name__), f"[Error {code}] {error.message}: "
+                           f"{message[0] if message and message[0] else error.description}")
+    return Outcome("create_topics", True, elapsed)
+
+
+async def aiokafka_delete_records(common: dict[str, Any], step: Operation, env: RunEnv) -> Outcome:
+    """AIOKafkaAdminClient.delete_records raises the class of a partition's error code
+    (RequestTimedOutError for REQUEST_TIMED_OUT: Kafka's TimeoutException); its value is the
+    partition's new low watermark."""
+    from aiokafka import TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+
+    a, timeout = step.args, step.timeout_s or 30.0
+    admin = AIOKafkaAdminClient(**{**common, "request_timeout_ms": int(timeout * 2000)})
+    await admin.start()
+    tp = TopicPartition(a["topic"], a["partition"])
+    start = env.clock()
+    try:
+        got = await admin.delete_records({tp: RecordsToDelete(a.get("offset", -1))}, timeout_ms=int(timeout * 1000))
+    except Exception as exc:  # noqa: BLE001
+        return Outcome("delete_records", False, env.clock() - start, _name(type(exc).__name__), str(exc))
+    finally:
+        await admin.close()
+    return Outcome("delete_records", True, env.clock() - start, value=got.get(tp))

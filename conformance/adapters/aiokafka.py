@@ -20,6 +20,11 @@ applies ``Operation.timeout_s``. Without one, what bounds each call is aiokafka'
                        raises IllegalStateError): request_timeout_ms per OffsetCommit
     close              AIOKafkaConsumer.stop()
 
+Besides: create_topics and delete_records through AIOKafkaAdminClient (admin_steps.py: the step's
+deadline is the call's timeout_ms); join_group_held with two AIOKafkaConsumers of one group (aiokafka
+sends JoinGroup under request_timeout_ms like any request). N/A: security.sasl-handshake-stall
+(no socket.connection.setup.timeout.ms, py_common.NO_SETUP_TIMEOUT says what aiokafka does instead).
+
 A call that has not returned long after its deadline is reported as NoReturn (py_common)."""
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 
-from conformance.adapters import py_txn
+from conformance.adapters import admin_steps, py_txn
+from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
 from conformance.adapters.py_common import (
     lacks_setup_timeout,
@@ -43,7 +49,7 @@ from conformance.adapters.py_common import (
     watchdog_s,
 )
 from conformance.extras import client_missing
-from conformance.model import Operation, Outcome, Scenario
+from conformance.model import SILENT_MEMBER, Operation, Outcome, Scenario
 
 
 def _error_type(exc: BaseException) -> str:
@@ -54,9 +60,10 @@ def _error_type(exc: BaseException) -> str:
 class AiokafkaAdapter(RealTimeAdapter):
     name = "aiokafka"
     sasl = True
-    operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
-                            "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics", "configure_producer", "produce_pipelined"}) | py_txn.TXN_OPERATIONS
+    operations = (frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
+                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
+                             "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"})
+                  | py_txn.TXN_OPERATIONS | ADMIN_OPERATIONS)
     warm_up_calls = frozenset({"committed"})
 
     def available(self):
@@ -79,6 +86,12 @@ class AiokafkaAdapter(RealTimeAdapter):
 
     async def _read_committed_behind_open_txn(self, step: Operation, env: RunEnv) -> Outcome:
         return await py_txn.ak_read_committed(self, step, env)
+
+    async def _create_topics(self, step: Operation, env: RunEnv) -> Outcome:
+        return await admin_steps.aiokafka_create_topics(self._common(env), step, env)
+
+    async def _delete_records(self, step: Operation, env: RunEnv) -> Outcome:
+        return await admin_steps.aiokafka_delete_records(self._common(env), step, env)
 
     def _common(self, env: RunEnv) -> dict:
         return {"bootstrap_servers": env.bootstrap, "client_id": env.client_id,
@@ -274,3 +287,44 @@ class AiokafkaAdapter(RealTimeAdapter):
             return await timed_async(step, env, consumer.stop, lambda _: None, _error_type, "stop() takes no deadline")
         finally:
             await consumer.stop()   # a second stop() is a no-op once the first finished
+
+    async def _join_group_held(self, step: Operation, env: RunEnv) -> Outcome:
+        """A first member (client.id SILENT_MEMBER: the scenario black-holes its heartbeats) joins
+        and is not polled again; timed: the second member's wait for its assignment. aiokafka
+        sends JoinGroup like any request (consumer/group_coordinator.py,
+        ``CoordinatorGroupRebalance._send_join_group_request`` -> ``_send_req`` ->
+        ``AIOKafkaClient.send``), so request_timeout_ms bounds it however long the coordinator
+        may rightly hold it."""
+        group, topic, limit = step.args.get("group", "held"), step.args.get("topic", "t"), step.timeout_s or 60.0
+        first, second = self._member(env, group, SILENT_MEMBER), self._member(env, group, env.client_id)
+        try:
+            await first.start()
+            first.subscribe([topic])
+            if not await _assigned(first, env, limit):
+                return Outcome("join_group_held", False, 0.0, "TimeoutException", "the first member never got an assignment")
+            await second.start()
+            second.subscribe([topic])
+            start = env.clock()
+            ok = await _assigned(second, env, limit)
+            return Outcome("join_group_held", ok, env.clock() - start, None if ok else "TimeoutException",
+                           None if ok else "the second member never got an assignment")
+        finally:
+            await second.stop()
+            await first.stop()
+
+    def _member(self, env: RunEnv, group: str, client_id: str):
+        from aiokafka import AIOKafkaConsumer
+
+        names = {"session.timeout.ms": "session_timeout_ms", "heartbeat.interval.ms": "heartbeat_interval_ms",
+                 "max.poll.interval.ms": "max_poll_interval_ms"}
+        timers = {ours: env.config[kafka] for kafka, ours in names.items() if kafka in env.config}
+        return AIOKafkaConsumer(**{**self._common(env), "client_id": client_id}, group_id=group, enable_auto_commit=False,
+                                fetch_max_wait_ms=env.config.get("fetch.max.wait.ms", 500), **timers)
+
+
+async def _assigned(consumer, env: RunEnv, limit_s: float) -> bool:
+    """Poll (getmany, 50 ms) until the consumer has an assignment or ``limit_s`` passed."""
+    start = env.clock()
+    while not consumer.assignment() and env.clock() - start < limit_s:
+        await consumer.getmany(timeout_ms=50)
+    return bool(consumer.assignment())

@@ -15,6 +15,10 @@ not per scenario) and answers one JSON line per JSON line it reads. Protocol (ve
 
     -> {"cmd": "quit"}          (or EOF: the program exits)
 
+A run's answer may add ``"restart": true``: the program left a client behind (a call it could not
+cancel, reported as an outcome) and exits after answering; the adapter ends it and starts a fresh
+one for the next run, so nothing left behind reaches the next scenario's brokers.
+
 Bytes in ``args`` (a record value) travel as ``{"$bytes": "<base64>"}``. The program builds its
 clients for each ``run`` from ``config``, performs the steps in order, closes its clients and
 answers; a step that fails is an outcome with ``ok: false`` (its client's exception name in
@@ -78,6 +82,10 @@ class LineProtocolAdapter(RealTimeAdapter):
     def not_built_reason(self) -> str:
         return f"the {self.name} adapter program is not built (bash dev/install-clients builds it)"
 
+    def environment(self) -> dict[str, str] | None:
+        """The program's environment (None: this process's)."""
+        return None
+
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
         self._hello: dict[str, Any] | None = None
@@ -109,7 +117,8 @@ class LineProtocolAdapter(RealTimeAdapter):
             raise AdapterProcessError(self.not_built_reason())
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         with open(LOG_DIR / f"{self.name}.log", "ab") as log:   # the child keeps its own descriptor
-            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                          env=self.environment())
 
     def _call(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         proc = self._proc
@@ -182,6 +191,8 @@ class LineProtocolAdapter(RealTimeAdapter):
                                  for s in steps]}
             budget = sum((s.timeout_s or 60.0) for s in steps) * 3 + ANSWER_SLACK_S
             answer = self._call(request, budget)
+            if answer.get("restart"):
+                self.shutdown()
         outcomes = answer.get("outcomes")
         if not isinstance(outcomes, list) or len(outcomes) != len(steps):
             raise AdapterProcessError(f"{self.name} program answered {len(outcomes or [])} outcomes for {len(steps)} steps")

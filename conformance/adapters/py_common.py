@@ -44,8 +44,12 @@ class NoReturn(Exception):
 NO_SETUP_TIMEOUT = {
     "kafka-python": "kafka-python has no socket.connection.setup.timeout.ms: measured, it waits in the stalled "
                     "handshake until the record's delivery timeout (docs/findings.md)",
-    "aiokafka": "aiokafka has no socket.connection.setup.timeout.ms: measured, its send fails at once with "
-                "NodeNotReadyError while the handshake stalls (docs/findings.md)",
+    "aiokafka": "aiokafka has no socket.connection.setup.timeout.ms: its SaslHandshake is an ordinary request under "
+                "request_timeout_ms (conn.py: AIOKafkaConnection._do_sasl_handshake -> send -> wait_for), which closes "
+                "the stalled connection; AIOKafkaClient._get_conn then returns None and the send's NodeNotReadyError "
+                "fails the record, by then request_timeout_ms old (producer/sender.py _can_retry: batch.expired()). "
+                "Measured: NodeNotReadyError at 1.0 s of a scaled 1.0 s request_timeout_ms, no second handshake "
+                "(docs/findings.md)",
 }
 
 
@@ -169,11 +173,13 @@ def not_created(step: Operation, elapsed_s: float, exc: BaseException, what: str
                    f"{what} failed before {step.kind} could be called: {type(exc).__name__}: {exc}")
 
 
-# why join_group_held stays N/A for these clients, though each can join a group: the operation
-# (two consumers of one group, the first with client.id SILENT_MEMBER, whose heartbeats the
-# scenario black-holes) is written for our two faces only so far
+# why join_group_held stays N/A for the clients whose adapter lacks it (kafka-python, franz-go,
+# sarama), though each can join a group: the operation (two consumers of one group, the first with
+# client.id SILENT_MEMBER, whose heartbeats the scenario black-holes) is written for our two faces,
+# confluent-kafka, aiokafka and kafkajs so far
 JOIN_GROUP_HELD_NA = ("join_group_held (a silent first member, client.id SILENT_MEMBER, then a second member's timed "
-                      "join) is not written for this adapter yet; our clients' adapters run it, also on Kafka")
+                      "join) is not written for this adapter yet; the adapters of our client, confluent-kafka, "
+                      "aiokafka and kafkajs run it")
 
 
 def supports_here(adapter: Adapter, steps: tuple[Operation, ...]) -> tuple[bool, str]:

@@ -1,0 +1,156 @@
+// kafkajs's transactions (producer.transaction(): kafkajs has no max.block.ms, and commit() sends
+// EndTxn once, bounded by requestTimeout: producer/eosManager/index.js) and the group step
+// join_group_held (kafkajs gives JoinGroup rebalanceTimeout + 5000 ms: protocol/requests/joinGroup).
+// See kafkajs-ops.js for what each step times.
+'use strict'
+
+const { javaName } = require('./kafkajs-errors')
+const { now, sleep, ok, failed, close, withClient, asBytes, consumeUntil, SILENT_MEMBER, HUNG, AFTER } = require('./kafkajs-ops')
+
+async function sendOne (txn, a, value) {
+  await txn.send({ topic: a.topic, acks: -1, messages: [{ value, partition: a.partition || 0 }] })
+}
+
+async function transaction (step, ctx) {
+  const a = step.args
+  return withClient(ctx, ctx.transactional(), async (p) => {
+    let start = now()
+    try {
+      await p.connect() // idempotent: sends InitProducerId already (producer/index.js connect())
+      if (!a.time_init) start = now()
+      for (let i = 0; i < (a.count || 1); i++) {
+        const txn = await p.transaction() // the first one: FindCoordinator and InitProducerId for the transactional id
+        await sendOne(txn, a, 'txn')
+        await sleep((a.open_s || 0) * 1000)
+        start = now()
+        try {
+          await txn.commit()
+        } catch (err) {
+          if (!a.retry_commit || javaName(err) !== 'TimeoutException') throw err
+          return failed(step, now() - start, err, await commitAgain(txn))
+        }
+      }
+      return ok(step, now() - start)
+    } catch (err) {
+      return failed(step, now() - start, err)
+    }
+  })
+}
+
+// retry_commit: the application calls commit() again after its timeout, as Java's commitTransaction allows
+async function commitAgain (txn) {
+  try {
+    await txn.commit()
+    return 'committed when called again'
+  } catch (err) {
+    return `called again: ${javaName(err, { transactional: true })}: ${err.message}`
+  }
+}
+
+async function txnZombie (step, ctx) {
+  const a = step.args
+  const zombie = ctx.transactional()
+  const fresh = ctx.transactional(`${ctx.clientId}-new`)
+  try {
+    await zombie.connect()
+    const old = await zombie.transaction()
+    await sendOne(old, a, 'zombie')
+    await fresh.connect()
+    const txn = await fresh.transaction() // InitProducerId bumps the epoch: the zombie's transaction is aborted
+    await sendOne(txn, a, 'fresh')
+    await txn.commit()
+    const start = now()
+    try {
+      await old.commit()
+      return ok(step, now() - start)
+    } catch (err) {
+      return failed(step, now() - start, err)
+    }
+  } catch (err) {
+    return failed(step, 0, err)
+  } finally {
+    await close(ctx, fresh)
+    await close(ctx, zombie)
+  }
+}
+
+async function readCommittedBehindOpenTxn (step, ctx) {
+  const a = step.args
+  const hung = ctx.transactional(`${ctx.clientId}-hung`)
+  const plain = ctx.producer({}, `${ctx.clientId}-plain`)
+  const consumer = ctx.consumer(ctx.group('read-committed'), { readUncommitted: false })
+  let start = now()
+  try {
+    await hung.connect()
+    const txn = await hung.transaction()
+    await sendOne(txn, a, HUNG)
+    await plain.connect()
+    await plain.send({ topic: a.topic, acks: -1, messages: [{ value: AFTER, partition: a.partition || 0 }] })
+    await consumer.connect()
+    await consumer.subscribe({ topics: [a.topic], fromBeginning: true })
+    const seen = []
+    start = now()
+    const ended = await consumeUntil(ctx, consumer, a, seen, () => seen.length > 0, step.timeout_ms === null ? 60000 : step.timeout_ms, start)
+    const elapsed = ended - start // when the record was seen (stop() after it is not the wait)
+    const out = ok(step, elapsed, seen.map(asBytes))
+    if (!seen.length) Object.assign(out, { ok: false, error_type: 'TimeoutException', error_message: 'no record became visible' })
+    return out
+  } catch (err) {
+    return failed(step, now() - start, err)
+  } finally {
+    await close(ctx, consumer)
+    await close(ctx, plain)
+    await close(ctx, hung)
+  }
+}
+
+// a member of `group` that records whether its last join gave it partitions (the GROUP_JOIN event)
+function member (ctx, group, clientId) {
+  const consumer = ctx.consumer(group, {}, clientId)
+  const state = { consumer, assigned: false }
+  consumer.on(consumer.events.GROUP_JOIN, (e) => {
+    state.assigned = Object.values(e.payload.memberAssignment || {}).some((parts) => parts.length > 0)
+  })
+  return state
+}
+
+async function joined (m, topic, limitMs) {
+  const start = now()
+  await m.consumer.connect()
+  await m.consumer.subscribe({ topics: [topic] })
+  await m.consumer.run({ autoCommit: false, eachBatch: async () => {} }) // resolves after JoinGroup and SyncGroup
+  while (!m.assigned && now() - start < limitMs) await sleep(20)
+  return m.assigned
+}
+
+async function joinGroupHeld (step, ctx) {
+  const a = step.args
+  const group = a.group || 'held'
+  const limit = step.timeout_ms === null ? 60000 : step.timeout_ms
+  const first = member(ctx, group, SILENT_MEMBER)
+  const second = member(ctx, group, ctx.clientId)
+  try {
+    if (!(await joined(first, a.topic || 't', limit))) {
+      return { ...failed(step, 0, new Error('the first member never got an assignment')), error_type: 'TimeoutException' }
+    }
+    const start = now()
+    const got = await joined(second, a.topic || 't', limit)
+    const elapsed = now() - start
+    if (got) return ok(step, elapsed)
+    return { ...failed(step, elapsed, new Error('the second member never got an assignment')), error_type: 'TimeoutException' }
+  } catch (err) {
+    return failed(step, 0, err)
+  } finally {
+    await close(ctx, second.consumer)
+    await close(ctx, first.consumer)
+  }
+}
+
+module.exports = {
+  operations: {
+    transaction,
+    txn_zombie: txnZombie,
+    read_committed_behind_open_txn: readCommittedBehindOpenTxn,
+    join_group_held: joinGroupHeld
+  }
+}

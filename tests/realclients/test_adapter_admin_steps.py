@@ -1,0 +1,70 @@
+"""The admin steps of the Python clients' adapters (conformance/adapters/admin_steps.py): the
+step's deadline is the call's timeout_ms, so a controller slower than the call answers
+REQUEST_TIMED_OUT at that deadline, reported as Kafka's TimeoutException, and creates nothing;
+delete_records moves the low watermark. And aiokafka's join_group_held cell: its JoinGroup is an
+ordinary request under request_timeout_ms, so it abandons the held join (docs/findings.md)."""
+
+import importlib
+
+import pytest
+
+from broker_emu import run_cluster_in_thread
+from conformance.adapters.base import RunEnv
+from conformance.model import Operation, Status
+from tests.realclients.conftest import require_client
+
+pytestmark = pytest.mark.realclient
+
+CLIENTS = {
+    "confluent-kafka": ("conformance.adapters.confluent", "ConfluentAdapter"),
+    "kafka-python": ("conformance.adapters.kafka_python", "KafkaPythonAdapter"),
+    "aiokafka": ("conformance.adapters.aiokafka", "AiokafkaAdapter"),
+}
+
+
+def _adapter(client):
+    require_client(client)
+    module, name = CLIENTS[client]
+    return getattr(importlib.import_module(module), name)()
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_create_topics_past_the_controller_deadline_is_a_timeout_and_creates_nothing(client):
+    adapter = _adapter(client)
+    steps = (Operation("create_topics", {"topic": "late", "partitions": 1, "replication_factor": 1}, timeout_s=0.5),
+             Operation("create_topics", {"topic": "in-time", "partitions": 1, "replication_factor": 1}, timeout_s=5.0))
+    with run_cluster_in_thread(brokers=1, config={"emu.controller.delay.ms": 1500}) as tc:
+        late, in_time = adapter.run_blocking(steps, RunEnv(tc.bootstrap, f"admin-{client}", {}))
+        topics = tc.call(lambda: set(tc.cluster.topics))
+    assert (late.ok, late.error_type) == (False, "TimeoutException"), late.error_message
+    assert 0.4 < late.elapsed_s < 1.4
+    assert in_time.ok, in_time.error_message
+    assert "late" not in topics and "in-time" in topics
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_delete_records_moves_the_low_watermark(client):
+    adapter = _adapter(client)
+    steps = (Operation("produce", {"topic": "t", "partition": 0, "value": b"v", "count": 3}),
+             Operation("delete_records", {"topic": "t", "partition": 0, "offset": 2}, timeout_s=5.0))
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)]) as tc:
+        produced, deleted = adapter.run_blocking(steps, RunEnv(tc.bootstrap, f"delete-{client}", {"acks": "all"}))
+        low = tc.call(lambda: tc.cluster.topics["t"].partitions[0].log.log_start_offset)
+    assert produced.ok and deleted.ok, deleted.error_message
+    assert low == 2
+    if client != "kafka-python":   # its value is the call's whole answer, as text
+        assert deleted.value == 2
+
+
+def test_aiokafka_abandons_a_held_join_group_at_its_request_timeout():
+    """server.joingroup-held: the coordinator holds the second member's JoinGroup until the silent
+    first member's session ends (20 s); aiokafka gives up on it at request_timeout_ms (10 s: 333 ms
+    scaled), closes the connection and joins again (then it gets its assignment)."""
+    from conformance.runner import Plan, run_plan
+    from conformance.scenarios import BY_ID
+
+    [result] = run_plan(Plan([BY_ID["server.joingroup-held"]], [_adapter("aiokafka")]))
+    verdicts = {name: (status, detail) for name, status, detail in result.contracts}
+    assert verdicts["join_group_held outcome"][0] is Status.PASS
+    status, detail = verdicts["JoinGroup held without a client disconnect"]
+    assert status is Status.FAIL and "into the wait" in detail, detail
