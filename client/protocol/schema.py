@@ -8,8 +8,8 @@ into a construct for one version.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from dataclasses import field as dc_field
+from functools import cached_property
 from typing import Any
 
 
