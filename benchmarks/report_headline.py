@@ -1,0 +1,78 @@
+"""The two tables docs/performance.md opens with — what a user's tests pay, step by step: round
+trips (``benchmarks.round_trips``) and a cluster's start-up (``benchmarks.startup``), each with
+its plot. Part of ``benchmarks.report``; measures nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+ROUND_TRIPS = "## Round trips (`benchmarks.round_trips`)"
+STARTUP = "## Start-up (`benchmarks.startup`)"
+
+# a fetch round trip this long waited out the consumer's fetch.wait.max.ms (500 ms): librdkafka's mock
+# delays an empty Fetch answer by its MaxWait and nothing wakes it (rdkafka_mock_handlers.c, Fetch)
+PARKED_MS = 400.0
+
+STARTUP_LABELS = {
+    "emulator": "broker-emu serve, bytecode cached",
+    "emulator-cold": "broker-emu serve, no bytecode at all",
+    "kfake": "franz-go kfake",
+    "mock": "librdkafka mock (in the client)",
+}
+
+
+def round_trip_section(rt: dict, plots: Path, chart: Callable[[str, str, dict[str, float]], str]) -> list[str]:
+    labels = rt["targets"]
+    md = [ROUND_TRIPS, "",
+          f"confluent-kafka against each broker in turn ({rt['rounds']} rounds of {rt['per_round']} calls each, "
+          f"{rt['cores']} cores), every call waiting for the one before: `list_topics`; one 100 B record "
+          "produced (linger 0) and flushed, acks=1 and acks=all (one partition replicated 3 ways); and a "
+          "record produced by one client until another client's consumer, its Fetch long-polling with "
+          "fetch.min.bytes=1, returns it. Cells: p50 and p99, and in brackets the emulator's p50 ÷ that "
+          "broker's (above 1×: the emulator is slower).", "",
+          "| round trip | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    asleep: list[str] = []
+    for kind, results in rt["kinds"].items():
+        base = results[0]["p50"]
+        cells = []
+        for i, r in enumerate(results):
+            parked = kind == "fetch" and r["p50"] >= PARKED_MS
+            if parked:
+                asleep.append(labels[i])
+            ratio = "" if i == 0 else " (—)" if parked else f" ({base / r['p50']:.2f}×)"
+            cells.append(f"{r['p50']:.3f} / {r['p99']:.3f} ms{ratio}")
+        md.append(f"| {kind} | " + " | ".join(cells) + " |")
+        name = "round-trip-" + kind.replace(" ", "-").replace("=", "") + ".svg"
+        (plots / name).write_text(chart(f"{kind}: p50 round trip", "ms", {lab: r["p50"] for lab, r in zip(labels, results)}))
+    if asleep:
+        md += ["", f"{', '.join(asleep)}: the Fetch is answered only when fetch.wait.max.ms (500 ms) runs out — "
+               "a parked Fetch is not woken when a record arrives, so no ratio."]
+    md += [""] + [f"![{kind}](performance/round-trip-{kind.replace(' ', '-').replace('=', '')}.svg)"
+                  for kind in rt["kinds"]] + [""]
+    return md
+
+
+def startup_section(st: dict, plots: Path, chart: Callable[[str, str, dict[str, float]], str]) -> list[str]:
+    ms: dict[str, list[float]] = st["ms"]
+    base = _p50(next(iter(ms.values())))
+    md = [STARTUP, "",
+          f"From starting a 3-broker cluster until every broker answers ApiVersions, {st['runs']} starts each, "
+          f"the targets in turn, {st['cores']} cores: p50, the slowest start, and the p50 over the first row's.", "",
+          "| cluster | p50 | slowest | ratio |", "|---|---:|---:|---:|"]
+    bars = {}
+    for key, values in ms.items():
+        p50 = _p50(values)
+        bars[STARTUP_LABELS.get(key, key)] = p50
+        md.append(f"| {STARTUP_LABELS.get(key, key)} | {p50:,.0f} ms | {max(values):,.0f} ms | {p50 / base:.2f}× |")
+    if "kafka_once_ms" in st:
+        md.append(f"| Apache Kafka 4.4, 3 KRaft nodes (once) | {st['kafka_once_ms']:,.0f} ms | | "
+                  f"{st['kafka_once_ms'] / base:.0f}× |")
+    (plots / "startup.svg").write_text(chart("start to every broker answering ApiVersions (p50)", "ms", bars))
+    return md + ["", "![start-up](performance/startup.svg)", ""]
+
+
+def _p50(values: list[float]) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
