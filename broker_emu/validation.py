@@ -36,11 +36,10 @@ from __future__ import annotations
 
 import struct
 
-import crc32c
-
 from broker_emu.record_scan import BadRecords, Buffer, Scan, scan, wrap64
 from broker_emu.topic_config import LONG_MAX, LogRules
 from client.protocol import compression as codecs
+from client.protocol.crc import crc32c
 from client.protocol.records import (
     HEADER,
     HEADER_SIZE,
@@ -115,7 +114,7 @@ def _check_batch(batch, header: BatchHeader, rules: LogRules, where: str) -> Non
         raise AppendError(MESSAGE_TOO_LARGE, f"The record batch size in the append to {where} is {header.size} bytes "
                                              f"which exceeds the maximum configured value of {rules.max_message_bytes}.")
     with memoryview(batch) as view:
-        crc = crc32c.crc32c(view[_ATTRS_AT:header.size])
+        crc = crc32c(view[_ATTRS_AT:header.size])
     if crc != header.crc:
         raise AppendError(CORRUPT_MESSAGE, f"Record is corrupt (stored crc = {header.crc}, computed crc = {crc}) "
                                            f"in topic partition {where}.")
@@ -240,7 +239,7 @@ def _restamp(batch, attributes: int, max_timestamp: int) -> bytes:
     out = bytearray(batch)
     _I16.pack_into(out, _ATTRS_AT, attributes)
     _I64.pack_into(out, _MAX_TS_AT, max_timestamp)
-    _U32.pack_into(out, _CRC_AT, crc32c.crc32c(memoryview(out)[_ATTRS_AT:]))
+    _U32.pack_into(out, _CRC_AT, crc32c(memoryview(out)[_ATTRS_AT:]))
     return bytes(out)
 
 
@@ -257,7 +256,7 @@ def _rebuild(body: Buffer, header: BatchHeader, rules: LogRules, codec: int, max
     attrs = codec | (TIMESTAMP_LOG_APPEND if rules.log_append_time else 0) | (header.attributes & TRANSACTIONAL)
     head = bytearray(HEADER.pack(0, HEADER_SIZE - 12 + len(section), -1, 2, 0, attrs, len(records) - 1, base_ts, max_ts,
                                  header.producer_id, header.producer_epoch, header.base_sequence, len(records)))
-    _U32.pack_into(head, _CRC_AT, crc32c.crc32c(section, crc32c.crc32c(memoryview(head)[_ATTRS_AT:])))
+    _U32.pack_into(head, _CRC_AT, crc32c(section, crc32c(memoryview(head)[_ATTRS_AT:])))
     batch = bytes(head) + section
     if len(batch) > rules.max_message_bytes:
         raise AppendError(MESSAGE_TOO_LARGE, f"Message batch size is {len(batch)} bytes in append to partition {where} "

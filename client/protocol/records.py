@@ -27,9 +27,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import crc32c
-
 from client.protocol import compression as codecs
+from client.protocol.crc import crc32c
 from client.protocol.record_reader import MIN_RECORD, RecordColumns, read_records
 from client.protocol.varint import (
     SMALL,
@@ -159,7 +158,7 @@ def verify_crc(batch, offset: int = 0, header: BatchHeader | None = None) -> boo
     """Whether the stored CRC-32C matches bytes 21..end of the batch at ``offset``."""
     header = header or parse_batch_header(batch, offset)
     with memoryview(batch) as view:
-        return crc32c.crc32c(view[offset + _ATTRS_AT: offset + header.size]) == header.crc
+        return crc32c(view[offset + _ATTRS_AT: offset + header.size]) == header.crc
 
 
 def set_base_offset(batch, base_offset: int, leader_epoch: int) -> bytearray:
@@ -177,7 +176,7 @@ def set_log_append_time(batch, timestamp_ms: int) -> bytes:
     out = bytearray(batch)
     _I16.pack_into(out, _ATTRS_AT, _I16.unpack_from(out, _ATTRS_AT)[0] | TIMESTAMP_LOG_APPEND)
     _I64.pack_into(out, _MAX_TS_AT, timestamp_ms)
-    _U32.pack_into(out, _CRC_AT, crc32c.crc32c(memoryview(out)[_ATTRS_AT:]))
+    _U32.pack_into(out, _CRC_AT, crc32c(memoryview(out)[_ATTRS_AT:]))
     return bytes(out)
 
 
@@ -319,7 +318,7 @@ def encode_batch(records: Sequence[Record], *, compression: int | str = 0, base_
                              base_sequence, len(records))
     except struct.error as exc:
         raise ValueError(f"record batch header field out of range: {exc}") from None
-    crc = crc32c.crc32c(body, crc32c.crc32c(header[_ATTRS_AT:]))
+    crc = crc32c(body, crc32c(header[_ATTRS_AT:]))
     return b"".join((header[:_CRC_AT], _U32.pack(crc), header[_ATTRS_AT:], body))
 
 
