@@ -19,12 +19,18 @@ from conformance.adapters.ours_common import (
     configure_producer,
     consumer_settings,
     error_name,
+    first_visible,
+    plain_producer_settings,
     producer_settings,
     real_time_backoffs,
+    transaction_failed,
+    txn_settings,
 )
 from conformance.adapters.py_common import short, warm_step
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
+TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "read_committed_behind_open_txn"})
+RETRIED_COMMIT_S = 60.0   # a timed-out commit called again: long enough for the retried EndTxn
 MIN_GAP_S = 0.05          # produce_pipelined: the next send after the first is surely in flight (real time)
 
 
@@ -34,7 +40,7 @@ class OurBlockingAdapter(OursBlockingAdmin, RealTimeAdapter):
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "join_group_held", "configure_producer",
-                            "produce_pipelined"}) | ADMIN_OPERATIONS
+                            "produce_pipelined"}) | TXN_OPERATIONS | ADMIN_OPERATIONS
     warm_up_calls = CONSUMER_CALLS
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
@@ -46,6 +52,9 @@ class OurBlockingAdapter(OursBlockingAdmin, RealTimeAdapter):
 
     def _producer_config(self, env: RunEnv, client_id: str | None = None) -> dict:
         return {**producer_settings(env, client_id), **real_time_backoffs(env)}
+
+    def _txn_config(self, env: RunEnv, client_id: str) -> dict:
+        return {**txn_settings(env, client_id), **real_time_backoffs(env)}
 
     # -- consumer steps -----------------------------------------------------------------------------
     def _join_group_held(self, step: Operation, env: RunEnv) -> Outcome:
@@ -154,6 +163,72 @@ class OurBlockingAdapter(OursBlockingAdmin, RealTimeAdapter):
         from client import Producer
 
         return configure_producer(env, Producer)
+
+    # -- transactions (the async face's steps, ours.py) ---------------------------------------------
+    def _transaction(self, step: Operation, env: RunEnv) -> Outcome:
+        """init_transactions, one record, ``open_s`` (scaled) open, commit_transaction; ``count``
+        of them back to back. Timed: the call that failed, else the last commit; ``retry_commit``:
+        after a TimeoutException the commit is called again (it completes the same transaction)."""
+        from client import Producer
+
+        with Producer(self._txn_config(env, env.client_id)) as producer:
+            start = env.clock()
+            try:
+                producer.init_transactions()
+                for _ in range(step.args.get("count", 1)):   # back to back: the next begins while markers may be pending
+                    producer.begin_transaction()
+                    producer.send(step.args["topic"], b"txn", partition=step.args.get("partition")).result()
+                    time.sleep(step.args.get("open_s", 0.0) / env.scale)
+                    start = env.clock()
+                    producer.commit_transaction()
+                return Outcome("transaction", True, env.clock() - start)
+            except KafkaError as exc:
+                elapsed = env.clock() - start
+                again = error_name(exc) == "TimeoutException" and bool(step.args.get("retry_commit"))
+                if again:
+                    producer.commit_transaction(timeout=RETRIED_COMMIT_S)
+                return transaction_failed(exc, elapsed, again)
+
+    def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
+        """A producer opens a transaction; a new instance with the same transactional.id starts
+        (a restart) and commits its own; the old one's commit is timed and must be fenced."""
+        from client import Producer
+
+        topic, partition = step.args["topic"], step.args.get("partition")
+        with Producer(self._txn_config(env, env.client_id)) as zombie, \
+                Producer(self._txn_config(env, f"{env.client_id}-new")) as fresh:
+            zombie.init_transactions()
+            zombie.begin_transaction()
+            zombie.send(topic, b"zombie", partition=partition).result()
+            fresh.init_transactions()
+            fresh.begin_transaction()
+            fresh.send(topic, b"fresh", partition=partition).result()
+            fresh.commit_transaction()
+            start = env.clock()
+            try:
+                zombie.commit_transaction()
+                return Outcome("txn_zombie", True, env.clock() - start)
+            except KafkaError as exc:
+                return Outcome("txn_zombie", False, env.clock() - start, type(exc).__name__, str(exc))
+
+    def _read_committed_behind_open_txn(self, step: Operation, env: RunEnv) -> Outcome:
+        """A transaction is left open (its producer hangs); a plain record follows it. A
+        read_committed consumer polls until it sees a record: timed, the wait for that."""
+        from client import Consumer, Producer
+
+        topic, partition = step.args["topic"], step.args.get("partition", 0)
+        plain = {**plain_producer_settings(env, f"{env.client_id}-plain"), **real_time_backoffs(env)}
+        with Producer(self._txn_config(env, f"{env.client_id}-hung")) as hung, Producer(plain) as other, \
+                Consumer({**self._group_config(env, None), "isolation.level": "read_committed"}) as consumer:
+            hung.init_transactions()
+            hung.begin_transaction()
+            hung.send(topic, b"in the open transaction", partition=partition).result()
+            other.send(topic, b"after it", partition=partition).result()
+            consumer.assign([(topic, partition)])
+            start, seen = env.clock(), list[Any]()
+            while not seen and env.clock() - start < (step.timeout_s or 60.0):
+                seen = [r.value for r in consumer.poll(0.05)]
+            return first_visible("read_committed_behind_open_txn", seen, env.clock() - start)
 
 
 def _blocking_calls(step: Operation, tp: tuple[str, int], t: float | None) -> dict[str, Callable[[Any], Any]]:
