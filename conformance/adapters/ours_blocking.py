@@ -15,6 +15,7 @@ from client.errors import KafkaError
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import CONSUMER_CALLS, RealTimeAdapter, RunEnv, list_rounds
 from conformance.adapters.ours_admin import OursBlockingAdmin
+from conformance.adapters.ours_blocking_kip848 import KIP848_OPERATIONS, OursBlockingKip848
 from conformance.adapters.ours_common import (
     configure_producer,
     consumer_settings,
@@ -34,13 +35,13 @@ RETRIED_COMMIT_S = 60.0   # a timed-out commit called again: long enough for the
 MIN_GAP_S = 0.05          # produce_pipelined: the next send after the first is surely in flight (real time)
 
 
-class OurBlockingAdapter(OursBlockingAdmin, RealTimeAdapter):
+class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter):
     name = "broker-emu (blocking)"
     sasl = True   # security.protocol and sasl.* are producer settings: the client connects with them itself
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "join_group_held", "configure_producer",
-                            "produce_pipelined"}) | TXN_OPERATIONS | ADMIN_OPERATIONS
+                            "produce_pipelined"}) | TXN_OPERATIONS | KIP848_OPERATIONS | ADMIN_OPERATIONS
     warm_up_calls = CONSUMER_CALLS
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
