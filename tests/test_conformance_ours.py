@@ -191,6 +191,27 @@ def test_the_setup_timeout_contract_fails_on_a_client_whose_setup_timeout_never_
     assert statuses["connection setup timeout grows per attempt (KIP-601)"] is Status.FAIL, result.contracts
 
 
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_blocking_face_runs_the_in_memory_only_scenario_over_the_bridge(monkeypatch, broken):
+    """kip19.connection-setup-timeout needs attempts the emulator drops (on loopback TCP the
+    kernel completes the handshake): the blocking face's connections go to the cluster's thread
+    over conformance/adapters/memory_bridge.py, in real time; its setup timeout is the contract's,
+    which fails when the timeout never grows. Other real-time adapters stay n/a."""
+    from client.backoff import ExponentialBackoff
+    from conformance.adapters.confluent import ConfluentAdapter
+    from conformance.adapters.ours import OurBlockingAdapter
+    from conformance.runner import applicable
+
+    scenario = BY_ID["kip19.connection-setup-timeout"]
+    assert applicable(scenario, ConfluentAdapter()) == (False, scenario.in_memory_only)
+    if broken:
+        monkeypatch.setattr(ExponentialBackoff, "backoff", lambda self, attempts: self.initial_ms / 1000)
+    result = run_plan(Plan([scenario], [OurBlockingAdapter()], scale=30.0))[0]
+    statuses = {name: status for name, status, _ in result.contracts}
+    grows = statuses["connection setup timeout grows per attempt (KIP-601)"]
+    assert (result.status, grows) == ((Status.FAIL, Status.FAIL) if broken else (Status.PASS, Status.PASS)), result.contracts
+
+
 def test_the_blocking_faces_keep_the_kip266_contracts_in_real_time():
     from conformance.adapters.ours import OurBlockingAdapter
 

@@ -7,7 +7,6 @@ import trio
 
 from client.errors import KafkaError
 from client.producer import open_producer
-from client.transport import sasl_connect
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.app_calls import step_ended, step_started, timed_start
 from conformance.adapters.base import Adapter, RunEnv
@@ -20,6 +19,7 @@ from conformance.adapters.ours_common import (
     first_visible,
     plain_producer_settings,
     producer_settings,
+    secured,
     transaction_failed,
     txn_settings,
 )
@@ -43,10 +43,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
             return await env.cluster.open_connection(node if node >= 0 else 0)
-        if str(env.config.get("security.protocol", "")).startswith("SASL_"):
-            c = env.config
-            return sasl_connect(c["sasl.mechanism"], c["sasl.username"], c["sasl.password"], env.client_id, inner=connect)
-        return connect
+        return secured(env, connect)
 
     async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         outcomes = []

@@ -81,8 +81,7 @@ class OursBlockingAdmin:
     """Mixed into OurBlockingAdapter: ``client.Admin``, each call blocking until its outcome, by
     the step's (scaled) deadline."""
 
-    @staticmethod
-    def _blocking_admin(env: RunEnv) -> Any:
+    def _blocking_admin(self, env: RunEnv) -> Any:
         """A ``client.Admin`` whose time constants are scaled with the run's: the backoffs, and the
         margin by which a write's timeout_ms ends before the call (100 ms at full length) — but no
         less than the broker's answer needs to come back over loopback between three threads (the
@@ -91,7 +90,8 @@ class OursBlockingAdmin:
         from client import Admin
 
         margin = max(BROKER_MARGIN_S / env.scale, LOOPBACK_MARGIN_S)
-        return Admin({**admin_settings(env), **real_time_backoffs(env)}, broker_margin_s=margin)
+        return Admin({**admin_settings(env), **real_time_backoffs(env)}, self._connect(env),  # type: ignore[attr-defined]
+                     broker_margin_s=margin)
 
     def _create_topics(self, step: Operation, env: RunEnv) -> Outcome:
         with self._blocking_admin(env) as admin:

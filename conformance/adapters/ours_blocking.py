@@ -12,8 +12,10 @@ import time
 from typing import Any, Callable
 
 from client.errors import KafkaError
+from client.transport import Connect
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import CONSUMER_CALLS, RealTimeAdapter, RunEnv, list_rounds
+from conformance.adapters.memory_bridge import memory_connect
 from conformance.adapters.ours_admin import OursBlockingAdmin
 from conformance.adapters.ours_blocking_kip848 import KIP848_OPERATIONS, OursBlockingKip848
 from conformance.adapters.ours_common import (
@@ -24,6 +26,7 @@ from conformance.adapters.ours_common import (
     plain_producer_settings,
     producer_settings,
     real_time_backoffs,
+    secured,
     transaction_failed,
     txn_settings,
 )
@@ -38,6 +41,7 @@ MIN_GAP_S = 0.05          # produce_pipelined: the next send after the first is 
 class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter):
     name = "broker-emu (blocking)"
     sasl = True   # security.protocol and sasl.* are producer settings: the client connects with them itself
+    in_memory = True   # an in_memory_only scenario's connections go to the cluster's thread (memory_bridge.py)
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "join_group_held", "configure_producer",
@@ -46,6 +50,22 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         return [getattr(self, f"_{s.kind}", self._consumer_step)(s, env) for s in steps]
+
+    # -- clients -----------------------------------------------------------------------------------
+    def _connect(self, env: RunEnv) -> Connect | None:
+        """None: the client's own connect (TCP, with the scenario's TLS and SASL); in a run of an
+        in_memory_only scenario, the cluster's in-memory connections, SASL around them."""
+        return None if env.memory is None else secured(env, memory_connect(env.memory))
+
+    def _consumer(self, env: RunEnv, config: dict, connect: Connect | None = None) -> Any:
+        from client import Consumer
+
+        return Consumer(config, connect=connect or self._connect(env))
+
+    def _producer(self, env: RunEnv, config: dict) -> Any:
+        from client import Producer
+
+        return Producer(config, connect=self._connect(env))
 
     # -- settings --------------------------------------------------------------------------------
     def _group_config(self, env: RunEnv, group: str | None, client_id: str | None = None) -> dict:
@@ -63,11 +83,9 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
         whose heartbeats the scenario's rule black-holes, on the emulator or through the proxy in
         front of Kafka) joins and stays open but silent; the second member's wait for its
         assignment is timed, bounded by the step's (scaled) timeout."""
-        from client import Consumer
-
         group, topic = step.args.get("group", "held"), step.args.get("topic", "t")
         limit = step.timeout_s or 60.0
-        first = Consumer(self._group_config(env, group, SILENT_MEMBER))
+        first = self._consumer(env, self._group_config(env, group, SILENT_MEMBER))
         try:
             first.subscribe([topic])
             give_up = env.clock() + limit
@@ -75,7 +93,7 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
                 first.poll(0.05)
             if not first.assignment():
                 return Outcome("join_group_held", False, 0.0, "TimeoutException", "the first member never got an assignment")
-            second = Consumer(self._group_config(env, group, env.client_id))
+            second = self._consumer(env, self._group_config(env, group, env.client_id))
             try:
                 second.subscribe([topic])
                 start = env.clock()
@@ -92,15 +110,13 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
     def _consumer_step(self, step: Operation, env: RunEnv) -> Outcome:
         """One consumer call on a fresh blocking ``client.Consumer`` (the application thread
         waits on the network thread; timeouts in seconds, already scaled)."""
-        from client import Consumer
-
         config = self._group_config(env, step.args.get("group", "cg"))
         if config.get("request.timeout.ms", 30000) <= config.get("fetch.max.wait.ms", 500):
             config["fetch.max.wait.ms"] = max(1, int(config.get("request.timeout.ms", 30000)) // 2)
         tp = (step.args.get("topic", "t"), step.args.get("partition", 0))
         t = step.timeout_s
         calls = _blocking_calls(step, tp, t)
-        consumer = Consumer(config)
+        consumer = self._consumer(env, config)
         try:
             if step.kind == "admin_list_topics":   # our client has no admin call for it: the consumer's
                 return list_rounds(step, env, lambda: consumer.list_topics(timeout=step.timeout_s), error_name)
@@ -127,9 +143,7 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
 
     # -- producer steps -----------------------------------------------------------------------------
     def _produce(self, step: Operation, env: RunEnv) -> Outcome:
-        from client import Producer
-
-        with Producer(self._producer_config(env)) as producer:
+        with self._producer(env, self._producer_config(env)) as producer:
             if step.args.get("warm_up", True):   # time the sends, not the first metadata
                 producer.partitions_for(step.args["topic"])
             start = env.clock()
@@ -144,9 +158,7 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
     def _produce_pipelined(self, step: Operation, env: RunEnv) -> Outcome:
         """``count`` records sent back to back, each its own batch (linger.ms=0; the next one sent
         while the first is in flight, on the same connection), then all awaited."""
-        from client import Producer
-
-        with Producer(self._producer_config(env)) as producer:
+        with self._producer(env, self._producer_config(env)) as producer:
             producer.partitions_for(step.args["topic"])
             start = env.clock()
             futures = []
@@ -170,9 +182,7 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
         """init_transactions, one record, ``open_s`` (scaled) open, commit_transaction; ``count``
         of them back to back. Timed: the call that failed, else the last commit; ``retry_commit``:
         after a TimeoutException the commit is called again (it completes the same transaction)."""
-        from client import Producer
-
-        with Producer(self._txn_config(env, env.client_id)) as producer:
+        with self._producer(env, self._txn_config(env, env.client_id)) as producer:
             start = env.clock()
             try:
                 producer.init_transactions()
@@ -193,11 +203,9 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
     def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         """A producer opens a transaction; a new instance with the same transactional.id starts
         (a restart) and commits its own; the old one's commit is timed and must be fenced."""
-        from client import Producer
-
         topic, partition = step.args["topic"], step.args.get("partition")
-        with Producer(self._txn_config(env, env.client_id)) as zombie, \
-                Producer(self._txn_config(env, f"{env.client_id}-new")) as fresh:
+        with self._producer(env, self._txn_config(env, env.client_id)) as zombie, \
+                self._producer(env, self._txn_config(env, f"{env.client_id}-new")) as fresh:
             zombie.init_transactions()
             zombie.begin_transaction()
             zombie.send(topic, b"zombie", partition=partition).result()
@@ -215,12 +223,10 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
     def _read_committed_behind_open_txn(self, step: Operation, env: RunEnv) -> Outcome:
         """A transaction is left open (its producer hangs); a plain record follows it. A
         read_committed consumer polls until it sees a record: timed, the wait for that."""
-        from client import Consumer, Producer
-
         topic, partition = step.args["topic"], step.args.get("partition", 0)
         plain = {**plain_producer_settings(env, f"{env.client_id}-plain"), **real_time_backoffs(env)}
-        with Producer(self._txn_config(env, f"{env.client_id}-hung")) as hung, Producer(plain) as other, \
-                Consumer({**self._group_config(env, None), "isolation.level": "read_committed"}) as consumer:
+        with self._producer(env, self._txn_config(env, f"{env.client_id}-hung")) as hung, self._producer(env, plain) as other, \
+                self._consumer(env, {**self._group_config(env, None), "isolation.level": "read_committed"}) as consumer:
             hung.init_transactions()
             hung.begin_transaction()
             hung.send(topic, b"in the open transaction", partition=partition).result()

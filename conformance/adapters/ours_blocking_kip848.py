@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from client.errors import KafkaError
+from client.transport import Connect
 from conformance.adapters.base import RunEnv
 from conformance.adapters.ours_kip848 import KIP848_OPERATIONS, Mortal, commits, settled, step_args, takeover
 from conformance.model import SILENT_MEMBER, Operation, Outcome
@@ -33,18 +34,20 @@ def _until(done: Callable[[], bool], consumers: list[Any], env: RunEnv, limit: f
 
 
 class OursBlockingKip848:
-    """Mixed into OurBlockingAdapter (which provides _group_config)."""
+    """Mixed into OurBlockingAdapter (which provides _group_config, _connect and _consumer)."""
 
     if TYPE_CHECKING:
         def _group_config(self, env: RunEnv, group: str | None, client_id: str | None = None) -> dict: ...
 
-    def _members(self, env: RunEnv, group: str, first_connect: Any = None) -> tuple[Any, Any]:
-        """The first member (client.id SILENT_MEMBER) and the second one, neither subscribed."""
-        from client import Consumer
+        def _connect(self, env: RunEnv) -> Connect | None: ...
 
-        first = Consumer(self._group_config(env, group, SILENT_MEMBER), connect=first_connect)
+        def _consumer(self, env: RunEnv, config: dict, connect: Connect | None = None) -> Any: ...
+
+    def _members(self, env: RunEnv, group: str, first_connect: Connect | None = None) -> tuple[Any, Any]:
+        """The first member (client.id SILENT_MEMBER) and the second one, neither subscribed."""
+        first = self._consumer(env, self._group_config(env, group, SILENT_MEMBER), first_connect)
         try:
-            return first, Consumer(self._group_config(env, group))
+            return first, self._consumer(env, self._group_config(env, group))
         except BaseException:
             first.close(1.0)
             raise
@@ -56,7 +59,7 @@ class OursBlockingKip848:
         from client.transport import connect_from_config
 
         group, topic, limit = step_args(step)
-        mortal = Mortal(connect_from_config(self._group_config(env, group)))
+        mortal = Mortal(self._connect(env) or connect_from_config(self._group_config(env, group)))
         first, measured = self._members(env, group, mortal.connect)
         try:
             first.subscribe([topic])
@@ -74,10 +77,8 @@ class OursBlockingKip848:
 
     def _kip848_heartbeats(self, step: Operation, env: RunEnv) -> Outcome:
         """Join, then poll for ``run_ms`` (scaled): the heartbeats' spacing is read on the wire."""
-        from client import Consumer
-
         group, topic, limit = step_args(step)
-        with Consumer(self._group_config(env, group)) as c:
+        with self._consumer(env, self._group_config(env, group)) as c:
             c.subscribe([topic])
             start = env.clock()
             joined = _until(lambda: bool(c.assignment()), [c], env, limit)
@@ -88,10 +89,8 @@ class OursBlockingKip848:
 
     def _kip848_late_poll(self, step: Operation, env: RunEnv) -> Outcome:
         """Join, stop polling for ``stall_ms`` (scaled), poll again: timed, getting the partitions back."""
-        from client import Consumer
-
         group, topic, limit = step_args(step)
-        with Consumer(self._group_config(env, group)) as c:
+        with self._consumer(env, self._group_config(env, group)) as c:
             c.subscribe([topic])
             _until(lambda: bool(c.assignment()), [c], env, limit)
             time.sleep(step.args.get("stall_ms", 90_000) / env.scale / 1000)   # the application is busy
@@ -150,11 +149,10 @@ class OursBlockingKip848:
         """A member commits every ``every_ms`` (scaled) for ``run_ms`` while a second one joins and
         the group rebalances (the scenario delays every heartbeat answer). The first refused commit
         is the outcome; success means none was refused."""
-        from client import Consumer
-
         group, topic, limit = step_args(step)
         every = step.args.get("every_ms", 500) / env.scale / 1000
-        with Consumer(self._group_config(env, group)) as a, Consumer(self._group_config(env, group, SILENT_MEMBER)) as b:
+        with self._consumer(env, self._group_config(env, group)) as a, \
+                self._consumer(env, self._group_config(env, group, SILENT_MEMBER)) as b:
             a.subscribe([topic])
             _until(lambda: bool(a.assignment()), [a], env, limit)
             b.subscribe([topic])

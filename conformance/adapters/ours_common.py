@@ -9,8 +9,18 @@ from collections.abc import Callable
 from typing import Any
 
 from client.config import CONSUMER, PRODUCER, ConfigException
+from client.transport import Connect, sasl_connect
 from conformance.adapters.base import RunEnv, scaled_ms
 from conformance.model import Outcome
+
+
+def secured(env: RunEnv, inner: Connect) -> Connect:
+    """``inner`` (the adapter's own connect: in-memory connections) with the scenario's SASL
+    settings around it, as the client's own TCP connect would have them."""
+    c = env.config
+    if str(c.get("security.protocol", "")).startswith("SASL_"):
+        return sasl_connect(c["sasl.mechanism"], c["sasl.username"], c["sasl.password"], env.client_id, inner=inner)
+    return inner
 
 
 def error_name(exc: BaseException) -> str:
