@@ -265,13 +265,15 @@ class Consumer:
         return self._call("beginning_offsets()", timeout, lambda c, t: c.beginning_offsets(partitions, t))
 
     def close(self, timeout: float | None = None) -> None:
-        """Never raises a timeout: lets long polls finish within ``timeout``, then forces itself closed."""
+        """Never raises a timeout: lets long polls finish within ``timeout``, then forces itself
+        closed. The last revocation's callback runs here; an exception from it is raised once closed."""
         if self._runner.is_alive() and self._runner.token is not None:
             try:
                 self._call("close()", timeout if timeout is not None else 30.0, lambda c, t: c.aclose(t), callbacks=True)
             except (NetworkThreadDied, TimeoutException):
                 pass
-            self._runner.stop(join_timeout=5)
+            finally:
+                self._runner.stop(join_timeout=5)
 
     def __enter__(self) -> "Consumer":
         return self

@@ -210,3 +210,16 @@ def test_a_slow_kip848_callback_keeps_the_heartbeats_and_an_error_in_one_is_rais
 def _raise(tps):
     if tps:
         raise RuntimeError("the application's own error")
+
+
+def test_an_error_in_the_last_revocation_comes_out_of_close_once_closed():
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)], config=K848_BROKER) as tc:
+        c = Consumer({"bootstrap.servers": tc.bootstrap, **K848_MEMBER})
+        c.subscribe(["t"], on_revoke=_raise)
+        poll_until([c], lambda: bool(c.assignment()))
+        with pytest.raises(RuntimeError, match="the application's own error"):
+            c.close(5)
+        with pytest.raises(NetworkThreadDied):
+            c.poll(0)
+        left = tc.call(lambda: [e.details["reason"] for e in tc.cluster.trace.events if e.kind == "group_member_fenced"])
+        assert left == ["left"]   # the group carried on as if the callback had returned
