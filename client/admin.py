@@ -53,9 +53,13 @@ class _Retry(KafkaError):
 
 
 class AsyncAdmin(ClusterAdminCalls):
-    def __init__(self, config: Mapping[str, Any], nursery: trio.Nursery, connect: Connect | None = None):
+    def __init__(self, config: Mapping[str, Any], nursery: trio.Nursery, connect: Connect | None = None, *,
+                 broker_margin_s: float = BROKER_MARGIN_S):
+        """``broker_margin_s``: how much sooner than the call's deadline a write's ``timeout_ms``
+        ends (a test that divides every time by a scale divides this too)."""
         self.config = parse_config(config, ADMIN)
         self.net = NetworkClient(self.config, nursery, connect)
+        self.broker_margin_s = broker_margin_s
 
     def close(self) -> None:
         self.net.close()
@@ -125,9 +129,8 @@ class AsyncAdmin(ClusterAdminCalls):
         self.net.nodes[found.node_id] = (found.host, found.port)
         return found.node_id
 
-    @staticmethod
-    def _timeout_ms(deadline: float) -> int:
-        return max(0, int((deadline - trio.current_time() - BROKER_MARGIN_S) * 1000))
+    def _timeout_ms(self, deadline: float) -> int:
+        return max(0, int((deadline - trio.current_time() - self.broker_margin_s) * 1000))
 
     # -- topics ---------------------------------------------------------------------------------
     async def create_topics(self, topics: list[NewTopic], *, validate_only: bool = False,
@@ -287,9 +290,9 @@ def _error(item: Any, message: str | None = None) -> KafkaError | None:
 
 
 @asynccontextmanager
-async def open_admin(config: Mapping[str, Any], connect: Connect | None = None) -> AsyncIterator[AsyncAdmin]:
+async def open_admin(config: Mapping[str, Any], connect: Connect | None = None, **admin_kwargs: Any) -> AsyncIterator[AsyncAdmin]:
     async with trio.open_nursery() as nursery:
-        admin = AsyncAdmin(config, nursery, connect)
+        admin = AsyncAdmin(config, nursery, connect, **admin_kwargs)
         try:
             yield admin
         finally:

@@ -25,8 +25,8 @@ CALLS = ("create_topics", "delete_topics", "create_partitions", "delete_records"
 
 
 class Admin:
-    def __init__(self, config: Mapping[str, Any], connect: Connect | None = None):
-        self._config, self._connect = dict(config), connect
+    def __init__(self, config: Mapping[str, Any], connect: Connect | None = None, **admin_kwargs: Any):
+        self._config, self._connect, self._kwargs = dict(config), connect, admin_kwargs
         self._admin: AsyncAdmin | None = None
         self._error: BaseException | None = None
         self._runner = TrioThread("broker-emu-admin-network", self._run, self._exited)
@@ -35,7 +35,7 @@ class Admin:
             raise NetworkThreadDied(f"the admin client did not start: {self._error}")
 
     async def _run(self) -> None:
-        async with open_admin(self._config, self._connect) as admin:
+        async with open_admin(self._config, self._connect, **self._kwargs) as admin:
             self._admin = admin
             await self._runner.until_stopped()
 

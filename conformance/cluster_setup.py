@@ -79,12 +79,18 @@ def _move_leader_after(cluster, spec: dict, api: str, delay_s: float) -> None:
 def _stop_coordinator_when_revoking(cluster, group: str) -> None:
     """The first time a member of ``group`` is asked to revoke (the coordinator's
     group_member_epoch event, state unrevoked_partitions), its coordinator's broker stops: a
-    reconciliation is under way whichever client runs the members."""
+    reconciliation is under way whichever client runs the members. The stop runs as a task of its
+    own (the event comes from inside the heartbeat's handler), so from that instant the broker
+    handles nothing more: a request that arrives before the stop task runs is held, then cut with
+    its connection — in real time a client that revokes at once (nothing to commit, no callback)
+    could otherwise report the revocation done to the old coordinator, 0.7 ms later, first."""
     def watch(event) -> None:
         d = event.details or {}
         if event.kind == Kind.GROUP_MEMBER_EPOCH and d.get("group") == group and d.get("state") == "unrevoked_partitions":
             unsubscribe()
-            cluster.stop_broker_later(cluster.coordinator_for(group))
+            broker = cluster.coordinator_for(group)
+            cluster.faults.add({"match": {"broker": broker}, "action": "black_hole"}, cluster.now_ms())
+            cluster.stop_broker_later(broker)
 
     unsubscribe = cluster.trace.subscribe(watch)
 

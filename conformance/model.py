@@ -110,7 +110,7 @@ class Scenario:
     client_config: dict[str, Any] = field(default_factory=dict)
     faults: tuple[dict[str, Any], ...] = ()
     needs_faults: bool = True   # False: can run against any bootstrap (a real Kafka)
-    in_memory_only: str = ""    # why only in-memory (virtual-time) connections can run it, if so
+    in_memory_only: str = ""    # why only in-memory connections can run it, if so (virtual time, or Adapter.in_memory)
     not_on_kafka: str = ""      # why it cannot be judged through the proxy in front of Apache Kafka, if so
     bootstrap_brokers: tuple[int, ...] = ()   # the client's bootstrap.servers: these brokers only (all if empty)
     # real-time runs divide its times by at most this: timings that need room above the run's

@@ -36,6 +36,32 @@ def test_our_async_face_keeps_the_kip848_contracts_in_virtual_time():
     assert sum(status == Status.PASS for _, status in want) == 6
 
 
+def test_our_blocking_face_keeps_the_kip848_contracts_in_real_time():
+    """client.Consumer with group.protocol=consumer at scale 30: its rebalance callbacks run on the
+    application thread (the slow revoker's on its own), its heartbeats on the network thread."""
+    from conformance.adapters.ours import OurBlockingAdapter
+
+    results = run_plan(Plan(list(KIP848_SCENARIOS), [OurBlockingAdapter()], scale=30.0))
+    assert [(r.scenario, r.status, r.message) for r in results] == [(s.id, Status.PASS, "") for s in KIP848_SCENARIOS]
+
+
+def test_callbacks_on_the_network_thread_fail_the_slow_revocation(monkeypatch):
+    """Broken on purpose, as the blocking face was before: a rebalance callback run on the
+    network thread holds its whole trio loop, so the slow revoker's heartbeats stop and the broker
+    expires it at its session timeout (1.5 s scaled), before its rebalance timeout (2 s)."""
+    from client.consumer.app_callbacks import AppThreadCallbacks
+    from client.consumer.group import call_back
+    from conformance.adapters.ours import OurBlockingAdapter
+
+    async def on_the_network_thread(self, callback, tps):
+        await call_back(callback, tps)
+
+    monkeypatch.setattr(AppThreadCallbacks, "run", on_the_network_thread)
+    result = run_plan(Plan([BY_ID["kip848.slow-revocation-fenced-at-rebalance-timeout"]], [OurBlockingAdapter()]))[0]
+    verdicts = {name: status for name, status, _ in result.contracts}
+    assert verdicts["a member slow to revoke is fenced at its rebalance timeout"] is Status.FAIL, result.contracts
+
+
 class TakesOverOnItsOwnTimer(ConfluentAdapter):
     """Broken on purpose: after the crash it claims the partitions when its own 10 s session
     timer (scaled) runs out, as a client-side group protocol would, not when the broker moves them."""

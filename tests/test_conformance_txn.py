@@ -18,6 +18,15 @@ def test_our_client_keeps_the_txn_contracts():
     assert [(r.scenario, r.status) for r in results] == [(s.id, Status.PASS) for s in TXN_SCENARIOS]
 
 
+def test_our_blocking_face_keeps_the_txn_contracts_in_real_time():
+    """client.Producer's transactional calls (the async face's, run on its network thread), on
+    loopback at scale 30: the same six verdicts as the async face's."""
+    from conformance.adapters.ours import OurBlockingAdapter
+
+    results = run_plan(Plan(list(TXN_SCENARIOS), [OurBlockingAdapter()], scale=30.0))
+    assert [(r.scenario, r.status, r.message) for r in results] == [(s.id, Status.PASS, "") for s in TXN_SCENARIOS]
+
+
 class GivesUpAfterTimeout(OurAdapter):
     """Broken on purpose: after a commit timed out it does not call commit again."""
 

@@ -30,7 +30,7 @@ from client.consumer import requests
 from client.consumer.coordinator import CoordinatorClient
 from client.consumer.deadlines import Attempt, api_deadline, attempt_then_check
 from client.consumer.fetcher import Fetcher
-from client.consumer.group import Callback, GroupDriver
+from client.consumer.group import Callback, GroupDriver, RunCallback, call_back
 from client.consumer.group848 import Group848Driver
 from client.consumer.membership import Membership
 from client.consumer.membership848 import Membership848
@@ -45,9 +45,14 @@ Offsets = Mapping[Any, int]   # (topic, partition) -> offset
 
 
 class AsyncConsumer:
-    def __init__(self, config: dict[str, Any], nursery: trio.Nursery, connect: Connect | None = None):
+    def __init__(self, config: dict[str, Any], nursery: trio.Nursery, connect: Connect | None = None, *,
+                 run_callback: RunCallback = call_back):
+        """``run_callback``: how the group runs a rebalance callback (default: on the group's own
+        task, awaiting an ``async def`` one; the blocking face passes one that hands it to the
+        application thread)."""
         self.config = c = consumer_config(config)
         self.nursery = nursery
+        self.run_callback = run_callback
         self.net = NetworkClient(c, nursery, connect)
         # the producer's metadata layer: leaders, brokers, bootstrap fallback, and a refresh
         # requested by every disconnect (the updater listens) and by stale-metadata errors
@@ -101,10 +106,11 @@ class AsyncConsumer:
         if str(self.config["group.protocol"]).lower() == "consumer":   # KIP-848
             self.group = Group848Driver(Membership848(self.config, topic_list, compiled, now), self.config,  # type: ignore[arg-type]
                                         self.coordinator, self.fetcher, self.metadata, self.updater, self.committed,
-                                        on_assign, on_revoke)
+                                        on_assign, on_revoke, self.run_callback)
         else:
             self.group = GroupDriver(Membership(self.config, topic_list, compiled, now), self.config, self.coordinator,
-                                     self.fetcher, self.metadata, self.updater, self.committed, on_assign, on_revoke)
+                                     self.fetcher, self.metadata, self.updater, self.committed, on_assign, on_revoke,
+                                     self.run_callback)
         self.nursery.start_soon(self.group.run)
 
     async def unsubscribe(self) -> None:
@@ -309,9 +315,10 @@ class AsyncConsumer:
 
 
 @contextlib.asynccontextmanager
-async def open_consumer(config: dict[str, Any], connect: Connect | None = None) -> AsyncIterator[AsyncConsumer]:
+async def open_consumer(config: dict[str, Any], connect: Connect | None = None, *,
+                        run_callback: RunCallback = call_back) -> AsyncIterator[AsyncConsumer]:
     async with trio.open_nursery() as nursery:
-        consumer = AsyncConsumer(config, nursery, connect)
+        consumer = AsyncConsumer(config, nursery, connect, run_callback=run_callback)
         try:
             yield consumer
             await consumer.aclose()

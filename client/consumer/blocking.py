@@ -8,18 +8,24 @@ deadline passed (as Kafka's CompletableEventReaper, run after the I/O of each cy
 until the next event is due, then gives it one more network cycle). Beyond Kafka: the application thread watches the network thread, so if
 that thread has died or stopped polling, the call fails promptly with a clear error instead of
 waiting forever.
+
+Rebalance callbacks travel the other way (client/consumer/app_callbacks.py): the network thread
+queues them, and the application thread runs them inside ``poll``, ``close`` and ``unsubscribe``,
+as Java's AsyncKafkaConsumer does; a slow callback never stops the heartbeats.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 import trio
 
 from client.config import consumer_config
+from client.consumer.app_callbacks import AppThreadCallbacks
 from client.consumer.async_consumer import AsyncConsumer, open_consumer
 from client.consumer.records import TopicPartition
 from client.errors import TimeoutException
@@ -56,6 +62,7 @@ class Consumer:
         self.last_poll = 0.0                 # network-thread time of its last heartbeat (reaper cycle or probe)
         self._poll_counter = 0
         self._reaper_wake = Wakeup()
+        self._callbacks = AppThreadCallbacks()   # rebalance callbacks for the application thread
         self._runner = TrioThread("broker-emu-consumer-network", self._run, self._exited)
         self._runner.start()
         if self._error is not None:
@@ -70,7 +77,7 @@ class Consumer:
                 ev.future.set_exception(self._error or NetworkThreadDied("the consumer is closed"))
 
     async def _run(self) -> None:
-        async with open_consumer(self._given, self._connect) as consumer:
+        async with open_consumer(self._given, self._connect, run_callback=self._callbacks.run) as consumer:
             self._consumer: AsyncConsumer = consumer
             async with trio.open_nursery() as self._nursery:
                 self._nursery.start_soon(self._reaper)
@@ -102,7 +109,10 @@ class Consumer:
         self.last_poll, self._poll_counter = trio.current_time(), self._poll_counter + 1
 
     # -- application thread ------------------------------------------------------------------
-    def _call(self, name: str, timeout: float | None, make: Callable[[AsyncConsumer, float | None], Awaitable[Any]]) -> Any:
+    def _call(self, name: str, timeout: float | None, make: Callable[[AsyncConsumer, float | None], Awaitable[Any]],
+              callbacks: bool = False) -> Any:
+        """Post the call to the network thread and wait for its outcome; ``callbacks``: run the
+        rebalance callbacks the group queues meanwhile (poll, close, unsubscribe)."""
         self._check_alive()
         budget = self.config["default.api.timeout.ms"] / 1000 if timeout is None else max(timeout, 0.0)
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -136,24 +146,36 @@ class Consumer:
             self._runner.run(post)
         except (trio.RunFinishedError, trio.Cancelled):  # the network thread is going away
             raise NetworkThreadDied(f"{name}: the consumer's network thread stopped") from None
-        return self._wait(future, name)
+        return self._wait(future, name, callbacks)
 
-    def _wait(self, future: concurrent.futures.Future, name: str) -> Any:
-        polls_seen, idle = self._poll_counter, 0.0
+    def _wait(self, future: concurrent.futures.Future, name: str, callbacks: bool = False) -> Any:
+        """Wait for the call's outcome, watching the network thread (dead, or not polling for
+        STALL_S); with ``callbacks``, run the queued rebalance callbacks here meanwhile, and raise
+        the first error one raised once the call is done."""
+        future.add_done_callback(self._callbacks.notify)
+        polls_seen, progress = self._poll_counter, time.monotonic()
+        error: BaseException | None = None
         self._probe()
         while True:
-            try:
-                return future.result(timeout=WATCHDOG_S)
-            except concurrent.futures.TimeoutError:
-                pass
+            if callbacks:
+                ran, failed = self._callbacks.run_pending()
+                error = error or failed
+                if ran:   # this thread was busy in the application's code, the network thread was not stuck
+                    polls_seen, progress = self._poll_counter, time.monotonic()
+                    self._probe()
+            if future.done():
+                result = future.result()
+                if error is not None:
+                    raise error
+                return result
+            self._callbacks.wait(future, WATCHDOG_S, callbacks)
             if not self._runner.is_alive():
                 raise self._error or NetworkThreadDied(f"{name}: the consumer's network thread is gone")
-            if self._poll_counter == polls_seen:
-                idle += WATCHDOG_S
-                if idle >= STALL_S:
-                    raise NetworkThreadDied(f"{name}: the consumer's network thread has not polled for {idle:.1f} s")
-            else:
-                polls_seen, idle = self._poll_counter, 0.0
+            if self._poll_counter != polls_seen:
+                polls_seen, progress = self._poll_counter, time.monotonic()
+            elif time.monotonic() - progress >= STALL_S:
+                raise NetworkThreadDied(f"{name}: the consumer's network thread has not polled for "
+                                        f"{time.monotonic() - progress:.1f} s")
             self._probe()
 
     def _probe(self) -> None:
@@ -178,17 +200,18 @@ class Consumer:
                   on_assign: Callable[[list[TopicPartition]], Any] | None = None,
                   on_revoke: Callable[[list[TopicPartition]], Any] | None = None) -> None:
         """Join the group for these topics (or a pattern). The rebalance callbacks run on the
-        network thread, inside the poll that triggered the rebalance or in the background."""
+        thread that calls ``poll`` (or ``close``, ``unsubscribe``), inside that call: the group
+        waits for them, its heartbeats do not."""
         self._call("subscribe()", 5.0, lambda c, t: _sync(c.subscribe, topics, pattern, on_assign, on_revoke))
 
     def unsubscribe(self) -> None:
-        self._call("unsubscribe()", None, lambda c, t: c.unsubscribe())
+        self._call("unsubscribe()", None, lambda c, t: c.unsubscribe(), callbacks=True)
 
     def assignment(self) -> list[TopicPartition]:
         return self._call("assignment()", 5.0, lambda c, t: _sync(c.assignment))
 
     def poll(self, timeout: float = 0.0):
-        return self._call("poll()", timeout, lambda c, t: c.poll(timeout))
+        return self._call("poll()", timeout, lambda c, t: c.poll(timeout), callbacks=True)
 
     def wakeup(self) -> None:
         """Interrupt a poll running on another thread (it raises WakeupException); thread-safe."""
@@ -242,13 +265,15 @@ class Consumer:
         return self._call("beginning_offsets()", timeout, lambda c, t: c.beginning_offsets(partitions, t))
 
     def close(self, timeout: float | None = None) -> None:
-        """Never raises a timeout: lets long polls finish within ``timeout``, then forces itself closed."""
+        """Never raises a timeout: lets long polls finish within ``timeout``, then forces itself
+        closed. The last revocation's callback runs here; an exception from it is raised once closed."""
         if self._runner.is_alive() and self._runner.token is not None:
             try:
-                self._call("close()", timeout if timeout is not None else 30.0, lambda c, t: c.aclose(t))
+                self._call("close()", timeout if timeout is not None else 30.0, lambda c, t: c.aclose(t), callbacks=True)
             except (NetworkThreadDied, TimeoutException):
                 pass
-            self._runner.stop(join_timeout=5)
+            finally:
+                self._runner.stop(join_timeout=5)
 
     def __enter__(self) -> "Consumer":
         return self

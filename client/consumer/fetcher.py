@@ -290,9 +290,12 @@ class Fetcher:
             self._data.set()
 
     async def _fetch(self, node: int, tps: list[TopicPartition]) -> None:
-        # the positions asked from: the answer is kept only where they have not moved since (a seek, a rebalance)
-        fetched_at = {tp: pos for tp in tps if (pos := self.positions[tp]) is not None}
+        # the positions asked from: the answer is kept only where they have not moved since (a seek, a
+        # rebalance); a partition revoked between this task's start and its first step is not asked for
+        fetched_at = {tp: pos for tp in tps if (pos := self.positions.get(tp)) is not None}
         try:
+            if not fetched_at:
+                return
             # Fetch v13+ names topics by id; like Java, stay at v12 (we fetch by name)
             answer = await self.net.request(node, ApiKey.FETCH, requests.fetch(self.config, fetched_at), max_version=12)
             if not self._take_answer(answer, fetched_at):

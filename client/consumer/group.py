@@ -12,8 +12,9 @@ The join runs here because it needs the network between its steps: revoke the as
 coordinator, read the subscribed topics' metadata, JoinGroup (held by the broker up to the
 rebalance timeout; its request timeout is that plus 5 s, client.network), the leader's
 assignment, SyncGroup, then the new partitions' committed offsets and ``on_assign``. Rebalance
-callbacks run on this task (for the blocking face: the network thread); a callback returning an
-awaitable (``async def``, async face) is awaited.
+callbacks go through ``run_callback``: by default (``call_back``, the async face) they run on
+this task, and a callback returning an awaitable (``async def``) is awaited; the blocking face
+hands them to its application thread, which runs them inside ``poll`` (client/consumer/blocking.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from client.protocol import ApiKey
 from client.wakeup import Wakeup
 
 Callback = Callable[[list[TopicPartition]], Any]
+RunCallback = Callable[[Callback | None, list[TopicPartition]], Awaitable[None]]
 
 
 async def call_back(callback: Callback | None, tps: list[TopicPartition]) -> None:
@@ -52,8 +54,9 @@ Committed = Callable[[list[TopicPartition], float], Awaitable[dict[TopicPartitio
 class GroupDriver:
     def __init__(self, membership: Membership, config: Mapping[str, Any], coordinator: CoordinatorClient,
                  fetcher: Fetcher, metadata: ClusterMetadata, updater: MetadataUpdater, committed: Committed,
-                 on_assign: Callback | None, on_revoke: Callback | None):
+                 on_assign: Callback | None, on_revoke: Callback | None, run_callback: RunCallback = call_back):
         self.membership = membership
+        self.run_callback = run_callback    # how a rebalance callback is run (and waited for)
         self.config = config
         self.coordinator, self.fetcher, self.metadata, self.updater = coordinator, fetcher, metadata, updater
         self.committed = committed          # the consumer's committed(): attempt-then-check
@@ -145,7 +148,7 @@ class GroupDriver:
         self.coordinator.note_error(synced.error_code)
         assigned = m.on_sync_response(synced)
         await self._assigned(assigned)
-        await call_back(self.on_assign, assigned)
+        await self.run_callback(self.on_assign, assigned)
         m.join_completed(trio.current_time())
         self.active.set()
 
@@ -187,7 +190,7 @@ class GroupDriver:
             with contextlib.suppress(KafkaError):   # the rebalance goes on; the records may be read again
                 await self.commit(self.fetcher.current_offsets(revoked), self.request_timeout)
         self.fetcher.unassign(revoked)
-        await call_back(self.on_revoke, revoked)
+        await self.run_callback(self.on_revoke, revoked)
 
     async def _leave(self, revoked: list[TopicPartition], reason: str) -> None:
         """LeaveGroup (best effort, one attempt within request.timeout.ms); the assignment is

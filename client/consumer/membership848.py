@@ -158,6 +158,11 @@ class Membership848:
         """``assigned``: the answer's assignment by topic name (None: unchanged). What to do next,
         if the assignment changed."""
         self.heartbeat_in_flight = False
+        if self.state in (LEFT, CLOSED):
+            # it left (or closed) while this heartbeat was in flight: the answer is about a
+            # membership already given up (Java's ConsumerMembershipManager ignores it while
+            # leaving); taken, it would make the member STABLE again and send it back to join
+            return None
         code = answer.error_code
         if code in FENCED:
             if self.reconciling:   # the partitions are lost once the callbacks under way are done

@@ -30,6 +30,7 @@ import trio
 from client.config import producer_config
 from client.errors import KafkaError, TimeoutException
 from client.exceptions import MaxBlockTimeoutException, NetworkThreadDied
+from client.metadata import PartitionInfo
 from client.producer.async_producer import (
     AsyncProducer,
     OnDelivery,
@@ -240,6 +241,12 @@ class Producer:
             self._settle_placeholder(placeholder, real.value, real.error)
 
         producer.send_nowait(*args).add_done_callback(mirror)
+
+    def partitions_for(self, topic: str, timeout: float | None = None) -> list[PartitionInfo]:
+        """The topic's partitions, fetching its metadata if they are not known yet (Java's
+        ``partitionsFor``): waits at most ``timeout`` seconds, else max.block.ms, then raises
+        MaxBlockTimeoutException. Also a warm-up: a send after it is not held for metadata."""
+        return self._on_network_thread(self._live().partitions_for, topic, timeout)
 
     def flush(self, timeout: float | None = None) -> int:
         """Send everything buffered now and wait at most ``timeout`` seconds for every record

@@ -3,21 +3,31 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 import trio
 
-from client.config import PRODUCER
 from client.errors import KafkaError
 from client.producer import open_producer
-from client.transport import sasl_connect
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.app_calls import step_ended, step_started, timed_start
-from conformance.adapters.base import CONSUMER_CALLS, Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
+from conformance.adapters.base import Adapter, RunEnv
 from conformance.adapters.ours_admin import OursAdmin
+from conformance.adapters.ours_blocking import OurBlockingAdapter
+from conformance.adapters.ours_common import (
+    configure_producer,
+    consumer_settings,
+    error_name,
+    first_visible,
+    plain_producer_settings,
+    producer_settings,
+    secured,
+    transaction_failed,
+    txn_settings,
+)
 from conformance.adapters.ours_kip848 import KIP848_OPERATIONS, OursKip848
 from conformance.adapters.py_common import short, warm_step
 from conformance.model import SILENT_MEMBER, Operation, Outcome
+
+__all__ = ["OurAdapter", "OurBlockingAdapter"]   # the blocking face's adapter lives in ours_blocking.py
 
 
 class OurAdapter(OursKip848, OursAdmin, Adapter):
@@ -33,10 +43,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
             return await env.cluster.open_connection(node if node >= 0 else 0)
-        if str(env.config.get("security.protocol", "")).startswith("SASL_"):
-            c = env.config
-            return sasl_connect(c["sasl.mechanism"], c["sasl.username"], c["sasl.password"], env.client_id, inner=connect)
-        return connect
+        return secured(env, connect)
 
     async def run(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         outcomes = []
@@ -48,12 +55,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
         return outcomes
 
     def _consumer_config(self, env: RunEnv, group: str | None) -> dict:
-        from client.config import CONSUMER
-
-        config = {k: v for k, v in env.config.items() if k in CONSUMER}
-        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id, "group.id": group,
-                       "auto.offset.reset": "earliest"})
-        return config
+        return consumer_settings(env, group)
 
     async def _poll(self, step: Operation, env: RunEnv) -> Outcome:
         from client.consumer import TopicPartition, open_consumer
@@ -79,7 +81,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                 try:
                     topics = await consumer.list_topics(timeout=step.timeout_s)
                 except KafkaError as exc:
-                    name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                    name = error_name(exc)
                     return Outcome("admin_list_topics", False, trio.current_time() - start, name,
                                    f"call {i + 1} of {rounds}: {exc}")
             return Outcome("admin_list_topics", True, trio.current_time() - start, value=sorted(topics))
@@ -99,7 +101,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                 got = await consumer.committed(tps, timeout=step.timeout_s)
                 return Outcome("committed", True, trio.current_time() - start, value=got)
             except KafkaError as exc:
-                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                name = error_name(exc)
                 return Outcome("committed", False, trio.current_time() - start, name, str(exc))
 
     async def _consumer_call(self, step: Operation, env: RunEnv, call) -> Outcome:
@@ -115,7 +117,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                 got = await call(consumer, tp, step.timeout_s)
                 return Outcome(step.kind, True, trio.current_time() - start, value=short(got))
             except KafkaError as exc:
-                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                name = error_name(exc)
                 return Outcome(step.kind, False, trio.current_time() - start, name, str(exc))
 
     async def _position(self, step, env):
@@ -156,15 +158,9 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
 
     async def _configure_producer(self, step: Operation, env: RunEnv) -> Outcome:
         """Build a producer from the scenario's config; a refused config is the outcome."""
-        from client.config import ConfigException, producer_config
+        from client.config import producer_config
 
-        config = {k: v for k, v in env.config.items() if k in PRODUCER}
-        config.update({"bootstrap.servers": env.bootstrap})
-        try:
-            producer_config(config)
-            return Outcome("configure_producer", True, 0.0)
-        except ConfigException as exc:
-            return Outcome("configure_producer", False, 0.0, "ConfigException", str(exc))
+        return configure_producer(env, producer_config)
 
     async def _join_group_held(self, step: Operation, env: RunEnv) -> Outcome:
         """A first member joins, then goes silent (the scenario black-holes the heartbeats of
@@ -206,17 +202,13 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                 return Outcome("transaction", True, trio.current_time() - start)
             except KafkaError as exc:
                 elapsed = trio.current_time() - start
-                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
-                value = None
-                if name == "TimeoutException" and step.args.get("retry_commit"):
+                again = error_name(exc) == "TimeoutException" and bool(step.args.get("retry_commit"))
+                if again:
                     await producer.commit_transaction(timeout=600)
-                    value = "committed when called again"
-                return Outcome("transaction", False, elapsed, name, str(exc), value=value)
+                return transaction_failed(exc, elapsed, again)
 
     def _txn_config(self, env: RunEnv, client_id: str) -> dict:
-        config = {k: v for k, v in env.config.items() if k in PRODUCER}
-        config.update({"bootstrap.servers": env.bootstrap, "client.id": client_id, "transactional.id": f"{env.client_id}-tx"})
-        return config
+        return txn_settings(env, client_id)
 
     async def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         """A producer opens a transaction; a new instance with the same transactional.id starts
@@ -244,8 +236,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
         from client.consumer import TopicPartition, open_consumer
 
         topic, partition = step.args["topic"], step.args.get("partition", 0)
-        plain = {k: v for k, v in env.config.items() if k in PRODUCER and k != "transaction.timeout.ms"}
-        plain.update({"bootstrap.servers": env.bootstrap, "client.id": f"{env.client_id}-plain"})
+        plain = plain_producer_settings(env, f"{env.client_id}-plain")
         consumer_config = {**self._consumer_config(env, None), "isolation.level": "read_committed"}
         async with open_producer(self._txn_config(env, f"{env.client_id}-hung"), connect=self._connect(env)) as hung, \
                 open_producer(plain, connect=self._connect(env)) as other, \
@@ -259,14 +250,12 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
             with trio.move_on_after(step.timeout_s or 600):
                 while not seen:
                     seen = [r.value for r in await consumer.poll(1.0)]
-            return Outcome("read_committed_behind_open_txn", bool(seen), trio.current_time() - start,
-                           None if seen else "TimeoutException", None if seen else "no record became visible", value=seen)
+            return first_visible("read_committed_behind_open_txn", seen, trio.current_time() - start)
 
     async def _produce_pipelined(self, step: Operation, env: RunEnv) -> Outcome:
         """``count`` records sent back to back, each its own batch (linger.ms=0, so the later
         ones go out while the first is in flight, on the same connection), then all awaited."""
-        config = {k: v for k, v in env.config.items() if k in PRODUCER}
-        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id})
+        config = producer_settings(env)
         async with open_producer(config, connect=self._connect(env)) as producer:
             await producer.refresh_metadata([step.args["topic"]])
             start = timed_start(env, step)
@@ -278,12 +267,11 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                 metas = [await f.get() for f in futures]
                 return Outcome("produce_pipelined", True, trio.current_time() - start, value=[m.offset for m in metas])
             except KafkaError as exc:
-                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                name = error_name(exc)
                 return Outcome("produce_pipelined", False, trio.current_time() - start, name, str(exc))
 
     async def _produce(self, step: Operation, env: RunEnv) -> Outcome:
-        config = {k: v for k, v in env.config.items() if k in PRODUCER}
-        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id})
+        config = producer_settings(env)
         async with open_producer(config, connect=self._connect(env)) as producer:
             if step.args.get("warm_up", True):
                 await producer.refresh_metadata([step.args["topic"]])
@@ -295,141 +283,5 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                     meta = await future.get()
                 return Outcome("produce", True, trio.current_time() - start, value=meta.offset if meta else None)
             except KafkaError as exc:
-                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
+                name = error_name(exc)
                 return Outcome("produce", False, trio.current_time() - start, name, str(exc))
-
-
-class OurBlockingAdapter(RealTimeAdapter):
-    """The blocking faces (``client.Producer``, ``client.Consumer``: application thread + trio
-    network thread), over real loopback TCP in real time with scaled timeouts, like any
-    third-party client."""
-
-    name = "broker-emu (blocking)"
-    operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
-                            "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics", "join_group_held"})
-    warm_up_calls = CONSUMER_CALLS
-
-    def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
-        runs = {"produce": self._produce, "join_group_held": self._join_group_held}
-        return [runs.get(s.kind, self._consumer_step)(s, env) for s in steps]
-
-    def _group_config(self, env: RunEnv, group: str, client_id: str) -> dict:
-        from client.config import CONSUMER
-
-        config = {k: v for k, v in env.config.items() if k in CONSUMER}
-        config.update({"bootstrap.servers": env.bootstrap, "client.id": client_id, "group.id": group,
-                       "auto.offset.reset": "earliest", "retry.backoff.ms": scaled_ms(100, env.scale),
-                       "reconnect.backoff.ms": scaled_ms(50, env.scale)})
-        return config
-
-    def _join_group_held(self, step: Operation, env: RunEnv) -> Outcome:
-        """The async face's operation in real time: the first member (client id SILENT_MEMBER,
-        whose heartbeats the scenario's rule black-holes, on the emulator or through the proxy in
-        front of Kafka) joins and stays open but silent; the second member's wait for its
-        assignment is timed, bounded by the step's (scaled) timeout."""
-        from client import Consumer
-
-        group, topic = step.args.get("group", "held"), step.args.get("topic", "t")
-        limit = step.timeout_s or 60.0
-        first = Consumer(self._group_config(env, group, SILENT_MEMBER))
-        try:
-            first.subscribe([topic])
-            give_up = env.clock() + limit
-            while not first.assignment() and env.clock() < give_up:
-                first.poll(0.05)
-            if not first.assignment():
-                return Outcome("join_group_held", False, 0.0, "TimeoutException", "the first member never got an assignment")
-            second = Consumer(self._group_config(env, group, env.client_id))
-            try:
-                second.subscribe([topic])
-                start = env.clock()
-                while not second.assignment() and env.clock() - start < limit:
-                    second.poll(0.05)
-                ok = bool(second.assignment())
-                return Outcome("join_group_held", ok, env.clock() - start, None if ok else "TimeoutException",
-                               None if ok else "the second member never got an assignment")
-            finally:
-                second.close(1.0)
-        finally:
-            first.close(1.0)
-
-    def _admin_list_topics(self, consumer, step: Operation, env: RunEnv) -> Outcome:
-        def error_type(exc: BaseException) -> str:
-            return "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
-
-        return list_rounds(step, env, lambda: consumer.list_topics(timeout=step.timeout_s), error_type)
-
-    def _consumer_step(self, step: Operation, env: RunEnv) -> Outcome:
-        """One consumer call on a fresh blocking ``client.Consumer`` (the application thread
-        waits on the network thread; timeouts in seconds, already scaled)."""
-        from client import Consumer
-        from client.config import CONSUMER
-
-        config = {k: v for k, v in env.config.items() if k in CONSUMER}
-        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id,
-                       "group.id": step.args.get("group", "cg"), "auto.offset.reset": "earliest",
-                       "retry.backoff.ms": scaled_ms(100, env.scale), "reconnect.backoff.ms": scaled_ms(50, env.scale)})
-        if config.get("request.timeout.ms", 30000) <= config.get("fetch.max.wait.ms", 500):
-            config["fetch.max.wait.ms"] = max(1, int(config.get("request.timeout.ms", 30000)) // 2)
-        tp = (step.args.get("topic", "t"), step.args.get("partition", 0))
-        t = step.timeout_s
-        calls = _blocking_calls(step, tp, t)
-        consumer = Consumer(config)
-        try:
-            if step.kind == "admin_list_topics":   # our client has no admin client: the consumer's call
-                return self._admin_list_topics(consumer, step, env)
-            consumer.assign([tp])
-            if step.kind == "close":
-                # long enough (real time) to connect and have the black-holed Fetch in flight
-                consumer.poll(max(step.args.get("poll_first_s", 0.2) / env.scale, 0.3))
-                start = env.clock()
-                consumer.close(t)
-                return Outcome("close", True, env.clock() - start)
-            if step.args.get("warm_up") and step.kind in CONSUMER_CALLS:
-                try:
-                    _blocking_calls(step, tp, warm_step(step, env).timeout_s)[step.kind](consumer)
-                except KafkaError as exc:
-                    return Outcome(step.kind, False, 0.0, type(exc).__name__, f"the warm-up call failed: {exc}")
-            start = env.clock()
-            try:
-                got = calls[step.kind](consumer)
-                return Outcome(step.kind, True, env.clock() - start, value=short(got))
-            except KafkaError as exc:
-                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
-                return Outcome(step.kind, False, env.clock() - start, name, str(exc))
-        finally:
-            consumer.close(1.0)
-
-    def _produce(self, step: Operation, env: RunEnv) -> Outcome:
-        from client import Producer
-
-        config = {k: v for k, v in env.config.items() if k in PRODUCER}
-        config.update({"bootstrap.servers": env.bootstrap, "client.id": env.client_id,
-                       "retry.backoff.ms": scaled_ms(100, env.scale), "reconnect.backoff.ms": scaled_ms(50, env.scale)})
-        with Producer(config) as producer:
-            start = env.clock()
-            try:
-                meta = None
-                for _ in range(step.args.get("count", 1)):
-                    meta = producer.send(step.args["topic"], step.args["value"], partition=step.args.get("partition")).result()
-                return Outcome("produce", True, env.clock() - start, value=meta.offset if meta else None)
-            except KafkaError as exc:
-                name = "TimeoutException" if "Timeout" in type(exc).__name__ else type(exc).__name__
-                return Outcome("produce", False, env.clock() - start, name, str(exc))
-
-
-def _blocking_calls(step: Operation, tp: tuple[str, int], t: float | None) -> dict[str, Callable[[Any], Any]]:
-    """The blocking consumer's call for each step kind, with deadline ``t`` (seconds; None: its
-    default.api.timeout.ms)."""
-    return {
-        "poll": lambda c: c.poll(t or 0.0),
-        "committed": lambda c: c.committed([tp], timeout=t),
-        "position": lambda c: c.position(tp, timeout=t),
-        "end_offsets": lambda c: c.end_offsets([tp], timeout=t),
-        "beginning_offsets": lambda c: c.beginning_offsets([tp], timeout=t),
-        "offsets_for_times": lambda c: c.offsets_for_times({tp: step.args.get("timestamp_ms", 0)}, timeout=t),
-        "list_topics": lambda c: c.list_topics(timeout=t),
-        "partitions_for": lambda c: c.partitions_for(tp[0], timeout=t),
-        "commit_sync": lambda c: c.commit_sync({tp: step.args.get("offset", 0)}, timeout=t),
-    }

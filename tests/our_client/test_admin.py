@@ -55,6 +55,18 @@ async def test_create_topics_carries_the_time_left_as_the_controllers_deadline(a
         assert trio.current_time() - start == pytest.approx(2.0, abs=0.01)
 
 
+async def test_the_margin_before_the_calls_deadline_is_a_parameter(autojump_clock):
+    """A real-time harness that divides every time by a scale divides the 100 ms margin too
+    (conformance's blocking face): timeout_ms is then the time left less the margin given."""
+    async with open_cluster(1, listen=False, config={"emu.controller.delay.ms": 2000}) as cluster, \
+            open_admin(BOOT, connect_to(cluster), broker_margin_s=0.02) as admin:
+        start = trio.current_time()
+        late = await admin.create_topics([NewTopic("late", 1, 1)], timeout=1.5)
+        assert isinstance(late["late"], RequestTimedOutError) and trio.current_time() - start == pytest.approx(1.48, abs=0.005)
+        sent = [e.details["timeout_ms"] for e in cluster.trace.events if e.kind == "recv" and e.api == "CreateTopics"]
+        assert sent == [1480]
+
+
 async def test_delete_records_waits_in_the_purgatory_at_most_the_time_left(autojump_clock):
     async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
         async with open_producer({**BOOT, "acks": "all"}, connect=connect_to(cluster)) as p:

@@ -1,5 +1,6 @@
 """The blocking consumer over real loopback TCP (real time, short timeouts)."""
 
+import threading
 import time
 
 import pytest
@@ -121,3 +122,104 @@ def test_wakeup_from_another_thread_interrupts_poll():
         with pytest.raises(WakeupException):
             c.poll(20)
         assert time.perf_counter() - start < 5.0
+
+
+K848_BROKER = {"group.consumer.heartbeat.interval.ms": 200, "group.consumer.min.heartbeat.interval.ms": 100,
+               "group.consumer.session.timeout.ms": 3000, "group.consumer.min.session.timeout.ms": 1000,
+               "group.consumer.assignment.interval.ms": 0}
+K848_MEMBER = {"group.id": "k", "group.protocol": "consumer", "auto.offset.reset": "earliest",
+               "max.poll.interval.ms": 10_000}
+
+
+class _App:
+    """Which thread ran each callback, and in which of the application's calls."""
+
+    def __init__(self):
+        self.inside, self.seen = None, []
+
+    def call(self, name, fn, *args):
+        self.inside = name
+        try:
+            return fn(*args)
+        finally:
+            self.inside = None
+
+    def callback(self, kind, slow_s=0.0):
+        def run(tps):
+            self.seen.append((kind, sorted(tps), threading.get_ident(), self.inside))
+            if tps and slow_s:
+                time.sleep(slow_s)
+        return run
+
+
+@pytest.mark.parametrize("protocol", ["consumer", "classic"])
+def test_rebalance_callbacks_run_on_the_application_thread_inside_poll_and_close(protocol):
+    """As Java's consumers: the callbacks run on the thread that polls, inside poll (and the last
+    revocation inside close), never on the network thread — KIP-848 and classic alike."""
+    member = K848_MEMBER if protocol == "consumer" else {**FAST_GROUP, "group.id": "k"}
+    with run_cluster_in_thread(brokers=1, topics=[("t", 2, 1)],
+                               config={**K848_BROKER, "group.initial.rebalance.delay.ms": 0}) as tc:
+        app = _App()
+        a = Consumer({"bootstrap.servers": tc.bootstrap, **member, "client.id": "a"})
+        a.subscribe(["t"], on_assign=app.callback("assign"), on_revoke=app.callback("revoke"))
+        with Consumer({"bootstrap.servers": tc.bootstrap, **member, "client.id": "b"}) as b:
+            deadline = time.time() + 20
+            while len(a.assignment()) != 2 and time.time() < deadline:
+                app.call("poll", a.poll, 0.1)
+            b.subscribe(["t"])
+            while not (len(a.assignment()) == 1 and len(b.assignment()) == 1) and time.time() < deadline:
+                app.call("poll", a.poll, 0.1)
+                b.poll(0.1)
+        while len(a.assignment()) != 2 and time.time() < deadline:   # b left: a takes its partition back
+            app.call("poll", a.poll, 0.1)
+        app.call("close", a.close, 5)
+    me = threading.get_ident()
+    incremental = [("assign", 2), ("revoke", 1), ("assign", 1), ("revoke", 2)]
+    eager = [("assign", 2), ("revoke", 2), ("assign", 1), ("revoke", 1), ("assign", 2), ("revoke", 2)]
+    assert [(kind, len(tps)) for kind, tps, _, _ in app.seen if tps] == \
+        (incremental if protocol == "consumer" else eager), app.seen
+    assert {(thread, inside) for _, tps, thread, inside in app.seen[:-1]} == {(me, "poll")}, app.seen
+    assert app.seen[-1][0] == "revoke" and app.seen[-1][2:] == (me, "close")
+
+
+def test_a_slow_kip848_callback_keeps_the_heartbeats_and_an_error_in_one_is_raised_from_poll():
+    """a's on_revoke takes 1.5 s on the application thread, inside poll; the network thread
+    heartbeats meanwhile at the broker's 200 ms. An exception from a callback comes out of the
+    poll that ran it, and the group carries on."""
+    with run_cluster_in_thread(brokers=1, topics=[("t", 2, 1)], config=K848_BROKER) as tc:
+        app = _App()
+        a = Consumer({"bootstrap.servers": tc.bootstrap, **K848_MEMBER, "client.id": "a"})
+        a.subscribe(["t"], on_revoke=app.callback("revoke", slow_s=1.5))
+        with Consumer({"bootstrap.servers": tc.bootstrap, **K848_MEMBER, "client.id": "b"}) as b:
+            poll_until([a], lambda: len(a.assignment()) == 2)
+            b.subscribe(["t"], on_assign=_raise)
+            with pytest.raises(RuntimeError, match="the application's own error"):
+                poll_until([a, b], lambda: False, seconds=10)
+            poll_until([a, b], lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1)
+        a.close(5)
+        trace = tc.call(lambda: list(tc.cluster.trace.events))
+    assert [(kind, len(tps), thread) for kind, tps, thread, _ in app.seen if tps][:1] == \
+        [("revoke", 1, threading.get_ident())]   # on this thread, inside a poll
+    started = next(e.t_ms for e in trace if e.kind == "group_member_epoch" and e.details["state"] == "unrevoked_partitions")
+    beats = [e.t_ms for e in trace if e.kind == "recv" and e.api == "ConsumerGroupHeartbeat" and e.client_id == "a"
+             and started <= e.t_ms <= started + 1500]
+    assert len(beats) >= 5 and max(b - a for a, b in zip(beats, beats[1:])) < 400, beats
+    assert not [e for e in trace if e.kind == "group_member_fenced" and e.details["reason"] != "left"]
+
+
+def _raise(tps):
+    if tps:
+        raise RuntimeError("the application's own error")
+
+
+def test_an_error_in_the_last_revocation_comes_out_of_close_once_closed():
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)], config=K848_BROKER) as tc:
+        c = Consumer({"bootstrap.servers": tc.bootstrap, **K848_MEMBER})
+        c.subscribe(["t"], on_revoke=_raise)
+        poll_until([c], lambda: bool(c.assignment()))
+        with pytest.raises(RuntimeError, match="the application's own error"):
+            c.close(5)
+        with pytest.raises(NetworkThreadDied):
+            c.poll(0)
+        left = tc.call(lambda: [e.details["reason"] for e in tc.cluster.trace.events if e.kind == "group_member_fenced"])
+        assert left == ["left"]   # the group carried on as if the callback had returned

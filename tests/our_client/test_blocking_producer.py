@@ -33,6 +33,23 @@ def test_send_blocks_at_most_max_block_ms_for_a_missing_topic():
             assert 0.3 <= took < 2.0  # generous upper bound for a busy machine
 
 
+def test_partitions_for_fetches_metadata_or_gives_up_at_max_block_ms():
+    from client.exceptions import MaxBlockTimeoutException
+
+    with run_cluster_in_thread(brokers=3, topics=[("t", 2, 3)], config={"auto.create.topics.enable": False}) as tc:
+        with client.Producer({"bootstrap.servers": tc.bootstrap, "max.block.ms": 300}) as p:
+            assert [info.partition for info in p.partitions_for("t")] == [0, 1]
+            start = time.perf_counter()
+            assert p.send("t", b"x", partition=1).result(10).offset == 0     # metadata known: no wait
+            assert time.perf_counter() - start < 1.0
+            start = time.perf_counter()
+            with pytest.raises(MaxBlockTimeoutException):
+                p.partitions_for("missing")
+            assert 0.3 <= time.perf_counter() - start < 2.0
+            with pytest.raises(MaxBlockTimeoutException):
+                p.partitions_for("missing", timeout=0.1)
+
+
 def test_calls_after_close_fail_at_once():
     with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)]) as tc:
         p = client.Producer({"bootstrap.servers": tc.bootstrap})

@@ -118,3 +118,23 @@ async def test_heartbeats_go_on_while_an_async_callback_revokes_slowly(autojump_
         assert len(beats) >= 3 and max(b - a for a, b in zip(beats, beats[1:])) <= 2000, beats
         fenced = [e.details["reason"] for e in events(cluster, Kind.GROUP_MEMBER_FENCED)]
         assert "rebalance" not in fenced and "session" not in fenced, fenced
+
+
+def test_a_heartbeat_answer_that_arrives_after_close_is_ignored():
+    """The answer to a heartbeat in flight when the consumer closed must not bring the member
+    back: taken, it made the member STABLE again, and its next heartbeat joined the group afresh
+    (epoch 0) after it had left — a member nobody runs, holding partitions until the broker's
+    session timeout (seen on the blocking face)."""
+    from types import SimpleNamespace
+
+    from client.consumer.membership import CLOSED, HEARTBEAT
+    from client.consumer.membership848 import Membership848
+
+    answer = SimpleNamespace(error_code=0, error_message=None, heartbeat_interval_ms=2000, member_epoch=3,
+                             assignment=None)
+    m = Membership848(consumer_config(K848), ["t"], None, 0.0)
+    assert m.handle_timeouts(0.0).kind == HEARTBEAT
+    m.close()
+    assert m.on_heartbeat_response(answer, [TopicPartition("t", 0)], 0.1) is None
+    assert m.state == CLOSED and m.handle_timeouts(100.0) is None and m.next_deadline() == float("inf")
+

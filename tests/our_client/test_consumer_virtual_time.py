@@ -172,3 +172,21 @@ async def test_every_deadline_call_attempts_once_with_timeout_zero(autojump_cloc
             before = len(recvs(cluster, api))
             await invoke(c, 0)   # succeeds: the attempt went out although no time was left
             assert len(recvs(cluster, api)) - before == 1
+
+
+async def test_a_fetch_whose_partition_was_revoked_before_it_started_asks_for_nothing(autojump_clock):
+    """The fetcher starts a fetch task for what a node leads; a rebalance that revokes those
+    partitions before the task runs (a callback handed to the blocking face's application
+    thread leaves that gap) must not take the consumer down: the task asked for a position that
+    was gone (KeyError) and crashed the consumer's nursery."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        async with open_consumer({**BOOT, "auto.offset.reset": "earliest"}, connect=connect_to(cluster)) as c:
+            c.assign([TP])
+            await c.poll(0.2)                                   # a position, and the leader known
+            fetches = len(recvs(cluster, "Fetch"))
+            c.fetcher.nursery.start_soon(c.fetcher._fetch, 0, [TP])
+            c.fetcher.unassign([TP])                            # before the task has run
+            await trio.sleep(1)
+            assert c.assignment() == []
+            c.assign([TP])
+            assert await c.poll(1) == [] and len(recvs(cluster, "Fetch")) > fetches   # still alive and fetching
