@@ -1,4 +1,4 @@
-"""The fuzz campaign (issue 13, item 7): a million hostile frames against a running emulator.
+"""The fuzz campaign: a million hostile frames against a running emulator.
 
     .venv/bin/python -m benchmarks.fuzz                         # 10^6 frames (the documented long run)
     .venv/bin/python -m benchmarks.fuzz --frames 30000 --seed 7 --json out/fuzz.json

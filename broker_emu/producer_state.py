@@ -15,7 +15,7 @@ offsets. That is all idempotence needs:
 - ``update`` (after the append): the batch joins the window; a new epoch empties it.
 - ``truncate`` (the log lost its tail: a new leader that had less): the state must be what
   the remaining log says, or a retry of a truncated batch would be taken for a duplicate of
-  something no longer there (issue 13: acknowledged, never stored). Kafka reloads the state
+  something no longer there (acknowledged, never stored: a lost write). Kafka reloads the state
   from a snapshot below the truncation point and replays the log after it
   (``UnifiedLog.truncateTo`` → ``rebuildProducerState``). We have the batches in memory, so:
   producers whose remembered batches all lie below the new end keep their entry unchanged;

@@ -1,4 +1,4 @@
-"""The rest of our admin face (issue 19): leader elections, group offset deletion, log dirs,
+"""The rest of our admin face: leader elections, group offset deletion, log dirs,
 partition reassignments, client quotas and SCRAM credentials — each call under its KIP-266
 deadline like the others (client/admin.py), sent where Java's KafkaAdminClient sends it: the
 controller for elections and reassignments, the group's coordinator for OffsetDelete, every

@@ -1,1 +1,1 @@
-"""Timeout conformance scenarios, client adapters, runner and reports (see DESIGN.md §6)."""
+"""Timeout conformance scenarios, client adapters, runner and reports."""

@@ -437,7 +437,7 @@ def replies_in_order_behind(parked_api: str, api: str) -> Contract:
     return Contract(f"{api} answered after the parked {parked_api} ahead of it", check, side="server")
 
 
-# -- failover and faithfulness (issue 12) --------------------------------------------------------
+# -- failover and faithfulness --------------------------------------------------------
 
 # Real-time clients keep fixed internal timers that --scale cannot shrink (librdkafka scans its
 # topics and re-validates leaders once a second): a scaled bound is never below this, in real ms.

@@ -1,4 +1,4 @@
-"""The ``Faithfulness`` and ``Failover`` families (issue 12): what a user met first — an admin
+"""The ``Faithfulness`` and ``Failover`` families: what a user met first — an admin
 client cut off by a request Kafka accepts, and a consumer that could not outlive the broker it
 reached first."""
 

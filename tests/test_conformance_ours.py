@@ -239,7 +239,7 @@ def test_the_blocking_face_runs_the_config_sasl_admin_and_pipelining_scenarios()
 
 
 class OnlyTheFirstBroker:
-    """Broken on purpose, as our consumer was before issue 12: every request that may go to any
+    """Broken on purpose, as our consumer was before its rebuild: every request that may go to any
     broker goes to the first one it knows (the bootstrap broker), and only there."""
 
     @staticmethod

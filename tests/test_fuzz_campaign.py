@@ -1,4 +1,4 @@
-"""The fuzz campaign (issue 13.7): its CI variant, and the parts it rests on.
+"""The fuzz campaign: its CI variant, and the parts it rests on.
 
 ``test_a_fuzz_campaign_leaves_the_emulator_unharmed`` runs benchmarks/fuzz.py's campaign for
 25,000 frames (about 15-25 s on 2 cores) against ``broker-emu serve`` as a subprocess: no

@@ -1,6 +1,6 @@
 """Which Kafka APIs each test broker serves, measured: ApiVersions asked of broker-emu, franz-go's
 kfake, librdkafka's mock cluster and (``--kafka``) Apache Kafka 4.4 itself, written to
-docs/coverage.md — the table "what a Docker Kafka test suite can drop" of issue 19.
+docs/coverage.md — the table "what a Docker Kafka test suite can drop".
 
     .venv/bin/python tools/api_coverage.py            # emulator, kfake, librdkafka's mock
     .venv/bin/python tools/api_coverage.py --kafka    # and Apache Kafka (dev/install-kafka; ~30 s)

@@ -1,4 +1,4 @@
-"""Refresh the corpus of real clients' requests in tests/protocol/corpus (issue 12).
+"""Refresh the corpus of real clients' requests in tests/protocol/corpus.
 
     .venv/bin/python tools/capture_corpus.py                 # every client (a few minutes)
     .venv/bin/python tools/capture_corpus.py kcat kafkajs    # only these; the rest stay

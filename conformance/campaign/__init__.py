@@ -1,1 +1,1 @@
-"""Campaigns: the conformance matrix at scale on Spark (issue 8, DESIGN.md §6)."""
+"""Campaigns: the conformance matrix at scale on Spark."""

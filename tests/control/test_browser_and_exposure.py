@@ -1,4 +1,4 @@
-"""Issue 13.5: what a web page could make a browser send is refused (CSRF without preflight,
+"""What a web page could make a browser send is refused (CSRF without preflight,
 DNS rebinding), remote exposure needs an explicit opt-in, and a route's own bug is a 500 for that
 request, never the end of the process. The CLI front still works (it sends application/json)."""
 

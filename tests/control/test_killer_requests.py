@@ -1,4 +1,4 @@
-"""Issue 13.5: each of these requests used to take the whole `broker-emu serve` process down
+"""Each of these requests used to take the whole `broker-emu serve` process down
 (or, for the throttle, break every matching Kafka request, and GET /faults then answered
 `Infinity`, which is not JSON). Each now gets a 4xx naming the field, and the same process still
 answers the control API and still serves Kafka afterwards."""

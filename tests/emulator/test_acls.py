@@ -1,4 +1,4 @@
-"""ACLs and the authorizer (issue 19, item 2) on the wire, in virtual time: principals from SASL,
+"""ACLs and the authorizer on the wire, in virtual time: principals from SASL,
 StandardAuthorizer's rules, the refusals KafkaApis gives. Real clients: tests/realclients/test_acls.py."""
 
 import pytest

@@ -1,5 +1,5 @@
-"""An exception that escapes a handler or an encoder is a bug, never a way to reject input
-(issue 13): it is traced as ``handler_error`` and the request gets Kafka's answer for it —
+"""An exception that escapes a handler or an encoder is a bug, never a way to reject input:
+it is traced as ``handler_error`` and the request gets Kafka's answer for it —
 its own error response with UNKNOWN_SERVER_ERROR (KafkaApis.handle → handleError) — and the
 connection lives on. tests/conftest.py fails any other test during which one happens."""
 

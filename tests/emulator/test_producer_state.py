@@ -38,7 +38,7 @@ async def _committed(cluster) -> list[tuple[int, bytes]]:
 
 
 async def test_retry_of_a_batch_truncated_by_a_leader_change_is_appended_not_answered_as_a_duplicate(autojump_clock):
-    """Issue 13: the batch with sequence 1 reached only the old leader; the new leader truncated
+    """A lost retry: the batch with sequence 1 reached only the old leader; the new leader truncated
     it (correct: never acknowledged) but still remembered its sequence, answered the retry as a
     duplicate at offset 1 and appended nothing; the next batch then landed at offset 1 too, and
     both were acknowledged — one of them lost."""

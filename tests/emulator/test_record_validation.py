@@ -1,4 +1,4 @@
-"""Records are validated on append as Kafka's LogValidator does (issue 13.3): each rule answers its
+"""Records are validated on append as Kafka's LogValidator does: each rule answers its
 partition alone with Kafka's error code, and nothing a read path cannot serve is stored.
 
 Batches are built with ``tests.emulator.crafted`` (a correct CRC around whatever records section
@@ -50,7 +50,7 @@ async def refused(records: bytes, code: int, **kw):
     return part
 
 
-# -- the known bugs (issue 13.3) ------------------------------------------------------------------
+# -- the known bugs ------------------------------------------------------------------
 
 async def test_garbage_records_with_a_valid_crc_are_refused_and_list_offsets_answers(autojump_clock):
     async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:

@@ -1,4 +1,4 @@
-"""Topic and broker configs are validated before they are stored (issue 13.3): unknown names and bad
+"""Topic and broker configs are validated before they are stored: unknown names and bad
 values answer INVALID_CONFIG with Kafka's message naming the key and the reason
 (``LogConfig.validate``, ``ConfigDef.parseType`` and its validators,
 ``ReplicationControlManager.createTopics``)."""

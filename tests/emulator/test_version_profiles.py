@@ -1,4 +1,4 @@
-"""Version profiles (issue 19, item 4): emu.kafka.version narrows ApiVersions to what that
+"""Version profiles: emu.kafka.version narrows ApiVersions to what that
 release's broker advertised (version_profiles_data.py, generated from its schemas),
 emu.api.max.versions caps single APIs, and 2.8's ZooKeeper-mode CreateTopics applies before it
 times out. A real client negotiating down: tests/realclients/test_version_profiles.py."""

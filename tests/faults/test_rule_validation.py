@@ -1,4 +1,4 @@
-"""Issue 13.5: the rule model refuses the same bad values from every front. Python
+"""The rule model refuses the same bad values from every front. Python
 (``faults.add`` with a dict or a ``Rule``) and scenario files go through the checks the control
 API uses; the HTTP side is tests/control/test_killer_requests.py."""
 

@@ -65,7 +65,7 @@ def test_the_reaper_completes_an_event_that_outlives_its_deadline():
 
 
 def test_the_reaper_sleeps_until_its_next_deadline():
-    """Issue 14.3: the reaper polled every 10 ms; now it wakes only for an event that is due."""
+    """The reaper polled every 10 ms; now it wakes only for an event that is due."""
     with run_cluster_in_thread(brokers=1) as tc, Consumer({"bootstrap.servers": tc.bootstrap}) as c:
         before = c._poll_counter
         time.sleep(0.3)

@@ -1,4 +1,4 @@
-"""Our consumer outlives any broker (issue 12): stop each broker in turn under a consumer, in
+"""Our consumer outlives any broker: stop each broker in turn under a consumer, in
 assign and in subscribe mode, and every call answers from the survivors within one request
 timeout plus backoff (KIP-19: disconnect, refresh metadata, go to the new leader). Virtual time,
 in-memory connections; the bootstrap address is broker 0, so victim 0 is "the bootstrap broker

@@ -1,4 +1,4 @@
-"""Our producer against the emulator in virtual time (issue 5, item 8): KIP-19 and KIP-91 with
+"""Our producer against the emulator in virtual time: KIP-19 and KIP-91 with
 exact instants, read from both sides (the client's outcome and the broker's trace)."""
 
 import pytest

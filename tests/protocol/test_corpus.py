@@ -5,7 +5,7 @@ aiokafka, kafkajs and both faces of our own client sent to broker-emu during a r
 each; ``tools/capture_corpus.py`` refreshes it (docs/codec.md). No client runs here: every
 frame must be one the emulator reads (else it would close the connection on that client), must
 re-encode to its own bytes, and may show only the anomalies ANOMALIES.json explains. The corpus
-must still cover what issue 12 asks for, so a refresh that loses a category fails too.
+must still cover every category below, so a refresh that loses a category fails too.
 """
 
 import functools

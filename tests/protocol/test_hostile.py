@@ -1,6 +1,6 @@
 """Hostile bytes: whatever arrives, decoding either succeeds or raises the codec's own error
 naming the API, version and byte offset — never another exception, never a hang, never an
-allocation sized by a claimed length (issue 2, item 7).
+allocation sized by a claimed length.
 
 Allowed outcomes: ``CorruptFrameError``; for requests also ``UnknownApiError`` and
 ``UnsupportedCodecVersionError`` when the header's api/version is one the codec does not serve.

@@ -1,4 +1,4 @@
-// kafkajs's admin client over the admin APIs of issue 19: topics, partitions, records, configs,
+// kafkajs's admin client over the emulator's admin APIs: topics, partitions, records, configs,
 // groups, partition reassignments (with more than one broker) and (when the broker runs an
 // authorizer) ACLs. argv: bootstrap, "acls" or "no-acls".
 // Prints one JSON line with what each call answered; the pytest side asserts on it.

@@ -1,4 +1,4 @@
-"""ACLs with real clients (issue 19, item 2): an admin (a super user) sets ACLs with
+"""ACLs with real clients: an admin (a super user) sets ACLs with
 confluent-kafka's and kafka-python's admin clients over SASL; other users' clients then meet
 Kafka's refusals — TOPIC_AUTHORIZATION_FAILED on a produce, GROUP_AUTHORIZATION_FAILED on a
 group join — as those clients report them."""

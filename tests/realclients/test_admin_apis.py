@@ -1,4 +1,4 @@
-"""Admin calls beyond listings (issue 19), each by the clients that have it: the topic t
+"""Admin calls beyond listings, each by the clients that have it: the topic t
 (3 partitions) grows, and a record produced to a new partition lands there."""
 
 import time

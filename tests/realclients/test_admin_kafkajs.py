@@ -1,4 +1,4 @@
-"""kafkajs's admin client over the admin APIs of issue 19 (createTopics, createPartitions,
+"""kafkajs's admin client over the emulator's admin APIs (createTopics, createPartitions,
 alterConfigs, describeConfigs, deleteTopicRecords, alterPartitionReassignments and
 listPartitionReassignments, deleteGroups, ACLs, deleteTopics) — on the
 emulator and (``--broker kafka``) Apache Kafka; the ACL calls where an authorizer runs."""

@@ -1,4 +1,4 @@
-"""Issue 4's proofs with real clients (real time, timeouts scaled 30x down): the emulator's
+"""The fault engine's proofs with real clients (real time, timeouts scaled 30x down): the emulator's
 faults and purgatory seen from confluent-kafka and kafka-python, judged on the broker's trace."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""SASL/OAUTHBEARER with unsecured JWTs over SASL_SSL (issue 19, item 3): each client makes its
+"""SASL/OAUTHBEARER with unsecured JWTs over SASL_SSL: each client makes its
 own token as its documentation says — librdkafka (kcat, confluent-kafka) from
 sasl.oauthbearer.config, kafka-python and aiokafka from a token provider, kafkajs from
 oauthBearerProvider, ours from sasl.oauthbearer.config — produces three values and reads them

@@ -1,4 +1,4 @@
-"""Every client resets per auto.offset.reset when its position is out of range (issue 12.5).
+"""Every client resets per auto.offset.reset when its position is out of range.
 
 A partition holds 5 records; the consumer starts at offset 1000 (assign + seek, or for kafkajs a
 group whose committed offset is 1000). The broker answers the Fetch with OFFSET_OUT_OF_RANGE and an

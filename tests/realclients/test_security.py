@@ -1,4 +1,4 @@
-"""Every client over the emulator's secured listeners (issue 19, item 3): SASL_SSL with
+"""Every client over the emulator's secured listeners: SASL_SSL with
 SCRAM-SHA-512, SSL, and SSL with client certificates (mutual TLS, ssl.client.auth=required) —
 kcat, confluent-kafka, kafka-python, aiokafka, kafkajs and ours each produce three values and
 read them back, and a wrong password is refused with Kafka's message."""

@@ -1,5 +1,5 @@
 """A real admin client's CreateTopics with a config Kafka refuses gets INVALID_CONFIG with Kafka's
-message, naming the key and the reason (issue 13.3), and no topic is created."""
+message, naming the key and the reason, and no topic is created."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""A real client negotiating down under an old version profile (issue 19, item 4): confluent-kafka
+"""A real client negotiating down under an old version profile: confluent-kafka
 produces and consumes against the emulator as Kafka 4.4 and as a Kafka 2.8 broker; under 2.8 it
 uses only what 2.8 advertised, and the versions it picks differ from the ones it uses today."""
 

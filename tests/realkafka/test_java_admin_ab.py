@@ -1,5 +1,5 @@
 """The Java client's Admin (kafka-clients 4.4, through conformance/adapters/java) calling every
-method that maps to issue 19's admin APIs — create/describe partitions and configs, delete
+method that maps to the emulator's admin APIs — create/describe partitions and configs, delete
 records, group offsets and groups, elect leaders, log dirs, reassignments, client quotas, ACLs,
 SCRAM credentials — in one script on a fresh topic, against Apache Kafka 4.4 and the emulator
 (each with an authorizer whose super user is the anonymous principal): the answers must match.

@@ -41,7 +41,7 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * "admin_calls": every Admin method of kafka-clients that maps to the admin APIs of issue 19, in
+ * "admin_calls": every Admin method of kafka-clients that maps to the emulator's admin APIs, in
  * one script on a fresh topic, each answer (or its exception's class) recorded under the call's
  * name, so tests/realclients/test_java_admin.py can compare the emulator with Kafka itself.
  * (Admin.alterConfigs, the legacy AlterConfigs call, left the Java client in Kafka 4.0.)
