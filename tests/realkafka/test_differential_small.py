@@ -24,7 +24,8 @@ from conformance.on_kafka import run_differential
 from conformance.scenarios import BY_ID
 from tests.realclients.conftest import require_client
 
-pytestmark = pytest.mark.realkafka
+# alone: its cells compare timings with Kafka's, which other tests' load beside it moved
+pytestmark = [pytest.mark.realkafka, pytest.mark.alone]
 
 SCALE = 30.0
 BROKERS = 3
@@ -61,4 +62,8 @@ def test_no_difference_on_the_small_differential():
     assert len(theirs) == 1, answers
     assert all("REQUEST_TIMED_OUT" in r.emulator and "REQUEST_TIMED_OUT" in r.kafka for r in theirs), answers
     # each judged cell compared more than its verdict, and nearly all of it the same
-    assert all(table[key].same >= 5 and table[key].flaky <= 2 for key in judged), {k: table[k] for k in judged}
+    thin = [f"{key}: {table[key].same} same, {table[key].flaky} flaky\n    " + "\n    ".join(
+                f"{r.observation}: emulator {r.emulator} | kafka {r.kafka} ({r.runs})"
+                for r in rows if (r.scenario, r.client) == key and r.verdict == "flaky")
+            for key in sorted(judged) if not (table[key].same >= 5 and table[key].flaky <= 2)]
+    assert not thin, "\n".join(thin)
