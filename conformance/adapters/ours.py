@@ -15,6 +15,7 @@ from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.app_calls import step_ended, step_started, timed_start
 from conformance.adapters.base import CONSUMER_CALLS, Adapter, RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.ours_admin import OursAdmin
+from conformance.adapters.ours_capabilities import OURS_ASYNC, OURS_BLOCKING
 from conformance.adapters.ours_kip848 import KIP848_OPERATIONS, OursKip848
 from conformance.adapters.py_common import short, warm_step
 from conformance.model import SILENT_MEMBER, Operation, Outcome
@@ -29,6 +30,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                             "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics",
                             "transaction", "txn_zombie", "read_committed_behind_open_txn"}) | KIP848_OPERATIONS | ADMIN_OPERATIONS
     warm_up_calls = frozenset({"committed"})
+    capabilities = OURS_ASYNC
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
@@ -309,6 +311,7 @@ class OurBlockingAdapter(RealTimeAdapter):
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "join_group_held"})
     warm_up_calls = CONSUMER_CALLS
+    capabilities = OURS_BLOCKING
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
         runs = {"produce": self._produce, "join_group_held": self._join_group_held}
