@@ -33,6 +33,7 @@ from broker_emu.proxy import run_proxy_in_thread
 from broker_emu.trace import Kind, TraceEvent
 from broker_emu.trace_reading import exchanges
 from conformance.adapters.base import Adapter, RunEnv
+from conformance.capabilities import name_the_capability
 from conformance.cluster_setup import scale_config, scale_fault
 from conformance.judging import judge
 from conformance.model import Evidence, Outcome, Result, Scenario, Status
@@ -269,7 +270,7 @@ def cell_or_na(scenario: Scenario, adapter: Adapter, brokers: int) -> Result | N
     why = kafka_support(scenario, brokers)
     if not why:
         ok, why = adapter.supports_scenario(scenario)
-        why = "" if ok else why
+        why = "" if ok else name_the_capability(adapter, scenario, why)
     if not why and adapter.virtual_time:
         why = "virtual time needs the embedded emulator"
     return Result(scenario.id, adapter.name, Status.NA, message=why) if why else None

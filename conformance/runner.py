@@ -16,6 +16,7 @@ import trio
 
 from broker_emu import run_cluster_in_thread
 from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv
+from conformance.capabilities import name_the_capability
 from conformance.cluster_setup import apply_setup, bootstrap_of, real_time_broker_config, scale_config, snapshot
 from conformance.judging import judge
 from conformance.model import Evidence, Operation, Outcome, Result, Scenario, Status
@@ -115,6 +116,7 @@ def applicable(scenario: Scenario, adapter: Adapter) -> tuple[bool, str]:
     """Whether ``adapter`` can run ``scenario`` on the emulator, and if not why (an N/A cell):
     the one decision for the suite's runs and a campaign's."""
     ok, why_not = adapter.supports_scenario(scenario)
+    why_not = why_not if ok else name_the_capability(adapter, scenario, why_not)   # "lacks X: ..." (docs/clients.md)
     if ok and needs_sasl(scenario) and not adapter.sasl:
         ok, why_not = False, f"the {adapter.name} adapter does not pass SASL settings to its client yet"
     if ok and scenario.in_memory_only and not (adapter.virtual_time or adapter.in_memory):

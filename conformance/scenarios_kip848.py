@@ -212,6 +212,7 @@ KIP848_SCENARIOS: tuple[Scenario, ...] = (
         topics=(("t", 2, 3),),
         steps=(Operation("kip848_late_poll", {"group": "k848-late", "topic": "t", "stall_ms": 90_000}, timeout_s=60.0),),
         client_config={**CONSUMER_PROTOCOL, "max.poll.interval.ms": 60_000},
+        needs=("max.poll.interval.ms",),
         contracts=(C.outcome_is("kip848_late_poll", ok=True), leaves_at_max_poll_interval()),
     ),
     Scenario(

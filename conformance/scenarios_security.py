@@ -91,6 +91,7 @@ SECURITY_SCENARIOS: tuple[Scenario, ...] = (
                        "reconnect.backoff.max.ms": 1_000},
         bootstrap_brokers=(0,),
         not_on_kafka="the broker needs a SASL listener and a fault on its handshake",
+        needs=("socket.connection.setup.timeout.ms",),
         contracts=(C.outcome_is("produce", error="TimeoutException"),
                    C.returns_within("produce", "delivery.timeout.ms", early_ms=100, late_fraction=0.1),
                    stalled_handshakes_abandoned(1)),

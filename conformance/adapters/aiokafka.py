@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+from types import MappingProxyType
 
 from conformance.adapters import admin_steps, py_txn
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
 from conformance.adapters.py_common import (
+    NO_SETUP_TIMEOUT,
     lacks_setup_timeout,
     not_created,
     offsets_value,
@@ -48,8 +50,55 @@ from conformance.adapters.py_common import (
     warm_up_failed,
     watchdog_s,
 )
+from conformance.capabilities import ClientCapabilities, Lack, Pin, real_sockets
 from conformance.extras import client_missing
 from conformance.model import SILENT_MEMBER, Operation, Outcome, Scenario
+
+CONSUMER_PY, PRODUCER_PY = "aiokafka/consumer/consumer.py", "aiokafka/producer/producer.py"
+_CANCELLED = ("an asyncio application cancels it at its deadline: the adapter gives the step's with asyncio.timeout "
+              "(py_common.timed_async), and the matrix judges how the call ends")
+
+
+def _no_timeout(call: str) -> Lack:
+    return Lack(f"AIOKafkaConsumer.{call} takes no timeout ({CONSUMER_PY})", CONSUMER_PY, judged=_CANCELLED)
+
+
+CAPABILITIES = ClientCapabilities(
+    client="aiokafka", pin=Pin("pyproject.toml", "aiokafka"),
+    source="https://github.com/aio-libs/aiokafka/blob/v{version}/{path}",
+    has=("linger.ms", "calls on one client", "transactions", "transaction.timeout.ms < 1 s", "poll(timeout)", "poll(0)",
+         "consumer calls", "max.poll.interval.ms", "create_topics(timeout)", "delete_records(timeout)", "SASL"),
+    lacks=MappingProxyType({
+        "delivery.timeout.ms": Lack(
+            f"AIOKafkaProducer has no delivery_timeout_ms ({PRODUCER_PY} AIOKafkaProducer.__init__): a non-idempotent "
+            "batch expires request_timeout_ms after it was made, an idempotent one is retried without limit "
+            "(aiokafka/producer/sender.py SendProduceReqHandler._can_retry)", PRODUCER_PY,
+            judged="what aiokafka does with the record: the matrix judges it against delivery.timeout.ms (and "
+                   "configure_producer passes delivery_timeout_ms, which the constructor refuses)"),
+        "max.block.ms": Lack(
+            f"AIOKafkaProducer has no max_block_ms ({PRODUCER_PY} AIOKafkaProducer.__init__): send() waits for "
+            "metadata up to request_timeout_ms (aiokafka/client.py AIOKafkaClient._wait_on_metadata) and "
+            "commit_transaction() until the coordinator answers", PRODUCER_PY,
+            judged="what aiokafka does: the matrix judges it against max.block.ms"),
+        "committed(timeout)": _no_timeout("committed(partition)"),
+        "position(timeout)": _no_timeout("position(partition)"),
+        "offsets(timeout)": _no_timeout("end_offsets / beginning_offsets / offsets_for_times"),
+        "list_topics(timeout)": _no_timeout("topics() (and partitions_for_topic, the metadata cache only)"),
+        "commit_sync(timeout)": _no_timeout("commit(offsets)"),
+        "close(timeout)": _no_timeout("stop()"),
+        "default.api.timeout.ms": Lack(
+            f"aiokafka has no default.api.timeout.ms (AIOKafkaConsumer, {CONSUMER_PY}): a call given no deadline is "
+            "bounded by request_timeout_ms per request, committed() not at all (it retries)", CONSUMER_PY,
+            judged="the call without a deadline, bounded as aiokafka bounds it; the adapter's watchdog reports a "
+                   "call still blocked long after as NoReturn"),
+        "KIP-848": Lack(
+            f"aiokafka has no group.protocol setting (AIOKafkaConsumer, {CONSUMER_PY}): its consumer joins with "
+            "JoinGroup/SyncGroup (aiokafka/consumer/group_coordinator.py CoordinatorGroupRebalance)",
+            "aiokafka/consumer/group_coordinator.py"),
+        "socket.connection.setup.timeout.ms": Lack(NO_SETUP_TIMEOUT["aiokafka"], "aiokafka/conn.py"),
+        "in-memory connections": real_sockets("aiokafka"),
+    }),
+)
 
 
 def _error_type(exc: BaseException) -> str:
@@ -65,6 +114,7 @@ class AiokafkaAdapter(RealTimeAdapter):
                              "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"})
                   | py_txn.TXN_OPERATIONS | ADMIN_OPERATIONS)
     warm_up_calls = frozenset({"committed"})
+    capabilities = CAPABILITIES
 
     def available(self):
         ok = importlib.util.find_spec("aiokafka") is not None

@@ -21,6 +21,10 @@ Operations (``Operation.kind``) and their ``args``:
                      -> every topic's name, through the client's admin API (its all-topics Metadata)
 
 ``Operation.timeout_s`` is the API deadline (None: the client's default).
+
+Declare the client's capabilities too (``capabilities``, conformance/capabilities): what it has and
+lacks, each lack with the client's docs or source. docs/clients.md is made from the declarations,
+and tests/test_capabilities.py checks that the adapter's N/As are exactly what they predict.
 """
 
 from __future__ import annotations
@@ -29,9 +33,12 @@ import abc
 import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from conformance.model import Operation, Outcome, Scenario
+
+if TYPE_CHECKING:
+    from conformance.capabilities import ClientCapabilities
 
 # consumer calls a scenario may ask to warm up (``warm_up: true``; a produce step's ``warm_up``,
 # on by default, is the producer's metadata, and every adapter has it)
@@ -70,6 +77,9 @@ class Adapter(abc.ABC):
     # consumer calls for which it honours ``warm_up: true`` (the same call made once, untimed, on the
     # same consumer first: connections up, coordinator known); other such steps are N/A for it
     warm_up_calls: frozenset[str] = frozenset()
+    # its client's capabilities, each had or lacked with why (conformance/capabilities): docs/clients.md
+    # is made from them, and an N/A of this adapter must be one of them, or one of their exceptions
+    capabilities: ClientCapabilities | None = None
 
     def available(self) -> tuple[bool, str]:
         """Whether the client is installed here, and if not, why."""

@@ -27,6 +27,7 @@ import importlib.util
 import json
 import time
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from conformance.adapters import admin_steps
@@ -43,6 +44,7 @@ from conformance.adapters.py_common import (
     warm_step,
     warm_up_failed,
 )
+from conformance.capabilities import ClientCapabilities, Lack, Pin, real_sockets
 from conformance.extras import client_missing
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
@@ -73,6 +75,52 @@ def _deadline(step: Operation) -> float:
 # what bounds each call when it is given no deadline (librdkafka has no default.api.timeout.ms)
 NO_DEADLINE = "librdkafka has no default.api.timeout.ms: timeout=-1 is infinite"
 
+# the librdkafka confluent-kafka's wheel bundles (confluent_kafka.libversion()), whose files the lacks cite
+LIBRDKAFKA = "2.16.0"
+LIBRDKAFKA_CONFIGURATION = f"https://github.com/confluentinc/librdkafka/blob/v{LIBRDKAFKA}/CONFIGURATION.md"
+CONSUMER_C = "src/confluent_kafka/src/Consumer.c"
+_WATCHDOG = "the adapter's watchdog reports a call still blocked long after the step's deadline as NoReturn"
+
+CAPABILITIES = ClientCapabilities(
+    client="confluent-kafka", pin=Pin("pyproject.toml", "confluent-kafka"), bundles=f"librdkafka {LIBRDKAFKA}",
+    source="https://github.com/confluentinc/confluent-kafka-python/blob/v{version}/{path}",
+    has=("delivery.timeout.ms", "linger.ms", "calls on one client", "transactions", "poll(timeout)", "poll(0)",
+         "consumer calls", "committed(timeout)", "offsets(timeout)", "list_topics(timeout)", "KIP-848",
+         "max.poll.interval.ms", "create_topics(timeout)", "delete_records(timeout)", "SASL",
+         "socket.connection.setup.timeout.ms"),
+    lacks=MappingProxyType({
+        "max.block.ms": Lack(
+            "librdkafka has no max.block.ms (CONFIGURATION.md): produce() never waits for metadata, the record waits "
+            "in the queue under message.timeout.ms, and each transactional call takes a timeout of its own "
+            "(init_transactions(timeout), commit_transaction(timeout))", LIBRDKAFKA_CONFIGURATION,
+            judged="the adapter gives message.timeout.ms the smaller of delivery.timeout.ms and max.block.ms, and each "
+                   "transactional call the scenario's max.block.ms (confluent.py _producer_conf, confluent_txn.py)"),
+        "transaction.timeout.ms < 1 s": Lack(
+            "librdkafka's transaction.timeout.ms ranges from 1000 ms (CONFIGURATION.md: 1000 .. 2147483647)",
+            LIBRDKAFKA_CONFIGURATION),
+        "position(timeout)": Lack(
+            "Consumer.position(partitions) takes no timeout and sends nothing: it returns the fetch position "
+            f"librdkafka holds locally ({CONSUMER_C} Consumer_position)", CONSUMER_C,
+            judged="position() as it is: it returns at once, OFFSET_INVALID until librdkafka has a position"),
+        "commit_sync(timeout)": Lack(
+            "Consumer.commit(asynchronous=False) takes no timeout: socket.timeout.ms bounds each OffsetCommit "
+            f"({CONSUMER_C} Consumer_commit)", CONSUMER_C,
+            judged=f"commit(asynchronous=False) without the step's deadline; {_WATCHDOG}"),
+        "close(timeout)": Lack(
+            f"Consumer.close() takes no argument ({CONSUMER_C} Consumer_close, METH_NOARGS): it waits for the "
+            "consumer's own shutdown, each of its requests bounded by socket.timeout.ms", CONSUMER_C,
+            judged=f"close() without the step's deadline; {_WATCHDOG}"),
+        "default.api.timeout.ms": Lack(
+            f"{NO_DEADLINE} (CONFIGURATION.md has no such property: a call given no timeout passes -1)",
+            LIBRDKAFKA_CONFIGURATION, judged=f"a call given no deadline waits as librdkafka does; {_WATCHDOG}"),
+        "in-memory connections": real_sockets("confluent-kafka (librdkafka)"),
+    }),
+    notes=MappingProxyType({"delivery.timeout.ms": "librdkafka's alias of message.timeout.ms",
+                            "linger.ms": "librdkafka's alias of queue.buffering.max.ms",
+                            "list_topics(timeout)": "Consumer.list_topics(topic, timeout=)",
+                            "offsets(timeout)": "get_watermark_offsets(tp, timeout=), offsets_for_times(..., timeout=)"}),
+)
+
 
 class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
     name = "confluent-kafka"
@@ -80,6 +128,7 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"}) | TXN_OPERATIONS | KIP848_OPERATIONS | ADMIN_OPERATIONS
     warm_up_calls = frozenset({"committed"})
+    capabilities = CAPABILITIES
 
     def available(self):
         ok = importlib.util.find_spec("confluent_kafka") is not None

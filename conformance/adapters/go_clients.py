@@ -32,9 +32,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from types import MappingProxyType
 
 from conformance.adapters.base import RunEnv
+from conformance.adapters.go_capabilities import (
+    FRANZ_CAPABILITIES,
+    FRANZ_INEXPRESSIBLE,
+    FRANZ_NO_CLOSE,
+    FRANZ_NO_POSITION,
+    SARAMA_CAPABILITIES,
+    SARAMA_INEXPRESSIBLE,
+    SARAMA_LACKS,
+    SARAMA_NO_CLOSE,
+    SARAMA_NO_DEADLINE,
+    SARAMA_NO_KIP848,
+    SARAMA_NO_POSITION,
+)
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.adapters.py_common import JOIN_GROUP_HELD_NA
 from conformance.cache_dir import cache_dir, install_hint
@@ -195,15 +207,11 @@ class FranzGoAdapter(GoAdapter):
     operations = FRANZ_OPERATIONS
     sasl = True        # security.protocol SASL_PLAINTEXT, sasl.* -> kgo.SASL (options.go)
     program = "franzgo-adapter"
+    capabilities = FRANZ_CAPABILITIES
     warm_up_calls = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",
                                "partitions_for", "commit_sync"})   # adminStep (offsets.go)
-    no_position = ("franz-go has no position(): a kgo consumer resolves the fetch offset of an assigned partition "
-                   "in the background (its own ListOffsets, pkg/kgo/consumer.go), and no kgo call returns it given "
-                   "a deadline")
-    no_close = ("franz-go's Client.Close() takes no deadline (pkg/kgo/client.go v1.22.2: `func (cl *Client) Close()`, "
-                "which closes with the client's own context, `cl.close(cl.ctx)`); for a consumer outside a group it "
-                "invalidates the assignment, cancelling fetches in flight at once. LeaveGroupContext(ctx), the only "
-                "close-time call with a context, is a no-op outside a group")
+    no_position = FRANZ_NO_POSITION
+    no_close = FRANZ_NO_CLOSE
 
     def __init__(self, broker_has_kip848: bool | None = None) -> None:
         super().__init__()
@@ -224,75 +232,6 @@ class FranzGoAdapter(GoAdapter):
         if scenario.id in FRANZ_INEXPRESSIBLE:
             return False, FRANZ_INEXPRESSIBLE[scenario.id]
         return super().supports_scenario(scenario)
-
-
-# Scenarios whose whole point is a client setting franz-go v1.22.2 does not have.
-FRANZ_INEXPRESSIBLE = {
-    "kip848.late-poll-leaves-and-rejoins": (
-        "franz-go has no max.poll.interval.ms: kgo keeps no poll timer (no such option in pkg/kgo/config.go), its "
-        "KIP-848 heartbeats run in the background whether or not the application polls (consumer_group_848.go "
-        "manage848), so a member that stops polling never leaves; kgo.RebalanceTimeout, which the adapter maps "
-        "max.poll.interval.ms to, is only the RebalanceTimeoutMillis it sends in ConsumerGroupHeartbeat (run by "
-        "hand: heartbeats at epoch 1 every 167 ms through the 3 s stall, no leave until the client was closed, "
-        "the partitions still owned when polled again)"),
-}
-
-
-# sarama's calls that take no deadline: a scenario that gives the call one is N/A. Their
-# signatures in sarama v1.61.1 take no context and no timeout: client.go Client.GetOffset(topic,
-# partitionID, time), Client.RefreshMetadata(topics...), Client.Coordinator(group); admin.go
-# ClusterAdmin.ListConsumerGroupOffsets(group, topicPartitions); broker.go Broker.CommitOffset(request).
-SARAMA_NO_DEADLINE = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",
-                                "partitions_for", "commit_sync"})
-
-# Where the sarama reasons below cite code, it is sarama v1.61.1's (file: function).
-SARAMA_RETRIES = ("a record fails once it has been retried Producer.Retry.Max times (3; async_producer.go "
-                  "retryMessage and retryBatch: `msg.retries >= p.conf.Producer.Retry.Max`), each attempt bounded "
-                  "by Net.ReadTimeout (broker.go readFull: SetReadDeadline(now + Net.ReadTimeout)) or Net.DialTimeout "
-                  "while connecting, Producer.Retry.Backoff apart")
-
-# The settings sarama has no counterpart for: a contract holding a client to one is N/A for sarama
-# (Contract.setting), the scenario's other contracts still judge it. Where such a setting is the
-# scenario's whole point, SARAMA_INEXPRESSIBLE takes out the scenario.
-SARAMA_LACKS = MappingProxyType({
-    "delivery.timeout.ms": (f"sarama has no delivery.timeout.ms (no such field in config.go's Config.Producer): "
-                            f"{SARAMA_RETRIES}, so when it fails depends on how many attempts fit"),
-    "max.block.ms": ("sarama has no max.block.ms (no such field in config.go): a send waiting for a topic's metadata "
-                     "is bounded by Metadata.Retry.Max (3) refreshes, Metadata.Retry.Backoff apart (client.go "
-                     "tryRefreshMetadata), and its transactional calls by Producer.Transaction.Retry.Max (50) attempts "
-                     "(transaction_manager.go initProducerId, endTxn); Metadata.Timeout, off by default, bounds one "
-                     "metadata refresh, not a send"),
-    "default.api.timeout.ms": ("sarama has no default.api.timeout.ms: its calls take no deadline (client.go "
-                               "Client.GetOffset, admin.go ClusterAdmin.ListConsumerGroupOffsets take no context "
-                               "or timeout)"),
-})
-
-SARAMA_INEXPRESSIBLE = {
-    "kip91.delivery-timeout-in-flight": (f"sarama has no delivery.timeout.ms: {SARAMA_RETRIES} (at Kafka's "
-                                         "defaults that is 4 x 30 s = 120 s, the same figure by coincidence)"),
-    "kip91.max-block-missing-topic": ("sarama has no max.block.ms: SendMessage gives up on a missing topic after "
-                                      "Metadata.Retry.Max (3) refreshes, Metadata.Retry.Backoff apart (client.go "
-                                      "tryRefreshMetadata)"),
-    "txn.commit-endtxn-black-hole": ("sarama has no max.block.ms and CommitTxn takes no deadline (async_producer.go "
-                                     "CommitTxn() error): transaction_manager.go endTxn retries EndTxn on a network "
-                                     "error up to Producer.Transaction.Retry.Max (50) times, each bounded by "
-                                     "Net.ReadTimeout, so the black-holed EndTxn is dropped at request.timeout.ms and "
-                                     "the commit completes (run by hand: ok after 0.34 s, 1 commit marker), "
-                                     "with no TimeoutException for the scenario to time"),
-    "txn.init-coordinator-unreachable": ("sarama has no initTransactions call and no max.block.ms: InitProducerId is "
-                                         "sent inside NewSyncProducer (async_producer.go NewAsyncProducerFromClient -> "
-                                         "transaction_manager.go newTransactionManager -> initProducerId), retried up "
-                                         "to Producer.Transaction.Retry.Max (50) times, each bounded by Net.ReadTimeout, "
-                                         "Producer.Transaction.Retry.Backoff apart (run by hand: an i/o timeout after "
-                                         "3.8 s of the scenario's 0.17 s max.block.ms)"),
-}
-
-# sarama v1.61.1 has no KIP-848 consumer: request.go allocateBody lists "68: ConsumerGroupHeartbeatRequest"
-# only as a comment (no such request type), and its ConsumerGroup joins with JoinGroup/SyncGroup
-# (consumer_group.go newSession), the classic protocol.
-SARAMA_NO_KIP848 = ("sarama has no KIP-848 consumer group protocol: v1.61.1 has no ConsumerGroupHeartbeat request "
-                    "(request.go allocateBody names API key 68 only in a comment) and its ConsumerGroup joins with "
-                    "JoinGroup/SyncGroup (consumer_group.go newSession)")
 
 
 class SaramaAdapter(GoAdapter):
@@ -361,11 +300,10 @@ class SaramaAdapter(GoAdapter):
     program = "sarama-adapter"
     operations = SARAMA_OPERATIONS
     lacks = SARAMA_LACKS
+    capabilities = SARAMA_CAPABILITIES
     sasl = True        # security.protocol SASL_PLAINTEXT, sasl.* -> Net.SASL (sasl.go; SCRAM through franz-go's)
-    no_position = ("sarama has no position(): a PartitionConsumer resolves its start offset inside "
-                   "Consumer.ConsumePartition (consumer.go chooseStartingOffset), and no call returns the fetch position")
-    no_close = ("sarama's Consumer.Close() takes no deadline (consumer.go: `func (c *consumer) Close() error`, "
-                "which closes its client; PartitionConsumer.Close() likewise)")
+    no_position = SARAMA_NO_POSITION
+    no_close = SARAMA_NO_CLOSE
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
         if any(s.kind.startswith("kip848_") for s in steps):

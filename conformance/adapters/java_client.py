@@ -48,11 +48,13 @@ import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from conformance.adapters.base import CONSUMER_CALLS, RunEnv, scaled_ms
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.cache_dir import cache_dir, install_hint
+from conformance.capabilities import NAMES, ClientCapabilities, Pin, real_sockets
 from conformance.model import Operation, Outcome
 
 # Kafka's defaults (ms) for the Java client's timers, scaled with the run unless the scenario sets them
@@ -83,6 +85,21 @@ GROUP_OPERATIONS = frozenset({"join_group_held", "kip848_heartbeats", "kip848_la
                               "kip848_slow_revoke", "kip848_stale_commit", "kip848_coordinator_dies"})
 JOIN_GROUP_HELD_NOT_WRITTEN = ("join_group_held (a silent first member, client.id SILENT_MEMBER, then a second member's timed join) "
                  "is not in the Java program yet")
+
+
+# kafka-clients has every capability of the table; what it lacks is the emulator's in-memory connections
+_JAVA_PIN = Pin("conformance/adapters/java/pom.xml", "kafka.version")
+_JAVA_SOURCE = "https://github.com/apache/kafka/blob/{version}/{path}"
+_JAVA_HAS = tuple(n for n in NAMES if n != "in-memory connections")
+_JAVA_LACKS = MappingProxyType({"in-memory connections": real_sockets("kafka-clients")})
+JAVA_CAPABILITIES = ClientCapabilities(
+    client="java", pin=_JAVA_PIN, source=_JAVA_SOURCE, has=_JAVA_HAS, lacks=_JAVA_LACKS,
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NOT_WRITTEN,
+                                 "KIP-848": ("this adapter runs kafka-clients with group.protocol=classic: the "
+                                             "java-consumer-protocol adapter runs the KIP-848 steps")}))
+JAVA_CONSUMER_PROTOCOL_CAPABILITIES = ClientCapabilities(
+    client="java-consumer-protocol", pin=_JAVA_PIN, source=_JAVA_SOURCE, has=_JAVA_HAS, lacks=_JAVA_LACKS,
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NOT_WRITTEN}))
 
 
 def _java_config(env: RunEnv) -> dict[str, Any]:
@@ -123,6 +140,7 @@ class JavaAdapter(LineProtocolAdapter):
     operations = JAVA_OPERATIONS
     warm_up_calls = CONSUMER_CALLS   # Ops.consumerStep: the call once with no Duration (default.api.timeout.ms)
     group_protocol = "classic"
+    capabilities = JAVA_CAPABILITIES
 
     def command(self) -> list[str] | None:
         java = shutil.which("java")
@@ -168,6 +186,7 @@ class JavaConsumerProtocolAdapter(JavaAdapter):
 
     name = "java-consumer-protocol"
     group_protocol = "consumer"
+    capabilities = JAVA_CONSUMER_PROTOCOL_CAPABILITIES
 
     def __init__(self, broker_has_kip848: bool | None = None) -> None:
         super().__init__()

@@ -26,11 +26,14 @@ from __future__ import annotations
 import importlib.util
 import threading
 import time
+from types import MappingProxyType
 
 from conformance.adapters import admin_steps, py_txn
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.py_common import (
+    JOIN_GROUP_HELD_NA,
+    NO_SETUP_TIMEOUT,
     lacks_setup_timeout,
     not_created,
     offsets_value,
@@ -42,6 +45,7 @@ from conformance.adapters.py_common import (
     warm_step,
     warm_up_failed,
 )
+from conformance.capabilities import ClientCapabilities, Lack, Pin, real_sockets
 from conformance.extras import client_missing
 from conformance.model import Operation, Outcome, Scenario
 
@@ -57,6 +61,41 @@ def _timeout_ms(step: Operation) -> int | None:
 
 NO_DEADLINE = "kafka-python has no default.api.timeout.ms"
 
+CONSUMER_PY, PRODUCER_PY = "kafka/consumer/group.py", "kafka/producer/kafka.py"
+CAPABILITIES = ClientCapabilities(
+    client="kafka-python", pin=Pin("pyproject.toml", "kafka-python"),
+    source="https://github.com/dpkp/kafka-python/blob/{version}/{path}",
+    has=("delivery.timeout.ms", "max.block.ms", "linger.ms", "calls on one client", "transactions",
+         "transaction.timeout.ms < 1 s", "poll(timeout)", "poll(0)", "consumer calls", "committed(timeout)",
+         "position(timeout)", "offsets(timeout)", "commit_sync(timeout)", "close(timeout)", "max.poll.interval.ms",
+         "create_topics(timeout)", "delete_records(timeout)", "SASL"),
+    lacks=MappingProxyType({
+        "list_topics(timeout)": Lack(
+            f"KafkaConsumer.topics() and partitions_for_topic(topic) take no timeout ({CONSUMER_PY}): each waits for "
+            "a Metadata answer, every request bounded by request_timeout_ms", CONSUMER_PY,
+            judged="topics() / partitions_for_topic() without the step's deadline; the adapter's watchdog reports a "
+                   "call still blocked long after it as NoReturn"),
+        "default.api.timeout.ms": Lack(
+            f"{NO_DEADLINE} (KafkaConsumer.DEFAULT_CONFIG, {CONSUMER_PY}): given no timeout_ms, end_offsets, "
+            "beginning_offsets, offsets_for_times, commit and close fall back to request_timeout_ms; committed and "
+            "position have no bound", CONSUMER_PY,
+            judged="the call without a deadline, bounded as kafka-python bounds it"),
+        "KIP-848": Lack(
+            f"kafka-python has no group.protocol setting (KafkaConsumer.DEFAULT_CONFIG, {CONSUMER_PY}): its consumer "
+            "joins with JoinGroup/SyncGroup (kafka/coordinator/base.py BaseCoordinator._do_join_and_sync_async)",
+            "kafka/coordinator/base.py"),
+        "socket.connection.setup.timeout.ms": Lack(
+            f"{NO_SETUP_TIMEOUT['kafka-python']}; neither KafkaProducer.DEFAULT_CONFIG ({PRODUCER_PY}) nor "
+            "KafkaConsumer.DEFAULT_CONFIG has such a setting", PRODUCER_PY),
+        "in-memory connections": real_sockets("kafka-python"),
+    }),
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),
+    notes=MappingProxyType({
+        "max.block.ms": "max_block_ms bounds send()'s wait for metadata; the transactional calls wait for the "
+                        "coordinator regardless (py_txn.py)",
+        "position(timeout)": "position(tp, timeout_ms=) returns None when its time is up, raising nothing"}),
+)
+
 
 class KafkaPythonAdapter(RealTimeAdapter):
     name = "kafka-python"
@@ -65,6 +104,7 @@ class KafkaPythonAdapter(RealTimeAdapter):
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "configure_producer", "produce_pipelined"}) | py_txn.TXN_OPERATIONS | ADMIN_OPERATIONS
     warm_up_calls = frozenset({"committed"})
+    capabilities = CAPABILITIES
 
     def available(self):
         ok = importlib.util.find_spec("kafka") is not None

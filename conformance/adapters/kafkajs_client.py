@@ -58,6 +58,7 @@ from conformance.adapters.base import RunEnv
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.adapters.py_common import watchdog_s
 from conformance.cache_dir import cache_dir, install_hint, source_checkout
+from conformance.capabilities import ClientCapabilities, Lack, Pin, real_sockets
 from conformance.model import Operation, Outcome
 
 DRIVER = Path(__file__).resolve().parent / "node" / "kafkajs-adapter.js"
@@ -95,6 +96,53 @@ KAFKAJS_LACKS = MappingProxyType({
 # args in unscaled seconds (pauses between calls): the program sleeps real seconds
 SCALED_ARGS_S = ("pause_s", "gap_s", "open_s")
 
+CONSUMER_JS, PRODUCER_JS, ADMIN_JS = "src/consumer/index.js", "src/producer/index.js", "src/admin/index.js"
+_CONTRACTS_NA = "their other contracts judge kafkajs"
+
+
+def _no_deadline(*steps: str) -> Lack:
+    calls = " and ".join(dict.fromkeys(NO_DEADLINE[s] for s in steps))
+    verb = "take" if " and " in calls else "takes"
+    return Lack(f"kafkajs's {calls} {verb} no deadline (no timeout argument) and kafkajs has no default.api.timeout.ms: "
+                "only requestTimeout and its retrier bound it", CONSUMER_JS if steps == ("commit_sync",) else ADMIN_JS)
+
+
+CAPABILITIES = ClientCapabilities(
+    client="kafkajs", pin=Pin("package.json", "kafkajs"), source="https://github.com/tulios/kafkajs/blob/v{version}/{path}",
+    has=("calls on one client", "transactions", "transaction.timeout.ms < 1 s", "consumer calls", "create_topics(timeout)",
+         "SASL", "socket.connection.setup.timeout.ms"),
+    lacks=MappingProxyType({
+        "delivery.timeout.ms": Lack(KAFKAJS_LACKS["delivery.timeout.ms"], PRODUCER_JS, judged=_CONTRACTS_NA),
+        "max.block.ms": Lack(KAFKAJS_LACKS["max.block.ms"], PRODUCER_JS, judged=_CONTRACTS_NA),
+        "linger.ms": Lack(f"kafkajs has no linger.ms: createProducer takes no such option ({PRODUCER_JS}), each "
+                          "producer.send() is its own request", PRODUCER_JS),
+        "poll(timeout)": Lack(f"kafkajs has no poll(): records come to consumer.run()'s eachBatch callback ({CONSUMER_JS} "
+                              "run)", CONSUMER_JS,
+                              judged="consumer.run() until the step's deadline, then stop()"),
+        "poll(0)": Lack(f"{POLL_NA} ({CONSUMER_JS} run)", CONSUMER_JS),
+        "committed(timeout)": _no_deadline("committed"),
+        "position(timeout)": Lack(f"{NOT_THERE['position']} ({CONSUMER_JS})", CONSUMER_JS),
+        "offsets(timeout)": _no_deadline("end_offsets", "offsets_for_times"),
+        "list_topics(timeout)": _no_deadline("list_topics"),
+        "commit_sync(timeout)": _no_deadline("commit_sync"),
+        "close(timeout)": Lack(f"{NOT_THERE['close']} ({CONSUMER_JS} disconnect)", CONSUMER_JS),
+        "default.api.timeout.ms": Lack(KAFKAJS_LACKS["default.api.timeout.ms"], ADMIN_JS, judged=_CONTRACTS_NA),
+        "KIP-848": Lack(KIP848_NA, "src/protocol/requests"),
+        "max.poll.interval.ms": Lack(
+            f"kafkajs has no max.poll.interval.ms: its consumer takes sessionTimeout, rebalanceTimeout and "
+            f"heartbeatInterval ({CONSUMER_JS}), and no poll timer (records come to consumer.run()'s callbacks)",
+            CONSUMER_JS),
+        "delete_records(timeout)": Lack(
+            f"kafkajs's {NO_DEADLINE['delete_records']} takes no timeout (no timeout argument: {ADMIN_JS} "
+            "deleteTopicRecords)", "src/protocol/requests/deleteRecords/v0/request.js"),
+        "in-memory connections": real_sockets("kafkajs"),
+    }),
+    notes=MappingProxyType({"create_topics(timeout)": "admin.createTopics({timeout})",
+                            "socket.connection.setup.timeout.ms": "connectionTimeout",
+                            "consumer calls": "admin.fetchOffsets, fetchTopicOffsets(ByTimestamp), fetchTopicMetadata, "
+                                              "consumer.commitOffsets, disconnect (no position())"}),
+)
+
 
 def node_modules() -> Path:
     """Where dev/install-clients puts kafkajs (npm ci in the checkout), else the cache's node/node_modules."""
@@ -114,6 +162,7 @@ class KafkajsAdapter(LineProtocolAdapter):
     sasl = True      # security.protocol SASL_* and sasl.* -> new Kafka({sasl: {mechanism, username, password}})
     operations = KAFKAJS_OPERATIONS
     lacks = KAFKAJS_LACKS
+    capabilities = CAPABILITIES
 
     def command(self) -> list[str] | None:
         node = shutil.which("node")

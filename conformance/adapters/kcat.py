@@ -7,15 +7,78 @@ import functools
 import re
 import shutil
 import subprocess
+from types import MappingProxyType
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
+from conformance.capabilities import ClientCapabilities, Lack, Pin, real_sockets
 from conformance.model import Operation, Outcome
+
+# Debian's kcat package, which dev/install-clients installs (kcat -V: "Version 1.7.1 ... librdkafka 2.0.2")
+KCAT, KCAT_LIBRDKAFKA = "1.7.1", "2.0.2"
+CONFIGURATION = f"https://github.com/confluentinc/librdkafka/blob/v{KCAT_LIBRDKAFKA}/CONFIGURATION.md"
+MODES = "its modes are produce, consume, metadata list and offset query (kcat -h; kcat.c usage)"
+
+
+def _no_call(what: str) -> Lack:
+    return Lack(f"kcat has no {what}: {MODES}", "kcat.c")
+
+
+CAPABILITIES = ClientCapabilities(
+    client="kcat", pin=Pin("dev/install-clients", "kcat", version=KCAT), bundles=f"librdkafka {KCAT_LIBRDKAFKA}",
+    source="https://github.com/edenhill/kcat/blob/{version}/{path}",
+    has=("delivery.timeout.ms", "linger.ms", "max.poll.interval.ms", "SASL", "socket.connection.setup.timeout.ms"),
+    lacks=MappingProxyType({
+        "max.block.ms": Lack(
+            f"librdkafka {KCAT_LIBRDKAFKA} has no max.block.ms (CONFIGURATION.md): a produced record waits in the queue "
+            "under message.timeout.ms", CONFIGURATION,
+            judged="the adapter gives message.timeout.ms the smaller of delivery.timeout.ms and max.block.ms "
+                   "(kcat.py _produce)"),
+        "calls on one client": Lack(
+            "a kcat run is one client given all its input up front: kcat -P reads stdin and batches what it reads "
+            "(kcat.c producer_run), so it cannot send one record after another, and each kcat -L is a new client "
+            "that starts from its bootstrap list, so it cannot list twice as one client", "kcat.c"),
+        "transactions": Lack(
+            "kcat -P wraps its whole input in one transaction when given transactional.id, begun at start and "
+            "committed when the input ends (kcat.c producer_run): no init, begin or commit an application calls "
+            "and times, no second producer with the same id", "kcat.c"),
+        "transaction.timeout.ms < 1 s": Lack(
+            f"librdkafka's transaction.timeout.ms ranges from 1000 ms (CONFIGURATION.md of {KCAT_LIBRDKAFKA})",
+            CONFIGURATION),
+        "poll(timeout)": Lack(f"kcat -C prints records until -c, -e or a signal ends it: no poll with a deadline; {MODES}",
+                              "kcat.c"),
+        "poll(0)": Lack(f"kcat -C has no poll that returns what is already fetched; {MODES}", "kcat.c"),
+        "consumer calls": _no_call("consumer calls (committed offsets, watermarks, a commit, close) an application "
+                                   "can make"),
+        "committed(timeout)": _no_call("committed() call"),
+        "position(timeout)": _no_call("position() call"),
+        "offsets(timeout)": _no_call("end_offsets() or beginning_offsets() call (kcat -Q queries offsets by "
+                                     "timestamp in a run of its own)"),
+        "list_topics(timeout)": _no_call("consumer list_topics() call (kcat -L lists metadata in a run of its own)"),
+        "commit_sync(timeout)": _no_call("commit call"),
+        "close(timeout)": _no_call("close(timeout) call"),
+        "default.api.timeout.ms": Lack(f"librdkafka {KCAT_LIBRDKAFKA} has no default.api.timeout.ms (CONFIGURATION.md)",
+                                       CONFIGURATION),
+        "KIP-848": Lack(
+            f"librdkafka {KCAT_LIBRDKAFKA} has no group.protocol setting (its CONFIGURATION.md has group.protocol.type "
+            "only; group.protocol=consumer came with librdkafka 2.4.0)", CONFIGURATION),
+        "create_topics(timeout)": _no_call("topic creation"),
+        "delete_records(timeout)": _no_call("record deletion"),
+        "in-memory connections": real_sockets("kcat (librdkafka)"),
+    }),
+    not_driven=MappingProxyType({
+        "join_group_held": "kcat -G joins a group as a balanced consumer, but the kcat adapter has no join_group_held step",
+        "configure_producer": ("the kcat adapter has no configure_producer step (kcat would refuse the settings as it "
+                               "starts, the way librdkafka's rd_kafka_new does)"),
+    }),
+    notes=MappingProxyType({"delivery.timeout.ms": "librdkafka's alias of message.timeout.ms"}),
+)
 
 
 class KcatAdapter(RealTimeAdapter):
     name = "kcat"
     operations = frozenset({"produce", "admin_list_topics"})
     sasl = True
+    capabilities = CAPABILITIES
 
     def available(self):
         ok = shutil.which("kcat") is not None

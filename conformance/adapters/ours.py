@@ -12,6 +12,7 @@ from conformance.adapters.app_calls import step_ended, step_started, timed_start
 from conformance.adapters.base import Adapter, RunEnv
 from conformance.adapters.ours_admin import OursAdmin
 from conformance.adapters.ours_blocking import OurBlockingAdapter
+from conformance.adapters.ours_capabilities import OURS_ASYNC
 from conformance.adapters.ours_common import (
     configure_producer,
     consumer_settings,
@@ -39,6 +40,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                             "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics",
                             "transaction", "txn_zombie", "read_committed_behind_open_txn"}) | KIP848_OPERATIONS | ADMIN_OPERATIONS
     warm_up_calls = frozenset({"committed"})
+    capabilities = OURS_ASYNC
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):

@@ -18,6 +18,7 @@ from conformance.adapters.base import CONSUMER_CALLS, RealTimeAdapter, RunEnv, l
 from conformance.adapters.memory_bridge import memory_connect
 from conformance.adapters.ours_admin import OursBlockingAdmin
 from conformance.adapters.ours_blocking_kip848 import KIP848_OPERATIONS, OursBlockingKip848
+from conformance.adapters.ours_capabilities import OURS_BLOCKING
 from conformance.adapters.ours_common import (
     configure_producer,
     consumer_settings,
@@ -40,6 +41,7 @@ MIN_GAP_S = 0.05          # produce_pipelined: the next send after the first is 
 
 class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter):
     name = "broker-emu (blocking)"
+    capabilities = OURS_BLOCKING
     sasl = True   # security.protocol and sasl.* are producer settings: the client connects with them itself
     in_memory = True   # an in_memory_only scenario's connections go to the cluster's thread (memory_bridge.py)
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",

@@ -1,0 +1,25 @@
+"""Our client's capabilities (conformance/capabilities), for the adapters of its two faces in
+conformance/adapters/ours.py and ours_blocking.py. The client has every capability of the table, on
+both faces."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from conformance.capabilities import NAMES, ClientCapabilities, Pin
+
+PIN = Pin("pyproject.toml", "broker-emu")
+SOURCE = "../{path}"      # our own files, from docs/
+
+OURS_ASYNC = ClientCapabilities(client="broker-emu (async)", pin=PIN, source=SOURCE, has=NAMES, lacks=MappingProxyType({}),
+                                notes=MappingProxyType({
+                                    "in-memory connections": "open_producer / open_consumer take a connect function "
+                                                             "(client/transport.py); the adapter hands them the "
+                                                             "emulator's in-memory connections"}))
+
+OURS_BLOCKING = ClientCapabilities(
+    client="broker-emu (blocking)", pin=PIN, source=SOURCE, has=NAMES, lacks=MappingProxyType({}),
+    notes=MappingProxyType({
+        "in-memory connections": "the blocking faces run their network on a trio thread of their own, in real "
+                                 "time (client/trio_thread.py); the adapter hands them socket pairs relayed to the "
+                                 "emulator's in-memory connections (conformance/adapters/memory_bridge.py)"}))
