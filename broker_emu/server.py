@@ -26,7 +26,7 @@ import trio
 
 from broker_emu import socket_io
 from broker_emu.context import RequestContext
-from broker_emu.faults import Decision, RequestFacts
+from broker_emu.faults import apply as fault_steps
 from broker_emu.frame_reader import FrameReader
 from broker_emu.handlers import CloseConnection, error_response
 from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
@@ -82,23 +82,23 @@ class Connection:
         self.sasl = SaslSession(cluster.security) if self.protocol.startswith("SASL_") else None
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def _trace(self, kind: str, **fields: Any) -> None:
+    def trace(self, kind: str, **fields: Any) -> None:
         self.cluster.trace.emit(kind, broker=self.broker.id, conn=self.id, client_addr=self.addr,
                                 client_id=fields.pop("client_id", self.client_id), **fields)
 
-    def _closed_by(self, who: str, reason: str) -> None:
+    def closed_by(self, who: str, reason: str) -> None:
         if not self.closed:
             self.closed = True
-            self._trace(Kind.CONN_CLOSE, details={"closed_by": who, "reason": reason})
+            self.trace(Kind.CONN_CLOSE, details={"closed_by": who, "reason": reason})
 
     def abort(self, reason: str) -> None:
         """Close from the broker side (broker stopped, fault, bad input)."""
-        self._closed_by("broker", reason)
+        self.closed_by("broker", reason)
         self.scope.cancel()
 
     async def run(self) -> None:
         self.broker.connections.add(self)
-        self._trace(Kind.CONN_OPEN)
+        self.trace(Kind.CONN_OPEN)
         try:
             with self.scope:
                 if not await self._connection_faults():
@@ -110,7 +110,7 @@ class Connection:
                     nursery.cancel_scope.cancel()
         finally:
             self.broker.connections.discard(self)
-            self._closed_by("broker", "connection ended")
+            self.closed_by("broker", "connection ended")
             if self._held_big_buffer:
                 release_free_memory()   # else the allocator keeps a big partial frame's pages
             try:
@@ -121,20 +121,7 @@ class Connection:
                     await trio.aclose_forcefully(self.stream)
 
     async def _connection_faults(self) -> bool:
-        in_memory = self.addr.startswith("memory:")   # drop_connects was decided before connecting
-        for rule in self.cluster.faults.on_connect(self.broker.id, self.id, self.cluster.now_ms(),
-                                                   skip="drop_connects" if in_memory else None):
-            self._trace(Kind.FAULT_APPLIED, details={"rule": rule.id, "action": rule.action.to_dict()})
-            kind = rule.action.type
-            if kind == "refuse_connections":
-                self._closed_by("broker", f"fault {rule.id}: refuse_connections")
-                return False
-            if kind in ("accept_never_read", "drop_connects"):
-                await trio.sleep_forever()
-            if kind == "slow_accept":
-                await trio.sleep(rule.action.ms / 1000)
-            self.close_delay_s = rule.action.ms / 1000 if kind == "slow_close" else self.close_delay_s
-        return True
+        return await fault_steps.on_connect(self)
 
     async def _reader(self, send: trio.MemorySendChannel) -> None:
         reader = FrameReader(self.stream, self.cluster.config["socket.request.max.bytes"])
@@ -176,7 +163,7 @@ class Connection:
         synchronous part (an append, a join) and stops waiting; each queued one runs its
         synchronous part only. Kafka would finish the parked request first; we do not keep a
         closed connection's waits alive (a black-hole fault would never end)."""
-        self._closed_by("client", "end of stream" if partial == 0 else f"end of stream inside a frame ({partial} bytes buffered)")
+        self.closed_by("client", "end of stream" if partial == 0 else f"end of stream inside a frame ({partial} bytes buffered)")
         self.peer_closed = True
         if self._current is not None:
             self._current.cancel()
@@ -260,7 +247,7 @@ class Connection:
         if rng is None or not rng[0] <= header.api_version <= rng[1]:
             if header.api_key == API_VERSIONS:
                 return await self._api_versions_fallback(header)
-            self._trace(Kind.RECV, correlation_id=header.correlation_id, api_key=header.api_key, api_version=header.api_version,
+            self.trace(Kind.RECV, correlation_id=header.correlation_id, api_key=header.api_key, api_version=header.api_version,
                         details={"unsupported": True})
             self.abort(f"unsupported API key {header.api_key} version {header.api_version}")
             return False
@@ -276,15 +263,10 @@ class Connection:
         if anomalies:
             # accepted as Kafka accepts it (codec.decode_request), and kept in the trace so a
             # conformance report can still show what the client sent
-            self._trace(Kind.REQUEST_ANOMALY, correlation_id=header.correlation_id, api_key=header.api_key,
+            self.trace(Kind.REQUEST_ANOMALY, correlation_id=header.correlation_id, api_key=header.api_key,
                         api=ApiKey(header.api_key).api_name, api_version=header.api_version,
                         details={"anomalies": anomalies, "bytes": len(frame)})
         return await self._handle(ctx, body, arrived_ms, len(frame))
-
-    def _stop_broker_later(self, delay_s: float) -> None:
-        """The stop_broker fault with a delay: this request goes on (into a long poll, the
-        purgatory...) and the broker stops under it."""
-        self.cluster.stop_broker_later(self.broker.id, delay_s)
 
     def _api_versions_range(self) -> tuple[int, int]:
         return advertised_range(self.cluster, API_VERSIONS) or (0, 0)  # always registered
@@ -294,9 +276,9 @@ class Connection:
         the ApiVersions range we do serve, so the client can retry with a version we know."""
         lo, hi = self._api_versions_range()
         body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
-        self._trace(Kind.RECV, correlation_id=header.correlation_id, api_key=API_VERSIONS, api="ApiVersions",
+        self.trace(Kind.RECV, correlation_id=header.correlation_id, api_key=API_VERSIONS, api="ApiVersions",
                     api_version=header.api_version, details={"too_new": True})
-        return await self._send(encode_response(API_VERSIONS, 0, header.correlation_id, body),
+        return await self.send(encode_response(API_VERSIONS, 0, header.correlation_id, body),
                                 header.correlation_id, API_VERSIONS, header.api_version, [ErrorCode.UNSUPPORTED_VERSION])
 
     async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None, request_bytes: int = 0) -> bool:
@@ -313,8 +295,8 @@ class Connection:
 
     async def _handle_one(self, ctx: RequestContext, body, fields: dict[str, Any], topics: list[tuple[str, int | None]],
                           request_bytes: int) -> bool:
-        decision = self._decide(ctx.api_key, ctx.api_version, topics, fields)
-        if decision.applied and not await self._faults_before(decision, ctx.api_key):
+        decision = fault_steps.decide(self, ctx.api_key, ctx.api_version, topics, fields)
+        if decision.applied and not await fault_steps.before(self, decision, ctx.api_key):
             return False
         terminal = decision.terminal
         response: Mapping[str, Any] | None
@@ -331,7 +313,7 @@ class Connection:
             self.abort(exc.reason)
             return False
         except Exception as exc:  # a bug, never a way to reject input: Kafka's answer for it
-            response = self._handler_failed(ctx, body, exc, "handler")
+            response = self.handler_failed(ctx, body, exc, "handler")
             if response is None:
                 return False
         if terminal is not None and terminal.type == "close_after":
@@ -339,7 +321,7 @@ class Connection:
             return False
         if response is None:  # acks=0 produce: nothing goes back
             return True
-        encoded = self._encode(ctx, body, response)
+        encoded = self.encode(ctx, body, response)
         if encoded is None:
             return False
         quota_ms = self._quota_throttle(ctx, request_bytes, len(encoded[0]))
@@ -347,13 +329,13 @@ class Connection:
             decision.throttle_ms = max(decision.throttle_ms, quota_ms)
             response = dict(response)
             response["throttle_time_ms"] = max(int(decision.throttle_ms), response.get("throttle_time_ms", 0) or 0)
-            encoded = self._encode(ctx, body, response)
+            encoded = self.encode(ctx, body, response)
             if encoded is None:
                 return False
         if decision.applied or decision.throttle_ms:
-            sent = await self._send_faulted(encoded[0], encoded[1], decision, fields)
+            sent = await fault_steps.send(self, encoded[0], encoded[1], decision, fields)
         else:
-            sent = await self._send(encoded[0], ctx.correlation_id, ctx.api_key, ctx.api_version, encoded[1], fields)
+            sent = await self.send(encoded[0], ctx.correlation_id, ctx.api_key, ctx.api_version, encoded[1], fields)
         if self.sasl is not None and self.sasl.close_after_answer:
             self.abort("SASL authentication failed")
             return False
@@ -375,62 +357,6 @@ class Connection:
                                              "bytes": amount, "throttle_ms": throttle})
         return throttle
 
-    # -- the fault steps around a request (shared with broker_emu.proxy) ------------------------
-    def _decide(self, api_key: int, api_version: int, topics: list[tuple[str, int | None]],
-                fields: dict[str, Any]) -> Decision:
-        """The fault rules that apply to this request, each traced as ``fault_applied``."""
-        cluster = self.cluster
-        if not cluster.faults.rules:
-            return Decision()
-        facts = RequestFacts(self.broker.id, api_key, api_version, self.client_id, self.id, frozenset(topics))
-        decision = cluster.faults.decide(facts, cluster.now_ms())
-        for rule in decision.applied:
-            drawn = {"delay_ms": decision.drawn_ms[rule.id]} if rule.id in decision.drawn_ms else {}   # a jittered delay
-            cluster.trace.emit("fault_applied", **fields, details={"rule": rule.id, "action": rule.action.to_dict(), **drawn})
-        return decision
-
-    async def _faults_before(self, decision: Decision, api_key: int) -> bool:
-        """What a decision does before the request is handled: stop the broker, hold the
-        request, swallow it (black_hole) or close instead of handling it. False: the connection
-        is closed."""
-        if decision.stop_broker_ms is not None:
-            if decision.stop_broker_ms == 0:
-                await self.cluster.stop_broker(self.broker.id)   # a crash on receipt: this request dies with it
-                return False
-            self._stop_broker_later(decision.stop_broker_ms / 1000)
-        if decision.delay_request_ms:
-            await trio.sleep(decision.delay_request_ms / 1000)
-        terminal = decision.terminal
-        if terminal is not None and terminal.type == "black_hole":
-            if not terminal.close_ms:
-                await trio.sleep_forever()
-            await trio.sleep(terminal.close_ms / 1000)   # Toxiproxy's timeout: nothing answered, then the close
-            self.abort(f"fault: black_hole, closed after {terminal.close_ms:g} ms")
-            return False
-        if terminal is not None and terminal.type in ("close_before", "reset"):
-            if terminal.type == "reset":
-                socket_io.reset_on_close(self.stream)
-            self.abort(f"fault: {terminal.type} {api_key}")
-            return False
-        return True
-
-    async def _send_faulted(self, out: bytes, errors: list[int], decision: Decision, fields: dict[str, Any]) -> bool:
-        """Send an answer as the decision says: held (delay_response), half written then
-        stalled (partial_response), and followed by the throttle's mute (KIP-219)."""
-        if decision.delay_response_ms or decision.bytes_per_s:   # a bandwidth rule holds it for its size
-            await trio.sleep(decision.delay_response_ms / 1000 + (len(out) / decision.bytes_per_s if decision.bytes_per_s else 0))
-        terminal = decision.terminal
-        if terminal is not None and terminal.type == "partial_response":
-            await self.stream.send_all(out[: max(1, len(out) // 2)])
-            self.cluster.trace.emit("send", **fields, details={"partial": True, "bytes": len(out) // 2})
-            await trio.sleep_forever()
-        if not await self._send(out, fields["correlation_id"], fields["api_key"], fields["api_version"], errors, fields):
-            return False
-        if decision.throttle_ms:
-            self.muted_until_ms = self.cluster.now_ms() + decision.throttle_ms   # (the console shows it)
-            await trio.sleep(decision.throttle_ms / 1000)  # KIP-219: the broker mutes the channel
-        return True
-
     def _trace_recv(self, ctx: RequestContext, body: Any, fields: dict[str, Any],
                     arrived_ms: float | None) -> tuple[list[tuple[str, int | None]], float]:
         """Trace the request's arrival; return the (topic, partition) pairs it names and the
@@ -444,22 +370,22 @@ class Connection:
             details["arrived_ms"] = arrived_ms
         return topics, cluster.trace.emit_request(Kind.RECV, fields, details).t_ms
 
-    def _encode(self, ctx: RequestContext, body: Any, response: Mapping[str, Any]) -> tuple[bytes, list[int]] | None:
+    def encode(self, ctx: RequestContext, body: Any, response: Mapping[str, Any]) -> tuple[bytes, list[int]] | None:
         """The answer's bytes and error codes; an answer this version cannot carry gets Kafka's
         error answer instead, and None means the connection was closed."""
         try:
             return encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response, ctx.repeat)
         except Exception as exc:
-            fallback = self._handler_failed(ctx, body, exc, "encoder")
+            fallback = self.handler_failed(ctx, body, exc, "encoder")
             if fallback is None:
                 return None
             try:
                 return encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, fallback)
             except Exception as again:
-                self._handler_failed(ctx, body, again, "error answer", answer=False)
+                self.handler_failed(ctx, body, again, "error answer", answer=False)
                 return None
 
-    def _handler_failed(self, ctx: RequestContext, body: Any, exc: Exception, stage: str,
+    def handler_failed(self, ctx: RequestContext, body: Any, exc: Exception, stage: str,
                         answer: bool = True) -> Mapping[str, Any] | None:
         """An unexpected exception while serving a request is a bug: it goes to the trace as
         ``handler_error`` (with the request) and to the log, and the request gets the answer
@@ -480,7 +406,7 @@ class Connection:
         self.abort(f"internal error ({stage}): {type(exc).__name__}: {exc}")
         return None
 
-    async def _send(self, out: bytes, correlation_id: int, api_key: int, version: int, errors, fields=None) -> bool:
+    async def send(self, out: bytes, correlation_id: int, api_key: int, version: int, errors, fields=None) -> bool:
         # Traced as the answer goes out, before the write: a client that reads it and closes at
         # once must not appear in the trace to have closed first (trio may run the reader's EOF
         # before this task resumes). A write that fails is followed by the close that says so;
@@ -494,6 +420,6 @@ class Connection:
         try:
             await socket_io.send_all(self.stream, out)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._closed_by("client", "reset while sending a response")
+            self.closed_by("client", "reset while sending a response")
             return False
         return True

@@ -24,6 +24,7 @@ import trio
 
 from broker_emu.context import API_NAMES
 from broker_emu.faults import Decision
+from broker_emu.faults import apply as fault_steps
 from broker_emu.handlers import error_codes, error_response, request_details, topics_of
 from broker_emu.proxy.answers import ADDRESS_APIS, address_entries, cap_api_versions, produce_acks
 from broker_emu.proxy.upstream import Node, Upstream, UpstreamError
@@ -128,8 +129,8 @@ class ProxyConnection(Connection):
         if arrived_ms is not None and arrived_ms < self.proxy.now_ms():
             details["arrived_ms"] = arrived_ms
         self.proxy.trace.emit("recv", **fields, details=details or None)
-        decision = self._decide(header.api_key, header.api_version, topics, fields)
-        if not await self._faults_before(decision, header.api_key):
+        decision = fault_steps.decide(self, header.api_key, header.api_version, topics, fields)
+        if not await fault_steps.before(self, decision, header.api_key):
             return False
         return await self._answer(frame, header, body, decision, fields)
 
@@ -170,7 +171,7 @@ class ProxyConnection(Connection):
         out, errors, decoded = answer
         if decision.throttle_ms:
             out = self._throttled(header, out, decoded, decision.throttle_ms)
-        return await self._send_faulted(out, errors, decision, fields)
+        return await fault_steps.send(self, out, errors, decision, fields)
 
     def _injected_error(self, header: RequestHeader, body: Any, code: int) -> Answer:
         if body is None:
