@@ -25,20 +25,19 @@ from typing import TYPE_CHECKING, Any, Mapping
 import trio
 
 from broker_emu import socket_io
+from broker_emu.backend import Backend
 from broker_emu.context import RequestContext
 from broker_emu.faults import apply as fault_steps
 from broker_emu.frame_reader import FrameReader
+from broker_emu.handler_backend import HandlerBackend
 from broker_emu.handlers import CloseConnection, error_response
 from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
-from broker_emu.registry import REGISTRY, advertised_range
 from broker_emu.repeated_requests import decoded_before, encode_with_errors, remember_decoded, repeat_key, request_facts
-from broker_emu.request_peek import produce_acks
-from broker_emu.security.enforce import call_authorized
 from broker_emu.security.gate import raw_sasl_token, sasl_admits
 from broker_emu.security.session import SaslSession
 from broker_emu.trace import Kind
 from client.errors import ErrorCode
-from client.protocol import ApiKey, decode_request, decode_request_header, encode_response
+from client.protocol import ApiKey, RequestHeader, decode_request, decode_request_header, encode_response
 from client.protocol.errors import ProtocolError
 from client.protocol.framing import Frame, FrameTooLargeError
 
@@ -49,17 +48,15 @@ READ_AHEAD_BYTES = 16 << 20  # covers 5 in-flight 1 MB produce batches with room
 READ_AHEAD_FRAMES = 64       # ... and small requests pipelined by a client that reads no answer
 FRAME_OVERHEAD = 256         # what a queued frame costs beyond its bytes (object, tuple, timestamp)
 log = logging.getLogger("broker_emu.server")
-API_VERSIONS, PRODUCE, FETCH = int(ApiKey.API_VERSIONS), int(ApiKey.PRODUCE), int(ApiKey.FETCH)
-QUOTA_KEYS = {PRODUCE: "producer_byte_rate", FETCH: "consumer_byte_rate"}
-# handlers that answer without waiting on anything (no purgatory, no group join)
-ANSWERS_AT_ONCE = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR,
-                                              ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_CONFIGS, ApiKey.LIST_GROUPS,
-                                              ApiKey.DESCRIBE_GROUPS))
+API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 
 class Connection:
-    def __init__(self, cluster: "Cluster", broker: "Broker", stream: trio.abc.Stream, addr: str, protocol: str | None = None):
+    def __init__(self, cluster: "Cluster", broker: "Broker", stream: trio.abc.Stream, addr: str, protocol: str | None = None,
+                 *, backend: Backend | None = None):
         self.cluster, self.broker, self.stream, self.addr = cluster, broker, stream, addr
+        # how requests are answered: the broker's handlers, or (broker_emu.proxy) the upstream
+        self.backend: Backend = HandlerBackend(cluster) if backend is None else backend
         self.protocol: str = protocol or cluster.security.protocol   # the listener's (broker_emu/listeners.py)
         self.id = next(cluster.conn_ids)  # per cluster, so traces are reproducible
         self.client_id: str | None = None
@@ -97,11 +94,19 @@ class Connection:
         self.scope.cancel()
 
     async def run(self) -> None:
+        try:
+            async with trio.open_nursery() as tasks:   # the backend's own (the proxy's upstream reader)
+                await self._serve(tasks)
+                tasks.cancel_scope.cancel()
+        finally:
+            await self.backend.aclose()
+
+    async def _serve(self, tasks: trio.Nursery) -> None:
         self.broker.connections.add(self)
         self.trace(Kind.CONN_OPEN)
         try:
             with self.scope:
-                if not await self._connection_faults():
+                if not await fault_steps.on_connect(self) or not await self.backend.open(self, tasks):
                     return
                 async with trio.open_nursery() as nursery:
                     send, recv = trio.open_memory_channel(float("inf"))  # bounded in bytes by _reader
@@ -119,9 +124,6 @@ class Connection:
             finally:
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
                     await trio.aclose_forcefully(self.stream)
-
-    async def _connection_faults(self) -> bool:
-        return await fault_steps.on_connect(self)
 
     async def _reader(self, send: trio.MemorySendChannel) -> None:
         reader = FrameReader(self.stream, self.cluster.config["socket.request.max.bytes"])
@@ -178,20 +180,12 @@ class Connection:
 
     def _answers_at_once(self, frame: Frame) -> bool:
         """Whether the reader may handle this request itself instead of handing it to the
-        processor task: nothing ahead of it, an API whose handler never waits, and no fault
-        rules (a rule could delay it, and the reader must keep reading while a request waits,
-        to see the client go away). Saves a task switch per Metadata round trip (~15% of its
-        latency, benchmarks/broker); a Produce with acks 0 or 1, or acks=all while every follower
-        copies at once, about 13% of a one-record round trip and 8% of the server's CPU per
-        megabyte at 10 KB."""
+        processor task: nothing ahead of it, an API the backend answers without waiting
+        (``Backend.answers_at_once``), and no fault rules (a rule could delay it, and the reader
+        must keep reading while a request waits, to see the client go away)."""
         if len(frame) < 2 or self.cluster.faults.rules or self.peer_closed or (self.sasl is not None and self.sasl.raw_tokens):
             return False
-        if int.from_bytes(frame[:2], "big") in ANSWERS_AT_ONCE:
-            return True
-        # a Produce waits only with acks=-1 while a follower copies later; a quota's mute is a sleep
-        acks = produce_acks(frame)
-        return ((acks in (0, 1) or (acks == -1 and self.cluster.appends_replicate_at_once()))
-                and not self.cluster.quotas.values)
+        return self.backend.answers_at_once(frame)
 
     @property
     def in_reader(self) -> bool:
@@ -225,7 +219,8 @@ class Connection:
 
     # -- one request --------------------------------------------------------------------------
     async def _process(self, frame: Frame, arrived_ms: float | None = None) -> bool:
-        """Handle one request; False means the connection must close."""
+        """Decode one request, check its version and let the SASL gate see it; False means the
+        connection must close."""
         if self.sasl is not None and self.sasl.raw_tokens:
             return await raw_sasl_token(self, frame)
         repeat = repeat_key(frame)
@@ -243,126 +238,112 @@ class Connection:
             self.client_id = header.client_id   # else keep the one string: trace events share it
         ctx = RequestContext(self.cluster, self.broker, self.id, self.addr, header.api_key, header.api_version,
                              header.correlation_id, self.client_id, self, repeat)
-        rng = advertised_range(self.cluster, header.api_key)
+        rng = self.backend.advertised(header.api_key)   # checked on a repeat too: profiles differ per cluster
         if rng is None or not rng[0] <= header.api_version <= rng[1]:
             if header.api_key == API_VERSIONS:
                 return await self._api_versions_fallback(header)
-            self.trace(Kind.RECV, correlation_id=header.correlation_id, api_key=header.api_key, api_version=header.api_version,
-                        details={"unsupported": True})
-            self.abort(f"unsupported API key {header.api_key} version {header.api_version}")
-            return False
-        if before is None:
-            try:
-                _, body = decode_request(frame, header, records_as_views=True, anomalies=anomalies)
-            except ProtocolError as exc:
-                self.abort(f"malformed request: {exc}")
+            if not self.backend.passes_through:
+                self.trace(Kind.RECV, correlation_id=header.correlation_id, api_key=header.api_key,
+                           api_version=header.api_version, details={"unsupported": True})
+                self.abort(f"unsupported API key {header.api_key} version {header.api_version}")
                 return False
-            remember_decoded(repeat, header, body, anomalies)
+            body = None
+        elif before is None:
+            body = self._decode(frame, header, anomalies, repeat)
+            if body is None and not self.backend.passes_through:
+                return False
         if self.sasl is not None and not await sasl_admits(self, ctx, body):
             return False
-        if anomalies:
+        if anomalies and body is not None:
             # accepted as Kafka accepts it (codec.decode_request), and kept in the trace so a
             # conformance report can still show what the client sent
             self.trace(Kind.REQUEST_ANOMALY, correlation_id=header.correlation_id, api_key=header.api_key,
-                        api=ApiKey(header.api_key).api_name, api_version=header.api_version,
-                        details={"anomalies": anomalies, "bytes": len(frame)})
-        return await self._handle(ctx, body, arrived_ms, len(frame))
+                       api=ApiKey(header.api_key).api_name, api_version=header.api_version,
+                       details={"anomalies": anomalies, "bytes": len(frame)})
+        return await self._handle(ctx, header, body, frame, arrived_ms)
 
-    def _api_versions_range(self) -> tuple[int, int]:
-        return advertised_range(self.cluster, API_VERSIONS) or (0, 0)  # always registered
+    def _decode(self, frame: Frame, header: RequestHeader, anomalies: list[str], repeat: bytes | None) -> Any:
+        """The request's body; None when it does not parse (the connection is closed, unless
+        the backend passes such requests through)."""
+        try:
+            _, body = decode_request(frame, header, records_as_views=True, anomalies=anomalies)
+        except ProtocolError as exc:
+            if not self.backend.passes_through:
+                self.abort(f"malformed request: {exc}")
+            return None
+        remember_decoded(repeat, header, body, anomalies)
+        return body
 
-    async def _api_versions_fallback(self, header) -> bool:
+    async def _api_versions_fallback(self, header: RequestHeader) -> bool:
         """A too-new ApiVersions gets UNSUPPORTED_VERSION in the v0 layout (KIP-511), listing
         the ApiVersions range we do serve, so the client can retry with a version we know."""
-        lo, hi = self._api_versions_range()
+        lo, hi = self.backend.advertised(API_VERSIONS) or (0, 0)  # always registered
         body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
         self.trace(Kind.RECV, correlation_id=header.correlation_id, api_key=API_VERSIONS, api="ApiVersions",
-                    api_version=header.api_version, details={"too_new": True})
+                   api_version=header.api_version, details={"too_new": True})
         return await self.send(encode_response(API_VERSIONS, 0, header.correlation_id, body),
-                                header.correlation_id, API_VERSIONS, header.api_version, [ErrorCode.UNSUPPORTED_VERSION])
+                               header.correlation_id, API_VERSIONS, header.api_version, [ErrorCode.UNSUPPORTED_VERSION])
 
-    async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None, request_bytes: int = 0) -> bool:
+    async def _handle(self, ctx: RequestContext, header: RequestHeader, body: Any, frame: Frame,
+                      arrived_ms: float | None = None) -> bool:
         """Handle one decoded request; while it is handled it is listed in ``inflight`` as (api key,
         the time of its recv event, body): the console derives the rest when it draws, not every
         request here."""
         fields = ctx.trace_fields()
         topics, received_ms = self._trace_recv(ctx, body, fields, arrived_ms)
+        if not self.backend.lists_in_flight:
+            return await self._answer(ctx, header, body, frame, fields, topics)
         self.inflight[ctx.correlation_id] = (ctx.api_key, received_ms, body)   # read by the console only
         try:
-            return await self._handle_one(ctx, body, fields, topics, request_bytes)
+            return await self._answer(ctx, header, body, frame, fields, topics)
         finally:
             self.inflight.pop(ctx.correlation_id, None)
 
-    async def _handle_one(self, ctx: RequestContext, body, fields: dict[str, Any], topics: list[tuple[str, int | None]],
-                          request_bytes: int) -> bool:
+    async def _answer(self, ctx: RequestContext, header: RequestHeader, body: Any, frame: Frame,
+                      fields: dict[str, Any], topics: list[tuple[str, int | None]]) -> bool:
+        """faults -> answer (the backend's) -> quota and throttle -> encode -> send."""
+        backend = self.backend
         decision = fault_steps.decide(self, ctx.api_key, ctx.api_version, topics, fields)
-        if decision.applied and not await fault_steps.before(self, decision, ctx.api_key):
-            return False
-        terminal = decision.terminal
-        response: Mapping[str, Any] | None
         try:
-            if terminal is not None and terminal.type == "error":
-                response = error_response(ctx.api_key, ctx.api_version, body, terminal.error)
+            if not decision.applied:
+                answer = await backend.answer(ctx, header, body, frame)
+            elif not await fault_steps.before(self, decision, ctx.api_key):
+                return False
             else:
-                handler = REGISTRY[ctx.api_key].handler   # (an int finds its ApiKey)
-                if self.cluster.security.authorizer is None:
-                    response = await handler(ctx, body)
-                else:
-                    response = await call_authorized(ctx, body, handler)
+                answer = await fault_steps.answer(decision, ctx.api_key, lambda: backend.answer(ctx, header, body, frame),
+                                                  lambda code: backend.error_answer(ctx, body, code))
         except CloseConnection as exc:
             self.abort(exc.reason)
             return False
-        except Exception as exc:  # a bug, never a way to reject input: Kafka's answer for it
-            response = self.handler_failed(ctx, body, exc, "handler")
-            if response is None:
-                return False
-        if terminal is not None and terminal.type == "close_after":
-            self.abort(f"fault: close_after {ctx.api_key}")
-            return False
-        if response is None:  # acks=0 produce: nothing goes back
+        if answer is None:  # acks=0 produce: nothing goes back
             return True
-        encoded = self.encode(ctx, body, response)
-        if encoded is None:
+        reply = backend.encode(self, ctx, body, answer)
+        if reply is None:
             return False
-        quota_ms = self._quota_throttle(ctx, request_bytes, len(encoded[0]))
+        quota_ms = backend.quota_ms(ctx, len(frame), reply)
         if decision.throttle_ms or quota_ms:
             decision.throttle_ms = max(decision.throttle_ms, quota_ms)
-            response = dict(response)
-            response["throttle_time_ms"] = max(int(decision.throttle_ms), response.get("throttle_time_ms", 0) or 0)
-            encoded = self.encode(ctx, body, response)
-            if encoded is None:
+            reply = backend.throttled(self, ctx, body, reply, decision.throttle_ms)
+            if reply is None:
                 return False
         if decision.applied or decision.throttle_ms:
-            sent = await fault_steps.send(self, encoded[0], encoded[1], decision, fields)
+            sent = await fault_steps.send(self, reply[0], reply[1], decision, fields)
         else:
-            sent = await self.send(encoded[0], ctx.correlation_id, ctx.api_key, ctx.api_version, encoded[1], fields)
+            sent = await self.send(reply[0], ctx.correlation_id, ctx.api_key, ctx.api_version, reply[1], fields)
         if self.sasl is not None and self.sasl.close_after_answer:
             self.abort("SASL authentication failed")
             return False
         return sent
-
-    def _quota_throttle(self, ctx: RequestContext, request_bytes: int, response_bytes: int) -> float:
-        """KafkaApis: a Produce's request size counts against producer_byte_rate, a Fetch's
-        response size against consumer_byte_rate (quotas.py); the throttle, traced, or 0."""
-        if not self.cluster.quotas.values:
-            return 0.0
-        key = QUOTA_KEYS.get(ctx.api_key)
-        if key is None:
-            return 0.0
-        amount = request_bytes if ctx.api_key == PRODUCE else response_bytes
-        throttle = self.cluster.quotas.record(ctx.client_id or "", key, amount, trio.current_time())
-        if throttle:
-            self.cluster.trace.emit(Kind.QUOTA_THROTTLE, **ctx.trace_fields(),
-                                    details={"quota": key, "bound": self.cluster.quotas.quota(ctx.client_id or "", key),
-                                             "bytes": amount, "throttle_ms": throttle})
-        return throttle
 
     def _trace_recv(self, ctx: RequestContext, body: Any, fields: dict[str, Any],
                     arrived_ms: float | None) -> tuple[list[tuple[str, int | None]], float]:
         """Trace the request's arrival; return the (topic, partition) pairs it names and the
         event's time."""
         cluster = self.cluster
-        topics, details = request_facts(ctx.repeat, cluster, ctx.api_key, body)
+        if body is not None:
+            topics, details = request_facts(ctx.repeat, cluster, ctx.api_key, body)
+        else:   # passed through unread (broker_emu.proxy)
+            topics, details = [], {"undecoded": True}
         if arrived_ms is not None and arrived_ms < cluster.now_ms():
             # it waited behind earlier requests (answers go in order; a throttle mutes the
             # connection): when it reached the broker is what the client did, ``t_ms`` is when
