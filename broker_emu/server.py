@@ -1,8 +1,12 @@
-"""Listeners and the per-connection request pipeline, modelled on Kafka's network layer.
+"""The per-connection request pipeline, modelled on Kafka's network layer, for the emulated
+broker and the proxy alike.
 
-Pipeline: read size-prefixed frames (bounded by socket.request.max.bytes) -> decode header ->
-fault rules -> handler -> response, strictly one request at a time per connection, responses in
-request order. The broker mutes a connection while it handles a request, so an acks=all produce
+Pipeline: read size-prefixed frames (bounded by socket.request.max.bytes) -> decode (header,
+version, body) -> SASL gate -> fault rules (faults/apply.py) -> the answer -> quota and throttle ->
+encode -> send, strictly one request at a time per connection, responses in request order. What
+differs between the broker and the proxy is the connection's ``Backend`` (backend.py): the
+broker's answers with its handlers (handler_backend.py), the proxy's forwards upstream
+(proxy/forward.py). The broker mutes a connection while it handles a request, so an acks=all produce
 parked in the purgatory blocks every later request on that connection (Kafka's SocketServer:
 processCompletedReceives mutes, processCompletedSends unmutes).
 
