@@ -317,7 +317,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
     # -- replication and leadership -------------------------------------------------------------
     def appends_replicate_at_once(self) -> bool:
         """Every follower of every partition copies an append in the append's own step, so an
-        acks=all produce completes without waiting (``Connection._answers_at_once``). A stopped
+        acks=all produce completes without waiting (``HandlerBackend.answers_at_once``). A stopped
         broker leaves the ISRs as it stops (``stop_broker``); the liveness check is for a broker
         that would stay in an ISR while down, as a crashed one does in Kafka until
         replica.lag.time.max.ms."""

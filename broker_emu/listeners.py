@@ -1,6 +1,6 @@
 """Where connections come from: a broker's TCP listeners — one per security protocol, the cluster's
 (``emu.security.protocol``) and any in ``emu.extra.listeners`` — and in-memory connections for
-virtual-time tests. Each connection runs the pipeline of ``server.Connection`` and knows the
+virtual-time tests. Each connection runs the request pipeline of ``server.Connection`` and knows the
 listener it came in on: that decides TLS, SASL, and which port the broker's endpoints carry in
 answers (Kafka's brokers answer Metadata with the endpoints of the listener the request used)."""
 
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
 async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, connection: Callable[..., Connection] = Connection,
                        task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Listen for ``broker`` and run a ``connection`` (the emulator's pipeline, or a subclass:
-    broker_emu.proxy) for each client until the listener's scope is cancelled. The cluster's
+    """Listen for ``broker`` and run a ``connection`` (the emulator's pipeline, or one built with
+    another backend: broker_emu.proxy) for each client until the listener's scope is cancelled. The cluster's
     listener is on ``port``; each extra one on the port it had before (a restarted broker), its
     configured first port + the broker id, or a free one."""
     security = cluster.security

@@ -1,7 +1,7 @@
 """What a connection's reader can tell from a request's first bytes, before decoding it.
 
 The reader handles a request itself, one task switch sooner, when its handler cannot wait
-(``Connection._answers_at_once``). A Produce's handler waits only with acks=-1 (the purgatory,
+(``HandlerBackend.answers_at_once``). A Produce's handler waits only with acks=-1 (the purgatory,
 while a follower copies later), so the reader reads acks off the frame: it follows the request
 header and the transactional id (Produce v3+; ``ProduceRequest.json``: flexible from v9, so a
 compact string there).

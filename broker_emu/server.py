@@ -1,8 +1,12 @@
-"""Listeners and the per-connection request pipeline, modelled on Kafka's network layer.
+"""The per-connection request pipeline, modelled on Kafka's network layer, for the emulated
+broker and the proxy alike.
 
-Pipeline: read size-prefixed frames (bounded by socket.request.max.bytes) -> decode header ->
-fault rules -> handler -> response, strictly one request at a time per connection, responses in
-request order. The broker mutes a connection while it handles a request, so an acks=all produce
+Pipeline: read size-prefixed frames (bounded by socket.request.max.bytes) -> decode (header,
+version, body) -> SASL gate -> fault rules (faults/apply.py) -> the answer -> quota and throttle ->
+encode -> send, strictly one request at a time per connection, responses in request order. What
+differs between the broker and the proxy is the connection's ``Backend`` (backend.py): the
+broker's answers with its handlers (handler_backend.py), the proxy's forwards upstream
+(proxy/forward.py). The broker mutes a connection while it handles a request, so an acks=all produce
 parked in the purgatory blocks every later request on that connection (Kafka's SocketServer:
 processCompletedReceives mutes, processCompletedSends unmutes).
 
@@ -25,20 +29,19 @@ from typing import TYPE_CHECKING, Any, Mapping
 import trio
 
 from broker_emu import socket_io
+from broker_emu.backend import Backend
 from broker_emu.context import RequestContext
-from broker_emu.faults import Decision, RequestFacts
+from broker_emu.faults import apply as fault_steps
 from broker_emu.frame_reader import FrameReader
+from broker_emu.handler_backend import HandlerBackend
 from broker_emu.handlers import CloseConnection, error_response
 from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
-from broker_emu.registry import REGISTRY, advertised_range
 from broker_emu.repeated_requests import decoded_before, encode_with_errors, remember_decoded, repeat_key, request_facts
-from broker_emu.request_peek import produce_acks
-from broker_emu.security.enforce import call_authorized
 from broker_emu.security.gate import raw_sasl_token, sasl_admits
 from broker_emu.security.session import SaslSession
 from broker_emu.trace import Kind
 from client.errors import ErrorCode
-from client.protocol import ApiKey, decode_request, decode_request_header, encode_response
+from client.protocol import ApiKey, RequestHeader, decode_request, decode_request_header, encode_response
 from client.protocol.errors import ProtocolError
 from client.protocol.framing import Frame, FrameTooLargeError
 
@@ -49,17 +52,15 @@ READ_AHEAD_BYTES = 16 << 20  # covers 5 in-flight 1 MB produce batches with room
 READ_AHEAD_FRAMES = 64       # ... and small requests pipelined by a client that reads no answer
 FRAME_OVERHEAD = 256         # what a queued frame costs beyond its bytes (object, tuple, timestamp)
 log = logging.getLogger("broker_emu.server")
-API_VERSIONS, PRODUCE, FETCH = int(ApiKey.API_VERSIONS), int(ApiKey.PRODUCE), int(ApiKey.FETCH)
-QUOTA_KEYS = {PRODUCE: "producer_byte_rate", FETCH: "consumer_byte_rate"}
-# handlers that answer without waiting on anything (no purgatory, no group join)
-ANSWERS_AT_ONCE = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR,
-                                              ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_CONFIGS, ApiKey.LIST_GROUPS,
-                                              ApiKey.DESCRIBE_GROUPS))
+API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 
 class Connection:
-    def __init__(self, cluster: "Cluster", broker: "Broker", stream: trio.abc.Stream, addr: str, protocol: str | None = None):
+    def __init__(self, cluster: "Cluster", broker: "Broker", stream: trio.abc.Stream, addr: str, protocol: str | None = None,
+                 *, backend: Backend | None = None):
         self.cluster, self.broker, self.stream, self.addr = cluster, broker, stream, addr
+        # how requests are answered: the broker's handlers, or (broker_emu.proxy) the upstream
+        self.backend: Backend = HandlerBackend(cluster) if backend is None else backend
         self.protocol: str = protocol or cluster.security.protocol   # the listener's (broker_emu/listeners.py)
         self.id = next(cluster.conn_ids)  # per cluster, so traces are reproducible
         self.client_id: str | None = None
@@ -82,26 +83,34 @@ class Connection:
         self.sasl = SaslSession(cluster.security) if self.protocol.startswith("SASL_") else None
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def _trace(self, kind: str, **fields: Any) -> None:
+    def trace(self, kind: str, **fields: Any) -> None:
         self.cluster.trace.emit(kind, broker=self.broker.id, conn=self.id, client_addr=self.addr,
                                 client_id=fields.pop("client_id", self.client_id), **fields)
 
-    def _closed_by(self, who: str, reason: str) -> None:
+    def closed_by(self, who: str, reason: str) -> None:
         if not self.closed:
             self.closed = True
-            self._trace(Kind.CONN_CLOSE, details={"closed_by": who, "reason": reason})
+            self.trace(Kind.CONN_CLOSE, details={"closed_by": who, "reason": reason})
 
     def abort(self, reason: str) -> None:
         """Close from the broker side (broker stopped, fault, bad input)."""
-        self._closed_by("broker", reason)
+        self.closed_by("broker", reason)
         self.scope.cancel()
 
     async def run(self) -> None:
+        try:
+            async with trio.open_nursery() as tasks:   # the backend's own (the proxy's upstream reader)
+                await self._serve(tasks)
+                tasks.cancel_scope.cancel()
+        finally:
+            await self.backend.aclose()
+
+    async def _serve(self, tasks: trio.Nursery) -> None:
         self.broker.connections.add(self)
-        self._trace(Kind.CONN_OPEN)
+        self.trace(Kind.CONN_OPEN)
         try:
             with self.scope:
-                if not await self._connection_faults():
+                if not await fault_steps.on_connect(self) or not await self.backend.open(self, tasks):
                     return
                 async with trio.open_nursery() as nursery:
                     send, recv = trio.open_memory_channel(float("inf"))  # bounded in bytes by _reader
@@ -110,7 +119,7 @@ class Connection:
                     nursery.cancel_scope.cancel()
         finally:
             self.broker.connections.discard(self)
-            self._closed_by("broker", "connection ended")
+            self.closed_by("broker", "connection ended")
             if self._held_big_buffer:
                 release_free_memory()   # else the allocator keeps a big partial frame's pages
             try:
@@ -119,22 +128,6 @@ class Connection:
             finally:
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
                     await trio.aclose_forcefully(self.stream)
-
-    async def _connection_faults(self) -> bool:
-        in_memory = self.addr.startswith("memory:")   # drop_connects was decided before connecting
-        for rule in self.cluster.faults.on_connect(self.broker.id, self.id, self.cluster.now_ms(),
-                                                   skip="drop_connects" if in_memory else None):
-            self._trace(Kind.FAULT_APPLIED, details={"rule": rule.id, "action": rule.action.to_dict()})
-            kind = rule.action.type
-            if kind == "refuse_connections":
-                self._closed_by("broker", f"fault {rule.id}: refuse_connections")
-                return False
-            if kind in ("accept_never_read", "drop_connects"):
-                await trio.sleep_forever()
-            if kind == "slow_accept":
-                await trio.sleep(rule.action.ms / 1000)
-            self.close_delay_s = rule.action.ms / 1000 if kind == "slow_close" else self.close_delay_s
-        return True
 
     async def _reader(self, send: trio.MemorySendChannel) -> None:
         reader = FrameReader(self.stream, self.cluster.config["socket.request.max.bytes"])
@@ -176,7 +169,7 @@ class Connection:
         synchronous part (an append, a join) and stops waiting; each queued one runs its
         synchronous part only. Kafka would finish the parked request first; we do not keep a
         closed connection's waits alive (a black-hole fault would never end)."""
-        self._closed_by("client", "end of stream" if partial == 0 else f"end of stream inside a frame ({partial} bytes buffered)")
+        self.closed_by("client", "end of stream" if partial == 0 else f"end of stream inside a frame ({partial} bytes buffered)")
         self.peer_closed = True
         if self._current is not None:
             self._current.cancel()
@@ -191,20 +184,12 @@ class Connection:
 
     def _answers_at_once(self, frame: Frame) -> bool:
         """Whether the reader may handle this request itself instead of handing it to the
-        processor task: nothing ahead of it, an API whose handler never waits, and no fault
-        rules (a rule could delay it, and the reader must keep reading while a request waits,
-        to see the client go away). Saves a task switch per Metadata round trip (~15% of its
-        latency, benchmarks/broker); a Produce with acks 0 or 1, or acks=all while every follower
-        copies at once, about 13% of a one-record round trip and 8% of the server's CPU per
-        megabyte at 10 KB."""
+        processor task: nothing ahead of it, an API the backend answers without waiting
+        (``Backend.answers_at_once``), and no fault rules (a rule could delay it, and the reader
+        must keep reading while a request waits, to see the client go away)."""
         if len(frame) < 2 or self.cluster.faults.rules or self.peer_closed or (self.sasl is not None and self.sasl.raw_tokens):
             return False
-        if int.from_bytes(frame[:2], "big") in ANSWERS_AT_ONCE:
-            return True
-        # a Produce waits only with acks=-1 while a follower copies later; a quota's mute is a sleep
-        acks = produce_acks(frame)
-        return ((acks in (0, 1) or (acks == -1 and self.cluster.appends_replicate_at_once()))
-                and not self.cluster.quotas.values)
+        return self.backend.answers_at_once(frame)
 
     @property
     def in_reader(self) -> bool:
@@ -238,7 +223,8 @@ class Connection:
 
     # -- one request --------------------------------------------------------------------------
     async def _process(self, frame: Frame, arrived_ms: float | None = None) -> bool:
-        """Handle one request; False means the connection must close."""
+        """Decode one request, check its version and let the SASL gate see it; False means the
+        connection must close."""
         if self.sasl is not None and self.sasl.raw_tokens:
             return await raw_sasl_token(self, frame)
         repeat = repeat_key(frame)
@@ -256,187 +242,112 @@ class Connection:
             self.client_id = header.client_id   # else keep the one string: trace events share it
         ctx = RequestContext(self.cluster, self.broker, self.id, self.addr, header.api_key, header.api_version,
                              header.correlation_id, self.client_id, self, repeat)
-        rng = advertised_range(self.cluster, header.api_key)
+        rng = self.backend.advertised(header.api_key)   # checked on a repeat too: profiles differ per cluster
         if rng is None or not rng[0] <= header.api_version <= rng[1]:
             if header.api_key == API_VERSIONS:
                 return await self._api_versions_fallback(header)
-            self._trace(Kind.RECV, correlation_id=header.correlation_id, api_key=header.api_key, api_version=header.api_version,
-                        details={"unsupported": True})
-            self.abort(f"unsupported API key {header.api_key} version {header.api_version}")
-            return False
-        if before is None:
-            try:
-                _, body = decode_request(frame, header, records_as_views=True, anomalies=anomalies)
-            except ProtocolError as exc:
-                self.abort(f"malformed request: {exc}")
+            if not self.backend.passes_through:
+                self.trace(Kind.RECV, correlation_id=header.correlation_id, api_key=header.api_key,
+                           api_version=header.api_version, details={"unsupported": True})
+                self.abort(f"unsupported API key {header.api_key} version {header.api_version}")
                 return False
-            remember_decoded(repeat, header, body, anomalies)
+            body = None
+        elif before is None:
+            body = self._decode(frame, header, anomalies, repeat)
+            if body is None and not self.backend.passes_through:
+                return False
         if self.sasl is not None and not await sasl_admits(self, ctx, body):
             return False
-        if anomalies:
+        if anomalies and body is not None:
             # accepted as Kafka accepts it (codec.decode_request), and kept in the trace so a
             # conformance report can still show what the client sent
-            self._trace(Kind.REQUEST_ANOMALY, correlation_id=header.correlation_id, api_key=header.api_key,
-                        api=ApiKey(header.api_key).api_name, api_version=header.api_version,
-                        details={"anomalies": anomalies, "bytes": len(frame)})
-        return await self._handle(ctx, body, arrived_ms, len(frame))
+            self.trace(Kind.REQUEST_ANOMALY, correlation_id=header.correlation_id, api_key=header.api_key,
+                       api=ApiKey(header.api_key).api_name, api_version=header.api_version,
+                       details={"anomalies": anomalies, "bytes": len(frame)})
+        return await self._handle(ctx, header, body, frame, arrived_ms)
 
-    def _stop_broker_later(self, delay_s: float) -> None:
-        """The stop_broker fault with a delay: this request goes on (into a long poll, the
-        purgatory...) and the broker stops under it."""
-        self.cluster.stop_broker_later(self.broker.id, delay_s)
+    def _decode(self, frame: Frame, header: RequestHeader, anomalies: list[str], repeat: bytes | None) -> Any:
+        """The request's body; None when it does not parse (the connection is closed, unless
+        the backend passes such requests through)."""
+        try:
+            _, body = decode_request(frame, header, records_as_views=True, anomalies=anomalies)
+        except ProtocolError as exc:
+            if not self.backend.passes_through:
+                self.abort(f"malformed request: {exc}")
+            return None
+        remember_decoded(repeat, header, body, anomalies)
+        return body
 
-    def _api_versions_range(self) -> tuple[int, int]:
-        return advertised_range(self.cluster, API_VERSIONS) or (0, 0)  # always registered
-
-    async def _api_versions_fallback(self, header) -> bool:
+    async def _api_versions_fallback(self, header: RequestHeader) -> bool:
         """A too-new ApiVersions gets UNSUPPORTED_VERSION in the v0 layout (KIP-511), listing
         the ApiVersions range we do serve, so the client can retry with a version we know."""
-        lo, hi = self._api_versions_range()
+        lo, hi = self.backend.advertised(API_VERSIONS) or (0, 0)  # always registered
         body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
-        self._trace(Kind.RECV, correlation_id=header.correlation_id, api_key=API_VERSIONS, api="ApiVersions",
-                    api_version=header.api_version, details={"too_new": True})
-        return await self._send(encode_response(API_VERSIONS, 0, header.correlation_id, body),
-                                header.correlation_id, API_VERSIONS, header.api_version, [ErrorCode.UNSUPPORTED_VERSION])
+        self.trace(Kind.RECV, correlation_id=header.correlation_id, api_key=API_VERSIONS, api="ApiVersions",
+                   api_version=header.api_version, details={"too_new": True})
+        return await self.send(encode_response(API_VERSIONS, 0, header.correlation_id, body),
+                               header.correlation_id, API_VERSIONS, header.api_version, [ErrorCode.UNSUPPORTED_VERSION])
 
-    async def _handle(self, ctx: RequestContext, body, arrived_ms: float | None = None, request_bytes: int = 0) -> bool:
+    async def _handle(self, ctx: RequestContext, header: RequestHeader, body: Any, frame: Frame,
+                      arrived_ms: float | None = None) -> bool:
         """Handle one decoded request; while it is handled it is listed in ``inflight`` as (api key,
         the time of its recv event, body): the console derives the rest when it draws, not every
         request here."""
         fields = ctx.trace_fields()
         topics, received_ms = self._trace_recv(ctx, body, fields, arrived_ms)
+        if not self.backend.lists_in_flight:
+            return await self._answer(ctx, header, body, frame, fields, topics)
         self.inflight[ctx.correlation_id] = (ctx.api_key, received_ms, body)   # read by the console only
         try:
-            return await self._handle_one(ctx, body, fields, topics, request_bytes)
+            return await self._answer(ctx, header, body, frame, fields, topics)
         finally:
             self.inflight.pop(ctx.correlation_id, None)
 
-    async def _handle_one(self, ctx: RequestContext, body, fields: dict[str, Any], topics: list[tuple[str, int | None]],
-                          request_bytes: int) -> bool:
-        decision = self._decide(ctx.api_key, ctx.api_version, topics, fields)
-        if decision.applied and not await self._faults_before(decision, ctx.api_key):
-            return False
-        terminal = decision.terminal
-        response: Mapping[str, Any] | None
+    async def _answer(self, ctx: RequestContext, header: RequestHeader, body: Any, frame: Frame,
+                      fields: dict[str, Any], topics: list[tuple[str, int | None]]) -> bool:
+        """faults -> answer (the backend's) -> quota and throttle -> encode -> send."""
+        backend = self.backend
+        decision = fault_steps.decide(self, ctx.api_key, ctx.api_version, topics, fields)
         try:
-            if terminal is not None and terminal.type == "error":
-                response = error_response(ctx.api_key, ctx.api_version, body, terminal.error)
+            if not decision.applied:
+                answer = await backend.answer(ctx, header, body, frame)
+            elif not await fault_steps.before(self, decision, ctx.api_key):
+                return False
             else:
-                handler = REGISTRY[ctx.api_key].handler   # (an int finds its ApiKey)
-                if self.cluster.security.authorizer is None:
-                    response = await handler(ctx, body)
-                else:
-                    response = await call_authorized(ctx, body, handler)
+                answer = await fault_steps.answer(decision, ctx.api_key, lambda: backend.answer(ctx, header, body, frame),
+                                                  lambda code: backend.error_answer(ctx, body, code))
         except CloseConnection as exc:
             self.abort(exc.reason)
             return False
-        except Exception as exc:  # a bug, never a way to reject input: Kafka's answer for it
-            response = self._handler_failed(ctx, body, exc, "handler")
-            if response is None:
-                return False
-        if terminal is not None and terminal.type == "close_after":
-            self.abort(f"fault: close_after {ctx.api_key}")
-            return False
-        if response is None:  # acks=0 produce: nothing goes back
+        if answer is None:  # acks=0 produce: nothing goes back
             return True
-        encoded = self._encode(ctx, body, response)
-        if encoded is None:
+        reply = backend.encode(self, ctx, body, answer)
+        if reply is None:
             return False
-        quota_ms = self._quota_throttle(ctx, request_bytes, len(encoded[0]))
+        quota_ms = backend.quota_ms(ctx, len(frame), reply)
         if decision.throttle_ms or quota_ms:
             decision.throttle_ms = max(decision.throttle_ms, quota_ms)
-            response = dict(response)
-            response["throttle_time_ms"] = max(int(decision.throttle_ms), response.get("throttle_time_ms", 0) or 0)
-            encoded = self._encode(ctx, body, response)
-            if encoded is None:
+            reply = backend.throttled(self, ctx, body, reply, decision.throttle_ms)
+            if reply is None:
                 return False
         if decision.applied or decision.throttle_ms:
-            sent = await self._send_faulted(encoded[0], encoded[1], decision, fields)
+            sent = await fault_steps.send(self, reply[0], reply[1], decision, fields)
         else:
-            sent = await self._send(encoded[0], ctx.correlation_id, ctx.api_key, ctx.api_version, encoded[1], fields)
+            sent = await self.send(reply[0], ctx.correlation_id, ctx.api_key, ctx.api_version, reply[1], fields)
         if self.sasl is not None and self.sasl.close_after_answer:
             self.abort("SASL authentication failed")
             return False
         return sent
-
-    def _quota_throttle(self, ctx: RequestContext, request_bytes: int, response_bytes: int) -> float:
-        """KafkaApis: a Produce's request size counts against producer_byte_rate, a Fetch's
-        response size against consumer_byte_rate (quotas.py); the throttle, traced, or 0."""
-        if not self.cluster.quotas.values:
-            return 0.0
-        key = QUOTA_KEYS.get(ctx.api_key)
-        if key is None:
-            return 0.0
-        amount = request_bytes if ctx.api_key == PRODUCE else response_bytes
-        throttle = self.cluster.quotas.record(ctx.client_id or "", key, amount, trio.current_time())
-        if throttle:
-            self.cluster.trace.emit(Kind.QUOTA_THROTTLE, **ctx.trace_fields(),
-                                    details={"quota": key, "bound": self.cluster.quotas.quota(ctx.client_id or "", key),
-                                             "bytes": amount, "throttle_ms": throttle})
-        return throttle
-
-    # -- the fault steps around a request (shared with broker_emu.proxy) ------------------------
-    def _decide(self, api_key: int, api_version: int, topics: list[tuple[str, int | None]],
-                fields: dict[str, Any]) -> Decision:
-        """The fault rules that apply to this request, each traced as ``fault_applied``."""
-        cluster = self.cluster
-        if not cluster.faults.rules:
-            return Decision()
-        facts = RequestFacts(self.broker.id, api_key, api_version, self.client_id, self.id, frozenset(topics))
-        decision = cluster.faults.decide(facts, cluster.now_ms())
-        for rule in decision.applied:
-            drawn = {"delay_ms": decision.drawn_ms[rule.id]} if rule.id in decision.drawn_ms else {}   # a jittered delay
-            cluster.trace.emit("fault_applied", **fields, details={"rule": rule.id, "action": rule.action.to_dict(), **drawn})
-        return decision
-
-    async def _faults_before(self, decision: Decision, api_key: int) -> bool:
-        """What a decision does before the request is handled: stop the broker, hold the
-        request, swallow it (black_hole) or close instead of handling it. False: the connection
-        is closed."""
-        if decision.stop_broker_ms is not None:
-            if decision.stop_broker_ms == 0:
-                await self.cluster.stop_broker(self.broker.id)   # a crash on receipt: this request dies with it
-                return False
-            self._stop_broker_later(decision.stop_broker_ms / 1000)
-        if decision.delay_request_ms:
-            await trio.sleep(decision.delay_request_ms / 1000)
-        terminal = decision.terminal
-        if terminal is not None and terminal.type == "black_hole":
-            if not terminal.close_ms:
-                await trio.sleep_forever()
-            await trio.sleep(terminal.close_ms / 1000)   # Toxiproxy's timeout: nothing answered, then the close
-            self.abort(f"fault: black_hole, closed after {terminal.close_ms:g} ms")
-            return False
-        if terminal is not None and terminal.type in ("close_before", "reset"):
-            if terminal.type == "reset":
-                socket_io.reset_on_close(self.stream)
-            self.abort(f"fault: {terminal.type} {api_key}")
-            return False
-        return True
-
-    async def _send_faulted(self, out: bytes, errors: list[int], decision: Decision, fields: dict[str, Any]) -> bool:
-        """Send an answer as the decision says: held (delay_response), half written then
-        stalled (partial_response), and followed by the throttle's mute (KIP-219)."""
-        if decision.delay_response_ms or decision.bytes_per_s:   # a bandwidth rule holds it for its size
-            await trio.sleep(decision.delay_response_ms / 1000 + (len(out) / decision.bytes_per_s if decision.bytes_per_s else 0))
-        terminal = decision.terminal
-        if terminal is not None and terminal.type == "partial_response":
-            await self.stream.send_all(out[: max(1, len(out) // 2)])
-            self.cluster.trace.emit("send", **fields, details={"partial": True, "bytes": len(out) // 2})
-            await trio.sleep_forever()
-        if not await self._send(out, fields["correlation_id"], fields["api_key"], fields["api_version"], errors, fields):
-            return False
-        if decision.throttle_ms:
-            self.muted_until_ms = self.cluster.now_ms() + decision.throttle_ms   # (the console shows it)
-            await trio.sleep(decision.throttle_ms / 1000)  # KIP-219: the broker mutes the channel
-        return True
 
     def _trace_recv(self, ctx: RequestContext, body: Any, fields: dict[str, Any],
                     arrived_ms: float | None) -> tuple[list[tuple[str, int | None]], float]:
         """Trace the request's arrival; return the (topic, partition) pairs it names and the
         event's time."""
         cluster = self.cluster
-        topics, details = request_facts(ctx.repeat, cluster, ctx.api_key, body)
+        if body is not None:
+            topics, details = request_facts(ctx.repeat, cluster, ctx.api_key, body)
+        else:   # passed through unread (broker_emu.proxy)
+            topics, details = [], {"undecoded": True}
         if arrived_ms is not None and arrived_ms < cluster.now_ms():
             # it waited behind earlier requests (answers go in order; a throttle mutes the
             # connection): when it reached the broker is what the client did, ``t_ms`` is when
@@ -444,22 +355,22 @@ class Connection:
             details["arrived_ms"] = arrived_ms
         return topics, cluster.trace.emit_request(Kind.RECV, fields, details).t_ms
 
-    def _encode(self, ctx: RequestContext, body: Any, response: Mapping[str, Any]) -> tuple[bytes, list[int]] | None:
+    def encode(self, ctx: RequestContext, body: Any, response: Mapping[str, Any]) -> tuple[bytes, list[int]] | None:
         """The answer's bytes and error codes; an answer this version cannot carry gets Kafka's
         error answer instead, and None means the connection was closed."""
         try:
             return encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response, ctx.repeat)
         except Exception as exc:
-            fallback = self._handler_failed(ctx, body, exc, "encoder")
+            fallback = self.handler_failed(ctx, body, exc, "encoder")
             if fallback is None:
                 return None
             try:
                 return encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, fallback)
             except Exception as again:
-                self._handler_failed(ctx, body, again, "error answer", answer=False)
+                self.handler_failed(ctx, body, again, "error answer", answer=False)
                 return None
 
-    def _handler_failed(self, ctx: RequestContext, body: Any, exc: Exception, stage: str,
+    def handler_failed(self, ctx: RequestContext, body: Any, exc: Exception, stage: str,
                         answer: bool = True) -> Mapping[str, Any] | None:
         """An unexpected exception while serving a request is a bug: it goes to the trace as
         ``handler_error`` (with the request) and to the log, and the request gets the answer
@@ -480,7 +391,7 @@ class Connection:
         self.abort(f"internal error ({stage}): {type(exc).__name__}: {exc}")
         return None
 
-    async def _send(self, out: bytes, correlation_id: int, api_key: int, version: int, errors, fields=None) -> bool:
+    async def send(self, out: bytes, correlation_id: int, api_key: int, version: int, errors, fields=None) -> bool:
         # Traced as the answer goes out, before the write: a client that reads it and closes at
         # once must not appear in the trace to have closed first (trio may run the reader's EOF
         # before this task resumes). A write that fails is followed by the close that says so;
@@ -494,6 +405,6 @@ class Connection:
         try:
             await socket_io.send_all(self.stream, out)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._closed_by("client", "reset while sending a response")
+            self.closed_by("client", "reset while sending a response")
             return False
         return True

@@ -98,14 +98,14 @@ class Proxy(Waits):   # Waits: proxy.wait_for(...) on fault hits, connections, t
                 await self._listen(ProxyBroker(node.node_id, (node.host, node.port), self.host))
 
     async def _listen(self, broker: ProxyBroker, port: int = 0) -> None:
-        from broker_emu.proxy.connection import ProxyConnection
+        from broker_emu.proxy.forward import proxy_connection
 
         assert self._nursery is not None, "the proxy is not running"
         self.brokers[broker.id] = broker
         assert self.faults.brokers is not None
         self.faults.brokers.add(broker.id)
         await self._nursery.start(lambda task_status: serve_broker(
-            self, broker, port, connection=ProxyConnection, task_status=task_status))  # type: ignore[arg-type]
+            self, broker, port, connection=proxy_connection, task_status=task_status))  # type: ignore[arg-type]
 
     async def stop_broker(self, broker_id: int) -> None:
         b = self.brokers[broker_id]

@@ -27,13 +27,13 @@ async def sasl_admits(conn: Connection, ctx: RequestContext, body: Any) -> bool:
     refusal = conn.sasl.admit(ctx.api_key, trio.current_time())
     if refusal is None:
         return True
-    conn._trace(Kind.RECV, correlation_id=ctx.correlation_id, api_key=ctx.api_key, api=ApiKey(ctx.api_key).api_name,
+    conn.trace(Kind.RECV, correlation_id=ctx.correlation_id, api_key=ctx.api_key, api=ApiKey(ctx.api_key).api_name,
                 api_version=ctx.api_version, details={"refused": refusal})
     if conn.sasl.state == "authenticate":
         answer = error_response(ctx.api_key, ctx.api_version, body, ErrorCode.ILLEGAL_SASL_STATE)
-        encoded = conn._encode(ctx, body, answer)
+        encoded = conn.encode(ctx, body, answer)
         if encoded is not None:
-            await conn._send(encoded[0], ctx.correlation_id, ctx.api_key, ctx.api_version, encoded[1])
+            await conn.send(encoded[0], ctx.correlation_id, ctx.api_key, ctx.api_version, encoded[1])
     conn.abort(refusal)
     return False
 
@@ -50,6 +50,6 @@ async def raw_sasl_token(conn: Connection, frame: Frame) -> bool:
     try:
         await conn.stream.send_all(len(answer).to_bytes(4, "big") + answer)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
-        conn._closed_by("client", "reset while sending a SASL token")
+        conn.closed_by("client", "reset while sending a SASL token")
         return False
     return True

@@ -1,0 +1,130 @@
+"""What the fault rules do to a connection and to each request on it: the one sequence the
+emulated broker and the proxy both run (``server.Connection`` calls it; the proxy's connections
+are ``server.Connection`` too, with the upstream as their backend).
+
+On connect: refuse, never read, delay the accept, delay the close. Around a request, in this
+order: decide (each rule that applies traced as ``fault_applied``), then before the request is
+answered (stop the broker, hold the request, swallow it, close or reset instead of answering),
+then the answer itself (an injected error instead of the backend's, a close after it), and
+last the way it is sent (held, half written, followed by the throttle's mute, KIP-219).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, Protocol
+
+import trio
+
+from broker_emu import socket_io
+from broker_emu.faults.engine import Decision, RequestFacts
+from broker_emu.handlers import CloseConnection
+from broker_emu.trace import Kind
+
+
+class FaultedConnection(Protocol):
+    """What this module needs of a connection (``server.Connection``'s public face)."""
+
+    cluster: Any
+    broker: Any
+    id: int
+    addr: str
+    client_id: str | None
+    stream: trio.abc.Stream
+    close_delay_s: float
+    muted_until_ms: float
+
+    def trace(self, kind: str, **fields: Any) -> None: ...
+    def abort(self, reason: str) -> None: ...
+    def closed_by(self, who: str, reason: str) -> None: ...
+    async def send(self, out: bytes, correlation_id: int, api_key: int, version: int, errors: Any,
+                   fields: dict[str, Any] | None = None) -> bool: ...
+
+
+async def on_connect(conn: FaultedConnection) -> bool:
+    """The connection rules, as the connection opens; False: it was refused (and is closed)."""
+    in_memory = conn.addr.startswith("memory:")   # drop_connects was decided before connecting
+    for rule in conn.cluster.faults.on_connect(conn.broker.id, conn.id, conn.cluster.now_ms(),
+                                               skip="drop_connects" if in_memory else None):
+        conn.trace(Kind.FAULT_APPLIED, details={"rule": rule.id, "action": rule.action.to_dict()})
+        kind = rule.action.type
+        if kind == "refuse_connections":
+            conn.closed_by("broker", f"fault {rule.id}: refuse_connections")
+            return False
+        if kind in ("accept_never_read", "drop_connects"):
+            await trio.sleep_forever()
+        if kind == "slow_accept":
+            await trio.sleep(rule.action.ms / 1000)
+        conn.close_delay_s = rule.action.ms / 1000 if kind == "slow_close" else conn.close_delay_s
+    return True
+
+
+def decide(conn: FaultedConnection, api_key: int, api_version: int, topics: list[tuple[str, int | None]],
+           fields: dict[str, Any]) -> Decision:
+    """The fault rules that apply to this request, each traced as ``fault_applied``."""
+    cluster = conn.cluster
+    if not cluster.faults.rules:
+        return Decision()
+    facts = RequestFacts(conn.broker.id, api_key, api_version, conn.client_id, conn.id, frozenset(topics))
+    decision = cluster.faults.decide(facts, cluster.now_ms())
+    for rule in decision.applied:
+        drawn = {"delay_ms": decision.drawn_ms[rule.id]} if rule.id in decision.drawn_ms else {}   # a jittered delay
+        cluster.trace.emit("fault_applied", **fields, details={"rule": rule.id, "action": rule.action.to_dict(), **drawn})
+    return decision
+
+
+async def before(conn: FaultedConnection, decision: Decision, api_key: int) -> bool:
+    """What a decision does before the request is answered: stop the broker, hold the request,
+    swallow it (black_hole) or close instead of answering it. False: the connection is closed."""
+    if decision.stop_broker_ms is not None:
+        if decision.stop_broker_ms == 0:
+            await conn.cluster.stop_broker(conn.broker.id)   # a crash on receipt: this request dies with it
+            return False
+        # this request goes on (into a long poll, the purgatory...) and the broker stops under it
+        conn.cluster.stop_broker_later(conn.broker.id, decision.stop_broker_ms / 1000)
+    if decision.delay_request_ms:
+        await trio.sleep(decision.delay_request_ms / 1000)
+    terminal = decision.terminal
+    if terminal is not None and terminal.type == "black_hole":
+        if not terminal.close_ms:
+            await trio.sleep_forever()
+        await trio.sleep(terminal.close_ms / 1000)   # Toxiproxy's timeout: nothing answered, then the close
+        conn.abort(f"fault: black_hole, closed after {terminal.close_ms:g} ms")
+        return False
+    if terminal is not None and terminal.type in ("close_before", "reset"):
+        if terminal.type == "reset":
+            socket_io.reset_on_close(conn.stream)
+        conn.abort(f"fault: {terminal.type} {api_key}")
+        return False
+    return True
+
+
+async def answer(decision: Decision, api_key: int, answer: Callable[[], Awaitable[Any]],
+                 error_answer: Callable[[int], Any]) -> Any:
+    """The answer under a decision: an injected error's instead of the backend's, and after
+    it, for close_after, the close (``CloseConnection``) instead of sending it."""
+    terminal = decision.terminal
+    if terminal is not None and terminal.type == "error":
+        response = error_answer(terminal.error)
+    else:
+        response = await answer()
+    if terminal is not None and terminal.type == "close_after":
+        raise CloseConnection(f"fault: close_after {api_key}")
+    return response
+
+
+async def send(conn: FaultedConnection, out: bytes, errors: list[int], decision: Decision, fields: dict[str, Any]) -> bool:
+    """Send an answer as the decision says: held (delay_response, a bandwidth rule), half
+    written then stalled (partial_response), and followed by the throttle's mute (KIP-219)."""
+    if decision.delay_response_ms or decision.bytes_per_s:   # a bandwidth rule holds it for its size
+        await trio.sleep(decision.delay_response_ms / 1000 + (len(out) / decision.bytes_per_s if decision.bytes_per_s else 0))
+    terminal = decision.terminal
+    if terminal is not None and terminal.type == "partial_response":
+        await conn.stream.send_all(out[: max(1, len(out) // 2)])
+        conn.cluster.trace.emit("send", **fields, details={"partial": True, "bytes": len(out) // 2})
+        await trio.sleep_forever()
+    if not await conn.send(out, fields["correlation_id"], fields["api_key"], fields["api_version"], errors, fields):
+        return False
+    if decision.throttle_ms:
+        conn.muted_until_ms = conn.cluster.now_ms() + decision.throttle_ms   # (the console shows it)
+        await trio.sleep(decision.throttle_ms / 1000)  # KIP-219: the broker mutes the channel
+    return True
