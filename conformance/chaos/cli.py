@@ -54,6 +54,9 @@ def add_chaos(sub) -> None:
     c.add_argument("--no-idempotence", dest="idempotence", action="store_false",
                    help="producers without idempotence (duplicates within an epoch counted, not judged)")
     c.add_argument("--json", metavar="FILE", help="write every seed's figures as JSON")
+    c.add_argument("--history", metavar="DIR",
+                   help="ours: write each seed's client history (every send, poll, commit, transaction) as Parquet "
+                        "into DIR, one file per seed")
     c.add_argument("--verbose", action="store_true", help="print every chaos action as it fires")
     c.set_defaults(func=run_chaos_command)
 
@@ -80,9 +83,10 @@ def run_chaos_command(args: argparse.Namespace) -> int:
           "min.insync.replicas=2", file=sys.stderr)
     params = dict(duration=duration, partitions=args.partitions, producers=args.producers, interval=interval,
                   acks=args.acks, idempotence=args.idempotence)
+    keep = functools.partial(keep_history, args.history, args.client) if args.history else None
     results = run_seeds(run_seed, range(args.first_seed, args.first_seed + seeds), params,
                         say=to_stderr if args.verbose else None, progress=to_stderr,
-                        out=lambda line: print(line, file=sys.stderr, flush=True))
+                        out=lambda line: print(line, file=sys.stderr, flush=True), after=keep)
     print_summary(args.client, results, replay_command(args.client, params))
     if args.json:
         with open(args.json, "w") as f:
@@ -122,10 +126,20 @@ def replay_command(client: str, params: dict, seed: int | None = None) -> str:
     return shlex.join(args + ([str(seed)] if seed is not None else []))
 
 
+def keep_history(directory: str, client: str, result: SeedResult) -> None:
+    """``--history DIR``: the seed's history as Parquet; then it leaves memory."""
+    from conformance.chaos.history_parquet import write_parquet
+
+    if result.history is not None:
+        write_parquet(result.history, directory, client=client, seed=result.seed)
+    result.history = None
+
+
 def run_seeds(run_seed: Callable[..., SeedResult], seeds, params: dict, *, say=None, progress=None,
-              out: Callable[[str], None] = print) -> list[SeedResult]:
+              out: Callable[[str], None] = print,
+              after: Callable[[SeedResult], None] | None = None) -> list[SeedResult]:
     """Each seed in turn, one line per seed; ``say`` gets every chaos action, ``progress`` the
-    real-time runs' lines every 10 s."""
+    real-time runs' lines every 10 s; ``after`` each seed's result once it is printed."""
     results = []
     start = time.perf_counter()
     seeds = list(seeds)
@@ -136,6 +150,8 @@ def run_seeds(run_seed: Callable[..., SeedResult], seeds, params: dict, *, say=N
         if r.bad() or r.accounting.totals()["unresolved"]:
             for kind, examples in r.accounting.examples().items():
                 out(f"    {kind}: {'; '.join(examples[:3])}")
+        if after is not None:
+            after(r)
     return results
 
 

@@ -14,6 +14,7 @@ import trio.testing
 import client
 from broker_emu import open_cluster
 from conformance.chaos.accounting import Sent, account, judged, record_value
+from conformance.chaos.history import History, RecordedConsumer, RecordedProducer
 from conformance.chaos.plan import Chaos, make_plan
 from conformance.chaos.readback import SeedResult, committed, join
 
@@ -55,21 +56,24 @@ async def _run(seed: int, duration: float, partitions: int, producers: int, inte
         reader = Reader()
         start = trio.current_time()
         notes: list[str] = []
+        history = History(trio.current_time)    # the virtual clock: a history replays with its seed
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_consume, bootstrap, connect, partitions, reader)
+            nursery.start_soon(_consume, bootstrap, connect, partitions, reader, history)
             async with trio.open_nursery() as work:
                 work.start_soon(_chaos_then_heal, chaos)
                 for i in range(producers):
                     work.start_soon(_produce, i, seed, bootstrap, connect, partitions, duration, interval, settings,
-                                    sent, notes)
+                                    sent, notes, history)
             reader.read_up_to({p.index: p.high_watermark for p in cluster.topics[TOPIC].partitions})
             with trio.move_on_after(SETTLE_S):
                 await reader.reached.wait()
             reader.stop.set()
         log = committed(cluster, TOPIC)
         stored, consumer = join(reader.consumed, log)
-        return SeedResult(seed, "ours", account(sent, stored), consumer, plan.counts(),
-                          trio.current_time() - start, 0.0, plan.executed, notes)
+        result = SeedResult(seed, "ours", account(sent, stored), consumer, plan.counts(),
+                            trio.current_time() - start, 0.0, plan.executed, notes)
+        result.history = history
+        return result
 
 
 class Reader:
@@ -101,11 +105,12 @@ async def _chaos_then_heal(chaos: Chaos) -> None:
 
 
 async def _produce(index: int, seed: int, bootstrap: str, connect, partitions: int, duration: float,
-                   interval: float, settings: dict, sent: list[Sent], notes: list[str]) -> None:
+                   interval: float, settings: dict, sent: list[Sent], notes: list[str], history: History) -> None:
     import random
 
     config = {**PRODUCER_CONFIG, **settings, "bootstrap.servers": bootstrap, "client.id": f"chaos-producer-{index}"}
-    async with client.open_producer(config, connect=connect, rng=random.Random(f"{seed}:{index}")) as producer:
+    async with client.open_producer(config, connect=connect, rng=random.Random(f"{seed}:{index}")) as ours:
+        producer = RecordedProducer(ours, history, f"producer-{index}")
         deadline = trio.current_time() + duration
         n = 0
         while trio.current_time() < deadline:
@@ -130,9 +135,10 @@ def _outcome(record: Sent):
     return on_delivery
 
 
-async def _consume(bootstrap: str, connect, partitions: int, reader: Reader) -> None:
+async def _consume(bootstrap: str, connect, partitions: int, reader: Reader, history: History) -> None:
     config = {**CONSUMER_CONFIG, "bootstrap.servers": bootstrap, "client.id": "chaos-consumer"}
-    async with client.open_consumer(config, connect=connect) as consumer:
+    async with client.open_consumer(config, connect=connect) as ours:
+        consumer = RecordedConsumer(ours, history, "consumer")
         consumer.assign([client.TopicPartition(TOPIC, p) for p in range(partitions)])
         while not reader.stop.is_set():
             for r in await consumer.poll(0.5):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from client.protocol.records import decode_batch, iter_batches
 from conformance.chaos.accounting import BAD, Accounting, Stored
@@ -47,6 +48,7 @@ class SeedResult:
     executed: list[tuple[float, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     judged: tuple[str, ...] = BAD       # the counts the producers' settings promise to keep at 0
+    history: Any = None                 # the clients' history (conformance/chaos/history.py), ours only
 
     def bad(self) -> int:
         return self.accounting.bad(self.judged) + self.consumer["consumer_missed"] + self.consumer["consumer_wrong"]
