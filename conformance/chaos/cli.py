@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Callable
 
 from conformance.chaos.accounting import FIELDS
+from conformance.chaos.checker import ANOMALIES
 from conformance.chaos.readback import SeedResult
 
 CLIENTS = ("ours", "confluent-kafka", "kafka-python", "aiokafka", "java", "franz-go", "sarama")
@@ -57,11 +58,18 @@ def add_chaos(sub) -> None:
     c.add_argument("--history", metavar="DIR",
                    help="ours: write each seed's client history (every send, poll, commit, transaction) as Parquet "
                         "into DIR, one file per seed")
+    c.add_argument("--check-histories", metavar="DIR",
+                   help="run nothing: check every history in DIR (written by --history) with Spark SQL")
+    c.add_argument("--master", help="with --check-histories: Spark's master (default local[*])")
     c.add_argument("--verbose", action="store_true", help="print every chaos action as it fires")
     c.set_defaults(func=run_chaos_command)
 
 
 def run_chaos_command(args: argparse.Namespace) -> int:
+    if args.check_histories:
+        from conformance.chaos.checker_spark import check_directory
+
+        return check_directory(args.check_histories, args.master)
     seeds, duration, interval = DEFAULTS[args.client]
     seeds = args.seeds if args.seeds is not None else seeds
     duration = args.duration if args.duration is not None else duration
@@ -150,6 +158,10 @@ def run_seeds(run_seed: Callable[..., SeedResult], seeds, params: dict, *, say=N
         if r.bad() or r.accounting.totals()["unresolved"]:
             for kind, examples in r.accounting.examples().items():
                 out(f"    {kind}: {'; '.join(examples[:3])}")
+            for anomaly in ([found[0] for found in r.check.anomalies.values() if found] if r.check else []):
+                out(f"    {anomaly.kind}: {anomaly.what}")
+                for line in anomaly.as_dict()["witness"]:
+                    out(f"      {line[:300]}")
         if after is not None:
             after(r)
     return results
@@ -161,8 +173,17 @@ def seed_line(r: SeedResult) -> str:
     return (f"{flag}seed {r.seed}: {t['sent']} sent, {t['acked']} acknowledged, {t['failed']} failed | lost {t['lost']}, "
             f"misplaced {t['misplaced']}, dup {t['dup_in_epoch']} in epoch (+{t['dup_across_epochs']} across), "
             f"reordered {t['reordered']} | consumer missed {r.consumer['consumer_missed']}, wrong "
-            f"{r.consumer['consumer_wrong']} | {sum(r.actions.values())} actions | {r.wall_s:.1f}s wall"
+            f"{r.consumer['consumer_wrong']}{history_part(r)} | {sum(r.actions.values())} actions | {r.wall_s:.1f}s wall"
             + (f" | {'; '.join(r.notes[:2])}" if r.notes else ""))
+
+
+def history_part(r: SeedResult) -> str:
+    """`` | history: ...``: the anomalies the history checker named, and the unseen writes."""
+    if r.check is None:
+        return ""
+    counts = r.check.counts()
+    named = [f"{kind} {counts[kind]}" for kind in r.check.named()]
+    return f" | history: {', '.join(named) or 'no anomaly'}" + (f" (unseen {counts['unseen']})" if counts["unseen"] else "")
 
 
 def totals(results: list[SeedResult]) -> Counter:
@@ -187,6 +208,13 @@ def print_summary(client: str, results: list[SeedResult], replay: str = "broker-
           f"(across epochs {t['dup_across_epochs']}), reordered {t['reordered']}; consumer missed "
           f"{t['consumer_missed']}, read wrong {t['consumer_wrong']}")
     print(f"  actions: {', '.join(f'{k} {v}' for k, v in sorted(actions.items()))}")
+    checked = [r.check for r in results if r.check is not None]
+    if checked:
+        found: Counter = Counter()
+        for c in checked:
+            found.update(c.counts())
+        print(f"  history checker ({len(checked)} histories): "
+              + ", ".join(f"{kind} {found[kind]}" for kind in (*ANOMALIES, "unseen")))
     promised = results[0].judged if results else ()
     if bad:
         print(f"  BAD seeds: {bad[:20]}; replay one with: {replay} {bad[0]}")

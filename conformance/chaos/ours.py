@@ -14,6 +14,7 @@ import trio.testing
 import client
 from broker_emu import open_cluster
 from conformance.chaos.accounting import Sent, account, judged, record_value
+from conformance.chaos.checker import check, judged_anomalies
 from conformance.chaos.history import History, RecordedConsumer, RecordedProducer
 from conformance.chaos.plan import Chaos, make_plan
 from conformance.chaos.readback import SeedResult, committed, join
@@ -38,6 +39,8 @@ def run_seed(seed: int, *, duration: float = 8.0, partitions: int = 3, producers
     settings = {"acks": acks, "enable.idempotence": idempotence}
     result = trio.run(_run, seed, duration, partitions, producers, interval, settings, say, clock=clock)
     result.judged = judged(acks, idempotence)
+    result.check = check(result.history)
+    result.judged_anomalies = judged_anomalies(acks, idempotence)
     result.wall_s = time.perf_counter() - wall
     return result
 

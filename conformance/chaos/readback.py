@@ -49,11 +49,24 @@ class SeedResult:
     notes: list[str] = field(default_factory=list)
     judged: tuple[str, ...] = BAD       # the counts the producers' settings promise to keep at 0
     history: Any = None                 # the clients' history (conformance/chaos/history.py), ours only
+    check: Any = None                   # what the history checker found in it (conformance/chaos/checker.py)
+    judged_anomalies: tuple[str, ...] = ()   # the anomalies the producers' settings forbid
+
+    def anomalies(self) -> int:
+        """Judged anomalies the history checker named (0 without a history)."""
+        if self.check is None:
+            return 0
+        counts = self.check.counts()
+        return sum(counts[kind] for kind in self.judged_anomalies)
 
     def bad(self) -> int:
-        return self.accounting.bad(self.judged) + self.consumer["consumer_missed"] + self.consumer["consumer_wrong"]
+        return (self.accounting.bad(self.judged) + self.consumer["consumer_missed"] + self.consumer["consumer_wrong"]
+                + self.anomalies())
 
     def as_dict(self) -> dict:
-        return {"seed": self.seed, "client": self.client, **self.accounting.as_dict(), **self.consumer,
-                "actions": self.actions, "seconds": round(self.seconds, 3), "wall_s": round(self.wall_s, 3),
-                "notes": self.notes, "judged": list(self.judged)}
+        out = {"seed": self.seed, "client": self.client, **self.accounting.as_dict(), **self.consumer,
+               "actions": self.actions, "seconds": round(self.seconds, 3), "wall_s": round(self.wall_s, 3),
+               "notes": self.notes, "judged": list(self.judged)}
+        if self.check is not None:
+            out["history_check"] = {**self.check.as_dict(), "judged": list(self.judged_anomalies)}
+        return out

@@ -33,3 +33,21 @@ def test_a_history_round_trips_through_parquet(tmp_path):
     back = read_parquet(tmp_path)
     assert list(back) == [("ours", 5, "")]
     assert back["ours", 5, ""].ops == history.ops
+
+
+def test_the_checker_sees_what_acks_1_costs_and_nothing_under_the_promised_settings():
+    """The accounting's positive control, seen from the clients' side: with acks=1 a
+    truncation takes acknowledged writes; every record the accounting finds lost is unseen by
+    the consumer, and those a consumer read past are named lost-write (with the offset handed
+    to the next record: inconsistent-offsets) — counted, not judged. acks=all: nothing named."""
+    weak = [run_seed(seed, acks="1", idempotence=False) for seed in range(6)]
+    for r in weak:
+        lost = r.accounting.totals()["lost"]
+        counts = r.check.counts()
+        assert counts["unseen"] >= lost and (lost == 0) == (counts["unseen"] == 0), (r.seed, counts)
+        assert not r.bad()
+    assert sum(r.check.counts()["lost-write"] for r in weak) > 0
+    assert sum(r.check.counts()["inconsistent-offsets"] for r in weak) > 0
+    strong = [run_seed(seed) for seed in range(6)]
+    assert [r.check.named() for r in strong] == [[]] * 6
+    assert all(r.check.counts()["unseen"] == 0 for r in strong)
