@@ -113,18 +113,19 @@ def detail(**fields: Any) -> str:
     return json.dumps(fields, sort_keys=True)
 
 
-# -- our client's async face ---------------------------------------------------------------------
+# -- what both faces of our client record --------------------------------------------------------
 
-class RecordedProducer:
-    """``client.AsyncProducer`` with every send, delivery and transaction call recorded."""
+class ProducerRecording:
+    """The recording a producer wrapper does, whichever face it wraps."""
 
     def __init__(self, producer: Any, history: History, process: str):
         self.producer, self.history, self.process = producer, history, process
         self.txn: int | None = None       # the open transaction's number
         self.txns = 0
 
-    async def send(self, topic: str, value: bytes | None, *, key: bytes | None = None, partition: int | None = None,
-                   on_delivery: Callable[[Any, Any], None] | None = None) -> Any:
+    def _sending(self, topic: str, value: bytes | None, key: bytes | None, partition: int | None,
+                 on_delivery: Callable[[Any, Any], None] | None) -> Callable[[Any, Any], None]:
+        """Record the invocation; the delivery callback that records its completion."""
         invocation = self.history.invoke(self.process, "send", topic=topic, partition=partition, key=key, value=value,
                                          txn=self.txn)
 
@@ -136,13 +137,7 @@ class RecordedProducer:
                                       value=value)
             if on_delivery is not None:
                 on_delivery(error, meta)
-        return await self.producer.send(topic, value, key=key, partition=partition, on_delivery=delivered)
-
-    async def flush(self) -> None:
-        await self.producer.flush()
-
-    async def init_transactions(self, timeout: float | None = None) -> None:
-        await self.producer.init_transactions(timeout)
+        return delivered
 
     def begin_transaction(self) -> None:
         self.producer.begin_transaction()
@@ -150,25 +145,16 @@ class RecordedProducer:
         self.txn = self.txns
         self.history.event(self.process, "begin", txn=self.txn)
 
-    async def commit_transaction(self, timeout: float | None = None) -> None:
-        await self._end("commit_txn", self.producer.commit_transaction, timeout)
-
-    async def abort_transaction(self, timeout: float | None = None) -> None:
-        await self._end("abort_txn", self.producer.abort_transaction, timeout)
-
-    async def _end(self, f: str, call: Callable[..., Any], timeout: float | None) -> None:
-        invocation = self.history.invoke(self.process, f, txn=self.txn)
-        try:
-            await call(timeout)
-        except BaseException as exc:
-            self.history.complete(invocation, INFO, error=describe_error(exc))
-            raise
-        self.history.complete(invocation, OK)
-        self.txn = None
+    def _ended(self, invocation: Op, error: BaseException | None) -> None:
+        if error is not None:
+            self.history.complete(invocation, INFO, error=describe_error(error))
+        else:
+            self.history.complete(invocation, OK)
+            self.txn = None
 
 
-class RecordedConsumer:
-    """``client.AsyncConsumer`` with every assign, seek, poll and commit recorded."""
+class ConsumerRecording:
+    """The recording a consumer wrapper does, whichever face it wraps."""
 
     def __init__(self, consumer: Any, history: History, process: str, isolation: str = "read_uncommitted"):
         self.consumer, self.history, self.process, self.isolation = consumer, history, process, isolation
@@ -182,28 +168,79 @@ class RecordedConsumer:
         self.consumer.seek(tp, offset)
         self.history.event(self.process, "seek", topic=tp.topic, partition=tp.partition, offset=offset)
 
+    def _polled(self, invocation: Op, records: list[Any] | None, error: BaseException | None) -> None:
+        if error is not None:
+            self.history.complete(invocation, INFO, error=describe_error(error))
+        else:
+            self.history.complete(invocation, OK, records=reads(records or []))
+
+    def _committing(self, offsets: dict[Any, int]) -> Op:
+        committed = detail(offsets=sorted([tp[0], tp[1], o] for tp, o in offsets.items()))
+        return self.history.invoke(self.process, "commit", detail=committed)
+
+    def _committed(self, invocation: Op, error: BaseException | None) -> None:
+        if error is not None:
+            self.history.complete(invocation, INFO, error=describe_error(error), detail=invocation.detail)
+        else:
+            self.history.complete(invocation, OK, detail=invocation.detail)
+
+
+# -- our client's async face ---------------------------------------------------------------------
+
+class RecordedProducer(ProducerRecording):
+    """``client.AsyncProducer`` with every send, delivery and transaction call recorded."""
+
+    async def send(self, topic: str, value: bytes | None, *, key: bytes | None = None, partition: int | None = None,
+                   on_delivery: Callable[[Any, Any], None] | None = None) -> Any:
+        delivered = self._sending(topic, value, key, partition, on_delivery)
+        return await self.producer.send(topic, value, key=key, partition=partition, on_delivery=delivered)
+
+    async def flush(self) -> None:
+        await self.producer.flush()
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        await self.producer.init_transactions(timeout)
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        await self._end("commit_txn", self.producer.commit_transaction, timeout)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        await self._end("abort_txn", self.producer.abort_transaction, timeout)
+
+    async def _end(self, f: str, call: Callable[..., Any], timeout: float | None) -> None:
+        invocation = self.history.invoke(self.process, f, txn=self.txn)
+        try:
+            await call(timeout)
+        except BaseException as exc:
+            self._ended(invocation, exc)
+            raise
+        self._ended(invocation, None)
+
+
+class RecordedConsumer(ConsumerRecording):
+    """``client.AsyncConsumer`` with every assign, seek, poll and commit recorded."""
+
     async def poll(self, timeout: float = 0.0) -> list[Any]:
         invocation = self.history.invoke(self.process, "poll")
         try:
             records = await self.consumer.poll(timeout)
         except BaseException as exc:
-            self.history.complete(invocation, INFO, error=describe_error(exc))
+            self._polled(invocation, None, exc)
             raise
-        self.history.complete(invocation, OK, records=reads(records))
+        self._polled(invocation, records, None)
         return records
 
     async def position(self, tp: Any, timeout: float | None = None) -> int:
         return await self.consumer.position(tp, timeout)
 
     async def commit_sync(self, offsets: dict[Any, int], timeout: float | None = None) -> None:
-        committed = detail(offsets=sorted([tp[0], tp[1], o] for tp, o in offsets.items()))
-        invocation = self.history.invoke(self.process, "commit", detail=committed)
+        invocation = self._committing(offsets)
         try:
             await self.consumer.commit_sync(offsets, timeout)
         except BaseException as exc:
-            self.history.complete(invocation, INFO, error=describe_error(exc), detail=committed)
+            self._committed(invocation, exc)
             raise
-        self.history.complete(invocation, OK, detail=committed)
+        self._committed(invocation, None)
 
 
 def reads(records: Iterable[Any]) -> list[Read]:

@@ -51,6 +51,8 @@ class SeedResult:
     history: Any = None                 # the clients' history (conformance/chaos/history.py), ours only
     check: Any = None                   # what the history checker found in it (conformance/chaos/checker.py)
     judged_anomalies: tuple[str, ...] = ()   # the anomalies the producers' settings forbid
+    plant: str = ""                     # the bug planted in the cluster (broker_emu/plants.py), if any
+    plant_log: list[str] = field(default_factory=list)   # what it did, each time it fired
 
     def anomalies(self) -> int:
         """Judged anomalies the history checker named (0 without a history)."""
@@ -67,6 +69,8 @@ class SeedResult:
         out = {"seed": self.seed, "client": self.client, **self.accounting.as_dict(), **self.consumer,
                "actions": self.actions, "seconds": round(self.seconds, 3), "wall_s": round(self.wall_s, 3),
                "notes": self.notes, "judged": list(self.judged)}
+        if self.plant:
+            out["plant"] = {"name": self.plant, "fired": self.plant_log}
         if self.check is not None:
             out["history_check"] = {**self.check.as_dict(), "judged": list(self.judged_anomalies)}
         return out
