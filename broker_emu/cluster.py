@@ -109,6 +109,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         self.producer_epochs: dict[int, int] = {}
         self.groups: Any = None
         self.txn: Any = None          # broker_emu.transactions.coordinator, attached with the groups (runtime)
+        self.plant: Any = None        # a planted bug (broker_emu/plants.py): set by Python code only
         self._nursery: trio.Nursery | None = None
         self.conn_ids = itertools.count(1)
         # AlterConfigs on brokers: "" (cluster-wide) or a broker id -> overrides (handlers/admin_configs.py)

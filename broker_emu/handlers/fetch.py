@@ -24,6 +24,7 @@ from typing import Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers.offsets import epoch_error
+from broker_emu.plants import planted
 from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
@@ -111,7 +112,11 @@ class FetchPlan:
         (``UnifiedLog.collectAbortedTransactions``); read_uncommitted: null."""
         if not self.read_committed:
             return None
-        return [{"producer_id": a.producer_id, "first_offset": a.first_offset} for a in p.txns.aborted_between(start, end)]
+        aborted = p.txns.aborted_between(start, end)
+        if aborted and planted(self.ctx.cluster, "aborted-read", f"{p.topic}-{p.index}: fetch from {start} answered "
+                                                                  f"without {len(aborted)} aborted transaction(s)"):
+            return []   # a planted bug (broker_emu/plants.py): set from Python only, never by a request
+        return [{"producer_id": a.producer_id, "first_offset": a.first_offset} for a in aborted]
 
     def changed(self) -> bool:
         return any(self._leader(n, pr.partition) != self.leaders[(n, pr.partition)] for n, _, pr in self.entries)

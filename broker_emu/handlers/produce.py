@@ -25,6 +25,7 @@ from typing import Any
 from broker_emu import cluster_shape
 from broker_emu.context import RequestContext
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS, CloseConnection
+from broker_emu.plants import before_append, duplicate_retry
 from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
 from broker_emu.topic_config import log_rules
@@ -174,12 +175,15 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
         if error:
             result.error = error
             return result
-        if original is not None:  # an exact retry: answer with the first offset, append nothing
+        if original is not None and not duplicate_retry(cluster, header, f"{topic}-{index}", original):
+            # an exact retry: answer with the first offset, append nothing
             result.base_offset = original
             result.required = original + header.last_offset_delta + 1
             return result
     if rules.log_append_time:
         result.log_append_time = now
+    if cluster.plant is not None and before_append(cluster, p, valid.header, acks, result):
+        return result   # a planted bug (broker_emu/plants.py): set from Python only, never by a request
     previous = p.log_end_offset
     base, last = p.log.append(valid.batch, valid.header, p.leader_epoch, valid.max_timestamp)
     if header.is_transactional:   # its transaction is open here until the coordinator's marker

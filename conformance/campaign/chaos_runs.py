@@ -11,10 +11,11 @@ A seed's run row carries the accounting of conformance/chaos/accounting.py (sent
 lost, misplaced, duplicated within / across producer epochs, reordered, failed, the consumer's
 view). Its status is "fail" exactly when ``broker-emu chaos`` would exit 1 for it (what the
 producers' settings promise broken: under acks=all an acknowledged record lost or misplaced,
-with idempotence a duplicate within an epoch; or a consumer that did not read exactly the log),
+with idempotence a duplicate within an epoch; or a consumer that did not read exactly the log;
+or, for our client, an anomaly the history checker named, conformance/chaos/checker.py),
 "error" when the seed itself broke, "n/a" when the client is not installed. Its events are the
 chaos actions as they fired (``chaos_action``) and one ``violation`` per broken guarantee, with
-examples. A third-party client's seed runs in a process of its own (execute.py).
+examples (an anomaly's witness: the client operations involved). A third-party client's seed runs in a process of its own (execute.py).
 """
 
 from __future__ import annotations
@@ -179,4 +180,20 @@ def seed_rows(result: SeedResult, base: dict[str, Any], wall_s: float) -> list[d
             rows.append({**base, "record": "event", "t_ms": end_ms, "kind": "violation",
                          "details": json.dumps({"contract": contract, "status": "fail", "count": run[key],
                                                 "detail": detail[:3]})})
+    return rows + anomaly_rows(result, base, end_ms)
+
+
+def anomaly_rows(result: SeedResult, base: dict[str, Any], end_ms: float) -> list[dict[str, Any]]:
+    """One ``violation`` per anomaly class the history checker named and the producers'
+    settings forbid (conformance/chaos/checker.py), with its first witness."""
+    if result.check is None:
+        return []
+    rows = []
+    for kind in result.judged_anomalies:
+        found = result.check.anomalies[kind]
+        if found:
+            first = found[0].as_dict()
+            rows.append({**base, "record": "event", "t_ms": end_ms, "kind": "violation",
+                         "details": json.dumps({"contract": f"client history: no {kind}", "status": "fail",
+                                                "count": len(found), "detail": [first["what"], *first["witness"]]})})
     return rows

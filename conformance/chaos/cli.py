@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Callable
 
 from conformance.chaos.accounting import FIELDS
+from conformance.chaos.checker import ANOMALIES
 from conformance.chaos.readback import SeedResult
 
 CLIENTS = ("ours", "confluent-kafka", "kafka-python", "aiokafka", "java", "franz-go", "sarama")
@@ -53,12 +54,59 @@ def add_chaos(sub) -> None:
                         "idempotence off, as Kafka requires)")
     c.add_argument("--no-idempotence", dest="idempotence", action="store_false",
                    help="producers without idempotence (duplicates within an epoch counted, not judged)")
+    c.add_argument("--txn", action="store_true",
+                   help="ours: a transactional producer and a read_committed consumer too, on a topic of their own")
+    c.add_argument("--plant", metavar="NAME",
+                   help="ours: plant a bug in the cluster (broker_emu/plants.py) to show the history checker "
+                        "catching it; 'list' names them; 'all' measures each over the seeds (a markdown table)")
     c.add_argument("--json", metavar="FILE", help="write every seed's figures as JSON")
+    c.add_argument("--history", metavar="DIR",
+                   help="ours: write each seed's client history (every send, poll, commit, transaction) as Parquet "
+                        "into DIR, one file per seed")
+    c.add_argument("--check-histories", metavar="DIR",
+                   help="run nothing: check every history in DIR (written by --history) with Spark SQL")
+    c.add_argument("--master", help="with --check-histories: Spark's master (default local[*])")
     c.add_argument("--verbose", action="store_true", help="print every chaos action as it fires")
     c.set_defaults(func=run_chaos_command)
 
 
 def run_chaos_command(args: argparse.Namespace) -> int:
+    if args.check_histories:
+        from conformance.chaos.checker_spark import check_directory
+
+        return check_directory(args.check_histories, args.master)
+    resolved = _resolve(args)
+    if isinstance(resolved, int):
+        return resolved
+    run_seed, seeds, params = resolved
+
+    def to_stderr(line: str) -> None:
+        print(f"  {line}", file=sys.stderr, flush=True)
+    print(f"chaos: {args.client}, seeds {seeds.start}..{seeds.stop - 1}, {params['duration']:g} s each "
+          f"({'virtual' if args.client == 'ours' else 'real'} time), {args.producers} producers, "
+          f"{args.partitions} partitions, acks={args.acks}, enable.idempotence={str(args.idempotence).lower()}, "
+          "min.insync.replicas=2" + (", transactions too" if args.txn else "")
+          + (f", planted bug {args.plant}" if args.plant and args.plant != "all" else ""), file=sys.stderr)
+    if args.plant == "all":
+        from conformance.chaos.mutation import run_table
+
+        return run_table(seeds, params, sys.argv[1:], to_stderr)
+    extra = plant_options(args)
+    if extra is None:
+        return 2
+    keep = functools.partial(keep_history, args.history, args.client) if args.history else None
+    results = run_seeds(run_seed, seeds, {**params, **extra}, say=to_stderr if args.verbose else None,
+                        progress=to_stderr, out=lambda line: print(line, file=sys.stderr, flush=True), after=keep)
+    print_summary(args.client, results, replay_command(args.client, {**params, **extra}))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([r.as_dict() for r in results], f, indent=1)
+    return 1 if any(r.bad() for r in results) else 0
+
+
+def _resolve(args: argparse.Namespace) -> tuple[Callable[..., SeedResult], range, dict] | int:
+    """(the client's run_seed, the seeds, the parameters), or an exit status (2: bad arguments;
+    0: ``--plant list`` answered)."""
     seeds, duration, interval = DEFAULTS[args.client]
     seeds = args.seeds if args.seeds is not None else seeds
     duration = args.duration if args.duration is not None else duration
@@ -72,22 +120,32 @@ def run_chaos_command(args: argparse.Namespace) -> int:
     if run_seed is None:
         print(f"error: {why}", file=sys.stderr)
         return 2
-    def to_stderr(line: str) -> None:
-        print(f"  {line}", file=sys.stderr, flush=True)
-    print(f"chaos: {args.client}, seeds {args.first_seed}..{args.first_seed + seeds - 1}, {duration:g} s each "
-          f"({'virtual' if args.client == 'ours' else 'real'} time), {args.producers} producers, "
-          f"{args.partitions} partitions, acks={args.acks}, enable.idempotence={str(args.idempotence).lower()}, "
-          "min.insync.replicas=2", file=sys.stderr)
+    if (args.plant or args.txn or args.history) and args.client != "ours":
+        print("error: --plant, --txn and --history run with --client ours (its history is recorded)", file=sys.stderr)
+        return 2
+    if args.plant == "list":
+        from conformance.chaos.mutation import list_plants
+
+        print(list_plants())
+        return 0
     params = dict(duration=duration, partitions=args.partitions, producers=args.producers, interval=interval,
                   acks=args.acks, idempotence=args.idempotence)
-    results = run_seeds(run_seed, range(args.first_seed, args.first_seed + seeds), params,
-                        say=to_stderr if args.verbose else None, progress=to_stderr,
-                        out=lambda line: print(line, file=sys.stderr, flush=True))
-    print_summary(args.client, results, replay_command(args.client, params))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump([r.as_dict() for r in results], f, indent=1)
-    return 1 if any(r.bad() for r in results) else 0
+    return run_seed, range(args.first_seed, args.first_seed + seeds), params
+
+
+def plant_options(args: argparse.Namespace) -> dict | None:
+    """``txn`` and ``plant`` for ours' run_seed (nothing for the others); None after an error."""
+    from broker_emu.plants import PLANTS
+
+    if args.client != "ours":
+        return {}
+    if args.plant and args.plant not in PLANTS:
+        print(f"error: no planted bug {args.plant!r}; --plant list names them", file=sys.stderr)
+        return None
+    if args.plant == "aborted-read" and not args.txn:
+        print("chaos: --plant aborted-read acts on transactions: --txn added", file=sys.stderr)
+        args.txn = True
+    return {"txn": args.txn, "plant": args.plant or ""}
 
 
 def seed_runner(client: str) -> tuple[Callable[..., SeedResult] | None, str]:
@@ -118,14 +176,26 @@ def replay_command(client: str, params: dict, seed: int | None = None) -> str:
         args += ["--acks", str(params["acks"])]
     if not params.get("idempotence", True) and str(params.get("acks", "all")) == "all":
         args += ["--no-idempotence"]
+    args += ["--txn"] if params.get("txn") else []
+    args += ["--plant", params["plant"]] if params.get("plant") else []
     args += ["--verbose", "--first-seed"]
     return shlex.join(args + ([str(seed)] if seed is not None else []))
 
 
+def keep_history(directory: str, client: str, result: SeedResult) -> None:
+    """``--history DIR``: the seed's history as Parquet; then it leaves memory."""
+    from conformance.chaos.history_parquet import write_parquet
+
+    if result.history is not None:
+        write_parquet(result.history, directory, client=client, seed=result.seed, plant=result.plant)
+    result.history = None
+
+
 def run_seeds(run_seed: Callable[..., SeedResult], seeds, params: dict, *, say=None, progress=None,
-              out: Callable[[str], None] = print) -> list[SeedResult]:
+              out: Callable[[str], None] = print,
+              after: Callable[[SeedResult], None] | None = None) -> list[SeedResult]:
     """Each seed in turn, one line per seed; ``say`` gets every chaos action, ``progress`` the
-    real-time runs' lines every 10 s."""
+    real-time runs' lines every 10 s; ``after`` each seed's result once it is printed."""
     results = []
     start = time.perf_counter()
     seeds = list(seeds)
@@ -136,6 +206,12 @@ def run_seeds(run_seed: Callable[..., SeedResult], seeds, params: dict, *, say=N
         if r.bad() or r.accounting.totals()["unresolved"]:
             for kind, examples in r.accounting.examples().items():
                 out(f"    {kind}: {'; '.join(examples[:3])}")
+            for anomaly in ([found[0] for found in r.check.anomalies.values() if found] if r.check else []):
+                out(f"    {anomaly.kind}: {anomaly.what}")
+                for line in anomaly.as_dict()["witness"]:
+                    out(f"      {line[:300]}")
+        if after is not None:
+            after(r)
     return results
 
 
@@ -145,8 +221,17 @@ def seed_line(r: SeedResult) -> str:
     return (f"{flag}seed {r.seed}: {t['sent']} sent, {t['acked']} acknowledged, {t['failed']} failed | lost {t['lost']}, "
             f"misplaced {t['misplaced']}, dup {t['dup_in_epoch']} in epoch (+{t['dup_across_epochs']} across), "
             f"reordered {t['reordered']} | consumer missed {r.consumer['consumer_missed']}, wrong "
-            f"{r.consumer['consumer_wrong']} | {sum(r.actions.values())} actions | {r.wall_s:.1f}s wall"
+            f"{r.consumer['consumer_wrong']}{history_part(r)} | {sum(r.actions.values())} actions | {r.wall_s:.1f}s wall"
             + (f" | {'; '.join(r.notes[:2])}" if r.notes else ""))
+
+
+def history_part(r: SeedResult) -> str:
+    """`` | history: ...``: the anomalies the history checker named, and the unseen writes."""
+    if r.check is None:
+        return ""
+    counts = r.check.counts()
+    named = [f"{kind} {counts[kind]}" for kind in r.check.named()]
+    return f" | history: {', '.join(named) or 'no anomaly'}" + (f" (unseen {counts['unseen']})" if counts["unseen"] else "")
 
 
 def totals(results: list[SeedResult]) -> Counter:
@@ -171,6 +256,13 @@ def print_summary(client: str, results: list[SeedResult], replay: str = "broker-
           f"(across epochs {t['dup_across_epochs']}), reordered {t['reordered']}; consumer missed "
           f"{t['consumer_missed']}, read wrong {t['consumer_wrong']}")
     print(f"  actions: {', '.join(f'{k} {v}' for k, v in sorted(actions.items()))}")
+    checked = [r.check for r in results if r.check is not None]
+    if checked:
+        found: Counter = Counter()
+        for c in checked:
+            found.update(c.counts())
+        print(f"  history checker ({len(checked)} histories): "
+              + ", ".join(f"{kind} {found[kind]}" for kind in (*ANOMALIES, "unseen")))
     promised = results[0].judged if results else ()
     if bad:
         print(f"  BAD seeds: {bad[:20]}; replay one with: {replay} {bad[0]}")

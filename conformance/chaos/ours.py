@@ -6,6 +6,7 @@ function of its seed alone."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import trio
@@ -13,9 +14,13 @@ import trio.testing
 
 import client
 from broker_emu import open_cluster
+from broker_emu.plants import Plant
 from conformance.chaos.accounting import Sent, account, judged, record_value
+from conformance.chaos.checker import check, judged_anomalies
+from conformance.chaos.history import History, RecordedConsumer, RecordedProducer
 from conformance.chaos.plan import Chaos, make_plan
 from conformance.chaos.readback import SeedResult, committed, join
+from conformance.chaos.txn_load import TXN_TOPIC, CommittedReader, consume_committed, produce_txns
 
 TOPIC = "chaos"
 CLUSTER_CONFIG = {"min.insync.replicas": 2, "replica.lag.time.max.ms": 2000}
@@ -28,48 +33,95 @@ SETTLE_S = 300.0   # after the chaos: how long (virtual) producers and the consu
 
 
 def run_seed(seed: int, *, duration: float = 8.0, partitions: int = 3, producers: int = 3, interval: float = 0.1,
-             acks: str = "all", idempotence: bool = True,
+             acks: str = "all", idempotence: bool = True, txn: bool = False, plant: str = "",
              say: Callable[[str], None] | None = None, progress: Callable[[str], None] | None = None) -> SeedResult:
     """One seed, in its own trio run with a virtual clock (``say`` gets each chaos action; a
-    virtual-time seed is too short to need ``progress``)."""
+    virtual-time seed is too short to need ``progress``). ``txn``: a transactional producer and
+    a read_committed consumer too (conformance/chaos/txn_load.py); ``plant``: a planted bug
+    (broker_emu/plants.py) in the cluster."""
     wall = time.perf_counter()
     clock = trio.testing.MockClock(autojump_threshold=0)
     settings = {"acks": acks, "enable.idempotence": idempotence}
-    result = trio.run(_run, seed, duration, partitions, producers, interval, settings, say, clock=clock)
+    options = Options(seed, duration, partitions, producers, interval, settings, txn, plant)
+    result = trio.run(_run, options, say, clock=clock)
     result.judged = judged(acks, idempotence)
+    result.check = check(result.history)
+    result.judged_anomalies = judged_anomalies(acks, idempotence)
     result.wall_s = time.perf_counter() - wall
     return result
 
 
-async def _run(seed: int, duration: float, partitions: int, producers: int, interval: float, settings: dict,
-               say: Callable[[str], None] | None) -> SeedResult:
-    config = {**CLUSTER_CONFIG, "emu.seed": seed}
-    async with open_cluster(3, topics=[(TOPIC, partitions, 3)], config=config, listen=False) as cluster:
+@dataclass(frozen=True)
+class Options:
+    seed: int
+    duration: float
+    partitions: int
+    producers: int
+    interval: float
+    settings: dict
+    txn: bool = False
+    plant: str = ""
+
+
+async def _run(o: Options, say: Callable[[str], None] | None) -> SeedResult:
+    config = {**CLUSTER_CONFIG, "emu.seed": o.seed}
+    topics = [(TOPIC, o.partitions, 3)] + ([(TXN_TOPIC, o.partitions, 3)] if o.txn else [])
+    async with open_cluster(3, topics=topics, config=config, listen=False) as cluster:
+        if o.plant:
+            cluster.plant = Plant(o.plant, o.seed)    # Python only: no request or config reaches it
+
         async def connect(node: int, host: str, port: int) -> trio.abc.Stream:
             return await cluster.open_connection(node if node >= 0 else -1 - node)   # bootstrap i is broker i
 
-        bootstrap = ",".join(f"broker{b}:9092" for b in sorted(cluster.brokers))
-        plan = make_plan(seed, TOPIC, duration, mean_gap=1.0)   # dense: virtual seconds are cheap
+        bootstrap = {"bootstrap.servers": ",".join(f"broker{b}:9092" for b in sorted(cluster.brokers))}
+        plan = make_plan(o.seed, TOPIC, o.duration, mean_gap=1.0)   # dense: virtual seconds are cheap
         chaos = Chaos(cluster, plan, say or (lambda line: None))
         sent: list[Sent] = []
-        reader = Reader()
+        reader, txn_reader = Reader(), CommittedReader()
         start = trio.current_time()
         notes: list[str] = []
+        history = History(trio.current_time)    # the virtual clock: a history replays with its seed
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_consume, bootstrap, connect, partitions, reader)
+            nursery.start_soon(_consume, bootstrap["bootstrap.servers"], connect, o.partitions, reader, history)
+            if o.txn:
+                nursery.start_soon(consume_committed, {**CONSUMER_CONFIG, **bootstrap}, connect, o.partitions,
+                                   txn_reader, history)
             async with trio.open_nursery() as work:
-                work.start_soon(_chaos_then_heal, chaos)
-                for i in range(producers):
-                    work.start_soon(_produce, i, seed, bootstrap, connect, partitions, duration, interval, settings,
-                                    sent, notes)
-            reader.read_up_to({p.index: p.high_watermark for p in cluster.topics[TOPIC].partitions})
-            with trio.move_on_after(SETTLE_S):
-                await reader.reached.wait()
-            reader.stop.set()
+                _start_writers(work, o, chaos, bootstrap, connect, sent, notes, history)
+            await _read_to_the_end(cluster, o, reader, txn_reader)
         log = committed(cluster, TOPIC)
         stored, consumer = join(reader.consumed, log)
-        return SeedResult(seed, "ours", account(sent, stored), consumer, plan.counts(),
-                          trio.current_time() - start, 0.0, plan.executed, notes)
+        result = SeedResult(seed=o.seed, client="ours", accounting=account(sent, stored), consumer=consumer,
+                            actions=plan.counts(), seconds=trio.current_time() - start, wall_s=0.0,
+                            executed=plan.executed, notes=notes, history=history)
+        if cluster.plant is not None:
+            result.plant, result.plant_log = o.plant, list(cluster.plant.log)
+        return result
+
+
+def _start_writers(work: trio.Nursery, o: Options, chaos: Chaos, bootstrap: dict, connect, sent: list[Sent],
+                   notes: list[str], history: History) -> None:
+    work.start_soon(_chaos_then_heal, chaos)
+    for i in range(o.producers):
+        work.start_soon(_produce, i, o.seed, bootstrap["bootstrap.servers"], connect, o.partitions, o.duration,
+                        o.interval, o.settings, sent, notes, history)
+    if o.txn:   # transactions need acks=all and idempotence, whatever the other producers use
+        work.start_soon(produce_txns, o.seed, {**PRODUCER_CONFIG, **bootstrap}, connect, o.partitions, o.duration,
+                        o.interval * 2, history, notes)
+
+
+async def _read_to_the_end(cluster, o: Options, reader: Reader, txn_reader: CommittedReader) -> None:
+    """Once the writers are done and the chaos healed: the consumers read up to every
+    partition's end (at most SETTLE_S), then stop."""
+    reader.read_up_to({p.index: p.high_watermark for p in cluster.topics[TOPIC].partitions})
+    if o.txn:
+        txn_reader.ends = {p.index: p.high_watermark for p in cluster.topics[TXN_TOPIC].partitions}
+    with trio.move_on_after(SETTLE_S):
+        await reader.reached.wait()
+        if o.txn:
+            await txn_reader.reached.wait()
+    reader.stop.set()
+    txn_reader.stop.set()
 
 
 class Reader:
@@ -101,11 +153,12 @@ async def _chaos_then_heal(chaos: Chaos) -> None:
 
 
 async def _produce(index: int, seed: int, bootstrap: str, connect, partitions: int, duration: float,
-                   interval: float, settings: dict, sent: list[Sent], notes: list[str]) -> None:
+                   interval: float, settings: dict, sent: list[Sent], notes: list[str], history: History) -> None:
     import random
 
     config = {**PRODUCER_CONFIG, **settings, "bootstrap.servers": bootstrap, "client.id": f"chaos-producer-{index}"}
-    async with client.open_producer(config, connect=connect, rng=random.Random(f"{seed}:{index}")) as producer:
+    async with client.open_producer(config, connect=connect, rng=random.Random(f"{seed}:{index}")) as ours:
+        producer = RecordedProducer(ours, history, f"producer-{index}")
         deadline = trio.current_time() + duration
         n = 0
         while trio.current_time() < deadline:
@@ -130,9 +183,10 @@ def _outcome(record: Sent):
     return on_delivery
 
 
-async def _consume(bootstrap: str, connect, partitions: int, reader: Reader) -> None:
+async def _consume(bootstrap: str, connect, partitions: int, reader: Reader, history: History) -> None:
     config = {**CONSUMER_CONFIG, "bootstrap.servers": bootstrap, "client.id": "chaos-consumer"}
-    async with client.open_consumer(config, connect=connect) as consumer:
+    async with client.open_consumer(config, connect=connect) as ours:
+        consumer = RecordedConsumer(ours, history, "consumer")
         consumer.assign([client.TopicPartition(TOPIC, p) for p in range(partitions)])
         while not reader.stop.is_set():
             for r in await consumer.poll(0.5):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from client.protocol.records import decode_batch, iter_batches
 from conformance.chaos.accounting import BAD, Accounting, Stored
@@ -47,11 +48,29 @@ class SeedResult:
     executed: list[tuple[float, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     judged: tuple[str, ...] = BAD       # the counts the producers' settings promise to keep at 0
+    history: Any = None                 # the clients' history (conformance/chaos/history.py), ours only
+    check: Any = None                   # what the history checker found in it (conformance/chaos/checker.py)
+    judged_anomalies: tuple[str, ...] = ()   # the anomalies the producers' settings forbid
+    plant: str = ""                     # the bug planted in the cluster (broker_emu/plants.py), if any
+    plant_log: list[str] = field(default_factory=list)   # what it did, each time it fired
+
+    def anomalies(self) -> int:
+        """Judged anomalies the history checker named (0 without a history)."""
+        if self.check is None:
+            return 0
+        counts = self.check.counts()
+        return sum(counts[kind] for kind in self.judged_anomalies)
 
     def bad(self) -> int:
-        return self.accounting.bad(self.judged) + self.consumer["consumer_missed"] + self.consumer["consumer_wrong"]
+        return (self.accounting.bad(self.judged) + self.consumer["consumer_missed"] + self.consumer["consumer_wrong"]
+                + self.anomalies())
 
     def as_dict(self) -> dict:
-        return {"seed": self.seed, "client": self.client, **self.accounting.as_dict(), **self.consumer,
-                "actions": self.actions, "seconds": round(self.seconds, 3), "wall_s": round(self.wall_s, 3),
-                "notes": self.notes, "judged": list(self.judged)}
+        out = {"seed": self.seed, "client": self.client, **self.accounting.as_dict(), **self.consumer,
+               "actions": self.actions, "seconds": round(self.seconds, 3), "wall_s": round(self.wall_s, 3),
+               "notes": self.notes, "judged": list(self.judged)}
+        if self.plant:
+            out["plant"] = {"name": self.plant, "fired": self.plant_log}
+        if self.check is not None:
+            out["history_check"] = {**self.check.as_dict(), "judged": list(self.judged_anomalies)}
+        return out

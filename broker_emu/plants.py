@@ -1,0 +1,95 @@
+"""Planted bugs: deliberate broker faults that break what Kafka promises, so a checker can be
+shown to catch them (docs/chaos.md, "The checker checked"). Off unless Python code sets
+``Cluster.plant`` (``broker-emu chaos --plant NAME``, or ``cluster.plant = Plant(name, seed)``):
+no configuration key, control-API route or client request reaches this attribute
+(tests/emulator/test_plants.py checks that nothing outside the chaos kit assigns it).
+
+A plant lets a drawn number of eligible events pass, then fires on the next ones, ``times``
+at most, and notes each firing (``fired``, ``log``); its random stream is its own (seeded by
+name and seed), so nothing else the cluster draws changes when one is set.
+
+- ``lose-ack``: an acks=all batch (not transactional) is acknowledged at the log end offset and
+  not appended — its producer's state moves on as if it were, so the producer's next batch lands
+  at that same offset (Kafka's broker appends first and answers after replication).
+- ``dup-retry``: an idempotent producer's exact retry of a batch the log holds (not
+  transactional: an aborted transaction would hide both copies) is appended again instead of
+  answered with the original offset (``ProducerStateEntry.findDuplicateBatch`` ignored).
+- ``reuse-offset``: a batch (not transactional) is appended at the offset of the log's last
+  record, once that record is committed (below the high watermark: a truncation cannot take it
+  back), so two records share the offset (the log end offset assigned one too low).
+- ``aborted-read``: a read_committed Fetch is answered without the aborted transactions its data
+  overlaps (``UnifiedLog.collectAbortedTransactions`` skipped), so the consumer cannot drop them.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from broker_emu.partition import Partition
+
+PLANTS = {
+    "lose-ack": "acknowledge one acks=all batch at the log end without appending it",
+    "dup-retry": "append an idempotent producer's retry of a stored batch again",
+    "reuse-offset": "append one batch at the offset of the log's last record",
+    "aborted-read": "answer a read_committed fetch without its aborted transactions",
+}
+# eligible events let pass before firing (drawn from this range), and how many firings at most
+SKIP = {"lose-ack": (5, 40), "dup-retry": (0, 0), "reuse-offset": (5, 40), "aborted-read": (0, 2)}
+TIMES = {"lose-ack": 1, "dup-retry": 1, "reuse-offset": 1, "aborted-read": 1}
+
+
+class Plant:
+    def __init__(self, name: str, seed: int = 0):
+        if name not in PLANTS:
+            raise ValueError(f"no planted bug {name!r}; there are {', '.join(PLANTS)}")
+        self.name = name
+        self.rng = random.Random(f"plant:{name}:{seed}")
+        self.skip = self.rng.randint(*SKIP[name])
+        self.times = TIMES[name]
+        self.fired = 0
+        self.log: list[str] = []
+
+    def fires(self, name: str, what: str) -> bool:
+        """An eligible event for ``name``: whether the bug acts on it (and a note if so)."""
+        if name != self.name or self.fired >= self.times:
+            return False
+        if self.skip > 0:
+            self.skip -= 1
+            return False
+        self.fired += 1
+        self.log.append(what)
+        return True
+
+
+def planted(cluster: Any, name: str, what: str) -> bool:
+    plant = cluster.plant
+    return plant is not None and plant.fires(name, what)
+
+
+def before_append(cluster: Any, p: "Partition", header: Any, acks: int, result: Any) -> bool:
+    """Produce, just before a validated data batch is appended. ``lose-ack``: fills ``result`` as
+    acknowledged and returns True (append nothing). ``reuse-offset``: moves the log end back one
+    offset, returns False (append there)."""
+    if header.is_transactional or header.is_control:
+        return False
+    where = f"{p.topic}-{p.index}"
+    if acks == -1 and planted(cluster, "lose-ack", f"{where}: batch acknowledged at {p.log_end_offset}, not appended"):
+        base = p.log_end_offset
+        if header.producer_id >= 0:
+            p.log.producers.update(header.producer_id, header.producer_epoch, header.base_sequence, base,
+                                   base + header.last_offset_delta)
+        result.base_offset = base      # answered at once: required stays -1, nothing to wait for
+        return True
+    log = p.log
+    if log.batches and log.log_end_offset > log.log_start_offset and p.high_watermark == log.log_end_offset and \
+            planted(cluster, "reuse-offset", f"{where}: batch appended at {log.log_end_offset - 1}, already taken"):
+        log.log_end_offset -= 1
+    return False
+
+
+def duplicate_retry(cluster: Any, header: Any, where: str, original: int) -> bool:
+    """Produce, for an exact retry of a stored batch: ``dup-retry`` appends it again (True)."""
+    return not header.is_transactional and planted(cluster, "dup-retry", f"{where}: retry of offset {original} "
+                                                                          "appended again")
