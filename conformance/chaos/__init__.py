@@ -1,4 +1,4 @@
-"""Failover chaos with accounting (issue 13): producers and a consumer driven through leader
+"""Failover chaos with accounting: producers and a consumer driven through leader
 moves, broker stops, black holes, lost answers and replication stalls on a seed; then every
 record is read back and counted per partition — lost, misplaced, duplicated within a producer
 epoch, reordered. ``broker-emu chaos`` runs it (docs/chaos.md).

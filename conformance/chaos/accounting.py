@@ -8,7 +8,7 @@ gives what is stored, each record with the producer id and epoch of the batch th
 
 - **lost**: acknowledged, and absent from the partition — the one thing acks=all forbids;
 - **misplaced**: acknowledged at an offset where another record sits, though it is stored
-  elsewhere (issue 13's signature: two records acknowledged at one offset); a record
+  elsewhere (a lost retry's signature: two records acknowledged at one offset); a record
   acknowledged without an offset (a DUPLICATE_SEQUENCE_NUMBER answer) is only checked for loss;
 - **duplicated in epoch**: stored twice by batches of the same producer id and epoch —
   idempotence forbids it (sequence numbers dedupe within an epoch);

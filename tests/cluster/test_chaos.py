@@ -1,4 +1,4 @@
-"""Failover chaos with accounting (issue 13): the bookkeeping on hand-made logs, then our client
+"""Failover chaos with accounting: the bookkeeping on hand-made logs, then our client
 through 100 seeds of leader moves, truncations, broker stops, black holes, lost answers and
 replication stalls in virtual time — nothing acknowledged may be lost or misplaced, nothing
 duplicated within a producer epoch, and the consumer must read exactly what the logs hold."""
@@ -35,7 +35,7 @@ def test_an_acknowledged_record_absent_from_its_partition_is_lost():
 
 
 def test_two_records_acknowledged_at_one_offset_show_as_lost_or_misplaced():
-    """Issue 13's signature: the retry answered as a duplicate at the offset where the next
+    """A lost retry's signature: the retry answered as a duplicate at the offset where the next
     batch then landed."""
     sent = [Sent(0, 1, 0, offset=1), Sent(0, 2, 0, offset=1)]
     assert account(sent, [stored(0, 1, 0, 2)]).totals()["lost"] == 1

@@ -113,7 +113,11 @@ def test_cells_of_the_matrix(kafkajs):
     assert created.status is Status.PASS, created.message
     assert black_hole.status is Status.FAIL
     verdicts = {name: (status, detail) for name, status, detail in black_hole.contracts}
-    assert verdicts["Metadata before Produce retry, on a new connection"] == (Status.FAIL, "Produce was not sent again")
+    # no Metadata refresh before a retry, whichever way the run went: usually no retry reaches the
+    # broker at all; once, on a loaded CI machine, one did, 6.6 s in, still with no Metadata first
+    status, detail = verdicts["Metadata before Produce retry, on a new connection"]
+    assert status is Status.FAIL and (detail == "Produce was not sent again"
+                                      or detail.endswith("without a Metadata request first")), detail
     assert "KafkaJSNumberOfRetriesExceeded <- KafkaJSRequestTimeoutError" in verdicts["produce outcome"][1]
 
 
