@@ -12,7 +12,7 @@ Kinds, each healed at the end of its duration:
 
 - ``leader``: the partition's leadership moves to another in-sync replica (a controlled
   election, as Kafka's preferred-leader election or a reassignment does);
-- ``truncate``: the issue-13 path — followers of a partition stop copying, writes pile up on
+- ``truncate``: the lost-retry path — followers of a partition stop copying, writes pile up on
   the leader, then an in-sync follower that lacks them becomes leader and truncates them, and
   copying resumes;
 - ``bounce``: a broker stops (the controller elects new leaders at once) and starts again;

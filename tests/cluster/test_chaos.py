@@ -92,7 +92,7 @@ def test_our_client_loses_and_duplicates_nothing_through_100_seeds_of_failover_c
     for r in results:
         actions.update(r.actions)
     assert all(actions[kind] >= 20 for kind in KINDS), actions
-    # the issue-13 path itself: writes on the old leader only, truncated by the new one
+    # the lost-retry path itself: writes on the old leader only, truncated by the new one
     piled = [int(m.group(1)) for r in results for _, line in r.executed
              if (m := re.search(r"truncate: partition \d+: (\d+) offsets", line))]
     assert sum(1 for n in piled if n > 0) >= 30, piled

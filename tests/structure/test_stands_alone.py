@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-POINTER = re.compile(r"\b(?:DESIGN|STYLE|TARGETS)\.md\b|\.\./shared/|\b[Ii]ssues? \d+(?:\.\d+)?\b")
+POINTER = re.compile(r"\b(?:DESIGN|STYLE|TARGETS)\.md\b|\.\./shared/|\b[Ii]ssues?[- ]#?\d+(?:\.\d+)?\b")
 THIS = Path(__file__).relative_to(ROOT).as_posix()
 
 
