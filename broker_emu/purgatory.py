@@ -119,9 +119,6 @@ class Purgatory:
         """Operations waiting (watched, not completed)."""
         return self._live
 
-    def watched(self, key: Hashable) -> int:
-        return sum(1 for op in self.watchers.get(key, ()) if not op.completed)
-
     def statistics(self) -> dict[str, int]:
         return {"waiting": self._live, "completed": self.completed_count, "expired": self.expired_count,
                 "watch_entries": sum(len(ops) for ops in self.watchers.values())}

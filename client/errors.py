@@ -10,8 +10,8 @@ names already end in EXCEPTION keep Java's class names (``InvalidTopicException`
 returns an instance; unknown codes become ``UnknownServerError`` carrying the raw code.
 
 Client-local failures (never on the wire) use Java's names: ``TimeoutException`` (retriable)
-and ``DisconnectException`` (a ``NetworkException``); ``client/foreign_errors.py`` says which
-of them another client's local error means.
+and ``DisconnectException`` (a ``NetworkException``); each conformance adapter maps its client's
+own local errors to these names.
 """
 from __future__ import annotations
 

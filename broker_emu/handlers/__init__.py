@@ -1,4 +1,5 @@
-"""Request handlers, one module per API family. Importing this package registers them all."""
+"""Request handlers, one module per API family, each registering its APIs with ``@handles`` when
+first imported; ``catalog.register_all()`` imports every one of them (the cluster calls it at start)."""
 
 from __future__ import annotations
 

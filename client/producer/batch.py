@@ -134,7 +134,6 @@ class ProducerBatch:
     outcome: Outcome | None = None        # shared by the records' futures (made in __post_init__)
     size: int = 0               # bytes counted against batch.size and buffer.memory
     attempts: int = 0
-    last_attempt: float = float("-inf")
     retry_at: float = float("-inf")      # retry backoff: not before this
     leader_epoch_at_attempt: int = -1    # KIP-951: a new leader skips the retry backoff
     sequence: int = -1

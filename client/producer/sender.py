@@ -221,7 +221,6 @@ class Sender:
         topics: dict[str, list[dict]] = {}
         for b in batches:
             b.attempts += 1
-            b.last_attempt = now
             info = self.metadata.leader(b.topic, b.partition)
             b.leader_epoch_at_attempt = info.leader_epoch if info else -1
             topics.setdefault(b.topic, []).append({"index": b.partition, "records": self._stamp(b)})

@@ -7,9 +7,9 @@ import pytest
 import trio
 
 from broker_emu import run_cluster_in_thread
-from client.blocking import NetworkThreadDied
-from client.blocking_consumer import Consumer
+from client.consumer.blocking import Consumer
 from client.errors import TimeoutException
+from client.exceptions import NetworkThreadDied
 
 
 def test_poll_committed_and_deadlines():

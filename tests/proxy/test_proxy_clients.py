@@ -9,7 +9,7 @@ import time
 import pytest
 
 import client
-from client.blocking_consumer import Consumer
+from client.consumer.blocking import Consumer
 from tests.proxy.conftest import events
 
 pytestmark = pytest.mark.realclient
