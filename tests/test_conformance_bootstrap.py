@@ -4,12 +4,19 @@
 import subprocess
 import sys
 
+import pytest
+
 from conformance.adapters.kafka_python import KafkaPythonAdapter
 from conformance.model import Status
 from conformance.runner import Plan, external_ok, run_plan
 from conformance.scenarios import CATALOGUE
 
 
+# kafka-python 3's own selector can leave a socket unclosed: a read task woken after its socket
+# closed fails in register_event (KeyError: "<socket [closed]> is not registered", kafka/net/
+# selector.py) and the task's close then drops a second socket unclosed - seen once in CI with four
+# test workers. That ResourceWarning is the client's, not ours: only it is let through here.
+@pytest.mark.filterwarnings(r"ignore:Exception ignored in. <socket\.socket:pytest.PytestUnraisableExceptionWarning")
 def test_only_fault_free_scenarios_run_and_server_contracts_are_na():
     proc = subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", "--topic", "t:1:3"], stdout=subprocess.PIPE, text=True)
     try:
