@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 
 import pytest
 
@@ -34,3 +35,12 @@ def run_node(script: str, *args: str, timeout: float = 60):
 
     return subprocess.run(["node", os.path.join(ROOT, "tests", "realclients", script), *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def silent():
+    """A listener that completes the TCP handshake and never answers (a hung broker)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield f"127.0.0.1:{s.getsockname()[1]}"

@@ -132,15 +132,6 @@ def test_refused_address_fails_cleanly(go):
             assert "ErrOutOfBrokers" in (outcome.error_message or "") and outcome.elapsed_s <= 5.0, outcome
 
 
-@pytest.fixture
-def silent():
-    """A listener that completes the TCP handshake and never answers (a hung broker)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(16)
-        yield f"127.0.0.1:{s.getsockname()[1]}"
-
-
 def test_silent_broker_times_out_cleanly(go, silent):
     """The broker accepts and never answers: franz-go gives up at the call's context deadline;
     sarama.NewClient after its bootstrap attempts (Metadata.Retry.Max + 1), each ending at a

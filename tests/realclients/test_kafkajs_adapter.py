@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 
 import pytest
@@ -119,15 +118,6 @@ def test_cells_of_the_matrix(kafkajs):
     assert status is Status.FAIL and (detail == "Produce was not sent again"
                                       or detail.endswith("without a Metadata request first")), detail
     assert "KafkaJSNumberOfRetriesExceeded <- KafkaJSRequestTimeoutError" in verdicts["produce outcome"][1]
-
-
-@pytest.fixture
-def silent():
-    """A listener that completes the TCP handshake and never answers (a hung broker)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(16)
-        yield f"127.0.0.1:{s.getsockname()[1]}"
 
 
 def test_a_call_that_never_returns_is_reported_and_its_program_replaced(kafkajs, silent):
