@@ -13,7 +13,9 @@ from conformance.on_kafka import run_cells
 from conformance.scenarios import BY_ID
 from conformance.upstreams import KAFKA_CLUSTER_CONFIG, EmulatorUpstream, KafkaUpstream
 
-pytestmark = pytest.mark.realkafka
+# alone: a real-time poll through the proxy to a JVM Kafka overshot its deadline by 350 ms (150
+# allowed) with four test workers beside it on two cores
+pytestmark = [pytest.mark.realkafka, pytest.mark.alone]
 
 SCALE = 30.0
 
