@@ -10,6 +10,9 @@ to the first target (the emulator unless --targets says otherwise).
 
 Run: .venv/bin/python -m benchmarks.broker [--targets emulator,mock,kfake,kafka] [--seconds-per-case 3]
      [--rounds 3] [--emulator-config KEY=VALUE ...]
+Before and after a change, in one run:
+     git worktree add /tmp/before HEAD~1
+     .venv/bin/python -m benchmarks.broker --targets emulator,emulator-before,mock --before /tmp/before
 
 The targets take turns within each case (rounds), so all of them see the same machine state.
 A target that is not available here (kfake not built, no Java) is left out with its reason,
@@ -82,11 +85,14 @@ def target(key: str) -> Callable[[TargetStarter], TargetStarter]:
     return register
 
 
-def start_emulator(config: list[str] | None = None, topics: tuple[str, ...] = ("bench",)) -> tuple[subprocess.Popen, str]:
+def start_emulator(config: list[str] | None = None, topics: tuple[str, ...] = ("bench",),
+                   source: str | None = None) -> tuple[subprocess.Popen, str]:
+    """``source``: another checkout whose code serves instead of this one (``-m`` puts the
+    working directory first on the import path, ahead of the installed package)."""
     extra = [arg for kv in (EMULATOR_CONFIG if config is None else config) for arg in ("--config", kv)]
     extra += [arg for t in topics for arg in ("--topic", f"{t}:1:3")]
     proc = subprocess.Popen([sys.executable, "-m", "broker_emu.cli", "serve", "--brokers", "3",
-                             *extra], stdout=subprocess.PIPE, text=True)
+                             *extra], stdout=subprocess.PIPE, text=True, cwd=source)
     return proc, _bootstrap_line(proc, "broker-emu serve")
 
 
@@ -125,6 +131,18 @@ def emulator_target(args: argparse.Namespace) -> Target:
     t0 = time.perf_counter()
     proc, bootstrap = start_emulator(args.emulator_config)
     return Target("emulator", "broker-emu", bootstrap, _stopper(proc), _ready_s(bootstrap, t0), [proc.pid])
+
+
+@target("emulator-before")
+def emulator_before_target(args: argparse.Namespace) -> Target:
+    """The emulator as another checkout has it (--before DIR): a refactor's "no slower" is a
+    ratio measured in the same run, not against figures from another day."""
+    if not args.before:
+        raise TargetUnavailable("no --before checkout given")
+    t0 = time.perf_counter()
+    proc, bootstrap = start_emulator(args.emulator_config, source=args.before)
+    return Target("emulator-before", f"broker-emu at {args.before}", bootstrap, _stopper(proc),
+                  _ready_s(bootstrap, t0), [proc.pid])
 
 
 @target("mock")
@@ -310,6 +328,9 @@ def main() -> None:
     parser.add_argument("--json", help="write the figures here too (benchmarks.report reads out/perf/broker.json)")
     parser.add_argument("--emulator-config", action="append", metavar="KEY=VALUE",
                         help=f"broker settings of the emulator (default: {' '.join(EMULATOR_CONFIG)})")
+    parser.add_argument("--before", metavar="DIR",
+                        help="another checkout (e.g. a git worktree of the commit before a change) served as the "
+                             "target emulator-before, to compare the two in one run")
     args = parser.parse_args()
     keys = args.targets.split(",") if args.targets else list(TARGETS)
     unknown = [k for k in keys if k not in TARGETS]
