@@ -19,6 +19,11 @@ name and seed), so nothing else the cluster draws changes when one is set.
   back), so two records share the offset (the log end offset assigned one too low).
 - ``aborted-read``: a read_committed Fetch is answered without the aborted transactions its data
   overlaps (``UnifiedLog.collectAbortedTransactions`` skipped), so the consumer cannot drop them.
+- ``lso-past-open``: a read_committed Fetch is read up to the high watermark instead of the last
+  stable offset (and says so in ``last_stable_offset``), once the log holds an open transaction
+  past the fetch offset — the records of a transaction not yet committed (or later aborted) reach
+  a read_committed consumer (Kafka bounds that read by ``LogOffsetMetadata`` of the first
+  unstable offset, ``UnifiedLog.lastStableOffset``).
 """
 
 from __future__ import annotations
@@ -34,10 +39,12 @@ PLANTS = {
     "dup-retry": "append an idempotent producer's retry of a stored batch again",
     "reuse-offset": "append one batch at the offset of the log's last record",
     "aborted-read": "answer a read_committed fetch without its aborted transactions",
+    "lso-past-open": "read a read_committed fetch past the last stable offset, into an open transaction",
 }
 # eligible events let pass before firing (drawn from this range), and how many firings at most
-SKIP = {"lose-ack": (5, 40), "dup-retry": (0, 0), "reuse-offset": (5, 40), "aborted-read": (0, 2)}
-TIMES = {"lose-ack": 1, "dup-retry": 1, "reuse-offset": 1, "aborted-read": 1}
+SKIP = {"lose-ack": (5, 40), "dup-retry": (0, 0), "reuse-offset": (5, 40), "aborted-read": (0, 2),
+        "lso-past-open": (0, 2)}
+TIMES = {"lose-ack": 1, "dup-retry": 1, "reuse-offset": 1, "aborted-read": 1, "lso-past-open": 1}
 
 
 class Plant:
@@ -93,3 +100,12 @@ def duplicate_retry(cluster: Any, header: Any, where: str, original: int) -> boo
     """Produce, for an exact retry of a stored batch: ``dup-retry`` appends it again (True)."""
     return not header.is_transactional and planted(cluster, "dup-retry", f"{where}: retry of offset {original} "
                                                                           "appended again")
+
+
+def read_past_stable(cluster: Any, p: "Partition", fetch_offset: int) -> bool:
+    """read_committed Fetch, a partition with an open transaction between the fetch offset and
+    the high watermark: ``lso-past-open`` reads it to the high watermark (True)."""
+    stable, high = p.last_stable_offset, p.high_watermark
+    return stable < high and fetch_offset < high and planted(
+        cluster, "lso-past-open", f"{p.topic}-{p.index}: read_committed fetch from {fetch_offset} read to the high "
+                                  f"watermark {high}, past the open transaction at {stable}")

@@ -24,7 +24,7 @@ from typing import Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers.offsets import epoch_error
-from broker_emu.plants import planted
+from broker_emu.plants import planted, read_past_stable
 from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
 from client.errors import ErrorCode as E
@@ -136,11 +136,15 @@ class FetchPlan:
             else:
                 limit = max(min(pr.partition_max_bytes, budget), 0)
                 end = self.visible_end(p)
+                stable = p.last_stable_offset
+                if self.read_committed and self.ctx.cluster.plant is not None and read_past_stable(
+                        self.ctx.cluster, p, pr.fetch_offset):
+                    end = stable = p.high_watermark   # a planted bug (broker_emu/plants.py), never set by a request
                 data = p.log.read(pr.fetch_offset, limit, end, min_one)
                 budget -= len(data)
                 min_one = min_one and not data
                 part = {"partition_index": pr.partition, "error_code": E.NONE, "high_watermark": p.high_watermark,
-                        "last_stable_offset": p.last_stable_offset, "log_start_offset": p.log.log_start_offset,
+                        "last_stable_offset": stable, "log_start_offset": p.log.log_start_offset,
                         "aborted_transactions": self.aborted(p, pr.fetch_offset, end), "preferred_read_replica": -1,
                         "records": data}
             key = tid if self.ctx.api_version >= 13 else name

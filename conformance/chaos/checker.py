@@ -33,6 +33,13 @@ consumer.
   later at an index not above the earlier.
 - **aborted-read** (Jepsen's G1a): a read_committed consumer read a value of an aborted
   transaction.
+- **uncommitted-read**: a read_committed consumer's poll returned a value of a transaction that
+  was not aborted, and completed before that transaction's ``commit_txn`` was invoked (or it never
+  was). Jepsen's ``precommitted-read`` catches a transaction reading its own writes, by the rule it
+  states: in Kafka's model "sent values are supposed to be invisible to *all* pollers until their
+  producing txn commits"; this applies the same rule to every other read_committed poller, by the
+  history's real-time order (a commit marker is written only after EndTxn, which comes after the
+  invocation). A value of an aborted transaction is an aborted-read instead.
 - **unseen**: acknowledged writes no poll read by the end, reported apart (not an anomaly by
   itself: a consumer may stop early; the chaos consumer reads to the end, so it should be 0).
 """
@@ -47,8 +54,8 @@ from typing import Iterable
 from conformance.chaos.history import INVOKE, OK, History, Op
 
 ANOMALIES = ("lost-write", "duplicate", "inconsistent-offsets", "poll-skip", "nonmonotonic-poll",
-             "nonmonotonic-send", "aborted-read")
-CONSUMER_SIDE = ("poll-skip", "nonmonotonic-poll", "aborted-read")
+             "nonmonotonic-send", "aborted-read", "uncommitted-read")
+CONSUMER_SIDE = ("poll-skip", "nonmonotonic-poll", "aborted-read", "uncommitted-read")
 Key = tuple[str, int]
 COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
 
@@ -233,7 +240,9 @@ def check(history: History | list[Op]) -> Check:
     _lost_and_unseen(order, writes, reads, result)
     _polls(order, ops, result)
     _sends(order, writes, result)
-    _aborted_reads(ops, writes, reads, result)
+    isolation = _isolation(ops)
+    _aborted_reads(ops, writes, reads, isolation, result)
+    _uncommitted_reads(ops, writes, reads, isolation, result)
     return result
 
 
@@ -324,11 +333,17 @@ def _sends(order: VersionOrder, writes: list[Write], result: Check) -> None:
                            f"then {w.value!r} (offset {w.offset})", before.ops() + w.ops())
 
 
-def _aborted_reads(ops: list[Op], writes: list[Write], reads: list[ReadAt], result: Check) -> None:
+def _isolation(ops: list[Op]) -> dict[str, str]:
+    """Each consumer's isolation level, as its last assignment says."""
     isolation: dict[str, str] = {}
     for op in ops:
         if op.f == "assign" and op.detail:
             isolation[op.process] = json.loads(op.detail).get("isolation", "read_uncommitted")
+    return isolation
+
+
+def _aborted_reads(ops: list[Op], writes: list[Write], reads: list[ReadAt], isolation: dict[str, str],
+                   result: Check) -> None:
     aborted = {(w.key, w.value): w for w in writes if w.failed}
     ends = {(op.process, op.txn): op for op in ops if op.f == "abort_txn" and op.type == OK}
     for r in reads:
@@ -338,3 +353,22 @@ def _aborted_reads(ops: list[Op], writes: list[Write], reads: list[ReadAt], resu
             result.add("aborted-read", r.key, f"{r.op.process} (read_committed) read {r.value!r} at offset {r.offset}, "
                        f"written in {w.process}'s aborted transaction {w.invoke.txn}",
                        w.ops() + ([end] if end else []) + [r.op])
+
+
+def _uncommitted_reads(ops: list[Op], writes: list[Write], reads: list[ReadAt], isolation: dict[str, str],
+                       result: Check) -> None:
+    commits: dict[tuple[str, int], Op] = {}      # (process, txn) -> its first commit_txn invocation
+    for op in ops:
+        if op.f == "commit_txn" and op.type == INVOKE and op.txn is not None:
+            commits.setdefault((op.process, op.txn), op)
+    in_txn = {(w.key, w.value): w for w in writes if w.txn_outcome is not None and not w.failed}
+    for r in reads:
+        w = in_txn.get((r.key, r.value))
+        if w is None or isolation.get(r.op.process) != "read_committed" or w.invoke.txn is None:
+            continue
+        commit = commits.get((w.process, w.invoke.txn))
+        if commit is None or commit.index > r.op.index:
+            when = "before its commit was invoked" if commit else "and it was never committed"
+            result.add("uncommitted-read", r.key, f"{r.op.process} (read_committed) read {r.value!r} at offset "
+                       f"{r.offset}, written in {w.process}'s transaction {w.invoke.txn}, {when}",
+                       w.ops() + ([commit] if commit else []) + [r.op])

@@ -120,6 +120,16 @@ ANOMALY_QUERIES: dict[str, str] = {
         FROM chaos_h_reads r
         JOIN chaos_h_isolation c ON {_on('c', 'r', 'process')} AND c.isolation = 'read_committed'
         JOIN chaos_h_writes w ON {_on('w', 'r', 'topic', 'partition', 'value')} AND w.failed""",
+    "uncommitted-read": f"""
+        SELECT r.client, r.seed, r.plant, r.topic, r.partition,
+               filter(array(w.inv, w.done, m.inv, r.index), x -> x IS NOT NULL) AS ops, 'offset ' || r.offset AS what
+        FROM chaos_h_reads r
+        JOIN chaos_h_isolation c ON {_on('c', 'r', 'process')} AND c.isolation = 'read_committed'
+        JOIN chaos_h_writes w ON {_on('w', 'r', 'topic', 'partition', 'value')} AND w.txn IS NOT NULL AND NOT w.failed
+        LEFT JOIN (SELECT {RUN}, process, txn, min(index) AS inv FROM chaos_h_ops
+                   WHERE f = 'commit_txn' AND type = 'invoke' AND txn IS NOT NULL GROUP BY {RUN}, process, txn) m
+          ON {_on('m', 'w', 'process', 'txn')}
+        WHERE m.inv IS NULL OR m.inv > r.index""",
 }
 
 PAIR_VIEWS: list[tuple[str, str]] = [

@@ -142,6 +142,24 @@ def aborted_read(s: Script) -> dict:
     return {"aborted-read": 1}
 
 
+def read_before_commit(s: Script) -> dict:
+    s.assign(isolation="read_committed")
+    s.assign(process="u")                                # read_uncommitted: may see it
+    s.begin(1)
+    s.send("a", 0, process="tp", txn=1)
+    s.poll((0, "a"))                                     # before the commit was even invoked
+    s.poll((0, "a"), process="u")
+    s.end("commit_txn", 1)
+    s.begin(2)
+    s.send("b", 2, process="tp", txn=2)
+    s.end("commit_txn", 2)
+    s.poll((2, "b"))                                     # after its commit: fine
+    s.begin(3)
+    s.send("c", 4, process="tp", txn=3)
+    s.poll((4, "c"))                                     # a transaction never committed
+    return {"uncommitted-read": 2}
+
+
 def commit_unknown(s: Script) -> dict:
     s.assign(isolation="read_committed")
     s.begin(1)
@@ -165,7 +183,7 @@ def sends_go_back(s: Script) -> dict:
 
 SCENARIOS: dict[str, Callable[[Script], dict]] = {f.__name__: f for f in (
     clean, lost, unseen_at_the_end, indeterminate_send, two_values_at_one_offset, duplicate, skips_and_goes_back,
-    seek_and_reassign, markers_and_aborted_records, aborted_read, commit_unknown, sends_go_back)}
+    seek_and_reassign, markers_and_aborted_records, aborted_read, read_before_commit, commit_unknown, sends_go_back)}
 
 
 def build(name: str) -> tuple[History, dict]:
