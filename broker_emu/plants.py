@@ -24,6 +24,10 @@ name and seed), so nothing else the cluster draws changes when one is set.
   past the fetch offset — the records of a transaction not yet committed (or later aborted) reach
   a read_committed consumer (Kafka bounds that read by ``LogOffsetMetadata`` of the first
   unstable offset, ``UnifiedLog.lastStableOffset``).
+- ``fenced-epoch``: a transactional batch from a producer epoch older than the one the
+  coordinator last gave that producer id is appended instead of refused with
+  INVALID_PRODUCER_EPOCH (``ProducerAppendInfo.checkProducerEpoch`` skipped): a zombie's write
+  lands after its successor fenced it.
 """
 
 from __future__ import annotations
@@ -40,11 +44,12 @@ PLANTS = {
     "reuse-offset": "append one batch at the offset of the log's last record",
     "aborted-read": "answer a read_committed fetch without its aborted transactions",
     "lso-past-open": "read a read_committed fetch past the last stable offset, into an open transaction",
+    "fenced-epoch": "append a transactional batch from a fenced (older) producer epoch",
 }
 # eligible events let pass before firing (drawn from this range), and how many firings at most
 SKIP = {"lose-ack": (5, 40), "dup-retry": (0, 0), "reuse-offset": (5, 40), "aborted-read": (0, 2),
-        "lso-past-open": (0, 2)}
-TIMES = {"lose-ack": 1, "dup-retry": 1, "reuse-offset": 1, "aborted-read": 1, "lso-past-open": 1}
+        "lso-past-open": (0, 2), "fenced-epoch": (0, 0)}
+TIMES = {"lose-ack": 1, "dup-retry": 1, "reuse-offset": 1, "aborted-read": 1, "lso-past-open": 1, "fenced-epoch": 1}
 
 
 class Plant:
@@ -109,3 +114,11 @@ def read_past_stable(cluster: Any, p: "Partition", fetch_offset: int) -> bool:
     return stable < high and fetch_offset < high and planted(
         cluster, "lso-past-open", f"{p.topic}-{p.index}: read_committed fetch from {fetch_offset} read to the high "
                                   f"watermark {high}, past the open transaction at {stable}")
+
+
+def accept_fenced(cluster: Any, header: Any, where: str, current: int) -> bool:
+    """Produce, a batch whose producer epoch is older than ``current``: ``fenced-epoch`` appends
+    a transactional one (True) instead of refusing it."""
+    return header.is_transactional and planted(cluster, "fenced-epoch", f"{where}: batch of producer "
+                                               f"{header.producer_id} at fenced epoch {header.producer_epoch} "
+                                               f"(current {current}) appended")

@@ -25,7 +25,7 @@ from typing import Any
 from broker_emu import cluster_shape
 from broker_emu.context import RequestContext
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS, CloseConnection
-from broker_emu.plants import before_append, duplicate_retry
+from broker_emu.plants import accept_fenced, before_append, duplicate_retry
 from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
 from broker_emu.topic_config import log_rules
@@ -129,7 +129,10 @@ def check_sequence(cluster, p, header) -> tuple[int, int | None]:
     """Idempotence: (error, original base offset if this batch is a duplicate). The epoch the
     coordinator last gave this producer fences older ones everywhere (an emulator shortcut: a
     Kafka partition only knows the epochs written to it); the rest is the partition's state."""
-    if cluster.producer_epochs.get(header.producer_id, header.producer_epoch) > header.producer_epoch:
+    current = cluster.producer_epochs.get(header.producer_id, header.producer_epoch)
+    if current > header.producer_epoch:
+        if cluster.plant is not None and accept_fenced(cluster, header, f"{p.topic}-{p.index}", current):
+            return E.NONE, None   # a planted bug (broker_emu/plants.py): set from Python only, never by a request
         return E.INVALID_PRODUCER_EPOCH, None
     error, duplicate = p.log.producers.check(header)
     return int(error), duplicate.first_offset if duplicate is not None else None

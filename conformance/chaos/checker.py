@@ -15,8 +15,9 @@ A write (a send) *must have committed* when it was acknowledged and is not part 
 or its transaction committed (``commit_txn`` ok); or, when its outcome is unknown (an error, a
 transaction whose end is unknown), when some poll read it or, in a transaction, any of that
 transaction's writes (Jepsen's ``must-have-committed?``). A transaction that was aborted
-(``abort_txn`` ok, no commit tried) *failed*: none of its writes may be seen by a read_committed
-consumer.
+(``abort_txn`` ok, no commit tried; or its producer fenced by a successor with the same
+transactional.id before it invoked the commit) *failed*: none of its writes may be seen by a
+read_committed consumer.
 
 - **inconsistent-offsets**: one offset of a key holds two different values.
 - **duplicate**: one value sits at two offsets of a key.
@@ -40,6 +41,11 @@ consumer.
   producing txn commits"; this applies the same rule to every other read_committed poller, by the
   history's real-time order (a commit marker is written only after EndTxn, which comes after the
   invocation). A value of an aborted transaction is an aborted-read instead.
+- **fenced-write**: a send acknowledged although it was invoked after another producer with the
+  same transactional.id completed ``init_transactions`` (after this producer's own did): Kafka's
+  zombie fencing — the successor's InitProducerId bumps the epoch and every write of the older
+  epoch is refused. Not one of Jepsen's Kafka classes (its workload has no second producer per
+  transactional id); the guarantee is KIP-98's.
 - **unseen**: acknowledged writes no poll read by the end, reported apart (not an anomaly by
   itself: a consumer may stop early; the chaos consumer reads to the end, so it should be 0).
 """
@@ -54,8 +60,9 @@ from typing import Iterable
 from conformance.chaos.history import INVOKE, OK, History, Op
 
 ANOMALIES = ("lost-write", "duplicate", "inconsistent-offsets", "poll-skip", "nonmonotonic-poll",
-             "nonmonotonic-send", "aborted-read", "uncommitted-read")
+             "nonmonotonic-send", "aborted-read", "uncommitted-read", "fenced-write")
 CONSUMER_SIDE = ("poll-skip", "nonmonotonic-poll", "aborted-read", "uncommitted-read")
+ALWAYS_JUDGED = (*CONSUMER_SIDE, "fenced-write")     # transactional guarantees: acks=all is implied
 Key = tuple[str, int]
 COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
 
@@ -142,7 +149,7 @@ def judged_anomalies(acks: str = "all", idempotence: bool = True) -> tuple[str, 
     no transactions Kafka still allows a duplicate across producer epochs (accounting.py); the
     histories carry no epochs, so such a duplicate would be judged too (0 in our runs)."""
     strong = acks in ("all", "-1")
-    return tuple(kind for kind in ANOMALIES if kind in CONSUMER_SIDE or (strong and kind != "duplicate")
+    return tuple(kind for kind in ANOMALIES if kind in ALWAYS_JUDGED or (strong and kind != "duplicate")
                  or (kind == "duplicate" and idempotence))
 
 
@@ -150,8 +157,11 @@ def judged_anomalies(acks: str = "all", idempotence: bool = True) -> tuple[str, 
 
 def txn_outcomes(ops: list[Op]) -> dict[tuple[str, int], str]:
     """(process, txn) -> committed, aborted or unknown: committed when a ``commit_txn`` completed
-    ok, aborted when an ``abort_txn`` did and no commit was tried."""
-    tried_commit: set[tuple[str, int]] = set()
+    ok, aborted when an ``abort_txn`` did and no commit was tried — or when the producer was
+    fenced (``fenced_at``) before it invoked the commit: the successor's InitProducerId aborts
+    the open transaction (``TransactionCoordinator.handleInitProducerId``), and a commit sent
+    after it is refused."""
+    tried_commit: dict[tuple[str, int], int] = {}
     out: dict[tuple[str, int], str] = {}
     for op in ops:
         if op.txn is None or op.f not in ("begin", "commit_txn", "abort_txn"):
@@ -159,11 +169,41 @@ def txn_outcomes(ops: list[Op]) -> dict[tuple[str, int], str]:
         who = (op.process, op.txn)
         out.setdefault(who, UNKNOWN)
         if op.f == "commit_txn" and op.type == INVOKE:
-            tried_commit.add(who)
+            tried_commit.setdefault(who, op.index)
         elif op.f == "commit_txn" and op.type == OK:
             out[who] = COMMITTED
         elif op.f == "abort_txn" and op.type == OK and who not in tried_commit:
             out[who] = ABORTED
+    fenced = fenced_at(ops)
+    for who, outcome in out.items():
+        if outcome == UNKNOWN and who[0] in fenced and tried_commit.get(who, len(ops)) > fenced[who[0]].index:
+            out[who] = ABORTED
+    return out
+
+
+def inits_by_id(ops: list[Op]) -> tuple[dict[str, list[Op]], dict[str, tuple[str, Op]]]:
+    """Completed ``init_txn``: transactional.id -> its inits in order, and process -> (its
+    transactional.id, its first completed init)."""
+    inits: dict[str, list[Op]] = defaultdict(list)
+    own: dict[str, tuple[str, Op]] = {}
+    for op in ops:
+        if op.f == "init_txn" and op.type == OK and op.detail:
+            tid = json.loads(op.detail).get("transactional_id")
+            if tid is not None:
+                inits[tid].append(op)
+                own.setdefault(op.process, (tid, op))
+    return inits, own
+
+
+def fenced_at(ops: list[Op]) -> dict[str, Op]:
+    """process -> the first completed init of another producer with its transactional.id, after
+    its own: from then on it is a zombie."""
+    inits, own = inits_by_id(ops)
+    out = {}
+    for process, (tid, mine) in own.items():
+        fence = next((op for op in inits[tid] if op.process != process and op.index > mine.index), None)
+        if fence is not None:
+            out[process] = fence
     return out
 
 
@@ -243,6 +283,7 @@ def check(history: History | list[Op]) -> Check:
     isolation = _isolation(ops)
     _aborted_reads(ops, writes, reads, isolation, result)
     _uncommitted_reads(ops, writes, reads, isolation, result)
+    _fenced_writes(ops, writes, result)
     return result
 
 
@@ -372,3 +413,14 @@ def _uncommitted_reads(ops: list[Op], writes: list[Write], reads: list[ReadAt], 
             result.add("uncommitted-read", r.key, f"{r.op.process} (read_committed) read {r.value!r} at offset "
                        f"{r.offset}, written in {w.process}'s transaction {w.invoke.txn}, {when}",
                        w.ops() + ([commit] if commit else []) + [r.op])
+
+
+def _fenced_writes(ops: list[Op], writes: list[Write], result: Check) -> None:
+    fenced = fenced_at(ops)
+    for w in writes:
+        fence = fenced.get(w.process)
+        if w.offset is None or w.key is None or fence is None or fence.index > w.invoke.index:
+            continue
+        tid = json.loads(fence.detail or "{}").get("transactional_id")
+        result.add("fenced-write", w.key, f"{w.process} sent {w.value!r}, acknowledged at offset {w.offset}, after "
+                   f"{fence.process} (transactional.id {tid}) had fenced it", [fence] + w.ops())

@@ -29,15 +29,31 @@ def _on(a: str, b: str, *columns: str) -> str:
 
 
 VIEWS: list[tuple[str, str]] = [
+    # each completed init_transactions with its transactional.id, and when a producer was fenced:
+    # the first such init by another producer after its own (checker.fenced_at)
+    ("chaos_h_inits", f"""
+        SELECT {RUN}, process, index, from_json(detail, 'transactional_id string').transactional_id AS tid
+        FROM chaos_h_ops WHERE f = 'init_txn' AND type = 'ok' AND detail IS NOT NULL"""),
+    ("chaos_h_fenced", f"""
+        SELECT o.client, o.seed, o.plant, o.process, min(f.index) AS fenced_at
+        FROM (SELECT {RUN}, process, min_by(tid, index) AS tid, min(index) AS index FROM chaos_h_inits
+              GROUP BY {RUN}, process) o
+        JOIN chaos_h_inits f ON {_on('f', 'o')} AND f.tid = o.tid AND f.process <> o.process AND f.index > o.index
+        GROUP BY o.client, o.seed, o.plant, o.process"""),
     # a transaction's outcome (checker.txn_outcomes)
     ("chaos_h_txns", f"""
-        SELECT {RUN}, process, txn,
-               CASE WHEN max(f = 'commit_txn' AND type = 'ok') THEN 'committed'
-                    WHEN min(CASE WHEN f = 'abort_txn' AND type = 'ok' THEN index END)
-                         < coalesce(min(CASE WHEN f = 'commit_txn' AND type = 'invoke' THEN index END), 9e18)
-                    THEN 'aborted' ELSE 'unknown' END AS outcome
-        FROM chaos_h_ops WHERE txn IS NOT NULL AND f IN ('begin', 'commit_txn', 'abort_txn')
-        GROUP BY {RUN}, process, txn"""),
+        SELECT t.client, t.seed, t.plant, t.process, t.txn,
+               CASE WHEN t.outcome = 'unknown' AND coalesce(t.commit_inv, 9e18) > f.fenced_at THEN 'aborted'
+                    ELSE t.outcome END AS outcome
+        FROM (SELECT {RUN}, process, txn,
+                     CASE WHEN max(f = 'commit_txn' AND type = 'ok') THEN 'committed'
+                          WHEN min(CASE WHEN f = 'abort_txn' AND type = 'ok' THEN index END)
+                               < coalesce(min(CASE WHEN f = 'commit_txn' AND type = 'invoke' THEN index END), 9e18)
+                          THEN 'aborted' ELSE 'unknown' END AS outcome,
+                     min(CASE WHEN f = 'commit_txn' AND type = 'invoke' THEN index END) AS commit_inv
+              FROM chaos_h_ops WHERE txn IS NOT NULL AND f IN ('begin', 'commit_txn', 'abort_txn')
+              GROUP BY {RUN}, process, txn) t
+        LEFT JOIN chaos_h_fenced f ON {_on('f', 't', 'process')}"""),
     # every send with its completion (checker.writes_of)
     ("chaos_h_sends", f"""
         SELECT i.client, i.seed, i.plant, i.process, i.index AS inv, c.index AS done, i.topic,
@@ -130,6 +146,12 @@ ANOMALY_QUERIES: dict[str, str] = {
                    WHERE f = 'commit_txn' AND type = 'invoke' AND txn IS NOT NULL GROUP BY {RUN}, process, txn) m
           ON {_on('m', 'w', 'process', 'txn')}
         WHERE m.inv IS NULL OR m.inv > r.index""",
+    "fenced-write": f"""
+        SELECT s.client, s.seed, s.plant, s.topic, s.partition,
+               filter(array(f.fenced_at, s.inv, s.done), x -> x IS NOT NULL) AS ops, 'offset ' || s.offset AS what
+        FROM chaos_h_sends s
+        JOIN chaos_h_fenced f ON {_on('f', 's', 'process')} AND f.fenced_at < s.inv
+        WHERE s.offset IS NOT NULL AND s.topic IS NOT NULL AND s.partition IS NOT NULL""",
 }
 
 PAIR_VIEWS: list[tuple[str, str]] = [

@@ -142,7 +142,7 @@ def plant_options(args: argparse.Namespace) -> dict | None:
     if args.plant and args.plant not in PLANTS:
         print(f"error: no planted bug {args.plant!r}; --plant list names them", file=sys.stderr)
         return None
-    if args.plant in ("aborted-read", "lso-past-open") and not args.txn:
+    if args.plant in ("aborted-read", "lso-past-open", "fenced-epoch") and not args.txn:
         print(f"chaos: --plant {args.plant} acts on transactions: --txn added", file=sys.stderr)
         args.txn = True
     return {"txn": args.txn, "plant": args.plant or ""}

@@ -16,7 +16,9 @@ injected clock: trio's virtual clock in a virtual-time run). A completion names 
 - ``assign`` / ``seek``: the consumer's partitions (``detail``: isolation level and partitions)
   or the offset it moved to — after them a consumer may legitimately jump;
 - ``commit``: the offsets committed (``detail``), ``ok`` or ``info`` with the error;
-- ``begin``, ``commit_txn``, ``abort_txn``: a transaction's begin and end, each with ``txn``.
+- ``begin``, ``commit_txn``, ``abort_txn``: a transaction's begin and end, each with ``txn``;
+- ``init_txn``: ``init_transactions`` (``detail``: the transactional.id): when it completes ok,
+  every earlier producer with that id is fenced.
 
 The recorders wrap our client (``client.AsyncProducer`` / ``AsyncConsumer``, the face the
 virtual-time chaos kit drives; conformance/chaos/history_blocking.py wraps the blocking face)
@@ -118,10 +120,14 @@ def detail(**fields: Any) -> str:
 class ProducerRecording:
     """The recording a producer wrapper does, whichever face it wraps."""
 
-    def __init__(self, producer: Any, history: History, process: str):
+    def __init__(self, producer: Any, history: History, process: str, transactional_id: str | None = None):
         self.producer, self.history, self.process = producer, history, process
+        self.transactional_id = transactional_id
         self.txn: int | None = None       # the open transaction's number
         self.txns = 0
+
+    def _initializing(self) -> Op:
+        return self.history.invoke(self.process, "init_txn", detail=detail(transactional_id=self.transactional_id))
 
     def _sending(self, topic: str, value: bytes | None, key: bytes | None, partition: int | None,
                  on_delivery: Callable[[Any, Any], None] | None) -> Callable[[Any, Any], None]:
@@ -199,7 +205,13 @@ class RecordedProducer(ProducerRecording):
         await self.producer.flush()
 
     async def init_transactions(self, timeout: float | None = None) -> None:
-        await self.producer.init_transactions(timeout)
+        invocation = self._initializing()
+        try:
+            await self.producer.init_transactions(timeout)
+        except BaseException as exc:
+            self._ended(invocation, exc)
+            raise
+        self.history.complete(invocation, OK, detail=invocation.detail)
 
     async def commit_transaction(self, timeout: float | None = None) -> None:
         await self._end("commit_txn", self.producer.commit_transaction, timeout)

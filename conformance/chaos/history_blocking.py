@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from conformance.chaos.history import ConsumerRecording, ProducerRecording
+from conformance.chaos.history import OK, ConsumerRecording, ProducerRecording
 
 
 class RecordedBlockingProducer(ProducerRecording):
@@ -23,7 +23,13 @@ class RecordedBlockingProducer(ProducerRecording):
         return self.producer.flush(timeout)
 
     def init_transactions(self, timeout: float | None = None) -> None:
-        self.producer.init_transactions(timeout)
+        invocation = self._initializing()
+        try:
+            self.producer.init_transactions(timeout)
+        except BaseException as exc:
+            self._ended(invocation, exc)
+            raise
+        self.history.complete(invocation, OK, detail=invocation.detail)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         self._end("commit_txn", self.producer.commit_transaction, timeout)

@@ -25,7 +25,8 @@ from conformance.chaos.readback import SeedResult
 # last stable offset was either committed later (read too early) or aborted later (read at all)
 EXPECTED: dict[str, tuple[str, ...]] = {
     "lose-ack": ("lost-write",), "dup-retry": ("duplicate",), "reuse-offset": ("inconsistent-offsets",),
-    "aborted-read": ("aborted-read",), "lso-past-open": ("uncommitted-read", "aborted-read")}
+    "aborted-read": ("aborted-read",), "lso-past-open": ("uncommitted-read", "aborted-read"),
+    "fenced-epoch": ("fenced-write",)}
 
 
 @dataclass

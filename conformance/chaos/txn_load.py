@@ -8,13 +8,15 @@ read (conformance/chaos/checker.py). The records are not in the accounting (whic
 The topic shares the brokers, so broker-level faults (bounce, black hole, lost answers) reach
 it; the partition-level ones (leader moves, truncation, stalls) are drawn for ``chaos`` only.
 A transaction whose end fails is aborted, a producer that hits a fatal error replaced (its
-successor's InitProducerId fences it); the history says which transactions committed, which
-were aborted, and which ended unknown.
+successor's InitProducerId fences it); once per run a successor fences a producer in the middle
+of a transaction, and the fenced one (a zombie) tries to send and commit once more. The history
+says which transactions committed, which were aborted, and which ended unknown.
 """
 
 from __future__ import annotations
 
 import random
+from contextlib import AsyncExitStack
 
 import trio
 
@@ -24,7 +26,8 @@ from conformance.chaos.history import History, RecordedConsumer, RecordedProduce
 
 TXN_TOPIC = "chaos-txn"
 ABORT_ONE_IN = 3
-TXN_CONFIG = {"transactional.id": "chaos-txn", "client.id": "chaos-txn-producer", "max.block.ms": 10_000,
+TXN_ID = "chaos-txn"
+TXN_CONFIG = {"transactional.id": TXN_ID, "client.id": "chaos-txn-producer", "max.block.ms": 10_000,
               "transaction.timeout.ms": 30_000}
 READER_CONFIG = {"isolation.level": "read_committed", "group.id": "chaos-txn-readers", "client.id": "chaos-txn-reader"}
 COMMIT_TIMEOUT_S = 5.0
@@ -32,40 +35,101 @@ COMMIT_TIMEOUT_S = 5.0
 
 async def produce_txns(seed: int, config: dict, connect, partitions: int, duration: float, interval: float,
                        history: History, notes: list[str]) -> None:
-    """Transactions of 1-4 records, ``interval`` apart, until ``duration`` passed."""
+    """Transactions of 1-4 records, ``interval`` apart, until ``duration`` passed. Each producer
+    (a *life*) is its own process in the history (``txn-producer-1``, ``-2`` ...); one
+    transaction, drawn per seed, is interrupted by a successor: a new producer with the same
+    transactional.id initializes (fencing the first, as a restarted application does), the first,
+    now a zombie, tries one more send into its open transaction and its commit — which Kafka
+    must refuse — and the successor carries on."""
     rng = random.Random(f"txn:{seed}")
     deadline = trio.current_time() + duration
-    counter = [0]
-    lives = 0
-    while trio.current_time() < deadline and lives < 5:
-        lives += 1
-        async with client.open_producer({**config, **TXN_CONFIG}, connect=connect,
-                                        rng=random.Random(f"{seed}:txn:{lives}")) as ours:
-            producer = RecordedProducer(ours, history, "txn-producer")
-            if not await _session(producer, rng, counter, partitions, deadline, interval, notes):
-                continue   # fatal: a new producer (its InitProducerId fences this one)
-            return
+    run = TxnRun(seed, config, connect, partitions, deadline, interval, history, notes, rng)
+    async with AsyncExitStack() as stack:
+        run.stack = stack
+        producer = await run.new_producer()
+        initialized = False
+        while trio.current_time() < deadline and run.lives <= MAX_LIVES:
+            outcome = await _session(run, producer, initialized)
+            if outcome is None:
+                return
+            producer, initialized = outcome
 
 
-async def _session(producer: RecordedProducer, rng: random.Random, counter: list[int], partitions: int,
-                   deadline: float, interval: float, notes: list[str]) -> bool:
-    """One producer's transactions; False when it hit a fatal error (it can only be closed)."""
+MAX_LIVES = 5
+
+
+class TxnRun:
+    """What the transactional producers of one run share: the counter of values, the drawn
+    transaction a successor interrupts, and the producers opened so far (closed at the end)."""
+
+    def __init__(self, seed: int, config: dict, connect, partitions: int, deadline: float, interval: float,
+                 history: History, notes: list[str], rng: random.Random):
+        self.seed, self.config, self.connect, self.partitions = seed, config, connect, partitions
+        self.deadline, self.interval, self.history, self.notes, self.rng = deadline, interval, history, notes, rng
+        self.counter = 0
+        self.lives = 0
+        self.txns = 0
+        self.fence_in: int | None = rng.randint(2, 4)
+        self.stack: AsyncExitStack | None = None
+
+    async def new_producer(self) -> RecordedProducer:
+        assert self.stack is not None
+        self.lives += 1
+        ours = await self.stack.enter_async_context(client.open_producer(
+            {**self.config, **TXN_CONFIG}, connect=self.connect, rng=random.Random(f"{self.seed}:txn:{self.lives}")))
+        return RecordedProducer(ours, self.history, f"txn-producer-{self.lives}",
+                                transactional_id=TXN_ID)
+
+    def next_value(self) -> tuple[bytes, int]:
+        n = self.counter
+        self.counter += 1
+        return b"t0-%d" % n, n % self.partitions
+
+
+async def _session(run: TxnRun, producer: RecordedProducer, initialized: bool
+                   ) -> tuple[RecordedProducer, bool] | None:
+    """One producer's transactions. None when the run is over; else the producer to go on with
+    and whether it is initialized: a successor (after the zombie episode) or a new one (after a
+    fatal error: its InitProducerId fences this one)."""
     try:
-        await _retried(producer.init_transactions)
-        while trio.current_time() < deadline:
+        if not initialized:
+            await _retried(producer.init_transactions)
+        while trio.current_time() < run.deadline:
             producer.begin_transaction()
-            for _ in range(rng.randint(1, 4)):
-                n = counter[0]
-                counter[0] += 1
-                await producer.send(TXN_TOPIC, b"t0-%d" % n, partition=n % partitions)
-                await trio.sleep(interval)
-            abort = rng.randrange(ABORT_ONE_IN) == 0
+            run.txns += 1
+            partition = 0
+            for _ in range(run.rng.randint(1, 4)):
+                value, partition = run.next_value()
+                await producer.send(TXN_TOPIC, value, partition=partition)
+                await trio.sleep(run.interval)
+            if run.txns == run.fence_in:
+                run.fence_in = None
+                return await _fenced_by_a_successor(run, producer, partition), True
+            abort = run.rng.randrange(ABORT_ONE_IN) == 0
             if abort or not await _try(producer.commit_transaction):
                 await _retried(producer.abort_transaction)
-        return True
+        return None
     except KafkaError as exc:
-        notes.append(f"txn-producer: {type(exc).__name__}: {exc} (replaced)")
-        return False
+        run.notes.append(f"{producer.process}: {type(exc).__name__}: {exc} (replaced)")
+        return await run.new_producer(), False
+
+
+async def _fenced_by_a_successor(run: TxnRun, zombie: RecordedProducer, partition: int) -> RecordedProducer:
+    """A successor initializes while ``zombie`` is inside a transaction; the zombie then sends
+    once more to a partition already in its transaction (so the Produce itself must be fenced,
+    not an AddPartitionsToTxn first) and tries to commit. Both must fail (Kafka's zombie fencing:
+    ``TransactionCoordinator.handleInitProducerId`` bumps the epoch and aborts the open
+    transaction; the partition then refuses the old epoch)."""
+    successor = await run.new_producer()
+    await _retried(successor.init_transactions)
+    value, _ = run.next_value()
+    try:
+        await zombie.send(TXN_TOPIC, value, partition=partition)
+        await zombie.flush()
+        await _try(zombie.commit_transaction)
+    except KafkaError as exc:
+        run.notes.append(f"{zombie.process}: fenced as it should be ({type(exc).__name__})")
+    return successor
 
 
 async def _try(call) -> bool:

@@ -27,7 +27,7 @@ def test_spark_counts_every_anomaly_as_the_pure_checker_does(spark, tmp_path):
             label = f"acks={acks}"
             write_parquet(result.history, tmp_path, client="ours", seed=seed, plant=label)
             pure["ours", seed, label] = result.check.counts()
-    for plant in ("", "lose-ack", "dup-retry", "reuse-offset", "aborted-read", "lso-past-open"):   # transactions, commits, plants
+    for plant in ("", "lose-ack", "dup-retry", "reuse-offset", "aborted-read", "lso-past-open", "fenced-epoch"):
         result = run_seed(0, txn=True, plant=plant)
         write_parquet(result.history, tmp_path, client="ours-txn", seed=0, plant=plant)
         pure["ours-txn", 0, plant] = result.check.counts()

@@ -32,6 +32,10 @@ class Script:
         inv = self.h.invoke(process, "poll")
         return self.h.complete(inv, OK, records=[Read(T, partition, o, None, v.encode()) for o, v in records])
 
+    def init(self, process: str = "tp", transactional_id: str = "tx") -> None:
+        said = detail(transactional_id=transactional_id)
+        self.h.complete(self.h.invoke(process, "init_txn", detail=said), OK, detail=said)
+
     def begin(self, n: int, process: str = "tp") -> None:
         self.h.event(process, "begin", txn=n)
 
@@ -160,6 +164,21 @@ def read_before_commit(s: Script) -> dict:
     return {"uncommitted-read": 2}
 
 
+def zombie(s: Script) -> dict:
+    s.assign(isolation="read_committed")
+    s.init("tp")
+    s.begin(1)
+    s.send("a", 0, process="tp", txn=1)
+    s.init("tp2")                                        # a successor: tp is fenced, its transaction aborted
+    s.send("b", 1, process="tp", txn=1)                  # ... yet this write was acknowledged
+    s.end("commit_txn", 1, type_=INFO, error="ProducerFencedException")
+    s.begin(1, process="tp2")
+    s.send("c", 3, process="tp2", txn=1)
+    s.end("commit_txn", 1, process="tp2")
+    s.poll((0, "a"), (3, "c"))                           # a was in the fenced, so aborted, transaction
+    return {"fenced-write": 1, "aborted-read": 1}
+
+
 def commit_unknown(s: Script) -> dict:
     s.assign(isolation="read_committed")
     s.begin(1)
@@ -183,7 +202,8 @@ def sends_go_back(s: Script) -> dict:
 
 SCENARIOS: dict[str, Callable[[Script], dict]] = {f.__name__: f for f in (
     clean, lost, unseen_at_the_end, indeterminate_send, two_values_at_one_offset, duplicate, skips_and_goes_back,
-    seek_and_reassign, markers_and_aborted_records, aborted_read, read_before_commit, commit_unknown, sends_go_back)}
+    seek_and_reassign, markers_and_aborted_records, aborted_read, read_before_commit, zombie, commit_unknown,
+    sends_go_back)}
 
 
 def build(name: str) -> tuple[History, dict]:

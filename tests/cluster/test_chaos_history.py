@@ -98,7 +98,7 @@ def test_the_blocking_face_records_transactions_and_a_planted_aborted_read_is_na
         history = History(time.monotonic)
         config = {"bootstrap.servers": tc.bootstrap, "transactional.id": "tx"}
         with client.Producer(config) as p:
-            producer = RecordedBlockingProducer(p, history, "txn-producer")
+            producer = RecordedBlockingProducer(p, history, "txn-producer-1", transactional_id="tx")
             producer.init_transactions(10)
             for n, end in enumerate(("commit", "abort", "commit")):
                 producer.begin_transaction()
@@ -117,3 +117,5 @@ def test_the_blocking_face_records_transactions_and_a_planted_aborted_read_is_na
                   ("abort_txn", "invoke", 2), ("abort_txn", "ok", 2), ("begin", "ok", 3), ("commit_txn", "invoke", 3),
                   ("commit_txn", "ok", 3)]
     assert [op.type for op in history.ops if op.f == "commit"] == ["invoke", "ok"]
+    assert [(op.type, op.detail) for op in history.ops if op.f == "init_txn"] == [
+        ("invoke", '{"transactional_id": "tx"}'), ("ok", '{"transactional_id": "tx"}')]
