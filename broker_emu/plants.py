@@ -108,12 +108,19 @@ def duplicate_retry(cluster: Any, header: Any, where: str, original: int) -> boo
 
 
 def read_past_stable(cluster: Any, p: "Partition", fetch_offset: int) -> bool:
-    """read_committed Fetch, a partition with an open transaction between the fetch offset and
-    the high watermark: ``lso-past-open`` reads it to the high watermark (True)."""
+    """read_committed Fetch, a partition holding a transaction its producer has not yet asked to
+    end (the coordinator has it Ongoing), between the fetch offset and the high watermark:
+    ``lso-past-open`` reads it to the high watermark (True). Not one whose commit is already
+    under way: reading that early is wrong too, but no client could tell it from a read just
+    after the marker."""
     stable, high = p.last_stable_offset, p.high_watermark
-    return stable < high and fetch_offset < high and planted(
-        cluster, "lso-past-open", f"{p.topic}-{p.index}: read_committed fetch from {fetch_offset} read to the high "
-                                  f"watermark {high}, past the open transaction at {stable}")
+    if not (stable < high and fetch_offset < high) or cluster.txn is None:
+        return False
+    open_here = {pid for pid, first in p.txns.ongoing.items() if first < high}
+    ongoing = any(meta.producer_id in open_here and meta.state.value == "Ongoing" for meta in cluster.txn.txns.values())
+    return ongoing and planted(cluster, "lso-past-open", f"{p.topic}-{p.index}: read_committed fetch from {fetch_offset} "
+                                                         f"read to the high watermark {high}, past the open transaction "
+                                                         f"at {stable}")
 
 
 def accept_fenced(cluster: Any, header: Any, where: str, current: int) -> bool:

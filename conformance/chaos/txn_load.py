@@ -101,7 +101,9 @@ async def _session(run: TxnRun, producer: RecordedProducer, initialized: bool
             for _ in range(run.rng.randint(1, 4)):
                 value, partition = run.next_value()
                 await producer.send(TXN_TOPIC, value, partition=partition)
-                await trio.sleep(run.interval)
+                # jittered: at round virtual times the commit and a consumer's long poll (fetch.max.wait.ms)
+                # would often fall on one instant, and a history cannot order what happened at once
+                await trio.sleep(run.interval * run.rng.uniform(0.8, 1.2))
             if run.txns == run.fence_in:
                 run.fence_in = None
                 return await _fenced_by_a_successor(run, producer, partition), True
