@@ -1,5 +1,6 @@
-"""One trio run on a daemon thread, for the blocking faces (``client.Producer``,
-``client.Consumer``).
+"""One trio run on a daemon thread: the network thread of the client's blocking faces
+(``client.Producer``, ``client.Consumer``, ``client.Admin``) and the emulator's
+``broker_emu.runtime.ThreadedCluster`` (a cluster or proxy for blocking code).
 
 The owner gives an async ``body``; the body sets up what it serves and then awaits
 ``until_stopped()``, which tells the starting thread it is ready and waits for ``stop()``.
@@ -7,9 +8,9 @@ The owner gives an async ``body``; the body sets up what it serves and then awai
 network thread when the run ends (``error`` is what ended it, or None), before ``start()``
 returns, so the owner can record the error and fail whatever is still pending.
 
-The emulator's ``broker_emu.runtime.ThreadedCluster`` is the same shape written once more:
-the emulator may import only ``client.protocol`` and ``client.errors`` (docs/architecture.md),
-and a thread runner belongs in neither the codec nor the error table.
+It lives in ``kafka_common`` because the emulator may import only ``client.protocol`` and
+``client.errors`` (docs/architecture.md), and a thread runner belongs in neither the codec nor
+the error table.
 """
 
 from __future__ import annotations

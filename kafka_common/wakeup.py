@@ -1,12 +1,13 @@
-"""'Sleep until the next deadline or a wake-up': the one wait of every sans-io driver loop in the
-client (the sender, the group member, the connection timer, the metadata refresher, the
-blocking consumer's reaper).
+"""'Sleep until the next deadline or a wake-up': the one wait of every sans-io driver loop, in
+the client (the sender, the group member, the connection timer, the metadata refresher, the
+blocking consumer's reaper) and in the emulator (the timer heap's ``DeadlineLoop``, a
+``wait_for`` woken by the trace).
 
 A loop calls ``new_cycle()`` before it reads its state (so a ``set()`` from then on is not
 lost), computes its next deadline, and awaits ``sleep_until(deadline)``, which returns True when
 woken, False when the deadline came. ``set()`` is called by whoever changed the state.
-The emulator has the same wait in ``broker_emu/scheduler.py``: it may import only the codec and
-the error table (docs/architecture.md).
+It lives in ``kafka_common`` because the emulator may import only the codec and the error table
+of the client package (docs/architecture.md), and the codec stays free of trio.
 """
 
 from __future__ import annotations

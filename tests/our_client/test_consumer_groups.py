@@ -4,7 +4,7 @@ rebalances, heartbeats and session expiry, max.poll.interval.ms, fencing, coordi
 import pytest
 
 from broker_emu import open_cluster
-from client.assignors import range_assign, roundrobin_assign
+from client.assignors import roundrobin_assign
 from client.config import ConfigException, consumer_config
 from client.consumer import TopicPartition, open_consumer
 from client.exceptions import CommitFailedException
@@ -42,14 +42,12 @@ async def poll_until(consumers, done, rounds=60, each=0.5):
     raise AssertionError("condition not reached: " + ", ".join(str(c.assignment()) for c in consumers))
 
 
-def test_range_and_roundrobin_assign_like_kafka():
+def test_roundrobin_assigns_like_kafka():
     subs = {"m1": ["a", "b"], "m2": ["a"], "m3": ["a", "b"]}
     counts = {"a": 5, "b": 2}
-    assert range_assign(subs, counts) == {"m1": {"a": [0, 1], "b": [0]}, "m2": {"a": [2, 3]}, "m3": {"a": [4], "b": [1]}}
     # one circular deal over (topic, partition) in order, skipping members not subscribed: after
     # a-4 went to m2 the deal goes on at m3 for b-0, then m1 for b-1
     assert roundrobin_assign(subs, counts) == {"m1": {"a": [0, 3], "b": [1]}, "m2": {"a": [1, 4]}, "m3": {"a": [2], "b": [0]}}
-    assert range_assign({"m": ["x"]}, {}) == {"m": {}}
 
 
 def test_group_configs_are_checked():

@@ -1,11 +1,12 @@
-"""The two helpers every client loop and blocking face share: ``Wakeup`` (sleep until the next
-deadline or a wake-up, exact in virtual time) and ``TrioThread`` (trio on a network thread)."""
+"""The two helpers the client's loops and blocking faces and the emulator's timer loop and
+``ThreadedCluster`` share: ``Wakeup`` (sleep until the next deadline or a wake-up, exact in
+virtual time) and ``TrioThread`` (trio on a thread of its own)."""
 
 import pytest
 import trio
 
-from client.trio_thread import TrioThread
-from client.wakeup import Wakeup
+from kafka_common.trio_thread import TrioThread
+from kafka_common.wakeup import Wakeup
 
 
 async def test_wakeup_sleeps_until_its_deadline_or_a_set(autojump_clock):
