@@ -10,9 +10,9 @@ import pytest
 import trio
 
 from broker_emu import open_cluster
-from broker_emu.cluster import FIXED_WALL_EPOCH_MS
 from broker_emu.security.oauthbearer import InvalidToken, UnsecuredValidator, validate
 from client.sasl import oauthbearer_first, unsecured_jwt
+from kafka_common.wallclock import FIXED_EPOCH_MS
 from tests.emulator.helpers import METADATA, SASL_HANDSHAKE, WireClient
 
 SASL_AUTHENTICATE = 36
@@ -38,7 +38,7 @@ async def test_a_valid_token_authenticates_its_subject_for_the_tokens_lifetime(a
     async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=OAUTH) as cluster:
         w = WireClient(cluster.connect(0))
         await trio.sleep(5)
-        token = unsecured_jwt("alice", FIXED_WALL_EPOCH_MS + 5000, life_s=60)
+        token = unsecured_jwt("alice", FIXED_EPOCH_MS + 5000, life_s=60)
         answer = await login(w, oauthbearer_first(token))
         # the session lasts until the token's exp (SaslServerAuthenticator: credential expiry)
         assert (answer.error_code, bytes(answer.auth_bytes), answer.session_lifetime_ms) == (0, b"", 60_000)
@@ -55,13 +55,13 @@ async def test_a_valid_token_authenticates_its_subject_for_the_tokens_lifetime(a
 async def test_max_reauth_ms_shorter_than_the_token_bounds_the_session(autojump_clock):
     async with open_cluster(1, listen=False, config={**OAUTH, "connections.max.reauth.ms": 10_000}) as cluster:
         w = WireClient(cluster.connect(0))
-        answer = await login(w, oauthbearer_first(unsecured_jwt("alice", FIXED_WALL_EPOCH_MS, life_s=60)))
+        answer = await login(w, oauthbearer_first(unsecured_jwt("alice", FIXED_EPOCH_MS, life_s=60)))
         assert (answer.error_code, answer.session_lifetime_ms) == (0, 10_000)
 
 
 @pytest.mark.parametrize("token, reason", [
-    (unsecured_jwt("alice", FIXED_WALL_EPOCH_MS - 120_000, life_s=60), "was on or after the Expiration Time"),
-    (unsecured_jwt("alice", FIXED_WALL_EPOCH_MS + 60_000, life_s=60), "The Issued At value"),
+    (unsecured_jwt("alice", FIXED_EPOCH_MS - 120_000, life_s=60), "was on or after the Expiration Time"),
+    (unsecured_jwt("alice", FIXED_EPOCH_MS + 60_000, life_s=60), "The Issued At value"),
     (f"{part({'alg': 'HS256'})}.{part({'sub': 'alice', 'exp': 2e9})}.", "must have 'none' for an algorithm"),
     (f"{part({'alg': 'none'})}.{part({'sub': 'alice', 'exp': 2e9})}.c2ln", "must not contain a digital signature"),
     (f"{part({'alg': 'none'})}.{part({'sub': 'alice'})}.", "No expiration time in JWT"),
@@ -85,11 +85,11 @@ async def test_a_missing_required_scope_is_insufficient_scope(autojump_clock):
     config = {**OAUTH, "emu.oauthbearer.required.scope": "write read"}
     async with open_cluster(1, listen=False, config=config) as cluster:
         w = WireClient(cluster.connect(0))
-        token = unsecured_jwt("alice", FIXED_WALL_EPOCH_MS, scope=("read",))
+        token = unsecured_jwt("alice", FIXED_EPOCH_MS, scope=("read",))
         challenge = await login(w, oauthbearer_first(token))
         assert bytes(challenge.auth_bytes) == b'{"status":"insufficient_scope", "scope":"[write, read]"}'
         w2 = WireClient(cluster.connect(0))
-        ok = await login(w2, oauthbearer_first(unsecured_jwt("alice", FIXED_WALL_EPOCH_MS, scope=("read", "write"))))
+        ok = await login(w2, oauthbearer_first(unsecured_jwt("alice", FIXED_EPOCH_MS, scope=("read", "write"))))
         assert (ok.error_code, bytes(ok.auth_bytes)) == (0, b"")
 
 
@@ -97,7 +97,7 @@ async def test_clock_skew_admits_a_token_issued_slightly_ahead(autojump_clock):
     config = {**OAUTH, "emu.oauthbearer.allowable.clock.skew.ms": 5000}
     async with open_cluster(1, listen=False, config=config) as cluster:
         w = WireClient(cluster.connect(0))
-        ok = await login(w, oauthbearer_first(unsecured_jwt("alice", FIXED_WALL_EPOCH_MS + 4000)))
+        ok = await login(w, oauthbearer_first(unsecured_jwt("alice", FIXED_EPOCH_MS + 4000)))
         assert (ok.error_code, bytes(ok.auth_bytes)) == (0, b"")
 
 
@@ -105,7 +105,7 @@ async def test_clock_skew_admits_a_token_issued_slightly_ahead(autojump_clock):
     (b"n,,\x01auth=token\x01\x01", "Authentication failed during authentication due to invalid credentials "
                                       "with SASL mechanism OAUTHBEARER"),
     (b"garbage", "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER"),
-    (b"n,a=bob,\x01auth=Bearer " + unsecured_jwt("alice", FIXED_WALL_EPOCH_MS).encode() + b"\x01\x01",
+    (b"n,a=bob,\x01auth=Bearer " + unsecured_jwt("alice", FIXED_EPOCH_MS).encode() + b"\x01\x01",
      "Authentication failed: Client requested an authorization id (bob) that is different from the token's "
      "principal name (alice)"),
 ])
@@ -132,7 +132,7 @@ async def test_these_tokens_close_the_connection_unanswered(autojump_clock, firs
 
 
 def test_claims_convert_as_jackson_does():
-    now, opts = FIXED_WALL_EPOCH_MS, UnsecuredValidator(principal_claim="azp", scope_claim="roles")
+    now, opts = FIXED_EPOCH_MS, UnsecuredValidator(principal_claim="azp", scope_claim="roles")
     token = f"{part({'alg': 'none'})}.{part({'azp': True, 'exp': 2e9, 'roles': 'admin'})}."
     parsed = validate(token, now, opts)
     assert (parsed.principal, parsed.scope, parsed.expires_ms) == ("true", frozenset({"admin"}), 2_000_000_000_000)

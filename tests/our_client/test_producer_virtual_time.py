@@ -15,7 +15,7 @@ from client.exceptions import (
 )
 from client.producer import open_producer
 from client.producer.partitioner import murmur2, partition_for_key
-from client.wallclock import virtual_ms
+from kafka_common.wallclock import virtual_ms
 
 BOOT = {"bootstrap.servers": "127.0.0.1:0"}
 EPOCH_MS = 1_700_000_000_000

@@ -63,9 +63,9 @@ async def test_oauthbearer_tokens_bound_the_session_and_each_login_gets_a_fresh_
     """The broker ends the session at the token's exp (KIP-368); our client re-authenticates on
     the same connection before then, with a new token from its callback (confluent-kafka's
     oauth_cb shape), here on the cluster's virtual wall clock."""
-    from broker_emu.cluster import FIXED_WALL_EPOCH_MS
     from client.sasl import unsecured_jwt
     from client.transport import oauth_token_source
+    from kafka_common.wallclock import FIXED_EPOCH_MS
 
     config = {"emu.security.protocol": "SASL_PLAINTEXT", "sasl.enabled.mechanisms": "OAUTHBEARER"}
     issued: list[float] = []
@@ -73,7 +73,7 @@ async def test_oauthbearer_tokens_bound_the_session_and_each_login_gets_a_fresh_
     def oauth_cb(settings):
         assert settings == "principal=ignored"
         issued.append(trio.current_time())
-        return unsecured_jwt("svc", FIXED_WALL_EPOCH_MS + int(trio.current_time() * 1000), life_s=20), 0
+        return unsecured_jwt("svc", FIXED_EPOCH_MS + int(trio.current_time() * 1000), life_s=20), 0
 
     async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=config) as cluster:
         client_config = {"bootstrap.servers": "127.0.0.1:0", "security.protocol": "SASL_PLAINTEXT",

@@ -4,7 +4,7 @@ and inside functions) of broker_emu, client, conformance and kafka_common:
 - the emulator (broker_emu) uses only the wire codec of the client package (client.protocol)
   and Kafka's error codes (client.errors, a leaf);
 - what both the emulator and the client need beyond the codec (the range assignor, the
-  wake-up wait, the trio thread runner) has one home in kafka_common, a leaf both may import:
+  wake-up wait, the trio thread runner, the wall clock) has one home in kafka_common, a leaf both may import:
   it imports none of broker_emu, client or conformance, so the emulator reaches no client
   machinery through it;
 - nothing below conformance imports conformance (the ``broker-emu`` command that composes both
