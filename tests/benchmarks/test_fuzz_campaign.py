@@ -18,7 +18,7 @@ from benchmarks.fuzz_pool import Pool, load_corpus
 from broker_emu.handlers.catalog import register_all
 from broker_emu.registry import REGISTRY
 from client.protocol import ProtocolError, decode_request, encode_request
-from tests.protocol.corpus_catalog import Refused, emulator_reads
+from tests.client.protocol.corpus_catalog import Refused, emulator_reads
 
 
 @pytest.fixture(scope="module")

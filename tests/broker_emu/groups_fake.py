@@ -75,7 +75,7 @@ class FakeCluster:
 
     def ensure_offsets_topic(self) -> None:
         """No topic model here: the topic FindCoordinator creates is tested on the real Cluster
-        (tests/emulator/test_internal_topics.py)."""
+        (tests/broker_emu/test_internal_topics.py)."""
 
     def partition(self, topic: str, index: int) -> object | None:
         return object() if 0 <= index < self.topics.get(topic, 0) else None

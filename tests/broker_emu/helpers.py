@@ -1,9 +1,9 @@
-"""Request builders for emulator tests (the wire client itself is tests.cluster.wire)."""
+"""Request builders for emulator tests (the wire client itself is tests.broker_emu.wire)."""
 
 from __future__ import annotations
 
 from client.protocol.records import Record, encode_batch
-from tests.cluster.wire import WireClient, fetch_body, leader_of, produce_body  # noqa: F401  (re-exported)
+from tests.broker_emu.wire import WireClient, fetch_body, leader_of, produce_body  # noqa: F401  (re-exported)
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 SASL_HANDSHAKE, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS = 17, 18, 19, 20

@@ -5,7 +5,7 @@ import pytest
 
 from broker_emu import open_cluster
 from client.sasl import _Scram
-from tests.emulator.helpers import METADATA, PRODUCE, SASL_HANDSHAKE, WireClient, batch, partition_results, produce_many
+from tests.broker_emu.helpers import METADATA, PRODUCE, SASL_HANDSHAKE, WireClient, batch, partition_results, produce_many
 
 SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 36, 29, 30, 31
 JOIN_GROUP, INIT_PRODUCER_ID, FETCH = 11, 22, 1

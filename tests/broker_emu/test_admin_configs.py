@@ -7,7 +7,7 @@ import trio
 from broker_emu import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey
-from tests.cluster.wire import WireClient, produce_body
+from tests.broker_emu.wire import WireClient, produce_body
 
 INC, LEGACY, DESCRIBE = ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.DESCRIBE_CONFIGS
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

@@ -4,7 +4,7 @@ partition back on a live replica outside the ISR; Kafka's errors and messages ot
 
 from broker_emu import open_cluster
 from client.protocol import ApiKey
-from tests.cluster.wire import WireClient
+from tests.broker_emu.wire import WireClient
 
 ELECT = ApiKey.ELECT_LEADERS
 

@@ -3,8 +3,8 @@
 
 from broker_emu import open_cluster
 from client.protocol import ApiKey
-from tests.cluster.wire import WireClient
-from tests.emulator.helpers import METADATA, PRODUCE, batch, partition_results, produce_many
+from tests.broker_emu.helpers import METADATA, PRODUCE, batch, partition_results, produce_many
+from tests.broker_emu.wire import WireClient
 
 
 async def grow(w: WireClient, *topics: dict, validate_only: bool = False) -> list[tuple]:

@@ -7,8 +7,8 @@ import trio
 from broker_emu import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey
-from tests.cluster.wire import WireClient
-from tests.emulator.helpers import LIST_OFFSETS, PRODUCE, batch, produce_many
+from tests.broker_emu.helpers import LIST_OFFSETS, PRODUCE, batch, produce_many
+from tests.broker_emu.wire import WireClient
 
 
 async def _setup(cluster) -> WireClient:

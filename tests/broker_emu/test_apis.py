@@ -2,7 +2,7 @@
 
 from broker_emu import open_cluster
 from client.protocol import ApiKey
-from tests.emulator.helpers import (
+from tests.broker_emu.helpers import (
     API_VERSIONS,
     CREATE_TOPICS,
     DELETE_TOPICS,

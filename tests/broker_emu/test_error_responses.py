@@ -7,8 +7,8 @@ import trio
 
 from broker_emu import open_cluster
 from client.protocol import decode_response
-from tests.emulator.groups_fake import DESCRIBE, FIND, JOIN, commit_body, join_body
-from tests.emulator.helpers import (
+from tests.broker_emu.groups_fake import DESCRIBE, FIND, JOIN, commit_body, join_body
+from tests.broker_emu.helpers import (
     API_VERSIONS,
     CREATE_TOPICS,
     DELETE_TOPICS,
@@ -353,7 +353,7 @@ async def test_metadata_v10_with_a_null_topic_name_is_answered_invalid_request(a
     import uuid
 
     from broker_emu import open_cluster
-    from tests.cluster.wire import WireClient
+    from tests.broker_emu.wire import WireClient
 
     async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
         wire = WireClient(cluster.connect(0))

@@ -10,7 +10,7 @@ from broker_emu.config import broker_config
 from broker_emu.repeated_requests import decoded_before, encode_with_errors, remember_decoded, repeat_key
 from client.protocol import decode_request, encode_request, encode_response
 from client.protocol.records import decode_batch, verify_crc
-from tests.cluster.wire import WireClient, fetch_body, leader_of, produce_body
+from tests.broker_emu.wire import WireClient, fetch_body, leader_of, produce_body
 
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 
@@ -139,6 +139,6 @@ def test_records_views_are_read_only_and_equal_the_copied_bytes():
 
 
 def test_the_in_memory_log_is_bounded_by_default_cluster_wide_not_per_partition():
-    # Kafka's per-partition default (unlimited); one budget for every log (tests/emulator/test_log_memory.py)
+    # Kafka's per-partition default (unlimited); one budget for every log (tests/broker_emu/test_log_memory.py)
     assert broker_config()["log.retention.bytes"] == -1
     assert broker_config()["emu.log.memory.bytes"] == 0   # 0: half the memory available at start

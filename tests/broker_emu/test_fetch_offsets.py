@@ -4,7 +4,7 @@ import trio
 
 from broker_emu import open_cluster
 from client.protocol.records import decode_batch, iter_batches
-from tests.emulator.helpers import (
+from tests.broker_emu.helpers import (
     FETCH,
     LIST_OFFSETS,
     OFFSET_FOR_LEADER_EPOCH,

@@ -8,8 +8,8 @@ import trio
 
 from broker_emu import open_cluster
 from broker_emu.trace import Kind
-from tests.emulator.test_acls import ALL, GROUP, SECURED, acl, login
-from tests.emulator.test_kip848 import FAST, Member
+from tests.broker_emu.test_acls import ALL, GROUP, SECURED, acl, login
+from tests.broker_emu.test_kip848 import FAST, Member
 
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, CREATE_ACLS = 32, 44, 30
 

@@ -5,7 +5,7 @@ import pytest
 import trio
 
 from broker_emu.registry import REGISTRY
-from tests.emulator.groups_fake import (
+from tests.broker_emu.groups_fake import (
     COMMIT,
     DESCRIBE,
     FETCH,

@@ -4,8 +4,7 @@ the whole pipeline (virtual time), coordinator placement, and a coordinator movi
 import trio
 
 from broker_emu import open_cluster
-from tests.cluster.wire import WireClient
-from tests.emulator.groups_fake import (
+from tests.broker_emu.groups_fake import (
     COMMIT,
     FETCH,
     FIND,
@@ -17,6 +16,7 @@ from tests.emulator.groups_fake import (
     join_body,
     sync_body,
 )
+from tests.broker_emu.wire import WireClient
 
 
 async def join_and_sync(w: WireClient, **kw):

@@ -4,9 +4,9 @@ unknown partitions are refused before the group is asked."""
 
 from broker_emu import open_cluster
 from client.protocol import ApiKey
-from tests.cluster.wire import WireClient
-from tests.emulator.groups_fake import COMMIT, FETCH, JOIN, commit_body, join_body
-from tests.emulator.test_kip848 import FAST, Member
+from tests.broker_emu.groups_fake import COMMIT, FETCH, JOIN, commit_body, join_body
+from tests.broker_emu.test_kip848 import FAST, Member
+from tests.broker_emu.wire import WireClient
 
 DELETE_GROUPS, OFFSET_DELETE = ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE
 

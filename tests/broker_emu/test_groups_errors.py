@@ -3,7 +3,7 @@
 import pytest
 import trio
 
-from tests.emulator.groups_fake import (
+from tests.broker_emu.groups_fake import (
     HEARTBEAT,
     JOIN,
     LEAVE,

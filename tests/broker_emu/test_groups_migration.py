@@ -8,9 +8,9 @@ from broker_emu import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey
 from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
-from tests.cluster.wire import WireClient
-from tests.emulator.groups_fake import JOIN, LEAVE, SYNC, heartbeat_body, join_body
-from tests.emulator.test_kip848 import FAST, Member
+from tests.broker_emu.groups_fake import JOIN, LEAVE, SYNC, heartbeat_body, join_body
+from tests.broker_emu.test_kip848 import FAST, Member
+from tests.broker_emu.wire import WireClient
 
 HEARTBEAT, DESCRIBE = ApiKey.HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE
 CONFIG = FAST | {"group.initial.rebalance.delay.ms": 0}

@@ -4,7 +4,7 @@ with generation checks, per-partition errors, fetch of everything, batched group
 import pytest
 import trio
 
-from tests.emulator.groups_fake import (
+from tests.broker_emu.groups_fake import (
     COMMIT,
     FETCH,
     FakeCluster,

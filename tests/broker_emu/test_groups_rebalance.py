@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.lowlevel
 
-from tests.emulator.groups_fake import LEAVE, FakeCluster, Member, call
+from tests.broker_emu.groups_fake import LEAVE, FakeCluster, Member, call
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from broker_emu import open_cluster
 from broker_emu.registry import REGISTRY
 from client.protocol import ApiKey
-from tests.cluster.wire import WireClient
+from tests.broker_emu.wire import WireClient
 
 LIST_GROUPS, METADATA = 16, 3
 pytestmark = pytest.mark.handler_errors_expected

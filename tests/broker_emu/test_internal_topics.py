@@ -2,9 +2,9 @@
 as internal, led by the group coordinators, closed to client appends (docs/differences.md, 9)."""
 
 from broker_emu import open_cluster
-from tests.cluster.wire import WireClient
-from tests.emulator.groups_fake import FIND
-from tests.emulator.helpers import METADATA, PRODUCE, batch, partition_results, produce_many
+from tests.broker_emu.groups_fake import FIND
+from tests.broker_emu.helpers import METADATA, PRODUCE, batch, partition_results, produce_many
+from tests.broker_emu.wire import WireClient
 
 
 async def _all_topics(w: WireClient) -> dict:

@@ -11,8 +11,8 @@ import trio
 from broker_emu import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey
-from tests.cluster.wire import WireClient
-from tests.emulator.groups_fake import COMMIT, FETCH, JOIN, commit_body, join_body
+from tests.broker_emu.groups_fake import COMMIT, FETCH, JOIN, commit_body, join_body
+from tests.broker_emu.wire import WireClient
 
 HB = ApiKey.CONSUMER_GROUP_HEARTBEAT
 FAST = {"group.consumer.session.timeout.ms": 3000, "group.consumer.min.session.timeout.ms": 1000,

@@ -11,7 +11,7 @@ import pytest
 from broker_emu import open_cluster
 from client.protocol.legacy_records import LegacyRecordError, read_message_set
 from client.protocol.records import decode_batch
-from tests.cluster.wire import WireClient, fetch_body
+from tests.broker_emu.wire import WireClient, fetch_body
 
 PRODUCE, FETCH = 0, 1
 

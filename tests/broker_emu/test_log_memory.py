@@ -9,8 +9,8 @@ import trio
 from broker_emu import open_cluster
 from broker_emu.log import LogMemory, PartitionLog, log_memory_budget
 from client.protocol.records import parse_batch_header
-from tests.cluster.wire import WireClient, fetch_body, produce_body
-from tests.emulator.helpers import batch
+from tests.broker_emu.helpers import batch
+from tests.broker_emu.wire import WireClient, fetch_body, produce_body
 
 
 def appended(log: PartitionLog, value: bytes) -> None:

@@ -12,7 +12,7 @@ from broker_emu.log import PartitionLog
 from broker_emu.purgatory import PURGE_INTERVAL, DelayedOperation, Purgatory
 from broker_emu.scheduler import Scheduler
 from client.protocol.records import parse_batch_header, verify_crc
-from tests.emulator.helpers import batch
+from tests.broker_emu.helpers import batch
 
 
 def appended(log: PartitionLog, values: list[bytes], epoch: int = 0, **kw) -> tuple[int, int]:

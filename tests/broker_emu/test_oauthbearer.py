@@ -13,7 +13,7 @@ from broker_emu import open_cluster
 from broker_emu.security.oauthbearer import InvalidToken, UnsecuredValidator, validate
 from client.sasl import oauthbearer_first, unsecured_jwt
 from kafka_common.wallclock import FIXED_EPOCH_MS
-from tests.emulator.helpers import METADATA, SASL_HANDSHAKE, WireClient
+from tests.broker_emu.helpers import METADATA, SASL_HANDSHAKE, WireClient
 
 SASL_AUTHENTICATE = 36
 OAUTH = {"emu.security.protocol": "SASL_PLAINTEXT", "sasl.enabled.mechanisms": "OAUTHBEARER"}

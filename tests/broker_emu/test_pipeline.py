@@ -8,7 +8,7 @@ import trio.testing
 from broker_emu import open_cluster
 from broker_emu.server import READ_AHEAD_BYTES
 from client.protocol import encode_request
-from tests.emulator.helpers import (
+from tests.broker_emu.helpers import (
     API_VERSIONS,
     FETCH,
     LIST_OFFSETS,

@@ -3,7 +3,7 @@
 import trio
 
 from broker_emu import open_cluster
-from tests.emulator.helpers import (
+from tests.broker_emu.helpers import (
     INIT_PRODUCER_ID,
     METADATA,
     PRODUCE,

@@ -7,7 +7,7 @@ from broker_emu import open_cluster
 from broker_emu.log import PartitionLog
 from client.errors import ErrorCode
 from client.protocol.records import decode_batch, iter_batches, parse_batch_header
-from tests.emulator.helpers import (
+from tests.broker_emu.helpers import (
     FETCH,
     INIT_PRODUCER_ID,
     PRODUCE,

@@ -4,7 +4,7 @@ import trio
 
 from broker_emu import open_cluster
 from client.protocol import ApiKey
-from tests.cluster.wire import WireClient, fetch_body, leader_of, produce_body
+from tests.broker_emu.wire import WireClient, fetch_body, leader_of, produce_body
 
 PRODUCE, FETCH, METADATA, API_VERSIONS, LIST_OFFSETS = 0, 1, 3, 18, 2
 

@@ -7,7 +7,7 @@ import trio
 from broker_emu import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey, encode_request
-from tests.cluster.wire import WireClient, produce_body
+from tests.broker_emu.wire import WireClient, produce_body
 
 ALTER, DESCRIBE = ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.DESCRIBE_CLIENT_QUOTAS
 

@@ -6,7 +6,7 @@ import trio
 
 from broker_emu import open_cluster
 from client.protocol import ApiKey
-from tests.cluster.wire import WireClient, produce_body
+from tests.broker_emu.wire import WireClient, produce_body
 
 ALTER, LIST = ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS
 

@@ -1,7 +1,7 @@
 """Records are validated on append as Kafka's LogValidator does: each rule answers its
 partition alone with Kafka's error code, and nothing a read path cannot serve is stored.
 
-Batches are built with ``tests.emulator.crafted`` (a correct CRC around whatever records section
+Batches are built with ``tests.broker_emu.crafted`` (a correct CRC around whatever records section
 the test wants) and sent through Produce v9 over the in-memory transport."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from broker_emu import open_cluster
 from broker_emu.trace import HANDLER_ERRORS
 from client.protocol import compression as codecs
 from client.protocol.records import Record, decode_batch, encode_batch, iter_batches, parse_batch_header
-from tests.emulator.crafted import crafted_batch, record, zigzag
-from tests.emulator.helpers import CREATE_TOPICS, FETCH, LIST_OFFSETS, PRODUCE, WireClient, fetch_body
+from tests.broker_emu.crafted import crafted_batch, record, zigzag
+from tests.broker_emu.helpers import CREATE_TOPICS, FETCH, LIST_OFFSETS, PRODUCE, WireClient, fetch_body
 
 NONE, UNKNOWN_SERVER_ERROR, CORRUPT_MESSAGE, MESSAGE_TOO_LARGE = 0, -1, 2, 10
 INVALID_TIMESTAMP, INVALID_CONFIG, INVALID_RECORD = 32, 40, 87

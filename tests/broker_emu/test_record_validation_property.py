@@ -23,8 +23,8 @@ from broker_emu.validation import record_times
 from client.protocol import ApiKey
 from client.protocol import compression as codecs
 from client.protocol.records import CorruptRecordBatchError, decode_batch, iter_batches, verify_crc
-from tests.emulator.crafted import crafted_batch, record
-from tests.emulator.helpers import FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, PRODUCE, WireClient, fetch_body
+from tests.broker_emu.crafted import crafted_batch, record
+from tests.broker_emu.helpers import FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, PRODUCE, WireClient, fetch_body
 
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 SMALL_TS = st.integers(-100, 100) | st.sampled_from([0, -1, 1_700_000_000_000]) | INT64

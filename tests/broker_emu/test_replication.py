@@ -3,7 +3,7 @@
 import trio
 
 from broker_emu import open_cluster
-from tests.emulator.helpers import PRODUCE, WireClient, follower_of, produce_body
+from tests.broker_emu.helpers import PRODUCE, WireClient, follower_of, produce_body
 
 LAG_MAX = {"replica.lag.time.max.ms": 10_000}
 

@@ -11,7 +11,7 @@ from broker_emu.config import ConfigError
 from broker_emu.security.mechanisms import SaslFailure, ScramServer
 from broker_emu.security.scram import ScramStore, credential_from_password
 from client.sasl import _Scram
-from tests.emulator.helpers import API_VERSIONS, METADATA, SASL_HANDSHAKE, WireClient
+from tests.broker_emu.helpers import API_VERSIONS, METADATA, SASL_HANDSHAKE, WireClient
 
 SASL_AUTHENTICATE = 36
 SASL = {"emu.security.protocol": "SASL_PLAINTEXT", "emu.sasl.users": "alice:alice-secret,bob:bob-secret"}

@@ -97,7 +97,7 @@ async def test_a_large_frame_after_a_large_frame_is_received_whole_when_it_is_al
     from broker_emu.server import Connection
     from client.protocol import encode_request
     from client.protocol.records import decode_batch
-    from tests.cluster.wire import WireClient, fetch_body, produce_body
+    from tests.broker_emu.wire import WireClient, fetch_body, produce_body
 
     async with open_cluster(1, topics=[("t", 1, 1)]) as cluster:
         broker = next(iter(cluster.brokers.values()))
@@ -126,7 +126,7 @@ async def test_a_large_frame_after_a_large_frame_is_received_whole_when_it_is_al
 async def test_a_megabyte_produce_over_tcp_is_received_in_place_stored_without_a_copy_and_read_back():
     from broker_emu import open_cluster
     from client.protocol.records import decode_batch
-    from tests.cluster.wire import WireClient, fetch_body, produce_body
+    from tests.broker_emu.wire import WireClient, fetch_body, produce_body
 
     async with open_cluster(1, topics=[("t", 1, 1)]) as cluster:
         broker = next(iter(cluster.brokers.values()))

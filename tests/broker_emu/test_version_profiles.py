@@ -8,7 +8,7 @@ import trio
 
 from broker_emu import open_cluster
 from broker_emu.config import ConfigError
-from tests.emulator.helpers import API_VERSIONS, CREATE_TOPICS, WireClient, produce_body
+from tests.broker_emu.helpers import API_VERSIONS, CREATE_TOPICS, WireClient, produce_body
 
 SOFTWARE = {"client_software_name": "t", "client_software_version": "1"}
 

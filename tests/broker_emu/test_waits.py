@@ -9,8 +9,8 @@ from broker_emu import open_cluster, run_cluster_in_thread
 from broker_emu.waits import WaitArgumentError, WaitTimeout
 from client.consumer import open_consumer
 from client.producer import open_producer
-from tests.cluster.wire import WireClient, produce_body
-from tests.our_client.test_consumer_groups import GROUP, connect_to
+from tests.broker_emu.wire import WireClient, produce_body
+from tests.client.test_consumer_groups import GROUP, connect_to
 
 PRODUCE = 0
 

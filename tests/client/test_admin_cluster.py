@@ -10,8 +10,8 @@ from client.admin_cluster import PREFERRED, UNCLEAN
 from client.errors import ElectionNotNeededError, GroupIdNotFoundError, UnknownTopicOrPartitionError
 from client.producer import open_producer
 from client.transport import sasl_connect
-from tests.cluster.wire import WireClient
-from tests.our_client.test_admin import BOOT, connect_to
+from tests.broker_emu.wire import WireClient
+from tests.client.test_admin import BOOT, connect_to
 
 
 async def test_elections_and_reassignments(autojump_clock):

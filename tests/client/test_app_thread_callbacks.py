@@ -10,8 +10,8 @@ from broker_emu import open_cluster
 from broker_emu.trace import Kind
 from client.consumer import TopicPartition, open_consumer
 from client.consumer.app_callbacks import AppThreadCallbacks
-from tests.our_client.test_consumer_groups import connect_to, events, poll_until
-from tests.our_client.test_consumer_kip848 import BROKER, K848
+from tests.client.test_consumer_groups import connect_to, events, poll_until
+from tests.client.test_consumer_kip848 import BROKER, K848
 
 ALL = [TopicPartition("t", p) for p in range(4)]
 

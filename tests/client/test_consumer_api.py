@@ -8,7 +8,7 @@ from broker_emu import open_cluster
 from client.consumer import TopicPartition, open_consumer
 from client.errors import TimeoutException
 from client.exceptions import WakeupException
-from tests.cluster.wire import WireClient, produce_body
+from tests.broker_emu.wire import WireClient, produce_body
 
 BOOT = {"bootstrap.servers": "127.0.0.1:0", "auto.offset.reset": "earliest"}
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)

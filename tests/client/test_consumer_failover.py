@@ -10,7 +10,7 @@ import trio
 from broker_emu import open_cluster
 from client.consumer import TopicPartition, open_consumer
 from client.errors import ErrorCode
-from tests.cluster.wire import WireClient, produce_body
+from tests.broker_emu.wire import WireClient, produce_body
 
 REQUEST_TIMEOUT_S = 5.0
 CONFIG = {"bootstrap.servers": "127.0.0.1:0", "group.id": "g", "auto.offset.reset": "earliest",

@@ -8,7 +8,7 @@ from client.assignors import roundrobin_assign
 from client.config import ConfigException, consumer_config
 from client.consumer import TopicPartition, open_consumer
 from client.exceptions import CommitFailedException
-from tests.cluster.wire import WireClient, produce_body
+from tests.broker_emu.wire import WireClient, produce_body
 
 BOOT = {"bootstrap.servers": "127.0.0.1:0"}
 GROUP = {**BOOT, "group.id": "g", "auto.offset.reset": "earliest", "session.timeout.ms": 10000,

@@ -9,7 +9,7 @@ from broker_emu import open_cluster
 from broker_emu.trace import Kind
 from client.config import ConfigException, consumer_config
 from client.consumer import TopicPartition, open_consumer
-from tests.our_client.test_consumer_groups import connect_to, events, fill, poll_until
+from tests.client.test_consumer_groups import connect_to, events, fill, poll_until
 
 BROKER = {"group.consumer.heartbeat.interval.ms": 2000, "group.consumer.session.timeout.ms": 10000,
           "group.consumer.min.session.timeout.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 1000}

@@ -17,7 +17,7 @@ from client.exceptions import (
 )
 from client.network import NetworkClient
 from client.protocol import ApiKey
-from tests.our_client.fake_broker import open_fake_cluster
+from tests.client.fake_broker import open_fake_cluster
 
 HB = {"group_id": "g", "generation_id": 1, "member_id": "m"}
 

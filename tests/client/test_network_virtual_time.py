@@ -10,7 +10,7 @@ from client.config import COMMON, parse_config
 from client.exceptions import RequestTimeoutException
 from client.network import NetworkClient
 from client.protocol import ApiKey
-from tests.cluster.wire import produce_body
+from tests.broker_emu.wire import produce_body
 
 
 def in_memory(cluster):

@@ -11,7 +11,7 @@ from client.errors import KafkaError
 from client.exceptions import TimeoutException
 from client.producer import open_producer
 from client.producer.transactions import TransactionStateError
-from tests.our_client.test_producer_virtual_time import connect_to
+from tests.client.test_producer_virtual_time import connect_to
 
 BOOT = {"bootstrap.servers": "127.0.0.1:0", "transactional.id": "tx", "linger.ms": 5}
 

@@ -12,7 +12,7 @@ import tomllib
 import pytest
 
 from conformance.main import main
-from tests.control.serve import ROOT
+from tests.broker_emu.control.serve import ROOT
 
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:

@@ -93,7 +93,7 @@ def test_sync_fixture_named_faults_and_waits(kafka_cluster):
 
 
 async def test_trio_fixture_named_faults_and_waits(trio_kafka_cluster, autojump_clock):
-    from tests.cluster.wire import WireClient, produce_body
+    from tests.broker_emu.wire import WireClient, produce_body
 
     cluster = trio_kafka_cluster
     cluster.create_topic("t3", 1, 1)

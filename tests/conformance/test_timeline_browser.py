@@ -11,6 +11,8 @@ from conformance.explain import explain, render_svg
 from conformance.scenarios import BY_ID
 from conformance.teaching_docs import BLOCK, DOCS, referenced_figures
 
+pytestmark = pytest.mark.browser
+
 
 def page_html(svg: str) -> str:
     return f"<!doctype html><meta charset='utf-8'><body style='margin:8px'>{svg}</body>"

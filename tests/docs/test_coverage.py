@@ -1,10 +1,9 @@
 """docs/coverage.md (tools/api_coverage.py) must say what the emulator serves today: its
 broker-emu column is compared with the emulator's own ApiVersions answer."""
 
-import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from tests import ROOT
 
 
 def test_the_coverage_table_shows_what_the_emulator_advertises():

@@ -2,11 +2,12 @@
 
 import re
 import textwrap
-from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+from tests import ROOT
+
+DOCS = ROOT / "docs"
 EXAMPLES = [(path.name, i, block) for path in [DOCS / "client.md", DOCS / "transactions.md", DOCS / "kip848.md", DOCS / "faults.md"]
             for i, block in enumerate(textwrap.dedent(b) for b in re.findall(r"```python\n(.*?)```", path.read_text(), re.DOTALL))]
 

@@ -4,11 +4,12 @@ pytest run (the plugin loaded from the installed package, as in a user's project
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "pytest.md"
+from tests import ROOT
+
+PAGE = ROOT / "docs" / "pytest.md"
 EXAMPLES = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.DOTALL)
 # how many tests each example holds: proof each ran, not only that nothing failed
 TESTS = [1, 2, 2, 1, 1]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -16,8 +15,9 @@ from typing import Any
 from client.protocol import decode_response, encode_request
 from client.protocol.framing import FrameSplitter
 from client.protocol.records import Record, encode_batch
+from tests import ROOT as CHECKOUT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = str(CHECKOUT)
 
 
 class Served:

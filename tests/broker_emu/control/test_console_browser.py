@@ -12,7 +12,7 @@ import pytest
 
 import client
 from client.errors import KafkaError
-from tests.control.serve import Served, http_call
+from tests.broker_emu.control.serve import Served, http_call
 from tools.console_browser import BrowserUnavailable, ConsoleBrowser, check_available
 
 pytestmark = pytest.mark.realclient

@@ -34,7 +34,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 # rules) are as right as 400 here; schemathesis's default list leaves 413 out.
 CONFIG = schemathesis.Config.from_dict({"checks": {"negative_data_rejection": {"expected-statuses": ["4xx"]}}})
 # the console's routes are not JSON (a page, scripts, a never-ending event stream): tested in
-# tests/control/test_console.py instead
+# tests/broker_emu/control/test_console.py instead
 # A wait lasts until its condition holds or its timeout_ms passes, and a generated condition seldom
 # holds: at the published cap (60 s) the waits alone would take hours. The fuzzed server is started
 # with a 50 ms cap (emu.control.wait.max.ms), and the fuzzer reads the document with that cap, so

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from tests.control.serve import Served
+from tests.broker_emu.control.serve import Served
 from tools.console_browser import BrowserUnavailable, ConsoleBrowser, check_available
 
 pytestmark = pytest.mark.browser

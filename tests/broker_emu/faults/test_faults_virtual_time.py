@@ -3,7 +3,7 @@
 import trio
 
 from broker_emu import open_cluster
-from tests.cluster.wire import WireClient, produce_body
+from tests.broker_emu.wire import WireClient, produce_body
 
 PRODUCE, METADATA = 0, 3
 META = {"topics": None}

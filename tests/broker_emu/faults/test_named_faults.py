@@ -6,7 +6,7 @@ import trio
 
 from broker_emu import open_cluster
 from broker_emu.faults import FaultConfigError, named
-from tests.cluster.wire import WireClient, produce_body
+from tests.broker_emu.wire import WireClient, produce_body
 
 PRODUCE, METADATA = 0, 3
 META = {"topics": None}

@@ -1,6 +1,6 @@
 """The rule model refuses the same bad values from every front. Python
 (``faults.add`` with a dict or a ``Rule``) and scenario files go through the checks the control
-API uses; the HTTP side is tests/control/test_killer_requests.py."""
+API uses; the HTTP side is tests/broker_emu/control/test_killer_requests.py."""
 
 import math
 

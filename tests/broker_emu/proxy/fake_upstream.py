@@ -9,7 +9,7 @@ import struct
 import threading
 
 from client.protocol import decode_request, encode_response
-from tests.proxy.wire import read_frame
+from tests.broker_emu.proxy.wire import read_frame
 
 MISDEEDS = ("wrong-correlation-id", "impossible-size", "half-a-frame", "silent-close")
 

@@ -1,11 +1,12 @@
 """The Python example in docs/proxy.md runs as written and prints what the page says."""
 
 import re
-from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "proxy.md"
+from tests import ROOT
+
+DOC = ROOT / "docs" / "proxy.md"
 
 pytestmark = pytest.mark.realclient
 

@@ -9,9 +9,9 @@ import pytest
 
 from broker_emu.proxy import run_proxy_in_thread
 from client.protocol import decode_response, encode_request
-from tests.proxy.conftest import events
-from tests.proxy.fake_upstream import MISDEEDS, FakeUpstream
-from tests.proxy.wire import roundtrip
+from tests.broker_emu.proxy.conftest import events
+from tests.broker_emu.proxy.fake_upstream import MISDEEDS, FakeUpstream
+from tests.broker_emu.proxy.wire import roundtrip
 
 pytestmark = pytest.mark.realclient
 

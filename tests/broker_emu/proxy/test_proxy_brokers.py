@@ -10,8 +10,8 @@ import pytest
 
 from broker_emu.proxy.upstream import Node
 from client.protocol import decode_response, encode_request
-from tests.proxy.conftest import events, ports
-from tests.proxy.wire import connect, read_frame, roundtrip
+from tests.broker_emu.proxy.conftest import events, ports
+from tests.broker_emu.proxy.wire import connect, read_frame, roundtrip
 
 pytestmark = pytest.mark.realclient
 
@@ -70,7 +70,7 @@ def test_producing_through_the_proxy_survives_an_upstream_leader_stop(upstream, 
 def test_the_stop_broker_fault_stops_the_proxys_listener_not_the_upstream_broker(upstream, proxy):
     import socket
 
-    from tests.proxy.conftest import add_fault
+    from tests.broker_emu.proxy.conftest import add_fault
 
     add_fault(proxy, {"match": {"broker": 2, "api": "Metadata"}, "action": {"type": "stop_broker", "ms": 0}})
     with connect(proxy.bootstrap, 2) as s:

@@ -14,8 +14,8 @@ import pytest
 
 from broker_emu.control.client import ControlError, call
 from client.protocol import decode_response, encode_request
-from tests.control.serve import ROOT, Served, next_lines
-from tests.proxy.wire import read_frame
+from tests.broker_emu.control.serve import ROOT, Served, next_lines
+from tests.broker_emu.proxy.wire import read_frame
 
 pytestmark = pytest.mark.realclient
 

@@ -10,7 +10,7 @@ import pytest
 
 import client
 from client.consumer.blocking import Consumer
-from tests.proxy.conftest import events
+from tests.broker_emu.proxy.conftest import events
 
 pytestmark = pytest.mark.realclient
 

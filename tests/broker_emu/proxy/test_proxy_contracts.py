@@ -11,7 +11,7 @@ import client
 from client.errors import KafkaError
 from conformance.contracts import client_disconnects_after
 from conformance.model import Evidence
-from tests.proxy.conftest import add_fault, events
+from tests.broker_emu.proxy.conftest import add_fault, events
 
 pytestmark = pytest.mark.realclient
 

@@ -12,7 +12,7 @@ import pytest
 
 import client
 from client.errors import TopicAuthorizationFailedError
-from tests.proxy.conftest import add_fault, events
+from tests.broker_emu.proxy.conftest import add_fault, events
 
 pytestmark = pytest.mark.realclient
 
@@ -118,7 +118,7 @@ def test_a_black_hole_upstream_the_clients_close_reaches_the_upstream(upstream, 
 
 def test_a_throttle_is_in_the_answer_and_mutes_the_connection(proxy):
     from client.protocol import decode_response, encode_request
-    from tests.proxy.wire import connect, read_frame
+    from tests.broker_emu.proxy.wire import connect, read_frame
 
     add_fault(proxy, {"match": {"api": "Metadata"}, "action": {"type": "throttle", "ms": 300}, "times": 2})
     with connect(proxy.bootstrap) as s:

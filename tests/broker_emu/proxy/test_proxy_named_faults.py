@@ -11,7 +11,7 @@ import pytest
 import client
 from broker_emu.waits import WaitTimeout
 from client.errors import KafkaError
-from tests.proxy.conftest import events
+from tests.broker_emu.proxy.conftest import events
 
 
 def test_a_named_latency_on_the_proxy_holds_a_produce_and_counts_it(proxy):

@@ -14,8 +14,8 @@ from client.errors import KafkaError
 from client.protocol import ProtocolError, decode_response, encode_request, supported_versions
 from conformance.contracts import client_disconnects_after
 from conformance.model import Evidence
-from tests.proxy.conftest import add_fault, events, ports
-from tests.proxy.wire import roundtrip
+from tests.broker_emu.proxy.conftest import add_fault, events, ports
+from tests.broker_emu.proxy.wire import roundtrip
 
 pytestmark = [pytest.mark.realclient, pytest.mark.slow]
 

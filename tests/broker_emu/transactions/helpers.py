@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from client.protocol import ApiKey
 from client.protocol.records import Record, encode_batch
-from tests.cluster.wire import WireClient
+from tests.broker_emu.wire import WireClient
 
 FIND, INIT, ADD, ADD_OFFSETS, END, TXN_COMMIT = (ApiKey.FIND_COORDINATOR, ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN,
                                                   ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT)

@@ -8,8 +8,7 @@ import trio.lowlevel
 
 from broker_emu import open_cluster
 from broker_emu.trace import Kind
-from tests.cluster.wire import WireClient
-from tests.transactions.helpers import (
+from tests.broker_emu.transactions.helpers import (
     ADD,
     ADD_OFFSETS,
     DESCRIBE_PRODUCERS,
@@ -26,6 +25,7 @@ from tests.transactions.helpers import (
     produce,
     txn_batch,
 )
+from tests.broker_emu.wire import WireClient
 
 CONCURRENT, FENCED, INVALID_EPOCH, INVALID_TIMEOUT, NOT_COORDINATOR = 51, 90, 47, 50, 16
 

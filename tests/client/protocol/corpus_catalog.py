@@ -1,6 +1,6 @@
 """The request corpus: where it lives, how its files are named, and what each frame shows.
 
-``tests/protocol/corpus/<client>/<ApiName>-v<version>-<n>.bin`` holds one request frame as a real
+``tests/client/protocol/corpus/<client>/<ApiName>-v<version>-<n>.bin`` holds one request frame as a real
 client sent it to broker-emu (without its 4-byte size prefix). ``tools/capture_corpus.py``
 writes them and ``MANIFEST.json``; ``test_corpus.py`` reads them. Both use this module, so the
 tool keeps what the test checks for: ``categories`` names what a frame covers (the Metadata

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 
-from tests.protocol.strategies import NO_TAGS, arr32, boolean, carr, cbytes, cstr, i8, i16, i32, i64, str16, uuid_
+from tests.client.protocol.strategies import NO_TAGS, arr32, boolean, carr, cbytes, cstr, i8, i16, i32, i64, str16, uuid_
 
 NULL = b"\x00"
 F64_1024 = bytes.fromhex("4090000000000000")   # 1024.0, IEEE 754 big-endian

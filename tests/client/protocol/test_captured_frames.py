@@ -7,17 +7,12 @@ same bytes.
 """
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
 from client.protocol import ApiKey, decode_request, encode_request, records
-
-# tests/ has no __init__.py; the capture harness is the package tests/realclients.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from realclients.clients import ALL_CLIENTS
-from realclients.sessions import SCENARIOS, TOPIC, session
+from tests.realclients.clients import ALL_CLIENTS
+from tests.realclients.sessions import SCENARIOS, TOPIC, session
 
 pytestmark = pytest.mark.realclient
 

@@ -1,4 +1,4 @@
-"""The emulator and our codec against every request real clients sent (tests/protocol/corpus).
+"""The emulator and our codec against every request real clients sent (tests/client/protocol/corpus).
 
 The corpus holds request frames kcat, confluent-kafka (with its AdminClient), kafka-python,
 aiokafka, kafkajs and both faces of our own client sent to broker-emu during a rich session
@@ -17,7 +17,7 @@ import pytest
 from broker_emu.handlers.catalog import register_all
 from broker_emu.registry import REGISTRY
 from client.protocol import decode_request, encode_request
-from tests.protocol.corpus_catalog import (
+from tests.client.protocol.corpus_catalog import (
     CLIENTS,
     CORPUS,
     MANIFEST,

@@ -26,8 +26,8 @@ from client.protocol import (
 )
 from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 from client.protocol.messages import ALL_APIS
-from tests.protocol.golden_txn import FLEXIBLE_FROM_TXN, txn_cases
-from tests.protocol.strategies import (
+from tests.client.protocol.golden_txn import FLEXIBLE_FROM_TXN, txn_cases
+from tests.client.protocol.strategies import (
     BLOBS,
     NO_TAGS,
     arr32,
@@ -586,7 +586,7 @@ def test_every_api_has_a_golden_request_and_response():
     (test_kio_differential.py) and by round trips."""
     from broker_emu.handlers.catalog import register_all
     from broker_emu.registry import REGISTRY
-    from tests.protocol.test_kio_differential import kio_class
+    from tests.client.protocol.test_kio_differential import kio_class
 
     register_all()
     served = {int(k) for k in REGISTRY}

@@ -30,7 +30,7 @@ from client.protocol import (
 from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 from client.protocol.messages import ALL_APIS
 from client.protocol.wire import EncodeError
-from tests.protocol.strategies import (
+from tests.client.protocol.strategies import (
     NO_TAGS,
     Options,
     arr32,

@@ -43,7 +43,7 @@ from client.protocol import (
 from client.protocol.build import data_construct, message_construct
 from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 from client.protocol.messages import ALL_APIS
-from tests.protocol.strategies import (
+from tests.client.protocol.strategies import (
     BLOBS,
     Options,
     blob_strategy,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from client.protocol import record_reader
 from client.protocol import records as R
-from tests.emulator.crafted import crafted_batch, record, recrc
+from tests.broker_emu.crafted import crafted_batch, record, recrc
 
 
 def read_zz(buf, pos):

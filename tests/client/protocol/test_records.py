@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from client.protocol import records as R
 from client.protocol import varint as V
-from tests.emulator.crafted import recrc
-from tests.emulator.crafted import zigzag as zz  # written out independently of client.protocol.varint
+from tests.broker_emu.crafted import recrc
+from tests.broker_emu.crafted import zigzag as zz  # written out independently of client.protocol.varint
 
 # -- golden bytes ----------------------------------------------------------------------------------
 

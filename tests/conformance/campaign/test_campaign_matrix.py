@@ -7,6 +7,7 @@ import pytest
 from conformance.campaign.execute import execute
 from conformance.campaign.matrix import MatrixError, expand
 from conformance.scenarios import CATALOGUE
+from tests import ROOT
 
 
 def test_groups_expand_to_the_product_of_scenarios_grid_clients_seeds_and_repetitions():
@@ -88,7 +89,7 @@ def test_real_time_campaigns_run_two_per_core_and_virtual_ones_one():
     assert default_parallelism(virtual) is None
 
 
-EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = ROOT / "examples"
 
 
 @pytest.mark.parametrize("path", sorted(str(p) for p in EXAMPLES.glob("campaign-*.yaml")))

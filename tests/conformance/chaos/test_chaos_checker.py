@@ -1,11 +1,11 @@
 """The history checker (conformance/chaos/checker.py) on hand-made histories
-(tests/cluster/chaos_scripts.py): each of Jepsen's Kafka anomalies it names, with its witness,
+(tests/conformance/chaos/chaos_scripts.py): each of Jepsen's Kafka anomalies it names, with its witness,
 and the histories that must not trip it."""
 
 import pytest
 
 from conformance.chaos.checker import ANOMALIES, check, judged_anomalies
-from tests.cluster.chaos_scripts import SCENARIOS, Script, build
+from tests.conformance.chaos.chaos_scripts import SCENARIOS, Script, build
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

@@ -1,6 +1,6 @@
 """The history checker in Spark SQL (conformance/chaos/checker_spark.py) over a directory of
 Parquet histories counts, run by run and anomaly by anomaly, what the pure checker counts: on
-every hand-made scenario (tests/cluster/chaos_scripts.py) and on real chaos seeds: clean, with
+every hand-made scenario (tests/conformance/chaos/chaos_scripts.py) and on real chaos seeds: clean, with
 acks=1's losses, and with transactions and each planted bug."""
 
 import pytest
@@ -9,7 +9,7 @@ from conformance.chaos.checker import check
 from conformance.chaos.checker_spark import check_histories, per_run, runs_of
 from conformance.chaos.history_parquet import write_parquet
 from conformance.chaos.ours import run_seed
-from tests.cluster.chaos_scripts import SCENARIOS, build
+from tests.conformance.chaos.chaos_scripts import SCENARIOS, build
 
 pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning")]
 
