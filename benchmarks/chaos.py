@@ -1,4 +1,4 @@
-"""Failover chaos with accounting (not a test; the CI test is tests/cluster/test_chaos.py): our
+"""Failover chaos with accounting (not a test; the CI test is tests/conformance/chaos/test_chaos.py): our
 client in virtual time and the third-party Python clients in real time, same plans, same accounting, figures
 side by side. The reference for both is the rule acks=all + enable.idempotence +
 min.insync.replicas=2 must keep: 0 lost, 0 misplaced, 0 duplicated within a producer epoch.

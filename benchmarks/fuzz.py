@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.fuzz                         # 10^6 frames (the documented long run)
     .venv/bin/python -m benchmarks.fuzz --frames 30000 --seed 7 --json out/fuzz.json
 
-Not a test; the CI variant is tests/test_fuzz_campaign.py (25k frames). docs/fuzzing.md has the
+Not a test; the CI variant is tests/benchmarks/test_fuzz_campaign.py (25k frames). docs/fuzzing.md has the
 figures of the last long run and how to read them.
 
 Theory of operation

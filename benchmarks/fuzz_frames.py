@@ -4,9 +4,9 @@ Theory of operation
 -------------------
 A ``Pool`` (benchmarks/fuzz_pool.py) is built once per campaign: for every (API, version) the emulator advertises, a few
 request bodies drawn from the hypothesis strategies of the codec tests
-(``tests/protocol/strategies.py``, one ``@seed`` per campaign seed, so the pool is reproducible);
+(``tests/client/protocol/strategies.py``, one ``@seed`` per campaign seed, so the pool is reproducible);
 for every version the codec knows but the emulator does not serve, a couple more; and the
-checked-in corpus of real clients' request frames (``tests/protocol/corpus``). Bodies are kept
+checked-in corpus of real clients' request frames (``tests/client/protocol/corpus``). Bodies are kept
 as values, not bytes: each use *steers* one first (``Steer``: topic names towards ``t`` and a
 few scratch topics, partitions towards 0-2, timeouts and waits down to at most 250 ms so a
 pipeline keeps moving, records towards real record batches in every codec, groups towards a
@@ -102,7 +102,7 @@ def is_silent(payload: bytes) -> bool:
 
 def length_sites(key: int, version: int, body: Mapping[str, Any]) -> list[tuple[str, tuple]]:
     """Where a length or count can be rewritten: (what, path to the field in ``body``)."""
-    from tests.protocol.strategies import flexible, message_fields, on_wire
+    from tests.client.protocol.strategies import flexible, message_fields, on_wire
 
     flex = flexible(key, version)
     out: list[tuple[str, tuple]] = []
@@ -149,7 +149,7 @@ HOSTILE_UVARINT = (uvarint(2**31), uvarint(2**32 - 1), uvarint(2**35), b"\x00", 
 def hostile_length(rng: random.Random, key: int, version: int, body: Mapping[str, Any],
                    correlation_id: int, client_id: str | None) -> bytes | None:
     """A valid frame whose one length or count (picked at random) claims something hostile."""
-    from tests.protocol.strategies import flexible
+    from tests.client.protocol.strategies import flexible
 
     sites = length_sites(key, version, body)
     if not sites:

@@ -1,10 +1,10 @@
 """The valid bodies of the fuzz campaign (benchmarks/fuzz.py) and how each use steers one.
 
 A ``Pool`` is built once per campaign: for every (API, version) the emulator advertises, request
-bodies drawn from the hypothesis strategies of the codec tests (``tests/protocol/strategies.py``,
+bodies drawn from the hypothesis strategies of the codec tests (``tests/client/protocol/strategies.py``,
 ``@seed`` = the campaign seed, so the pool is reproducible); for every version the codec knows but
 the emulator does not serve, two more; the corpus of real clients' frames
-(``tests/protocol/corpus``); and the cluster's topic ids. ``Steer`` rewrites a body field by field
+(``tests/client/protocol/corpus``); and the cluster's topic ids. ``Steer`` rewrites a body field by field
 before it is encoded (benchmarks/fuzz_frames.py says why).
 """
 
@@ -33,7 +33,7 @@ def hypothesis_bodies(key: int, version: int, n: int, seed: int) -> list[dict[st
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
-    from tests.protocol.strategies import Options, message_strategy
+    from tests.client.protocol.strategies import Options, message_strategy
 
     out: list[dict[str, Any]] = []
 
@@ -71,7 +71,7 @@ class Pool:
 
 
 def load_corpus() -> list[bytes]:
-    from tests.protocol.corpus_catalog import load
+    from tests.client.protocol.corpus_catalog import load
 
     return [f.data for f in load()]
 

@@ -10,7 +10,6 @@ import itertools
 import logging
 import random
 import sys
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -35,6 +34,7 @@ from broker_emu.topic_names import validate_topic_name
 from broker_emu.trace import Kind, Trace
 from broker_emu.version_profiles import ProfileError, VersionProfile
 from broker_emu.waits import Waits
+from kafka_common.wallclock import FIXED_EPOCH_MS, system_ms
 
 log_module = logging.getLogger("broker_emu")
 INTERNAL_TOPICS = ("__consumer_offsets",)
@@ -60,15 +60,6 @@ class Topic:
     topic_id: uuid.UUID
     partitions: list[Partition]
     configs: dict[str, str] = field(default_factory=dict)
-
-
-FIXED_WALL_EPOCH_MS = 1_700_000_000_000
-
-
-def system_wall_ms() -> int:
-    """The system clock, as a Kafka broker reads it (System.currentTimeMillis): the one place
-    the emulator reads it."""
-    return time.time_ns() // 1_000_000
 
 
 def follows_system_clock(mode: str) -> bool:
@@ -161,7 +152,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         clock in real time, a fixed epoch plus trio's clock under a MockClock (``emu.wall.clock``)."""
         if self._system_wall is None:
             self._system_wall = follows_system_clock(self.config["emu.wall.clock"])
-        return system_wall_ms() if self._system_wall else FIXED_WALL_EPOCH_MS + int(self.now_ms())
+        return system_ms() if self._system_wall else FIXED_EPOCH_MS + int(self.now_ms())
 
     # -- brokers ------------------------------------------------------------------------------
     def broker_ids(self) -> set[int]:

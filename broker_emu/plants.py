@@ -2,7 +2,7 @@
 shown to catch them (docs/chaos.md, "The checker checked"). Off unless Python code sets
 ``Cluster.plant`` (``broker-emu chaos --plant NAME``, or ``cluster.plant = Plant(name, seed)``):
 no configuration key, control-API route or client request reaches this attribute
-(tests/emulator/test_plants.py checks that nothing outside the chaos kit assigns it).
+(tests/broker_emu/test_plants.py checks that nothing outside the chaos kit assigns it).
 
 A plant lets a drawn number of eligible events pass, then fires on the next ones, ``times``
 at most, and notes each firing (``fired``, ``log``); its random stream is its own (seeded by

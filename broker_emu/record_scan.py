@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import sys
 
+from client.protocol.record_reader import MIN_RECORD
 from client.protocol.record_runs import OFFSET_BYTES, leading
 from client.protocol.varint import read_varint, read_varlong
 
 Buffer = bytes | memoryview   # a records section: bytes, or a view of the request (no copy)
-MIN_RECORD = 6            # attributes, timestamp delta, offset delta, key length, value length, header count
 _NEG_LIMIT = 1 << 63
 _FAST_MIN = 4             # runs shorter than this are not worth the slicing
 _FAST_MAX = 1 << 16

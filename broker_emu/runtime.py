@@ -4,7 +4,6 @@ for ordinary blocking code (tests with third-party clients)."""
 from __future__ import annotations
 
 import contextlib
-import threading
 from typing import Any, AsyncContextManager, AsyncIterator, Callable, Iterable, Iterator
 
 import trio
@@ -16,6 +15,7 @@ from broker_emu.groups import GroupCoordinator
 from broker_emu.handlers.catalog import register_all
 from broker_emu.listeners import serve_broker
 from broker_emu.transactions.coordinator import TransactionCoordinator
+from kafka_common.trio_thread import TrioThread
 
 TopicSpec = tuple  # (name, partitions, replication_factor)
 
@@ -54,40 +54,31 @@ async def open_cluster(brokers: int = 3, *, topics: Iterable[TopicSpec] = (), co
 
 
 class ThreadedCluster:
-    """A cluster on its own trio thread. Use ``call(fn, *args)`` to run code on the cluster's
-    thread (its state is not thread-safe)."""
+    """A cluster on its own trio thread (``kafka_common.trio_thread``, the blocking client faces'
+    runner too). Use ``call(fn, *args)`` to run code on the cluster's thread (its state is not
+    thread-safe)."""
 
     def __init__(self, opener: Callable[..., AsyncContextManager[Any]] | None = None, **kwargs: Any):
         self._open = opener or open_cluster   # broker_emu.proxy runs its proxy the same way
         self._kwargs = kwargs
-        self._ready = threading.Event()
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._stop: trio.Event | None = None
         self._error: BaseException | None = None
         self.cluster: Cluster | None = None
-        self._thread = threading.Thread(target=self._main, name="broker-emu", daemon=True)
+        self._thread = TrioThread("broker-emu", self._body, self._exited)
 
-    def _main(self) -> None:
-        try:
-            trio.run(self._run)
-        except BaseException as exc:  # surfaced to the starting thread, or at stop()
-            self._error = exc
-            self._ready.set()
-            if self.cluster is not None:
-                import traceback
-                traceback.print_exception(exc)
+    def _exited(self, error: BaseException | None) -> None:
+        # surfaced to the starting thread, or at stop(); printed at once if the cluster was running
+        self._error = error
+        if error is not None and self.cluster is not None:
+            import traceback
+            traceback.print_exception(error)
 
-    async def _run(self) -> None:
-        self._token = trio.lowlevel.current_trio_token()
-        self._stop = trio.Event()
+    async def _body(self) -> None:
         async with self._open(**self._kwargs) as cluster:
             self.cluster = cluster
-            self._ready.set()
-            await self._stop.wait()
+            await self._thread.until_stopped()
 
     def start(self) -> "ThreadedCluster":
         self._thread.start()
-        self._ready.wait()
         if self._error is not None:
             raise RuntimeError(f"the cluster failed to start: {self._error!r}") from self._error
         return self
@@ -101,10 +92,10 @@ class ThreadedCluster:
         """Run a plain function on the cluster's thread and return its result."""
         async def run():
             return fn(*args)
-        return trio.from_thread.run(run, trio_token=self._token)
+        return self._thread.run(run)
 
     def acall(self, afn, *args):
-        return trio.from_thread.run(afn, *args, trio_token=self._token)
+        return self._thread.run(afn, *args)
 
     @property
     def faults(self) -> BlockingFaults:
@@ -116,12 +107,10 @@ class ThreadedCluster:
         timeout); raises ``broker_emu.waits.WaitTimeout`` with what was last seen."""
         async def run() -> dict[str, Any]:
             return await waits.wait_for(self.cluster, what, timeout, **params)
-        return trio.from_thread.run(run, trio_token=self._token)
+        return self._thread.run(run)
 
     def stop(self) -> None:
-        if self._token is not None and self._stop is not None and self._thread.is_alive():
-            trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
-        self._thread.join(timeout=10)
+        self._thread.stop(join_timeout=10)
         if self._error is not None and self.cluster is not None:
             raise RuntimeError(f"the cluster crashed while running: {self._error!r}") from self._error
 

@@ -23,6 +23,8 @@ from typing import Any, Callable
 
 import trio
 
+from kafka_common.wakeup import Wakeup
+
 _COMPACT_MIN = 1024
 
 
@@ -107,27 +109,24 @@ class TimerHeap:
 
 
 class DeadlineLoop:
-    """The emulator's "sleep until the next deadline or a wake-up": run ``handle_timeouts(now)``,
-    then sleep until ``next_deadline()`` or ``wake()``. The client has the same wait in
-    ``client/wakeup.py``; the emulator may import only the codec and the error table, and the
-    codec stays free of trio, so each side keeps one."""
+    """The emulator's driver loop: run ``handle_timeouts(now)``, then sleep until
+    ``next_deadline()`` or ``wake()`` — the client's loops' wait (``kafka_common.wakeup``)."""
 
-    __slots__ = ("_handle_timeouts", "_next_deadline", "_wake")
+    __slots__ = ("_handle_timeouts", "_next_deadline", "_wakeup")
 
     def __init__(self, handle_timeouts: Callable[[float], object], next_deadline: Callable[[], float]) -> None:
         self._handle_timeouts, self._next_deadline = handle_timeouts, next_deadline
-        self._wake = trio.Event()
+        self._wakeup = Wakeup()
 
     def wake(self) -> None:
-        self._wake.set()
+        self._wakeup.set()
 
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         while True:
             self._handle_timeouts(trio.current_time())
-            self._wake = trio.Event()
-            with trio.move_on_at(self._next_deadline()):
-                await self._wake.wait()
+            self._wakeup.new_cycle()
+            await self._wakeup.sleep_until(self._next_deadline())
 
 
 class Scheduler(TimerHeap):

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import trio
 
 from broker_emu.trace import Kind
+from kafka_common.wakeup import Wakeup
 
 POLL_S = 0.05
 MAX_TIMEOUT_S = 3600.0
@@ -210,8 +211,8 @@ async def wait_until(target: Any, cond: Condition, timeout: float) -> dict[str, 
     """Wait on trio's clock until ``cond`` holds: what was seen, or ``WaitTimeout``."""
     start = trio.current_time()
     deadline = start + timeout
-    traced = {"event": trio.Event()}   # set by the next trace event
-    unsubscribe = target.trace.subscribe(lambda _event: traced["event"].set())
+    traced = Wakeup()   # set by the next trace event
+    unsubscribe = target.trace.subscribe(lambda _event: traced.set())
     try:
         while True:
             met, seen, words = cond.check()
@@ -220,9 +221,8 @@ async def wait_until(target: Any, cond: Condition, timeout: float) -> dict[str, 
             now = trio.current_time()
             if now >= deadline:
                 raise WaitTimeout(f"{cond.subject}: waited {timeout:g} s for {cond.wanted}; last seen {words}", seen, now - start)
-            with trio.move_on_at(min(deadline, now + POLL_S)):
-                await traced["event"].wait()
-            traced["event"] = trio.Event()
+            await traced.sleep_until(min(deadline, now + POLL_S))
+            traced.new_cycle()
     finally:
         unsubscribe()
 

@@ -1,5 +1,5 @@
 """The blocking face of our admin client: ``client.Admin`` runs an ``AsyncAdmin`` on its own trio
-thread (client/trio_thread.py) and each call blocks until the async call's outcome — by its own
+thread (kafka_common/trio_thread.py) and each call blocks until the async call's outcome — by its own
 deadline, so a call never blocks longer than its ``timeout``.
 
     with client.Admin({"bootstrap.servers": "127.0.0.1:9092"}) as admin:
@@ -15,7 +15,7 @@ from typing import Any
 from client.admin import AsyncAdmin, open_admin
 from client.exceptions import NetworkThreadDied
 from client.transport import Connect
-from client.trio_thread import TrioThread
+from kafka_common.trio_thread import TrioThread
 
 CALLS = ("create_topics", "delete_topics", "create_partitions", "delete_records", "describe_configs",
          "incremental_alter_configs", "describe_cluster", "delete_groups", "create_acls", "describe_acls", "delete_acls",

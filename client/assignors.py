@@ -1,34 +1,17 @@
 """Partition assignors of the classic consumer group protocol, as Kafka's consumers name them.
 
 The group leader runs one over every member's subscription; the results go back through
-SyncGroup. Both are deterministic (members and partitions sorted), so every client that
-implements them the same way computes the same assignment — a kafka-python or Java member
-elected leader assigns exactly as we do.
+SyncGroup. ``range`` is the one KIP-848's group coordinator runs too, so its home is
+``kafka_common.assignors``; ``roundrobin`` is the client's alone. Both are deterministic
+(members and partitions sorted), so every client that implements them the same way computes the
+same assignment — a kafka-python or Java member elected leader assigns exactly as we do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-Assignment = dict[str, dict[str, list[int]]]   # member id -> topic -> partitions
-
-
-def range_assign(subscriptions: dict[str, list[str]], partitions: dict[str, int]) -> Assignment:
-    """Per topic: the members subscribed to it, sorted by id, each get a contiguous range; the
-    first ``count % members`` get one partition more (Kafka's RangeAssignor)."""
-    out: Assignment = {m: {} for m in subscriptions}
-    for topic in sorted(partitions):
-        members = sorted(m for m, topics in subscriptions.items() if topic in topics)
-        if not members:
-            continue
-        per, extra = divmod(partitions[topic], len(members))
-        start = 0
-        for i, member in enumerate(members):
-            n = per + (1 if i < extra else 0)
-            if n:
-                out[member][topic] = list(range(start, start + n))
-            start += n
-    return out
+from kafka_common.assignors import Assignment, range_assign
 
 
 def roundrobin_assign(subscriptions: dict[str, list[str]], partitions: dict[str, int]) -> Assignment:

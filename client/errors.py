@@ -1,7 +1,7 @@
 """Kafka's error codes, one exception class per code, named after Kafka's names.
 
 Written by hand from the Java client's error table (``org.apache.kafka.common.protocol.Errors``,
-which tests/test_errors.py holds as test data): ``ErrorCode`` is the IntEnum of wire codes
+which tests/client/test_errors.py holds as test data): ``ErrorCode`` is the IntEnum of wire codes
 (``ErrorCode.REQUEST_TIMED_OUT == 7``), and each code has a class named CamelCase + ``Error`` (``NOT_LEADER_OR_FOLLOWER`` ->
 ``NotLeaderOrFollowerError``) carrying ``code``, ``name``, ``retriable`` (the Java client's
 classification: the class extends RetriableException) and ``message``. The two codes whose

@@ -38,7 +38,7 @@ from client.errors import (
 from client.exceptions import MaxBlockTimeoutException
 from client.network import NetworkClient
 from client.protocol import ApiKey
-from client.wakeup import Wakeup
+from kafka_common.wakeup import Wakeup
 
 # topic errors after which waiting longer cannot help
 AUTHENTICATION_ERRORS = (SaslAuthenticationFailedError, UnsupportedSaslMechanismError, IllegalSaslStateError)

@@ -26,8 +26,8 @@ from client.errors import KafkaError
 from client.exceptions import ConnectionClosedError, RequestTimeoutException
 from client.protocol import ApiKey, ProtocolError
 from client.sasl import SaslLogin, SaslStream, TokenSource, unsecured_token_source
-from client.wakeup import Wakeup
-from client.wallclock import system_ms
+from kafka_common.wakeup import Wakeup
+from kafka_common.wallclock import system_ms
 
 Connect = Callable[[int, str, int], Awaitable[trio.abc.Stream]]
 SETTLE_ROUNDS = 16

@@ -1,4 +1,7 @@
-"""Suite-wide rules.
+"""Suite-wide rules. Where a test goes (the tree mirrors the product's folders) is in
+CONTRIBUTING.md; a marker is set where the test is (``pytestmark = pytest.mark.browser`` in the
+module, or on the test), never here by file name — except ``spark``, which follows the fixture
+that starts Spark's JVM (below).
 
 A ``handler_error`` is a bug in the emulator (an exception escaped a handler or an encoder: the
 client got UNKNOWN_SERVER_ERROR or lost its connection). Any test during which one happened, in
@@ -18,7 +21,7 @@ os.environ["BROKER_EMU_VERIFY_SHAPE"] = "1"   # before broker_emu is imported: i
 
 from broker_emu.trace import HANDLER_ERRORS
 
-pytest_plugins = ["pytester"]   # tests/emulator/test_handler_errors.py runs an inner suite
+pytest_plugins = ["pytester"]   # tests/broker_emu/test_handler_errors.py runs an inner suite
 
 
 @pytest.fixture(autouse=True)
@@ -41,14 +44,13 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Markers a fast local run can deselect (README): ``spark`` for tests that start Spark's
-    JVM, ``browser`` for those that drive headless Chromium (``realclient`` and ``slow`` are set
-    where the tests are)."""
+    """``spark`` (a marker a fast local run can deselect, README) on every test that asks for
+    the ``spark`` fixture, directly or through another fixture: what starts Spark's JVM is the
+    fixture, so a new Spark test cannot forget the marker. Every other marker (``browser``,
+    ``realclient``, ``slow``, ...) is set where the tests are."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
-        if item.path.name == "test_timeline_browser.py":
-            item.add_marker(pytest.mark.browser)
         if config.getoption("--broker") != "emulator" and "any_broker" not in item.keywords:
             item.add_marker(pytest.mark.skip(reason=f"needs the emulator itself (its trace, faults or state), "
                                                     f"not --broker {config.getoption('--broker')}"))

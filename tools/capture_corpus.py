@@ -1,4 +1,4 @@
-"""Refresh the corpus of real clients' requests in tests/protocol/corpus.
+"""Refresh the corpus of real clients' requests in tests/client/protocol/corpus.
 
     .venv/bin/python tools/capture_corpus.py                 # every client (a few minutes)
     .venv/bin/python tools/capture_corpus.py kcat kafkajs    # only these; the rest stay
@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from broker_emu import run_cluster_in_thread  # noqa: E402
-from tests.protocol.corpus_catalog import (  # noqa: E402
+from tests.client.protocol.corpus_catalog import (  # noqa: E402
     ANOMALIES,
     CLIENTS,
     CORPUS,

@@ -2,7 +2,7 @@
 
 Kept here as data (a Python literal, so it ships with the package without package-data
 configuration). A test checks that every route of ``routes.ROUTES`` appears here and every path
-here is a route; the property-based fuzzer in ``tests/control`` generates its requests from it.
+here is a route; the property-based fuzzer in ``tests/broker_emu/control`` generates its requests from it.
 The bounds are the ones ``broker_emu.faults.rules`` enforces.
 """
 

@@ -9,7 +9,8 @@ target assignment; ties are broken by member id so runs repeat.
   the exact placement of moved partitions can differ.
 - ``range``: per topic, the partitions in contiguous ranges over the subscribed members in member
   id order, the first ``n mod m`` members one more (Kafka's range assignor, without its
-  stickiness across member changes).
+  stickiness across member changes): the classic consumer's range assignor too, so it has one
+  home, ``kafka_common.assignors``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from broker_emu.groups.consumer_state import Assignment
+from kafka_common.assignors import range_assign as common_range
 
 Subscriptions = Mapping[str, frozenset[str]]   # member id -> subscribed topics (that exist)
 
@@ -29,19 +31,8 @@ def assign(name: str, subscriptions: Subscriptions, partitions: Mapping[str, int
 
 
 def range_assign(subscriptions: Subscriptions, partitions: Mapping[str, int]) -> dict[str, Assignment]:
-    out: dict[str, dict[str, set[int]]] = {m: {} for m in subscriptions}
-    for topic in sorted(partitions):
-        members = sorted(m for m, topics in subscriptions.items() if topic in topics)
-        if not members:
-            continue
-        base, extra = divmod(partitions[topic], len(members))
-        start = 0
-        for i, m in enumerate(members):
-            count = base + (1 if i < extra else 0)
-            if count:
-                out[m][topic] = set(range(start, start + count))
-            start += count
-    return _freeze(out)
+    """The range assignor both sides run (``kafka_common.assignors``), as frozen sets."""
+    return {m: {t: frozenset(ps) for t, ps in topics.items()} for m, topics in common_range(subscriptions, partitions).items()}
 
 
 def uniform_assign(subscriptions: Subscriptions, partitions: Mapping[str, int],

@@ -31,8 +31,8 @@ from client.consumer.records import TopicPartition
 from client.errors import TimeoutException
 from client.exceptions import NetworkThreadDied
 from client.network import Connect
-from client.trio_thread import TrioThread
-from client.wakeup import Wakeup
+from kafka_common.trio_thread import TrioThread
+from kafka_common.wakeup import Wakeup
 
 WATCHDOG_S = 0.1      # how often a waiting application thread checks the network thread
 STALL_S = 5.0         # a network thread that has not polled for this long is declared stuck

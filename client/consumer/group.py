@@ -35,7 +35,7 @@ from client.consumer.records import TopicPartition
 from client.errors import ErrorCode, KafkaError
 from client.metadata import ClusterMetadata, MetadataUpdater
 from client.protocol import ApiKey
-from client.wakeup import Wakeup
+from kafka_common.wakeup import Wakeup
 
 Callback = Callable[[list[TopicPartition]], Any]
 RunCallback = Callable[[Callback | None, list[TopicPartition]], Awaitable[None]]

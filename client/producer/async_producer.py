@@ -35,7 +35,7 @@ from client.producer.transactions import TransactionAbortedError, TransactionMan
 from client.protocol.compression import codec_code
 from client.protocol.records import Record
 from client.transport import Connect
-from client.wallclock import WallClock, system_ms
+from kafka_common.wallclock import WallClock, system_ms
 
 RECORD_OVERHEAD = 21   # bytes a record costs beyond key + value (length, attributes, deltas): an estimate
 OnDelivery = Callable[[BaseException | None, RecordMetadata | None], None]

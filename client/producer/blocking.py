@@ -40,7 +40,7 @@ from client.producer.async_producer import (
 from client.producer.batch import DeliveryFuture, Outcome, RecordMetadata
 from client.protocol.records import Record
 from client.transport import Connect
-from client.trio_thread import TrioThread
+from kafka_common.trio_thread import TrioThread
 
 GRACE_S = 0.05   # the network thread's own max.block.ms timer fires first; this is only a backstop
 

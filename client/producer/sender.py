@@ -35,7 +35,7 @@ from client.producer.accumulator import RecordAccumulator
 from client.producer.batch import ProducerBatch
 from client.protocol import ApiKey
 from client.protocol.records import encode_batch
-from client.wakeup import Wakeup
+from kafka_common.wakeup import Wakeup
 
 # DUPLICATE_SEQUENCE_NUMBER: already written, so a success (Java does the same)
 _WRITTEN = frozenset({ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER})

@@ -4,7 +4,7 @@ construct's own arrays misread a null (-1) count when compiled and its structs b
 context per instance, so Kafka's shapes get their own small classes. Each implements the
 interpreted path (``_parse``/``_build``) and emits source for construct's compiler
 (``_emitparse``/``_emitbuild``); ``KStruct`` also merges runs of fixed-width fields into one
-``struct.unpack``. The two paths must agree byte for byte (tests/protocol checks it).
+``struct.unpack``. The two paths must agree byte for byte (tests/client/protocol checks it).
 Context: ``this["_end"]`` is the absolute end of the buffer, used to bound claimed lengths.
 """
 

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from client.protocol.record_runs import read_run
 from client.protocol.varint import read_varint, read_varlong
 
-MIN_RECORD = 6  # attributes, timestamp delta, offset delta, key length, value length, header count
+MIN_RECORD = 6  # attributes, timestamp delta, offset delta, key length, value length, header count (broker_emu.record_scan too)
 
 
 class RecordColumns(NamedTuple):

@@ -24,7 +24,7 @@ Operations (``Operation.kind``) and their ``args``:
 
 Declare the client's capabilities too (``capabilities``, conformance/capabilities): what it has and
 lacks, each lack with the client's docs or source. docs/clients.md is made from the declarations,
-and tests/test_capabilities.py checks that the adapter's N/As are exactly what they predict.
+and tests/conformance/capabilities/test_capabilities.py checks that the adapter's N/As are exactly what they predict.
 """
 
 from __future__ import annotations

@@ -21,5 +21,5 @@ OURS_BLOCKING = ClientCapabilities(
     client="broker-emu (blocking)", pin=PIN, source=SOURCE, has=NAMES, lacks=MappingProxyType({}),
     notes=MappingProxyType({
         "in-memory connections": "the blocking faces run their network on a trio thread of their own, in real "
-                                 "time (client/trio_thread.py); the adapter hands them socket pairs relayed to the "
+                                 "time (kafka_common/trio_thread.py); the adapter hands them socket pairs relayed to the "
                                  "emulator's in-memory connections (conformance/adapters/memory_bridge.py)"}))

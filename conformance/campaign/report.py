@@ -29,7 +29,7 @@ def _colour(rate: float | None) -> str:
 
 def text_width(text: str, size: float = 11) -> float:
     """A generous estimate of a sans-serif label's width, so no drawing clips its own text
-    (tests/campaign/test_campaign_report_browser.py measures the real widths in Chromium)."""
+    (tests/conformance/campaign/test_campaign_report_browser.py measures the real widths in Chromium)."""
     return 0.62 * size * len(str(text)) + 4
 
 

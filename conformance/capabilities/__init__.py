@@ -20,7 +20,7 @@ the scenario needs, the adapter does not drive it (yet). The N/As that are about
 client (a client not installed, ``--bootstrap``, ``--broker kafka``), are ``ENVIRONMENT``.
 
 docs/clients.md is generated from the declarations: ``python -m conformance.capabilities --write
-docs/clients.md``; tests/test_capabilities.py fails when it is stale, and when an adapter's N/A
+docs/clients.md``; tests/conformance/capabilities/test_capabilities.py fails when it is stale, and when an adapter's N/A
 and its declaration disagree.
 """
 

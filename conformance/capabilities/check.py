@@ -1,4 +1,4 @@
-"""Whether an adapter's N/As are what its declaration says (tests/test_capabilities.py): for
+"""Whether an adapter's N/As are what its declaration says (tests/conformance/capabilities/test_capabilities.py): for
 every scenario, the adapter runs it exactly when its client has every capability the scenario
 needs (or something stands in) and no exception of its adapter applies; an N/A names the missing
 capability, or is a declared exception; and the settings whose contracts it makes N/A

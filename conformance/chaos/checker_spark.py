@@ -9,7 +9,7 @@ operations involved), for every run (client, seed, plant) of a directory of hist
     per_run(found, runs)                                   # counts per run and anomaly
 
 Each step is a temporary view (``chaos_h_*``); runs never mix (every join and window is keyed by
-``client, seed, plant``). tests/campaign/test_chaos_history_spark.py checks that it counts what
+``client, seed, plant``). tests/conformance/chaos/test_chaos_history_spark.py checks that it counts what
 the pure checker counts, planted bugs included.
 """
 

@@ -80,7 +80,7 @@ def test_only_the_cache_module_names_the_cache_folder():
     import ast
 
     found = []
-    for top in ("broker_emu", "client", "conformance", "tools", "benchmarks", "tests"):
+    for top in ("broker_emu", "client", "conformance", "kafka_common", "tools", "benchmarks", "tests"):
         for path in (CHECKOUT / top).rglob("*.py"):
             if path == CHECKOUT / "conformance" / "cache_dir.py" or path.parent == Path(__file__).parent:
                 continue

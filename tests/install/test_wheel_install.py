@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "README.md", "broker_emu", "client", "conformance")
+SOURCES = ("pyproject.toml", "README.md", "broker_emu", "client", "conformance", "kafka_common")
 
 PRODUCE_CONSUME = """
 import sys

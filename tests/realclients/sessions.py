@@ -11,7 +11,7 @@ Scenarios (each a fresh ``CaptureListener`` and a fresh client process):
 - ``no-fetch``: as ``produce``, but ApiVersions advertises only ApiVersions, Metadata and
   Produce, which makes librdkafka fall back to the old message format.
 
-Both ``tests/realclients`` and ``tests/protocol/test_captured_frames.py`` read these sessions;
+Both ``tests/realclients`` and ``tests/client/protocol/test_captured_frames.py`` read these sessions;
 the cache means each client runs once per scenario however many tests look at it.
 """
 

@@ -21,7 +21,7 @@ import time
 import pytest
 
 import client
-from tests.cluster.wire import WireClient, produce_body
+from tests.broker_emu.wire import WireClient, produce_body
 from tests.realclients.conftest import ROOT, require_client
 
 pytestmark = pytest.mark.realclient

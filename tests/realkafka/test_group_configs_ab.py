@@ -9,7 +9,7 @@ from __future__ import annotations
 import trio
 
 from broker_emu import run_cluster_in_thread
-from tests.cluster.wire import WireClient
+from tests.broker_emu.wire import WireClient
 
 DESCRIBE, ALTER, INCREMENTAL = 32, 33, 44
 SET, DELETE, APPEND = 0, 1, 2

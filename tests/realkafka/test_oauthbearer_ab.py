@@ -13,7 +13,7 @@ import trio
 
 from broker_emu import run_cluster_in_thread
 from client.sasl import oauthbearer_first, unsecured_jwt
-from tests.cluster.wire import WireClient
+from tests.broker_emu.wire import WireClient
 
 HANDSHAKE, AUTHENTICATE, METADATA = 17, 36, 3
 JAAS = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("broker_emu", "client", "conformance")
+PACKAGES = ("broker_emu", "client", "conformance", "kafka_common")
 
 
 @dataclass(frozen=True)

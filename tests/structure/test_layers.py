@@ -1,8 +1,12 @@
 """The layering rules of docs/architecture.md, enforced on every import statement (module level
-and inside functions) of broker_emu, client and conformance:
+and inside functions) of broker_emu, client, conformance and kafka_common:
 
 - the emulator (broker_emu) uses only the wire codec of the client package (client.protocol)
   and Kafka's error codes (client.errors, a leaf);
+- what both the emulator and the client need beyond the codec (the range assignor, the
+  wake-up wait, the trio thread runner, the wall clock) has one home in kafka_common, a leaf both may import:
+  it imports none of broker_emu, client or conformance, so the emulator reaches no client
+  machinery through it;
 - nothing below conformance imports conformance (the ``broker-emu`` command that composes both
   lives in conformance.main);
 - no import cycles;
@@ -41,6 +45,12 @@ def test_the_emulator_uses_only_the_codec_and_error_codes_of_the_client_package(
     assert leaf == []
 
 
+def test_the_common_package_is_a_leaf():
+    wrong = sorted(f"{e.source}:{e.line} imports {e.target}" for e in edges()
+                   if _under(e.source, "kafka_common") and not _under(e.target, "kafka_common"))
+    assert wrong == []
+
+
 def test_nothing_below_conformance_imports_it():
     wrong = sorted(f"{e.source}:{e.line} imports {e.target}" for e in edges()
                    if not _under(e.source, "conformance") and _under(e.target, "conformance"))
@@ -60,7 +70,7 @@ def test_no_import_error_fallback_for_the_projects_own_modules():
                 continue
             catches = [h for h in node.handlers if h.type is not None and "ImportError" in ast.unparse(h.type)]
             own = [n for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))
-                   and any(_under(m, p) for m in _names(n) for p in ("broker_emu", "client", "conformance"))]
+                   and any(_under(m, p) for m in _names(n) for p in ("broker_emu", "client", "conformance", "kafka_common"))]
             if catches and own:
                 found.append(f"{name}:{node.lineno}")
     assert found == []
@@ -75,7 +85,7 @@ def _names(node):
 def test_importing_the_codec_or_the_emulator_loads_no_client_machinery():
     probe = ("import sys, {m}; print(' '.join(sorted(n for n in sys.modules if n.split('.')[0] == 'client'"
              " and not n.startswith('client.protocol'))))")
-    for module in ("client.protocol", "broker_emu", "broker_emu.runtime"):
+    for module in ("client.protocol", "kafka_common.trio_thread", "broker_emu", "broker_emu.runtime"):
         out = subprocess.run([sys.executable, "-c", probe.format(m=module)], cwd=ROOT, capture_output=True,
                              text=True, check=True).stdout.split()
         assert set(out) <= {"client", "client.errors"}, (module, out)
