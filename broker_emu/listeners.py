@@ -15,7 +15,8 @@ from broker_emu.security import tls_on
 from broker_emu.server import Connection
 
 if TYPE_CHECKING:
-    from broker_emu.cluster import Broker, Cluster
+    from broker_emu.brokers import Broker
+    from broker_emu.cluster import Cluster
 
 
 async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, connection: Callable[..., Connection] = Connection,
@@ -69,12 +70,12 @@ def connect_in_memory(cluster: "Cluster", broker_id: int, protocol: str | None =
     broker = cluster.brokers.get(broker_id)
     if broker is None or not broker.alive:
         raise OSError(f"connection refused: broker {broker_id} is {'unknown' if broker is None else 'stopped'}")
-    if cluster._nursery is None:
+    if not cluster.tasks.running:
         raise RuntimeError("the cluster is not running")
     if protocol is not None and protocol not in cluster.security.protocols:
         raise ValueError(f"no {protocol} listener (listeners: {', '.join(cluster.security.protocols)})")
     import trio.testing  # here, not at the top: it imports pytest (100+ ms off `broker-emu serve` start)
 
     client_end, server_end = trio.testing.memory_stream_pair()
-    cluster._nursery.start_soon(Connection(cluster, broker, server_end, f"memory:{broker_id}", protocol).run)
+    cluster.tasks.start_soon(Connection(cluster, broker, server_end, f"memory:{broker_id}", protocol).run)
     return client_end

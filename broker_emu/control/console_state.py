@@ -39,7 +39,7 @@ def _transactions(target: Any) -> list[dict[str, Any]]:
     txn = getattr(target, "txn", None)
     if txn is None:
         return []
-    now = txn._now()
+    now = txn.now_ms()
     out = []
     for meta in sorted(txn.txns.values(), key=lambda m: m.transactional_id):
         state = getattr(meta.state, "value", str(meta.state))   # Kafka's names: Ongoing, PrepareCommit...
@@ -85,11 +85,11 @@ def _purgatory_ops(target: Any, now_ms: float) -> list[dict[str, Any]]:
                 if op.completed or id(op) in seen:
                     continue
                 seen.add(id(op))
-                timer = op._timer
+                deadline = op.deadline_s
                 ctx = getattr(op, "ctx", None)
                 left_ms = None
-                if timer is not None:
-                    left_ms = max(0.0, round(timer.deadline * 1000 - _clock_ms(target), 1))
+                if deadline is not None:
+                    left_ms = max(0.0, round(deadline * 1000 - _clock_ms(target), 1))
                 out.append({
                     "purgatory": purgatory.name, "timeout_ms": round(op.timeout_s * 1000, 1), "left_ms": left_ms,
                     "broker": ctx.broker_id if ctx is not None else None, "conn": ctx.conn_id if ctx is not None else None,
