@@ -13,7 +13,7 @@ import itertools
 import logging
 import random
 import uuid
-from typing import Any, Iterable
+from typing import IO, Any, Iterable
 
 import trio
 
@@ -32,7 +32,7 @@ from broker_emu.log import LogMemory, PartitionLog, log_memory_budget
 from broker_emu.partition import Partition
 from broker_emu.plants import Plant
 from broker_emu.producer_ids import ProducerIds
-from broker_emu.purgatory import Purgatory
+from broker_emu.purgatory import DelayedOperation, Purgatory
 from broker_emu.quotas import Quotas
 from broker_emu.replication import Replication
 from broker_emu.scheduler import Scheduler
@@ -53,7 +53,7 @@ INTERNAL_TOPICS = ("__consumer_offsets",)
 
 class Cluster(Waits):   # Waits: cluster.wait_for(...)
     def __init__(self, brokers: int | Iterable[int] = 3, config: dict[str, Any] | None = None,
-                 host: str = "127.0.0.1", trace_sink=None):
+                 host: str = "127.0.0.1", trace_sink: IO[str] | None = None):
         self.config = broker_config(config)
         ids = list(range(brokers)) if isinstance(brokers, int) else list(brokers)
         self.roster = BrokerRoster(ids, host)
@@ -297,7 +297,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         return self.producer_ids.init(producer_id, epoch)
 
     # -- purgatory trace ------------------------------------------------------------------------
-    def _purgatory_event(self, kind: str, op) -> None:
+    def _purgatory_event(self, kind: str, op: DelayedOperation) -> None:
         ctx = getattr(op, "ctx", None)
         fields = ctx.trace_fields() if ctx is not None else {}
         self.trace.emit(kind, **fields, details=op.describe() if hasattr(op, "describe") else {})
