@@ -35,6 +35,7 @@ from client.protocol import ApiKey
 from client.protocol.wire import Message
 
 if TYPE_CHECKING:
+    from broker_emu.brokers import BrokerRoster
     from broker_emu.cluster import Cluster
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -54,12 +55,12 @@ def partition_metadata(p, live: set[int]) -> dict:
     }
 
 
-def _live_ids(cluster: Cluster) -> set[int]:
-    return {b.id for b in cluster.brokers.values() if b.alive}
+def _live_ids(roster: BrokerRoster) -> set[int]:
+    return {b.id for b in roster.live()}
 
 
 def topic_metadata(cluster: Cluster, topic, ops: int = NOT_REQUESTED) -> dict:
-    live = _live_ids(cluster)
+    live = _live_ids(cluster.roster)
     return {"error_code": E.NONE, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.name in KAFKA_INTERNAL_TOPICS,
             "partitions": [partition_metadata(p, live) for p in topic.partitions],
