@@ -19,10 +19,10 @@ import trio
 
 from broker_emu import reassignments
 from broker_emu.brokers import Broker, BrokerRoster
-from broker_emu.clock import FIXED_WALL_EPOCH_MS, ClusterClock, follows_system_clock, system_wall_ms
+from broker_emu.clock import ClusterClock
 from broker_emu.cluster_tasks import ClusterTasks
 from broker_emu.config import ConfigError, broker_config
-from broker_emu.coordinator_placement import CoordinatorPlacement, java_string_hash
+from broker_emu.coordinator_placement import CoordinatorPlacement
 from broker_emu.faults import FaultEngine
 from broker_emu.group_configs import GroupConfigs
 from broker_emu.groups import GroupCoordinator
@@ -37,18 +37,13 @@ from broker_emu.quotas import Quotas
 from broker_emu.replication import Replication
 from broker_emu.scheduler import Scheduler
 from broker_emu.security import Security, SecurityError
-from broker_emu.topics import MAX_PARTITIONS, Topic, TopicCatalog
+from broker_emu.topics import Topic, TopicCatalog
 from broker_emu.trace import Kind, Trace
 from broker_emu.transactions.coordinator import TransactionCoordinator
 from broker_emu.version_profiles import ProfileError, VersionProfile
 from broker_emu.waits import Waits
 
-# the names callers have always imported from here
-__all__ = ["Broker", "Cluster", "FIXED_WALL_EPOCH_MS", "INTERNAL_TOPICS", "MAX_PARTITIONS", "Topic",
-           "follows_system_clock", "java_string_hash", "system_wall_ms"]
-
 log_module = logging.getLogger("broker_emu")
-INTERNAL_TOPICS = ("__consumer_offsets",)
 
 
 class Cluster(Waits):   # Waits: cluster.wait_for(...)

@@ -63,7 +63,7 @@ async def test_oauthbearer_tokens_bound_the_session_and_each_login_gets_a_fresh_
     """The broker ends the session at the token's exp (KIP-368); our client re-authenticates on
     the same connection before then, with a new token from its callback (confluent-kafka's
     oauth_cb shape), here on the cluster's virtual wall clock."""
-    from broker_emu.cluster import FIXED_WALL_EPOCH_MS
+    from broker_emu.clock import FIXED_WALL_EPOCH_MS
     from client.sasl import unsecured_jwt
     from client.transport import oauth_token_source
 
