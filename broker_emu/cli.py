@@ -33,8 +33,8 @@ def parse_topic(text: str) -> tuple[str, int, int | None]:
 
 def check_topic(name: str, partitions: int, rf: int | None, brokers: int) -> None:
     """What the cluster would refuse when it creates the topic, said before it starts (one line)."""
-    from broker_emu.cluster import MAX_PARTITIONS
     from broker_emu.topic_names import validate_topic_name
+    from broker_emu.topics import MAX_PARTITIONS
 
     try:
         validate_topic_name(name)

@@ -11,7 +11,8 @@ from broker_emu.security.tls import ANONYMOUS, principal_of
 from client.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from broker_emu.cluster import Broker, Cluster
+    from broker_emu.brokers import Broker
+    from broker_emu.cluster import Cluster
 
 
 @dataclass(slots=True)

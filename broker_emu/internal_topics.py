@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from broker_emu import cluster_shape
 
 if TYPE_CHECKING:
-    from broker_emu.cluster import Cluster, Topic
+    from broker_emu.cluster import Cluster
+    from broker_emu.topics import Topic
 
 OFFSETS_TOPIC = "__consumer_offsets"
 # Kafka's GroupCoordinatorConfig defaults for the topic's own configs

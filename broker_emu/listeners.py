@@ -6,7 +6,7 @@ answers (Kafka's brokers answer Metadata with the endpoints of the listener the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
 
 import trio
 
@@ -15,10 +15,29 @@ from broker_emu.security import tls_on
 from broker_emu.server import Connection
 
 if TYPE_CHECKING:
-    from broker_emu.cluster import Broker, Cluster
+    from broker_emu.cluster import Cluster
+    from broker_emu.security import Security
 
 
-async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, connection: Callable[..., Connection] = Connection,
+class ListenerHost(Protocol):
+    """What ``serve_broker`` needs of what it serves for (the cluster, or the proxy): the
+    listeners' security; it hands itself to each ``connection``."""
+
+    @property
+    def security(self) -> "Security": ...
+
+
+class ListenedBroker(Protocol):
+    """A broker as its listeners see it (the cluster's ``Broker``, the proxy's ``ProxyBroker``);
+    extra listeners only where it has ``listeners``."""
+
+    id: int
+    host: str
+    port: int
+    listener_scope: trio.CancelScope | None
+
+
+async def serve_broker(cluster: ListenerHost, broker: ListenedBroker, port: int = 0, *, connection: Callable[..., Connection] = Connection,
                        task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Listen for ``broker`` and run a ``connection`` (the emulator's pipeline, or one built with
     another backend: broker_emu.proxy) for each client until the listener's scope is cancelled. The cluster's
@@ -28,12 +47,13 @@ async def serve_broker(cluster: "Cluster", broker: "Broker", port: int = 0, *, c
     primary = await trio.open_tcp_listeners(port, host=broker.host)
     broker.port = primary[0].socket.getsockname()[1]
     served = [(security.protocol, listener) for listener in primary]
-    extra = getattr(security, "extra_listeners", {}) if hasattr(broker, "listeners") else {}
-    for protocol, first in extra.items():
-        wanted = broker.listeners.get(protocol) or (first + broker.id if first else 0)
-        opened = await trio.open_tcp_listeners(wanted, host=broker.host)
-        broker.listeners[protocol] = opened[0].socket.getsockname()[1]
-        served += [(protocol, listener) for listener in opened]
+    ports: dict[str, int] | None = getattr(broker, "listeners", None)   # the extra listeners' ports
+    if ports is not None:
+        for protocol, first in security.extra_listeners.items():
+            wanted = ports.get(protocol) or (first + broker.id if first else 0)
+            opened = await trio.open_tcp_listeners(wanted, host=broker.host)
+            ports[protocol] = opened[0].socket.getsockname()[1]
+            served += [(protocol, listener) for listener in opened]
     cluster_shape.changed()   # the ports Metadata answers with
 
     def handler(protocol: str) -> Callable[[trio.SocketStream], Awaitable[None]]:
@@ -69,12 +89,12 @@ def connect_in_memory(cluster: "Cluster", broker_id: int, protocol: str | None =
     broker = cluster.brokers.get(broker_id)
     if broker is None or not broker.alive:
         raise OSError(f"connection refused: broker {broker_id} is {'unknown' if broker is None else 'stopped'}")
-    if cluster._nursery is None:
+    if not cluster.tasks.running:
         raise RuntimeError("the cluster is not running")
     if protocol is not None and protocol not in cluster.security.protocols:
         raise ValueError(f"no {protocol} listener (listeners: {', '.join(cluster.security.protocols)})")
     import trio.testing  # here, not at the top: it imports pytest (100+ ms off `broker-emu serve` start)
 
     client_end, server_end = trio.testing.memory_stream_pair()
-    cluster._nursery.start_soon(Connection(cluster, broker, server_end, f"memory:{broker_id}", protocol).run)
+    cluster.tasks.start_soon(Connection(cluster, broker, server_end, f"memory:{broker_id}", protocol).run)
     return client_end

@@ -33,7 +33,7 @@ name and seed), so nothing else the cluster draws changes when one is set.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from broker_emu.partition import Partition
@@ -75,12 +75,19 @@ class Plant:
         return True
 
 
-def planted(cluster: Any, name: str, what: str) -> bool:
+class Planted(Protocol):
+    """Where a plant is set (the cluster's ``plant``)."""
+
+    @property
+    def plant(self) -> Plant | None: ...
+
+
+def planted(cluster: Planted, name: str, what: str) -> bool:
     plant = cluster.plant
     return plant is not None and plant.fires(name, what)
 
 
-def before_append(cluster: Any, p: "Partition", header: Any, acks: int, result: Any) -> bool:
+def before_append(cluster: Planted, p: "Partition", header: Any, acks: int, result: Any) -> bool:
     """Produce, just before a validated data batch is appended. ``lose-ack``: fills ``result`` as
     acknowledged and returns True (append nothing). ``reuse-offset``: moves the log end back one
     offset, returns False (append there)."""
@@ -101,7 +108,7 @@ def before_append(cluster: Any, p: "Partition", header: Any, acks: int, result: 
     return False
 
 
-def duplicate_retry(cluster: Any, header: Any, where: str, original: int) -> bool:
+def duplicate_retry(cluster: Planted, header: Any, where: str, original: int) -> bool:
     """Produce, for an exact retry of a stored batch: ``dup-retry`` appends it again (True)."""
     return not header.is_transactional and planted(cluster, "dup-retry", f"{where}: retry of offset {original} "
                                                                           "appended again")

@@ -96,6 +96,12 @@ class DelayedOperation:
                 self._event.set()
         return self._event
 
+    @property
+    def deadline_s(self) -> float | None:
+        """When the operation's timer fires on trio's clock; None while it has no timer (not
+        watched yet, or completed)."""
+        return self._timer.deadline if self._timer is not None else None
+
     def _fire(self) -> None:  # the timer's callback: a bound method, not a closure per operation
         if self._purgatory is not None:
             self._purgatory._expire(self)

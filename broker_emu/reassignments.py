@@ -9,9 +9,12 @@ replicas away again. Without added replicas (a reordering, or only removals) it 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_emu.trace import Kind
+
+if TYPE_CHECKING:
+    from broker_emu.cluster import Cluster
 
 
 class ReassignmentError(Exception):
@@ -20,7 +23,7 @@ class ReassignmentError(Exception):
         self.code, self.message = code, message
 
 
-def validate_target(cluster: Any, replicas: list[int]) -> None:
+def validate_target(cluster: Cluster, replicas: list[int]) -> None:
     """ReplicationControlManager.validateManualPartitionAssignment (no replication factor)."""
     from client.errors import ErrorCode as E
 
@@ -37,7 +40,7 @@ def validate_target(cluster: Any, replicas: list[int]) -> None:
         previous = broker
 
 
-def start(cluster: Any, p: Any, target: list[int]) -> None:
+def start(cluster: Cluster, p: Any, target: list[int]) -> None:
     """Stage 1: every replica of both, the target first (PartitionReassignmentReplicas)."""
     original = [r for r in p.replicas if r not in p.adding_replicas]
     p.adding_replicas = [r for r in target if r not in original]
@@ -51,7 +54,7 @@ def start(cluster: Any, p: Any, target: list[int]) -> None:
     cluster.replication.resync(p)
 
 
-def cancel(cluster: Any, p: Any) -> None:
+def cancel(cluster: Cluster, p: Any) -> None:
     """PartitionReassignmentRevert: the added replicas go; the original replicas stay."""
     adding = set(p.adding_replicas)
     p.replicas = [r for r in p.replicas if r not in adding]
@@ -65,7 +68,7 @@ def in_progress(p: Any) -> bool:
     return bool(p.adding_replicas or p.removing_replicas)
 
 
-def maybe_complete(cluster: Any, p: Any) -> None:
+def maybe_complete(cluster: Cluster, p: Any) -> None:
     """Stage 3 once the ISR holds every added replica (or, with none added, one that stays)."""
     if not in_progress(p):
         return

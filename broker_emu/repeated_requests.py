@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from broker_emu.handlers import error_codes, request_details, topics_of
+from broker_emu.handlers import TopicIds, error_codes, request_details, topics_of
 from client.protocol import ApiKey, RequestHeader, encode_response, response_header_version
 from client.protocol.framing import Frame
 
@@ -66,7 +66,7 @@ def remember_decoded(key: bytes | None, header: RequestHeader, body: Any, anomal
         _remember(_decoded, key, (header, body, tuple(anomalies)))
 
 
-def request_facts(key: bytes | None, cluster: Any, api_key: int, body: Any) -> tuple[list[tuple[str, int | None]], dict[str, Any]]:
+def request_facts(key: bytes | None, cluster: TopicIds, api_key: int, body: Any) -> tuple[list[tuple[str, int | None]], dict[str, Any]]:
     """``topics_of`` and ``request_details`` of a request (what the trace and the fault rules
     read of it): a repeat's are the first time's when it names its topics by name (an id is
     looked up in the cluster, which changes). The details are a fresh dict each time: the

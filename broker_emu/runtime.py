@@ -11,19 +11,11 @@ import trio
 from broker_emu import waits
 from broker_emu.cluster import Cluster
 from broker_emu.faults.named import BlockingFaults
-from broker_emu.groups import GroupCoordinator
 from broker_emu.handlers.catalog import register_all
 from broker_emu.listeners import serve_broker
-from broker_emu.transactions.coordinator import TransactionCoordinator
 from kafka_common.trio_thread import TrioThread
 
 TopicSpec = tuple  # (name, partitions, replication_factor)
-
-
-def _attach_groups(cluster: Cluster) -> Any:
-    cluster.groups = GroupCoordinator(cluster)
-    cluster.txn = TransactionCoordinator(cluster)
-    return cluster.groups
 
 
 @contextlib.asynccontextmanager
@@ -35,11 +27,7 @@ async def open_cluster(brokers: int = 3, *, topics: Iterable[TopicSpec] = (), co
     register_all()
     cluster = Cluster(brokers, config, host=host, trace_sink=trace_sink)
     async with trio.open_nursery() as nursery:
-        cluster._nursery = nursery
-        await nursery.start(cluster.scheduler.run)
-        groups = _attach_groups(cluster)
-        if groups is not None and hasattr(groups, "run"):
-            await nursery.start(groups.run)
+        await cluster.start_coordinators(nursery)
         if listen:
             for i, b in enumerate(cluster.brokers.values()):
                 await nursery.start(serve_broker, cluster, b, port + i if port else 0)

@@ -46,7 +46,8 @@ from client.protocol.errors import ProtocolError
 from client.protocol.framing import Frame, FrameTooLargeError
 
 if TYPE_CHECKING:
-    from broker_emu.cluster import Broker, Cluster
+    from broker_emu.brokers import Broker
+    from broker_emu.cluster import Cluster
 
 READ_AHEAD_BYTES = 16 << 20  # covers 5 in-flight 1 MB produce batches with room to spare
 READ_AHEAD_FRAMES = 64       # ... and small requests pipelined by a client that reads no answer

@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:
+    from broker_emu.cluster import Cluster
 
 LONG_MAX = (1 << 63) - 1
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
@@ -286,7 +289,7 @@ _RULES: dict[tuple, LogRules] = {}
 _RULES_MAX = 1024
 
 
-def log_rules(cluster, topic: str) -> LogRules:
+def log_rules(cluster: Cluster, topic: str) -> LogRules:
     """The topic's ``LogRules``, parsed once per distinct set of values (every produce asks)."""
     overrides, broker = cluster.topics[topic].configs, cluster.config
     key = (tuple(overrides.items()), *(broker.get(name) for name in _BROKER_INPUTS))

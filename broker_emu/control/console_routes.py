@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from broker_emu.control.console_state import console_state
 from broker_emu.control.http import HttpError, HttpRequest, HttpResponse, StreamResponse
+
+if TYPE_CHECKING:
+    from broker_emu.control.routes import ControlTarget
 
 ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8",
           "playground.js": "text/javascript; charset=utf-8"}
@@ -37,7 +40,7 @@ def sse(event: str, data: Any) -> bytes:
 
 
 class ConsoleRoutes:
-    target: Any
+    target: ControlTarget
     public_paths = PUBLIC_PATHS
 
     async def root(self, request: HttpRequest) -> HttpResponse:

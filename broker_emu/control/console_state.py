@@ -10,15 +10,18 @@ has no purgatory) shows that part empty.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from client.protocol import ApiKey
+
+if TYPE_CHECKING:
+    from broker_emu.control.routes import ControlTarget
 
 # a request's own bound on how long the broker may hold it (Produce, Fetch, JoinGroup)
 TIMEOUT_FIELDS = ("timeout_ms", "max_wait_ms", "rebalance_timeout_ms")
 
 
-def console_state(target: Any) -> dict[str, Any]:
+def console_state(target: ControlTarget) -> dict[str, Any]:
     now_ms = target.now_ms()
     described = target.describe()
     state: dict[str, Any] = {"now_ms": now_ms, **described}
@@ -33,13 +36,13 @@ def console_state(target: Any) -> dict[str, Any]:
     return state
 
 
-def _transactions(target: Any) -> list[dict[str, Any]]:
+def _transactions(target: ControlTarget) -> list[dict[str, Any]]:
     """Each transactional id the coordinator knows: state, producer id and epoch, partitions, and
     for an open transaction the time left before transaction.timeout.ms aborts it."""
     txn = getattr(target, "txn", None)
     if txn is None:
         return []
-    now = txn._now()
+    now = txn.now_ms()
     out = []
     for meta in sorted(txn.txns.values(), key=lambda m: m.transactional_id):
         state = getattr(meta.state, "value", str(meta.state))   # Kafka's names: Ongoing, PrepareCommit...
@@ -51,7 +54,7 @@ def _transactions(target: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _connections(target: Any, now_ms: float) -> list[dict[str, Any]]:
+def _connections(target: ControlTarget, now_ms: float) -> list[dict[str, Any]]:
     out = []
     for broker in getattr(target, "brokers", {}).values():
         for conn in sorted(getattr(broker, "connections", ()), key=lambda c: c.id):
@@ -73,7 +76,7 @@ def _request(corr: int, api_key: int, received_ms: float, body: Any, now_ms: flo
             "timeout_ms": body[field] if field else None, "timeout_field": field}
 
 
-def _purgatory_ops(target: Any, now_ms: float) -> list[dict[str, Any]]:
+def _purgatory_ops(target: ControlTarget, now_ms: float) -> list[dict[str, Any]]:
     out = []
     for attr in ("produce_purgatory", "fetch_purgatory", "delete_records_purgatory"):
         purgatory = getattr(target, attr, None)
@@ -85,11 +88,11 @@ def _purgatory_ops(target: Any, now_ms: float) -> list[dict[str, Any]]:
                 if op.completed or id(op) in seen:
                     continue
                 seen.add(id(op))
-                timer = op._timer
+                deadline = op.deadline_s
                 ctx = getattr(op, "ctx", None)
                 left_ms = None
-                if timer is not None:
-                    left_ms = max(0.0, round(timer.deadline * 1000 - _clock_ms(target), 1))
+                if deadline is not None:
+                    left_ms = max(0.0, round(deadline * 1000 - _clock_ms(), 1))
                 out.append({
                     "purgatory": purgatory.name, "timeout_ms": round(op.timeout_s * 1000, 1), "left_ms": left_ms,
                     "broker": ctx.broker_id if ctx is not None else None, "conn": ctx.conn_id if ctx is not None else None,
@@ -101,7 +104,7 @@ def _purgatory_ops(target: Any, now_ms: float) -> list[dict[str, Any]]:
     return out
 
 
-def _clock_ms(target: Any) -> float:
+def _clock_ms() -> float:
     """The scheduler's clock (trio time) in ms: the timers' deadlines are on it."""
     import trio
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import trio
@@ -16,6 +16,9 @@ import trio
 from broker_emu.control.http import HttpError, HttpRequest, HttpResponse
 from broker_emu.faults.rules import INT32_MAX, show
 from broker_emu.waits import WaitArgumentError, WaitTimeout, condition, wait_until
+
+if TYPE_CHECKING:
+    from broker_emu.control.routes import ControlTarget
 
 MAX_WAIT_MS = 60_000
 WAIT_ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [
@@ -53,7 +56,7 @@ def query_ms(request: HttpRequest, key: str, maximum: float) -> float | None:
 
 
 class WaitRoutes:
-    target: Any
+    target: ControlTarget
 
     async def _wait(self, request: HttpRequest, what: str, **params: Any) -> HttpResponse:
         cap = min(MAX_WAIT_MS, getattr(self.target, "config", {}).get("emu.control.wait.max.ms", MAX_WAIT_MS))

@@ -16,15 +16,29 @@ from typing import Any, Awaitable, Callable, Protocol
 import trio
 
 from broker_emu import socket_io
-from broker_emu.faults.engine import Decision, RequestFacts
+from broker_emu.faults.engine import Decision, FaultEngine, RequestFacts
 from broker_emu.handlers import CloseConnection
-from broker_emu.trace import Kind
+from broker_emu.trace import Kind, Trace
+
+
+class FaultHost(Protocol):
+    """What this module needs of what serves the connection: the cluster, or the proxy."""
+
+    @property
+    def faults(self) -> FaultEngine: ...
+    @property
+    def trace(self) -> Trace: ...
+
+    def now_ms(self) -> float: ...
+    async def stop_broker(self, broker_id: int) -> None: ...
+    def stop_broker_later(self, broker_id: int, delay_s: float = 0.0) -> None: ...
 
 
 class FaultedConnection(Protocol):
     """What this module needs of a connection (``server.Connection``'s public face)."""
 
-    cluster: Any
+    @property
+    def cluster(self) -> FaultHost: ...
     broker: Any
     id: int
     addr: str

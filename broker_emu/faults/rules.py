@@ -66,6 +66,14 @@ class FaultConfigError(ValueError):
         super().__init__(f"{field}: {message}")
 
 
+def _error_name(code: Any) -> Any:
+    """Kafka's name for a known error code; any other value as given."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return code
+
+
 @dataclass(frozen=True)
 class Match:
     broker: int | None = None
@@ -105,7 +113,7 @@ class Action:
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"type": self.type, **self.params()}
         if self.type == "error":
-            d["error"] = ErrorCode(self.error).name if self.error in ErrorCode._value2member_map_ else self.error
+            d["error"] = _error_name(self.error)
         return d
 
 

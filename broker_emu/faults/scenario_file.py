@@ -23,7 +23,7 @@ before anything is applied; ``run_events`` then plays the events on trio's clock
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 import yaml
@@ -173,7 +173,19 @@ def load_scenario(text: str, default_brokers: int = 3) -> ScenarioFile:
     return parse_scenario(doc, default_brokers)
 
 
-async def apply_event(target: Any, event: Event) -> None:
+class EventTarget(Protocol):
+    """What a scenario's events act on: the cluster, or the proxy (which refuses the leadership
+    and replication events)."""
+
+    def now_ms(self) -> float: ...
+    async def stop_broker(self, broker_id: int) -> None: ...
+    async def start_broker(self, broker_id: int) -> None: ...
+    def move_leader(self, topic: str, partition: int, broker_id: int) -> None: ...
+    def set_replication(self, topic: str | None, partition: int | None, follower: int | None, mode: str,
+                        lag_ms: float) -> None: ...
+
+
+async def apply_event(target: EventTarget, event: Event) -> None:
     a = event.args
     if event.verb == "stop_broker":
         await target.stop_broker(a["broker"])
@@ -185,7 +197,7 @@ async def apply_event(target: Any, event: Event) -> None:
         target.set_replication(a["topic"], a["partition"], a["follower"], a["mode"], a["lag_ms"])
 
 
-async def run_events(target: Any, events: list[Event]) -> None:
+async def run_events(target: EventTarget, events: list[Event]) -> None:
     """Play events at their ``at_ms`` (cluster time, ms since start)."""
     for event in events:
         delay = (event.at_ms - target.now_ms()) / 1000.0

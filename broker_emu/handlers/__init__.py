@@ -3,7 +3,8 @@ first imported; ``catalog.register_all()`` imports every one of them (the cluste
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from typing import Any, Protocol
 
 from client.errors import ErrorCode
 from client.protocol import ApiKey
@@ -27,7 +28,18 @@ def _partition_index(p: Any) -> int | None:
     return None
 
 
-def topics_of(cluster: Any, api_key: int, body: Any) -> list[tuple[str, int | None]]:
+class NamedTopic(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class TopicIds(Protocol):
+    """Topic ids to names: the cluster's topics, or those the proxy learnt from Metadata answers."""
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> NamedTopic | None: ...
+
+
+def topics_of(cluster: TopicIds, api_key: int, body: Any) -> list[tuple[str, int | None]]:
     """(topic, partition) pairs a request names, for fault matching and the trace."""
     out: list[tuple[str, int | None]] = []
     for key in ("topic_data", "topics"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers import kafka_message
@@ -22,6 +22,9 @@ from broker_emu.topic_names import validate_topic_name
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
+
+if TYPE_CHECKING:
+    from broker_emu.cluster import Cluster
 
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # org.apache.kafka.clients.admin.EndpointType
 ZERO_UUID = uuid.UUID(int=0)
@@ -54,7 +57,7 @@ async def _create_topics_zookeeper(ctx: RequestContext, req: Message) -> dict[st
     return {"throttle_time_ms": 0, "topics": results}
 
 
-def _create_one(cluster, t, validate_only: bool) -> dict:
+def _create_one(cluster: Cluster, t, validate_only: bool) -> dict:
     """One CreatableTopicResult as the controller builds it (``ReplicationControlManager.createTopics``):
     an error carries its message and the schema defaults (zero topic id, -1 partitions and
     replication factor, an empty config list); a success (or a validate_only pass) carries the
@@ -88,14 +91,14 @@ def creation_configs(t) -> dict[str, str]:
     return {c.name: c.value for c in t.configs or ()}
 
 
-def _created_configs(cluster, overrides: dict[str, str]) -> list[dict]:
+def _created_configs(cluster: Cluster, overrides: dict[str, str]) -> list[dict]:
     """CreatableTopicConfigs: name, value, source, not read-only, not sensitive."""
     return [{"name": c["name"], "value": c["value"], "read_only": False, "config_source": c["config_source"],
              "is_sensitive": False} for c in _configs(topic_values(cluster, overrides), None)]
 
 
-def _create_error(cluster, name: str, n, rf, assignments, configs) -> tuple[int, str] | None:
-    from broker_emu.cluster import MAX_PARTITIONS
+def _create_error(cluster: Cluster, name: str, n, rf, assignments, configs) -> tuple[int, str] | None:
+    from broker_emu.topics import MAX_PARTITIONS
 
     if assignments and (n is not None or rf is not None):
         return E.INVALID_REQUEST, "give either replica assignments or partitions and replication factor, not both"
@@ -136,7 +139,7 @@ async def delete_topics(ctx: RequestContext, req: Message) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "responses": _delete_each(cluster, wanted)}
 
 
-def _delete_each(cluster, wanted: list) -> list[dict]:
+def _delete_each(cluster: Cluster, wanted: list) -> list[dict]:
     out = []
     for name, tid in wanted:
         topic = cluster.topics.get(name) if name else cluster.topic_by_id(tid)
@@ -207,7 +210,7 @@ def _describe_one(ctx, r, wants_synonyms: bool = False) -> dict:
     return entry | {"error_code": E.INVALID_REQUEST, "error_message": f"resource type {r.resource_type} is not supported by broker-emu"}
 
 
-def topic_values(cluster, overrides: dict[str, str], broker_id: int | None = None) -> dict[str, tuple[str, int]]:
+def topic_values(cluster: Cluster, overrides: dict[str, str], broker_id: int | None = None) -> dict[str, tuple[str, int]]:
     """(value, source) of every topic config (LogConfig's): the topic's override, else the broker
     setting behind it (dynamic or static), else Kafka's default."""
     dynamic = {k for scope in cluster.dynamic_config.values() for k in scope}
@@ -223,13 +226,13 @@ def topic_values(cluster, overrides: dict[str, str], broker_id: int | None = Non
     return values
 
 
-def _broker_value(cluster, name: str, broker_id: int | None = None) -> tuple[str, int]:
+def _broker_value(cluster: Cluster, name: str, broker_id: int | None = None) -> tuple[str, int]:
     """A broker setting and its source: the first of its ``broker_chain``."""
     chain = broker_chain(cluster, name, broker_id)
     return (chain[0][1], chain[0][2]) if chain else (DYNAMIC_BROKER_KEYS[name].default, DEFAULT_CONFIG)
 
 
-def broker_chain(cluster, name: str, broker_id: int | None) -> list[tuple[str, str, int]]:
+def broker_chain(cluster: Cluster, name: str, broker_id: int | None) -> list[tuple[str, str, int]]:
     """(name, value, source) of a broker setting at every level that has one, the one in force
     first: this broker's dynamic value, the cluster-wide one, the static setting, Kafka's default
     (DynamicBrokerConfig's precedence; DescribeConfigs' synonyms)."""
@@ -250,7 +253,7 @@ def broker_chain(cluster, name: str, broker_id: int | None) -> list[tuple[str, s
     return out
 
 
-def _synonyms(cluster, name: str, broker_id: int, overrides: dict[str, str] | None) -> list[dict]:
+def _synonyms(cluster: Cluster, name: str, broker_id: int, overrides: dict[str, str] | None) -> list[dict]:
     """DescribeConfigs' synonyms (v1+, include_synonyms): for a topic config its override, then its
     broker synonym's levels; for a broker setting its own levels."""
     chain = []

@@ -21,7 +21,7 @@ and client-metrics resources answer INVALID_REQUEST.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_emu.context import RequestContext
 from broker_emu.group_configs import KEYS as GROUP_KEYS
@@ -34,6 +34,9 @@ from broker_emu.trace import Kind
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
+
+if TYPE_CHECKING:
+    from broker_emu.cluster import Cluster
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OPS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
@@ -125,7 +128,7 @@ def _applied(current: dict[str, str], ops: dict[str, tuple[int, str | None]], in
     return new
 
 
-def _alter_topic(cluster: Any, name: str, ops: dict[str, tuple[int, str | None]], incremental: bool,
+def _alter_topic(cluster: Cluster, name: str, ops: dict[str, tuple[int, str | None]], incremental: bool,
                  validate_only: bool) -> None:
     if not name:
         raise Refused(E.INVALID_REQUEST, "Default topic resources are not allowed.")
@@ -146,7 +149,7 @@ def _alter_topic(cluster: Any, name: str, ops: dict[str, tuple[int, str | None]]
         cluster.trace.emit(Kind.CONFIG_CHANGE, details={"resource": "topic", "name": name, "before": before, "after": new})
 
 
-def _alter_group(cluster: Any, name: str, ops: dict[str, tuple[int, str | None]], incremental: bool,
+def _alter_group(cluster: Cluster, name: str, ops: dict[str, tuple[int, str | None]], incremental: bool,
                  validate_only: bool) -> None:
     """A group's configs, whether the group exists or not (Kafka keeps them in its metadata log);
     KIP-848 groups read them at their next heartbeat or timer (broker_emu/group_configs.py)."""

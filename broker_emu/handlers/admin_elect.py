@@ -20,7 +20,7 @@ partition named).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers import kafka_message
@@ -29,6 +29,9 @@ from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
+
+if TYPE_CHECKING:
+    from broker_emu.cluster import Cluster
 
 PREFERRED, UNCLEAN = 0, 1
 
@@ -64,7 +67,7 @@ def _result(partition: int, outcome: tuple[int, str | None]) -> dict[str, Any]:
     return {"partition_id": partition, "error_code": outcome[0], "error_message": outcome[1]}
 
 
-def _elect(cluster: Any, topic: str, partition: int, kind: int) -> tuple[int, str | None]:
+def _elect(cluster: Cluster, topic: str, partition: int, kind: int) -> tuple[int, str | None]:
     """(error code, message) as ApiError gives them: NONE has no message, the others Kafka's default."""
     if topic not in cluster.topics:
         return E.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"

@@ -4,7 +4,7 @@ ReplicationControlManager.createPartitions), once the controller gets to it befo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
@@ -13,6 +13,9 @@ from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
+
+if TYPE_CHECKING:
+    from broker_emu.cluster import Cluster
 
 
 @handles(ApiKey.CREATE_PARTITIONS, 0, 3)
@@ -33,7 +36,7 @@ async def create_partitions(ctx: RequestContext, req: Message) -> dict[str, Any]
         _one(ctx.cluster, t, req.validate_only, duplicate=names.count(t.name) > 1) for t in req.topics]}
 
 
-def _one(cluster: Any, t: Any, validate_only: bool, duplicate: bool) -> dict[str, Any]:
+def _one(cluster: Cluster, t: Any, validate_only: bool, duplicate: bool) -> dict[str, Any]:
     def result(code: int, message: str | None = None) -> dict[str, Any]:
         return {"name": t.name, "error_code": code, "error_message": message}
 

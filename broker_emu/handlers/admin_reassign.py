@@ -4,7 +4,7 @@ listPartitionReassignments), within KRaft's controller deadline (controller_dead
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_emu import reassignments
 from broker_emu.context import RequestContext
@@ -14,6 +14,9 @@ from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
+
+if TYPE_CHECKING:
+    from broker_emu.cluster import Cluster
 
 
 @handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1)
@@ -38,7 +41,7 @@ async def alter_partition_reassignments(ctx: RequestContext, req: Message) -> di
             "error_message": None, "responses": responses}
 
 
-def _alter_one(cluster: Any, topic: str, index: int, replicas: list[int] | None, allow_rf_change: bool) -> None:
+def _alter_one(cluster: Cluster, topic: str, index: int, replicas: list[int] | None, allow_rf_change: bool) -> None:
     if topic not in cluster.topics:
         raise ReassignmentError(E.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}.")
     p = cluster.partition(topic, index)

@@ -20,7 +20,7 @@ the current leader, and the response lists that leader's endpoint (KIP-951), as
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers.offsets import epoch_error
@@ -30,6 +30,9 @@ from broker_emu.registry import handles
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
+
+if TYPE_CHECKING:
+    from broker_emu.cluster import Cluster
 
 EMPTY_RECORDS = b""  # MemoryRecords.EMPTY: a record set of length 0
 
@@ -50,7 +53,7 @@ def error_partition(index: int, error: int, *, before_read: bool) -> dict[str, A
             "preferred_read_replica": -1, "records": EMPTY_RECORDS}
 
 
-def _resolve(cluster, version: int, t) -> tuple[str | None, Any]:
+def _resolve(cluster: Cluster, version: int, t) -> tuple[str | None, Any]:
     if version >= 13:
         topic = cluster.topic_by_id(t.topic_id)
         return (topic.name if topic else None), t.topic_id

@@ -14,7 +14,7 @@ v8-10, the versions that carry the field."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_emu import cluster_shape
 from broker_emu.context import RequestContext
@@ -34,6 +34,10 @@ from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
 
+if TYPE_CHECKING:
+    from broker_emu.brokers import BrokerRoster
+    from broker_emu.cluster import Cluster
+
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -51,12 +55,12 @@ def partition_metadata(p, live: set[int]) -> dict:
     }
 
 
-def _live_ids(cluster) -> set[int]:
-    return {b.id for b in cluster.brokers.values() if b.alive}
+def _live_ids(roster: BrokerRoster) -> set[int]:
+    return {b.id for b in roster.live()}
 
 
-def topic_metadata(cluster, topic, ops: int = NOT_REQUESTED) -> dict:
-    live = _live_ids(cluster)
+def topic_metadata(cluster: Cluster, topic, ops: int = NOT_REQUESTED) -> dict:
+    live = _live_ids(cluster.roster)
     return {"error_code": E.NONE, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.name in KAFKA_INTERNAL_TOPICS,
             "partitions": [partition_metadata(p, live) for p in topic.partitions],
@@ -155,7 +159,7 @@ def _ops(ctx: RequestContext, name: str, ops: int) -> int:
     return authorized_for(ctx, TOPIC_OPERATIONS, ops != NOT_REQUESTED, TOPIC, name)
 
 
-def _one_topic(cluster, entry, auto: bool, ops: int) -> dict:
+def _one_topic(cluster: Cluster, entry, auto: bool, ops: int) -> dict:
     name = entry.name
     if name is None and entry.topic_id is not None:  # v12 by id; unknown ids get no authorized operations
         t = cluster.topic_by_id(entry.topic_id)
@@ -166,7 +170,7 @@ def _one_topic(cluster, entry, auto: bool, ops: int) -> dict:
     return topic_metadata(cluster, t, ops)
 
 
-def controller_id(cluster) -> int:
+def controller_id(cluster: Cluster) -> int:
     """The controller if it is alive, else the lowest live broker (a KRaft broker reports a
     random live one), else -1."""
     if cluster.is_alive(cluster.controller_id):

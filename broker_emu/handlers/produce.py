@@ -20,7 +20,7 @@ appended as ordinary ones); LogAppendTime rewrites the batch CRC as Kafka does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_emu import cluster_shape
 from broker_emu.context import RequestContext
@@ -35,6 +35,9 @@ from client.protocol import ApiKey
 from client.protocol.legacy_records import LegacyRecordError, to_batch_v2
 from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError, parse_batch_header
 from client.protocol.wire import Message
+
+if TYPE_CHECKING:
+    from broker_emu.cluster import Cluster
 
 ADMIN_CLIENT_ID = "__admin_client"  # AdminUtils.ADMIN_CLIENT_ID: the one client id allowed to append to internal topics
 
@@ -125,7 +128,7 @@ def parse_single_batch(ctx, records: bytes | None) -> tuple[int, Any, str | None
     return E.NONE, header, None
 
 
-def check_sequence(cluster, p, header) -> tuple[int, int | None]:
+def check_sequence(cluster: Cluster, p, header) -> tuple[int, int | None]:
     """Idempotence: (error, original base offset if this batch is a duplicate). The epoch the
     coordinator last gave this producer fences older ones everywhere (an emulator shortcut: a
     Kafka partition only knows the epochs written to it); the rest is the partition's state."""
@@ -242,7 +245,7 @@ NO_LOG_INFO = frozenset({E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER,
                          E.UNSUPPORTED_COMPRESSION_TYPE, E.INVALID_RECORD})
 
 
-def build_response(cluster, ctx, results: list[PartitionResult]) -> dict:
+def build_response(cluster: Cluster, ctx, results: list[PartitionResult]) -> dict:
     by_topic: dict[str, list] = {}
     leaders: set[int] = set()
     for r in results:

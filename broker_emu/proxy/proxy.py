@@ -105,7 +105,7 @@ class Proxy(Waits):   # Waits: proxy.wait_for(...) on fault hits, connections, t
         assert self.faults.brokers is not None
         self.faults.brokers.add(broker.id)
         await self._nursery.start(lambda task_status: serve_broker(
-            self, broker, port, connection=proxy_connection, task_status=task_status))  # type: ignore[arg-type]
+            self, broker, port, connection=proxy_connection, task_status=task_status))
 
     async def stop_broker(self, broker_id: int) -> None:
         b = self.brokers[broker_id]

@@ -20,8 +20,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker_emu.cluster import java_string_hash
+from broker_emu.coordinator_placement import key_partition
 from broker_emu.trace import Kind
+from broker_emu.transactions.cluster_view import TxnCluster
 from broker_emu.transactions.markers import write_marker
 from client.errors import ErrorCode as E
 
@@ -55,16 +56,19 @@ class TxnMetadata:
 
 
 class TransactionCoordinator:
-    def __init__(self, cluster: Any):
+    def __init__(self, cluster: TxnCluster):
         self.cluster = cluster
         self.txns: dict[str, TxnMetadata] = {}
         self.marker_delay_ms: float | None = None   # None: emu.txn.marker.delay.ms (a control can set it)
+
+    def start(self) -> None:
+        """Start the timeout check (on the cluster's scheduler, once it runs)."""
         self._schedule_check()
 
     # -- placement -------------------------------------------------------------------------------
     def coordinator_for(self, transactional_id: str) -> int:
         n = self.cluster.config["transaction.state.log.num.partitions"]
-        return self.cluster.offsets_partition_leader((java_string_hash(transactional_id) & 0x7FFFFFFF) % n)
+        return self.cluster.offsets_partition_leader(key_partition(transactional_id, n))
 
     def not_coordinator(self, transactional_id: str, broker_id: int) -> int | None:
         owner = self.coordinator_for(transactional_id)
@@ -73,12 +77,13 @@ class TransactionCoordinator:
         return None if owner == broker_id else E.NOT_COORDINATOR
 
     # -- the state machine ---------------------------------------------------------------------------
-    def _now(self) -> float:
+    def now_ms(self) -> float:
+        """The coordinator's clock (transaction start and update times are on it)."""
         return self.cluster.now_ms()
 
     def _to(self, meta: TxnMetadata, state: TxnState, reason: str, **extra: Any) -> None:
         before = meta.state
-        meta.state, meta.last_update_ms = state, self._now()
+        meta.state, meta.last_update_ms = state, self.now_ms()
         self.cluster.trace.emit(Kind.TXN_STATE, details={"transactional_id": meta.transactional_id, "producer_id": meta.producer_id,
                                                          "epoch": meta.epoch, "from": before.value, "to": state.value,
                                                          "reason": reason, **extra})
@@ -97,7 +102,7 @@ class TransactionCoordinator:
         meta = self.txns.get(tid)
         if meta is None:
             new_pid, new_epoch = self.cluster.init_producer_id()
-            meta = self.txns[tid] = TxnMetadata(tid, new_pid, new_epoch, timeout_ms, last_update_ms=self._now())
+            meta = self.txns[tid] = TxnMetadata(tid, new_pid, new_epoch, timeout_ms, last_update_ms=self.now_ms())
             self._to(meta, TxnState.EMPTY, "init")
             return E.NONE, meta.producer_id, meta.epoch
         if meta.state in PREPARING:
@@ -136,7 +141,7 @@ class TransactionCoordinator:
 
     def _begin(self, meta: TxnMetadata) -> None:
         if meta.state != TxnState.ONGOING:
-            meta.start_ms = self._now()
+            meta.start_ms = self.now_ms()
             self._to(meta, TxnState.ONGOING, "first partition or group added")
 
     def end_txn(self, tid: str, pid: int, epoch: int, commit: bool, version: int) -> int:
@@ -178,9 +183,8 @@ class TransactionCoordinator:
         if waiting:
             self.cluster.scheduler.call_later(0.1, lambda: self._write_markers(meta, commit, waiting, groups, pid, epoch))
             return
-        if self.cluster.groups is not None:
-            for group_id in groups:
-                self.cluster.groups.end_txn_offsets(group_id, pid, commit)
+        for group_id in groups:
+            self.cluster.groups.end_txn_offsets(group_id, pid, commit)
         meta.partitions, meta.groups = set(), set()
         self._to(meta, TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT, "markers written")
 
@@ -192,7 +196,7 @@ class TransactionCoordinator:
     def _check_timeouts(self) -> None:
         """``abortTimedOutTransactions``: an Ongoing transaction older than its timeout is aborted
         with a bumped epoch, so its producer is fenced."""
-        now = self._now()
+        now = self.now_ms()
         for meta in list(self.txns.values()):
             if meta.state == TxnState.ONGOING and now - meta.start_ms > meta.timeout_ms:
                 self._bump(meta)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
+from broker_emu.transactions.cluster_view import MarkerLog
 from client.protocol.records import Record, encode_batch, parse_batch_header
 
 if TYPE_CHECKING:
-    from broker_emu.cluster import Cluster
     from broker_emu.partition import Partition
 
 ABORT, COMMIT = 0, 1
@@ -29,7 +29,7 @@ def marker_batch(producer_id: int, epoch: int, commit: bool, coordinator_epoch: 
                         base_sequence=-1, transactional=True, control=True)
 
 
-def write_marker(cluster: "Cluster", p: "Partition", producer_id: int, epoch: int, commit: bool,
+def write_marker(cluster: MarkerLog, p: "Partition", producer_id: int, epoch: int, commit: bool,
                  coordinator_epoch: int = 0) -> int:
     """Append the marker to ``p``'s log (and to its followers, as any append); its offset."""
     batch = marker_batch(producer_id, epoch, commit, coordinator_epoch, cluster.wall_ms())

@@ -6,8 +6,9 @@ import uuid
 import pytest
 import trio
 
-from broker_emu.cluster import Cluster, java_string_hash
+from broker_emu.cluster import Cluster
 from broker_emu.config import DEFAULTS, ConfigError, broker_config
+from broker_emu.coordinator_placement import java_string_hash
 from broker_emu.log import PartitionLog
 from broker_emu.purgatory import PURGE_INTERVAL, DelayedOperation, Purgatory
 from broker_emu.scheduler import Scheduler

@@ -103,7 +103,7 @@ async def test_a_large_frame_after_a_large_frame_is_received_whole_when_it_is_al
         broker = next(iter(cluster.brokers.values()))
         a, b = socket.socketpair()   # a Unix socket: the kernel holds a whole frame, unread, at once
         a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
-        cluster._nursery.start_soon(Connection(cluster, broker, trio.SocketStream(trio.socket.from_stdlib_socket(b)), "unix:test").run)
+        cluster.tasks.start_soon(Connection(cluster, broker, trio.SocketStream(trio.socket.from_stdlib_socket(b)), "unix:test").run)
         w = WireClient(trio.SocketStream(trio.socket.from_stdlib_socket(a)))
         frames = [encode_request(0, 9, corr, "test", produce_body("t", 0, [bytes([corr]) * 10_000] * 30, acks=1))
                   for corr in (1, 2)]   # about 300 KB each: large frames
