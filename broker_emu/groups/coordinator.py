@@ -28,8 +28,8 @@ Deliberate differences from a real broker (why: the emulator has no __consumer_o
 
 from __future__ import annotations
 
-import random
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +37,11 @@ import trio
 
 from broker_emu.groups.classic_members import ClassicMembersMixin
 from broker_emu.groups.consumer_state import ConsumerGroup
-from broker_emu.groups.deletion import DeletionMixin
-from broker_emu.groups.failover import FailoverMixin, join_error, sync_error
+from broker_emu.groups.deletion import Deletion
+from broker_emu.groups.failover import Failover, join_error, sync_error
+from broker_emu.groups.host import GroupHost, Settings
 from broker_emu.groups.kip848 import ConsumerGroupsMixin
-from broker_emu.groups.offsets import OffsetsMixin
+from broker_emu.groups.offsets import FetchedOffsets, OffsetStore, OffsetToCommit
 from broker_emu.groups.state import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -53,17 +54,16 @@ from broker_emu.groups.state import (
     Reply,
     complete,
 )
-from broker_emu.groups.timers import Timers
-from broker_emu.groups.txn_offsets import TxnOffsetsMixin
-from broker_emu.groups.views import GroupViewsMixin
-from broker_emu.scheduler import DeadlineLoop
+from broker_emu.groups.store import AnyGroup, GroupEvents, GroupStore
+from broker_emu.groups.timers import Timers, fire_due
+from broker_emu.groups.txn_offsets import TxnOffsets
+from broker_emu.groups.views import GroupViews
+from broker_emu.scheduler import DeadlineLoop, TimerHeap
 from broker_emu.trace import Kind
 from client.errors import ErrorCode as E
 
 # Kafka: GroupCoordinator.NewMemberJoinTimeoutMs / classicGroupNewMemberJoinTimeoutMs.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-CONFIG_DEFAULTS = {"group.initial.rebalance.delay.ms": 3000, "group.min.session.timeout.ms": 6000,
-                   "group.max.session.timeout.ms": 1800000}
 
 
 @dataclass
@@ -81,14 +81,23 @@ class JoinRequest:
     supports_skip_assignment: bool = False    # JoinGroup v9+ (static leader rejoining a Stable group)
 
 
-class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, ClassicMembersMixin, DeletionMixin, OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
-    def __init__(self, cluster: Any):
+class GroupCoordinator(ConsumerGroupsMixin, ClassicMembersMixin):
+    def __init__(self, cluster: GroupHost):
         self.cluster = cluster
-        self.groups: dict[str, Group] = {}
-        self.txn_pending: dict = {}   # group -> producer id -> pending transactional offsets
+        self.store = GroupStore()
+        self.groups = self.store.groups
         self._loop = DeadlineLoop(self.handle_timeouts, self.next_deadline)
-        self.timers = Timers(on_earlier=self._loop.wake)
-        self.rng = getattr(cluster, "rng", None) or random.Random(0)
+        self._heap = TimerHeap(self._loop.wake)
+        self.timers = Timers(heap=self._heap)
+        self.rng = cluster.rng
+        self.settings = Settings(cluster)
+        self.events = GroupEvents(cluster.trace, self.store)
+        self.failover = Failover(self.store, cluster.coordinator_for, self._moved)
+        self.offsets = OffsetStore(self.store, self.failover, self._touch_session)
+        self.txn_offsets = TxnOffsets(self.store, self.failover)
+        self.deletion = Deletion(self.store, self.failover, self.txn_offsets, self._forget_timers, self._subscribed)
+        self.views = GroupViews(self.store, self.failover, self.timers.deadline, self.timers.deadline,
+                                lambda: (len(self.timers), self._heap.next_deadline()))
 
     # -- driver ------------------------------------------------------------------------------------
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -96,25 +105,85 @@ class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, ClassicMembersMixin, 
         await self._loop.run(task_status=task_status)
 
     def next_deadline(self) -> float:
-        return self.timers.next_deadline()
+        return self._heap.next_deadline()
 
     def handle_timeouts(self, now: float) -> int:
-        return self.timers.fire_due(now)
+        return fire_due(self._heap, now)
 
-    # -- common checks -----------------------------------------------------------------------------
-    def config(self, name: str) -> int:
-        return self.cluster.config.get(name, CONFIG_DEFAULTS.get(name))
+    # -- wiring ------------------------------------------------------------------------------------
+    def _moved(self, g: AnyGroup, now: float) -> AnyGroup | None:
+        if isinstance(g, ConsumerGroup):
+            self.consumer_group_sessions_moved(g, now)
+            return g
+        return self._move(g, now)
 
+    def _touch_session(self, g: Group, member_id: str, now: float) -> None:
+        self._schedule_heartbeat(g, member_id, g.members[member_id].session_timeout_ms, now)
+
+    def _forget_timers(self, group_id: str) -> None:
+        self.timers.cancel_group(group_id)
+
+    # -- the API the handlers, the cluster and the tests call ---------------------------------------
     def validate(self, group_id: str | None, broker_id: int, *, allow_empty: bool = False) -> int | None:
-        """Kafka's validateGroupStatus. OffsetCommit/OffsetFetch/DescribeGroups accept "" for
-        backward compatibility; the membership APIs need a real id."""
-        if group_id is None or (not group_id and not allow_empty):
-            return E.INVALID_GROUP_ID
-        owner = self.cluster.coordinator_for(group_id)
-        if owner < 0:
-            return E.COORDINATOR_NOT_AVAILABLE
-        return None if owner == broker_id else E.NOT_COORDINATOR
+        return self.failover.validate(group_id, broker_id, allow_empty=allow_empty)
 
+    def group(self, group_id: str, now: float) -> AnyGroup | None:
+        return self.failover.group(group_id, now)
+
+    def broker_stopped(self, broker_id: int, now: float | None = None) -> None:
+        self.failover.broker_stopped(broker_id, now)
+
+    def broker_started(self, broker_id: int, now: float | None = None) -> None:
+        self.failover.broker_started(broker_id, now)
+
+    def commit_offsets(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                       offsets: list[OffsetToCommit], api_version: int, broker_id: int, now: float) -> list[int]:
+        return self.offsets.commit_offsets(group_id=group_id, generation_id=generation_id, member_id=member_id,
+                                           group_instance_id=group_instance_id, offsets=offsets,
+                                           api_version=api_version, broker_id=broker_id, now=now)
+
+    def fetch_offsets(self, *, group_id: str, topics: Iterable[tuple[str, list[int]]] | None, broker_id: int,
+                      now: float, member_id: str | None = None, member_epoch: int = -1) -> FetchedOffsets:
+        return self.offsets.fetch_offsets(group_id=group_id, topics=topics, broker_id=broker_id, now=now,
+                                          member_id=member_id, member_epoch=member_epoch)
+
+    def txn_commit_offsets(self, *, group_id: str, producer_id: int, offsets: list[OffsetToCommit],
+                           broker_id: int, now: float) -> list[int]:
+        return self.txn_offsets.txn_commit_offsets(group_id=group_id, producer_id=producer_id, offsets=offsets,
+                                                   broker_id=broker_id, now=now)
+
+    def end_txn_offsets(self, group_id: str, producer_id: int, commit: bool, now: float | None = None) -> None:
+        self.txn_offsets.end_txn_offsets(group_id, producer_id, commit, now)
+
+    def unstable(self, group_id: str, topic: str, partition: int) -> bool:
+        return self.txn_offsets.unstable(group_id, topic, partition)
+
+    def delete_groups(self, group_ids: list[str], *, broker_id: int, now: float) -> list[tuple[str, int]]:
+        return self.deletion.delete_groups(group_ids, broker_id=broker_id, now=now)
+
+    def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]], *, broker_id: int,
+                       now: float) -> tuple[int, list[tuple[str, list[tuple[int, int]]]]]:
+        return self.deletion.delete_offsets(group_id, topics, broker_id=broker_id, now=now)
+
+    def list_groups(self, *, broker_id: int, states: list[str], types: list[str], now: float) -> list[AnyGroup]:
+        return self.views.list_groups(broker_id=broker_id, states=states, types=types, now=now)
+
+    def describe_group(self, group_id: str, *, broker_id: int, now: float) -> tuple[int, dict[str, Any]]:
+        return self.views.describe_group(group_id, broker_id=broker_id, now=now)
+
+    def statistics(self) -> dict[str, Any]:
+        return self.views.statistics()
+
+    def describe(self, group_id: str | None = None) -> Any:
+        return self.views.describe(group_id)
+
+    def config(self, name: str) -> Any:
+        return self.settings(name)
+
+    def _trace(self, kind: Kind, **details: Any) -> None:
+        self.events(kind, **details)
+
+    # -- classic groups ----------------------------------------------------------------------------
     def _classic_from_empty(self, g: ConsumerGroup, now: float) -> Group:
         """An empty consumer group becomes a classic one on a JoinGroup, keeping its offsets."""
         new = self.groups[g.group_id] = Group(g.group_id, coordinator=g.coordinator, state_since=now)
@@ -123,22 +192,32 @@ class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, ClassicMembersMixin, 
 
     @staticmethod
     def validate_member(g: Group, member_id: str, instance_id: str | None) -> int | None:
-        if instance_id is not None:
-            owner = g.static_members.get(instance_id)
-            if owner is None:
-                return E.UNKNOWN_MEMBER_ID
-            if owner != member_id:
-                return E.FENCED_INSTANCE_ID
-        return None if member_id in g.members else E.UNKNOWN_MEMBER_ID
+        return g.member_error(member_id, instance_id)
 
     def _new_member_id(self, prefix: str) -> str:
         return f"{prefix}-{uuid.UUID(int=self.rng.getrandbits(128), version=4)}"
 
-    def _trace(self, kind: str, **details: Any) -> None:
-        trace = getattr(self.cluster, "trace", None)
-        if trace is not None:
-            group = self.groups.get(details.get("group", ""))
-            trace.emit(kind, broker=group.coordinator if group is not None else None, details=details)
+    def _move(self, g: Group, now: float) -> Group | None:
+        """Kafka: the old coordinator unloads the group (parked requests get NOT_COORDINATOR),
+        the new one loads the last stored group record — Stable with its members, whose sessions
+        restart now, or Empty — and the committed offsets. A rebalance under way is lost."""
+        previous = g.state
+        g.transition(DEAD, now)
+        for m in g.members.values():
+            if previous == PREPARING_REBALANCE:
+                complete(m, "awaiting_join", join_error(m.member_id, E.NOT_COORDINATOR))
+            complete(m, "awaiting_sync", sync_error(E.NOT_COORDINATOR))
+        self.timers.cancel_group(g.group_id)
+        owner = self.failover.coordinator_for(g.group_id)
+        if g.persisted is None and not g.offsets:
+            self.store.drop(g.group_id)
+            return None
+        new = Group.load(g.group_id, g.persisted, owner, now) if g.persisted else Group(g.group_id, owner, state_since=now)
+        new.offsets = g.offsets
+        self.store.put(new)
+        for m in new.members.values():
+            self._schedule_heartbeat(new, m.member_id, m.session_timeout_ms, now)
+        return new
 
     # -- JoinGroup ---------------------------------------------------------------------------------
     def join_group(self, req: JoinRequest, reply: Reply, *, broker_id: int, now: float) -> None:
