@@ -49,10 +49,6 @@ class GroupStore:
         assert isinstance(g, Group)
         return g
 
-    def consumer(self, group_id: str) -> ConsumerGroup | None:
-        g = self.groups.get(group_id)
-        return g if isinstance(g, ConsumerGroup) else None
-
 
 class GroupEvents:
     """Trace events about a group, attributed to the broker coordinating it."""

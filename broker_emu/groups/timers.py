@@ -61,10 +61,10 @@ class Timers:
         for key in [k for k in self._live if predicate(k)]:
             self._live.pop(key).cancel()
 
-    def cancel_group(self, group_id: str, kinds: tuple[str, ...] | None = None) -> None:
-        """Every task keyed ``(kind, group_id, ...)``, or only those of ``kinds``."""
+    def cancel_group(self, group_id: str) -> None:
+        """Every task keyed ``(kind, group_id, ...)``."""
         def of_group(key: Hashable) -> bool:
-            return isinstance(key, tuple) and key[1] == group_id and (kinds is None or key[0] in kinds)
+            return isinstance(key, tuple) and key[1] == group_id
         self.cancel_where(of_group)
 
     def next_deadline(self) -> float:

@@ -15,7 +15,7 @@ from typing import Any
 from broker_emu.groups.consumer_state import ConsumerGroup
 from broker_emu.groups.failover import Failover
 from broker_emu.groups.state import DEAD, STABLE, Group
-from broker_emu.groups.store import GroupStore
+from broker_emu.groups.store import AnyGroup, GroupStore
 from client.errors import ErrorCode as E
 
 Deadline = Callable[[Hashable], "float | None"]
@@ -32,12 +32,12 @@ class GroupViews:
         self._store, self._failover = store, failover
         self._classic_deadline, self._consumer_deadline, self._timer_stats = classic_deadline, consumer_deadline, timer_stats
 
-    def list_groups(self, *, broker_id: int, states: list[str], types: list[str], now: float) -> list[Any]:
+    def list_groups(self, *, broker_id: int, states: list[str], types: list[str], now: float) -> list[AnyGroup]:
         """Groups this broker coordinates; filters are case-insensitive (Kafka 3.7+). A group's
         type is ``group_type`` ("classic" or "consumer")."""
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
-        out = []
+        out: list[AnyGroup] = []
         for gid in list(self._store):
             if self._failover.coordinator_for(gid) != broker_id:
                 continue
