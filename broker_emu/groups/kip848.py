@@ -85,6 +85,8 @@ class ConsumerGroups:
                  rng: random.Random, failover: Failover, classic: ClassicGroups) -> None:
         self._store, self._timers, self._settings, self._events = store, timers, settings, events
         self._topics, self._rng, self._failover = topics, rng, failover
+        # Built here, with this object: the two recurse into each other (a fenced member may
+        # downgrade the group; a classic member's JoinGroup bumps the epoch and reconciles).
         self.classic_members = ClassicMembers(self, classic, store, timers, settings, events, topics, rng)
 
     def deadline(self, key: Hashable) -> float | None:
