@@ -38,6 +38,7 @@ from broker_emu.groups.consumer_state import (
     ClassicMeta,
     ConsumerGroup,
     ConsumerMember,
+    Refused,
 )
 from broker_emu.groups.failover import join_error, sync_error
 from broker_emu.groups.host import Settings, Topics
@@ -215,8 +216,6 @@ class ClassicMembers:
     # -- conversions -----------------------------------------------------------------------------
     def upgrade_classic_group(self, g: Group, now: float) -> ConsumerGroup:
         """convertToConsumerGroup, after validateOnlineUpgrade (GROUP_ID_NOT_FOUND with Kafka's words)."""
-        from broker_emu.groups.kip848 import Refused
-
         gid = g.group_id
         why = ("online upgrade is disabled" if not self.migration_allows("upgrade") else
                "the group does not use the consumer embedded protocol" if g.protocol_type != "consumer" else None)

@@ -42,6 +42,7 @@ from broker_emu.groups.consumer_state import (
     Assignment,
     ConsumerGroup,
     ConsumerMember,
+    Refused,
     reconcile,
 )
 from broker_emu.groups.failover import Failover
@@ -52,12 +53,6 @@ from broker_emu.groups.timers import Timers
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
 from broker_emu.trace import Kind
 from client.errors import ErrorCode as E
-
-
-class Refused(Exception):
-    def __init__(self, code: int, message: str | None = None):
-        super().__init__(message)
-        self.code, self.message = code, message
 
 
 @dataclass
