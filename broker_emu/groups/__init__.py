@@ -1,5 +1,5 @@
-"""The group coordinator (classic protocol): ``GroupCoordinator(cluster)`` holds every group,
-``handlers`` registers the group APIs. See coordinator.py for the theory of operation."""
+"""The group coordinator: ``GroupCoordinator(cluster)`` holds every group (classic and KIP-848),
+``handlers`` registers the group APIs. coordinator.py says which collaborator does what."""
 
 from broker_emu.groups.coordinator import GroupCoordinator, JoinRequest
 from broker_emu.groups.state import (

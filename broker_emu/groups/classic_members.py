@@ -28,6 +28,7 @@ not downgrade the group on the spot (Kafka does); it downgrades when that member
 from __future__ import annotations
 
 import base64
+import random
 from typing import TYPE_CHECKING, Any
 
 from broker_emu.groups.consumer_state import (
@@ -37,16 +38,20 @@ from broker_emu.groups.consumer_state import (
     ClassicMeta,
     ConsumerGroup,
     ConsumerMember,
+    Refused,
 )
 from broker_emu.groups.failover import join_error, sync_error
+from broker_emu.groups.host import Settings, Topics
 from broker_emu.groups.state import STABLE, Group, Member, complete
+from broker_emu.groups.store import GroupEvents, GroupStore
 from broker_emu.trace import Kind
 from client.errors import ErrorCode as E
 from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 from client.protocol.errors import CorruptFrameError
 
 if TYPE_CHECKING:
-    from broker_emu.groups.coordinator import JoinRequest
+    from broker_emu.groups.classic import ClassicGroups, JoinRequest
+    from broker_emu.groups.kip848 import ConsumerGroups
     from broker_emu.groups.state import Reply
     from broker_emu.groups.timers import Timers
 
@@ -57,37 +62,18 @@ class Unusable(Exception):
     """Embedded consumer-protocol bytes that do not parse."""
 
 
-class ClassicMembersMixin:
-    groups: dict[str, Any]
-    timers: Timers
-    cluster: Any
-    rng: Any
+class ClassicMembers:
+    """Classic-protocol members of the consumer groups (``consumer``), and the conversions between
+    a classic group (``classic``) and a consumer group. Their timers are the consumer groups'."""
 
-    if TYPE_CHECKING:
-        def config(self, name: str) -> Any: ...
-
-        def _trace(self, kind: str, **details: Any) -> None: ...
-
-        def _bump(self, g: ConsumerGroup, reason: str) -> None: ...
-
-        def _group_setting(self, gid: str, name: str) -> int: ...
-
-        def _subscription_metadata(self, g: ConsumerGroup) -> dict[str, int]: ...
-
-        def _subscriptions_changed(self, g: ConsumerGroup, now: float, bumped: bool) -> None: ...
-
-        def _reconcile(self, g: ConsumerGroup, m: ConsumerMember, owned: set[tuple[str, int]] | None,
-                       now: float) -> None: ...
-
-        def _fence(self, gid: str, member_id: str, reason: str, now: float) -> None: ...
-
-        def _schedule_heartbeat(self, g: Group, member_id: str, timeout_ms: int, now: float) -> None: ...
-
-        def _prepare_rebalance(self, g: Group, reason: str, now: float) -> None: ...
+    def __init__(self, consumer: ConsumerGroups, classic: ClassicGroups, store: GroupStore, timers: Timers,
+                 settings: Settings, events: GroupEvents, topics: Topics, rng: random.Random) -> None:
+        self._consumer, self._classic, self._store, self._timers = consumer, classic, store, timers
+        self._settings, self._events, self._topics, self._rng = settings, events, topics, rng
 
     def migration_allows(self, direction: str) -> bool:
         """ConsumerGroupMigrationPolicy: ``upgrade``, ``downgrade``, or ``classic`` (joining at all)."""
-        policy = str(self.config("group.consumer.migration.policy")).lower()
+        policy = str(self._settings("group.consumer.migration.policy")).lower()
         return policy != "disabled" if direction == "classic" else policy in (direction, "bidirectional")
 
     # -- JoinGroup -------------------------------------------------------------------------------
@@ -117,15 +103,15 @@ class ClassicMembersMixin:
             g.add_or_replace(m)
         bump = new or before != m.subscribed_topic_names
         if bump:
-            self._bump(g, f"member {m.member_id} joined or changed its subscription (classic protocol)")
-        self._subscriptions_changed(g, now, bumped=bump)
+            self._consumer.bump(g, f"member {m.member_id} joined or changed its subscription (classic protocol)")
+        self._consumer.subscriptions_changed(g, now, bumped=bump)
         owned = {(tp["topic"], p) for tp in subscription.get("owned_partitions") or () for p in tp["partitions"]}
-        self._reconcile(g, m, owned, now)
+        self._consumer.reconcile_member(g, m, owned, now)
         gid, mid = g.group_id, m.member_id
-        self.timers.cancel(("cg-join", gid, mid))
+        self._timers.cancel(("cg-join", gid, mid))
         self._arm_classic_session(gid, m, now)
-        self.timers.schedule(("cg-sync", gid, mid), now + m.rebalance_timeout_ms / 1000,
-                             lambda t: self._fence(gid, mid, "sync", t))
+        self._timers.schedule(("cg-sync", gid, mid), now + m.rebalance_timeout_ms / 1000,
+                             lambda t: self._consumer.fence(gid, mid, "sync", t))
         reply({"error_code": E.NONE, "generation_id": m.member_epoch, "protocol_type": "consumer",
                "protocol_name": m.classic.protocols[0][0], "leader": "", "skip_assignment": False,
                "member_id": mid, "members": []})
@@ -140,7 +126,7 @@ class ClassicMembersMixin:
             if existing is None:
                 return ConsumerMember(member_id, instance_id=req.group_instance_id), E.NONE
             for timer in ("cg-session", "cg-rebalance", "cg-join", "cg-sync"):
-                self.timers.cancel((timer, g.group_id, existing.member_id))
+                self._timers.cancel((timer, g.group_id, existing.member_id))
             return ConsumerMember(member_id, req.group_instance_id, existing.rack_id, member_epoch=0,
                                   previous_member_epoch=0, rebalance_timeout_ms=existing.rebalance_timeout_ms,
                                   subscribed_topic_names=existing.subscribed_topic_names,
@@ -167,7 +153,7 @@ class ClassicMembersMixin:
         if g.assignment_epoch > m.member_epoch and m.state != M_UNREVOKED:
             self._ask_to_rejoin(g, m, now)
             return sync_error(E.REBALANCE_IN_PROGRESS)
-        self.timers.cancel(("cg-sync", g.group_id, m.member_id))
+        self._timers.cancel(("cg-sync", g.group_id, m.member_id))
         self._arm_classic_session(g.group_id, m, now)
         return {"error_code": E.NONE, "protocol_type": protocol_type, "protocol_name": protocol_name,
                 "assignment": self._encoded_assignment(m.assigned, m.classic.protocols[0][1])}
@@ -199,7 +185,7 @@ class ClassicMembersMixin:
             if member_id and member_id != static:
                 return E.FENCED_INSTANCE_ID
             member_id = static
-        self._fence(g.group_id, member_id, "left", now)
+        self._consumer.fence(g.group_id, member_id, "left", now)
         return E.NONE
 
     def _classic_member(self, g: ConsumerGroup, member_id: str, instance_id: str | None
@@ -218,20 +204,18 @@ class ClassicMembersMixin:
     def _ask_to_rejoin(self, g: ConsumerGroup, m: ConsumerMember, now: float) -> None:
         """scheduleConsumerGroupJoinTimeoutIfAbsent: it has its rebalance timeout to rejoin."""
         gid, mid = g.group_id, m.member_id
-        if ("cg-join", gid, mid) not in self.timers:
-            self.timers.schedule(("cg-join", gid, mid), now + m.rebalance_timeout_ms / 1000,
-                                 lambda t: self._fence(gid, mid, "join", t))
+        if ("cg-join", gid, mid) not in self._timers:
+            self._timers.schedule(("cg-join", gid, mid), now + m.rebalance_timeout_ms / 1000,
+                                 lambda t: self._consumer.fence(gid, mid, "join", t))
 
     def _arm_classic_session(self, gid: str, m: ConsumerMember, now: float) -> None:
-        timeout_ms = m.classic.session_timeout_ms if m.classic else self._group_setting(gid, "consumer.session.timeout.ms")
+        timeout_ms = m.classic.session_timeout_ms if m.classic else self._settings.of_group(gid, "consumer.session.timeout.ms")
         mid = m.member_id
-        self.timers.schedule(("cg-session", gid, mid), now + timeout_ms / 1000, lambda t: self._fence(gid, mid, "session", t))
+        self._timers.schedule(("cg-session", gid, mid), now + timeout_ms / 1000, lambda t: self._consumer.fence(gid, mid, "session", t))
 
     # -- conversions -----------------------------------------------------------------------------
     def upgrade_classic_group(self, g: Group, now: float) -> ConsumerGroup:
         """convertToConsumerGroup, after validateOnlineUpgrade (GROUP_ID_NOT_FOUND with Kafka's words)."""
-        from broker_emu.groups.kip848 import Refused
-
         gid = g.group_id
         why = ("online upgrade is disabled" if not self.migration_allows("upgrade") else
                "the group does not use the consumer embedded protocol" if g.protocol_type != "consumer" else None)
@@ -249,7 +233,7 @@ class ClassicMembersMixin:
         for m in g.members.values():
             complete(m, "awaiting_join", join_error(m.member_id, E.REBALANCE_IN_PROGRESS))
             complete(m, "awaiting_sync", sync_error(E.REBALANCE_IN_PROGRESS))
-        self.timers.cancel_where(lambda key: isinstance(key, tuple) and key[0] in ("hb", "join", "sync") and key[1] == gid)
+        self._classic.forget_timers(gid)
         generation = g.generation_id
         new = ConsumerGroup(gid, coordinator=g.coordinator, group_epoch=generation, assignment_epoch=generation)
         new.offsets = g.offsets
@@ -264,9 +248,9 @@ class ClassicMembersMixin:
             new.add_or_replace(cm)
             new.target[cm.member_id] = assigned
             self._arm_classic_session(gid, cm, now)
-        new.subscription_metadata = self._subscription_metadata(new)
-        self.groups[gid] = new
-        self._trace(Kind.GROUP_CONVERTED, group=gid, to="consumer", group_epoch=generation,
+        new.subscription_metadata = self._consumer.subscription_metadata(new)
+        self._store.put(new)
+        self._events(Kind.GROUP_CONVERTED, group=gid, to="consumer", group_epoch=generation,
                     members=sorted(new.members))
         return new
 
@@ -287,13 +271,11 @@ class ClassicMembersMixin:
             cm.assignment = self._encoded_assignment(g.target.get(cm.member_id, {}), cm.metadata(classic.protocol_name))
         classic.offsets = g.offsets
         classic.persisted = classic.snapshot()
-        self.timers.cancel_where(lambda key: isinstance(key, tuple) and str(key[0]).startswith("cg-") and key[1] == gid)
-        self.groups[gid] = classic
-        self._trace(Kind.GROUP_CONVERTED, group=gid, to="classic", generation_id=classic.generation_id,
+        self._timers.cancel_group(gid)
+        self._store.put(classic)
+        self._events(Kind.GROUP_CONVERTED, group=gid, to="classic", generation_id=classic.generation_id,
                     members=sorted(classic.members))
-        for cm in classic.members.values():
-            self._schedule_heartbeat(classic, cm.member_id, cm.session_timeout_ms, now)
-        self._prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.", now)
+        self._classic.adopt(classic, f"Downgrade group {gid} from consumer to classic.", now)
         return True
 
     # -- the embedded consumer protocol ------------------------------------------------------------
@@ -303,7 +285,7 @@ class ClassicMembersMixin:
         body = _decode(ASSIGNMENT, blob)
         out: dict[str, set[int]] = {}
         for tp in body.get("assigned_partitions") or ():
-            if tp["topic"] in self.cluster.topics:   # toTopicPartitionMap drops unknown topics
+            if tp["topic"] in self._topics:   # toTopicPartitionMap drops unknown topics
                 out.setdefault(tp["topic"], set()).update(tp["partitions"])
         return {t: frozenset(ps) for t, ps in out.items()}
 
@@ -316,7 +298,7 @@ class ClassicMembersMixin:
 
     def _kafka_uuid(self) -> str:
         """Uuid.randomUuid().toString(): 16 random bytes, URL-safe base64 without padding."""
-        return base64.urlsafe_b64encode(self.rng.getrandbits(128).to_bytes(16, "big")).decode().rstrip("=")
+        return base64.urlsafe_b64encode(self._rng.getrandbits(128).to_bytes(16, "big")).decode().rstrip("=")
 
 
 def _decode(name: str, blob: bytes) -> Any:

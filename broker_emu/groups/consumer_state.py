@@ -26,6 +26,14 @@ G_EMPTY, G_ASSIGNING, G_RECONCILING, G_STABLE, G_DEAD = "Empty", "Assigning", "R
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 
 
+class Refused(Exception):
+    """A request a consumer group refuses: the error code and Kafka's message for it."""
+
+    def __init__(self, code: int, message: str | None = None):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
 @dataclass
 class ClassicMeta:
     """A member that joined with JoinGroup (ConsumerGroupMemberMetadataValue.ClassicMemberMetadata):

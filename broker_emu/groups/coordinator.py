@@ -1,94 +1,69 @@
-"""The classic group coordinator: JoinGroup / SyncGroup / Heartbeat / LeaveGroup and the
-rebalance they drive, as Kafka's group coordinator runs them (Kafka 3.x ``GroupCoordinator`` and
-``DelayedJoin``; Kafka 4.0's ``GroupMetadataManager`` classic-group paths, which keep those rules).
-ListGroups / DescribeGroups and the snapshots are in ``views.py``, offsets in ``offsets.py``.
+"""The group coordinator: every group API the handlers call, on one object, ``GroupCoordinator``
+(what ``broker_emu.runtime`` attaches as ``cluster.groups``). It only wires the collaborators
+that do the work and delegates to them, each owning its own state:
 
-Theory of operation
-- Every operation is a synchronous function of the group state and ``now`` (atomic under trio).
-  Long polls (JoinGroup, SyncGroup) hand in a ``reply`` callable that is invoked exactly once,
-  at once or when the phase completes; the wire layer awaits it. Nothing here awaits except
-  ``run``, the driver of the keyed timers.
-- Timers, by key: ``("hb", group, member)`` a member's session (or, for a member that has not
-  yet completed a join, the 5-minute new-member join timeout; for a KIP-394 pending id, its
-  session timeout); ``("join", group)`` the join phase (rebalance timeout, or the initial delay
-  steps); ``("sync", group)`` members that must send SyncGroup within the rebalance timeout.
-- Join phase: ends when every member and pending id has (re)joined, or at the rebalance timeout
-  (largest among members), when dynamic members that did not rejoin are removed. A group coming
-  from Empty is held for ``group.initial.rebalance.delay.ms``; if a member arrived meanwhile it is
-  held another delay, until the rebalance timeout is used up (Kafka's InitialDelayedJoin).
-- A member waiting in JoinGroup or SyncGroup cannot expire (its heartbeat is "satisfied");
-  its session restarts when the phase answers it.
+- ``failover.Failover``: which broker coordinates a group, and reloading it when that moved;
+- ``membership.ClassicMembership``: JoinGroup / SyncGroup / Heartbeat / LeaveGroup, answered by
+  ``classic.ClassicGroups`` (a classic group's rebalance) or by the classic members of a consumer group;
+- ``kip848.ConsumerGroups``: KIP-848 consumer groups (ConsumerGroupHeartbeat), with their classic
+  members and the conversions between kinds of group (``classic_members.ClassicMembers``);
+- ``offsets.OffsetStore``, ``txn_offsets.TxnOffsets``: committed and transactional offsets;
+- ``views.GroupViews``: ListGroups / DescribeGroups and the snapshots; ``deletion.Deletion``.
 
-Deliberate differences from a real broker (why: the emulator has no __consumer_offsets log)
-- "Storing" the group and offsets is instant; ``offsets.commit.timeout.ms`` never applies.
-- A member removed while parked in SyncGroup is answered UNKNOWN_MEMBER_ID; Kafka leaves that
-  request unanswered until the client's request timeout.
-- No ``group.max.size`` (Kafka's default is unlimited), no offset expiry.
+The groups themselves are in one ``store.GroupStore``; every collaborator's keyed timers share
+one heap, fired here, so that they fire in one deadline order. What the groups read of the
+cluster is ``host.GroupHost``.
 """
 
 from __future__ import annotations
 
-import random
-import uuid
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 import trio
 
-from broker_emu.groups.classic_members import ClassicMembersMixin
+from broker_emu.groups.classic import ClassicGroups, JoinRequest
 from broker_emu.groups.consumer_state import ConsumerGroup
-from broker_emu.groups.deletion import DeletionMixin
-from broker_emu.groups.failover import FailoverMixin, join_error, sync_error
-from broker_emu.groups.kip848 import ConsumerGroupsMixin
-from broker_emu.groups.offsets import OffsetsMixin
-from broker_emu.groups.state import (
-    COMPLETING_REBALANCE,
-    DEAD,
-    EMPTY,
-    PREPARING_REBALANCE,
-    STABLE,
-    Group,
-    Member,
-    Protocols,
-    Reply,
-    complete,
-)
-from broker_emu.groups.timers import Timers
-from broker_emu.groups.txn_offsets import TxnOffsetsMixin
-from broker_emu.groups.views import GroupViewsMixin
-from broker_emu.scheduler import DeadlineLoop
-from broker_emu.trace import Kind
-from client.errors import ErrorCode as E
+from broker_emu.groups.deletion import Deletion
+from broker_emu.groups.failover import Failover
+from broker_emu.groups.host import GroupHost, Settings, Topics
+from broker_emu.groups.kip848 import ConsumerGroups, GroupHeartbeat
+from broker_emu.groups.membership import ClassicMembership
+from broker_emu.groups.offsets import FetchedOffsets, OffsetStore, OffsetToCommit
+from broker_emu.groups.state import Reply
+from broker_emu.groups.store import AnyGroup, GroupEvents, GroupStore
+from broker_emu.groups.timers import Timers, fire_due
+from broker_emu.groups.txn_offsets import TxnOffsets
+from broker_emu.groups.views import GroupViews
+from broker_emu.scheduler import DeadlineLoop, TimerHeap
 
-# Kafka: GroupCoordinator.NewMemberJoinTimeoutMs / classicGroupNewMemberJoinTimeoutMs.
-NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-CONFIG_DEFAULTS = {"group.initial.rebalance.delay.ms": 3000, "group.min.session.timeout.ms": 6000,
-                   "group.max.session.timeout.ms": 1800000}
+__all__ = ["GroupCoordinator", "JoinRequest"]
 
 
-@dataclass
-class JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: Protocols
-    require_known_member_id: bool = True      # JoinGroup v4+ (KIP-394)
-    supports_skip_assignment: bool = False    # JoinGroup v9+ (static leader rejoining a Stable group)
-
-
-class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, ClassicMembersMixin, DeletionMixin, OffsetsMixin, TxnOffsetsMixin, GroupViewsMixin):
-    def __init__(self, cluster: Any):
-        self.cluster = cluster
-        self.groups: dict[str, Group] = {}
-        self.txn_pending: dict = {}   # group -> producer id -> pending transactional offsets
+class GroupCoordinator:
+    def __init__(self, cluster: GroupHost):
+        self.store = GroupStore()
         self._loop = DeadlineLoop(self.handle_timeouts, self.next_deadline)
-        self.timers = Timers(on_earlier=self._loop.wake)
-        self.rng = getattr(cluster, "rng", None) or random.Random(0)
+        self._heap = TimerHeap(self._loop.wake)
+        settings, events = Settings(cluster), GroupEvents(cluster.trace, self.store)
+        # A coordinator move reloads the group on the side that knows its kind: bound late, since
+        # both sides read groups through the failover.
+        self.failover = Failover(self.store, cluster.coordinator_for, self._moved)
+        self.classic = ClassicGroups(self.store, Timers(heap=self._heap), settings, events, cluster.rng)
+        self.consumer = ConsumerGroups(self.store, Timers(heap=self._heap), settings, events, Topics(cluster),
+                                       cluster.rng, self.failover, self.classic)
+        self.membership = ClassicMembership(self.failover, settings, self.classic, self.consumer.classic_members)
+        self.offsets = OffsetStore(self.store, self.failover, self.classic.touch_session)
+        self.txn_offsets = TxnOffsets(self.store, self.failover)
+        self.deletion = Deletion(self.store, self.failover, self.txn_offsets, self._forget_timers,
+                                 self.consumer.subscribed)
+        self.views = GroupViews(self.store, self.failover, self.classic.deadline, self.consumer.deadline,
+                                lambda: (self.classic.armed() + self.consumer.armed(), self._heap.next_deadline()))
+
+    @property
+    def groups(self) -> dict[str, AnyGroup]:
+        """Every group by id (tests and ``Cluster.wait_for`` read it)."""
+        return self.store.groups
 
     # -- driver ------------------------------------------------------------------------------------
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -96,374 +71,97 @@ class GroupCoordinator(FailoverMixin, ConsumerGroupsMixin, ClassicMembersMixin, 
         await self._loop.run(task_status=task_status)
 
     def next_deadline(self) -> float:
-        return self.timers.next_deadline()
+        return self._heap.next_deadline()
 
     def handle_timeouts(self, now: float) -> int:
-        return self.timers.fire_due(now)
+        return fire_due(self._heap, now)
 
-    # -- common checks -----------------------------------------------------------------------------
-    def config(self, name: str) -> int:
-        return self.cluster.config.get(name, CONFIG_DEFAULTS.get(name))
-
-    def validate(self, group_id: str | None, broker_id: int, *, allow_empty: bool = False) -> int | None:
-        """Kafka's validateGroupStatus. OffsetCommit/OffsetFetch/DescribeGroups accept "" for
-        backward compatibility; the membership APIs need a real id."""
-        if group_id is None or (not group_id and not allow_empty):
-            return E.INVALID_GROUP_ID
-        owner = self.cluster.coordinator_for(group_id)
-        if owner < 0:
-            return E.COORDINATOR_NOT_AVAILABLE
-        return None if owner == broker_id else E.NOT_COORDINATOR
-
-    def _classic_from_empty(self, g: ConsumerGroup, now: float) -> Group:
-        """An empty consumer group becomes a classic one on a JoinGroup, keeping its offsets."""
-        new = self.groups[g.group_id] = Group(g.group_id, coordinator=g.coordinator, state_since=now)
-        new.offsets = g.offsets
-        return new
-
-    @staticmethod
-    def validate_member(g: Group, member_id: str, instance_id: str | None) -> int | None:
-        if instance_id is not None:
-            owner = g.static_members.get(instance_id)
-            if owner is None:
-                return E.UNKNOWN_MEMBER_ID
-            if owner != member_id:
-                return E.FENCED_INSTANCE_ID
-        return None if member_id in g.members else E.UNKNOWN_MEMBER_ID
-
-    def _new_member_id(self, prefix: str) -> str:
-        return f"{prefix}-{uuid.UUID(int=self.rng.getrandbits(128), version=4)}"
-
-    def _trace(self, kind: str, **details: Any) -> None:
-        trace = getattr(self.cluster, "trace", None)
-        if trace is not None:
-            group = self.groups.get(details.get("group", ""))
-            trace.emit(kind, broker=group.coordinator if group is not None else None, details=details)
-
-    # -- JoinGroup ---------------------------------------------------------------------------------
-    def join_group(self, req: JoinRequest, reply: Reply, *, broker_id: int, now: float) -> None:
-        error = self.validate(req.group_id, broker_id)
-        if error is None and not (self.config("group.min.session.timeout.ms") <= req.session_timeout_ms
-                                  <= self.config("group.max.session.timeout.ms")):
-            error = E.INVALID_SESSION_TIMEOUT
-        if error is not None:
-            return reply(join_error(req.member_id, error))
-        g = self.group(req.group_id, now)
+    # -- wiring ------------------------------------------------------------------------------------
+    def _moved(self, g: AnyGroup, now: float) -> AnyGroup | None:
         if isinstance(g, ConsumerGroup):
-            if g.members:
-                return self.classic_join_consumer_group(g, req, reply, now)
-            g = self._classic_from_empty(g, now)
-        if g is None:
-            if req.member_id:  # a member id for a group we do not know: start over
-                return reply(join_error(req.member_id, E.UNKNOWN_MEMBER_ID))
-            g = self.groups[req.group_id] = Group(req.group_id, coordinator=broker_id, state_since=now)
-        if g.state == DEAD:
-            return reply(join_error(req.member_id, E.COORDINATOR_NOT_AVAILABLE))
-        if not g.supports_protocols(req.protocol_type, [name for name, _ in req.protocols]):
-            return reply(join_error(req.member_id, E.INCONSISTENT_GROUP_PROTOCOL))
-        if not req.member_id:
-            return self._join_new_member(g, req, reply, now)
-        return self._join_known_member(g, req, reply, now)
+            return self.consumer.sessions_moved(g, now)
+        return self.classic.reload(g, self.failover.coordinator_for(g.group_id), now)
 
-    def _join_new_member(self, g: Group, req: JoinRequest, reply: Reply, now: float) -> None:
-        new_id = self._new_member_id(req.group_instance_id or req.client_id)
-        if req.group_instance_id is not None:
-            old_id = g.static_members.get(req.group_instance_id)
-            if old_id is not None:
-                return self._replace_static_member(g, req, old_id, new_id, reply, now)
-            return self._add_member_and_rebalance(g, req, new_id, reply, now)
-        if req.require_known_member_id:
-            # KIP-394: hand out an id; the member counts as pending until it rejoins with it,
-            # and is forgotten after its session timeout if it never does.
-            g.pending_join.add(new_id)
-            self._schedule_heartbeat(g, new_id, req.session_timeout_ms, now)
-            return reply(join_error(new_id, E.MEMBER_ID_REQUIRED))
-        self._add_member_and_rebalance(g, req, new_id, reply, now)
+    def _forget_timers(self, group_id: str) -> None:
+        self.classic.forget_timers(group_id)
+        self.consumer.forget_timers(group_id)
 
-    def _join_known_member(self, g: Group, req: JoinRequest, reply: Reply, now: float) -> None:
-        member_id = req.member_id
-        if member_id in g.pending_join:
-            if req.group_instance_id is not None:  # Kafka: IllegalStateException
-                return reply(join_error(member_id, E.UNKNOWN_SERVER_ERROR))
-            return self._add_member_and_rebalance(g, req, member_id, reply, now)
-        error = self.validate_member(g, member_id, req.group_instance_id)
-        if error is not None:
-            return reply(join_error(member_id, error))
-        m = g.members[member_id]
-        is_leader = g.leader_id == member_id
-        unchanged = m.matches(req.protocols)
-        if g.state == COMPLETING_REBALANCE and unchanged:
-            # It lost our JoinGroup answer: repeat it for the current generation.
-            return reply(g.join_result(member_id, leader_view=is_leader))
-        if g.state == STABLE and unchanged and not is_leader:
-            # A follower with nothing new may just SyncGroup; a leader rejoining forces a
-            # rebalance (it may have seen metadata change that members' subscriptions do not show).
-            return reply(g.join_result(member_id, leader_view=False))
-        self._update_member_and_rebalance(g, m, req, reply, now)
+    # -- the API the handlers, the cluster and the tests call ---------------------------------------
+    def validate(self, group_id: str | None, broker_id: int, *, allow_empty: bool = False) -> int | None:
+        return self.failover.validate(group_id, broker_id, allow_empty=allow_empty)
 
-    def _add_member_and_rebalance(self, g: Group, req: JoinRequest, member_id: str, reply: Reply, now: float) -> None:
-        m = Member(member_id, req.group_instance_id, req.client_id, req.client_host, req.rebalance_timeout_ms,
-                   req.session_timeout_ms, req.protocol_type, list(req.protocols), is_new=True)
-        if g.state == PREPARING_REBALANCE and g.generation_id == 0:
-            g.new_member_added = True  # extends the initial rebalance delay
-        g.add(m, reply)
-        # A parked new member cannot heartbeat; bound its wait so abandoned joins do not pile up.
-        self._schedule_heartbeat(g, member_id, NEW_MEMBER_JOIN_TIMEOUT_MS, now)
-        self._maybe_prepare_rebalance_or_complete_join(g, f"member {member_id} joined", now)
+    def group(self, group_id: str, now: float) -> AnyGroup | None:
+        return self.failover.group(group_id, now)
 
-    def _update_member_and_rebalance(self, g: Group, m: Member, req: JoinRequest, reply: Reply, now: float) -> None:
-        m.protocols = list(req.protocols)
-        m.rebalance_timeout_ms, m.session_timeout_ms = req.rebalance_timeout_ms, req.session_timeout_ms
-        m.awaiting_join = reply  # a superseded parked join (other connection) stays unanswered, as in Kafka
-        self._maybe_prepare_rebalance_or_complete_join(g, f"member {m.member_id} rejoined", now)
+    def broker_stopped(self, broker_id: int, now: float | None = None) -> None:
+        self.failover.broker_stopped(broker_id, now)
 
-    def _replace_static_member(self, g: Group, req: JoinRequest, old_id: str, new_id: str, reply: Reply,
-                               now: float) -> None:
-        """A known group.instance.id came back with no member id (a restarted static member)."""
-        previous_leader = g.leader_id
-        instance_id = req.group_instance_id or ""
-        m = g.replace_static_member(instance_id, old_id, new_id)
-        self.timers.cancel(("hb", g.group_id, old_id))
-        m.protocols = list(req.protocols)
-        m.rebalance_timeout_ms, m.session_timeout_ms = req.rebalance_timeout_ms, req.session_timeout_ms
-        m.awaiting_join = reply
-        self._schedule_heartbeat(g, new_id, m.session_timeout_ms, now)
-        if g.state == STABLE and g.select_protocol() == g.protocol_name:
-            g.persisted = g.snapshot()  # no rebalance: the group keeps its assignment
-            is_leader = g.leader_id == new_id
-            if req.supports_skip_assignment:
-                result = g.join_result(new_id, leader_view=is_leader, skip_assignment=is_leader)
-            else:  # an old leader id keeps a pre-v9 leader from running a pointless assignment
-                result = g.join_result(new_id, leader_view=False) | {"leader": previous_leader or ""}
-            complete(m, "awaiting_join", result)
-        elif g.state in (STABLE, COMPLETING_REBALANCE):
-            self._prepare_rebalance(g, f"static member {instance_id} rejoined", now)
+    def broker_started(self, broker_id: int, now: float | None = None) -> None:
+        self.failover.broker_started(broker_id, now)
 
-    # -- join phase --------------------------------------------------------------------------------
-    def _maybe_prepare_rebalance_or_complete_join(self, g: Group, reason: str, now: float) -> None:
-        if g.can_rebalance():
-            self._prepare_rebalance(g, reason, now)
-        elif g.state == PREPARING_REBALANCE and g.previous_state != EMPTY and g.has_all_members_joined():
-            self._complete_join(g, now)  # never cut the initial delay short
+    def commit_offsets(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                       offsets: list[OffsetToCommit], api_version: int, broker_id: int, now: float) -> list[int]:
+        return self.offsets.commit_offsets(group_id=group_id, generation_id=generation_id, member_id=member_id,
+                                           group_instance_id=group_instance_id, offsets=offsets,
+                                           api_version=api_version, broker_id=broker_id, now=now)
 
-    def _prepare_rebalance(self, g: Group, reason: str, now: float) -> None:
-        if g.state == COMPLETING_REBALANCE:  # parked SyncGroups learn they must rejoin
-            self._propagate_assignment(g, E.REBALANCE_IN_PROGRESS, now, reset=True)
-        g.pending_sync.clear()
-        self.timers.cancel(("sync", g.group_id))
-        initial = g.state == EMPTY
-        timeout_ms = g.rebalance_timeout_ms()
-        g.transition(PREPARING_REBALANCE, now)
-        self._trace(Kind.GROUP_REBALANCE, group=g.group_id, reason=reason, rebalance_timeout_ms=timeout_ms,
-                    generation_id=g.generation_id)
-        if initial:
-            delay = self.config("group.initial.rebalance.delay.ms")
-            self._schedule_initial_join(g, delay, max(timeout_ms - delay, 0), now)
-        elif g.has_all_members_joined():
-            self._complete_join(g, now)
-        else:
-            gid = g.group_id
-            self.timers.schedule(("join", gid), now + timeout_ms / 1000, lambda t: self._join_expired(gid, t))
+    def fetch_offsets(self, *, group_id: str, topics: Iterable[tuple[str, list[int]]] | None, broker_id: int,
+                      now: float, member_id: str | None = None, member_epoch: int = -1) -> FetchedOffsets:
+        return self.offsets.fetch_offsets(group_id=group_id, topics=topics, broker_id=broker_id, now=now,
+                                          member_id=member_id, member_epoch=member_epoch)
 
-    def _schedule_initial_join(self, g: Group, delay_ms: int, remaining_ms: int, now: float) -> None:
-        gid = g.group_id
-        self.timers.schedule(("join", gid), now + delay_ms / 1000,
-                             lambda t: self._initial_delay_ended(gid, delay_ms, remaining_ms, t))
+    def txn_commit_offsets(self, *, group_id: str, producer_id: int, offsets: list[OffsetToCommit],
+                           broker_id: int, now: float) -> list[int]:
+        return self.txn_offsets.txn_commit_offsets(group_id=group_id, producer_id=producer_id, offsets=offsets,
+                                                   broker_id=broker_id, now=now)
 
-    def _initial_delay_ended(self, gid: str, delay_ms: int, remaining_ms: int, now: float) -> None:
-        g = self.groups[gid]
-        if g.new_member_added and remaining_ms != 0:
-            g.new_member_added = False
-            next_delay = min(self.config("group.initial.rebalance.delay.ms"), remaining_ms)
-            self._schedule_initial_join(g, next_delay, max(remaining_ms - delay_ms, 0), now)
-        else:
-            self._complete_join(g, now)
+    def end_txn_offsets(self, group_id: str, producer_id: int, commit: bool, now: float | None = None) -> None:
+        self.txn_offsets.end_txn_offsets(group_id, producer_id, commit, now)
 
-    def _join_expired(self, gid: str, now: float) -> None:
-        self._complete_join(self.groups[gid], now)
+    def unstable(self, group_id: str, topic: str, partition: int) -> bool:
+        return self.txn_offsets.unstable(group_id, topic, partition)
 
-    def _complete_join(self, g: Group, now: float) -> None:
-        self.timers.cancel(("join", g.group_id))
-        for m in [m for m in g.not_yet_rejoined() if not m.is_static]:
-            self._trace(Kind.GROUP_MEMBER_REMOVED, group=g.group_id, member=m.member_id, reason="did not rejoin")
-            g.remove(m.member_id)
-            self.timers.cancel(("hb", g.group_id, m.member_id))
-        if not g.maybe_elect_new_joined_leader() and g.members:
-            # Only static members are left and none rejoined: wait another rebalance timeout.
-            gid = g.group_id
-            self.timers.schedule(("join", gid), now + g.rebalance_timeout_ms() / 1000, lambda t: self._join_expired(gid, t))
-            return
-        g.init_next_generation(now)
-        if g.state == EMPTY:
-            g.persisted = g.snapshot()
-            return
-        for m in g.members.values():
-            complete(m, "awaiting_join", g.join_result(m.member_id, leader_view=m.member_id == g.leader_id))
-            self._schedule_heartbeat(g, m.member_id, m.session_timeout_ms, now)
-            m.is_new = False
-            g.pending_sync.add(m.member_id)
-        gid, generation = g.group_id, g.generation_id
-        self.timers.schedule(("sync", gid), now + g.rebalance_timeout_ms() / 1000,
-                             lambda t: self._sync_expired(gid, generation, t))
+    def delete_groups(self, group_ids: list[str], *, broker_id: int, now: float) -> list[tuple[str, int]]:
+        return self.deletion.delete_groups(group_ids, broker_id=broker_id, now=now)
 
-    # -- SyncGroup ---------------------------------------------------------------------------------
+    def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]], *, broker_id: int,
+                       now: float) -> tuple[int, list[tuple[str, list[tuple[int, int]]]]]:
+        return self.deletion.delete_offsets(group_id, topics, broker_id=broker_id, now=now)
+
+    def list_groups(self, *, broker_id: int, states: list[str], types: list[str], now: float) -> list[AnyGroup]:
+        return self.views.list_groups(broker_id=broker_id, states=states, types=types, now=now)
+
+    def describe_group(self, group_id: str, *, broker_id: int, now: float) -> tuple[int, dict[str, Any]]:
+        return self.views.describe_group(group_id, broker_id=broker_id, now=now)
+
+    def statistics(self) -> dict[str, Any]:
+        return self.views.statistics()
+
+    def describe(self, group_id: str | None = None) -> Any:
+        return self.views.describe(group_id)
+
+    def join_group(self, req: JoinRequest, reply: Reply, *, broker_id: int, now: float) -> None:
+        self.membership.join_group(req, reply, broker_id=broker_id, now=now)
+
     def sync_group(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
                    protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes],
                    reply: Reply, broker_id: int, now: float) -> None:
-        error = self.validate(group_id, broker_id)
-        g = self.group(group_id, now) if error is None else None
-        if isinstance(g, ConsumerGroup):
-            return reply(self.classic_sync_consumer_group(g, generation_id=generation_id, member_id=member_id,
-                                                          instance_id=group_instance_id, protocol_type=protocol_type,
-                                                          protocol_name=protocol_name, now=now))
-        if g is None or error is not None:
-            return reply(sync_error(error if error is not None else E.UNKNOWN_MEMBER_ID))
-        error = self._sync_error(g, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
-        if error is not None:
-            return reply(sync_error(error))
-        if g.state == PREPARING_REBALANCE:
-            return reply(sync_error(E.REBALANCE_IN_PROGRESS))
-        m = g.members[member_id]
-        self._sync_received(g, member_id)
-        if g.state == STABLE:  # the member lost our answer, or joined as an unchanged follower
-            reply(self._sync_result(g, m))
-            return self._schedule_heartbeat(g, member_id, m.session_timeout_ms, now)
-        m.awaiting_sync = reply
-        if member_id == g.leader_id:
-            for each in g.members.values():  # members the leader left out get an empty assignment
-                each.assignment = bytes(assignments.get(each.member_id, b""))
-            g.persisted = g.snapshot()
-            self._propagate_assignment(g, E.NONE, now)
-            g.transition(STABLE, now)
+        self.membership.sync_group(group_id=group_id, generation_id=generation_id, member_id=member_id,
+                                   group_instance_id=group_instance_id, protocol_type=protocol_type,
+                                   protocol_name=protocol_name, assignments=assignments, reply=reply,
+                                   broker_id=broker_id, now=now)
 
-    def _sync_error(self, g: Group, generation_id: int, member_id: str, instance_id: str | None,
-                    protocol_type: str | None, protocol_name: str | None) -> int | None:
-        if g.state == DEAD:
-            return E.COORDINATOR_NOT_AVAILABLE
-        error = self.validate_member(g, member_id, instance_id)
-        if error is not None:
-            return error
-        if generation_id != g.generation_id:
-            return E.ILLEGAL_GENERATION
-        if protocol_type is not None and protocol_type != g.protocol_type:
-            return E.INCONSISTENT_GROUP_PROTOCOL
-        if protocol_name is not None and protocol_name != g.protocol_name:
-            return E.INCONSISTENT_GROUP_PROTOCOL
-        return None
-
-    @staticmethod
-    def _sync_result(g: Group, m: Member) -> dict[str, Any]:
-        return {"error_code": E.NONE, "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
-                "assignment": m.assignment}
-
-    def _sync_received(self, g: Group, member_id: str) -> None:
-        g.pending_sync.discard(member_id)
-        if not g.pending_sync:
-            self.timers.cancel(("sync", g.group_id))
-
-    def _propagate_assignment(self, g: Group, error: int, now: float, *, reset: bool = False) -> None:
-        for m in g.members.values():
-            if reset:
-                m.assignment = b""
-            result = self._sync_result(g, m) if error == E.NONE else sync_error(error)
-            if complete(m, "awaiting_sync", result):
-                self._schedule_heartbeat(g, m.member_id, m.session_timeout_ms, now)
-
-    def _sync_expired(self, gid: str, generation_id: int, now: float) -> None:
-        g = self.groups[gid]
-        if generation_id != g.generation_id or g.state not in (COMPLETING_REBALANCE, STABLE) or not g.pending_sync:
-            return
-        missing = sorted(g.pending_sync)
-        for member_id in missing:
-            self._trace(Kind.GROUP_MEMBER_REMOVED, group=gid, member=member_id, reason="no SyncGroup within rebalance timeout")
-            g.remove(member_id)
-            self.timers.cancel(("hb", gid, member_id))
-        self._prepare_rebalance(g, f"members {missing} did not send SyncGroup", now)
-
-    # -- Heartbeat and sessions ----------------------------------------------------------------------
     def heartbeat(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
                   broker_id: int, now: float) -> int:
-        error = self.validate(group_id, broker_id)
-        if error is not None:
-            return error
-        g = self.group(group_id, now)
-        if isinstance(g, ConsumerGroup):
-            return self.classic_heartbeat_consumer_group(g, generation_id=generation_id, member_id=member_id,
-                                                         instance_id=group_instance_id, now=now)
-        if g is None:
-            return E.UNKNOWN_MEMBER_ID
-        if g.state == DEAD:
-            return E.COORDINATOR_NOT_AVAILABLE
-        error = self.validate_member(g, member_id, group_instance_id)
-        if error is not None:
-            return error
-        if generation_id != g.generation_id:
-            return E.ILLEGAL_GENERATION
-        self._schedule_heartbeat(g, member_id, g.members[member_id].session_timeout_ms, now)
-        return E.REBALANCE_IN_PROGRESS if g.state == PREPARING_REBALANCE else E.NONE
+        return self.membership.heartbeat(group_id=group_id, generation_id=generation_id, member_id=member_id,
+                                         group_instance_id=group_instance_id, broker_id=broker_id, now=now)
 
-    def _schedule_heartbeat(self, g: Group, member_id: str, timeout_ms: int, now: float) -> None:
-        gid = g.group_id
-        self.timers.schedule(("hb", gid, member_id), now + timeout_ms / 1000,
-                             lambda t: self._heartbeat_expired(gid, member_id, t))
-
-    def _heartbeat_expired(self, gid: str, member_id: str, now: float) -> None:
-        g = self.groups[gid]
-        if member_id in g.pending_join:
-            g.pending_join.discard(member_id)
-            if g.state == PREPARING_REBALANCE and g.has_all_members_joined():
-                self._complete_join(g, now)
-            return
-        m = g.members.get(member_id)
-        parked = m is not None and (m.awaiting_join is not None or m.awaiting_sync is not None)
-        if m is None or (parked and not m.is_new):
-            return  # a member waiting in a join or sync phase satisfies its heartbeat
-        timeout_ms = NEW_MEMBER_JOIN_TIMEOUT_MS if m.is_new else m.session_timeout_ms
-        self._trace(Kind.GROUP_MEMBER_EXPIRED, group=gid, member=member_id, session_timeout_ms=timeout_ms)
-        self._remove_member_and_update(g, m, f"member {member_id} session expired", now)
-
-    def _remove_member_and_update(self, g: Group, m: Member, reason: str, now: float) -> None:
-        complete(m, "awaiting_join", join_error("", E.UNKNOWN_MEMBER_ID))  # a new member timed out while parked
-        complete(m, "awaiting_sync", sync_error(E.UNKNOWN_MEMBER_ID))
-        g.remove(m.member_id)
-        self.timers.cancel(("hb", g.group_id, m.member_id))
-        if g.state in (STABLE, COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance_or_complete_join(g, reason, now)
-        elif g.state == PREPARING_REBALANCE and g.has_all_members_joined():
-            self._complete_join(g, now)
-
-    # -- LeaveGroup --------------------------------------------------------------------------------
     def leave_group(self, *, group_id: str, members: list[tuple[str, str | None]], broker_id: int,
                     now: float) -> tuple[int, list[int]]:
-        """(top-level error, one error per leaving member). Members are named by member id, or
-        by group.instance.id alone (the admin client's removal of static members)."""
-        error = self.validate(group_id, broker_id)
-        if error is not None:
-            return error, []
-        g = self.group(group_id, now)
-        if g is None:
-            return E.NONE, [E.UNKNOWN_MEMBER_ID] * len(members)
-        if isinstance(g, ConsumerGroup):
-            return E.NONE, [self.consumer_group_remove(g, member_id, instance_id, now) for member_id, instance_id in members]
-        if g.state == DEAD:
-            return E.COORDINATOR_NOT_AVAILABLE, []
-        return E.NONE, [self._leave_one(g, member_id, instance_id, now) for member_id, instance_id in members]
+        return self.membership.leave_group(group_id=group_id, members=members, broker_id=broker_id, now=now)
 
-    def _leave_one(self, g: Group, member_id: str, instance_id: str | None, now: float) -> int:
-        if not member_id:
-            static_id = g.member_for_instance(instance_id)
-            if static_id is None:
-                return E.UNKNOWN_MEMBER_ID
-            member_id = static_id
-        elif member_id in g.pending_join:
-            g.pending_join.discard(member_id)
-            self.timers.cancel(("hb", g.group_id, member_id))
-            if g.state == PREPARING_REBALANCE and g.has_all_members_joined():
-                self._complete_join(g, now)
-            return E.NONE
-        else:
-            error = self.validate_member(g, member_id, instance_id)
-            if error is not None:
-                return error
-        self._remove_member_and_update(g, g.members[member_id], f"member {member_id} left", now)
-        return E.NONE
+    def consumer_group_heartbeat(self, hb: GroupHeartbeat, *, broker_id: int, now: float) -> dict[str, Any]:
+        return self.consumer.consumer_group_heartbeat(hb, broker_id=broker_id, now=now)
+
+    def describe_consumer_group(self, group_id: str, *, broker_id: int, now: float) -> dict[str, Any]:
+        return self.consumer.describe_consumer_group(group_id, broker_id=broker_id, now=now)

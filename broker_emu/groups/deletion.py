@@ -12,48 +12,40 @@ type's ``validateDeleteGroup`` / ``validateOffsetDelete`` / ``isSubscribedToTopi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
-from broker_emu.groups.consumer_state import ConsumerGroup
+from broker_emu.groups.consumer_state import ConsumerGroup, ConsumerMember
+from broker_emu.groups.failover import Failover
 from broker_emu.groups.state import DEAD, EMPTY, Group
+from broker_emu.groups.store import AnyGroup, GroupStore
+from broker_emu.groups.txn_offsets import TxnOffsets
 from client.errors import ErrorCode as E
 from client.protocol.codec import decode_consumer_blob
 from client.protocol.errors import CorruptFrameError
 
-if TYPE_CHECKING:
-    from broker_emu.groups.timers import Timers
+Subscribed = Callable[[ConsumerMember], frozenset[str]]
+"""The topics a consumer-group member subscribes to (``ConsumerGroups.subscribed``)."""
 
 
-class DeletionMixin:
-    groups: dict[str, Any]
-    txn_pending: dict[str, Any]
-    timers: Timers
-
-    if TYPE_CHECKING:
-        def validate(self, group_id: str | None, broker_id: int, *, allow_empty: bool = False) -> int | None: ...
-
-        def group(self, group_id: str, now: float) -> Any: ...
-
-        def _subscribed(self, m: Any) -> frozenset[str]: ...
+class Deletion:
+    def __init__(self, store: GroupStore, failover: Failover, txn: TxnOffsets,
+                 forget_timers: Callable[[str], None], subscribed: Subscribed) -> None:
+        self._store, self._failover, self._txn = store, failover, txn
+        self._forget_timers, self._subscribed = forget_timers, subscribed
 
     def delete_groups(self, group_ids: list[str], *, broker_id: int, now: float) -> list[tuple[str, int]]:
         out = []
         for group_id in dict.fromkeys(group_ids):   # KafkaApis: groupsNames.distinct
-            error = self.validate(group_id, broker_id) or self._delete_group_error(group_id, now)
+            error = self._failover.validate(group_id, broker_id) or self._delete_group_error(group_id, now)
             if error is None:
-                del self.groups[group_id]
-                self.txn_pending.pop(group_id, None)
-                self._cancel_group_timers(group_id)
+                self._store.drop(group_id)
+                self._txn.forget_group(group_id)
+                self._forget_timers(group_id)
             out.append((group_id, error or E.NONE))
         return out
 
-    def _cancel_group_timers(self, group_id: str) -> None:
-        def of_group(key: Any) -> bool:
-            return isinstance(key, tuple) and key[1] == group_id
-        self.timers.cancel_where(of_group)
-
     def _delete_group_error(self, group_id: str, now: float) -> int | None:
-        g = self.group(group_id, now)
+        g = self._failover.group(group_id, now)
         if g is None or g.state == DEAD:
             return E.GROUP_ID_NOT_FOUND
         return E.NON_EMPTY_GROUP if g.members else None
@@ -61,8 +53,8 @@ class DeletionMixin:
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]], *, broker_id: int,
                        now: float) -> tuple[int, list[tuple[str, list[tuple[int, int]]]]]:
         """(top-level error, [(topic, [(partition, error)])]) for the partitions that exist."""
-        error = self.validate(group_id, broker_id)
-        g = self.group(group_id, now) if error is None else None
+        error = self._failover.validate(group_id, broker_id)
+        g = self._failover.group(group_id, now) if error is None else None
         if error is None and (g is None or g.state == DEAD):
             error = E.GROUP_ID_NOT_FOUND
         if error is None and isinstance(g, Group) and g.state != EMPTY and g.protocol_type != "consumer":
@@ -77,12 +69,11 @@ class DeletionMixin:
                 continue
             for p in partitions:
                 g.offsets.pop((topic, p), None)
-                for pending in self.txn_pending.get(group_id, {}).values():
-                    pending.pop((topic, p), None)
+                self._txn.forget_partition(group_id, topic, p)
             out.append((topic, [(p, int(E.NONE)) for p in partitions]))
         return E.NONE, out
 
-    def _group_topics(self, g: Any) -> set[str]:
+    def _group_topics(self, g: AnyGroup) -> set[str]:
         """The topics its members subscribe to (ClassicGroup: from their consumer-protocol
         subscriptions; ConsumerGroup: names and regex matches)."""
         if isinstance(g, ConsumerGroup):

@@ -8,7 +8,7 @@ Theory of operation
   partition counts changed; (3) recomputes the target assignment when the group epoch is ahead
   of it; (4) moves the member one reconciliation step towards its target; (5) restarts the
   member's session. All of it is one synchronous step under trio, like a coordinator write.
-- Timers (keys on the coordinator's ``Timers``): ``("cg-session", group, member)``, the broker's
+- Timers (keys on the consumer groups' own ``Timers``): ``("cg-session", group, member)``, the broker's
   ``group.consumer.session.timeout.ms`` from the last heartbeat; ``("cg-rebalance", group,
   member)``, the member's rebalance timeout from the moment it was asked to revoke, cancelled
   when it moves on. Either fences the member: it is removed, the group epoch bumps, and its
@@ -26,11 +26,15 @@ Deliberate difference from Kafka 4.x (docs/kip848.md)
 
 from __future__ import annotations
 
+import random
 import re
 import uuid
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from broker_emu.groups.classic import ClassicGroups
+from broker_emu.groups.classic_members import ClassicMembers
 from broker_emu.groups.consumer_state import (
     LEAVE_EPOCH,
     M_UNREVOKED,
@@ -38,21 +42,17 @@ from broker_emu.groups.consumer_state import (
     Assignment,
     ConsumerGroup,
     ConsumerMember,
+    Refused,
     reconcile,
 )
+from broker_emu.groups.failover import Failover
+from broker_emu.groups.host import Settings, Topics
 from broker_emu.groups.server_assignors import assign
+from broker_emu.groups.store import GroupEvents, GroupStore
+from broker_emu.groups.timers import Timers
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
 from broker_emu.trace import Kind
 from client.errors import ErrorCode as E
-
-if TYPE_CHECKING:
-    from broker_emu.groups.timers import Timers
-
-
-class Refused(Exception):
-    def __init__(self, code: int, message: str | None = None):
-        super().__init__(message)
-        self.code, self.message = code, message
 
 
 @dataclass
@@ -72,35 +72,35 @@ class GroupHeartbeat:
     api_version: int = 1
 
 
-class ConsumerGroupsMixin:
-    """KIP-848 groups for GroupCoordinator (which provides groups, timers, cluster, config, validate)."""
+class ConsumerGroups:
+    """KIP-848 groups, on their own keyed timers (shared with their classic members'). Their
+    classic-protocol members and the conversions between kinds of group are ``classic_members``."""
 
-    groups: dict[str, Any]
-    timers: Timers
-    cluster: Any
+    def __init__(self, store: GroupStore, timers: Timers, settings: Settings, events: GroupEvents, topics: Topics,
+                 rng: random.Random, failover: Failover, classic: ClassicGroups) -> None:
+        self._store, self._timers, self._settings, self._events = store, timers, settings, events
+        self._topics, self._rng, self._failover = topics, rng, failover
+        # Built here, with this object: the two recurse into each other (a fenced member may
+        # downgrade the group; a classic member's JoinGroup bumps the epoch and reconciles).
+        self.classic_members = ClassicMembers(self, classic, store, timers, settings, events, topics, rng)
 
-    if TYPE_CHECKING:
-        def config(self, name: str) -> Any: ...
+    def deadline(self, key: Hashable) -> float | None:
+        return self._timers.deadline(key)
 
-        def validate(self, group_id: str | None, broker_id: int, *, allow_empty: bool = False) -> int | None: ...
+    def armed(self) -> int:
+        return len(self._timers)
 
-        def group(self, group_id: str, now: float) -> Any: ...
-
-        def _trace(self, kind: str, **details: Any) -> None: ...
-
-        def _new_member_id(self, prefix: str) -> str: ...
-
-        def upgrade_classic_group(self, g: Any, now: float) -> ConsumerGroup: ...
-
-        def maybe_downgrade(self, g: ConsumerGroup, now: float) -> bool: ...
+    def forget_timers(self, group_id: str) -> None:
+        """The group is deleted: none of its timers may fire."""
+        self._timers.cancel_group(group_id)
 
     def assignors(self) -> list[str]:
-        return [a.strip() for a in self.config("group.consumer.assignors").split(",") if a.strip()]
+        return [a.strip() for a in self._settings("group.consumer.assignors").split(",") if a.strip()]
 
     def consumer_group_heartbeat(self, hb: GroupHeartbeat, *, broker_id: int, now: float) -> dict[str, Any]:
         try:
             self._check_heartbeat(hb)
-            error = self.validate(hb.group_id, broker_id)
+            error = self._failover.validate(hb.group_id, broker_id)
             if error is not None:
                 raise Refused(error)
             if hb.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
@@ -143,7 +143,7 @@ class ConsumerGroupsMixin:
     # -- the group and the member ----------------------------------------------------------------
     def _consumer_group(self, group_id: str, create: bool, broker_id: int, now: float) -> ConsumerGroup:
         """GroupMetadataManager.getOrMaybeCreateConsumerGroup: an empty classic group is replaced."""
-        g = self.group(group_id, now)
+        g = self._failover.group(group_id, now)
         if isinstance(g, ConsumerGroup):
             return g
         if g is None and not create:
@@ -151,11 +151,11 @@ class ConsumerGroupsMixin:
         if g is not None and g.members:
             if not create:
                 raise Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-            return self.upgrade_classic_group(g, now)
+            return self.classic_members.upgrade_classic_group(g, now)
         new = ConsumerGroup(group_id, coordinator=broker_id)
         if g is not None:
             new.offsets = g.offsets
-        self.groups[group_id] = new
+        self._store.put(new)
         return new
 
     def _member(self, g: ConsumerGroup, hb: GroupHeartbeat, member_id: str,
@@ -177,8 +177,8 @@ class ConsumerGroupsMixin:
                 raise Refused(E.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id {hb.instance_id} "
                               f"cannot join the group because the instance id is owned by {existing.member_id} member.")
             # the restarted static member takes over its predecessor's assignment (replaceMember)
-            self.timers.cancel(("cg-session", g.group_id, existing.member_id))
-            self.timers.cancel(("cg-rebalance", g.group_id, existing.member_id))
+            self._timers.cancel(("cg-session", g.group_id, existing.member_id))
+            self._timers.cancel(("cg-rebalance", g.group_id, existing.member_id))
             return ConsumerMember(member_id, hb.instance_id, existing.rack_id, member_epoch=0, previous_member_epoch=0,
                                   rebalance_timeout_ms=existing.rebalance_timeout_ms,
                                   subscribed_topic_names=existing.subscribed_topic_names,
@@ -199,38 +199,33 @@ class ConsumerGroupsMixin:
             return None
         out: set[tuple[str, int]] = set()
         for topic_id, partitions in hb.owned:
-            topic = self.cluster.topic_by_id(topic_id)
-            if topic is not None:
-                out.update((topic.name, p) for p in partitions)
+            name = self._topics.name_of(topic_id)
+            if name is not None:
+                out.update((name, p) for p in partitions)
         return out
 
     # -- the heartbeat ---------------------------------------------------------------------------
     def _heartbeat(self, hb: GroupHeartbeat, broker_id: int, now: float) -> dict[str, Any]:
         g = self._consumer_group(hb.group_id, hb.member_epoch == 0, broker_id, now)
-        member_id = hb.member_id or str(uuid.UUID(int=self.cluster.rng.getrandbits(128), version=4))
+        member_id = hb.member_id or str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         owned = self._owned(hb)   # the request's owned partitions, by topic name (read once)
         m = self._member(g, hb, member_id, owned)
         before = (m.member_epoch, m.assigned)
         if self._update_member(g, m, hb):
-            self._bump(g, f"member {member_id} joined or changed its subscription")
-            self._subscriptions_changed(g, now, bumped=True)
+            self.bump(g, f"member {member_id} joined or changed its subscription")
+            self.subscriptions_changed(g, now, bumped=True)
         else:
-            self._subscriptions_changed(g, now, bumped=False)
-        self._reconcile(g, m, owned, now)
+            self.subscriptions_changed(g, now, bumped=False)
+        self.reconcile_member(g, m, owned, now)
         gid = g.group_id
-        self.timers.schedule(("cg-session", gid, member_id), now + self._group_setting(gid, "consumer.session.timeout.ms") / 1000,
-                             lambda t: self._fence(gid, member_id, "session", t))
+        self._timers.schedule(("cg-session", gid, member_id), now + self._settings.of_group(gid, "consumer.session.timeout.ms") / 1000,
+                             lambda t: self.fence(gid, member_id, "session", t))
         full = hb.member_epoch == 0 or (hb.rebalance_timeout_ms != -1 and hb.subscribed_topic_names is not None
                                         and hb.owned is not None)
         changed = before[1] != m.assigned
         return {"error_code": E.NONE, "error_message": None, "member_id": member_id, "member_epoch": m.member_epoch,
-                "heartbeat_interval_ms": self._group_setting(gid, "consumer.heartbeat.interval.ms"),
+                "heartbeat_interval_ms": self._settings.of_group(gid, "consumer.heartbeat.interval.ms"),
                 "assignment": self._wire_assignment(m.assigned) if full or changed else None}
-
-    def _group_setting(self, gid: str, name: str) -> int:
-        """The group's config (IncrementalAlterConfigs on ConfigResource GROUP) or the broker's
-        ``group.<name>``, as GroupMetadataManager reads groupConfigManager.groupConfig(groupId) first."""
-        return self.cluster.group_configs.value(gid, name, self.config)
 
     def _update_member(self, g: ConsumerGroup, m: ConsumerMember, hb: GroupHeartbeat) -> bool:
         """Apply the request's non-null fields; True when the subscription changed (or it is new)."""
@@ -251,31 +246,31 @@ class ConsumerGroupsMixin:
             g.add_or_replace(m)
         return new or old != (m.subscribed_topic_names, m.subscribed_topic_regex)
 
-    def _subscriptions_changed(self, g: ConsumerGroup, now: float, bumped: bool) -> None:
+    def subscriptions_changed(self, g: ConsumerGroup, now: float, bumped: bool) -> None:
         """After a member's update: a change of the subscribed topics' metadata bumps the group
         epoch too (once), and a group epoch ahead of the target asks for a new target."""
-        metadata = self._subscription_metadata(g)
+        metadata = self.subscription_metadata(g)
         if metadata != g.subscription_metadata:
             g.subscription_metadata = metadata
             if not bumped:
-                self._bump(g, "the subscribed topics changed")
+                self.bump(g, "the subscribed topics changed")
         if g.group_epoch > g.assignment_epoch:
             self._maybe_compute_target(g, now)
 
-    def _subscribed(self, m: ConsumerMember) -> frozenset[str]:
-        topics = {t for t in m.subscribed_topic_names if t in self.cluster.topics}
+    def subscribed(self, m: ConsumerMember) -> frozenset[str]:
+        topics = {t for t in m.subscribed_topic_names if t in self._topics}
         if m.subscribed_topic_regex:
             pattern = re.compile(m.subscribed_topic_regex)
-            topics |= {t for t in self.cluster.topics if t not in KAFKA_INTERNAL_TOPICS and pattern.fullmatch(t)}
+            topics |= {t for t in self._topics.names() if t not in KAFKA_INTERNAL_TOPICS and pattern.fullmatch(t)}
         return frozenset(topics)
 
-    def _subscription_metadata(self, g: ConsumerGroup) -> dict[str, int]:
-        topics = set().union(*(self._subscribed(m) for m in g.members.values()))
-        return {t: len(self.cluster.topics[t].partitions) for t in sorted(topics)}
+    def subscription_metadata(self, g: ConsumerGroup) -> dict[str, int]:
+        topics = set().union(*(self.subscribed(m) for m in g.members.values()))
+        return {t: self._topics.partition_count(t) for t in sorted(topics)}
 
-    def _bump(self, g: ConsumerGroup, reason: str) -> None:
+    def bump(self, g: ConsumerGroup, reason: str) -> None:
         g.group_epoch += 1
-        self._trace(Kind.GROUP_EPOCH, group=g.group_id, group_epoch=g.group_epoch, reason=reason)
+        self._events(Kind.GROUP_EPOCH, group=g.group_id, group_epoch=g.group_epoch, reason=reason)
 
     def _preferred_assignor(self, g: ConsumerGroup) -> str:
         """The one most members name (ConsumerGroup.computePreferredServerAssignor), else the first
@@ -287,53 +282,53 @@ class ConsumerGroupsMixin:
         """Kafka 4.3+ (group.consumer.assignment.interval.ms, 1 s): a target assignment at most
         once per interval. Sooner, the group stays Assigning and a timer computes it when the
         interval has passed; members learn it on their next heartbeat (0: at once, as before 4.3)."""
-        due = g.assigned_at + self._group_setting(g.group_id, "consumer.assignment.interval.ms") / 1000
+        due = g.assigned_at + self._settings.of_group(g.group_id, "consumer.assignment.interval.ms") / 1000
         if now >= due:
-            self.timers.cancel(("cg-assign", g.group_id))
+            self._timers.cancel(("cg-assign", g.group_id))
             self._compute_target(g, now)
             return
         gid = g.group_id
-        if ("cg-assign", gid) not in self.timers:
-            self.timers.schedule(("cg-assign", gid), due, lambda t: self._assignment_due(gid, t))
+        if ("cg-assign", gid) not in self._timers:
+            self._timers.schedule(("cg-assign", gid), due, lambda t: self._assignment_due(gid, t))
 
     def _assignment_due(self, gid: str, now: float) -> None:
-        g = self.groups.get(gid)
+        g = self._store.get(gid)
         if isinstance(g, ConsumerGroup) and g.group_epoch > g.assignment_epoch:
             self._compute_target(g, now)
 
     def _compute_target(self, g: ConsumerGroup, now: float) -> None:
         name = self._preferred_assignor(g)
-        subscriptions = {mid: self._subscribed(x) for mid, x in g.members.items()}
+        subscriptions = {mid: self.subscribed(x) for mid, x in g.members.items()}
         g.target = assign(name, subscriptions, g.subscription_metadata, g.target)
         g.assignment_epoch, g.assignor_name, g.assigned_at = g.group_epoch, name, now
-        self._trace(Kind.GROUP_TARGET_ASSIGNMENT, group=g.group_id, assignment_epoch=g.assignment_epoch, assignor=name,
+        self._events(Kind.GROUP_TARGET_ASSIGNMENT, group=g.group_id, assignment_epoch=g.assignment_epoch, assignor=name,
                     targets={mid: _readable(a) for mid, a in g.target.items()})
 
-    def _reconcile(self, g: ConsumerGroup, m: ConsumerMember, owned: set[tuple[str, int]] | None, now: float) -> None:
+    def reconcile_member(self, g: ConsumerGroup, m: ConsumerMember, owned: set[tuple[str, int]] | None, now: float) -> None:
         before = (m.member_epoch, m.state, m.assigned, m.pending_revocation)
         owners = g.owner_of()
         reconcile(m, g.assignment_epoch, g.target.get(m.member_id, {}), owned, owners)
         if before == (m.member_epoch, m.state, m.assigned, m.pending_revocation):
             return
-        self._trace(Kind.GROUP_MEMBER_EPOCH, group=g.group_id, member=m.member_id, **{"from": before[0]},
+        self._events(Kind.GROUP_MEMBER_EPOCH, group=g.group_id, member=m.member_id, **{"from": before[0]},
                     to=m.member_epoch, state=m.state, assigned=_readable(m.assigned),
                     revoking=_readable(m.pending_revocation))
         gid, mid, key = g.group_id, m.member_id, ("cg-rebalance", g.group_id, m.member_id)
         if m.state == M_UNREVOKED and m.classic is None:   # a classic member's rejoin has its own timer
             epoch, timeout_ms = m.member_epoch, m.rebalance_timeout_ms
-            self.timers.schedule(key, now + timeout_ms / 1000, lambda t: self._rebalance_expired(gid, mid, epoch, t))
+            self._timers.schedule(key, now + timeout_ms / 1000, lambda t: self._rebalance_expired(gid, mid, epoch, t))
         else:
-            self.timers.cancel(key)
+            self._timers.cancel(key)
 
     def _rebalance_expired(self, gid: str, member_id: str, epoch: int, now: float) -> None:
-        g = self.groups.get(gid)
+        g = self._store.get(gid)
         m = g.members.get(member_id) if isinstance(g, ConsumerGroup) else None
         if m is not None and m.member_epoch == epoch:
-            self._fence(gid, member_id, "rebalance", now)
+            self.fence(gid, member_id, "rebalance", now)
 
     # -- leaving and fencing -------------------------------------------------------------------------
     def _leave(self, hb: GroupHeartbeat, now: float) -> dict[str, Any]:
-        g = self.group(hb.group_id, now)
+        g = self._failover.group(hb.group_id, now)
         if not isinstance(g, ConsumerGroup):
             raise Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {hb.group_id} not found.")
         answer = {"error_code": E.NONE, "error_message": None, "member_id": hb.member_id,
@@ -341,7 +336,7 @@ class ConsumerGroupsMixin:
         if hb.instance_id is None:
             if hb.member_id not in g.members:
                 raise Refused(E.UNKNOWN_MEMBER_ID, f"Member {hb.member_id} is not a member of group {g.group_id}.")
-            self._fence(g.group_id, hb.member_id, "left", now)
+            self.fence(g.group_id, hb.member_id, "left", now)
             return answer
         m = g.members.get(g.static_members.get(hb.instance_id, ""))
         if m is None:
@@ -352,28 +347,28 @@ class ConsumerGroupsMixin:
         if hb.member_epoch == STATIC_LEAVE_EPOCH:
             # it keeps its partitions until its session ends (consumerGroupStaticMemberGroupLeave)
             m.member_epoch, m.pending_revocation = STATIC_LEAVE_EPOCH, {}
-            self.timers.cancel(("cg-rebalance", g.group_id, m.member_id))
+            self._timers.cancel(("cg-rebalance", g.group_id, m.member_id))
             return answer
-        self._fence(g.group_id, m.member_id, "left", now)
+        self.fence(g.group_id, m.member_id, "left", now)
         return answer
 
-    def _fence(self, gid: str, member_id: str, reason: str, now: float) -> None:
-        g = self.groups.get(gid)
+    def fence(self, gid: str, member_id: str, reason: str, now: float) -> None:
+        g = self._store.get(gid)
         if not isinstance(g, ConsumerGroup) or member_id not in g.members:
             return
         m = g.members[member_id]
-        session_ms = m.classic.session_timeout_ms if m.classic else self._group_setting(gid, "consumer.session.timeout.ms")
+        session_ms = m.classic.session_timeout_ms if m.classic else self._settings.of_group(gid, "consumer.session.timeout.ms")
         timeout_ms = session_ms if reason == "session" else None if reason == "left" else m.rebalance_timeout_ms
-        self._trace(Kind.GROUP_MEMBER_FENCED, group=gid, member=member_id, reason=reason, timeout_ms=timeout_ms,
+        self._events(Kind.GROUP_MEMBER_FENCED, group=gid, member=member_id, reason=reason, timeout_ms=timeout_ms,
                     member_epoch=m.member_epoch, released=_readable(m.assigned),
                     protocol="classic" if m.classic else "consumer")
         g.remove(member_id)
         for timer in ("cg-session", "cg-rebalance", "cg-join", "cg-sync"):
-            self.timers.cancel((timer, gid, member_id))
-        if self.maybe_downgrade(g, now):
+            self._timers.cancel((timer, gid, member_id))
+        if self.classic_members.maybe_downgrade(g, now):
             return
-        g.subscription_metadata = self._subscription_metadata(g)
-        self._bump(g, f"member {member_id} " + {"left": "left", "session": "session expired",
+        g.subscription_metadata = self.subscription_metadata(g)
+        self.bump(g, f"member {member_id} " + {"left": "left", "session": "session expired",
                                                 "rebalance": "did not revoke within its rebalance timeout",
                                                 "join": "did not rejoin within its rebalance timeout",
                                                 "sync": "did not send SyncGroup within its rebalance timeout"}[reason])
@@ -381,8 +376,8 @@ class ConsumerGroupsMixin:
     # -- views ------------------------------------------------------------------------------------
     def describe_consumer_group(self, group_id: str, *, broker_id: int, now: float) -> dict[str, Any]:
         """One group of a ConsumerGroupDescribe answer (ConsumerGroup.asDescribedGroup)."""
-        error = self.validate(group_id, broker_id)
-        g = self.group(group_id, now) if error is None else None
+        error = self._failover.validate(group_id, broker_id)
+        g = self._failover.group(group_id, now) if error is None else None
         if error is None and not isinstance(g, ConsumerGroup):
             error = E.GROUP_ID_NOT_FOUND
         if error is not None or not isinstance(g, ConsumerGroup):
@@ -402,28 +397,29 @@ class ConsumerGroupsMixin:
                              "member_type": 0 if m.classic else 1} for m in g.members.values()]}
 
     def _described(self, a: Assignment) -> dict[str, Any]:
-        return {"topic_partitions": [{"topic_id": self.cluster.topics[t].topic_id, "topic_name": t,
-                                      "partitions": sorted(ps)} for t, ps in sorted(a.items()) if t in self.cluster.topics]}
+        return {"topic_partitions": [{"topic_id": self._topics.topic_id(t), "topic_name": t,
+                                      "partitions": sorted(ps)} for t, ps in sorted(a.items()) if t in self._topics]}
 
     def _wire_assignment(self, a: Assignment) -> dict[str, Any]:
-        return {"topic_partitions": [{"topic_id": self.cluster.topics[t].topic_id, "partitions": sorted(ps)}
-                                     for t, ps in sorted(a.items()) if t in self.cluster.topics]}
+        return {"topic_partitions": [{"topic_id": self._topics.topic_id(t), "partitions": sorted(ps)}
+                                     for t, ps in sorted(a.items()) if t in self._topics]}
 
-    def consumer_group_sessions_moved(self, g: ConsumerGroup, now: float) -> None:
+    def sessions_moved(self, g: ConsumerGroup, now: float) -> ConsumerGroup:
         """A new coordinator loaded the group (its records are all in __consumer_offsets): every
         session restarts, and a member asked to revoke gets its full rebalance timeout again."""
-        g.coordinator = self.cluster.coordinator_for(g.group_id)
+        g.coordinator = self._failover.coordinator_for(g.group_id)
         for m in g.members.values():
             self._arm_member_timers(g.group_id, m, now)
         if g.group_epoch > g.assignment_epoch:
             self._maybe_compute_target(g, now)
+        return g
 
     def _arm_member_timers(self, gid: str, m: ConsumerMember, now: float) -> None:
         mid, epoch = m.member_id, m.member_epoch
-        session_ms = m.classic.session_timeout_ms if m.classic else self._group_setting(gid, "consumer.session.timeout.ms")
-        self.timers.schedule(("cg-session", gid, mid), now + session_ms / 1000, lambda t: self._fence(gid, mid, "session", t))
+        session_ms = m.classic.session_timeout_ms if m.classic else self._settings.of_group(gid, "consumer.session.timeout.ms")
+        self._timers.schedule(("cg-session", gid, mid), now + session_ms / 1000, lambda t: self.fence(gid, mid, "session", t))
         if m.state == M_UNREVOKED and m.classic is None:
-            self.timers.schedule(("cg-rebalance", gid, mid), now + m.rebalance_timeout_ms / 1000,
+            self._timers.schedule(("cg-rebalance", gid, mid), now + m.rebalance_timeout_ms / 1000,
                                  lambda t: self._rebalance_expired(gid, mid, epoch, t))
 
 

@@ -13,10 +13,11 @@ Offsets are kept in memory with the group and never expire (Kafka: offsets.reten
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from broker_emu.groups.consumer_state import ConsumerGroup, stale_partitions
+from broker_emu.groups.failover import Failover
 from broker_emu.groups.state import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -26,79 +27,65 @@ from broker_emu.groups.state import (
     CommittedOffset,
     Group,
 )
+from broker_emu.groups.store import GroupStore
 from client.errors import ErrorCode as E
 
 OFFSET_METADATA_MAX_BYTES = 4096  # Kafka: offset.metadata.max.bytes
 
 # (topic, partition, committed_offset, committed_leader_epoch, committed_metadata or None)
 OffsetToCommit = tuple[str, int, int, int, "str | None"]
+# (group error, [(topic, [(partition, committed or None)])])
+FetchedOffsets = tuple[int, list[tuple[str, list[tuple[int, "CommittedOffset | None"]]]]]
 
 
-class OffsetsMixin:
-    """Offset storage for GroupCoordinator (which provides validate/group/validate_member)."""
+SessionTouch = Callable[[Group, str, float], None]
+"""Restarts a classic member's session (``ClassicGroups.touch_session``)."""
 
-    groups: dict[str, Group]
+
+class OffsetStore:
+    """OffsetCommit / OffsetFetch over the groups' committed offsets. A commit with generation -1
+    to a group nobody knows creates it (a "simple" group)."""
+
+    def __init__(self, store: GroupStore, failover: Failover, touch_session: SessionTouch) -> None:
+        self._store, self._failover, self._touch_session = store, failover, touch_session
 
     def commit_offsets(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
                        offsets: list[OffsetToCommit], api_version: int, broker_id: int,
                        now: float) -> list[int]:
         """One error code per offset, in order."""
-        error = self.validate(group_id, broker_id, allow_empty=True)  # type: ignore[attr-defined]
+        error = self._failover.validate(group_id, broker_id, allow_empty=True)
         if error is not None:
             return [error] * len(offsets)
-        g: Group | None = self.group(group_id, now)  # type: ignore[attr-defined]
+        g = self._failover.group(group_id, now)
         if g is None and generation_id >= 0:
             # Kafka 4.0: GROUP_ID_NOT_FOUND from v9; before, ILLEGAL_GENERATION for compatibility.
             return [E.GROUP_ID_NOT_FOUND if api_version >= 9 else E.ILLEGAL_GENERATION] * len(offsets)
         if g is None:
-            g = self.groups[group_id] = Group(group_id, coordinator=broker_id, state_since=now)
+            g = self._store.put(Group(group_id, coordinator=broker_id, state_since=now))
         if isinstance(g, ConsumerGroup):
             error = consumer_commit_error(g, generation_id, member_id, api_version)
             if error is not None:
                 return [error] * len(offsets)
             m = g.members.get(member_id)
             stale = stale_partitions(m, generation_id, [(o[0], o[1]) for o in offsets]) if m is not None else set()
-            return [E.STALE_MEMBER_EPOCH if (o[0], o[1]) in stale else self._store(g, o, now) for o in offsets]
-        error = self._commit_error(g, generation_id, member_id, group_instance_id)
+            return [E.STALE_MEMBER_EPOCH if (o[0], o[1]) in stale else store_offset(g, o, now) for o in offsets]
+        error = classic_commit_error(g, generation_id, member_id, group_instance_id)
         if error is not None:
             return [error] * len(offsets)
         if g.state in (STABLE, PREPARING_REBALANCE) and member_id in g.members:
-            self._schedule_heartbeat(g, member_id, g.members[member_id].session_timeout_ms, now)  # type: ignore[attr-defined]
-        return [self._store(g, o, now) for o in offsets]
-
-    def _commit_error(self, g: Group, generation_id: int, member_id: str, instance_id: str | None) -> int | None:
-        if g.state == DEAD:
-            return E.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and g.state == EMPTY:
-            return None
-        if generation_id >= 0 or member_id or instance_id is not None:
-            error = self.validate_member(g, member_id, instance_id)  # type: ignore[attr-defined]
-            if error is not None:
-                return error
-            if generation_id != g.generation_id:
-                return E.ILLEGAL_GENERATION
-        elif g.state != EMPTY:
-            return E.UNKNOWN_MEMBER_ID  # no member id: only allowed while nobody is in the group
-        return E.REBALANCE_IN_PROGRESS if g.state == COMPLETING_REBALANCE else None
-
-    @staticmethod
-    def _store(g: Group | ConsumerGroup, o: OffsetToCommit, now: float) -> int:
-        topic, partition, offset, leader_epoch, metadata = o
-        if metadata is not None and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
-            return E.OFFSET_METADATA_TOO_LARGE
-        g.offsets[(topic, partition)] = CommittedOffset(offset, leader_epoch, metadata or "", now)
-        return E.NONE
+            self._touch_session(g, member_id, now)
+        return [store_offset(g, o, now) for o in offsets]
 
     def fetch_offsets(self, *, group_id: str, topics: Iterable[tuple[str, list[int]]] | None, broker_id: int,
                       now: float, member_id: str | None = None,
-                      member_epoch: int = -1) -> tuple[int, list[tuple[str, list[tuple[int, CommittedOffset | None]]]]]:
+                      member_epoch: int = -1) -> FetchedOffsets:
         """(group error, [(topic, [(partition, committed or None)])]). ``topics`` None means every
         partition the group has an offset for. An unknown group is not an error: no offsets.
         OffsetFetch v9+ names the member of a consumer group, whose epoch must be current."""
-        error = self.validate(group_id, broker_id, allow_empty=True)  # type: ignore[attr-defined]
+        error = self._failover.validate(group_id, broker_id, allow_empty=True)
         if error is not None:
             return error, []
-        g = self.group(group_id, now)  # type: ignore[attr-defined]
+        g = self._failover.group(group_id, now)
         if isinstance(g, ConsumerGroup):
             error = consumer_fetch_error(g, member_id, member_epoch)
             if error is not None:
@@ -110,6 +97,30 @@ class OffsetsMixin:
                 by_topic.setdefault(topic, []).append(partition)
             topics = by_topic.items()
         return E.NONE, [(t, [(p, stored.get((t, p))) for p in parts]) for t, parts in topics]
+
+
+def classic_commit_error(g: Group, generation_id: int, member_id: str, instance_id: str | None) -> int | None:
+    if g.state == DEAD:
+        return E.COORDINATOR_NOT_AVAILABLE
+    if generation_id < 0 and g.state == EMPTY:
+        return None
+    if generation_id >= 0 or member_id or instance_id is not None:
+        error = g.member_error(member_id, instance_id)
+        if error is not None:
+            return error
+        if generation_id != g.generation_id:
+            return E.ILLEGAL_GENERATION
+    elif g.state != EMPTY:
+        return E.UNKNOWN_MEMBER_ID  # no member id: only allowed while nobody is in the group
+    return E.REBALANCE_IN_PROGRESS if g.state == COMPLETING_REBALANCE else None
+
+
+def store_offset(g: Group | ConsumerGroup, o: OffsetToCommit, now: float) -> int:
+    topic, partition, offset, leader_epoch, metadata = o
+    if metadata is not None and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+        return E.OFFSET_METADATA_TOO_LARGE
+    g.offsets[(topic, partition)] = CommittedOffset(offset, leader_epoch, metadata or "", now)
+    return E.NONE
 
 
 def consumer_commit_error(g: ConsumerGroup, epoch: int, member_id: str, api_version: int) -> int | None:

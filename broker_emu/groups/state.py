@@ -147,6 +147,16 @@ class Group:
         self.static_members[instance_id] = new_id
         return new
 
+    def member_error(self, member_id: str, instance_id: str | None) -> int | None:
+        """A request's member, checked (Kafka: ClassicGroup.validateMember / isStaticMemberFenced)."""
+        if instance_id is not None:
+            owner = self.static_members.get(instance_id)
+            if owner is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if owner != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        return None if member_id in self.members else ErrorCode.UNKNOWN_MEMBER_ID
+
     def member_for_instance(self, instance_id: str | None) -> str | None:
         return self.static_members.get(instance_id) if instance_id is not None else None
 

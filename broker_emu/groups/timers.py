@@ -17,8 +17,10 @@ from broker_emu.scheduler import Timer, TimerHeap
 class Timers:
     """Keys over one ``TimerHeap`` (``broker_emu/scheduler.py``): a key has at most one task."""
 
-    def __init__(self, on_earlier: Callable[[], None] | None = None) -> None:
-        self._heap = TimerHeap(on_earlier)
+    def __init__(self, on_earlier: Callable[[], None] | None = None, *, heap: TimerHeap | None = None) -> None:
+        # Several keyed Timers may share one heap (each collaborator of the coordinator owns its
+        # keys), so that every task still fires in one deadline order.
+        self._heap = heap if heap is not None else TimerHeap(on_earlier)
         self._live: dict[Hashable, Timer] = {}
 
     @property
@@ -59,14 +61,25 @@ class Timers:
         for key in [k for k in self._live if predicate(k)]:
             self._live.pop(key).cancel()
 
+    def cancel_group(self, group_id: str) -> None:
+        """Every task keyed ``(kind, group_id, ...)``."""
+        def of_group(key: Hashable) -> bool:
+            return isinstance(key, tuple) and key[1] == group_id
+        self.cancel_where(of_group)
+
     def next_deadline(self) -> float:
         return self._heap.next_deadline()
 
     def fire_due(self, now: float) -> int:
         """Run every task due at ``now`` in deadline order (ties: scheduling order); tasks may
-        schedule more, and those run too if already due. Returns how many ran."""
-        ran = 0
-        while (timer := self._heap.pop_due(now)) is not None:
-            timer.fn(now)
-            ran += 1
-        return ran
+        schedule more, and those run too if already due. Returns how many ran. With a shared
+        heap, that is every sharer's tasks."""
+        return fire_due(self._heap, now)
+
+
+def fire_due(heap: TimerHeap, now: float) -> int:
+    ran = 0
+    while (timer := heap.pop_due(now)) is not None:
+        timer.fn(now)
+        ran += 1
+    return ran

@@ -9,7 +9,7 @@ feeds the answers back (``on_join_response``, ``on_sync_response``, ``join_compl
 ``on_heartbeat_response``, ``on_commit_response``; ``failed`` for any failure) and sleeps until
 ``next_deadline()`` or until something from outside changed the state (``subscribe``,
 ``poll_called``, a fenced commit, ``close``). The broker's group coordinator
-(``broker_emu.groups.coordinator``) has the same shape.
+(``broker_emu.groups.classic``) has the same shape.
 
 States: UNJOINED (nothing assigned, a join is due once the retry backoff allows) → JOINING (the
 driver runs FindCoordinator, JoinGroup, the leader's assignment and SyncGroup) → STABLE (the

@@ -12,7 +12,8 @@ from broker_emu.groups.state import (
     Group,
     Member,
 )
-from broker_emu.groups.timers import Timers
+from broker_emu.groups.timers import Timers, fire_due
+from broker_emu.scheduler import TimerHeap
 
 
 def member(mid: str, protocols=(("range", b"r"),), *, instance=None, rebalance_ms=1000) -> Member:
@@ -40,6 +41,21 @@ def test_timers_report_an_earlier_deadline_and_run_tasks_scheduled_while_firing(
     assert woken == [True]
     t.fire_due(5.0)
     assert woken == [True, True, "y ran"]        # y was due at once, so it ran in the same pass
+
+
+def test_timers_sharing_a_heap_fire_in_one_deadline_order_and_each_cancels_only_its_own_keys():
+    fired = []
+    heap = TimerHeap()
+    classic, consumer = Timers(heap=heap), Timers(heap=heap)
+    classic.schedule(("hb", "g", "m1"), 3.0, lambda now: fired.append("hb"))
+    consumer.schedule(("cg-session", "g", "m2"), 1.0, lambda now: fired.append("cg-session"))
+    consumer.schedule(("cg-session", "h", "m3"), 2.0, lambda now: fired.append("other group"))
+    classic.schedule(("join", "g"), 2.0, lambda now: fired.append("join"))
+    assert (len(classic), len(consumer), heap.next_deadline()) == (2, 2, 1.0)
+    consumer.cancel_group("g")                       # the classic timers of "g" stay armed
+    assert (len(classic), len(consumer)) == (2, 1)
+    assert fire_due(heap, 10.0) == 3
+    assert fired == ["other group", "join", "hb"]    # deadline order across both
 
 
 def test_illegal_transition_fails_loudly():
