@@ -13,7 +13,7 @@ import itertools
 import logging
 import random
 import uuid
-from typing import IO, Any, Iterable
+from typing import IO, Any, Iterable, Iterator
 
 import trio
 
@@ -80,7 +80,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         self.groups = GroupCoordinator(self)
         self.txn = TransactionCoordinator(self)   # its timeout check starts with the cluster (start_coordinators)
         self.plant: Plant | None = None   # a planted bug (broker_emu/plants.py): set by Python code only
-        self.conn_ids = itertools.count(1)
+        self.conn_ids: Iterator[int] = itertools.count(1)
         # AlterConfigs on brokers: "" (cluster-wide) or a broker id -> overrides (handlers/admin_configs.py)
         # A Kafka 4.x cluster is formatted with min.insync.replicas as a cluster-wide dynamic value
         # (KIP-966, eligible leader replicas need it there): DescribeConfigs shows it with source 3
@@ -90,7 +90,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         self.kept_metadata: dict[Any, tuple[int, dict]] = {}   # handlers/metadata.py: answers kept per shape
         self.quotas = Quotas()   # AlterClientQuotas; the server throttles Produce and Fetch by them
         try:
-            self.security = Security(self.config, host, self.wall_ms)   # the listeners' protocol, SASL credentials, TLS
+            self.security: Security = Security(self.config, host, self.wall_ms)   # the listeners' protocol, SASL credentials, TLS
             self.profile = VersionProfile(self.config)    # emu.kafka.version, emu.api.max.versions
         except (SecurityError, ProfileError) as exc:
             raise ConfigError(str(exc)) from None

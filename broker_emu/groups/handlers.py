@@ -164,7 +164,7 @@ async def leave_group(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """v0-2: one member, its error is the top-level error; v3+: a batch (KIP-345), each member
     by member id or, for the admin client, by group.instance.id alone."""
     v = ctx.api_version
-    leaving = [(req["member_id"], None)] if v <= 2 else [(m["member_id"], m.get("group_instance_id")) for m in req["members"]]
+    leaving: list[tuple[str, str | None]] = [(req["member_id"], None)] if v <= 2 else [(m["member_id"], m.get("group_instance_id")) for m in req["members"]]
     top, errors = ctx.cluster.groups.leave_group(group_id=req["group_id"], members=leaving,
                                                  broker_id=ctx.broker_id, now=_now())
     if v <= 2:
