@@ -251,7 +251,7 @@ class MetadataUpdater:
                 self._fetching(False)
         self.net.rebootstrap()
         raise RetriableError(f"broker {node} gave no Metadata answer before the client rebootstrapped: "
-                         f"{self.net.rebootstraps[-1][1]}")
+                             f"{self.net.rebootstraps[-1][1]}")
 
     def _apply(self, md: Any) -> None:
         self.fatal = None

@@ -206,7 +206,7 @@ class NetworkClient:
         if not md.brokers:
             code = getattr(md, "error_code", 0)
             return RetriableError(f"broker {node} at {address} answered Metadata naming no broker"
-                              + (f" (error {code})" if code else "") + ": ignored, as Java's client ignores it")
+                                  + (f" (error {code})" if code else "") + ": ignored, as Java's client ignores it")
         self.recovery.succeeded()
         return None
 

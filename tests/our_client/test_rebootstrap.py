@@ -11,6 +11,7 @@ from client.config import COMMON, ConfigException, consumer_config, parse_config
 from client.consumer.async_consumer import open_consumer
 from client.exceptions import MaxBlockTimeoutException
 from client.producer.async_producer import open_producer
+from client.rebootstrap import RebootstrapClock
 
 BOOT = "boot.example:9092"
 
@@ -38,6 +39,22 @@ def test_the_settings_default_as_java_4_and_are_checked():
         producer_config({"bootstrap.servers": BOOT, "metadata.recovery.strategy": "sometimes"})
     with pytest.raises(ConfigException, match="metadata.recovery.rebootstrap.trigger.ms must not be negative"):
         consumer_config({"bootstrap.servers": BOOT, "metadata.recovery.rebootstrap.trigger.ms": -1})
+
+
+def test_the_clock_is_due_the_first_millisecond_after_the_trigger_and_only_while_starving():
+    clock = RebootstrapClock("rebootstrap", 1000)
+    assert clock.due_at() == float("inf")             # no attempt outstanding
+    assert clock.attempting(5.0) and not clock.attempting(5.5)   # the first wish starts it
+    assert not clock.needs(6.0) and clock.needs(6.001)   # Java: now - start > trigger, in whole ms
+    clock.rebootstrapped(6.001)
+    assert clock.due_at() == pytest.approx(7.002)     # a new attempt counted from the rebootstrap
+    clock.succeeded()
+    assert clock.due_at() == float("inf")
+    clock.server_asked()
+    assert clock.needs(0.0)                           # REBOOTSTRAP_REQUIRED: at once
+    never = RebootstrapClock("none", 1000)
+    never.attempting(0.0)
+    assert never.due_at() == float("inf") and not never.needs(1e9)
 
 
 async def test_rebootstrap_required_sends_the_producer_back_to_bootstrap_at_once(autojump_clock):
