@@ -6,7 +6,10 @@ import pytest
 import trio
 
 from broker_emu import open_cluster
-from broker_emu.faults import FaultConfigError, named
+from broker_emu.faults import FaultConfigError, apply, named
+from broker_emu.faults.engine import Decision
+from broker_emu.faults.rules import parse_action
+from broker_emu.handlers import CloseConnection
 from client.errors import ErrorCode
 from tests.cluster.wire import WireClient
 
@@ -64,3 +67,12 @@ async def test_metadata_starve_no_brokers_keeps_the_topics_and_spoils_no_kept_an
         assert starved.brokers == [] and starved.error_code == 0
         assert [(t.name, len(t.partitions)) for t in starved.topics] == [("t", 1)]
         assert handle.hits == 1 and len((await w.call(METADATA, 13, ASK)).brokers) == 2
+
+
+async def test_no_brokers_on_a_forwarded_answer_closes_rather_than_pretend():
+    """The proxy's answers are its upstream's bytes: no_brokers cannot rewrite them, and says so."""
+    async def forwarded():
+        return b"\x00\x00\x00\x01", [], None
+
+    with pytest.raises(CloseConnection, match="no_brokers cannot rewrite a forwarded answer.*emulated broker"):
+        await apply.answer(Decision(terminal=parse_action({"type": "no_brokers"})), 3, forwarded, lambda code: None)
