@@ -15,11 +15,11 @@ from typing import Any, NoReturn
 from broker_emu.faults.named import CONNECTION_SELECTORS, NAMED, rule
 from broker_emu.faults.rules import FaultConfigError, parse_rule, suggest
 
-ARGUMENT_TYPES: dict[str, Any] = {"ms": float, "jitter_ms": float, "bytes_per_s": int, "error": str,
+ARGUMENT_TYPES: dict[str, Any] = {"ms": float, "jitter_ms": float, "bytes_per_s": int, "error": str, "mode": str,
                                   "api": str, "broker": int, "topic": str, "partition": int, "client_id": str,
                                   "probability": float, "count": int, "after": int, "duration_ms": float}
 HELP = {"ms": "milliseconds", "jitter_ms": "± this many ms, drawn from the rule's seeded RNG",
-        "bytes_per_s": "bytes per second", "error": "a Kafka error name (NOT_LEADER_OR_FOLLOWER) or code",
+        "bytes_per_s": "bytes per second", "mode": "silent (never answered) or no-brokers", "error": "a Kafka error name (NOT_LEADER_OR_FOLLOWER) or code",
         "api": "only this API (Produce, Fetch, ...)", "broker": "only this broker id", "topic": "only requests for this topic",
         "partition": "only this partition (with --topic)", "client_id": "only this client id",
         "probability": "fire with this probability (seeded: reproducible)", "count": "fire at most this many times",
@@ -60,7 +60,7 @@ def add_named_fault_commands(fault: argparse.ArgumentParser, commands: Any) -> N
         p = commands.add_parser(name, help=spec.summary, description=spec.summary)
         p.set_defaults(func=named_fault_command, named=name)
         selectors = CONNECTION_SELECTORS[:1] + ("probability", "count", "after", "duration_ms") if spec.connection_level \
-            else SELECTORS
+            else tuple(s for s in SELECTORS if s not in dict(spec.fixed))
         for arg in spec.params + selectors:
             p.add_argument("--" + arg.replace("_", "-"), dest=arg, type=ARGUMENT_TYPES[arg],
                            required=arg in spec.required, help=HELP[arg])

@@ -109,7 +109,13 @@ class AsyncAdmin(ClusterAdminCalls):
 
     async def _metadata(self, topics: list[str] | None, request_timeout: float) -> Any:
         body = {"topics": None if topics is None else [{"name": t} for t in topics], "allow_auto_topic_creation": False}
-        md = await self.net.request(self.net.least_loaded_node(), ApiKey.METADATA, body, timeout=request_timeout)
+        self.net.metadata_attempt()   # rebootstraps first if no answer helped for the trigger time (KIP-1102)
+        node = self.net.least_loaded_node()
+        md = await self.net.request(node, ApiKey.METADATA, body, timeout=request_timeout)
+        unusable = self.net.metadata_answered(node, md)
+        if unusable is not None:   # the call's attempt loop asks again, within its deadline
+            starving = self.net.describe_starving()
+            raise _Retry(str(unusable) + (f"; {starving}" if starving else ""))
         self.net.nodes.update({b.node_id: (b.host, b.port) for b in md.brokers})
         return md
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from client.errors import KafkaError
+from client.rebootstrap import STRATEGIES
 
 
 class ConfigException(KafkaError):
@@ -24,6 +25,8 @@ COMMON: dict[str, Any] = {
     "socket.connection.setup.timeout.ms": 10000,
     "socket.connection.setup.timeout.max.ms": 30000,
     "metadata.max.age.ms": 300000,
+    "metadata.recovery.strategy": "rebootstrap",           # or none (KIP-899; rebootstrap by default since Kafka 4.0)
+    "metadata.recovery.rebootstrap.trigger.ms": 300000,    # KIP-1102 (client/rebootstrap.py)
     "allow.auto.create.topics": True,
     "security.protocol": "PLAINTEXT",            # or SSL (client.transport.connect_from_config)
     "ssl.ca.location": "",                       # PEM file of trusted CAs; the system's if empty
@@ -79,7 +82,17 @@ def parse_config(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[
         config[key] = value
     if not config["bootstrap.servers"]:
         raise ConfigException("bootstrap.servers is required")
+    _check_recovery(config)
     return config
+
+
+def _check_recovery(config: dict[str, Any]) -> None:
+    """Java's MetadataRecoveryStrategy.forName: either name, in any case."""
+    strategy = str(config["metadata.recovery.strategy"]).lower()
+    if strategy not in STRATEGIES:
+        raise ConfigException(f"metadata.recovery.strategy must be one of {', '.join(STRATEGIES)}, "
+                              f"got {config['metadata.recovery.strategy']!r}")
+    config["metadata.recovery.strategy"] = strategy
 
 
 def producer_config(given: Mapping[str, Any]) -> dict[str, Any]:

@@ -109,6 +109,7 @@ class ErrorCode(enum.IntEnum):
     UNSUPPORTED_ENDPOINT_TYPE = 115
     TRANSACTION_ABORTABLE = 120
     INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
 
 
 class KafkaError(Exception):
@@ -403,6 +404,13 @@ class TransactionAbortableError(KafkaError):
 
 class InvalidRegularExpressionError(KafkaError):
     code, name = 128, 'INVALID_REGULAR_EXPRESSION'
+
+class RebootstrapRequiredError(KafkaError):
+    """Metadata v13's top-level error (KIP-1102): the broker says the client's metadata is
+    stale and it should go back to bootstrap.servers (Java's RebootstrapRequiredException, not
+    retriable: the client acts on it in its metadata layer instead)."""
+
+    code, name = 129, 'REBOOTSTRAP_REQUIRED'
 
 # -- client-local errors (never on the wire; Java's TimeoutException, DisconnectException) -----
 

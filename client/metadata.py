@@ -13,7 +13,10 @@ to a former leader.
 ``MetadataUpdater`` is its trio side: ``refresh()`` asks the best candidate broker and, if that
 one fails, each other known broker and then each bootstrap address in turn; ``run()`` keeps the
 metadata fresh in the background; ``wait_for_topic()`` is what ``send()`` blocks on (bounded by
-max.block.ms).
+max.block.ms). A round also ends a request early when the client is due to rebootstrap
+(metadata.recovery.rebootstrap.trigger.ms, KIP-1102; client/rebootstrap.py) and goes on with the
+bootstrap addresses; an answer that names no broker, or says REBOOTSTRAP_REQUIRED, counts as a
+failure of that broker (``NetworkClient.metadata_answered``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from client.errors import (
     ErrorCode,
     IllegalSaslStateError,
     KafkaError,
+    RetriableError,
     SaslAuthenticationFailedError,
     UnsupportedSaslMechanismError,
     error_for_code,
@@ -162,6 +166,11 @@ class MetadataUpdater:
         self.fetch_in_progress = False
         self.fetch_listeners: list = []   # called when a Metadata request goes out and when it ends
         net.disconnect_listeners.append(lambda node: self.request_update())
+        net.rebootstrap_listeners.append(self._forget_brokers)
+
+    def _forget_brokers(self) -> None:
+        self.metadata.brokers.clear()
+        self.request_update()
 
     def update_due(self, now: float) -> bool:
         """Java's ``DefaultMetadataUpdater.isUpdateDue``: a refresh is wanted now and no Metadata
@@ -195,32 +204,54 @@ class MetadataUpdater:
             names = sorted(self.metadata.interest if topics is None else set(topics))
             body = {"topics": [{"name": t} for t in names], "allow_auto_topic_creation": self.allow_auto_create}
         last: KafkaError | None = None
-        for node in self.net.candidates():
-            if deadline is not None and trio.current_time() >= deadline:
+        self.net.metadata_attempt()
+        order, tried, rebootstraps = self.net.candidates(), set(), len(self.net.rebootstraps)
+        while True:
+            if len(self.net.rebootstraps) != rebootstraps:   # back to bootstrap.servers mid-round: ask them now
+                order, rebootstraps = self.net.candidates(), len(self.net.rebootstraps)
+            node = next((n for n in order if n not in tried), None)
+            if node is None or (deadline is not None and trio.current_time() >= deadline):
                 break
-            timeout = None
-            if deadline is not None:
-                timeout = min(deadline - trio.current_time(), self.net.config["request.timeout.ms"] / 1000)
+            tried.add(node)
             try:
-                await self.net.connection(node)
-                # connected: the request is queued on the wire without a checkpoint in between
-                self._fetching(True)
-                try:
-                    md = await self.net.request(node, ApiKey.METADATA, body, timeout=timeout)
-                finally:
-                    self._fetching(False)
+                md = await self._ask(node, body, deadline)
             except KafkaError as exc:
                 last = exc
                 if isinstance(exc, AUTHENTICATION_ERRORS):
                     self.fatal = exc
                     self.note_changed()
                 continue
+            unusable = self.net.metadata_answered(node, md)
+            if unusable is not None:
+                last = unusable
+                if len(self.net.rebootstraps) != rebootstraps:
+                    break   # REBOOTSTRAP_REQUIRED: the next attempt, after the refresh backoff, asks the bootstrap addresses
+                continue
             self._apply(md)
             return md
         self.metadata.failed(trio.current_time())
-        self.last_error = str(last) if last else "no broker could be asked"
+        starving = self.net.describe_starving()
+        self.last_error = (str(last) if last else "no broker could be asked") + (f"; {starving}" if starving else "")
         self._fetching(False)   # no longer due (backoff): whoever held back may go on
         raise last or KafkaError("no broker to ask for metadata")
+
+    async def _ask(self, node: int, body: dict[str, Any], deadline: float | None) -> Any:
+        """One Metadata request, given up when the client is due to rebootstrap (it closes the
+        connection: the request fails as disconnected and the round goes on)."""
+        timeout = None
+        if deadline is not None:
+            timeout = min(deadline - trio.current_time(), self.net.config["request.timeout.ms"] / 1000)
+        with trio.move_on_at(self.net.recovery.due_at()):
+            await self.net.connection(node)
+            # connected: the request is queued on the wire without a checkpoint in between
+            self._fetching(True)
+            try:
+                return await self.net.request(node, ApiKey.METADATA, body, timeout=timeout)
+            finally:
+                self._fetching(False)
+        self.net.rebootstrap()
+        raise RetriableError(f"broker {node} gave no Metadata answer before the client rebootstrapped: "
+                             f"{self.net.rebootstraps[-1][1]}")
 
     def _apply(self, md: Any) -> None:
         self.fatal = None

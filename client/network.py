@@ -16,6 +16,11 @@
   AbstractCoordinator), or whatever the caller passes (the consumer's min(time left,
   request.timeout.ms)). On expiry the connection closes, every request in flight on it fails
   with a retriable RequestTimeoutException, and the disconnect listeners (metadata) are told.
+- Rebootstrap (KIP-899, KIP-1102; client/rebootstrap.py decides when): the client closes its
+  connections to the brokers it knows, forgets them and asks the bootstrap addresses again.
+  Producer, consumer and admin share this, through ``metadata_attempt``/``metadata_answered``
+  around each Metadata request. With metadata.recovery.strategy=none the bootstrap addresses are
+  never asked again once an answer named the brokers (Java's Metadata replaces them).
 """
 
 from __future__ import annotations
@@ -27,9 +32,10 @@ from typing import Any
 import trio
 
 from client.backoff import ExponentialBackoff
-from client.errors import ErrorCode, KafkaError, UnsupportedVersionError, error_for_code
+from client.errors import ErrorCode, KafkaError, RetriableError, UnsupportedVersionError, error_for_code
 from client.exceptions import ConnectionFailedError, ConnectionSetupTimeoutException
 from client.protocol import ApiKey, supported_versions
+from client.rebootstrap import RebootstrapClock
 from client.transport import (
     STREAM_ERRORS,
     BrokerConnection,
@@ -71,7 +77,8 @@ class NetworkClient:
         self.nursery = nursery
         self.connect_fn = connect or connect_from_config(config)
         self.rng = rng or random.Random(0)
-        self.nodes: dict[int, tuple[str, int]] = parse_bootstrap(config["bootstrap.servers"])
+        self.bootstrap = parse_bootstrap(config["bootstrap.servers"])
+        self.nodes: dict[int, tuple[str, int]] = dict(self.bootstrap)
         # a second node id for a broker, so one role gets a connection of its own (the group
         # coordinator: Java's consumer uses node Integer.MAX_VALUE - id for it)
         self.aliases: dict[int, int] = {}
@@ -82,6 +89,9 @@ class NetworkClient:
         self.setup_timeout = ExponentialBackoff(config["socket.connection.setup.timeout.ms"],
                                                 config["socket.connection.setup.timeout.max.ms"], self.rng)
         self.disconnect_listeners: list[Callable[[int], None]] = [on_disconnect] if on_disconnect else []
+        self.recovery = RebootstrapClock(config["metadata.recovery.strategy"], config["metadata.recovery.rebootstrap.trigger.ms"])
+        self.rebootstraps: list[tuple[float, str]] = []    # (when, why): every time it went back to bootstrap
+        self.rebootstrap_listeners: list[Callable[[], None]] = []
         self.closed = False
 
     # -- node bookkeeping ------------------------------------------------------------------
@@ -131,7 +141,8 @@ class NetworkClient:
         (so a client whose known brokers all died falls back to them), then the rest by when
         their backoff ends."""
         known = self.broker_nodes()
-        pool = known + [n for n in self.nodes if n < 0]
+        # strategy none: once brokers are known, only they (Java's Metadata forgets the bootstrap)
+        pool = known + [n for n in self.nodes if n < 0 and (self.recovery.enabled or not known)]
 
         def rank(n: int) -> tuple:
             return (not self.is_ready(n), self.connection_delay(n) > 0, self.in_flight(n), n < 0,
@@ -145,6 +156,59 @@ class NetworkClient:
         a broker that failed is backing off and ranks behind the live ones (Java's
         NetworkClient.leastLoadedNode)."""
         return self.candidates()[0]
+
+    # -- rebootstrap (KIP-899, KIP-1102) ----------------------------------------------------------
+    def _known(self) -> str:
+        return ", ".join(f"{n} ({h}:{p})" for n in self.broker_nodes() for h, p in [self.nodes[n]])
+
+    def _bootstrap(self) -> str:
+        return ", ".join(f"{h}:{p}" for h, p in self.bootstrap.values())
+
+    def describe_starving(self) -> str:
+        """Since when no Metadata answer helped, and what the client does next ("" if it did)."""
+        return self.recovery.describe(trio.current_time(), self._known(), self._bootstrap())
+
+    def rebootstrap(self) -> None:
+        """Java's ``NetworkClient.handleRebootstrap`` and ``Metadata.rebootstrap``: disconnect from
+        every broker the metadata named, forget them, and go back to the bootstrap addresses
+        (their ids and backoff state kept, as Java keeps its bootstrap nodes' ids)."""
+        now = trio.current_time()
+        why = self.recovery.reason(now, self._known(), self._bootstrap())
+        for node in self.broker_nodes():
+            conn = self.connections.get(node)
+            if conn is not None and not conn.closed:
+                conn.close(f"the client closed the connection: rebootstrap ({why})", "client")
+            del self.nodes[node]
+        self.nodes.update(self.bootstrap)
+        self.recovery.rebootstrapped(now)
+        self.rebootstraps.append((now, why))
+        for listener in list(self.rebootstrap_listeners):
+            listener()
+
+    def metadata_attempt(self) -> None:
+        """Before each Metadata request: rebootstrap if it is due, and count the attempt."""
+        now = trio.current_time()
+        if self.recovery.needs(now):
+            self.rebootstrap()
+        self.recovery.attempting(now)
+
+    def metadata_answered(self, node: int, md: Any) -> RetriableError | None:
+        """A Metadata answer from ``node``: None if it can be used (the attempt is over), else why
+        not, as an error the caller may retry on. REBOOTSTRAP_REQUIRED (v13+) rebootstraps at once
+        under strategy rebootstrap; an answer naming no broker is ignored either way (Java's
+        ``DefaultMetadataUpdater.handleSuccessfulResponse``)."""
+        address = "%s:%s" % self.nodes.get(node, ("?", "?"))
+        if getattr(md, "error_code", 0) == ErrorCode.REBOOTSTRAP_REQUIRED and self.recovery.enabled:
+            self.recovery.server_asked()
+            self.rebootstrap()
+            return RetriableError(f"broker {node} at {address} answered Metadata with REBOOTSTRAP_REQUIRED: "
+                                  f"{self.rebootstraps[-1][1]}")
+        if not md.brokers:
+            code = getattr(md, "error_code", 0)
+            return RetriableError(f"broker {node} at {address} answered Metadata naming no broker"
+                                  + (f" (error {code})" if code else "") + ": ignored, as Java's client ignores it")
+        self.recovery.succeeded()
+        return None
 
     # -- connecting ------------------------------------------------------------------------
     async def connection(self, node: int) -> BrokerConnection:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping
 from broker_emu.faults.named import NamedFaults
 from broker_emu.faults.rules import Action, FaultConfigError, Rule, check_rule, parse_rule
 
-TERMINAL = ("black_hole", "close_before", "reset", "close_after", "error", "partial_response")
+TERMINAL = ("black_hole", "close_before", "reset", "close_after", "error", "partial_response", "no_brokers")
 # Every request walks every rule: a bound keeps a script (or a fuzzer) that adds rules in a loop
 # from slowing the cluster to a crawl or growing it without end.
 MAX_RULES = 10_000

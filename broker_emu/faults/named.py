@@ -30,6 +30,11 @@ class Named:
     action: Callable[..., dict[str, Any]]
     summary: str
     connection_level: bool = False
+    fixed: tuple[tuple[str, Any], ...] = ()   # match keys the fault always sets (and so does not take)
+
+    def selectors(self) -> tuple[str, ...]:
+        base = CONNECTION_SELECTORS if self.connection_level else MATCH_SELECTORS
+        return tuple(s for s in base if s not in dict(self.fixed))
 
 
 def _delay(ms: float = 0.0, jitter_ms: float = 0.0) -> dict[str, Any]:
@@ -38,6 +43,19 @@ def _delay(ms: float = 0.0, jitter_ms: float = 0.0) -> dict[str, Any]:
 
 def _timeout(ms: float = 0.0) -> dict[str, Any]:
     return {"type": "black_hole"} | ({"close_ms": ms} if ms else {})
+
+
+STARVE_MODES = ("silent", "no-brokers")
+
+
+def _starve(mode: str = "silent") -> dict[str, Any]:
+    """Metadata that never helps: never answered (``silent``: the client's request.timeout.ms
+    closes the connection), or answered with the topics and no brokers (``no-brokers``: Java's
+    NetworkClient ignores such an answer and counts the refresh as failed)."""
+    if mode not in STARVE_MODES:
+        raise FaultConfigError("mode", f"metadata-starve mode must be one of {', '.join(STARVE_MODES)}, got "
+                                       f"{show(mode)}{suggest(str(mode), STARVE_MODES)}")
+    return {"type": "black_hole"} if mode == "silent" else {"type": "no_brokers"}
 
 
 NAMED: dict[str, Named] = {
@@ -60,6 +78,14 @@ NAMED: dict[str, Named] = {
                    "answer the matching request with a Kafka error (a name like NOT_LEADER_OR_FOLLOWER or a code): error"),
     "black-hole": Named((), (), lambda: {"type": "black_hole"},
                         "read the matching request, never answer, keep the connection open: black_hole"),
+    # KIP-1102: a broker may tell a client its metadata is stale; Java's client goes back to
+    # bootstrap.servers at once (NetworkClient.DefaultMetadataUpdater, Metadata v13+ only)
+    "rebootstrap": Named((), (), lambda: {"type": "error", "error": "REBOOTSTRAP_REQUIRED"},
+                         "answer Metadata with REBOOTSTRAP_REQUIRED (the top-level error of Metadata v13+, "
+                         "KIP-1102): error on api Metadata", fixed=(("api", "Metadata"),)),
+    "metadata-starve": Named(("mode",), (), _starve,
+                             "Metadata never helps: never answered (mode silent, the default: black_hole) or "
+                             "answered with no brokers (mode no-brokers: no_brokers)", fixed=(("api", "Metadata"),)),
 }
 
 
@@ -75,12 +101,14 @@ def rule(name: str, **kwargs: Any) -> dict[str, Any]:
     Arguments are the fault's own (``NAMED[name].params``), the match selectors and the schedule
     (``count`` is the rule's ``times``). Values are checked where the rule is added."""
     s, key = spec(name), name.replace("_", "-")
-    selectors = CONNECTION_SELECTORS if s.connection_level else MATCH_SELECTORS
+    selectors = s.selectors()
     known = s.params + selectors + SCHEDULE
     for arg in kwargs:
         if arg not in known:
             hint = suggest(arg, known)
-            if not hint and arg in MATCH_SELECTORS:
+            if not hint and arg in dict(s.fixed):
+                hint = f" ({key} always matches {arg} {dict(s.fixed)[arg]})"
+            elif not hint and arg in MATCH_SELECTORS:
                 hint = f" ({key} acts on connections: it matches on {', '.join(CONNECTION_SELECTORS)} only)"
             raise FaultConfigError(arg, f"not an argument of {key}{hint}; takes: {', '.join(known)}")
     missing = [p for p in s.required if kwargs.get(p) is None]
@@ -88,7 +116,7 @@ def rule(name: str, **kwargs: Any) -> dict[str, Any]:
         raise FaultConfigError(missing[0], f"{key} needs {missing[0]}")
     raw: dict[str, Any] = {"action": s.action(**{p: kwargs[p] for p in s.params if kwargs.get(p) is not None}),
                            "name": kwargs.get("name") or key}
-    match = {k: kwargs[k] for k in selectors if kwargs.get(k) is not None}
+    match = dict(s.fixed) | {k: kwargs[k] for k in selectors if kwargs.get(k) is not None}
     if match:
         raw["match"] = match
     if kwargs.get("count") is not None:
@@ -127,6 +155,14 @@ def error(error: str | int, **selectors: Any) -> dict[str, Any]:
 
 def black_hole(**selectors: Any) -> dict[str, Any]:
     return rule("black-hole", **selectors)
+
+
+def rebootstrap(**selectors: Any) -> dict[str, Any]:
+    return rule("rebootstrap", **selectors)
+
+
+def metadata_starve(mode: str = "silent", **selectors: Any) -> dict[str, Any]:
+    return rule("metadata-starve", mode=mode, **selectors)
 
 
 class FaultHandle:
@@ -191,6 +227,12 @@ class NamedFaults:
     def black_hole(self, **selectors: Any) -> FaultHandle:
         return self.add_named("black-hole", **selectors)
 
+    def rebootstrap(self, **selectors: Any) -> FaultHandle:
+        return self.add_named("rebootstrap", **selectors)
+
+    def metadata_starve(self, mode: str = "silent", **selectors: Any) -> FaultHandle:
+        return self.add_named("metadata-starve", mode=mode, **selectors)
+
 
 class BlockingFaultHandle:
     """``FaultHandle`` for a cluster on another thread: every read runs on the cluster's thread."""
@@ -248,6 +290,12 @@ class BlockingFaults:
 
     def black_hole(self, **selectors: Any) -> BlockingFaultHandle:
         return self.add_named("black-hole", **selectors)
+
+    def rebootstrap(self, **selectors: Any) -> BlockingFaultHandle:
+        return self.add_named("rebootstrap", **selectors)
+
+    def metadata_starve(self, mode: str = "silent", **selectors: Any) -> BlockingFaultHandle:
+        return self.add_named("metadata-starve", mode=mode, **selectors)
 
     def clear(self) -> int:
         return int(self._call(lambda: self._engine().clear()))

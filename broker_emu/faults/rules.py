@@ -24,6 +24,8 @@ REQUEST_ACTIONS = {
     "error": ("error",),           # answer with this error code (per partition where it has them)
     "throttle": ("ms",),           # throttle_time_ms in the response, then mute the connection (KIP-219)
     "partial_response": (),        # write half the response frame, then stall
+    "no_brokers": (),              # handle it, answer without the brokers list (Metadata: the topics
+                                   # stay; Java's client ignores such an answer, so it starves)
     "bandwidth": ("bytes_per_s",), # hold the response for its size / bytes_per_s, then write it
     "stop_broker": ("ms",),        # the broker that read it stops: ms 0, before handling it (a crash on
                                    # receipt); ms > 0, that long after it was read (e.g. during a long

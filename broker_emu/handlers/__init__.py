@@ -163,8 +163,9 @@ def _list_offsets_error(version: int, request: Any, code: int) -> dict[str, Any]
 def _metadata_error(version: int, request: Any, code: int) -> dict[str, Any]:
     # KafkaApis.metadataResponseTopic(error, name, zero id, isInternal, no partitions); an
     # injected answer knows no brokers (the pipeline does not pass the cluster here)
-    # (MetadataRequest.getErrorResponse: a null name, possible in v10+, becomes "")
-    return {"brokers": [], "topics": [{"name": t["name"] or "", "topic_id": t.get("topic_id"), "error_code": code,
+    # (MetadataRequest.getErrorResponse: a null name, possible in v10+, becomes ""; since v13 the
+    # error is also the answer's top-level ErrorCode, which older versions do not carry)
+    return {"brokers": [], "error_code": code, "topics": [{"name": t["name"] or "", "topic_id": t.get("topic_id"), "error_code": code,
                                        "is_internal": t["name"] in KAFKA_INTERNAL_TOPICS, "partitions": []}
                                       for t in request.get("topics") or ()]}
 

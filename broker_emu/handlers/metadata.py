@@ -1,4 +1,4 @@
-"""Metadata v0-12: live brokers, cluster id, controller, topics with leaders, epochs, ISR and
+"""Metadata v0-13: live brokers, cluster id, controller, topics with leaders, epochs, ISR and
 topic ids. A null topic list (v1+) or an empty one (v0) means every topic. Missing topics are
 auto-created when the broker allows it and the request does (v4+ flag; always before v4).
 Auto-created topics are ready at once (a real broker first answers LEADER_NOT_AVAILABLE).
@@ -9,7 +9,9 @@ the error: its name, the zero topic id (or the unknown id asked for, with a null
 resource supports when asked for, as with no authorizer (``broker_emu.handlers.authorized``):
 topic operations on every topic looked up by name, error or not (``handleTopicMetadataRequest``
 sets them after ``getTopicMetadata``), never on an unknown topic id; cluster operations only in
-v8-10, the versions that carry the field."""
+v8-10, the versions that carry the field. v13 (KIP-1102, Kafka 4.0) adds a top-level ErrorCode,
+none here: a broker answers REBOOTSTRAP_REQUIRED there only when told to (the ``rebootstrap``
+fault), as a real one would behind a load balancer that moved the cluster."""
 
 from __future__ import annotations
 
@@ -76,7 +78,7 @@ def topic_error(error: int, name: str | None, topic_id: uuid.UUID = ZERO_UUID, o
 KEPT_ANSWERS = 256   # per cluster: repeated requests x listeners
 
 
-@handles(ApiKey.METADATA, 0, 12)
+@handles(ApiKey.METADATA, 0, 13)
 async def metadata(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """A request seen before (``ctx.repeat``) gets the answer built for it then while the
     cluster's shape has not changed since (``broker_emu.cluster_shape``), per listener (the ports

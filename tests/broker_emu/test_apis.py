@@ -15,7 +15,7 @@ from tests.broker_emu.helpers import (
 )
 
 ADVERTISED = {  # the issue's ranges; old librdkafka needs Produce and the group APIs from v0
-    "PRODUCE": (0, 11), "FETCH": (4, 17), "LIST_OFFSETS": (1, 10), "METADATA": (0, 12), "OFFSET_COMMIT": (2, 9),
+    "PRODUCE": (0, 11), "FETCH": (4, 17), "LIST_OFFSETS": (1, 10), "METADATA": (0, 13), "OFFSET_COMMIT": (2, 9),
     "OFFSET_FETCH": (1, 9), "FIND_COORDINATOR": (0, 6), "JOIN_GROUP": (0, 9), "HEARTBEAT": (0, 4),
     "LEAVE_GROUP": (0, 5), "SYNC_GROUP": (0, 5), "DESCRIBE_GROUPS": (0, 5), "LIST_GROUPS": (0, 5),
     "SASL_HANDSHAKE": (0, 1), "API_VERSIONS": (0, 4), "CREATE_TOPICS": (2, 7), "DELETE_TOPICS": (1, 6),
@@ -125,3 +125,15 @@ async def test_describe_configs_cluster_sasl_and_init_producer_id(autojump_clock
         a = await w.call(INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": 1})
         b = await w.call(INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": 1})
         assert a.error_code == b.error_code == 0 and b.producer_id == a.producer_id + 1 and a.producer_epoch == 0
+
+
+async def test_metadata_v13_carries_a_top_level_error_code_only_where_the_release_had_it(autojump_clock):
+    """KIP-1102 (Kafka 4.0): Metadata v13 adds the answer's ErrorCode; the 3.9 profile stops at v12."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        w = WireClient(cluster.connect(0))
+        r = await w.call(METADATA, 13, {"topics": None})
+        assert r.error_code == 0 and [t.name for t in r.topics] == ["t"] and len(r.brokers) == 1
+    for release, top in (("3.9", 12), ("4.1", 13)):
+        async with open_cluster(1, listen=False, config={"emu.kafka.version": release}) as cluster:
+            r = await WireClient(cluster.connect(0)).call(API_VERSIONS, 3, SOFTWARE)
+            assert [k.max_version for k in r.api_keys if k.api_key == ApiKey.METADATA] == [top]

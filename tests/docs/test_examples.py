@@ -25,6 +25,8 @@ EXPECT = {("client.md", 0): ["offset=0", "None RecordMetadata("], ("client.md", 
           ("faults.md", 1): ["{'action': {'type': 'black_hole', 'close_ms': 3000}, 'name': 'timeout'",
                              "'match': {'topic': 'orders'}, 'probability': 0.1}"],
           ("faults.md", 2): ["0\nhits 1\n{'group': 'billing', 'state': 'Stable', 'members': 1}"],
+          ("faults.md", 3): ["10.000 s: a broker answered REBOOTSTRAP_REQUIRED: forgetting 0 (127.0.0.1:0), 1 (127.0.0.1:0)",
+                             "<fault 1 rebootstrap: 1 hits> brokers known again: [0, 1]"],
           ("kip848.md", 1): ["[0, 1, 2, 3, 4, 5]", "Stable 1 1 stable {'orders': [0, 1, 2, 3, 4, 5]}"]}
 
 

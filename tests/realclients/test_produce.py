@@ -15,9 +15,9 @@ API_VERSIONS, METADATA, PRODUCE = 18, 3, 0
 # The version each client uses per API against a broker that advertises everything our codec
 # knows (GetTelemetrySubscriptions aside: librdkafka 2.5+ sends it when advertised).
 VERSIONS = {
-    "confluent-kafka": {API_VERSIONS: 3, METADATA: 12, PRODUCE: 10},
+    "confluent-kafka": {API_VERSIONS: 3, METADATA: 13, PRODUCE: 10},
     "kcat": {API_VERSIONS: 3, METADATA: 4, PRODUCE: 7},
-    "kafka-python": {API_VERSIONS: 4, METADATA: 12, PRODUCE: 9},
+    "kafka-python": {API_VERSIONS: 4, METADATA: 13, PRODUCE: 9},
     "aiokafka": {API_VERSIONS: 0, METADATA: 5, PRODUCE: 7},
     "kafkajs": {API_VERSIONS: 2, METADATA: 6, PRODUCE: 7},
 }

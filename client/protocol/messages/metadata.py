@@ -5,7 +5,7 @@ from client.protocol.schema import NULL, Api, Field
 METADATA = Api(
     key=3,
     name='Metadata',
-    versions='0-12',
+    versions='0-13',
     flexible='9+',
     latest_unstable=False,
     request=(
@@ -44,5 +44,6 @@ METADATA = Api(
             Field('topic_authorized_operations', 'int32', '8+', default=-2147483648),
         )),
         Field('cluster_authorized_operations', 'int32', '8-10', default=-2147483648),
+        Field('error_code', 'int16', '13+'),
     ),
 )

@@ -230,7 +230,7 @@ CASES = [
                       "topic_authorized_operations": MIN_I32},
                      {"error_code": 100, "name": None, "topic_id": U(7), "is_internal": False, "partitions": [],
                       "topic_authorized_operations": MIN_I32}],
-          "cluster_authorized_operations": MIN_I32},
+          "cluster_authorized_operations": MIN_I32, "error_code": 0},
          i32(0)
          + uvarint(3) + i32(1) + cstr("localhost") + i32(9092) + NULL + NO_TAGS
          + i32(2) + cstr("h2") + i32(9093) + cstr("r2") + NO_TAGS
@@ -243,6 +243,10 @@ CASES = [
          + i32(MIN_I32) + NO_TAGS
          + i16(100) + NULL + uuid_(7) + boolean(False) + uvarint(1) + i32(MIN_I32) + NO_TAGS
          + NO_TAGS),
+    Case(3, 13, "response",  # KIP-1102: the top-level ErrorCode, here REBOOTSTRAP_REQUIRED, after the topics
+         {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1, "topics": [],
+          "cluster_authorized_operations": MIN_I32, "error_code": 129},
+         i32(0) + uvarint(1) + NULL + i32(-1) + uvarint(1) + i16(129) + NO_TAGS),
 
     # -- OffsetCommit (8) ---------------------------------------------------------------------
     Case(8, 8, "request",

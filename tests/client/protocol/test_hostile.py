@@ -418,8 +418,8 @@ def test_unknown_api_and_version_in_the_header():
     with pytest.raises(UnknownApiError):
         decode_request(_h1(1000, 0))
     with pytest.raises(UnsupportedCodecVersionError) as info:
-        decode_request(_h1(3, 13))
-    assert info.value.supported == (0, 12)
+        decode_request(_h1(3, 14))
+    assert info.value.supported == (0, 13)
     # the header alone still reads, so the refusal can name what was asked
     header = decode_request_header(_h1(1000, 7))
     assert (header.api_key, header.api_version, header.client_id) == (1000, 7, "c")

@@ -1,0 +1,78 @@
+"""The two named faults for KIP-899/KIP-1102 rebootstrap: ``rebootstrap`` (Metadata answered with
+REBOOTSTRAP_REQUIRED) and ``metadata-starve`` (Metadata never answered, or answered with no
+brokers), scoped like any rule, through the pipeline in virtual time."""
+
+import pytest
+import trio
+
+from broker_emu import open_cluster
+from broker_emu.faults import FaultConfigError, apply, named
+from broker_emu.faults.engine import Decision
+from broker_emu.faults.rules import parse_action
+from broker_emu.handlers import CloseConnection
+from client.errors import ErrorCode
+from tests.broker_emu.wire import WireClient
+
+METADATA, API_VERSIONS = 3, 18
+ASK = {"topics": [{"name": "t"}], "allow_auto_topic_creation": False}
+
+
+def test_the_rules_they_make_always_match_metadata():
+    assert named.rebootstrap(client_id="app", count=1) == {
+        "action": {"type": "error", "error": "REBOOTSTRAP_REQUIRED"}, "name": "rebootstrap",
+        "match": {"api": "Metadata", "client_id": "app"}, "times": 1}
+    assert named.metadata_starve(broker=1) == {"action": {"type": "black_hole"}, "name": "metadata-starve",
+                                               "match": {"api": "Metadata", "broker": 1}}
+    assert named.metadata_starve("no-brokers")["action"] == {"type": "no_brokers"}
+    with pytest.raises(FaultConfigError, match="rebootstrap always matches api Metadata"):
+        named.rule("rebootstrap", api="Fetch")
+    with pytest.raises(FaultConfigError, match="mode must be one of silent, no-brokers.*did you mean 'no-brokers'"):
+        named.metadata_starve("no-broker")
+
+
+async def test_rebootstrap_answers_v13_with_the_top_level_error_and_only_for_its_client(autojump_clock):
+    async with open_cluster(2, topics=[("t", 1, 2)], listen=False) as cluster:
+        handle = cluster.faults.rebootstrap(client_id="app")
+        app, other = WireClient(cluster.connect(0), client_id="app"), WireClient(cluster.connect(1), client_id="x")
+        r = await app.call(METADATA, 13, ASK)
+        assert (r.error_code, r.brokers) == (ErrorCode.REBOOTSTRAP_REQUIRED, [])
+        assert [(t.name, t.error_code) for t in r.topics] == [("t", ErrorCode.REBOOTSTRAP_REQUIRED)]
+        # v12 cannot carry the top-level error: only the topics say it (MetadataRequest.getErrorResponse)
+        old = await app.call(METADATA, 12, ASK)
+        assert (old.error_code, old.brokers, old.topics[0].error_code) == (0, [], ErrorCode.REBOOTSTRAP_REQUIRED)
+        fine = await other.call(METADATA, 13, ASK)
+        assert fine.error_code == 0 and len(fine.brokers) == 2 and fine.topics[0].partitions
+        assert handle.hits == 2
+
+
+async def test_metadata_starve_never_answers_metadata_and_nothing_else_is_held(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        cluster.faults.metadata_starve()
+        w = WireClient(cluster.connect(0))
+        await w.call(API_VERSIONS, 3, {"client_software_name": "x", "client_software_version": "1"})
+        await w.send(METADATA, 13, ASK)
+        with trio.move_on_after(3600) as waited:
+            await w.recv()
+        assert waited.cancelled_caught   # an hour of virtual time, no answer
+        fresh = WireClient(cluster.connect(0))   # other APIs on another connection still answer
+        assert (await fresh.call(API_VERSIONS, 3, {"client_software_name": "x", "client_software_version": "1"})).error_code == 0
+
+
+async def test_metadata_starve_no_brokers_keeps_the_topics_and_spoils_no_kept_answer(autojump_clock):
+    async with open_cluster(2, topics=[("t", 1, 2)], listen=False) as cluster:
+        w = WireClient(cluster.connect(0))
+        assert len((await w.call(METADATA, 13, ASK)).brokers) == 2   # kept for the repeat below
+        handle = cluster.faults.metadata_starve("no-brokers", count=1)
+        starved = await w.call(METADATA, 13, ASK)
+        assert starved.brokers == [] and starved.error_code == 0
+        assert [(t.name, len(t.partitions)) for t in starved.topics] == [("t", 1)]
+        assert handle.hits == 1 and len((await w.call(METADATA, 13, ASK)).brokers) == 2
+
+
+async def test_no_brokers_on_a_forwarded_answer_closes_rather_than_pretend():
+    """The proxy's answers are its upstream's bytes: no_brokers cannot rewrite them, and says so."""
+    async def forwarded():
+        return b"\x00\x00\x00\x01", [], None
+
+    with pytest.raises(CloseConnection, match="no_brokers cannot rewrite a forwarded answer.*emulated broker"):
+        await apply.answer(Decision(terminal=parse_action({"type": "no_brokers"})), 3, forwarded, lambda code: None)
