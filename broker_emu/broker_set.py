@@ -15,11 +15,13 @@ from typing import Any
 
 from broker_emu import cluster_shape, reassignments
 from broker_emu.brokers import Broker
+from broker_emu.cluster import Cluster
+from broker_emu.listeners import serve_broker
 from broker_emu.trace import Kind
 from broker_emu.waits import Condition, WaitTimeout, wait_until
 
 
-async def add_broker(cluster: Any, broker_id: int, rack: str | None = None) -> Broker:
+async def add_broker(cluster: Cluster, broker_id: int, rack: str | None = None) -> Broker:
     """A new, empty broker; listening on a free port if the cluster listens on TCP."""
     if broker_id in cluster.brokers:
         raise ValueError(f"broker {broker_id} already exists")
@@ -29,14 +31,12 @@ async def add_broker(cluster: Any, broker_id: int, rack: str | None = None) -> B
         cluster.faults.brokers.add(broker_id)   # so rules may name it
     cluster_shape.changed()
     cluster.trace.emit(Kind.BROKER_START, broker=broker_id, details={"added": True})
-    if cluster._nursery is not None and any(o.port for o in cluster.brokers.values() if o is not b):
-        from broker_emu.listeners import serve_broker
-
-        await cluster._nursery.start(serve_broker, cluster, b, 0)
+    if cluster.tasks.running and any(o.port for o in cluster.brokers.values() if o is not b):
+        await cluster.tasks.start(serve_broker, cluster, b, 0)
     return b
 
 
-async def replace_brokers(cluster: Any, *, timeout_s: float = 60.0) -> dict[int, int]:
+async def replace_brokers(cluster: Cluster, *, timeout_s: float = 60.0) -> dict[int, int]:
     """Replace every live broker with a new one (ids after the highest; same racks), move each
     partition's replicas to the new brokers in the same order, wait until the reassignments
     complete (at most ``timeout_s`` of the cluster's clock), then stop the old brokers.
@@ -60,6 +60,6 @@ async def replace_brokers(cluster: Any, *, timeout_s: float = 60.0) -> dict[int,
     return mapping
 
 
-def _settled(cluster: Any) -> tuple[bool, dict[str, Any], str]:
+def _settled(cluster: Cluster) -> tuple[bool, dict[str, Any], str]:
     stuck = [f"{p.topic}-{p.index}" for p in cluster.all_partitions() if reassignments.in_progress(p)]
     return not stuck, {"in_progress": stuck}, f"{len(stuck)} in progress (e.g. {', '.join(stuck[:3])})"
