@@ -1,11 +1,12 @@
-"""The layering rules of docs/architecture.md, enforced on every import statement (module level
-and inside functions) of broker_emu, client and conformance:
+"""The layering rules of docs/architecture.md, enforced on every import statement (module level,
+inside functions and under ``if TYPE_CHECKING:``) of broker_emu, client and conformance:
 
 - the emulator (broker_emu) uses only the wire codec of the client package (client.protocol)
   and Kafka's error codes (client.errors, a leaf);
 - nothing below conformance imports conformance (the ``broker-emu`` command that composes both
   lives in conformance.main);
-- no import cycles;
+- no import cycle, between modules (each also depending on its packages' ``__init__``, which
+  runs first) or between packages (tools/import_graph.py says how a module joins its package);
 - no ``except ImportError`` around an import of the project's own modules (a broken import
   must fail loudly, not remove a feature);
 - and at run time, importing the codec or the emulator loads no client machinery.
@@ -15,16 +16,20 @@ import ast
 import subprocess
 import sys
 
-from tests.structure.imports import ROOT, cycles, edges, project_modules
+from tools.import_graph import (
+    ROOT,
+    Edge,
+    by_pair,
+    cycles,
+    describe_cycle,
+    edges,
+    graph_of,
+    package_pairs,
+    project_modules,
+    shortest_cycles,
+)
 
 EMULATOR_MAY_USE = ("client.protocol", "client.errors")
-
-
-def _graph():
-    graph: dict[str, set[str]] = {}
-    for e in edges():
-        graph.setdefault(e.source, set()).add(e.target)
-    return graph
 
 
 def _under(module: str, prefix: str) -> bool:
@@ -36,8 +41,9 @@ def test_the_emulator_uses_only_the_codec_and_error_codes_of_the_client_package(
                    if _under(e.source, "broker_emu") and _under(e.target, "client")
                    and not any(_under(e.target, ok) for ok in EMULATOR_MAY_USE))
     assert wrong == []
+    # its package's __init__ runs first; that it loads nothing is checked at run time below
     leaf = sorted(f"client.errors:{e.line} imports {e.target}" for e in edges()
-                  if e.source == "client.errors" and not _under(e.target, "client.protocol"))
+                  if e.source == "client.errors" and e.kind != "package" and not _under(e.target, "client.protocol"))
     assert leaf == []
 
 
@@ -47,8 +53,41 @@ def test_nothing_below_conformance_imports_it():
     assert wrong == []
 
 
-def test_there_are_no_import_cycles():
-    assert cycles(_graph()) == []
+# Arrows on a cycle that runs through code being rewritten on other branches (broker_emu/groups/,
+# broker_emu/transactions/, broker_emu/cluster.py): tolerated until that work is merged, and
+# only while each arrow still exists and still closes a cycle, so a stale entry fails the test.
+# Empty both lists once those cycles are cut.
+KNOWN_MODULE_ARROWS: set[tuple[str, str]] = set()
+KNOWN_PACKAGE_ARROWS: set[tuple[str, str]] = set()
+
+
+def _cycles_report(pairs: dict[tuple[str, str], list[Edge]], known: set[tuple[str, str]]) -> str:
+    graph = graph_of({pair: found for pair, found in pairs.items() if pair not in known})
+    report = []
+    for component in cycles(graph):
+        report.append(f"{len(component)} import each other: {', '.join(component)}")
+        report.extend(describe_cycle(c, pairs) for c in shortest_cycles(component, graph))
+    return "\n".join(report)
+
+
+def _stale(pairs: dict[tuple[str, str], list[Edge]], known: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    same_cycle = {n: frozenset(c) for c in cycles(graph_of(pairs)) for n in c}
+    return sorted(a for a in known if a not in pairs or a[1] not in same_cycle.get(a[0], ()))
+
+
+def test_there_are_no_import_cycles_between_modules():
+    report = _cycles_report(by_pair(edges()), KNOWN_MODULE_ARROWS)
+    assert not report, "import cycles (cut one arrow of each):\n" + report
+
+
+def test_there_are_no_import_cycles_between_packages():
+    report = _cycles_report(package_pairs(edges()), KNOWN_PACKAGE_ARROWS)
+    assert not report, "import cycles between packages (cut one arrow of each):\n" + report
+
+
+def test_every_tolerated_arrow_still_closes_a_cycle():
+    assert _stale(by_pair(edges()), KNOWN_MODULE_ARROWS) == []
+    assert _stale(package_pairs(edges()), KNOWN_PACKAGE_ARROWS) == []
 
 
 def test_no_import_error_fallback_for_the_projects_own_modules():
