@@ -29,7 +29,7 @@ import uuid
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
-from broker_emu.proxy import run_proxy_in_thread
+from broker_emu.proxy.proxy import run_proxy_in_thread
 from broker_emu.trace import Kind, TraceEvent
 from broker_emu.trace_reading import exchanges
 from conformance.adapters.base import Adapter, RunEnv

@@ -105,7 +105,7 @@ def kafka_cluster(request, _broker_emu_pool):
     if _shared(request.config):
         yield from _shared_handle(request, _broker_emu_pool)
         return
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     with run_cluster_in_thread(**_options(request)) as tc:
         yield KafkaClusterHandle(tc)
@@ -136,7 +136,7 @@ def kafka_cluster_factory():
 if importlib.util.find_spec("pytest_trio") is not None:
     @pytest.fixture
     async def trio_kafka_cluster(request):
-        from broker_emu import open_cluster
+        from broker_emu.runtime import open_cluster
 
         async with open_cluster(**_options(request)) as cluster:
             yield cluster

@@ -15,7 +15,7 @@ import time
 from dataclasses import replace
 from typing import Any, Iterator, Protocol
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from conformance.adapters.base import scaled_ms
 from conformance.cluster_setup import apply_setup, kip848_timers, real_time_broker_config, snapshot
 from conformance.model import Scenario

@@ -146,7 +146,7 @@ def test_produce_with_bytes_after_its_batch_that_are_no_batch_is_invalid_record_
     """Found by the fuzz campaign: parse_single_batch counted the batches for its message and
     raised CorruptRecordBatchError on a second one with magic 0 (UNKNOWN_SERVER_ERROR). Kafka's
     ProduceRequest.validateRecords answers INVALID_RECORD."""
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
     from client.protocol import decode_response
 
     frame = bytes.fromhex(  # Produce v3, acks=1, t-0: one good batch, then 17 zero bytes

@@ -95,7 +95,7 @@ def _split(bootstrap: str) -> tuple[str, int]:
 
 @contextlib.contextmanager
 def emulator() -> Iterator[str]:
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     with run_cluster_in_thread(brokers=1) as tc:
         yield tc.bootstrap
@@ -176,7 +176,7 @@ def security_modes(kafka: bool) -> list[tuple[str, ...]]:
 
     import trustme
 
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
     from tests.realclients.other_brokers import KfakeCluster
 
     rows: list[tuple[str, ...]] = []

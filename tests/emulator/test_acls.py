@@ -3,7 +3,7 @@ StandardAuthorizer's rules, the refusals KafkaApis gives. Real clients: tests/re
 
 import pytest
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.sasl import _Scram
 from tests.emulator.helpers import METADATA, PRODUCE, SASL_HANDSHAKE, WireClient, batch, partition_results, produce_many
 

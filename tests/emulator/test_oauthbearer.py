@@ -9,8 +9,8 @@ import json
 import pytest
 import trio
 
-from broker_emu import open_cluster
 from broker_emu.cluster import FIXED_WALL_EPOCH_MS
+from broker_emu.runtime import open_cluster
 from broker_emu.security.oauthbearer import InvalidToken, UnsecuredValidator, validate
 from client.sasl import oauthbearer_first, unsecured_jwt
 from tests.emulator.helpers import METADATA, SASL_HANDSHAKE, WireClient

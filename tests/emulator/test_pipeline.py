@@ -5,7 +5,7 @@ import tracemalloc
 import trio
 import trio.testing
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.server import READ_AHEAD_BYTES
 from client.protocol import encode_request
 from tests.emulator.helpers import (

@@ -4,7 +4,7 @@ the sampled windows' span, and mutes its connection that long (KIP-219), in virt
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey, encode_request
 from tests.cluster.wire import WireClient, produce_body

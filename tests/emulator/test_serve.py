@@ -12,7 +12,7 @@ import time
 import pytest
 import trio
 
-from broker_emu import open_cluster, run_cluster_in_thread
+from broker_emu.runtime import open_cluster, run_cluster_in_thread
 from client.protocol import decode_response, encode_request
 from client.protocol.framing import FrameSplitter
 

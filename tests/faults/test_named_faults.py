@@ -4,8 +4,8 @@ rules they make, and what those rules do to real requests through the pipeline, 
 import pytest
 import trio
 
-from broker_emu import open_cluster
 from broker_emu.faults import FaultConfigError, named
+from broker_emu.runtime import open_cluster
 from tests.cluster.wire import WireClient, produce_body
 
 PRODUCE, METADATA = 0, 3

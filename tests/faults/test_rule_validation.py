@@ -142,8 +142,8 @@ async def test_set_replication_from_python_refuses_nan_infinity_and_unknown_mode
 
     import pytest
 
-    from broker_emu import open_cluster
     from broker_emu.faults.rules import FaultConfigError
+    from broker_emu.runtime import open_cluster
 
     async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
         for bad in (math.nan, math.inf, -1.0, 1e309):

@@ -39,7 +39,7 @@ def test_the_command_runs_without_any_extra(argv, tmp_path):
 
 def test_the_plugin_and_the_emulator_import_without_any_extra(tmp_path):
     out = _python("import conformance.pytest_plugin, broker_emu.cli, client\n"
-                  "from broker_emu import open_cluster, run_cluster_in_thread\nprint('ok')", tmp_path)
+                  "from broker_emu.runtime import open_cluster, run_cluster_in_thread\nprint('ok')", tmp_path)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 

@@ -5,7 +5,7 @@ purgatory), per-item outcomes."""
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.admin import BROKER, SET, TOPIC, NewTopic, open_admin
 from client.errors import (
     ClusterAuthorizationFailedError,

@@ -4,7 +4,7 @@ quotas and SCRAM credentials (a user added with our call logs in with our SASL c
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.admin import open_admin
 from client.admin_cluster import PREFERRED, UNCLEAN
 from client.errors import ElectionNotNeededError, GroupIdNotFoundError, UnknownTopicOrPartitionError

@@ -6,7 +6,7 @@ run it — or until the broker fences the member at its rebalance timeout."""
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.consumer import TopicPartition, open_consumer
 from client.consumer.app_callbacks import AppThreadCallbacks

@@ -4,7 +4,7 @@ metadata calls, wakeup, client_instance_id, commit_async."""
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.consumer import TopicPartition, open_consumer
 from client.errors import TimeoutException
 from client.exceptions import WakeupException

@@ -7,7 +7,7 @@ dies"."""
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.consumer import TopicPartition, open_consumer
 from client.errors import ErrorCode
 from tests.cluster.wire import WireClient, produce_body

@@ -3,7 +3,7 @@ rebalances, heartbeats and session expiry, max.poll.interval.ms, fencing, coordi
 
 import pytest
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.assignors import range_assign, roundrobin_assign
 from client.config import ConfigException, consumer_config
 from client.consumer import TopicPartition, open_consumer

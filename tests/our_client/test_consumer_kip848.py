@@ -5,7 +5,7 @@ the member epoch, leaving, max.poll.interval.ms, fencing, and the settings the b
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.config import ConfigException, consumer_config
 from client.consumer import TopicPartition, open_consumer

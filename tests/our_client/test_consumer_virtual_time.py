@@ -4,7 +4,7 @@ import pytest
 import trio
 import trio.testing
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.config import ConfigException, consumer_config
 from client.consumer import TopicPartition, open_consumer
 from client.errors import TimeoutException

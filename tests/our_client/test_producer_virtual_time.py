@@ -5,7 +5,7 @@ import pytest
 import trio
 import trio.testing
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.config import ConfigException, producer_config
 from client.errors import NotLeaderOrFollowerError, TimeoutException
 from client.exceptions import (

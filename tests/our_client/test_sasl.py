@@ -3,7 +3,7 @@
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.errors import SaslAuthenticationFailedError
 from client.exceptions import ConnectionSetupTimeoutException
 from client.producer import open_producer

@@ -5,7 +5,7 @@ again, an unreachable coordinator, and fencing."""
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.errors import KafkaError
 from client.exceptions import TimeoutException

@@ -37,7 +37,7 @@ def kafka():
 
 @pytest.fixture
 def kproxy(kafka):
-    from broker_emu.proxy import run_proxy_in_thread
+    from broker_emu.proxy.proxy import run_proxy_in_thread
 
     with run_proxy_in_thread(kafka.bootstrap) as tp:
         yield tp

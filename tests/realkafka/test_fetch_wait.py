@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from client.protocol import ApiKey, decode_response, encode_request
 from conformance.realkafka.wire import metadata
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import trio
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from client.producer import open_producer
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '

@@ -124,7 +124,7 @@ def test_serve_starts_without_test_or_tls_machinery():
     """`broker-emu serve` on a plain listener imports neither pytest (trio.testing imports it:
     100+ ms of its start), nor trustme and cryptography (about 35 ms): each is imported where it is
     needed (a MockClock in use, a TLS listener)."""
-    probe = ("import sys, broker_emu.cli; from broker_emu import open_cluster; "
+    probe = ("import sys, broker_emu.cli; from broker_emu.runtime import open_cluster; "
              "print(' '.join(n for n in ('pytest', 'trio.testing', 'trustme', 'cryptography') if n in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     assert out == []
