@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import trio
 
-from broker_emu.backend import Reply
+from broker_emu.backend import Connection, Reply
 from broker_emu.context import RequestContext
 from broker_emu.handlers import CloseConnection, error_response
 from broker_emu.registry import REGISTRY, advertised_range
@@ -23,7 +23,6 @@ from client.protocol.framing import Frame
 
 if TYPE_CHECKING:
     from broker_emu.cluster import Cluster
-    from broker_emu.server import Connection
 
 PRODUCE, FETCH = int(ApiKey.PRODUCE), int(ApiKey.FETCH)
 QUOTA_KEYS = {PRODUCE: "producer_byte_rate", FETCH: "consumer_byte_rate"}

@@ -4,10 +4,10 @@
 Every import statement counts: at module level, inside functions, and under ``if TYPE_CHECKING:``
 (a cycle a type checker must untangle is still a cycle a reader must). Importing a module also
 runs its parent packages' ``__init__`` first, so each module depends on its package: the graph
-has that edge too (``kind="package"``) unless the package's ``__init__`` imports the module
-itself — then the module is part of the package's face, loaded by it. A face is sound only while
-the modules it loads need no other module of the package: the graph then has a cycle through
-the ``__init__`` (``B -> package -> A -> B``) and the test names it.
+has that edge too (``kind="package"``), except from a module the package's ``__init__`` imports
+itself and that imports no other module of the package — a leaf of the package's face, loaded by
+it. A face that loads a module needing a sibling makes the whole package one import group, and
+the graph has the cycle (``A -> package -> A``, or ``B -> package -> A -> B``).
 """
 
 from __future__ import annotations
@@ -78,9 +78,10 @@ def edges() -> tuple[Edge, ...]:
     for name, path in modules.items():
         out.extend(_statement_edges(name, path, modules))
     loaded_by_face = {(e.target, e.source) for e in out}
+    needs_sibling = {e.source for e in out if e.target.startswith(e.source.rpartition(".")[0] + ".")}
     for name in modules:
         parent = name.rpartition(".")[0]
-        if parent and (name, parent) not in loaded_by_face:
+        if parent and ((name, parent) not in loaded_by_face or name in needs_sibling):
             out.append(Edge(name, parent, 0, "package"))
     return tuple(out)
 

@@ -21,9 +21,8 @@ from broker_emu.control.http import HttpError, HttpRequest, HttpResponse, Stream
 from broker_emu.control.openapi import OPENAPI
 from broker_emu.control.playground import PlaygroundProvider, PlaygroundRoutes
 from broker_emu.control.wait_routes import WAIT_ROUTES, WaitRoutes
-from broker_emu.faults import FaultConfigError, FaultEngine
-from broker_emu.faults.engine import MAX_RULES
-from broker_emu.faults.rules import INT32_MAX, check_int, parse_replication, show
+from broker_emu.faults.engine import MAX_RULES, FaultEngine
+from broker_emu.faults.rules import INT32_MAX, FaultConfigError, check_int, parse_replication, show
 from broker_emu.trace import Trace
 
 MAX_RULES_PER_REQUEST = 1000

@@ -4,7 +4,8 @@ rules they make, and what those rules do to real requests through the pipeline, 
 import pytest
 import trio
 
-from broker_emu.faults import FaultConfigError, named
+from broker_emu.faults import named
+from broker_emu.faults.rules import FaultConfigError
 from broker_emu.runtime import open_cluster
 from tests.cluster.wire import WireClient, produce_body
 
