@@ -13,7 +13,7 @@ from broker_emu import waits
 from broker_emu.cluster import Cluster
 from broker_emu.faults.named import BlockingFaults
 from broker_emu.groups import GroupCoordinator
-from broker_emu.handlers.catalog import register_all
+from broker_emu.handler_catalog import register_all
 from broker_emu.listeners import serve_broker
 from broker_emu.transactions.coordinator import TransactionCoordinator
 

@@ -15,7 +15,7 @@ import pytest
 from benchmarks.fuzz import Ledger, Options, Pipeline, run_campaign, table
 from benchmarks.fuzz_frames import CATEGORIES, Frame, FrameSource, framed, hostile_length
 from benchmarks.fuzz_pool import Pool, load_corpus
-from broker_emu.handlers.catalog import register_all
+from broker_emu.handler_catalog import register_all
 from broker_emu.registry import REGISTRY
 from client.protocol import ProtocolError, decode_request, encode_request
 from tests.protocol.corpus_catalog import Refused, emulator_reads

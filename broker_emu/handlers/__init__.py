@@ -1,5 +1,6 @@
 """Request handlers, one module per API family, each registering its APIs with ``@handles`` when
-first imported; ``catalog.register_all()`` imports every one of them (the cluster calls it at start)."""
+first imported; ``broker_emu.handler_catalog.register_all()`` imports every one of them, and those under groups/ and
+transactions/ (the runtime calls it at start)."""
 
 from __future__ import annotations
 

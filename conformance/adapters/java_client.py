@@ -169,7 +169,7 @@ class JavaAdapter(LineProtocolAdapter):
 
 def emulator_has_kip848() -> bool:
     """Whether the emulator serves ConsumerGroupHeartbeat (KIP-848's group protocol)."""
-    from broker_emu.handlers.catalog import register_all
+    from broker_emu.handler_catalog import register_all
     from broker_emu.registry import REGISTRY
     from client.protocol import ApiKey
 

@@ -584,7 +584,7 @@ def test_every_api_has_a_golden_request_and_response():
     """Every API the emulator serves has hand-made golden bytes; the APIs the codec reads only for
     the proxy and for clients of other brokers are checked against kio's independent schemas
     (test_kio_differential.py) and by round trips."""
-    from broker_emu.handlers.catalog import register_all
+    from broker_emu.handler_catalog import register_all
     from broker_emu.registry import REGISTRY
     from tests.protocol.test_kio_differential import kio_class
 
