@@ -17,7 +17,7 @@ pytest_cluster.py), ``kafka_cluster_factory`` (more clusters inside a test) and
 ``trio_kafka_cluster`` (the Cluster itself, in the test's trio run). Shape a cluster with
 ``@pytest.mark.kafka_cluster(brokers=1, topics=[("t", 3, 1)], config={...}, kafka_version="2.8",
 listener="SASL_SSL", users={"alice": "secret"})``. Apache Kafka itself is another helper,
-``conformance.realkafka.apache_kafka_cluster``.
+``conformance.realkafka.cluster.apache_kafka_cluster``.
 """
 
 from __future__ import annotations

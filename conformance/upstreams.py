@@ -180,7 +180,7 @@ class KafkaCell:
 
 
 class KafkaUpstream:
-    """A running real cluster (``conformance.realkafka.apache_kafka_cluster``), shared by every scenario
+    """A running real cluster (``conformance.realkafka.cluster.apache_kafka_cluster``), shared by every scenario
     of a run: each scenario gets topics of its own (the caller renames them run-unique)."""
 
     name = "kafka"

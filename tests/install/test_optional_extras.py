@@ -55,7 +55,7 @@ def test_a_campaign_without_spark_says_which_extra_to_install(monkeypatch, tmp_p
 
 def test_a_campaign_without_java_says_so(monkeypatch, tmp_path):
     pytest.importorskip("pyspark")
-    from conformance.campaign.spark_session import SparkUnavailable, get_session
+    from conformance.spark_session import SparkUnavailable, get_session
 
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))

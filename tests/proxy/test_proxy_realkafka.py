@@ -22,7 +22,8 @@ pytestmark = [pytest.mark.realclient, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def kafka():
-    from conformance.realkafka import KafkaNotInstalled, apache_kafka_cluster, check_installed
+    from conformance.realkafka.cluster import apache_kafka_cluster
+    from conformance.realkafka.install import KafkaNotInstalled, check_installed
 
     try:
         check_installed()

@@ -127,7 +127,7 @@ class KafkaTestCluster(WireCluster):
     RF 3), reached directly or through ``broker-emu proxy`` (``proxied``)."""
 
     def __init__(self, proxied: bool = False) -> None:
-        from conformance.realkafka import KafkaCluster
+        from conformance.realkafka.cluster import KafkaCluster
         from conformance.realkafka.config import HARNESS
 
         self._kafka = KafkaCluster(brokers=3, config=HARNESS).start()
