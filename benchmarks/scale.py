@@ -34,7 +34,8 @@ import trio.lowlevel
 
 from benchmarks.broker import start_emulator
 from benchmarks.memory import rss_mib
-from client.protocol import ApiKey, decode_response, encode_request
+from client.protocol import ApiKey
+from client.protocol.codec import decode_response, encode_request
 from client.protocol.framing import FrameSplitter
 from client.protocol.records import Record, encode_batch
 

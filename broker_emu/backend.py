@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from client.protocol import RequestHeader
+from client.protocol.codec import RequestHeader
 from client.protocol.framing import Frame
 
 if TYPE_CHECKING:

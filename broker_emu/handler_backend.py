@@ -18,7 +18,8 @@ from broker_emu.registry import REGISTRY, advertised_range
 from broker_emu.repeated_requests import encode_with_errors
 from broker_emu.request_peek import produce_acks
 from broker_emu.trace import Kind
-from client.protocol import ApiKey, RequestHeader
+from client.protocol import ApiKey
+from client.protocol.codec import RequestHeader
 from client.protocol.framing import Frame
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
 from broker_emu.context import RequestContext
-from client.protocol import ApiKey, supported_versions
+from client.protocol import ApiKey
+from client.protocol.codec import supported_versions
 from client.protocol.wire import Message
 
 # ``async def handle_x(ctx: RequestContext, req: Message) -> dict[str, Any]``; None answers nothing

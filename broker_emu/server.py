@@ -41,7 +41,8 @@ from broker_emu.sasl_gate import raw_sasl_token, sasl_admits
 from broker_emu.security.session import SaslSession
 from broker_emu.trace import Kind
 from client.errors import ErrorCode
-from client.protocol import ApiKey, RequestHeader, decode_request, decode_request_header, encode_response
+from client.protocol import ApiKey
+from client.protocol.codec import RequestHeader, decode_request, decode_request_header, encode_response
 from client.protocol.errors import ProtocolError
 from client.protocol.framing import Frame, FrameTooLargeError
 

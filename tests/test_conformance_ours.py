@@ -267,7 +267,8 @@ def test_the_broker_close_contract_fails_on_a_client_whose_metadata_request_is_c
     """A request the broker must refuse (a Metadata body cut short) costs the connection, and the
     contract says so; the listing itself may still succeed on a retry elsewhere."""
     import client.connection
-    from client.protocol import ApiKey, encode_request
+    from client.protocol import ApiKey
+    from client.protocol.codec import encode_request
 
     def cut_metadata(api_key, version, corr, client_id, body):
         frame = encode_request(api_key, version, corr, client_id, body)

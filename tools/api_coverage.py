@@ -24,7 +24,8 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from client.protocol import ApiKey, decode_response, encode_request  # noqa: E402
+from client.protocol import ApiKey  # noqa: E402
+from client.protocol.codec import decode_response, encode_request  # noqa: E402
 
 OUT = ROOT / "docs" / "coverage.md"
 BY_NAME = {k.api_name: k for k in ApiKey}

@@ -36,13 +36,8 @@ from broker_emu.handlers import CloseConnection, error_codes, error_response
 from broker_emu.proxy.answers import ADDRESS_APIS, AnswerCache, address_entries, cap_api_versions, produce_acks
 from broker_emu.proxy.upstream import Node, Upstream, UpstreamError
 from broker_emu.repeated_requests import encode_with_errors
-from client.protocol import (
-    ApiKey,
-    RequestHeader,
-    decode_response,
-    encode_response,
-    supported_versions,
-)
+from client.protocol import ApiKey
+from client.protocol.codec import RequestHeader, decode_response, encode_response, supported_versions
 from client.protocol.errors import ProtocolError
 from client.protocol.framing import Frame
 

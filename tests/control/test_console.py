@@ -106,7 +106,7 @@ def test_an_open_transaction_shows_with_the_time_left_before_its_timeout():
 def test_a_throttled_connection_shows_how_long_it_stays_muted():
     import time
 
-    from client.protocol import encode_request
+    from client.protocol.codec import encode_request
     from client.protocol.records import Record, encode_batch
 
     with Served() as s:

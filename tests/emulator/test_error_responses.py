@@ -6,7 +6,7 @@ import uuid
 import trio
 
 from broker_emu.runtime import open_cluster
-from client.protocol import decode_response
+from client.protocol.codec import decode_response
 from tests.emulator.groups_fake import DESCRIBE, FIND, JOIN, commit_body, join_body
 from tests.emulator.helpers import (
     API_VERSIONS,

@@ -7,7 +7,7 @@ import trio.testing
 
 from broker_emu.runtime import open_cluster
 from broker_emu.server import READ_AHEAD_BYTES
-from client.protocol import encode_request
+from client.protocol.codec import encode_request
 from tests.emulator.helpers import (
     API_VERSIONS,
     FETCH,

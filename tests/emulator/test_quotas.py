@@ -6,7 +6,8 @@ import trio
 
 from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
-from client.protocol import ApiKey, encode_request
+from client.protocol import ApiKey
+from client.protocol.codec import encode_request
 from tests.cluster.wire import WireClient, produce_body
 
 ALTER, DESCRIBE = ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.DESCRIBE_CLIENT_QUOTAS

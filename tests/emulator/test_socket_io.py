@@ -95,7 +95,7 @@ async def test_a_large_frame_after_a_large_frame_is_received_whole_when_it_is_al
     and stored as that object."""
     from broker_emu.runtime import open_cluster
     from broker_emu.server import Connection
-    from client.protocol import encode_request
+    from client.protocol.codec import encode_request
     from client.protocol.records import decode_batch
     from tests.cluster.wire import WireClient, fetch_body, produce_body
 

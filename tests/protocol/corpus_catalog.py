@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.protocol import ApiKey, decode_request, decode_request_header, records
+from client.protocol import ApiKey, records
+from client.protocol.codec import decode_request, decode_request_header
 from client.protocol.compression import NAMES as CODEC_NAMES
 from client.protocol.errors import ProtocolError
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from client.protocol import ApiKey, decode_request, encode_request, records
+from client.protocol import ApiKey, records
+from client.protocol.codec import decode_request, encode_request
 
 # tests/ has no __init__.py; the capture harness is the package tests/realclients.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

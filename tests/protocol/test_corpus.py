@@ -16,7 +16,7 @@ import pytest
 
 from broker_emu.handler_catalog import register_all
 from broker_emu.registry import REGISTRY
-from client.protocol import decode_request, encode_request
+from client.protocol.codec import decode_request, encode_request
 from tests.protocol.corpus_catalog import (
     CLIENTS,
     CORPUS,

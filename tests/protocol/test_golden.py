@@ -17,14 +17,15 @@ from typing import NamedTuple
 
 import pytest
 
-from client.protocol import (
+from client.protocol.codec import (
+    decode_consumer_blob,
     decode_request,
     decode_request_header,
     decode_response,
+    encode_consumer_blob,
     encode_request,
     encode_response,
 )
-from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 from client.protocol.messages import ALL_APIS
 from tests.protocol.golden_txn import FLEXIBLE_FROM_TXN, txn_cases
 from tests.protocol.strategies import (

@@ -11,7 +11,8 @@ import pytest
 
 import client
 from client.errors import KafkaError
-from client.protocol import ProtocolError, decode_response, encode_request, supported_versions
+from client.protocol import ProtocolError
+from client.protocol.codec import decode_response, encode_request, supported_versions
 from conformance.contracts import client_disconnects_after
 from conformance.model import Evidence
 from tests.proxy.conftest import add_fault, events, ports
