@@ -7,8 +7,8 @@ import trio
 
 from broker_emu.runtime import open_cluster, run_cluster_in_thread
 from broker_emu.waits import WaitArgumentError, WaitTimeout
-from client.consumer import open_consumer
-from client.producer import open_producer
+from client.consumer.async_consumer import open_consumer
+from client.producer.async_producer import open_producer
 from tests.cluster.wire import WireClient, produce_body
 from tests.our_client.test_consumer_groups import GROUP, connect_to
 

@@ -199,7 +199,7 @@ async def test_transaction_listings_show_only_what_the_principal_may_describe(au
     """KafkaApis: ListTransactions keeps the ids the principal may DESCRIBE; DescribeTransactions
     answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the others and drops the topics it may not
     DESCRIBE; DescribeProducers needs READ on the topic."""
-    from client.producer import open_producer
+    from client.producer.async_producer import open_producer
     from client.transport import sasl_connect
 
     async with open_cluster(1, topics=TOPICS, listen=False, config=SECURED) as cluster:

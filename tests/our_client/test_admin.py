@@ -15,7 +15,7 @@ from client.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from client.producer import open_producer
+from client.producer.async_producer import open_producer
 
 BOOT = {"bootstrap.servers": "127.0.0.1:0"}
 

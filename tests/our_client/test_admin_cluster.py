@@ -8,7 +8,7 @@ from broker_emu.runtime import open_cluster
 from client.admin import open_admin
 from client.admin_cluster import PREFERRED, UNCLEAN
 from client.errors import ElectionNotNeededError, GroupIdNotFoundError, UnknownTopicOrPartitionError
-from client.producer import open_producer
+from client.producer.async_producer import open_producer
 from client.transport import sasl_connect
 from tests.cluster.wire import WireClient
 from tests.our_client.test_admin import BOOT, connect_to

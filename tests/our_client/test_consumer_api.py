@@ -5,7 +5,8 @@ import pytest
 import trio
 
 from broker_emu.runtime import open_cluster
-from client.consumer import TopicPartition, open_consumer
+from client.consumer.async_consumer import open_consumer
+from client.consumer.records import TopicPartition
 from client.errors import TimeoutException
 from client.exceptions import WakeupException
 from tests.cluster.wire import WireClient, produce_body

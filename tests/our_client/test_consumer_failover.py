@@ -8,7 +8,8 @@ import pytest
 import trio
 
 from broker_emu.runtime import open_cluster
-from client.consumer import TopicPartition, open_consumer
+from client.consumer.async_consumer import open_consumer
+from client.consumer.records import TopicPartition
 from client.errors import ErrorCode
 from tests.cluster.wire import WireClient, produce_body
 

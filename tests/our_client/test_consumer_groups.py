@@ -6,7 +6,8 @@ import pytest
 from broker_emu.runtime import open_cluster
 from client.assignors import range_assign, roundrobin_assign
 from client.config import ConfigException, consumer_config
-from client.consumer import TopicPartition, open_consumer
+from client.consumer.async_consumer import open_consumer
+from client.consumer.records import TopicPartition
 from client.exceptions import CommitFailedException
 from tests.cluster.wire import WireClient, produce_body
 

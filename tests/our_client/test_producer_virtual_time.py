@@ -13,7 +13,7 @@ from client.exceptions import (
     MaxBlockTimeoutException,
     RequestTimeoutException,
 )
-from client.producer import open_producer
+from client.producer.async_producer import open_producer
 from client.producer.partitioner import murmur2, partition_for_key
 from client.wallclock import virtual_ms
 

@@ -9,7 +9,7 @@ from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.errors import KafkaError
 from client.exceptions import TimeoutException
-from client.producer import open_producer
+from client.producer.async_producer import open_producer
 from client.producer.transactions import TransactionStateError
 from tests.our_client.test_producer_virtual_time import connect_to
 
@@ -108,7 +108,8 @@ async def test_the_coordinators_timeout_fences_a_transaction_left_open(autojump_
 
 
 async def _read(cluster, isolation: str, n_polls: int = 6) -> tuple[list[bytes], int]:
-    from client.consumer import TopicPartition, open_consumer
+    from client.consumer.async_consumer import open_consumer
+    from client.consumer.records import TopicPartition
 
     config = {"bootstrap.servers": "127.0.0.1:0", "auto.offset.reset": "earliest", "isolation.level": isolation}
     got: list[bytes] = []
