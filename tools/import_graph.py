@@ -254,7 +254,7 @@ def describe_cycle(cycle: list[str], pairs: dict[tuple[str, str], list[Edge]]) -
 
 def where_from(e: Edge) -> str:
     if e.kind == "package":
-        return f"{e.source} loads {_path(e.target)} first"
+        return f"importing {e.source} runs {_path(e.target)} first"
     return f"{_path(e.source)}:{e.line} ({e.kind})"
 
 
