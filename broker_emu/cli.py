@@ -175,7 +175,7 @@ async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
 
 def parse_listener(text: str) -> tuple[str, str, int]:
     """``SASL_SSL://127.0.0.1:9092`` as Kafka's ``listeners`` writes one."""
-    from broker_emu.security import PROTOCOLS
+    from broker_emu.security.settings import PROTOCOLS
 
     protocol, sep, rest = text.partition("://")
     host, colon, port = rest.rpartition(":")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 import trio
 
 from broker_emu import cluster_shape
-from broker_emu.security import tls_on
+from broker_emu.security.settings import tls_on
 from broker_emu.server import Connection
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from broker_emu.proxy.answers import AnswerCache
 from broker_emu.proxy.forward import proxy_connection
 from broker_emu.proxy.upstream import Node, discover, parse_bootstrap
 from broker_emu.runtime import ThreadedCluster
-from broker_emu.security import Security
+from broker_emu.security.settings import Security
 from broker_emu.trace import DEFAULT_MAX_BYTES, Trace
 from broker_emu.waits import Waits
 

@@ -75,11 +75,9 @@ KNOWN_MODULE_ARROWS: set[tuple[str, str]] = {
     # faults/__init__ keeps FaultEngine for cluster.py:22 alone; once cluster.py imports
     # broker_emu.faults.engine, the __init__ can import nothing
     ("broker_emu.faults", "broker_emu.faults.engine"),
-    # security/__init__ defines Security (imported by cluster.py:32) over mechanisms and
-    # oauthbearer, which import their siblings: Security belongs in a module of its own, the
-    # __init__ importing nothing, once cluster.py imports it from there
-    ("broker_emu.security", "broker_emu.security.mechanisms"),
-    ("broker_emu.security", "broker_emu.security.oauthbearer"),
+    # security/__init__ keeps Security and SecurityError for cluster.py:32 alone; once cluster.py
+    # imports broker_emu.security.settings, the __init__ can import nothing
+    ("broker_emu.security", "broker_emu.security.settings"),
     # Not through those areas, and kept on purpose: ``client``'s public names (client.Producer...)
     # are loaded on first use (PEP 562), so at run time client/__init__ imports nothing; the
     # cycle is only its typing imports against the package edge every client module has. Thinning
