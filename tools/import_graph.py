@@ -29,10 +29,6 @@ class Edge:
     line: int        # 0 for a package edge
     kind: str        # "module" (runs at import), "function" (inside a def or class), "typing", "package"
 
-    @property
-    def top_level(self) -> bool:
-        return self.kind == "module"
-
 
 def module_name(path: Path) -> str:
     rel = path.relative_to(ROOT).with_suffix("")
@@ -108,18 +104,19 @@ def _statement_edges(name: str, path: Path, modules: dict[str, Path]) -> Iterato
 
 
 def _imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
-    def walk(node: ast.AST, kind: str) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
-        for child in ast.iter_child_nodes(node):
-            inner = kind
-            if isinstance(child, ast.If) and _is_type_checking(child.test):
-                inner = "typing"
-            elif kind == "module" and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                inner = "function"
+    def walk(nodes: Iterable[ast.AST], kind: str) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+        for child in nodes:
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 yield child, kind
-            yield from walk(child, inner)
+            elif isinstance(child, ast.If) and _is_type_checking(child.test):
+                yield from walk(child.body, "typing")     # its ``else:`` runs
+                yield from walk(child.orelse, kind)
+            elif kind == "module" and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield from walk(ast.iter_child_nodes(child), "function")
+            else:
+                yield from walk(ast.iter_child_nodes(child), kind)
 
-    yield from walk(tree, "module")
+    yield from walk(ast.iter_child_nodes(tree), "module")
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -129,7 +126,7 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 def by_pair(all_edges: Iterable[Edge], node: Callable[[str], str] = str) -> dict[tuple[str, str], list[Edge]]:
     """The statements behind each arrow between two nodes; ``node`` names a module's node
-    (``package_of`` collapses each module into its package)."""
+    (``unit_of`` collapses a module into its package)."""
     out: dict[tuple[str, str], list[Edge]] = {}
     for e in all_edges:
         source, target = node(e.source), node(e.target)
