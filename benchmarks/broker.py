@@ -167,7 +167,8 @@ def kfake_target(args: argparse.Namespace) -> Target:
 def kafka_target(args: argparse.Namespace) -> Target:
     """Apache Kafka 4.4.0 itself (conformance/realkafka): 3 KRaft nodes, small heaps, on this
     machine's 2 cores beside the client; "bench" replicated 3 ways as on the emulator."""
-    from conformance.realkafka import KafkaCluster, KafkaNotInstalled, check_installed
+    from conformance.realkafka.cluster import KafkaCluster
+    from conformance.realkafka.install import KafkaNotInstalled, check_installed
 
     try:
         check_installed()

@@ -92,8 +92,8 @@ def _spark(mode: str, rows: list[dict], parallelism: int, scale: float) -> tuple
     import contextlib
 
     from conformance.campaign.job import run_campaign
-    from conformance.campaign.spark_session import get_session
     from conformance.campaign.standalone import standalone_cluster
+    from conformance.spark_session import get_session
 
     with contextlib.ExitStack() as stack:
         start = time.perf_counter()

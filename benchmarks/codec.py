@@ -12,7 +12,8 @@ import sys
 import time
 import uuid
 
-from client.protocol import ApiKey, decode_request, decode_request_header, decode_response, encode_request, encode_response
+from client.protocol import ApiKey
+from client.protocol.codec import decode_request, decode_request_header, decode_response, encode_request, encode_response
 
 
 def rate(fn, min_seconds: float = 0.5) -> float:

@@ -58,7 +58,7 @@ import trio
 from benchmarks.fuzz_emulator import API_VERSIONS, Emulator, advertised_versions, topic_ids
 from benchmarks.fuzz_frames import BENIGN, CATEGORIES, I32, Frame, FrameSource
 from benchmarks.fuzz_pool import Pool, load_corpus
-from client.protocol import decode_response
+from client.protocol.codec import decode_response
 
 OUTCOMES = ("answered", "closed", "lost", "silent", "skipped", "stalled")
 EXAMPLES_KEPT = 5

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.fuzz_frames import I32
-from client.protocol import decode_response, encode_request
+from client.protocol.codec import decode_response, encode_request
 
 API_VERSIONS = 18
 SERVE_CONFIG = {

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.fuzz_pool import PRODUCE, Pool, Steer
-from client.protocol import decode_request, encode_request
+from client.protocol.codec import decode_request, encode_request
 from client.protocol.messages import ALL_APIS
 
 CATEGORIES = ("valid", "corpus", "mutated", "hostile", "random")

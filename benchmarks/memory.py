@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from client.protocol import encode_request
+from client.protocol.codec import encode_request
 
 MIB = 1 << 20
 

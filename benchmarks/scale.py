@@ -34,7 +34,8 @@ import trio.lowlevel
 
 from benchmarks.broker import start_emulator
 from benchmarks.memory import rss_mib
-from client.protocol import ApiKey, decode_response, encode_request
+from client.protocol import ApiKey
+from client.protocol.codec import decode_response, encode_request
 from client.protocol.framing import FrameSplitter
 from client.protocol.records import Record, encode_batch
 
@@ -47,9 +48,9 @@ def _pct(values: list[float], q: float) -> float:
 # -- parked produces ---------------------------------------------------------------------------
 def parked(n: int, timeout_s: float, spread_s: float) -> dict:
     """Park ``n`` acks=all produces at once (real time) and watch them expire."""
-    from broker_emu import open_cluster
     from broker_emu.context import RequestContext
     from broker_emu.handlers.produce import produce
+    from broker_emu.runtime import open_cluster
     from broker_emu.trace import Kind
     from client.protocol.wire import Message
 

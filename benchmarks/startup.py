@@ -132,7 +132,7 @@ def mock() -> Callable[[], float]:
 
 
 def apache_kafka() -> float:
-    from conformance.realkafka import apache_kafka_cluster
+    from conformance.realkafka.cluster import apache_kafka_cluster
 
     t0 = time.perf_counter()
     with apache_kafka_cluster(brokers=3) as k:

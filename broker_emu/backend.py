@@ -12,20 +12,30 @@ how a request is answered, and how an answer is encoded and throttled. The broke
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from client.protocol import RequestHeader
+from client.protocol.codec import RequestHeader
 from client.protocol.framing import Frame
 
 if TYPE_CHECKING:
     from broker_emu.context import RequestContext
-    from broker_emu.server import Connection
 
 # an answer ready to send: the frame (size prefix included), its non-zero error codes, and the
 # answer's body when the backend has it decoded (None: it is only bytes)
 Reply = tuple[bytes, list[int], Any]
+
+
+class Connection(Protocol):
+    """What a backend uses of the connection it answers for (``server.Connection``, which
+    imports this module)."""
+
+    def abort(self, reason: str) -> None: ...
+    def encode(self, ctx: RequestContext, body: Any, response: Mapping[str, Any]) -> tuple[bytes, list[int]] | None:
+        """The answer encoded for the request's version (the error answer when it cannot carry
+        it), with its non-zero error codes; None when nothing goes back."""
 
 
 class Backend(Protocol):

@@ -125,12 +125,12 @@ def tune_allocator() -> None:
 
 
 async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
-    from broker_emu import open_cluster
     from broker_emu.config import differences_from_kafka
-    from broker_emu.control import Routes, serve_http
     from broker_emu.control.client import announce
-    from broker_emu.control.http import is_loopback
+    from broker_emu.control.http import is_loopback, serve_http
+    from broker_emu.control.routes import Routes
     from broker_emu.faults.scenario_file import run_events
+    from broker_emu.runtime import open_cluster
 
     scenario = plan.scenario
     # closed in the finally below; the trace is written synchronously as events happen anyway
@@ -175,7 +175,7 @@ async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
 
 def parse_listener(text: str) -> tuple[str, str, int]:
     """``SASL_SSL://127.0.0.1:9092`` as Kafka's ``listeners`` writes one."""
-    from broker_emu.security import PROTOCOLS
+    from broker_emu.security.settings import PROTOCOLS
 
     protocol, sep, rest = text.partition("://")
     host, colon, port = rest.rpartition(":")

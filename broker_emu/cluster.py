@@ -13,7 +13,7 @@ import itertools
 import logging
 import random
 import uuid
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any, Awaitable, Callable, Iterable, Iterator
 
 import trio
 
@@ -23,9 +23,9 @@ from broker_emu.clock import ClusterClock
 from broker_emu.cluster_tasks import ClusterTasks
 from broker_emu.config import ConfigError, broker_config
 from broker_emu.coordinator_placement import CoordinatorPlacement
-from broker_emu.faults import FaultEngine
+from broker_emu.faults.engine import FaultEngine
 from broker_emu.group_configs import GroupConfigs
-from broker_emu.groups import GroupCoordinator
+from broker_emu.groups.coordinator import GroupCoordinator
 from broker_emu.internal_topics import ensure_offsets_topic, follow_coordinators
 from broker_emu.leadership import Leadership
 from broker_emu.log import LogMemory, PartitionLog, log_memory_budget
@@ -36,7 +36,7 @@ from broker_emu.purgatory import DelayedOperation, Purgatory
 from broker_emu.quotas import Quotas
 from broker_emu.replication import Replication
 from broker_emu.scheduler import Scheduler
-from broker_emu.security import Security, SecurityError
+from broker_emu.security.settings import Security, SecurityError
 from broker_emu.topics import Topic, TopicCatalog
 from broker_emu.trace import Kind, Trace
 from broker_emu.transactions.coordinator import TransactionCoordinator
@@ -95,10 +95,12 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         except (SecurityError, ProfileError) as exc:
             raise ConfigError(str(exc)) from None
 
-    async def start_coordinators(self, nursery: trio.Nursery) -> None:
-        """Bind the cluster to the nursery its tasks run in and start the timers of the group and
+    async def start_coordinators(self, nursery: trio.Nursery, listen: Callable[..., Awaitable[Any]] | None = None,
+                                 connect: Callable[..., trio.abc.Stream] | None = None) -> None:
+        """Bind the cluster to the nursery its tasks run in (and to the pipeline's listener and
+        in-memory connection, ``ClusterTasks``) and start the timers of the group and
         transaction coordinators (the scheduler must already run)."""
-        self.tasks.bind(nursery)
+        self.tasks.bind(nursery, listen, connect)
         await nursery.start(self.scheduler.run)
         self.txn.start()
         await nursery.start(self.groups.run)
@@ -264,9 +266,8 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         if b is None:
             return
         self.trace.emit(Kind.BROKER_START, broker=broker_id)
-        if self.tasks.running and b.port:
-            from broker_emu.listeners import serve_broker
-            await self.tasks.start(serve_broker, self, b, b.port)
+        if self.tasks.running and b.port and self.tasks.listen is not None:
+            await self.tasks.start(self.tasks.listen, self, b, b.port)
         self.replication.resync_all()
         follow_coordinators(self)
 
@@ -275,9 +276,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         """The client end of a new in-memory connection to ``broker_id``, served by the same
         pipeline as TCP connections (for exact virtual-time tests). Raises OSError like a
         refused TCP connect if the broker is unknown or stopped."""
-        from broker_emu.listeners import connect_in_memory
-
-        return connect_in_memory(self, broker_id, protocol)
+        return self.tasks.connect(self, broker_id, protocol)
 
     async def open_connection(self, broker_id: int) -> trio.abc.Stream:
         """``connect`` as a client's connect call sees it: a drop_connects fault makes the attempt

@@ -1,5 +1,8 @@
 """The nursery a running cluster's own tasks live in (in-memory connections, a broker stopped
-from synchronous code, a restarted broker's listener): ``open_cluster`` binds it."""
+from synchronous code, a restarted broker's listener): ``open_cluster`` binds it, with the two
+ways into the request pipeline a running cluster opens itself — a listener for a restarted
+broker and an in-memory connection. They are handed in rather than imported because the
+pipeline (listeners, server, handlers) sits above the cluster and names its type."""
 
 from __future__ import annotations
 
@@ -11,9 +14,17 @@ import trio
 class ClusterTasks:
     def __init__(self) -> None:
         self._nursery: trio.Nursery | None = None
+        self.listen: Callable[..., Awaitable[Any]] | None = None   # broker_emu.listeners.serve_broker
+        self._connect: Callable[..., trio.abc.Stream] | None = None  # broker_emu.listeners.connect_in_memory
 
-    def bind(self, nursery: trio.Nursery) -> None:
-        self._nursery = nursery
+    def bind(self, nursery: trio.Nursery, listen: Callable[..., Awaitable[Any]] | None = None,
+             connect: Callable[..., trio.abc.Stream] | None = None) -> None:
+        self._nursery, self.listen, self._connect = nursery, listen, connect
+
+    def connect(self, *args: Any) -> trio.abc.Stream:
+        if self._connect is None:
+            raise RuntimeError("in-memory connections need a running cluster (open_cluster)")
+        return self._connect(*args)
 
     @property
     def running(self) -> bool:

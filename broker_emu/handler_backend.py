@@ -1,6 +1,6 @@
 """The emulated broker's backend for the request pipeline (``backend.Backend``): requests are
 answered by the handlers registered for their API (``registry.py``), under the authorizer when
-one is set (``security/enforce.py``), and Produce and Fetch count against the client quotas
+one is set (``acl_enforcement.py``), and Produce and Fetch count against the client quotas
 (``quotas.py``)."""
 
 from __future__ import annotations
@@ -10,20 +10,20 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import trio
 
-from broker_emu.backend import Reply
+from broker_emu.acl_enforcement import call_authorized
+from broker_emu.backend import Connection, Reply
 from broker_emu.context import RequestContext
 from broker_emu.handlers import CloseConnection, error_response
 from broker_emu.registry import REGISTRY, advertised_range
 from broker_emu.repeated_requests import encode_with_errors
 from broker_emu.request_peek import produce_acks
-from broker_emu.security.enforce import call_authorized
 from broker_emu.trace import Kind
-from client.protocol import ApiKey, RequestHeader
+from client.protocol import ApiKey
+from client.protocol.codec import RequestHeader
 from client.protocol.framing import Frame
 
 if TYPE_CHECKING:
     from broker_emu.cluster import Cluster
-    from broker_emu.server import Connection
 
 PRODUCE, FETCH = int(ApiKey.PRODUCE), int(ApiKey.FETCH)
 QUOTA_KEYS = {PRODUCE: "producer_byte_rate", FETCH: "consumer_byte_rate"}

@@ -14,20 +14,40 @@ coordinators ``Cluster.coordinator_for`` names. Clients may not append to it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 from broker_emu import cluster_shape
 
 if TYPE_CHECKING:
-    from broker_emu.cluster import Cluster
     from broker_emu.topics import Topic
+
+
+class OffsetsHost(Protocol):
+    """What the offsets topic's placement reads and drives of the cluster (a Protocol: the
+    cluster imports this module)."""
+
+    @property
+    def brokers(self) -> Mapping[int, Any]: ...
+
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+
+    @property
+    def topics(self) -> Mapping[str, "Topic"]: ...
+
+    def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
+                     configs: dict[str, str] | None = None, assignments: list[list[int]] | None = None) -> "Topic": ...
+
+    def offsets_partition_leader(self, p: int) -> int: ...
+
+    def move_leader(self, topic: str, partition: int, broker_id: int) -> None: ...
 
 OFFSETS_TOPIC = "__consumer_offsets"
 # Kafka's GroupCoordinatorConfig defaults for the topic's own configs
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
 
 
-def offsets_placement(cluster: "Cluster") -> list[list[int]]:
+def offsets_placement(cluster: OffsetsHost) -> list[list[int]]:
     """Partition p's replicas are brokers p, p+1, ... in id order (as many as
     offsets.topic.replication.factor allows), so its preferred leader is broker p mod n."""
     ids = sorted(cluster.brokers)
@@ -35,7 +55,7 @@ def offsets_placement(cluster: "Cluster") -> list[list[int]]:
     return [[ids[(p + k) % len(ids)] for k in range(rf)] for p in range(cluster.config["offsets.topic.num.partitions"])]
 
 
-def ensure_offsets_topic(cluster: "Cluster") -> "Topic":
+def ensure_offsets_topic(cluster: OffsetsHost) -> "Topic":
     """The topic, created on first use with every partition led by its coordinator."""
     topic = cluster.topics.get(OFFSETS_TOPIC)
     if topic is None:
@@ -44,7 +64,7 @@ def ensure_offsets_topic(cluster: "Cluster") -> "Topic":
     return topic
 
 
-def follow_coordinators(cluster: "Cluster") -> None:
+def follow_coordinators(cluster: OffsetsHost) -> None:
     """Keep each partition's leader on the broker that coordinates its groups. After a stop this
     is the election Kafka makes (the first live replica in assignment order,
     ``PartitionChangeBuilder``); after a restart Kafka moves leadership back by its preferred

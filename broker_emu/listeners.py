@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
 import trio
 
 from broker_emu import cluster_shape
-from broker_emu.security import tls_on
+from broker_emu.security.settings import tls_on
 from broker_emu.server import Connection
 
 if TYPE_CHECKING:
     from broker_emu.cluster import Cluster
-    from broker_emu.security import Security
+    from broker_emu.security.settings import Security
 
 
 class ListenerHost(Protocol):

@@ -36,12 +36,11 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
 from client.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker_emu.log import StoredBatch
     from client.protocol.records import BatchHeader
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -51,6 +50,18 @@ _PRODUCER_FIELDS_AT = 43
 _ATTRIBUTES = struct.Struct(">h")
 _ATTRIBUTES_AT = 21
 _CONTROL = 0x20
+
+
+class StoredBatchView(Protocol):
+    """What the state reads of a batch the log holds (``broker_emu.log.StoredBatch``, which
+    imports this module: the log owns the state)."""
+
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def raw(self) -> bytes | memoryview: ...
 
 
 class BatchMetadata:
@@ -135,7 +146,7 @@ class ProducerStateManager:
             self.producers[producer_id] = ProducerEntry(epoch)
 
     # -- the log lost its tail ------------------------------------------------------------------
-    def truncate(self, end_offset: int, batches: Sequence["StoredBatch"]) -> None:
+    def truncate(self, end_offset: int, batches: Sequence[StoredBatchView]) -> None:
         """The log now ends at ``end_offset`` and holds ``batches``: rewind every producer that
         had a batch at or above the end to what the remaining batches say."""
         stale = {pid for pid, e in self.producers.items() if e.batches and e.last_offset >= end_offset}
@@ -144,7 +155,7 @@ class ProducerStateManager:
         if stale:
             self._rebuild(stale, batches)
 
-    def _rebuild(self, wanted: set[int], batches: Sequence["StoredBatch"]) -> None:
+    def _rebuild(self, wanted: set[int], batches: Sequence[StoredBatchView]) -> None:
         found: dict[int, ProducerEntry] = {}
         complete: set[int] = set()
         for b in reversed(batches):           # newest first: the window is the log's last batches
@@ -172,7 +183,7 @@ class ProducerStateManager:
                 for pid, e in self.producers.items()}
 
 
-def producer_fields(batch: "StoredBatch") -> tuple[int, int, int] | None:
+def producer_fields(batch: StoredBatchView) -> tuple[int, int, int] | None:
     """(producer id, epoch, base sequence) of a stored idempotent data batch, else None. Read
     from the stored bytes (the client's header, untouched by the broker's stamp), only when
     state is rebuilt, so the append path keeps nothing extra per batch."""

@@ -9,12 +9,27 @@ replicas away again. Without added replicas (a reordering, or only removals) it 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Mapping, Protocol
 
-from broker_emu.trace import Kind
+from broker_emu.trace import Kind, Trace
 
-if TYPE_CHECKING:
-    from broker_emu.cluster import Cluster
+
+class ReassigningCluster(Protocol):
+    """What a reassignment reads and drives of the cluster (a Protocol: the cluster imports this
+    module)."""
+
+    @property
+    def brokers(self) -> Mapping[int, Any]: ...
+
+    @property
+    def trace(self) -> Trace: ...
+
+    @property
+    def replication(self) -> Any: ...
+
+    def is_alive(self, broker_id: int) -> bool: ...
+
+    def move_leader(self, topic: str, partition: int, broker_id: int) -> None: ...
 
 
 class ReassignmentError(Exception):
@@ -23,7 +38,7 @@ class ReassignmentError(Exception):
         self.code, self.message = code, message
 
 
-def validate_target(cluster: Cluster, replicas: list[int]) -> None:
+def validate_target(cluster: ReassigningCluster, replicas: list[int]) -> None:
     """ReplicationControlManager.validateManualPartitionAssignment (no replication factor)."""
     from client.errors import ErrorCode as E
 
@@ -40,7 +55,7 @@ def validate_target(cluster: Cluster, replicas: list[int]) -> None:
         previous = broker
 
 
-def start(cluster: Cluster, p: Any, target: list[int]) -> None:
+def start(cluster: ReassigningCluster, p: Any, target: list[int]) -> None:
     """Stage 1: every replica of both, the target first (PartitionReassignmentReplicas)."""
     original = [r for r in p.replicas if r not in p.adding_replicas]
     p.adding_replicas = [r for r in target if r not in original]
@@ -54,7 +69,7 @@ def start(cluster: Cluster, p: Any, target: list[int]) -> None:
     cluster.replication.resync(p)
 
 
-def cancel(cluster: Cluster, p: Any) -> None:
+def cancel(cluster: ReassigningCluster, p: Any) -> None:
     """PartitionReassignmentRevert: the added replicas go; the original replicas stay."""
     adding = set(p.adding_replicas)
     p.replicas = [r for r in p.replicas if r not in adding]
@@ -68,7 +83,7 @@ def in_progress(p: Any) -> bool:
     return bool(p.adding_replicas or p.removing_replicas)
 
 
-def maybe_complete(cluster: Cluster, p: Any) -> None:
+def maybe_complete(cluster: ReassigningCluster, p: Any) -> None:
     """Stage 3 once the ISR holds every added replica (or, with none added, one that stays)."""
     if not in_progress(p):
         return

@@ -11,14 +11,12 @@ deliberate difference from a real broker.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping
 
 from broker_emu.context import RequestContext
-from client.protocol import ApiKey, supported_versions
+from client.protocol import ApiKey
+from client.protocol.codec import supported_versions
 from client.protocol.wire import Message
-
-if TYPE_CHECKING:
-    from broker_emu.cluster import Cluster
 
 # ``async def handle_x(ctx: RequestContext, req: Message) -> dict[str, Any]``; None answers nothing
 # (Produce with acks=0)
@@ -52,8 +50,10 @@ def handles(api: ApiKey, min_version: int, max_version: int, *, advertised=None)
     return register
 
 
-def advertised_range(cluster: Cluster, api_key: int) -> tuple[int, int] | None:
-    """The version range this cluster serves for ``api_key``, or None if it does not."""
+def advertised_range(cluster: Any, api_key: int) -> tuple[int, int] | None:
+    """The version range this cluster serves for ``api_key``, or None if it does not.
+    ``cluster``: the cluster, or the proxy (which has no version profile); typed loosely because
+    the cluster imports the handlers that register here."""
     reg = REGISTRY.get(api_key)   # an int finds its ApiKey (IntEnum hashes as its value); unknown keys None
     if reg is None or (reg.advertised is not None and not reg.advertised(cluster)):
         return None

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from broker_emu.handlers import TopicIds, error_codes, request_details, topics_of
-from client.protocol import ApiKey, RequestHeader, encode_response, response_header_version
+from client.protocol import ApiKey
+from client.protocol.codec import RequestHeader, encode_response, response_header_version
 from client.protocol.framing import Frame
 
 REPEATED_APIS = frozenset(int(k) for k in (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.FIND_COORDINATOR,

@@ -11,8 +11,8 @@ import trio
 from broker_emu import waits
 from broker_emu.cluster import Cluster
 from broker_emu.faults.named import BlockingFaults
-from broker_emu.handlers.catalog import register_all
-from broker_emu.listeners import serve_broker
+from broker_emu.handler_catalog import register_all
+from broker_emu.listeners import connect_in_memory, serve_broker
 from kafka_common.trio_thread import TrioThread
 
 TopicSpec = tuple  # (name, partitions, replication_factor)
@@ -27,7 +27,7 @@ async def open_cluster(brokers: int = 3, *, topics: Iterable[TopicSpec] = (), co
     register_all()
     cluster = Cluster(brokers, config, host=host, trace_sink=trace_sink)
     async with trio.open_nursery() as nursery:
-        await cluster.start_coordinators(nursery)
+        await cluster.start_coordinators(nursery, serve_broker, connect_in_memory)
         if listen:
             for i, b in enumerate(cluster.brokers.values()):
                 await nursery.start(serve_broker, cluster, b, port + i if port else 0)

@@ -37,11 +37,12 @@ from broker_emu.handler_backend import HandlerBackend
 from broker_emu.handlers import CloseConnection, error_response
 from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
 from broker_emu.repeated_requests import decoded_before, encode_with_errors, remember_decoded, repeat_key, request_facts
-from broker_emu.security.gate import raw_sasl_token, sasl_admits
+from broker_emu.sasl_gate import raw_sasl_token, sasl_admits
 from broker_emu.security.session import SaslSession
 from broker_emu.trace import Kind
 from client.errors import ErrorCode
-from client.protocol import ApiKey, RequestHeader, decode_request, decode_request_header, encode_response
+from client.protocol import ApiKey
+from client.protocol.codec import RequestHeader, decode_request, decode_request_header, encode_response
 from client.protocol.errors import ProtocolError
 from client.protocol.framing import Frame, FrameTooLargeError
 

@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
-
-if TYPE_CHECKING:
-    from broker_emu.cluster import Cluster
+from typing import Any, Callable, Mapping, Protocol
 
 LONG_MAX = (1 << 63) - 1
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
@@ -289,7 +286,17 @@ _RULES: dict[tuple, LogRules] = {}
 _RULES_MAX = 1024
 
 
-def log_rules(cluster: Cluster, topic: str) -> LogRules:
+class _Configured(Protocol):
+    """What ``log_rules`` reads of the cluster (a Protocol: the cluster imports this module)."""
+
+    @property
+    def topics(self) -> Mapping[str, Any]: ...
+
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+
+
+def log_rules(cluster: _Configured, topic: str) -> LogRules:
     """The topic's ``LogRules``, parsed once per distinct set of values (every produce asks)."""
     overrides, broker = cluster.topics[topic].configs, cluster.config
     key = (tuple(overrides.items()), *(broker.get(name) for name in _BROKER_INPUTS))

@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 # public name -> the module that defines it
 _EXPORTS = {
     "Consumer": "client.consumer.blocking",
-    "AsyncConsumer": "client.consumer", "ConsumerRecord": "client.consumer", "TopicPartition": "client.consumer",
-    "open_consumer": "client.consumer",
+    "AsyncConsumer": "client.consumer.async_consumer", "open_consumer": "client.consumer.async_consumer",
+    "ConsumerRecord": "client.consumer.records", "TopicPartition": "client.consumer.records",
     "ConnectionClosedError": "client.exceptions", "ConnectionSetupTimeoutException": "client.exceptions",
     "DeliveryTimeoutException": "client.exceptions", "MaxBlockTimeoutException": "client.exceptions",
     "NetworkThreadDied": "client.exceptions", "RequestTimeoutException": "client.exceptions",
-    "AsyncProducer": "client.producer", "DeliveryFuture": "client.producer", "Producer": "client.producer",
-    "RecordMetadata": "client.producer", "open_producer": "client.producer",
+    "AsyncProducer": "client.producer.async_producer", "open_producer": "client.producer.async_producer",
+    "DeliveryFuture": "client.producer.batch", "RecordMetadata": "client.producer.batch",
+    "Producer": "client.producer.blocking",
     "Admin": "client.admin_blocking", "AsyncAdmin": "client.admin", "NewTopic": "client.admin", "open_admin": "client.admin",
 }
 __all__ = [
@@ -56,8 +57,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from client.consumer import AsyncConsumer, ConsumerRecord, TopicPartition, open_consumer
+    from client.consumer.async_consumer import AsyncConsumer, open_consumer
     from client.consumer.blocking import Consumer
+    from client.consumer.records import ConsumerRecord, TopicPartition
     from client.exceptions import (
         ConnectionClosedError,
         ConnectionSetupTimeoutException,
@@ -66,7 +68,9 @@ if TYPE_CHECKING:
         NetworkThreadDied,
         RequestTimeoutException,
     )
-    from client.producer import AsyncProducer, DeliveryFuture, Producer, RecordMetadata, open_producer
+    from client.producer.async_producer import AsyncProducer, open_producer
+    from client.producer.batch import DeliveryFuture, RecordMetadata
+    from client.producer.blocking import Producer
 
 
 def __getattr__(name: str) -> Any:

@@ -222,6 +222,12 @@ def consumer_config(given: Mapping[str, Any]) -> dict[str, Any]:
     return config
 
 
+# Java's ConsumerConfig refuses these under group.protocol=consumer: the broker owns them
+CLASSIC_ONLY = {"session.timeout.ms": "group.consumer.session.timeout.ms",
+                "heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
+                "partition.assignment.strategy": "group.remote.assignor (the broker's assignor)"}
+
+
 def _check_group_protocol(config: Mapping[str, Any], given: Mapping[str, Any]) -> None:
     """As Java's ConsumerConfig: under group.protocol=consumer the broker owns the session, the
     heartbeat interval and the assignment, so setting them here is an error, not silently ignored."""
@@ -232,7 +238,6 @@ def _check_group_protocol(config: Mapping[str, Any], given: Mapping[str, Any]) -
         if config["group.remote.assignor"] is not None:
             raise ConfigException("group.remote.assignor is only used with group.protocol=consumer")
         return
-    from client.consumer.membership848 import CLASSIC_ONLY
     for name, owner in CLASSIC_ONLY.items():
         if name in given:
             raise ConfigException(f"{name} is not supported when group.protocol=consumer: the broker owns it ({owner})")

@@ -28,8 +28,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from client.protocol import ProtocolError, decode_response
-from client.protocol.codec import encode_request_parts
+from client.protocol import ProtocolError
+from client.protocol.codec import decode_response, encode_request_parts
 from client.protocol.framing import FrameSplitter
 from client.protocol.wire import SPLICE_MIN
 

@@ -34,7 +34,8 @@ import trio
 from client.backoff import ExponentialBackoff
 from client.errors import ErrorCode, KafkaError, RetriableError, UnsupportedVersionError, error_for_code
 from client.exceptions import ConnectionFailedError, ConnectionSetupTimeoutException
-from client.protocol import ApiKey, supported_versions
+from client.protocol import ApiKey
+from client.protocol.codec import supported_versions
 from client.rebootstrap import RebootstrapClock
 from client.transport import (
     STREAM_ERRORS,

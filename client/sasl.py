@@ -25,7 +25,8 @@ from typing import Any
 import trio
 
 from client.errors import SaslAuthenticationFailedError, UnsupportedSaslMechanismError, error_for_code
-from client.protocol import ApiKey, decode_response, encode_request
+from client.protocol import ApiKey
+from client.protocol.codec import decode_response, encode_request
 from client.protocol.framing import FrameSplitter
 
 HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}

@@ -7,10 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from broker_emu.trace import Kind
-from conformance.adapters.base import scaled_ms
+from conformance.adapters.base import MS_KEYS_SUFFIX, scaled_ms
 from conformance.model import Scenario
-
-MS_KEYS_SUFFIX = ".ms"
 
 
 def scale_config(config: dict[str, Any], scale: float) -> dict[str, Any]:

@@ -116,7 +116,7 @@ class Scenario:
     # real-time runs divide its times by at most this: timings that need room above the run's
     # slack and the clients' own unscaled backoffs (None: the run's scale)
     max_scale: float | None = None
-    # capabilities it is about beyond what its steps need (conformance/capabilities: NAMES), such as the
+    # capabilities it is about beyond what its steps need (conformance/client_capabilities.py: NAMES), such as the
     # setting its timing is held to; a client lacking one is N/A for it, or judged on what stands in
     needs: tuple[str, ...] = ()
 

@@ -29,11 +29,11 @@ import uuid
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
-from broker_emu.proxy import run_proxy_in_thread
+from broker_emu.proxy.proxy import run_proxy_in_thread
 from broker_emu.trace import Kind, TraceEvent
 from broker_emu.trace_reading import exchanges
 from conformance.adapters.base import Adapter, RunEnv
-from conformance.capabilities import name_the_capability
+from conformance.client_capabilities import name_the_capability
 from conformance.cluster_setup import scale_config, scale_fault
 from conformance.judging import judge
 from conformance.model import Evidence, Outcome, Result, Scenario, Status

@@ -17,7 +17,7 @@ pytest_cluster.py), ``kafka_cluster_factory`` (more clusters inside a test) and
 ``trio_kafka_cluster`` (the Cluster itself, in the test's trio run). Shape a cluster with
 ``@pytest.mark.kafka_cluster(brokers=1, topics=[("t", 3, 1)], config={...}, kafka_version="2.8",
 listener="SASL_SSL", users={"alice": "secret"})``. Apache Kafka itself is another helper,
-``conformance.realkafka.apache_kafka_cluster``.
+``conformance.realkafka.cluster.apache_kafka_cluster``.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def kafka_cluster(request, _broker_emu_pool):
     if _shared(request.config):
         yield from _shared_handle(request, _broker_emu_pool)
         return
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     with run_cluster_in_thread(**_options(request)) as tc:
         yield KafkaClusterHandle(tc)
@@ -136,7 +136,7 @@ def kafka_cluster_factory():
 if importlib.util.find_spec("pytest_trio") is not None:
     @pytest.fixture
     async def trio_kafka_cluster(request):
-        from broker_emu import open_cluster
+        from broker_emu.runtime import open_cluster
 
         async with open_cluster(**_options(request)) as cluster:
             yield cluster

@@ -14,9 +14,9 @@ from typing import Callable, Iterable
 
 import trio
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv
-from conformance.capabilities import name_the_capability
+from conformance.client_capabilities import name_the_capability
 from conformance.cluster_setup import apply_setup, bootstrap_of, real_time_broker_config, scale_config, snapshot
 from conformance.judging import judge
 from conformance.model import Evidence, Operation, Outcome, Result, Scenario, Status

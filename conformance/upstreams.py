@@ -15,7 +15,7 @@ import time
 from dataclasses import replace
 from typing import Any, Iterator, Protocol
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from conformance.adapters.base import scaled_ms
 from conformance.cluster_setup import apply_setup, kip848_timers, real_time_broker_config, snapshot
 from conformance.model import Scenario
@@ -180,7 +180,7 @@ class KafkaCell:
 
 
 class KafkaUpstream:
-    """A running real cluster (``conformance.realkafka.apache_kafka_cluster``), shared by every scenario
+    """A running real cluster (``conformance.realkafka.cluster.apache_kafka_cluster``), shared by every scenario
     of a run: each scenario gets topics of its own (the caller renames them run-unique)."""
 
     name = "kafka"

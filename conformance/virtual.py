@@ -9,7 +9,7 @@ import time
 import trio
 import trio.testing
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from conformance.adapters.base import Adapter, RunEnv
 from conformance.cluster_setup import apply_setup, snapshot
 from conformance.judging import judge

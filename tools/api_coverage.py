@@ -24,7 +24,8 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from client.protocol import ApiKey, decode_response, encode_request  # noqa: E402
+from client.protocol import ApiKey  # noqa: E402
+from client.protocol.codec import decode_response, encode_request  # noqa: E402
 
 OUT = ROOT / "docs" / "coverage.md"
 BY_NAME = {k.api_name: k for k in ApiKey}
@@ -95,7 +96,7 @@ def _split(bootstrap: str) -> tuple[str, int]:
 
 @contextlib.contextmanager
 def emulator() -> Iterator[str]:
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     with run_cluster_in_thread(brokers=1) as tc:
         yield tc.bootstrap
@@ -176,7 +177,7 @@ def security_modes(kafka: bool) -> list[tuple[str, ...]]:
 
     import trustme
 
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
     from tests.realclients.other_brokers import KfakeCluster
 
     rows: list[tuple[str, ...]] = []

@@ -46,7 +46,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from broker_emu import run_cluster_in_thread  # noqa: E402
+from broker_emu.runtime import run_cluster_in_thread  # noqa: E402
 from tests.client.protocol.corpus_catalog import (  # noqa: E402
     ANOMALIES,
     CLIENTS,

@@ -1,6 +1,3 @@
-"""The live control plane: HTTP+JSON on loopback, and the CLI that talks to it."""
-
-from broker_emu.control.http import serve_http
-from broker_emu.control.routes import ControlTarget, Routes
-
-__all__ = ["ControlTarget", "Routes", "serve_http"]
+"""The live control plane: HTTP+JSON on loopback (``http.serve_http`` serving ``routes.Routes``),
+and the CLI that talks to it. Imports nothing, as every package ``__init__`` here
+(broker_emu/__init__.py says why)."""

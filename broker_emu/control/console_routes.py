@@ -22,7 +22,7 @@ from broker_emu.control.console_state import console_state
 from broker_emu.control.http import HttpError, HttpRequest, HttpResponse, StreamResponse
 
 if TYPE_CHECKING:
-    from broker_emu.control.routes import ControlTarget
+    from broker_emu.control.target import ControlTarget
 
 ASSETS = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8",
           "playground.js": "text/javascript; charset=utf-8"}

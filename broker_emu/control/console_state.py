@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from client.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from broker_emu.control.routes import ControlTarget
+    from broker_emu.control.target import ControlTarget
 
 # a request's own bound on how long the broker may hold it (Produce, Fetch, JoinGroup)
 TIMEOUT_FIELDS = ("timeout_ms", "max_wait_ms", "rebalance_timeout_ms")

@@ -13,18 +13,17 @@ from __future__ import annotations
 import math
 import re
 import threading
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable
 from urllib.parse import unquote
 
 from broker_emu.control.console_routes import ConsoleRoutes
 from broker_emu.control.http import HttpError, HttpRequest, HttpResponse, StreamResponse
 from broker_emu.control.openapi import OPENAPI
 from broker_emu.control.playground import PlaygroundProvider, PlaygroundRoutes
+from broker_emu.control.target import ControlTarget
 from broker_emu.control.wait_routes import WAIT_ROUTES, WaitRoutes
-from broker_emu.faults import FaultConfigError, FaultEngine
-from broker_emu.faults.engine import MAX_RULES
-from broker_emu.faults.rules import INT32_MAX, check_int, parse_replication, show
-from broker_emu.trace import Trace
+from broker_emu.faults.engine import MAX_RULES, FaultEngine
+from broker_emu.faults.rules import INT32_MAX, FaultConfigError, check_int, parse_replication, show
 
 MAX_RULES_PER_REQUEST = 1000
 
@@ -57,20 +56,6 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [
     *WAIT_ROUTES,   # GET /wait/... (broker_emu.control.wait_routes)
 ]
 BODY_METHODS = {"add_fault", "move_leader", "replication", "marker_delay", "playground_run"}
-
-
-class ControlTarget(Protocol):
-    faults: FaultEngine
-    trace: Trace
-
-    def now_ms(self) -> float: ...
-    def broker_ids(self) -> set[int]: ...
-    async def stop_broker(self, broker_id: int) -> None: ...
-    async def start_broker(self, broker_id: int) -> None: ...
-    def move_leader(self, topic: str, partition: int, broker_id: int) -> None: ...
-    def set_replication(self, topic: str | None, partition: int | None, follower: int | None, mode: str, lag_ms: float) -> None: ...
-    def describe(self) -> dict[str, Any]: ...
-    def set_marker_delay(self, ms: float | None) -> None: ...
 
 
 def compile_template(template: str) -> re.Pattern[str]:

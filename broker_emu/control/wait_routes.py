@@ -18,7 +18,7 @@ from broker_emu.faults.rules import INT32_MAX, show
 from broker_emu.waits import WaitArgumentError, WaitTimeout, condition, wait_until
 
 if TYPE_CHECKING:
-    from broker_emu.control.routes import ControlTarget
+    from broker_emu.control.target import ControlTarget
 
 MAX_WAIT_MS = 60_000
 WAIT_ROUTES: list[tuple[str, str, str, tuple[str, ...]]] = [

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import base64
 import random
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker_emu.groups.consumer_state import (
     M_UNRELEASED,
@@ -51,11 +51,26 @@ from client.protocol.errors import CorruptFrameError
 
 if TYPE_CHECKING:
     from broker_emu.groups.classic import ClassicGroups, JoinRequest
-    from broker_emu.groups.kip848 import ConsumerGroups
     from broker_emu.groups.state import Reply
     from broker_emu.groups.timers import Timers
 
 SUBSCRIPTION, ASSIGNMENT = "CONSUMER_PROTOCOL_SUBSCRIPTION", "CONSUMER_PROTOCOL_ASSIGNMENT"
+
+
+class ConsumerGroupSteps(Protocol):
+    """What a classic member of a consumer group asks of the consumer groups (``kip848.
+    ConsumerGroups``, which builds this class and so cannot be imported by it)."""
+
+    def bump(self, g: ConsumerGroup, reason: str) -> None: ...
+
+    def subscriptions_changed(self, g: ConsumerGroup, now: float, bumped: bool) -> None: ...
+
+    def reconcile_member(self, g: ConsumerGroup, m: ConsumerMember, owned: set[tuple[str, int]] | None,
+                         now: float) -> None: ...
+
+    def fence(self, gid: str, member_id: str, reason: str, now: float) -> None: ...
+
+    def subscription_metadata(self, g: ConsumerGroup) -> dict[str, int]: ...
 
 
 class Unusable(Exception):
@@ -66,7 +81,7 @@ class ClassicMembers:
     """Classic-protocol members of the consumer groups (``consumer``), and the conversions between
     a classic group (``classic``) and a consumer group. Their timers are the consumer groups'."""
 
-    def __init__(self, consumer: ConsumerGroups, classic: ClassicGroups, store: GroupStore, timers: Timers,
+    def __init__(self, consumer: ConsumerGroupSteps, classic: ClassicGroups, store: GroupStore, timers: Timers,
                  settings: Settings, events: GroupEvents, topics: Topics, rng: random.Random) -> None:
         self._consumer, self._classic, self._store, self._timers = consumer, classic, store, timers
         self._settings, self._events, self._topics, self._rng = settings, events, topics, rng

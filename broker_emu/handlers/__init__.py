@@ -1,5 +1,6 @@
 """Request handlers, one module per API family, each registering its APIs with ``@handles`` when
-first imported; ``catalog.register_all()`` imports every one of them (the cluster calls it at start)."""
+first imported; ``broker_emu.handler_catalog.register_all()`` imports every one of them, and those under groups/ and
+transactions/ (the runtime calls it at start)."""
 
 from __future__ import annotations
 
@@ -147,10 +148,27 @@ def _produce_error(version: int, request: Any, code: int) -> dict[str, Any]:
 
 def _fetch_error(version: int, request: Any, code: int) -> dict[str, Any]:
     # a read that failed with that error in every partition (ReplicaManager.createLogReadResult)
-    from broker_emu.handlers.fetch import error_partition
-
     return {"error_code": ErrorCode.NONE, "responses": [{"topic": t.get("topic", ""), "topic_id": t.get("topic_id"), "partitions": [
         error_partition(p["partition"], code, before_read=False) for p in t["partitions"]]} for t in request["topics"]]}
+
+
+EMPTY_RECORDS = b""  # MemoryRecords.EMPTY: a record set of length 0
+
+
+def error_partition(index: int, error: int, *, before_read: bool) -> dict[str, Any]:
+    """A partition that cannot be read, as Kafka answers it. Partitions refused before the read
+    (unknown topic, partition or topic id) get ``FetchResponse.partitionResponse``: high
+    watermark -1 and the schema defaults, so an empty aborted-transactions list. Partitions whose
+    read fails (not leader, fenced or unknown epoch, offset out of range) get
+    ``ReplicaManager.createLogReadResult``: high watermark, last stable offset and log start
+    offset all -1 (UnifiedLog.UnknownOffset), aborted transactions null. Either way
+    ``KafkaApis``' createResponse passes the records through ``FetchResponse.recordsOrFail``, so
+    they go out as MemoryRecords.EMPTY, length 0. A null record set (length -1) is not
+    what Kafka sends and librdkafka rejects it ("invalid MessageSetSize -1"), dropping the whole
+    response, so its consumer never sees OFFSET_OUT_OF_RANGE and never resets."""
+    return {"partition_index": index, "error_code": error, "high_watermark": -1, "last_stable_offset": -1,
+            "log_start_offset": -1, "aborted_transactions": [] if before_read else None,
+            "preferred_read_replica": -1, "records": EMPTY_RECORDS}
 
 
 def _list_offsets_error(version: int, request: Any, code: int) -> dict[str, Any]:

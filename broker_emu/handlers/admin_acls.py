@@ -1,6 +1,6 @@
 """DescribeAcls, CreateAcls, DeleteAcls (AclApis / ControllerApis; AclControlManager validates).
 Without an authorizer Kafka answers SECURITY_DISABLED; the cluster check (ALTER, DESCRIBE on the
-cluster) is the pipeline's (security/enforce.py).
+cluster) is the pipeline's (acl_enforcement.py).
 
 What Kafka 4.4 answered on the wire (docs/findings.md): an UNKNOWN (0) element anywhere makes the
 request unparseable and the connection closes (``*AclsRequest.validate``); an ANY or MATCH where

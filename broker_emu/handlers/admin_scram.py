@@ -2,7 +2,7 @@
 ScramImage.describe and ScramControlManager.alterCredentials answer them. An upsertion carries
 the salted password, never the password; the stored and server keys are derived from it here
 as ScramFormatter does, and the next SCRAM login checks against them. The cluster checks
-(DESCRIBE, ALTER) are the pipeline's (security/enforce.py)."""
+(DESCRIBE, ALTER) are the pipeline's (acl_enforcement.py)."""
 
 from __future__ import annotations
 

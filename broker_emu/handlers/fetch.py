@@ -11,7 +11,7 @@ each up to min(partition_max_bytes, what is left of max_bytes); until some parti
 data, the first batch is returned whole even if it is larger than both limits, so a consumer
 can always make progress; after that, a batch that does not fit is left for the next fetch.
 
-A partition answered with an error carries what Kafka puts beside it (``error_partition``): an
+A partition answered with an error carries what Kafka puts beside it (``handlers.error_partition``): an
 empty record set, never a null one, and -1 for the offsets it could not read (see
 docs/responses.md). From v16 a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH partition also names
 the current leader, and the response lists that leader's endpoint (KIP-951), as
@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from broker_emu.context import RequestContext
+from broker_emu.handlers import error_partition
 from broker_emu.handlers.offsets import epoch_error
 from broker_emu.plants import planted, read_past_stable
 from broker_emu.purgatory import DelayedOperation
@@ -33,24 +34,6 @@ from client.protocol.wire import Message
 
 if TYPE_CHECKING:
     from broker_emu.cluster import Cluster
-
-EMPTY_RECORDS = b""  # MemoryRecords.EMPTY: a record set of length 0
-
-
-def error_partition(index: int, error: int, *, before_read: bool) -> dict[str, Any]:
-    """A partition that cannot be read, as Kafka answers it. Partitions refused before the read
-    (unknown topic, partition or topic id) get ``FetchResponse.partitionResponse``: high
-    watermark -1 and the schema defaults, so an empty aborted-transactions list. Partitions whose
-    read fails (not leader, fenced or unknown epoch, offset out of range) get
-    ``ReplicaManager.createLogReadResult``: high watermark, last stable offset and log start
-    offset all -1 (UnifiedLog.UnknownOffset), aborted transactions null. Either way
-    ``KafkaApis``' createResponse passes the records through ``FetchResponse.recordsOrFail``, so
-    they go out as MemoryRecords.EMPTY, length 0. A null record set (length -1) is not
-    what Kafka sends and librdkafka rejects it ("invalid MessageSetSize -1"), dropping the whole
-    response, so its consumer never sees OFFSET_OUT_OF_RANGE and never resets."""
-    return {"partition_index": index, "error_code": error, "high_watermark": -1, "last_stable_offset": -1,
-            "log_start_offset": -1, "aborted_transactions": [] if before_read else None,
-            "preferred_read_replica": -1, "records": EMPTY_RECORDS}
 
 
 def _resolve(cluster: Cluster, version: int, t) -> tuple[str | None, Any]:

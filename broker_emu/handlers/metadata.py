@@ -19,6 +19,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from broker_emu import cluster_shape
+from broker_emu.acl_checks import authorized as allowed
 from broker_emu.context import RequestContext
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
 from broker_emu.handlers.authorized import (
@@ -30,7 +31,6 @@ from broker_emu.handlers.authorized import (
 )
 from broker_emu.registry import handles
 from broker_emu.security.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
-from broker_emu.security.enforce import authorized as allowed
 from broker_emu.topic_names import validate_topic_name
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey

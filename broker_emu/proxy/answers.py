@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Iterator
 
-from client.protocol import ApiKey, ProtocolError, supported_versions
+from client.protocol import ApiKey, ProtocolError
+from client.protocol.codec import supported_versions
 from client.protocol.framing import Frame
 
 ADDRESS_APIS = frozenset({int(ApiKey.METADATA), int(ApiKey.FIND_COORDINATOR), int(ApiKey.DESCRIBE_CLUSTER)})

@@ -23,35 +23,44 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import TYPE_CHECKING, Any
+import uuid
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import trio
 
-from broker_emu.backend import Backend, Reply
+from broker_emu import server
+from broker_emu.backend import Backend, Connection, Reply
 from broker_emu.context import API_NAMES, RequestContext
 from broker_emu.handlers import CloseConnection, error_codes, error_response
-from broker_emu.proxy.answers import ADDRESS_APIS, address_entries, cap_api_versions, produce_acks
+from broker_emu.proxy.answers import ADDRESS_APIS, AnswerCache, address_entries, cap_api_versions, produce_acks
 from broker_emu.proxy.upstream import Node, Upstream, UpstreamError
 from broker_emu.repeated_requests import encode_with_errors
-from broker_emu.server import Connection
-from client.protocol import (
-    ApiKey,
-    RequestHeader,
-    decode_response,
-    encode_response,
-    supported_versions,
-)
+from client.protocol import ApiKey
+from client.protocol.codec import RequestHeader, decode_response, encode_response, supported_versions
 from client.protocol.errors import ProtocolError
 from client.protocol.framing import Frame
-
-if TYPE_CHECKING:
-    from broker_emu.proxy.proxy import Proxy, ProxyBroker
 
 log = logging.getLogger("broker_emu.proxy")
 _SIZE = struct.Struct(">i")
 PRODUCE, METADATA, API_VERSIONS = int(ApiKey.PRODUCE), int(ApiKey.METADATA), int(ApiKey.API_VERSIONS)
 MAX_TOPIC_IDS = 100_000
 Answer = Reply   # frame with size prefix, error codes, decoded body (or None)
+
+
+class ProxyView(Protocol):
+    """What a forwarding connection uses of the proxy (``proxy.Proxy``, which imports this
+    module to serve its listeners)."""
+
+    answers: AnswerCache
+    topic_names: dict[uuid.UUID, str]
+
+    def local_address(self, node_id: int) -> tuple[str, int]: ...
+    async def learn(self, nodes: Iterable[Node]) -> None: ...
+
+
+class UpstreamBroker(Protocol):
+    upstream: tuple[str, int]   # where the proxy reaches this broker now
 
 
 def codec_knows(api_key: int, version: int) -> bool:
@@ -66,7 +75,7 @@ class UpstreamBackend:
     passes_through = True    # what the codec cannot read is the upstream's to judge
     lists_in_flight = False
 
-    def __init__(self, proxy: "Proxy", broker: "ProxyBroker"):
+    def __init__(self, proxy: ProxyView, broker: UpstreamBroker):
         self.proxy = proxy
         self.upstream_address = broker.upstream
         self.upstream: Upstream | None = None
@@ -195,9 +204,9 @@ class UpstreamBackend:
         return bool(entries)
 
 
-def proxy_connection(proxy: "Proxy", broker: "ProxyBroker", stream: trio.abc.Stream, addr: str) -> Connection:
+def proxy_connection(proxy: ProxyView, broker: UpstreamBroker, stream: trio.abc.Stream, addr: str) -> server.Connection:
     """One client connection through the proxy: the emulator's pipeline with the upstream as its
     backend (the proxy offers the part of Cluster the pipeline uses: trace, faults, config,
     conn_ids...)."""
     backend: Backend = UpstreamBackend(proxy, broker)
-    return Connection(proxy, broker, stream, addr, backend=backend)  # type: ignore[arg-type]
+    return server.Connection(proxy, broker, stream, addr, backend=backend)  # type: ignore[arg-type]

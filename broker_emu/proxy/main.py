@@ -46,8 +46,9 @@ def add_faults(proxy: Proxy, scenario: ScenarioFile) -> None:
 
 
 async def run(args: argparse.Namespace) -> None:
-    from broker_emu.control import Routes, serve_http
     from broker_emu.control.client import announce
+    from broker_emu.control.http import serve_http
+    from broker_emu.control.routes import Routes
 
     scenario = load_faults_file(await trio.Path(args.faults).read_text()) if args.faults else ScenarioFile()
     # closed in the finally below; the trace is written synchronously as events happen anyway

@@ -20,12 +20,13 @@ from typing import IO, Any, AsyncIterator, Iterable, Iterator, NamedTuple
 import trio
 
 from broker_emu.config import broker_config
-from broker_emu.faults import FaultEngine
+from broker_emu.faults.engine import FaultEngine
 from broker_emu.listeners import serve_broker
 from broker_emu.proxy.answers import AnswerCache
+from broker_emu.proxy.forward import proxy_connection
 from broker_emu.proxy.upstream import Node, discover, parse_bootstrap
 from broker_emu.runtime import ThreadedCluster
-from broker_emu.security import Security
+from broker_emu.security.settings import Security
 from broker_emu.trace import DEFAULT_MAX_BYTES, Trace
 from broker_emu.waits import Waits
 
@@ -98,8 +99,6 @@ class Proxy(Waits):   # Waits: proxy.wait_for(...) on fault hits, connections, t
                 await self._listen(ProxyBroker(node.node_id, (node.host, node.port), self.host))
 
     async def _listen(self, broker: ProxyBroker, port: int = 0) -> None:
-        from broker_emu.proxy.forward import proxy_connection
-
         assert self._nursery is not None, "the proxy is not running"
         self.brokers[broker.id] = broker
         assert self.faults.brokers is not None

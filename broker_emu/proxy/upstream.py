@@ -14,7 +14,8 @@ from typing import Callable
 
 import trio
 
-from client.protocol import ApiKey, decode_response, encode_request, supported_versions
+from client.protocol import ApiKey
+from client.protocol.codec import decode_response, encode_request, supported_versions
 from client.protocol.errors import ProtocolError
 from client.protocol.framing import Frame, FrameSplitter, FrameTooLargeError
 

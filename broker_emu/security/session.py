@@ -12,8 +12,8 @@ closes the connection
 
 from __future__ import annotations
 
-from broker_emu.security import MechanismServer, Security
 from broker_emu.security.mechanisms import SaslAbort, SaslFailure
+from broker_emu.security.settings import MechanismServer, Security
 from client.errors import ErrorCode
 from client.protocol import ApiKey
 

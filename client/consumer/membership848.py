@@ -35,10 +35,6 @@ from client.consumer.records import TopicPartition
 from client.errors import ErrorCode, error_for_code
 
 FENCED = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
-# Java's ConsumerConfig refuses these under group.protocol=consumer: the broker owns them
-CLASSIC_ONLY = {"session.timeout.ms": "group.consumer.session.timeout.ms",
-                "heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
-                "partition.assignment.strategy": "group.remote.assignor (the broker's assignor)"}
 
 
 def new_member_id() -> str:

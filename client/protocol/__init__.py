@@ -15,21 +15,15 @@ record batches are handled by ``client.protocol.records``. UUIDs are ``uuid.UUID
 Frames on the wire are an int32 size followed by header + body. The ``encode_*`` functions return
 whole frames (size prefix included); the ``decode_*`` functions take a frame *without* its size
 prefix. Malformed input raises ``CorruptFrameError`` naming the API, version and byte offset.
+
+The functions are ``client.protocol.codec``'s (``encode_request``, ``decode_request`` ...). This
+``__init__`` runs before every module of the codec, so it re-exports only leaves, modules that
+import nothing of the package — the API keys and the errors: a re-export of the codec would load
+all of it (60 message modules) for any one of its modules, and put them in one import cycle
+(tests/structure/test_layers.py).
 """
 
 from client.protocol.api_keys import ApiKey
-from client.protocol.codec import (
-    RequestHeader,
-    api_spec,
-    decode_request,
-    decode_request_header,
-    decode_response,
-    encode_request,
-    encode_response,
-    request_header_version,
-    response_header_version,
-    supported_versions,
-)
 from client.protocol.errors import (
     CorruptFrameError,
     ProtocolError,
@@ -41,16 +35,6 @@ __all__ = [
     "ApiKey",
     "CorruptFrameError",
     "ProtocolError",
-    "RequestHeader",
     "UnknownApiError",
     "UnsupportedCodecVersionError",
-    "api_spec",
-    "decode_request",
-    "decode_request_header",
-    "decode_response",
-    "encode_request",
-    "encode_response",
-    "request_header_version",
-    "response_header_version",
-    "supported_versions",
 ]

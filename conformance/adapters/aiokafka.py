@@ -50,7 +50,7 @@ from conformance.adapters.py_common import (
     warm_up_failed,
     watchdog_s,
 )
-from conformance.capabilities import ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
 from conformance.extras import client_missing
 from conformance.model import SILENT_MEMBER, Operation, Outcome, Scenario
 

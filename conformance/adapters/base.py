@@ -22,7 +22,7 @@ Operations (``Operation.kind``) and their ``args``:
 
 ``Operation.timeout_s`` is the API deadline (None: the client's default).
 
-Declare the client's capabilities too (``capabilities``, conformance/capabilities): what it has and
+Declare the client's capabilities too (``capabilities``, conformance/client_capabilities.py): what it has and
 lacks, each lack with the client's docs or source. docs/clients.md is made from the declarations,
 and tests/conformance/capabilities/test_capabilities.py checks that the adapter's N/As are exactly what they predict.
 """
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from conformance.model import Operation, Outcome, Scenario
 
 if TYPE_CHECKING:
-    from conformance.capabilities import ClientCapabilities
+    from conformance.client_capabilities import ClientCapabilities
 
 # consumer calls a scenario may ask to warm up (``warm_up: true``; a produce step's ``warm_up``,
 # on by default, is the producer's metadata, and every adapter has it)
@@ -77,7 +77,7 @@ class Adapter(abc.ABC):
     # consumer calls for which it honours ``warm_up: true`` (the same call made once, untimed, on the
     # same consumer first: connections up, coordinator known); other such steps are N/A for it
     warm_up_calls: frozenset[str] = frozenset()
-    # its client's capabilities, each had or lacked with why (conformance/capabilities): docs/clients.md
+    # its client's capabilities, each had or lacked with why (conformance/client_capabilities.py): docs/clients.md
     # is made from them, and an N/A of this adapter must be one of them, or one of their exceptions
     capabilities: ClientCapabilities | None = None
 
@@ -128,6 +128,9 @@ class RealTimeAdapter(Adapter):
         import trio
 
         return await trio.to_thread.run_sync(self.run_blocking, steps, env)
+
+
+MS_KEYS_SUFFIX = ".ms"   # a config whose name ends so is a duration, scaled with the run
 
 
 def scaled_ms(value: Any, scale: float) -> Any:

@@ -1,4 +1,4 @@
-"""What franz-go and sarama can and cannot do (conformance/capabilities), with the reasons the Go
+"""What franz-go and sarama can and cannot do (conformance/client_capabilities.py), with the reasons the Go
 adapters (conformance/adapters/go_clients.py) give for their N/As: each cites the client's source
 at its pinned version (conformance/adapters/go/go.mod), as file: function."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from conformance.adapters.py_common import JOIN_GROUP_HELD_NA
-from conformance.capabilities import ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
 
 GO_MOD = "conformance/adapters/go/go.mod"
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from conformance.adapters.base import RunEnv
+from conformance.adapters.base import MS_KEYS_SUFFIX, RunEnv
 from conformance.adapters.go_capabilities import (
     FRANZ_CAPABILITIES,
     FRANZ_INEXPRESSIBLE,
@@ -86,8 +86,6 @@ def _scaled_step(step: Operation, scale: float) -> Operation:
 
 def _unscaled(config: dict, scale: float) -> dict:
     """The scenario's own values of a scaled config (conformance.cluster_setup.scale_config's inverse)."""
-    from conformance.cluster_setup import MS_KEYS_SUFFIX
-
     return {k: round(v * scale) if k.endswith(MS_KEYS_SUFFIX) and isinstance(v, (int, float))
             and not isinstance(v, bool) else v for k, v in config.items()}
 

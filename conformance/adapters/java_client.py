@@ -54,7 +54,7 @@ from typing import Any
 from conformance.adapters.base import CONSUMER_CALLS, RunEnv, scaled_ms
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.cache_dir import cache_dir, install_hint
-from conformance.capabilities import NAMES, ClientCapabilities, Pin, real_sockets
+from conformance.client_capabilities import NAMES, ClientCapabilities, Pin, real_sockets
 from conformance.model import Operation, Outcome
 
 # Kafka's defaults (ms) for the Java client's timers, scaled with the run unless the scenario sets them
@@ -169,7 +169,7 @@ class JavaAdapter(LineProtocolAdapter):
 
 def emulator_has_kip848() -> bool:
     """Whether the emulator serves ConsumerGroupHeartbeat (KIP-848's group protocol)."""
-    from broker_emu.handlers.catalog import register_all
+    from broker_emu.handler_catalog import register_all
     from broker_emu.registry import REGISTRY
     from client.protocol import ApiKey
 

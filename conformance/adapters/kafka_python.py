@@ -45,7 +45,7 @@ from conformance.adapters.py_common import (
     warm_step,
     warm_up_failed,
 )
-from conformance.capabilities import ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
 from conformance.extras import client_missing
 from conformance.model import Operation, Outcome, Scenario
 

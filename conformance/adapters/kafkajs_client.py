@@ -58,7 +58,7 @@ from conformance.adapters.base import RunEnv
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.adapters.py_common import watchdog_s
 from conformance.cache_dir import cache_dir, install_hint, source_checkout
-from conformance.capabilities import ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
 from conformance.model import Operation, Outcome
 
 DRIVER = Path(__file__).resolve().parent / "node" / "kafkajs-adapter.js"

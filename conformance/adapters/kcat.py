@@ -10,7 +10,7 @@ import subprocess
 from types import MappingProxyType
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
-from conformance.capabilities import ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
 from conformance.model import Operation, Outcome
 
 # Debian's kcat package, which dev/install-clients installs (kcat -V: "Version 1.7.1 ... librdkafka 2.0.2")

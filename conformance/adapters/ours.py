@@ -6,7 +6,7 @@ from __future__ import annotations
 import trio
 
 from client.errors import KafkaError
-from client.producer import open_producer
+from client.producer.async_producer import open_producer
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.app_calls import step_ended, step_started, timed_start
 from conformance.adapters.base import Adapter, RunEnv
@@ -60,7 +60,8 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
         return consumer_settings(env, group)
 
     async def _poll(self, step: Operation, env: RunEnv) -> Outcome:
-        from client.consumer import TopicPartition, open_consumer
+        from client.consumer.async_consumer import open_consumer
+        from client.consumer.records import TopicPartition
 
         async with open_consumer(self._consumer_config(env, None), connect=self._connect(env)) as consumer:
             consumer.assign([TopicPartition(step.args["topic"], step.args["partition"])])
@@ -71,7 +72,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
     async def _admin_list_topics(self, step: Operation, env: RunEnv) -> Outcome:
         """Our client has no admin client: its all-topics Metadata call is the consumer's
         list_topics() (KIP-266 deadline: the step's, else default.api.timeout.ms)."""
-        from client.consumer import open_consumer
+        from client.consumer.async_consumer import open_consumer
 
         rounds = int(step.args.get("repeat", 1))
         async with open_consumer(self._consumer_config(env, None), connect=self._connect(env)) as consumer:
@@ -89,7 +90,8 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
             return Outcome("admin_list_topics", True, trio.current_time() - start, value=sorted(topics))
 
     async def _committed(self, step: Operation, env: RunEnv) -> Outcome:
-        from client.consumer import TopicPartition, open_consumer
+        from client.consumer.async_consumer import open_consumer
+        from client.consumer.records import TopicPartition
 
         async with open_consumer(self._consumer_config(env, step.args["group"]), connect=self._connect(env)) as consumer:
             tps = [TopicPartition(step.args["topic"], step.args["partition"])]
@@ -109,7 +111,8 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
     async def _consumer_call(self, step: Operation, env: RunEnv, call) -> Outcome:
         """One deadline-taking consumer call on a fresh consumer (assigned to the step's
         partition), timed from the call itself."""
-        from client.consumer import TopicPartition, open_consumer
+        from client.consumer.async_consumer import open_consumer
+        from client.consumer.records import TopicPartition
 
         async with open_consumer(self._consumer_config(env, step.args.get("group", "cg")), connect=self._connect(env)) as consumer:
             tp = TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))
@@ -146,7 +149,8 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
 
     async def _close(self, step: Operation, env: RunEnv) -> Outcome:
         """close(timeout) with a fetch in flight (started by a short poll first)."""
-        from client.consumer import TopicPartition, open_consumer
+        from client.consumer.async_consumer import open_consumer
+        from client.consumer.records import TopicPartition
 
         async with open_consumer(self._consumer_config(env, None), connect=self._connect(env)) as consumer:
             consumer.assign([TopicPartition(step.args.get("topic", "t"), step.args.get("partition", 0))])
@@ -168,7 +172,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
         """A first member joins, then goes silent (the scenario black-holes the heartbeats of
         client id SILENT_MEMBER); the second member's JoinGroup is held by the coordinator until
         the first is expelled. Timed: the second member's wait for its assignment."""
-        from client.consumer import open_consumer
+        from client.consumer.async_consumer import open_consumer
 
         group = step.args.get("group", "held")
         topic = step.args.get("topic", "t")
@@ -235,7 +239,8 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
     async def _read_committed_behind_open_txn(self, step: Operation, env: RunEnv) -> Outcome:
         """A transaction is left open (its producer hangs); a plain record follows it. A
         read_committed consumer polls until it sees a record: timed, the wait for that."""
-        from client.consumer import TopicPartition, open_consumer
+        from client.consumer.async_consumer import open_consumer
+        from client.consumer.records import TopicPartition
 
         topic, partition = step.args["topic"], step.args.get("partition", 0)
         plain = plain_producer_settings(env, f"{env.client_id}-plain")

@@ -1,4 +1,4 @@
-"""Our client's capabilities (conformance/capabilities), for the adapters of its two faces in
+"""Our client's capabilities (conformance/client_capabilities.py), for the adapters of its two faces in
 conformance/adapters/ours.py and ours_blocking.py. The client has every capability of the table, on
 both faces."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from conformance.capabilities import NAMES, ClientCapabilities, Pin
+from conformance.client_capabilities import NAMES, ClientCapabilities, Pin
 
 PIN = Pin("pyproject.toml", "broker-emu")
 SOURCE = "../{path}"      # our own files, from docs/

@@ -94,7 +94,7 @@ class OursKip848:
                                     on_revoke: Any = None) -> AsyncIterator[tuple[Any, Any, int]]:
         """A first member (client.id SILENT_MEMBER) that owns every partition, a second one not yet
         subscribed, and the partition count; both closed afterwards."""
-        from client.consumer import open_consumer
+        from client.consumer.async_consumer import open_consumer
 
         async with open_consumer({**self._consumer_config(env, group), "client.id": SILENT_MEMBER},
                                  connect=self._connect(env)) as first, \
@@ -105,7 +105,7 @@ class OursKip848:
             yield first, second, len(first.assignment())
 
     async def _kip848_member_crash(self, step: Operation, env: RunEnv) -> Outcome:
-        from client.consumer import open_consumer
+        from client.consumer.async_consumer import open_consumer
 
         group, topic, limit = step_args(step)
         mortal = Mortal(self._connect(env))
@@ -129,7 +129,7 @@ class OursKip848:
             return takeover(step, len(measured.assignment()) == total, trio.current_time() - start, total)
 
     async def _kip848_heartbeats(self, step: Operation, env: RunEnv) -> Outcome:
-        from client.consumer import open_consumer
+        from client.consumer.async_consumer import open_consumer
 
         group, topic, limit = step_args(step)
         async with open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as c:
@@ -146,7 +146,7 @@ class OursKip848:
 
     async def _kip848_late_poll(self, step: Operation, env: RunEnv) -> Outcome:
         """Join, stop polling for ``stall_ms`` (scaled), poll again: timed, getting the partitions back."""
-        from client.consumer import open_consumer
+        from client.consumer.async_consumer import open_consumer
 
         group, topic, limit = step_args(step)
         async with open_consumer(self._consumer_config(env, group), connect=self._connect(env)) as c:
@@ -206,7 +206,8 @@ class OursKip848:
         """A member commits every ``every_ms`` for ``run_ms`` while a second one joins and the group
         rebalances (the scenario delays every heartbeat answer, so the member learns its new epoch
         late). The first refused commit is the outcome; success means none was refused."""
-        from client.consumer import TopicPartition, open_consumer
+        from client.consumer.async_consumer import open_consumer
+        from client.consumer.records import TopicPartition
 
         group, topic, limit = step_args(step)
         every = step.args.get("every_ms", 500) / env.scale / 1000

@@ -32,7 +32,7 @@ def run_campaign_command(args: argparse.Namespace) -> int:
     print(f"{args.matrix}: {len(runs)} runs", file=sys.stderr)
     if args.dry_run:
         return 0
-    from conformance.campaign.spark_session import SparkUnavailable, check_spark
+    from conformance.spark_session import SparkUnavailable, check_spark
 
     try:
         check_spark(args.master)
@@ -48,7 +48,7 @@ def run_campaign_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from conformance.campaign.job import run_campaign
-    from conformance.campaign.spark_session import get_session
+    from conformance.spark_session import get_session
 
     scale = args.scale or float(doc.get("scale", 30.0))
     parallelism = args.parallelism or default_parallelism(runs)

@@ -81,7 +81,7 @@ def run_campaign(spark, runs: list[dict[str, Any]], out_dir: str, *, parallelism
     """Execute every run on Spark and write all rows once; returns the Parquet directory."""
     import pandas as pd
 
-    from conformance.campaign.spark_session import is_connect
+    from conformance.spark_session import is_connect
 
     path = f"{out_dir.rstrip('/')}/{TRACES}"
     slots = parallelism or (4 if is_connect(spark) else spark.sparkContext.defaultParallelism)

@@ -78,7 +78,7 @@ def _run(options: dict[str, str], work):
     """Run ``work(consumer)`` in a fresh trio loop with a consumer (driver and workers alike)."""
     import trio
 
-    from client.consumer import open_consumer
+    from client.consumer.async_consumer import open_consumer
 
     async def main():
         async with open_consumer(_consumer_config(options)) as consumer:
@@ -89,7 +89,7 @@ def _run(options: dict[str, str], work):
 
 def _offset_bounds(options: dict[str, str]) -> dict[tuple[str, int], tuple[int, int]]:
     """(earliest, latest) per partition of the subscribed topics."""
-    from client.consumer import TopicPartition
+    from client.consumer.records import TopicPartition
 
     async def work(consumer):
         tps = []
@@ -119,7 +119,7 @@ def read_range(options: dict[str, str], part: OffsetRange):
     """Rows of one partition's offsets [start, end), in order."""
     import trio
 
-    from client.consumer import TopicPartition
+    from client.consumer.records import TopicPartition
 
     if part.end <= part.start:
         return []

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from conformance.campaign.cli import add_campaign
+
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 120.0    # two JVMs starting on a busy 2-core machine
 
@@ -104,11 +106,14 @@ def main(argv: list[str] | None = None) -> int:
     args, campaign = parser.parse_known_args(argv)
     if not campaign:
         parser.error("give a matrix: python -m conformance.campaign.standalone MATRIX.yaml [campaign options]")
-    from conformance.main import main as broker_emu
-
+    # `broker-emu campaign`, built here from its own module: the command's composition
+    # (conformance.main) sits above this package
+    command = argparse.ArgumentParser(prog="broker-emu")
+    add_campaign(command.add_subparsers(dest="command", required=True))
     with standalone_cluster(args.cores, args.memory, args.logs) as url:
         print(f"standalone: master {url}, one worker with {args.cores} cores", file=sys.stderr, flush=True)
-        return int(broker_emu(["campaign", *campaign, "--master", url]) or 0)
+        parsed = command.parse_args(["campaign", *campaign, "--master", url])
+        return int(parsed.func(parsed) or 0)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from conformance.adapters.base import Adapter
-from conformance.capabilities import declaration, needs
+from conformance.client_capabilities import declaration, needs
 from conformance.model import Scenario
 from conformance.runner import applicable
 

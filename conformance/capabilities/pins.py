@@ -9,7 +9,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from conformance.capabilities import Pin
+from conformance.client_capabilities import Pin
 
 ROOT = Path(__file__).resolve().parents[2]
 

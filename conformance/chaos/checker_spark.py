@@ -4,7 +4,7 @@ after Jepsen's ``jepsen.tests.kafka``), one row per anomaly with its witness (th
 operations involved), for every run (client, seed, plant) of a directory of histories
 (conformance/chaos/history_parquet.py) at once.
 
-    spark = get_session()                                  # conformance/campaign/spark_session.py
+    spark = get_session()                                  # conformance/spark_session.py
     found = check_histories(spark, "out/histories")        # a DataFrame of anomalies
     per_run(found, runs)                                   # counts per run and anomaly
 
@@ -242,7 +242,7 @@ def check_directory(directory: str, master: str | None = None, out=print) -> int
     """``broker-emu chaos --check-histories DIR``: every history in DIR checked on Spark; one
     line per run with anomalies, the totals, and the first witnesses. Exit status 1 if any run
     has an anomaly (unseen writes apart)."""
-    from conformance.campaign.spark_session import get_session
+    from conformance.spark_session import get_session
 
     spark = get_session(master, "broker-emu chaos histories")
     found = check_histories(spark, directory).cache()

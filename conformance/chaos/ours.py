@@ -13,8 +13,8 @@ import trio
 import trio.testing
 
 import client
-from broker_emu import open_cluster
 from broker_emu.plants import Plant
+from broker_emu.runtime import open_cluster
 from conformance.chaos.accounting import Sent, account, judged, record_value
 from conformance.chaos.checker import check, judged_anomalies
 from conformance.chaos.history import History, RecordedConsumer, RecordedProducer

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from conformance.chaos.accounting import Sent, account, judged, record_value
 from conformance.chaos.ours import CLUSTER_CONFIG, TOPIC
 from conformance.chaos.plan import Chaos, make_plan

@@ -8,7 +8,8 @@ import socket
 import struct
 from typing import Any
 
-from client.protocol import ApiKey, decode_response, encode_request
+from client.protocol import ApiKey
+from client.protocol.codec import decode_response, encode_request
 
 METADATA_VERSION = 12
 CREATE_TOPICS_VERSION = 7

@@ -15,9 +15,10 @@ import pytest
 from benchmarks.fuzz import Ledger, Options, Pipeline, run_campaign, table
 from benchmarks.fuzz_frames import CATEGORIES, Frame, FrameSource, framed, hostile_length
 from benchmarks.fuzz_pool import Pool, load_corpus
-from broker_emu.handlers.catalog import register_all
+from broker_emu.handler_catalog import register_all
 from broker_emu.registry import REGISTRY
-from client.protocol import ProtocolError, decode_request, encode_request
+from client.protocol import ProtocolError
+from client.protocol.codec import decode_request, encode_request
 from tests.client.protocol.corpus_catalog import Refused, emulator_reads
 
 
@@ -146,8 +147,8 @@ def test_produce_with_bytes_after_its_batch_that_are_no_batch_is_invalid_record_
     """Found by the fuzz campaign: parse_single_batch counted the batches for its message and
     raised CorruptRecordBatchError on a second one with magic 0 (UNKNOWN_SERVER_ERROR). Kafka's
     ProduceRequest.validateRecords answers INVALID_RECORD."""
-    from broker_emu import run_cluster_in_thread
-    from client.protocol import decode_response
+    from broker_emu.runtime import run_cluster_in_thread
+    from client.protocol.codec import decode_response
 
     frame = bytes.fromhex(  # Produce v3, acks=1, t-0: one good batch, then 17 zero bytes
         "0000007c0000000300000007000163ffff00010000006400000001000174000000010000000000000056000000000000"

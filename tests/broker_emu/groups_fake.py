@@ -12,16 +12,11 @@ from typing import Any
 
 import trio
 
-from broker_emu.groups import GroupCoordinator
 from broker_emu.groups import handlers as _registers_group_handlers  # noqa: F401
+from broker_emu.groups.coordinator import GroupCoordinator
 from broker_emu.registry import REGISTRY
-from client.protocol import (
-    ApiKey,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-)
+from client.protocol import ApiKey
+from client.protocol.codec import decode_request, decode_response, encode_request, encode_response
 
 JOIN, SYNC, HEARTBEAT, LEAVE = ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP
 COMMIT, FETCH, FIND = ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.FIND_COORDINATOR

@@ -3,7 +3,7 @@ StandardAuthorizer's rules, the refusals KafkaApis gives. Real clients: tests/re
 
 import pytest
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.sasl import _Scram
 from tests.broker_emu.helpers import METADATA, PRODUCE, SASL_HANDSHAKE, WireClient, batch, partition_results, produce_many
 
@@ -199,7 +199,7 @@ async def test_transaction_listings_show_only_what_the_principal_may_describe(au
     """KafkaApis: ListTransactions keeps the ids the principal may DESCRIBE; DescribeTransactions
     answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the others and drops the topics it may not
     DESCRIBE; DescribeProducers needs READ on the topic."""
-    from client.producer import open_producer
+    from client.producer.async_producer import open_producer
     from client.transport import sasl_connect
 
     async with open_cluster(1, topics=TOPICS, listen=False, config=SECURED) as cluster:

@@ -4,7 +4,7 @@ Produce, show in DescribeConfigs with their source, and are refused with Kafka's
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey
 from tests.broker_emu.wire import WireClient, produce_body

@@ -2,7 +2,7 @@
 back to the first replica when it is alive and in the ISR; unclean ones bring an offline
 partition back on a live replica outside the ISR; Kafka's errors and messages otherwise."""
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.protocol import ApiKey
 from tests.broker_emu.wire import WireClient
 

@@ -1,7 +1,7 @@
 """CreatePartitions on the emulator, answered as Kafka's controller answers it
 (ReplicationControlManager.createPartitions)."""
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.protocol import ApiKey
 from tests.broker_emu.helpers import METADATA, PRODUCE, batch, partition_results, produce_many
 from tests.broker_emu.wire import WireClient

@@ -4,7 +4,7 @@ REQUEST_TIMED_OUT at timeout_ms, though the leader's log already starts at the n
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey
 from tests.broker_emu.helpers import LIST_OFFSETS, PRODUCE, batch, produce_many

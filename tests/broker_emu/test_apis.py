@@ -1,6 +1,6 @@
 """ApiVersions, Metadata and the admin APIs over the in-memory transport."""
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.protocol import ApiKey
 from tests.broker_emu.helpers import (
     API_VERSIONS,

@@ -4,10 +4,10 @@ partition with its data, the old ones stop; the cluster's Metadata names only th
 import pytest
 import trio
 
-from broker_emu import open_cluster
 from broker_emu.broker_set import add_broker, replace_brokers
-from client.consumer import open_consumer
-from client.producer import open_producer
+from broker_emu.runtime import open_cluster
+from client.consumer.async_consumer import open_consumer
+from client.producer.async_producer import open_producer
 from tests.broker_emu.wire import WireClient, produce_body
 
 METADATA = 3

@@ -6,7 +6,7 @@ records changed offsets."""
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from tests.broker_emu.helpers import METADATA, PRODUCE, WireClient, leader_of, produce_body
 
 LAG = {"replica.lag.time.max.ms": 1000}

@@ -5,8 +5,8 @@ import uuid
 
 import trio
 
-from broker_emu import open_cluster
-from client.protocol import decode_response
+from broker_emu.runtime import open_cluster
+from client.protocol.codec import decode_response
 from tests.broker_emu.groups_fake import DESCRIBE, FIND, JOIN, commit_body, join_body
 from tests.broker_emu.helpers import (
     API_VERSIONS,
@@ -352,7 +352,7 @@ async def test_metadata_v10_with_a_null_topic_name_is_answered_invalid_request(a
     (KafkaApis.handleTopicMetadataRequest), and the answer is MetadataRequest.getErrorResponse's."""
     import uuid
 
-    from broker_emu import open_cluster
+    from broker_emu.runtime import open_cluster
     from tests.broker_emu.wire import WireClient
 
     async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:

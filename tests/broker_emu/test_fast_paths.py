@@ -5,10 +5,11 @@ reader keep their order, and the in-memory logs are bounded by default."""
 import pytest
 import trio
 
-from broker_emu import cluster_shape, open_cluster
+from broker_emu import cluster_shape
 from broker_emu.config import broker_config
 from broker_emu.repeated_requests import decoded_before, encode_with_errors, remember_decoded, repeat_key
-from client.protocol import decode_request, encode_request, encode_response
+from broker_emu.runtime import open_cluster
+from client.protocol.codec import decode_request, encode_request, encode_response
 from client.protocol.records import decode_batch, verify_crc
 from tests.broker_emu.wire import WireClient, fetch_body, leader_of, produce_body
 

@@ -2,7 +2,7 @@
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.protocol.records import decode_batch, iter_batches
 from tests.broker_emu.helpers import (
     FETCH,

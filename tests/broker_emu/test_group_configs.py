@@ -6,7 +6,7 @@ compared with Kafka 4.4's in tests/realkafka/test_group_configs_ab.py."""
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from tests.broker_emu.test_acls import ALL, GROUP, SECURED, acl, login
 from tests.broker_emu.test_kip848 import FAST, Member

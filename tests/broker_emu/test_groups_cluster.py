@@ -3,7 +3,7 @@ the whole pipeline (virtual time), coordinator placement, and a coordinator movi
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from tests.broker_emu.groups_fake import (
     COMMIT,
     FETCH,

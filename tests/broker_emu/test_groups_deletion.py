@@ -2,7 +2,7 @@
 OffsetMetadataManager.deleteOffsets): only an empty group goes, offsets of a subscribed topic stay,
 unknown partitions are refused before the group is asked."""
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.protocol import ApiKey
 from tests.broker_emu.groups_fake import COMMIT, FETCH, JOIN, commit_body, join_body
 from tests.broker_emu.test_kip848 import FAST, Member

@@ -4,7 +4,7 @@ convertToConsumerGroup, convertToClassicGroup; group.consumer.migration.policy).
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey
 from client.protocol.codec import decode_consumer_blob, encode_consumer_blob

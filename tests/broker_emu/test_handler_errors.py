@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from broker_emu import open_cluster
 from broker_emu.registry import REGISTRY
+from broker_emu.runtime import open_cluster
 from client.protocol import ApiKey
 from tests.broker_emu.wire import WireClient
 

@@ -1,7 +1,7 @@
 """__consumer_offsets appears as Kafka's does: created by the first group FindCoordinator, listed
 as internal, led by the group coordinators, closed to client appends (docs/differences.md, 9)."""
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from tests.broker_emu.groups_fake import FIND
 from tests.broker_emu.helpers import METADATA, PRODUCE, batch, partition_results, produce_many
 from tests.broker_emu.wire import WireClient

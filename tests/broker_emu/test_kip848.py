@@ -8,7 +8,7 @@ import uuid
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.protocol import ApiKey
 from tests.broker_emu.groups_fake import COMMIT, FETCH, JOIN, commit_body, join_body

@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.protocol.legacy_records import LegacyRecordError, read_message_set
 from client.protocol.records import decode_batch
 from tests.broker_emu.wire import WireClient, fetch_body

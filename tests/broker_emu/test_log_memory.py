@@ -6,8 +6,8 @@ import logging
 
 import trio
 
-from broker_emu import open_cluster
 from broker_emu.log import LogMemory, PartitionLog, log_memory_budget
+from broker_emu.runtime import open_cluster
 from client.protocol.records import parse_batch_header
 from tests.broker_emu.helpers import batch
 from tests.broker_emu.wire import WireClient, fetch_body, produce_body

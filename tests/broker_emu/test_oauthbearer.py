@@ -9,7 +9,7 @@ import json
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.security.oauthbearer import InvalidToken, UnsecuredValidator, validate
 from client.sasl import oauthbearer_first, unsecured_jwt
 from kafka_common.wallclock import FIXED_EPOCH_MS

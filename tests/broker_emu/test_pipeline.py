@@ -5,9 +5,9 @@ import tracemalloc
 import trio
 import trio.testing
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.server import READ_AHEAD_BYTES
-from client.protocol import encode_request
+from client.protocol.codec import encode_request
 from tests.broker_emu.helpers import (
     API_VERSIONS,
     FETCH,

@@ -6,9 +6,9 @@ import pathlib
 
 import pytest
 
-from broker_emu import open_cluster
 from broker_emu.config import ConfigError, broker_config
 from broker_emu.plants import PLANTS, Plant
+from broker_emu.runtime import open_cluster
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SETTERS = {"conformance/chaos/ours.py"}      # the Python API that plants a bug: broker-emu chaos --plant

@@ -2,7 +2,7 @@
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from tests.broker_emu.helpers import (
     INIT_PRODUCER_ID,
     METADATA,

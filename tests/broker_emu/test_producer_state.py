@@ -3,8 +3,8 @@ leader change rewinds it, retention does not drop it; over the wire in virtual t
 
 import trio
 
-from broker_emu import open_cluster
 from broker_emu.log import PartitionLog
+from broker_emu.runtime import open_cluster
 from client.errors import ErrorCode
 from client.protocol.records import decode_batch, iter_batches, parse_batch_header
 from tests.broker_emu.helpers import (

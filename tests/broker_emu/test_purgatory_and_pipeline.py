@@ -2,7 +2,7 @@
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.protocol import ApiKey
 from tests.broker_emu.wire import WireClient, fetch_body, leader_of, produce_body
 

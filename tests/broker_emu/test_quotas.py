@@ -4,9 +4,10 @@ the sampled windows' span, and mutes its connection that long (KIP-219), in virt
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
-from client.protocol import ApiKey, encode_request
+from client.protocol import ApiKey
+from client.protocol.codec import encode_request
 from tests.broker_emu.wire import WireClient, produce_body
 
 ALTER, DESCRIBE = ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.DESCRIBE_CLIENT_QUOTAS

@@ -4,7 +4,7 @@ hands over), it can be cancelled, and Kafka's errors otherwise — in virtual ti
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.protocol import ApiKey
 from tests.broker_emu.wire import WireClient, produce_body
 

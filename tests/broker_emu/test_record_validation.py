@@ -10,7 +10,7 @@ import gzip
 
 import pytest
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import HANDLER_ERRORS
 from client.protocol import compression as codecs
 from client.protocol.records import Record, decode_batch, encode_batch, iter_batches, parse_batch_header

@@ -15,9 +15,9 @@ import trio.testing
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from broker_emu import open_cluster
 from broker_emu.record_scan import BadRecords, scan
 from broker_emu.registry import REGISTRY
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import HANDLER_ERRORS
 from broker_emu.validation import record_times
 from client.protocol import ApiKey

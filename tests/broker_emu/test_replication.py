@@ -2,7 +2,7 @@
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from tests.broker_emu.helpers import PRODUCE, WireClient, follower_of, produce_body
 
 LAG_MAX = {"replica.lag.time.max.ms": 10_000}

@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from broker_emu.request_peek import produce_acks
-from client.protocol import ApiKey, decode_request, encode_request
+from client.protocol import ApiKey
+from client.protocol.codec import decode_request, encode_request
 
 TXN_IDS = (None, "", "txn-ü", "t" * 300)   # 300: a two-byte compact length in flexible versions
 

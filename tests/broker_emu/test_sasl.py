@@ -6,8 +6,8 @@ import base64
 import pytest
 import trio
 
-from broker_emu import open_cluster
 from broker_emu.config import ConfigError
+from broker_emu.runtime import open_cluster
 from broker_emu.security.mechanisms import SaslFailure, ScramServer
 from broker_emu.security.scram import ScramStore, credential_from_password
 from client.sasl import _Scram

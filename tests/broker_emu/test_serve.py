@@ -12,8 +12,8 @@ import time
 import pytest
 import trio
 
-from broker_emu import open_cluster, run_cluster_in_thread
-from client.protocol import decode_response, encode_request
+from broker_emu.runtime import open_cluster, run_cluster_in_thread
+from client.protocol.codec import decode_response, encode_request
 from client.protocol.framing import FrameSplitter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -93,9 +93,9 @@ async def test_a_large_frame_after_a_large_frame_is_received_whole_when_it_is_al
     """After a large frame the reader reads the next size prefix alone; a frame that has then
     arrived whole is read in one go into a ``bytes`` of its size (not zeroed first, not copied),
     and stored as that object."""
-    from broker_emu import open_cluster
+    from broker_emu.runtime import open_cluster
     from broker_emu.server import Connection
-    from client.protocol import encode_request
+    from client.protocol.codec import encode_request
     from client.protocol.records import decode_batch
     from tests.broker_emu.wire import WireClient, fetch_body, produce_body
 
@@ -124,7 +124,7 @@ async def test_a_large_frame_after_a_large_frame_is_received_whole_when_it_is_al
 
 
 async def test_a_megabyte_produce_over_tcp_is_received_in_place_stored_without_a_copy_and_read_back():
-    from broker_emu import open_cluster
+    from broker_emu.runtime import open_cluster
     from client.protocol.records import decode_batch
     from tests.broker_emu.wire import WireClient, fetch_body, produce_body
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker_emu import open_cluster
 from broker_emu.config import ConfigError, broker_config
+from broker_emu.runtime import open_cluster
 from broker_emu.topic_config import TOPIC_CONFIGS, InvalidConfig, LogRules, validate_topic_configs
 from tests.broker_emu.helpers import CREATE_TOPICS, WireClient
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind, Trace, TraceEvent
 from broker_emu.trace_reading import abandoned, exchanges, first_to_give_up, purgatory_stays
 from tests.broker_emu.helpers import METADATA, WireClient

@@ -6,8 +6,8 @@ times out. A real client negotiating down: tests/realclients/test_version_profil
 import pytest
 import trio
 
-from broker_emu import open_cluster
 from broker_emu.config import ConfigError
+from broker_emu.runtime import open_cluster
 from tests.broker_emu.helpers import API_VERSIONS, CREATE_TOPICS, WireClient, produce_body
 
 SOFTWARE = {"client_software_name": "t", "client_software_version": "1"}

@@ -5,10 +5,10 @@ waited for and what it saw last, after exactly its timeout."""
 import pytest
 import trio
 
-from broker_emu import open_cluster, run_cluster_in_thread
+from broker_emu.runtime import open_cluster, run_cluster_in_thread
 from broker_emu.waits import WaitArgumentError, WaitTimeout
-from client.consumer import open_consumer
-from client.producer import open_producer
+from client.consumer.async_consumer import open_consumer
+from client.producer.async_producer import open_producer
 from tests.broker_emu.wire import WireClient, produce_body
 from tests.client.test_consumer_groups import GROUP, connect_to
 
@@ -152,8 +152,8 @@ def test_the_blocking_twin_on_a_threaded_cluster():
 
 
 async def test_the_http_wait_runs_on_the_cluster_clock_and_is_capped(autojump_clock):
-    from broker_emu.control import Routes
     from broker_emu.control.http import HttpError, HttpRequest
+    from broker_emu.control.routes import Routes
 
     def get(path: str, **query: str) -> HttpRequest:
         return HttpRequest("GET", path, query, {}, b"")

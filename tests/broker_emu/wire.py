@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import trio
 
-from client.protocol import decode_response, encode_request
+from client.protocol.codec import decode_response, encode_request
 from client.protocol.framing import FrameSplitter
 from client.protocol.records import Record, encode_batch
 

@@ -16,7 +16,8 @@ from typing import Any
 import trio
 import trio.testing
 
-from client.protocol import ApiKey, decode_request, encode_response, supported_versions
+from client.protocol import ApiKey
+from client.protocol.codec import decode_request, encode_response, supported_versions
 from client.protocol.framing import FrameSplitter
 from client.protocol.records import parse_batch_header
 

@@ -5,7 +5,7 @@ purgatory), per-item outcomes."""
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.admin import BROKER, SET, TOPIC, NewTopic, open_admin
 from client.errors import (
     ClusterAuthorizationFailedError,
@@ -15,7 +15,7 @@ from client.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from client.producer import open_producer
+from client.producer.async_producer import open_producer
 
 BOOT = {"bootstrap.servers": "127.0.0.1:0"}
 

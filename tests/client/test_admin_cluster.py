@@ -4,11 +4,11 @@ quotas and SCRAM credentials (a user added with our call logs in with our SASL c
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.admin import open_admin
 from client.admin_cluster import PREFERRED, UNCLEAN
 from client.errors import ElectionNotNeededError, GroupIdNotFoundError, UnknownTopicOrPartitionError
-from client.producer import open_producer
+from client.producer.async_producer import open_producer
 from client.transport import sasl_connect
 from tests.broker_emu.wire import WireClient
 from tests.client.test_admin import BOOT, connect_to

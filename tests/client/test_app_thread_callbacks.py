@@ -6,10 +6,11 @@ run it — or until the broker fences the member at its rebalance timeout."""
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
-from client.consumer import TopicPartition, open_consumer
 from client.consumer.app_callbacks import AppThreadCallbacks
+from client.consumer.async_consumer import open_consumer
+from client.consumer.records import TopicPartition
 from tests.client.test_consumer_groups import connect_to, events, poll_until
 from tests.client.test_consumer_kip848 import BROKER, K848
 

@@ -6,7 +6,7 @@ import time
 import pytest
 import trio
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from client.consumer.blocking import Consumer
 from client.errors import TimeoutException
 from client.exceptions import NetworkThreadDied

@@ -5,7 +5,7 @@ import time
 import pytest
 
 import client
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from client.errors import TimeoutException
 from client.exceptions import NetworkThreadDied
 

@@ -6,7 +6,8 @@ import pytest
 
 from client.backoff import ExponentialBackoff
 from client.connection import ConnectionCore, CorrelationIdMismatch
-from client.protocol import ApiKey, decode_request, encode_response
+from client.protocol import ApiKey
+from client.protocol.codec import decode_request, encode_response
 from client.protocol.framing import FrameTooLargeError
 
 HB = {"group_id": "g", "generation_id": 1, "member_id": "m"}

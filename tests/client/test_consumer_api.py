@@ -4,8 +4,9 @@ metadata calls, wakeup, client_instance_id, commit_async."""
 import pytest
 import trio
 
-from broker_emu import open_cluster
-from client.consumer import TopicPartition, open_consumer
+from broker_emu.runtime import open_cluster
+from client.consumer.async_consumer import open_consumer
+from client.consumer.records import TopicPartition
 from client.errors import TimeoutException
 from client.exceptions import WakeupException
 from tests.broker_emu.wire import WireClient, produce_body

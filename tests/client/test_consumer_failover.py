@@ -7,8 +7,9 @@ dies"."""
 import pytest
 import trio
 
-from broker_emu import open_cluster
-from client.consumer import TopicPartition, open_consumer
+from broker_emu.runtime import open_cluster
+from client.consumer.async_consumer import open_consumer
+from client.consumer.records import TopicPartition
 from client.errors import ErrorCode
 from tests.broker_emu.wire import WireClient, produce_body
 

@@ -3,10 +3,11 @@ rebalances, heartbeats and session expiry, max.poll.interval.ms, fencing, coordi
 
 import pytest
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.assignors import roundrobin_assign
 from client.config import ConfigException, consumer_config
-from client.consumer import TopicPartition, open_consumer
+from client.consumer.async_consumer import open_consumer
+from client.consumer.records import TopicPartition
 from client.exceptions import CommitFailedException
 from tests.broker_emu.wire import WireClient, produce_body
 

@@ -5,10 +5,11 @@ the member epoch, leaving, max.poll.interval.ms, fencing, and the settings the b
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.config import ConfigException, consumer_config
-from client.consumer import TopicPartition, open_consumer
+from client.consumer.async_consumer import open_consumer
+from client.consumer.records import TopicPartition
 from tests.client.test_consumer_groups import connect_to, events, fill, poll_until
 
 BROKER = {"group.consumer.heartbeat.interval.ms": 2000, "group.consumer.session.timeout.ms": 10000,

@@ -4,9 +4,10 @@ import pytest
 import trio
 import trio.testing
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.config import ConfigException, consumer_config
-from client.consumer import TopicPartition, open_consumer
+from client.consumer.async_consumer import open_consumer
+from client.consumer.records import TopicPartition
 from client.errors import TimeoutException
 from tests.broker_emu.wire import WireClient, produce_body
 

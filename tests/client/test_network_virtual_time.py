@@ -5,7 +5,7 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.config import COMMON, parse_config
 from client.exceptions import RequestTimeoutException
 from client.network import NetworkClient

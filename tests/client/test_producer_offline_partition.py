@@ -6,7 +6,7 @@ answer named the leader again, so the batches waited for delivery.timeout.ms and
 import trio
 
 import client
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 
 RETRY_BACKOFF_MAX_S = 1.0   # retry.backoff.max.ms: the metadata refresh backoff's ceiling
 

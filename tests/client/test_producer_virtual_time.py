@@ -5,7 +5,7 @@ import pytest
 import trio
 import trio.testing
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.config import ConfigException, producer_config
 from client.errors import NotLeaderOrFollowerError, TimeoutException
 from client.exceptions import (
@@ -13,7 +13,7 @@ from client.exceptions import (
     MaxBlockTimeoutException,
     RequestTimeoutException,
 )
-from client.producer import open_producer
+from client.producer.async_producer import open_producer
 from client.producer.partitioner import murmur2, partition_for_key
 from kafka_common.wallclock import virtual_ms
 

@@ -5,7 +5,7 @@ never with metadata.recovery.strategy=none (whose calls still end at their deadl
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.admin import NewTopic, open_admin
 from client.config import COMMON, ConfigException, consumer_config, parse_config, producer_config
 from client.consumer.async_consumer import open_consumer

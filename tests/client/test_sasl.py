@@ -3,10 +3,10 @@
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from client.errors import SaslAuthenticationFailedError
 from client.exceptions import ConnectionSetupTimeoutException
-from client.producer import open_producer
+from client.producer.async_producer import open_producer
 from client.transport import sasl_connect
 
 SASL = {"emu.security.protocol": "SASL_PLAINTEXT", "emu.sasl.users": "alice:alice-secret"}

@@ -5,11 +5,11 @@ again, an unreachable coordinator, and fencing."""
 import pytest
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.errors import KafkaError
 from client.exceptions import TimeoutException
-from client.producer import open_producer
+from client.producer.async_producer import open_producer
 from client.producer.transactions import TransactionStateError
 from tests.client.test_producer_virtual_time import connect_to
 
@@ -108,7 +108,8 @@ async def test_the_coordinators_timeout_fences_a_transaction_left_open(autojump_
 
 
 async def _read(cluster, isolation: str, n_polls: int = 6) -> tuple[list[bytes], int]:
-    from client.consumer import TopicPartition, open_consumer
+    from client.consumer.async_consumer import open_consumer
+    from client.consumer.records import TopicPartition
 
     config = {"bootstrap.servers": "127.0.0.1:0", "auto.offset.reset": "earliest", "isolation.level": isolation}
     got: list[bytes] = []

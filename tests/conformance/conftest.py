@@ -6,7 +6,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     from conformance.campaign.kafka_source import register
-    from conformance.campaign.spark_session import get_session
+    from conformance.spark_session import get_session
 
     session = get_session("local[2]", "broker-emu tests", parallelism=2)
     register(session)

@@ -82,7 +82,7 @@ def test_the_held_joingroup_contract_fails_when_joingroup_uses_request_timeout(m
 def test_the_min_rule_contract_fails_when_retries_keep_the_full_request_timeout(monkeypatch):
     import trio
 
-    from client.consumer import AsyncConsumer
+    from client.consumer.async_consumer import AsyncConsumer
     from client.errors import KafkaError, TimeoutException
 
     async def full_timeouts(self, call, deadline, attempt, waiting_for):   # broken: no min(time left, ...)
@@ -117,7 +117,7 @@ def test_the_attempt_once_contract_fails_on_a_client_that_asks_twice():
 def test_the_warm_attempt_contract_fails_on_a_client_that_checks_its_deadline_first(monkeypatch):
     import trio
 
-    from client.consumer import AsyncConsumer
+    from client.consumer.async_consumer import AsyncConsumer
     from client.errors import TimeoutException
 
     attempt_then_check = AsyncConsumer._attempt_then_check
@@ -267,7 +267,8 @@ def test_the_broker_close_contract_fails_on_a_client_whose_metadata_request_is_c
     """A request the broker must refuse (a Metadata body cut short) costs the connection, and the
     contract says so; the listing itself may still succeed on a retry elsewhere."""
     import client.connection
-    from client.protocol import ApiKey, encode_request
+    from client.protocol import ApiKey
+    from client.protocol.codec import encode_request
 
     def cut_metadata(api_key, version, corr, client_id, body):
         frame = encode_request(api_key, version, corr, client_id, body)

@@ -46,7 +46,7 @@ def test_marker_sets_a_version_profile(kafka_cluster):
 
 
 def test_fixture_starts_fast(request):
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     start = time.perf_counter()
     with run_cluster_in_thread(brokers=3):

@@ -39,7 +39,7 @@ def test_the_command_runs_without_any_extra(argv, tmp_path):
 
 def test_the_plugin_and_the_emulator_import_without_any_extra(tmp_path):
     out = _python("import conformance.pytest_plugin, broker_emu.cli, client\n"
-                  "from broker_emu import open_cluster, run_cluster_in_thread\nprint('ok')", tmp_path)
+                  "from broker_emu.runtime import open_cluster, run_cluster_in_thread\nprint('ok')", tmp_path)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
@@ -55,7 +55,7 @@ def test_a_campaign_without_spark_says_which_extra_to_install(monkeypatch, tmp_p
 
 def test_a_campaign_without_java_says_so(monkeypatch, tmp_path):
     pytest.importorskip("pyspark")
-    from conformance.campaign.spark_session import SparkUnavailable, get_session
+    from conformance.spark_session import SparkUnavailable, get_session
 
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))

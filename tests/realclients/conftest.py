@@ -24,7 +24,7 @@ def cluster(request):
         with other:
             yield other
         return
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     with run_cluster_in_thread(brokers=3, topics=[("t", 3, 3)], config={"group.initial.rebalance.delay.ms": 0}) as tc:
         yield tc

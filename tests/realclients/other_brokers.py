@@ -127,7 +127,7 @@ class KafkaTestCluster(WireCluster):
     RF 3), reached directly or through ``broker-emu proxy`` (``proxied``)."""
 
     def __init__(self, proxied: bool = False) -> None:
-        from conformance.realkafka import KafkaCluster
+        from conformance.realkafka.cluster import KafkaCluster
         from conformance.realkafka.config import HARNESS
 
         self._kafka = KafkaCluster(brokers=3, config=HARNESS).start()
@@ -136,7 +136,7 @@ class KafkaTestCluster(WireCluster):
             self._kafka.create_topic("t", partitions=3, replication_factor=3)
             self.bootstrap = self._kafka.bootstrap
             if proxied:
-                from broker_emu.proxy import run_proxy_in_thread
+                from broker_emu.proxy.proxy import run_proxy_in_thread
 
                 self._proxy_cm = run_proxy_in_thread(self._kafka.bootstrap)
                 self._proxy = self._proxy_cm.__enter__()

@@ -23,13 +23,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from client.protocol import (
-    ApiKey,
-    decode_request,
-    encode_response,
-    records,
-    supported_versions,
-)
+from client.protocol import ApiKey, records
+from client.protocol.codec import decode_request, encode_response, supported_versions
 
 from .capture import Frame
 

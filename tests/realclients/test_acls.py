@@ -15,7 +15,7 @@ USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
 @pytest.fixture
 def secured():
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     config = {"emu.security.protocol": "SASL_PLAINTEXT", "emu.sasl.users": ",".join(f"{u}:{p}" for u, p in USERS.items()),
               "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",

@@ -8,7 +8,7 @@ import importlib
 
 import pytest
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from conformance.adapters.base import RunEnv
 from conformance.model import Operation, Status
 from tests.realclients.conftest import require_client

@@ -3,7 +3,7 @@ call works, and reports its value in the shape our own adapter does (conformance
 
 import pytest
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from conformance.adapters.base import RunEnv
 from conformance.model import Operation
 from tests.realclients.conftest import require_client

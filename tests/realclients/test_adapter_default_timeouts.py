@@ -4,7 +4,7 @@ client as its default, not crash the adapter: kafka-python's and aiokafka's poll
 
 import pytest
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from conformance.adapters.base import RunEnv
 from conformance.model import Operation
 from tests.realclients.conftest import require_client

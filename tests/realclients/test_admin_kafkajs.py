@@ -33,7 +33,7 @@ def test_kafkajs_admin_calls(cluster):
 
 def test_kafkajs_acl_calls_under_an_authorizer():
     require_client("kafkajs")
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     config = {"authorizer.class.name": "StandardAuthorizer", "allow.everyone.if.no.acl.found": True}
     with run_cluster_in_thread(brokers=1, config=config) as tc:

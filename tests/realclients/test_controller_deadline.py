@@ -18,7 +18,7 @@ def test_confluent_kafka_create_topics_past_the_controller_deadline_changes_noth
     require_client("confluent-kafka")
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)], config={"emu.controller.delay.ms": 2000}) as tc:
         admin = AdminClient({"bootstrap.servers": tc.bootstrap, "log_level": 0})

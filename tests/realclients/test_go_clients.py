@@ -156,7 +156,7 @@ def test_sasl_login_and_a_refused_password(go, mechanism):
     """SASL_PLAINTEXT: each Go client logs in with the mechanism and writes; a wrong password is
     refused with the broker's words in the trace (sarama's SCRAM is franz-go's, behind sarama's
     SCRAMClient)."""
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     config = {"emu.security.protocol": "SASL_PLAINTEXT", "emu.sasl.users": "alice:alice-secret",
               "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"}

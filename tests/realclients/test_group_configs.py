@@ -68,7 +68,7 @@ def test_a_kip848_consumer_heartbeats_at_its_groups_interval():
     from confluent_kafka import Consumer
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     config = {"group.consumer.min.heartbeat.interval.ms": 100, "group.consumer.assignment.interval.ms": 0}
     with run_cluster_in_thread(brokers=1, topics=[("hb", 1, 1)], config=config) as tc:

@@ -19,7 +19,7 @@ def test_confluent_kafka_on_two_listeners_of_one_cluster():
     require_client("confluent-kafka")
     from confluent_kafka import Consumer, Producer
 
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     with run_cluster_in_thread(brokers=3, topics=[("t", 3, 3)], config=CONFIG) as tc:
         secured = {"bootstrap.servers": tc.cluster.bootstrap_for("SASL_SSL"), "security.protocol": "SASL_SSL",
@@ -52,7 +52,7 @@ def test_kafka_python_on_the_secured_listener():
     require_client("kafka-python")
     from kafka import KafkaProducer
 
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     with run_cluster_in_thread(brokers=3, topics=[("t", 3, 3)], config=CONFIG) as tc:
         producer = KafkaProducer(bootstrap_servers=tc.cluster.bootstrap_for("SASL_SSL"), security_protocol="SASL_SSL",

@@ -29,7 +29,7 @@ def jwt(subject: str = SUBJECT, life_s: float = 3600, issued_s: float | None = N
 
 @pytest.fixture(scope="module")
 def oauth(tmp_path_factory):
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     config = {"emu.security.protocol": "SASL_SSL", "sasl.enabled.mechanisms": "OAUTHBEARER,SCRAM-SHA-512",
               "emu.tls.dir": str(tmp_path_factory.mktemp("tls")), "group.initial.rebalance.delay.ms": 0}

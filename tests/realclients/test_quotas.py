@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from client.protocol import ApiKey, decode_response, encode_request
+from client.protocol import ApiKey
+from client.protocol.codec import decode_response, encode_request
 from tests.realclients.conftest import require_client
 
 pytestmark = [pytest.mark.realclient, pytest.mark.any_broker]

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.realclient
 
 
 def magics(s):
-    from client.protocol import decode_request  # the codec: records stay raw bytes
+    from client.protocol.codec import decode_request  # the codec: records stay raw bytes
 
     found = []
     for frame in s.frames:

@@ -18,7 +18,7 @@ USER, PASSWORD = "alice", "alice-secret"
 
 @pytest.fixture(scope="module", params=["SASL_SSL", "SSL", "mTLS"])
 def secured(request, tmp_path_factory):
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     mutual = request.param == "mTLS"
     config = {"emu.security.protocol": "SSL" if mutual else request.param, "emu.sasl.users": f"{USER}:{PASSWORD}",
@@ -82,7 +82,7 @@ def test_confluent_kafka_wrong_password_is_refused(tmp_path):
     require_client("confluent-kafka")
     from confluent_kafka import Producer
 
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     config = {"emu.security.protocol": "SASL_SSL", "emu.sasl.users": f"{USER}:{PASSWORD}", "emu.tls.dir": str(tmp_path)}
     with run_cluster_in_thread(brokers=1, config=config) as tc:

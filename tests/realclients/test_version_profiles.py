@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.realclient]
 def versions_used(release: str) -> dict[str, int]:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)], config={"emu.kafka.version": release}) as tc:
         p = Producer({"bootstrap.servers": tc.bootstrap, "log_level": 0})
@@ -53,7 +53,7 @@ def test_kafka_python_writing_old_message_formats(api_version, magic):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.errors import KafkaError
 
-    from broker_emu import run_cluster_in_thread
+    from broker_emu.runtime import run_cluster_in_thread
 
     with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)], config={"emu.kafka.version": "3.6"}) as tc:
         producer = KafkaProducer(bootstrap_servers=tc.bootstrap, api_version=api_version, acks=1)

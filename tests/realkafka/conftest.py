@@ -12,7 +12,7 @@ import pytest
 def require_kafka() -> None:
     """Skip (or, under ``CI=true``, fail) when java, mvn's jars or the broker are missing. CI must
     run these tests: a green run that skipped them would prove nothing."""
-    from conformance.realkafka import KafkaNotInstalled, check_installed
+    from conformance.realkafka.install import KafkaNotInstalled, check_installed
 
     try:
         check_installed()
@@ -28,7 +28,7 @@ def kafka1():
     """One Apache Kafka node (broker+controller) for the whole session, stopped at its end even
     when tests failed."""
     require_kafka()
-    from conformance.realkafka import apache_kafka_cluster
+    from conformance.realkafka.cluster import apache_kafka_cluster
     from conformance.realkafka.config import HARNESS
 
     with apache_kafka_cluster(brokers=1, config=HARNESS) as k:
@@ -40,7 +40,7 @@ def kafka_factory():
     """Start clusters inside a test: ``kafka_factory(brokers=3, config={...})``; every cluster it
     started is stopped when the test ends, passed or failed."""
     require_kafka()
-    from conformance.realkafka import KafkaCluster
+    from conformance.realkafka.cluster import KafkaCluster
 
     started: list[KafkaCluster] = []
 

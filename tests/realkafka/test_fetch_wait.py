@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from broker_emu import run_cluster_in_thread
-from client.protocol import ApiKey, decode_response, encode_request
+from broker_emu.runtime import run_cluster_in_thread
+from client.protocol import ApiKey
+from client.protocol.codec import decode_response, encode_request
 from conformance.realkafka.wire import metadata
 
 pytestmark = pytest.mark.realkafka

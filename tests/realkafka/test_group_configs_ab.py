@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import trio
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from tests.broker_emu.wire import WireClient
 
 DESCRIBE, ALTER, INCREMENTAL = 32, 33, 44

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from conformance.adapters.base import RunEnv
 from conformance.adapters.java_client import JavaAdapter
 from conformance.model import Operation

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from broker_emu.security.tls import ListenerTls
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"

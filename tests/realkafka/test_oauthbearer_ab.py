@@ -11,7 +11,7 @@ import time
 
 import trio
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from client.sasl import oauthbearer_first, unsecured_jwt
 from tests.broker_emu.wire import WireClient
 

@@ -29,7 +29,7 @@ def kafka(kafka_factory_module):
 
 @pytest.fixture(scope="module")
 def kafka_factory_module():
-    from conformance.realkafka import apache_kafka_cluster
+    from conformance.realkafka.cluster import apache_kafka_cluster
     from tests.realkafka.conftest import require_kafka
 
     require_kafka()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import trio
 
-from broker_emu import run_cluster_in_thread
-from client.producer import open_producer
+from broker_emu.runtime import run_cluster_in_thread
+from client.producer.async_producer import open_producer
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'user_alice="alice-secret";')

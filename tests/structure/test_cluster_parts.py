@@ -4,7 +4,7 @@ checking: they depend on Protocols or on the parts they use)."""
 
 import ast
 
-from tests.structure.imports import project_modules
+from tools.import_graph import project_modules
 
 BELOW_THE_CLUSTER = ("broker_emu.brokers", "broker_emu.topics", "broker_emu.leadership", "broker_emu.clock",
                      "broker_emu.coordinator_placement", "broker_emu.producer_ids", "broker_emu.cluster_tasks",

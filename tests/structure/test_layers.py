@@ -1,5 +1,5 @@
-"""The layering rules of docs/architecture.md, enforced on every import statement (module level
-and inside functions) of broker_emu, client, conformance and kafka_common:
+"""The layering rules of docs/architecture.md, enforced on every import statement (module level,
+inside functions and under ``if TYPE_CHECKING:``) of broker_emu, client, conformance and kafka_common:
 
 - the emulator (broker_emu) uses only the wire codec of the client package (client.protocol)
   and Kafka's error codes (client.errors, a leaf);
@@ -9,7 +9,8 @@ and inside functions) of broker_emu, client, conformance and kafka_common:
   machinery through it;
 - nothing below conformance imports conformance (the ``broker-emu`` command that composes both
   lives in conformance.main);
-- no import cycles;
+- no import cycle, between modules (each also depending on its packages' ``__init__``, which
+  runs first) or between packages (tools/import_graph.py says how a module joins its package);
 - no ``except ImportError`` around an import of the project's own modules (a broken import
   must fail loudly, not remove a feature);
 - and at run time, importing the codec or the emulator loads no client machinery.
@@ -19,16 +20,20 @@ import ast
 import subprocess
 import sys
 
-from tests.structure.imports import ROOT, cycles, edges, project_modules
+from tools.import_graph import (
+    ROOT,
+    Edge,
+    by_pair,
+    cycles,
+    describe_cycle,
+    edges,
+    graph_of,
+    package_pairs,
+    project_modules,
+    shortest_cycles,
+)
 
 EMULATOR_MAY_USE = ("client.protocol", "client.errors")
-
-
-def _graph():
-    graph: dict[str, set[str]] = {}
-    for e in edges():
-        graph.setdefault(e.source, set()).add(e.target)
-    return graph
 
 
 def _under(module: str, prefix: str) -> bool:
@@ -40,8 +45,9 @@ def test_the_emulator_uses_only_the_codec_and_error_codes_of_the_client_package(
                    if _under(e.source, "broker_emu") and _under(e.target, "client")
                    and not any(_under(e.target, ok) for ok in EMULATOR_MAY_USE))
     assert wrong == []
+    # its package's __init__ runs first; that it loads nothing is checked at run time below
     leaf = sorted(f"client.errors:{e.line} imports {e.target}" for e in edges()
-                  if e.source == "client.errors" and not _under(e.target, "client.protocol"))
+                  if e.source == "client.errors" and e.kind != "package" and not _under(e.target, "client.protocol"))
     assert leaf == []
 
 
@@ -57,8 +63,61 @@ def test_nothing_below_conformance_imports_it():
     assert wrong == []
 
 
-def test_there_are_no_import_cycles():
-    assert cycles(_graph()) == []
+# Arrows on cycles not cut yet, each (importer, imported) with the statement and the cut it waits
+# for. The test tolerates an arrow only while it still exists and still closes a cycle, so an
+# entry goes stale (and fails) once its cycle is cut. Delete these lists when they are empty.
+KNOWN_MODULE_ARROWS: set[tuple[str, str]] = {
+    # Kept on purpose: ``client``'s public names (client.Producer...)
+    # are loaded on first use (PEP 562), so at run time client/__init__ imports nothing; the
+    # cycle is only its typing imports against the package edge every client module has. Thinning
+    # it would take ``client.Producer`` away from users: the lead's call.
+    ("client", "client.consumer.async_consumer"),
+    ("client", "client.consumer.blocking"),
+    ("client", "client.consumer.records"),
+    ("client", "client.exceptions"),
+    ("client", "client.producer.async_producer"),
+    ("client", "client.producer.batch"),
+    ("client", "client.producer.blocking"),
+}
+KNOWN_PACKAGE_ARROWS: set[tuple[str, str]] = {
+    # Between packages only: the groups, transactions and faults packages each hold a part below
+    # the cluster (the coordinators, the fault engine) and a part above it (their wire handlers,
+    # faults/apply.py, which import the registry and the request context, whose typing imports
+    # name Cluster). The cut: those handlers move beside the others in broker_emu/handlers/.
+    ("broker_emu.context", "broker_emu.cluster"),            # context.py:15 (typing)
+    ("broker_emu.handlers", "broker_emu.cluster"),           # handlers/admin.py:27 and others (typing)
+    # PartitionTxns (partition.py:17): transactions/ names the partition back (markers.py:19)
+    ("broker_emu.partition", "broker_emu.transactions"),
+}
+
+
+def _cycles_report(pairs: dict[tuple[str, str], list[Edge]], known: set[tuple[str, str]]) -> str:
+    graph = graph_of({pair: found for pair, found in pairs.items() if pair not in known})
+    report = []
+    for component in cycles(graph):
+        report.append(f"{len(component)} import each other: {', '.join(component)}")
+        report.extend(describe_cycle(c, pairs) for c in shortest_cycles(component, graph))
+    return "\n".join(report)
+
+
+def _stale(pairs: dict[tuple[str, str], list[Edge]], known: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    same_cycle = {n: frozenset(c) for c in cycles(graph_of(pairs)) for n in c}
+    return sorted(a for a in known if a not in pairs or a[1] not in same_cycle.get(a[0], ()))
+
+
+def test_there_are_no_import_cycles_between_modules():
+    report = _cycles_report(by_pair(edges()), KNOWN_MODULE_ARROWS)
+    assert not report, "import cycles (cut one arrow of each):\n" + report
+
+
+def test_there_are_no_import_cycles_between_packages():
+    report = _cycles_report(package_pairs(edges()), KNOWN_PACKAGE_ARROWS)
+    assert not report, "import cycles between packages (cut one arrow of each):\n" + report
+
+
+def test_every_tolerated_arrow_still_closes_a_cycle():
+    assert _stale(by_pair(edges()), KNOWN_MODULE_ARROWS) == []
+    assert _stale(package_pairs(edges()), KNOWN_PACKAGE_ARROWS) == []
 
 
 def test_no_import_error_fallback_for_the_projects_own_modules():
@@ -95,7 +154,7 @@ def test_serve_starts_without_test_or_tls_machinery():
     """`broker-emu serve` on a plain listener imports neither pytest (trio.testing imports it:
     100+ ms of its start), nor trustme and cryptography (about 35 ms): each is imported where it is
     needed (a MockClock in use, a TLS listener)."""
-    probe = ("import sys, broker_emu.cli; from broker_emu import open_cluster; "
+    probe = ("import sys, broker_emu.cli; from broker_emu.runtime import open_cluster; "
              "print(' '.join(n for n in ('pytest', 'trio.testing', 'trustme', 'cryptography') if n in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     assert out == []

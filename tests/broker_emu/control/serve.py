@@ -12,7 +12,7 @@ import threading
 from collections import Counter
 from typing import Any
 
-from client.protocol import decode_response, encode_request
+from client.protocol.codec import decode_response, encode_request
 from client.protocol.framing import FrameSplitter
 from client.protocol.records import Record, encode_batch
 from tests import ROOT as CHECKOUT

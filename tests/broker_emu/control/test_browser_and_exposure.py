@@ -10,7 +10,8 @@ import sys
 import pytest
 import trio
 
-from broker_emu.control import Routes, serve_http
+from broker_emu.control.http import serve_http
+from broker_emu.control.routes import Routes
 
 from .serve import ROOT, Served, http_call, kafka_produce, raw_http
 

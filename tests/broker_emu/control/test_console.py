@@ -88,8 +88,8 @@ def test_with_a_token_the_files_are_public_and_the_data_is_not():
 
 def test_an_open_transaction_shows_with_the_time_left_before_its_timeout():
     import client
-    from broker_emu import run_cluster_in_thread
     from broker_emu.control.console_state import console_state
+    from broker_emu.runtime import run_cluster_in_thread
 
     with run_cluster_in_thread(brokers=3, topics=[("t", 1, 3)]) as tc:
         with client.Producer({"bootstrap.servers": tc.bootstrap, "transactional.id": "tx-1",
@@ -106,7 +106,7 @@ def test_an_open_transaction_shows_with_the_time_left_before_its_timeout():
 def test_a_throttled_connection_shows_how_long_it_stays_muted():
     import time
 
-    from client.protocol import encode_request
+    from client.protocol.codec import encode_request
     from client.protocol.records import Record, encode_batch
 
     with Served() as s:

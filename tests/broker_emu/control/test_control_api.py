@@ -6,9 +6,10 @@ import socket
 import pytest
 import trio
 
-from broker_emu.control import Routes, serve_http
 from broker_emu.control.client import ControlError, call
-from broker_emu.faults import FaultEngine
+from broker_emu.control.http import serve_http
+from broker_emu.control.routes import Routes
+from broker_emu.faults.engine import FaultEngine
 from broker_emu.trace import Trace
 
 

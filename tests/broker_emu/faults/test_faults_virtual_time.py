@@ -2,7 +2,7 @@
 
 import trio
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from tests.broker_emu.wire import WireClient, produce_body
 
 PRODUCE, METADATA = 0, 3

@@ -4,8 +4,9 @@ rules they make, and what those rules do to real requests through the pipeline, 
 import pytest
 import trio
 
-from broker_emu import open_cluster
-from broker_emu.faults import FaultConfigError, named
+from broker_emu.faults import named
+from broker_emu.faults.rules import FaultConfigError
+from broker_emu.runtime import open_cluster
 from tests.broker_emu.wire import WireClient, produce_body
 
 PRODUCE, METADATA = 0, 3

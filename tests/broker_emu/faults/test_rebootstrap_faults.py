@@ -5,11 +5,11 @@ brokers), scoped like any rule, through the pipeline in virtual time."""
 import pytest
 import trio
 
-from broker_emu import open_cluster
-from broker_emu.faults import FaultConfigError, apply, named
+from broker_emu.faults import apply, named
 from broker_emu.faults.engine import Decision
-from broker_emu.faults.rules import parse_action
+from broker_emu.faults.rules import FaultConfigError, parse_action
 from broker_emu.handlers import CloseConnection
+from broker_emu.runtime import open_cluster
 from client.errors import ErrorCode
 from tests.broker_emu.wire import WireClient
 

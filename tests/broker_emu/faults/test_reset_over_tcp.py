@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 
 # ApiVersions v0 (key 18), correlation id 7, client id "t": a request any broker reads
 API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, 1) + b"t"

@@ -6,9 +6,8 @@ import math
 
 import pytest
 
-from broker_emu.faults import Action, FaultConfigError, FaultEngine, Match, Rule
-from broker_emu.faults.engine import MAX_RULES
-from broker_emu.faults.rules import MAX_MS, parse_replication
+from broker_emu.faults.engine import MAX_RULES, FaultEngine
+from broker_emu.faults.rules import MAX_MS, Action, FaultConfigError, Match, Rule, parse_replication
 from broker_emu.faults.scenario_file import load_scenario
 
 BAD_NUMBERS = [math.nan, math.inf, -math.inf, float("1e309"), 10**400, MAX_MS + 1, -1, True, "5"]
@@ -142,8 +141,8 @@ async def test_set_replication_from_python_refuses_nan_infinity_and_unknown_mode
 
     import pytest
 
-    from broker_emu import open_cluster
     from broker_emu.faults.rules import FaultConfigError
+    from broker_emu.runtime import open_cluster
 
     async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
         for bad in (math.nan, math.inf, -1.0, 1e309):

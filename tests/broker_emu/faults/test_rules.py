@@ -1,6 +1,7 @@
 import pytest
 
-from broker_emu.faults import FaultConfigError, FaultEngine, RequestFacts
+from broker_emu.faults.engine import FaultEngine, RequestFacts
+from broker_emu.faults.rules import FaultConfigError
 from client.protocol import ApiKey
 
 

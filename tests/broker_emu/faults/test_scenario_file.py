@@ -1,7 +1,7 @@
 import pytest
 import trio
 
-from broker_emu.faults import FaultConfigError
+from broker_emu.faults.rules import FaultConfigError
 from broker_emu.faults.scenario_file import load_scenario, run_events
 
 GOOD = """

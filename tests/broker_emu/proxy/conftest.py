@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from broker_emu import run_cluster_in_thread
-from broker_emu.proxy import run_proxy_in_thread
+from broker_emu.proxy.proxy import run_proxy_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import socket
 import struct
 import threading
 
-from client.protocol import decode_request, encode_response
+from client.protocol.codec import decode_request, encode_response
 from tests.broker_emu.proxy.wire import read_frame
 
 MISDEEDS = ("wrong-correlation-id", "impossible-size", "half-a-frame", "silent-close")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker_emu.proxy import run_proxy_in_thread
-from client.protocol import decode_response, encode_request
+from broker_emu.proxy.proxy import run_proxy_in_thread
+from client.protocol.codec import decode_response, encode_request
 from tests.broker_emu.proxy.conftest import events
 from tests.broker_emu.proxy.fake_upstream import MISDEEDS, FakeUpstream
 from tests.broker_emu.proxy.wire import roundtrip

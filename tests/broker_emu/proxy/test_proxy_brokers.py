@@ -9,7 +9,7 @@ import time
 import pytest
 
 from broker_emu.proxy.upstream import Node
-from client.protocol import decode_response, encode_request
+from client.protocol.codec import decode_response, encode_request
 from tests.broker_emu.proxy.conftest import events, ports
 from tests.broker_emu.proxy.wire import connect, read_frame, roundtrip
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from broker_emu.control.client import ControlError, call
-from client.protocol import decode_response, encode_request
+from client.protocol.codec import decode_response, encode_request
 from tests.broker_emu.control.serve import ROOT, Served, next_lines
 from tests.broker_emu.proxy.wire import read_frame
 

@@ -117,7 +117,7 @@ def test_a_black_hole_upstream_the_clients_close_reaches_the_upstream(upstream, 
 
 
 def test_a_throttle_is_in_the_answer_and_mutes_the_connection(proxy):
-    from client.protocol import decode_response, encode_request
+    from client.protocol.codec import decode_response, encode_request
     from tests.broker_emu.proxy.wire import connect, read_frame
 
     add_fault(proxy, {"match": {"api": "Metadata"}, "action": {"type": "throttle", "ms": 300}, "times": 2})

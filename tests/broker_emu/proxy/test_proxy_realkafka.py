@@ -11,7 +11,8 @@ import pytest
 
 import client
 from client.errors import KafkaError
-from client.protocol import ProtocolError, decode_response, encode_request, supported_versions
+from client.protocol import ProtocolError
+from client.protocol.codec import decode_response, encode_request, supported_versions
 from conformance.contracts import client_disconnects_after
 from conformance.model import Evidence
 from tests.broker_emu.proxy.conftest import add_fault, events, ports
@@ -22,7 +23,8 @@ pytestmark = [pytest.mark.realclient, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def kafka():
-    from conformance.realkafka import KafkaNotInstalled, apache_kafka_cluster, check_installed
+    from conformance.realkafka.cluster import apache_kafka_cluster
+    from conformance.realkafka.install import KafkaNotInstalled, check_installed
 
     try:
         check_installed()
@@ -37,7 +39,7 @@ def kafka():
 
 @pytest.fixture
 def kproxy(kafka):
-    from broker_emu.proxy import run_proxy_in_thread
+    from broker_emu.proxy.proxy import run_proxy_in_thread
 
     with run_proxy_in_thread(kafka.bootstrap) as tp:
         yield tp

@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from broker_emu.proxy.answers import cap_api_versions, produce_acks
-from client.protocol import decode_request_header, decode_response, encode_request, supported_versions
+from client.protocol.codec import decode_request_header, decode_response, encode_request, supported_versions
 from client.protocol.records import Record, encode_batch
 from tests.broker_emu.proxy.conftest import events, ports
 from tests.broker_emu.proxy.wire import connect, read_frame, roundtrip

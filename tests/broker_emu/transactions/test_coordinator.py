@@ -6,7 +6,7 @@ validations."""
 import trio
 import trio.lowlevel
 
-from broker_emu import open_cluster
+from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from tests.broker_emu.transactions.helpers import (
     ADD,

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.protocol import ApiKey, decode_request, decode_request_header, records
+from client.protocol import ApiKey, records
+from client.protocol.codec import decode_request, decode_request_header
 from client.protocol.compression import NAMES as CODEC_NAMES
 from client.protocol.errors import ProtocolError
 
@@ -91,7 +92,7 @@ def emulator_reads(data: bytes) -> tuple[Any, Any, list[str]]:
     (``server.Connection._process``): the header, the version against the range the emulator
     registers, then the body, leniently as Kafka reads it (``codec.decode_request``). A too-new
     ApiVersions is answered (KIP-511), so it is accepted with body None. Raises ``Refused``."""
-    from broker_emu.handlers.catalog import register_all
+    from broker_emu.handler_catalog import register_all
     from broker_emu.registry import REGISTRY
 
     register_all()

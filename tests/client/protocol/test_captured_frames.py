@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from client.protocol import ApiKey, decode_request, encode_request, records
+from client.protocol import ApiKey, records
+from client.protocol.codec import decode_request, encode_request
 from tests.realclients.clients import ALL_CLIENTS
 from tests.realclients.sessions import SCENARIOS, TOPIC, session
 

@@ -14,9 +14,9 @@ import re
 
 import pytest
 
-from broker_emu.handlers.catalog import register_all
+from broker_emu.handler_catalog import register_all
 from broker_emu.registry import REGISTRY
-from client.protocol import decode_request, encode_request
+from client.protocol.codec import decode_request, encode_request
 from tests.client.protocol.corpus_catalog import (
     CLIENTS,
     CORPUS,

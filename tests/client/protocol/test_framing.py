@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.protocol import encode_request, encode_response
+from client.protocol.codec import encode_request, encode_response
 from client.protocol.framing import IN_PLACE_CLAIM, IN_PLACE_MIN, FrameSplitter, FrameTooLargeError
 from client.protocol.transcript import Transcript
 

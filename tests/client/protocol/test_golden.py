@@ -17,14 +17,15 @@ from typing import NamedTuple
 
 import pytest
 
-from client.protocol import (
+from client.protocol.codec import (
+    decode_consumer_blob,
     decode_request,
     decode_request_header,
     decode_response,
+    encode_consumer_blob,
     encode_request,
     encode_response,
 )
-from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 from client.protocol.messages import ALL_APIS
 from tests.client.protocol.golden_txn import FLEXIBLE_FROM_TXN, txn_cases
 from tests.client.protocol.strategies import (
@@ -588,7 +589,7 @@ def test_every_api_has_a_golden_request_and_response():
     """Every API the emulator serves has hand-made golden bytes; the APIs the codec reads only for
     the proxy and for clients of other brokers are checked against kio's independent schemas
     (test_kio_differential.py) and by round trips."""
-    from broker_emu.handlers.catalog import register_all
+    from broker_emu.handler_catalog import register_all
     from broker_emu.registry import REGISTRY
     from tests.client.protocol.test_kio_differential import kio_class
 

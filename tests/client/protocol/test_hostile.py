@@ -14,20 +14,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from client.protocol import (
-    CorruptFrameError,
-    UnknownApiError,
-    UnsupportedCodecVersionError,
+from client.protocol import CorruptFrameError, UnknownApiError, UnsupportedCodecVersionError
+from client.protocol.codec import (
+    decode_consumer_blob,
     decode_request,
     decode_request_header,
     decode_response,
+    encode_consumer_blob,
     encode_request,
     encode_response,
     request_header_version,
     response_header_version,
     supported_versions,
 )
-from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 from client.protocol.messages import ALL_APIS
 from client.protocol.wire import EncodeError
 from tests.client.protocol.strategies import (

@@ -32,16 +32,17 @@ from kio.serial._introspect import EntityField, EntityTupleField, classify_field
 from kio.static.constants import EntityType
 from kio.static.primitive import Records
 
-from client.protocol import (
-    ApiKey,
+from client.protocol import ApiKey
+from client.protocol.build import data_construct, message_construct
+from client.protocol.codec import (
+    decode_consumer_blob,
     decode_request_header,
+    encode_consumer_blob,
     encode_request,
     encode_response,
     request_header_version,
     response_header_version,
 )
-from client.protocol.build import data_construct, message_construct
-from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 from client.protocol.messages import ALL_APIS
 from tests.client.protocol.strategies import (
     BLOBS,

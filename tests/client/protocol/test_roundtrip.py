@@ -16,17 +16,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from client.protocol import (
+from client.protocol.build import data_construct, message_construct
+from client.protocol.codec import (
+    decode_consumer_blob,
     decode_request,
     decode_request_header,
     decode_response,
+    encode_consumer_blob,
     encode_request,
     encode_response,
     request_header_version,
     response_header_version,
 )
-from client.protocol.build import data_construct, message_construct
-from client.protocol.codec import decode_consumer_blob, encode_consumer_blob
 from client.protocol.messages import ALL_APIS
 from tests.client.protocol.strategies import (
     BLOBS,

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from broker_emu import run_cluster_in_thread
+from broker_emu.runtime import run_cluster_in_thread
 from client import Producer
 
 pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),

@@ -1,4 +1,4 @@
-"""The capability table (conformance/capabilities, docs/clients.md): every adapter declares what its
+"""The capability table (conformance/client_capabilities.py, docs/clients.md): every adapter declares what its
 client has and lacks, each lack with its source; the adapter's N/As are exactly what the
 declaration predicts, each naming the missing capability or a declared exception; and
 docs/clients.md is what the declarations make (regenerate: python -m conformance.capabilities
@@ -15,7 +15,10 @@ from types import MappingProxyType
 import pytest
 
 from conformance.adapters.base import Adapter
-from conformance.capabilities import (
+from conformance.capabilities.__main__ import current, main
+from conformance.capabilities.check import disagreements
+from conformance.capabilities.pins import ROOT, pinned_version
+from conformance.client_capabilities import (
     CAPABILITIES,
     NAMES,
     ClientCapabilities,
@@ -24,9 +27,6 @@ from conformance.capabilities import (
     name_the_capability,
     needs,
 )
-from conformance.capabilities.__main__ import current, main
-from conformance.capabilities.check import disagreements
-from conformance.capabilities.pins import ROOT, pinned_version
 from conformance.model import Operation, Status
 from conformance.on_kafka import cell_or_na, kafka_support
 from conformance.runner import applicable, default_adapters
@@ -199,7 +199,7 @@ def test_kcat_is_the_version_its_declaration_names():
 
 
 def test_a_deadline_makes_a_call_need_its_timeout_capability_and_none_does_not():
-    from conformance.capabilities import step_needs
+    from conformance.client_capabilities import step_needs
 
     assert step_needs(Operation("committed", {}, timeout_s=0.0)) == {"consumer calls", "committed(timeout)"}
     assert step_needs(Operation("committed", {})) == {"consumer calls"}

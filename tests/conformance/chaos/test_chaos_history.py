@@ -6,8 +6,8 @@ import time
 from collections import Counter
 
 import client
-from broker_emu import run_cluster_in_thread
 from broker_emu.plants import Plant
+from broker_emu.runtime import run_cluster_in_thread
 from conformance.chaos.checker import check
 from conformance.chaos.history import History
 from conformance.chaos.history_blocking import RecordedBlockingConsumer, RecordedBlockingProducer

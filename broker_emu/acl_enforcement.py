@@ -1,4 +1,4 @@
-"""The authorizer's checks, asked by the pipeline before a handler runs (DESIGN §10), the way
+"""The authorizer's checks, asked by the pipeline before a handler runs, the way
 KafkaApis asks them per API: a whole request refused (a group, a transactional id, the cluster)
 gets that API's error answer; a request naming several topics, groups or keys runs with the ones
 allowed, and the others come back with TOPIC_AUTHORIZATION_FAILED / GROUP_AUTHORIZATION_FAILED
@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from broker_emu.acl_checks import any_topic_allows, authorized
 from broker_emu.context import RequestContext
 from broker_emu.handlers import error_response
 from broker_emu.security import acls as A
-from broker_emu.trace import Kind
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
 from client.protocol.wire import Message
@@ -55,34 +55,6 @@ SPLIT: dict[int, tuple[str, Callable[[Any], str | None], str, int, int]] = {
     ApiKey.DELETE_TOPICS: ("topics", lambda t: t["name"], "responses", A.TOPIC, A.DELETE),
     ApiKey.DESCRIBE_GROUPS: ("groups", lambda g: g, "groups", A.GROUP, A.DESCRIBE),
 }
-
-
-def authorized(ctx: RequestContext, operation: int, resource_type: int, name: str, traced: bool = True) -> bool:
-    """The authorizer's answer; a refusal is traced (``authorization``), as Kafka's authorizer
-    logger records each denied operation (``traced=False``: its logIfDenied=false, a check that
-    only filters, like Metadata listing every topic)."""
-    authorizer = ctx.cluster.security.authorizer
-    if authorizer is None or authorizer.authorize(ctx.principal, ctx.client_host, operation, resource_type, name):
-        return True
-    if not traced:
-        return False
-    ctx.cluster.trace.emit(Kind.AUTHORIZATION, **ctx.trace_fields(), details={
-        "principal": ctx.principal, "host": ctx.client_host, "operation": A.OPERATIONS[operation],
-        "resource_type": A.RESOURCE_TYPES[resource_type], "resource": name})
-    return False
-
-
-def any_topic_allows(ctx: RequestContext, operation: int) -> bool:
-    """AuthHelper.authorizeByResourceType: some ALLOW for this principal on some topic and no
-    DENY on every topic (a LITERAL '*')."""
-    authorizer = ctx.cluster.security.authorizer
-    if authorizer is None or ctx.principal in authorizer.super_users:
-        return True
-    mine = [a for a in authorizer.acls if a.resource_type == A.TOPIC and a.principal in (ctx.principal, A.WILDCARD_PRINCIPAL)
-            and a.host in (ctx.client_host, A.WILDCARD) and a.operation in (operation, A.ALL)]
-    if any(a.permission == A.DENY and a.pattern_type == A.LITERAL and a.resource_name == A.WILDCARD for a in mine):
-        return False
-    return any(a.permission == A.ALLOW for a in mine)
 
 
 async def call_authorized(ctx: RequestContext, body: Any, handler: Handler) -> Any:

@@ -3,20 +3,34 @@ what SaslServerAuthenticator lets through before and after authentication."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import trio
 
 from broker_emu.context import RequestContext
 from broker_emu.handlers import error_response
 from broker_emu.security.mechanisms import SaslAbort, SaslFailure
+from broker_emu.security.session import SaslSession
 from broker_emu.trace import Kind
 from client.errors import ErrorCode
 from client.protocol import ApiKey
 from client.protocol.framing import Frame
 
-if TYPE_CHECKING:
-    from broker_emu.server import Connection
+
+class Connection(Protocol):
+    """What the gate uses of the connection it guards (``server.Connection``'s public face; the
+    server imports this module)."""
+
+    sasl: SaslSession | None
+    stream: trio.abc.Stream
+
+    def trace(self, kind: str, **fields: Any) -> None: ...
+    def abort(self, reason: str) -> None: ...
+    def closed_by(self, who: str, reason: str) -> None: ...
+    def encode(self, ctx: RequestContext, body: Any, response: Mapping[str, Any]) -> tuple[bytes, list[int]] | None: ...
+    async def send(self, out: bytes, correlation_id: int, api_key: int, version: int, errors: Any,
+                   fields: dict[str, Any] | None = None) -> bool: ...
 
 
 async def sasl_admits(conn: Connection, ctx: RequestContext, body: Any) -> bool:

@@ -1,0 +1,235 @@
+"""What each client of the conformance matrix can and cannot do, declared once per adapter.
+
+A **capability** is something a scenario may need of a client: a setting (delivery.timeout.ms), a
+call with a deadline (committed(timeout)), a protocol (KIP-848), a way of being driven (calls on
+one client). ``CAPABILITIES`` lists them, in the order docs/clients.md shows them.
+
+A scenario **needs** the capabilities of its steps (``needs``: a committed step with a deadline
+needs committed(timeout), a transaction step transactions...), those its set-up implies (SASL, the
+in-memory connections of ``in_memory_only``, a sub-second transaction.timeout.ms once scaled) and
+those it names itself (``Scenario.needs``: the setting it is about, as kip91.delivery-timeout-in-
+flight is about delivery.timeout.ms).
+
+Each adapter declares its client's capabilities (``Adapter.capabilities``, a ``ClientCapabilities``):
+every capability is either had or lacked, and each lack says why with the client's own docs or
+source (file: function), linked at the pinned version. A lack either takes the scenarios that need
+it out of the client's column (N/A, naming the capability), or, when the lack says what stands in
+for it (``Lack.judged``), the matrix runs them and judges what the client does instead. An N/A that
+no lack explains is named as an exception (``ClientCapabilities.not_driven``): the client has what
+the scenario needs, the adapter does not drive it (yet). The N/As that are about the run, not the
+client (a client not installed, ``--bootstrap``, ``--broker kafka``), are ``ENVIRONMENT``.
+
+docs/clients.md is generated from the declarations: ``python -m conformance.capabilities --write
+docs/clients.md``; tests/conformance/capabilities/test_capabilities.py fails when it is stale, and when an adapter's N/A
+and its declaration disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from conformance.model import Operation, Scenario
+from conformance.scenarios_security import needs_sasl
+
+
+@dataclass(frozen=True)
+class Capability:
+    name: str
+    what: str        # what having it means, in one sentence
+
+
+CAPABILITIES: tuple[Capability, ...] = (
+    Capability("delivery.timeout.ms", "a bound on a record's whole life, from send() to its delivery report, retries "
+                                      "included (KIP-91)"),
+    Capability("max.block.ms", "a bound on how long send() waits for metadata and a transactional call blocks (KIP-91)"),
+    Capability("linger.ms", "a setting for how long the producer waits to fill a batch"),
+    Capability("calls on one client", "the application makes call after call on one client it keeps: a send awaited "
+                                      "before the next, two sends in flight, a topic listing twice"),
+    Capability("transactions", "a transactional producer the application drives: init, begin, send, commit, each a "
+                               "call of its own"),
+    Capability("transaction.timeout.ms < 1 s", "the client accepts a transaction.timeout.ms under one second (the txn "
+                                               "scenarios' 3 s, divided by the real-time runs' scale of 30, is 100 ms)"),
+    Capability("poll(timeout)", "a poll that returns the records fetched by its deadline"),
+    Capability("poll(0)", "a poll that returns at once with what is already fetched"),
+    Capability("consumer calls", "the calls besides poll: committed offsets, offsets by watermark or time, topic "
+                                 "metadata, a synchronous commit, close"),
+    Capability("committed(timeout)", "committed offsets fetched with a deadline of the call's own (KIP-266)"),
+    Capability("position(timeout)", "the fetch position, resolved with a deadline of the call's own (KIP-266)"),
+    Capability("offsets(timeout)", "end offsets, beginning offsets and offsets by time, each with a deadline of the "
+                                   "call's own (KIP-266)"),
+    Capability("list_topics(timeout)", "topic metadata (all topics, one topic's partitions) with a deadline of the "
+                                       "call's own (KIP-266)"),
+    Capability("commit_sync(timeout)", "a synchronous commit with a deadline of the call's own (KIP-266)"),
+    Capability("close(timeout)", "a consumer's close bounded by a deadline of the call's own (KIP-266)"),
+    Capability("default.api.timeout.ms", "the deadline of a consumer call given none (KIP-266)"),
+    Capability("KIP-848", "the consumer group protocol of KIP-848 (group.protocol=consumer: ConsumerGroupHeartbeat)"),
+    Capability("max.poll.interval.ms", "a member that stops polling leaves its group at this interval"),
+    Capability("create_topics(timeout)", "an admin call that creates topics, with the operation timeout it sends "
+                                         "(CreateTopics' timeout_ms)"),
+    Capability("delete_records(timeout)", "an admin call that deletes records, with the operation timeout it sends "
+                                          "(DeleteRecords' timeout_ms)"),
+    Capability("SASL", "SASL authentication (the security scenarios use SCRAM-SHA-256)"),
+    Capability("socket.connection.setup.timeout.ms", "a bound on setting a connection up: TCP, then the SASL handshake "
+                                                     "(KIP-601)"),
+    Capability("in-memory connections", "the client can be handed the emulator's in-memory connections and run on "
+                                        "its virtual clock (what a dropped connection attempt needs)"),
+)
+NAMES: tuple[str, ...] = tuple(c.name for c in CAPABILITIES)
+SUB_SECOND_TXN = "transaction.timeout.ms < 1 s"
+TXN_SCALE = 30.0   # the default --scale, by which the confluent adapter judges transaction.timeout.ms
+
+# the capability each consumer call needs when its step has a deadline
+_DEADLINE = {"committed": "committed(timeout)", "position": "position(timeout)", "end_offsets": "offsets(timeout)",
+             "beginning_offsets": "offsets(timeout)", "offsets_for_times": "offsets(timeout)",
+             "list_topics": "list_topics(timeout)", "partitions_for": "list_topics(timeout)",
+             "commit_sync": "commit_sync(timeout)", "close": "close(timeout)"}
+_STEP = {"transaction": "transactions", "txn_zombie": "transactions", "read_committed_behind_open_txn": "transactions",
+         "produce_pipelined": "calls on one client", "create_topics": "create_topics(timeout)",
+         "delete_records": "delete_records(timeout)"}
+
+# N/As about the run, not the client: no declaration explains them, and none needs to
+ENVIRONMENT: tuple[tuple[str, str], ...] = (
+    ("the client is not installed", "the adapter's available() says what is missing and how to install it"),
+    ("virtual time needs the embedded emulator", "our async face runs in virtual time over the emulator's in-memory "
+                                                 "connections: not against --bootstrap or --broker kafka"),
+    ("needs fault injection or broker settings", "--bootstrap runs only the scenarios that need neither"),
+    ("not on Apache Kafka", "--broker kafka: a scenario that needs the emulator (its not_on_kafka, or more brokers "
+                            "than the run's cluster)"),
+    ("the broker does not serve KIP-848", "java-consumer-protocol's and franz-go's KIP-848 steps against a broker "
+                                          "without ConsumerGroupHeartbeat"),
+)
+
+
+def step_needs(step: Operation) -> set[str]:
+    kind, args = step.kind, step.args
+    want = {_STEP[kind]} if kind in _STEP else set()
+    if (kind == "produce" and args.get("count", 1) > 1) or (kind == "admin_list_topics" and args.get("repeat", 1) > 1):
+        want.add("calls on one client")
+    if kind == "poll":
+        want.add("poll(timeout)" if step.timeout_s else "poll(0)")
+    if kind in _DEADLINE:
+        want.add("consumer calls")
+        if step.timeout_s is not None:
+            want.add(_DEADLINE[kind])
+    if kind.startswith("kip848_"):
+        want.add("KIP-848")
+    return want
+
+
+def needs(scenario: Scenario) -> tuple[str, ...]:
+    """The capabilities ``scenario`` needs of a client, in ``CAPABILITIES`` order."""
+    unknown = sorted(set(scenario.needs) - set(NAMES))
+    if unknown:
+        raise ValueError(f"{scenario.id} needs {', '.join(unknown)}: not a capability (conformance/client_capabilities.py)")
+    want = set(scenario.needs)
+    for step in scenario.steps:
+        want |= step_needs(step)
+    if needs_sasl(scenario):
+        want.add("SASL")
+    if scenario.in_memory_only:
+        want.add("in-memory connections")
+    txn_timeout = scenario.client_config.get("transaction.timeout.ms")
+    if txn_timeout is not None and txn_timeout / TXN_SCALE < 1000:
+        want.add(SUB_SECOND_TXN)
+    return tuple(name for name in NAMES if name in want)
+
+
+@dataclass(frozen=True)
+class Lack:
+    """Why a client lacks a capability, in its own terms. ``source``: where its docs or source say
+    so, a path in the client's repository (linked at the pinned version) or a URL. ``judged``:
+    empty, the scenarios that need it are N/A for the client; else what stands in for it, and the
+    matrix runs those scenarios and judges what the client does instead."""
+
+    reason: str
+    source: str
+    judged: str = ""
+
+
+@dataclass(frozen=True)
+class Pin:
+    """Where the client's version is pinned: ``file`` in the repository, ``name`` in it (a Python
+    requirement, an npm dependency, a Go module, a Maven property). ``version``: for a client no
+    file pins (Debian's kcat), the version the matrix is measured with."""
+
+    file: str
+    name: str
+    version: str = ""
+
+
+@dataclass(frozen=True)
+class ClientCapabilities:
+    """One adapter's declaration of its client's capabilities (see the module's docstring)."""
+
+    client: str                            # the adapter's name
+    pin: Pin
+    source: str                            # its repository's files at a version: "https://.../blob/v{version}/{path}"
+    has: tuple[str, ...]
+    lacks: Mapping[str, Lack]
+    # an N/A no lack explains: a scenario id, an operation or a capability the client has -> why this adapter
+    # does not run it
+    not_driven: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))   # how it has one, where useful
+    bundles: str = ""                      # what it is built on, shown beside its version ("librdkafka 2.16.0")
+
+    def __post_init__(self) -> None:
+        declared = list(self.has) + list(self.lacks)
+        if sorted(declared) != sorted(NAMES):
+            missing, extra = set(NAMES) - set(declared), set(declared) - set(NAMES)
+            twice = {n for n in declared if declared.count(n) > 1}
+            raise ValueError(f"{self.client}: every capability is had or lacked, once (missing {sorted(missing)}, "
+                             f"unknown {sorted(extra)}, twice {sorted(twice)})")
+
+    def missing(self, scenario: Scenario) -> list[str]:
+        """The capabilities ``scenario`` needs that the client lacks, with nothing standing in."""
+        return [name for name in needs(scenario) if name in self.lacks and not self.lacks[name].judged]
+
+    def exception(self, scenario: Scenario) -> tuple[str, str] | None:
+        """The adapter's own reason not to run ``scenario`` (``not_driven``), if one applies."""
+        keys = [scenario.id, *(s.kind for s in scenario.steps), *needs(scenario)]
+        return next(((k, self.not_driven[k]) for k in keys if k in self.not_driven), None)
+
+    def runs(self, scenario: Scenario) -> bool:
+        return not self.missing(scenario) and self.exception(scenario) is None
+
+    def link(self, source: str, version: str) -> str:
+        """A lack's ``source`` as a link from docs/: a URL as it is, "repo:PATH" a file of this
+        repository, else a path in the client's repository at ``version``."""
+        if "://" in source:
+            return source
+        if source.startswith(REPO):
+            return "../" + source[len(REPO):]
+        return self.source.format(version=version, path=source)
+
+
+REPO = "repo:"   # a Lack.source in this repository
+
+
+def real_sockets(client: str) -> Lack:
+    """Why a third-party client has no in-memory connections: it opens its own sockets."""
+    return Lack(f"{client} opens its own sockets on the real clock: the matrix runs it over loopback TCP, where the "
+                "kernel completes every handshake; a scenario that needs in-memory connections runs on our async face "
+                "only (conformance/runner.py applicable: in_memory_only)", REPO + "conformance/runner.py")
+
+
+def declaration(adapter: Any) -> ClientCapabilities | None:
+    return getattr(adapter, "capabilities", None)
+
+
+def name_the_capability(adapter: Any, scenario: Scenario, why: str) -> str:
+    """An adapter's N/A reason, made to name the capability its client lacks ("lacks X: <reason>"),
+    or else the declared exception that explains it ("X not run by this adapter: <reason>");
+    unchanged when it already names it, or when the adapter declares nothing."""
+    declared = declaration(adapter)
+    if declared is None:
+        return why
+    missing = declared.missing(scenario)
+    if missing:
+        return why if any(name in why for name in missing) else f"lacks {missing[0]}: {why}"
+    exception = declared.exception(scenario)
+    if exception is not None and exception[0] not in why:
+        return f"{exception[0]} not run by this adapter: {why}"
+    return why
