@@ -133,18 +133,6 @@ def emulator_target(args: argparse.Namespace) -> Target:
     return Target("emulator", "broker-emu", bootstrap, _stopper(proc), _ready_s(bootstrap, t0), [proc.pid])
 
 
-@target("emulator-before")
-def emulator_before_target(args: argparse.Namespace) -> Target:
-    """The emulator as another checkout has it (--before DIR): a refactor's "no slower" is a
-    ratio measured in the same run, not against figures from another day."""
-    if not args.before:
-        raise TargetUnavailable("no --before checkout given")
-    t0 = time.perf_counter()
-    proc, bootstrap = start_emulator(args.emulator_config, source=args.before)
-    return Target("emulator-before", f"broker-emu at {args.before}", bootstrap, _stopper(proc),
-                  _ready_s(bootstrap, t0), [proc.pid])
-
-
 @target("mock")
 def mock_target(args: argparse.Namespace) -> Target:
     return Target("mock", "librdkafka mock", "mock", threads="rdk:mock")
@@ -188,6 +176,18 @@ def kafka_target(args: argparse.Namespace) -> Target:
 
     pids = [node.proc.pid for node in cluster.nodes if node.proc is not None]
     return Target("kafka", "Apache Kafka 4.4", cluster.bootstrap, stop, ready, pids)
+
+
+@target("emulator-before")
+def emulator_before_target(args: argparse.Namespace) -> Target:
+    """The emulator as another checkout has it (--before DIR): a refactor's "no slower" is a
+    ratio measured in the same run, not against figures from another day."""
+    if not args.before:
+        raise TargetUnavailable("no --before checkout given")
+    t0 = time.perf_counter()
+    proc, bootstrap = start_emulator(args.emulator_config, source=args.before)
+    return Target("emulator-before", f"broker-emu at {args.before}", bootstrap, _stopper(proc),
+                  _ready_s(bootstrap, t0), [proc.pid])
 
 
 def start_targets(keys: list[str], explicit: bool, args: argparse.Namespace) -> list[Target]:

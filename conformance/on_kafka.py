@@ -303,7 +303,7 @@ def run_cells(scenarios: list[Scenario], adapters: list[Adapter], scale: float, 
 @contextlib.contextmanager
 def kafka_upstream(brokers: int) -> Iterator[KafkaUpstream]:
     """One real cluster for the whole run, with the settings the scenarios share."""
-    launcher = importlib.import_module("conformance.realkafka")   # the launcher (bash dev/install-kafka)
+    launcher = importlib.import_module("conformance.realkafka.cluster")   # the launcher (bash dev/install-kafka)
 
     with launcher.apache_kafka_cluster(brokers=brokers, config=dict(KAFKA_CLUSTER_CONFIG)) as k:
         up = KafkaUpstream(k)
