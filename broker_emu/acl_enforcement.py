@@ -96,7 +96,7 @@ def _visible_transactions(ctx: RequestContext, body: Any, response: Any) -> Any:
 def _described_transactions(ctx: RequestContext, body: Any, response: Any) -> Any:
     """KafkaApis.handleDescribeTransactionsRequest: an id the principal may not DESCRIBE answers
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; of the others, only the topics it may DESCRIBE."""
-    from broker_emu.transactions.listings import refused_state
+    from broker_emu.handlers.transaction_listings import refused_state
 
     states = []
     for state in response.get("transaction_states") or []:

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 def register_all() -> None:
     """Register every handler (idempotent: a module registers once, when first imported)."""
-    from broker_emu.groups import admin_handlers as group_admin  # noqa: F401
-    from broker_emu.groups import handlers as group_handlers  # noqa: F401
-    from broker_emu.groups import kip848_handlers  # noqa: F401
     from broker_emu.handlers import (  # noqa: F401
         admin,
         admin_acls,
@@ -22,10 +19,13 @@ def register_all() -> None:
         admin_scram,
         api_versions,
         fetch,
+        groups_kip848,
         metadata,
         offsets,
         produce,
         sasl,
+        transaction_listings,
     )
-    from broker_emu.transactions import handlers as txn_handlers  # noqa: F401
-    from broker_emu.transactions import listings  # noqa: F401
+    from broker_emu.handlers import groups as group_handlers  # noqa: F401
+    from broker_emu.handlers import groups_admin as group_admin  # noqa: F401
+    from broker_emu.handlers import transactions as txn_handlers  # noqa: F401

@@ -42,6 +42,8 @@ class OffsetsHost(Protocol):
 
     def move_leader(self, topic: str, partition: int, broker_id: int) -> None: ...
 
+# Kafka's Topic.isInternal: clients may not write to these, and Metadata flags them
+KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 OFFSETS_TOPIC = "__consumer_offsets"
 # Kafka's GroupCoordinatorConfig defaults for the topic's own configs
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}

@@ -14,7 +14,7 @@ from typing import Any
 from broker_emu import cluster_shape
 from broker_emu.cluster_shape import WATCHED_FIELDS
 from broker_emu.log import PartitionLog
-from broker_emu.transactions.partition_state import PartitionTxns
+from broker_emu.partition_txns import PartitionTxns
 
 
 @dataclass

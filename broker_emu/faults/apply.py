@@ -16,8 +16,8 @@ from typing import Any, Awaitable, Callable, Mapping, Protocol
 import trio
 
 from broker_emu import socket_io
+from broker_emu.connection_close import CloseConnection
 from broker_emu.faults.engine import Decision, FaultEngine, RequestFacts
-from broker_emu.handlers import CloseConnection
 from broker_emu.trace import Kind, Trace
 
 

@@ -50,7 +50,7 @@ from broker_emu.groups.host import Settings, Topics
 from broker_emu.groups.server_assignors import assign
 from broker_emu.groups.store import GroupEvents, GroupStore
 from broker_emu.groups.timers import Timers
-from broker_emu.handlers import KAFKA_INTERNAL_TOPICS
+from broker_emu.internal_topics import KAFKA_INTERNAL_TOPICS
 from broker_emu.trace import Kind
 from client.errors import ErrorCode as E
 

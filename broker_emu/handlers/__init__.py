@@ -1,23 +1,23 @@
-"""Request handlers, one module per API family, each registering its APIs with ``@handles`` when
-first imported; ``broker_emu.handler_catalog.register_all()`` imports every one of them, and those under groups/ and
-transactions/ (the runtime calls it at start)."""
+"""Request handlers, one module per API family (the group and transaction APIs too: their
+coordinators live in groups/ and transactions/, below the cluster; their wire handlers here,
+above it), each registering its APIs with ``@handles`` when first imported;
+``broker_emu.handler_catalog.register_all()`` imports every one of them (the runtime calls it
+at start). ``CloseConnection`` and ``KAFKA_INTERNAL_TOPICS`` live lower down (connection_close,
+internal_topics) and are re-exported here for the handlers."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any, Protocol
 
+from broker_emu.connection_close import CloseConnection
+from broker_emu.internal_topics import KAFKA_INTERNAL_TOPICS
 from client.errors import ErrorCode
 from client.protocol import ApiKey
 
+__all__ = ["KAFKA_INTERNAL_TOPICS", "CloseConnection"]
 
-class CloseConnection(Exception):
-    """Raised by a handler when the broker must close the connection instead of answering
-    (e.g. a failed acks=0 produce, as Kafka's KafkaApis.handleProduceRequest does)."""
 
-    def __init__(self, reason: str):
-        self.reason = reason
-        super().__init__(reason)
 
 
 def _partition_index(p: Any) -> int | None:
@@ -298,7 +298,6 @@ def _alter_scram_error(version: int, request: Any, code: int) -> dict[str, Any]:
     return {"results": [{"user": u, "error_code": code, "error_message": kafka_message(code)} for u in users]}
 
 
-KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})  # Topic.isInternal
 
 _ERROR_BUILDERS = {
     ApiKey.PRODUCE: _produce_error, ApiKey.FETCH: _fetch_error, ApiKey.LIST_OFFSETS: _list_offsets_error,

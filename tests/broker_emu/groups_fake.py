@@ -12,8 +12,8 @@ from typing import Any
 
 import trio
 
-from broker_emu.groups import handlers as _registers_group_handlers  # noqa: F401
 from broker_emu.groups.coordinator import GroupCoordinator
+from broker_emu.handlers import groups as _registers_group_handlers  # noqa: F401
 from broker_emu.registry import REGISTRY
 from client.protocol import ApiKey
 from client.protocol.codec import decode_request, decode_response, encode_request, encode_response

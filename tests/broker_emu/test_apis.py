@@ -21,11 +21,11 @@ ADVERTISED = {  # the issue's ranges; old librdkafka needs Produce and the group
     "SASL_HANDSHAKE": (0, 1), "API_VERSIONS": (0, 4), "CREATE_TOPICS": (2, 7), "DELETE_TOPICS": (1, 6),
     "INIT_PRODUCER_ID": (0, 5), "OFFSET_FOR_LEADER_EPOCH": (2, 4), "DESCRIBE_CONFIGS": (1, 4),
     "SASL_AUTHENTICATE": (0, 2), "DESCRIBE_CLUSTER": (0, 1),
-    # transactions, without KIP-890 part 2 (broker_emu.transactions.handlers)
+    # transactions, without KIP-890 part 2 (broker_emu.handlers.transactions)
     "ADD_PARTITIONS_TO_TXN": (0, 3), "ADD_OFFSETS_TO_TXN": (0, 4), "END_TXN": (0, 4), "TXN_OFFSET_COMMIT": (0, 4),
     "DESCRIBE_TRANSACTIONS": (0, 0), "LIST_TRANSACTIONS": (0, 2), "DESCRIBE_PRODUCERS": (0, 0),
     "CREATE_PARTITIONS": (0, 3), "DELETE_RECORDS": (0, 2),
-    # KIP-848, while group.coordinator.rebalance.protocols lists consumer (broker_emu.groups.kip848_handlers)
+    # KIP-848, while group.coordinator.rebalance.protocols lists consumer (broker_emu.handlers.groups_kip848)
     "CONSUMER_GROUP_HEARTBEAT": (0, 1), "CONSUMER_GROUP_DESCRIBE": (0, 1),
     "DELETE_GROUPS": (0, 2), "OFFSET_DELETE": (0, 0), "ELECT_LEADERS": (0, 2),
     "DESCRIBE_CLIENT_QUOTAS": (0, 1), "ALTER_CLIENT_QUOTAS": (0, 1), "DESCRIBE_LOG_DIRS": (1, 5),

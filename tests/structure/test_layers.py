@@ -79,16 +79,7 @@ KNOWN_MODULE_ARROWS: set[tuple[str, str]] = {
     ("client", "client.producer.batch"),
     ("client", "client.producer.blocking"),
 }
-KNOWN_PACKAGE_ARROWS: set[tuple[str, str]] = {
-    # Between packages only: the groups, transactions and faults packages each hold a part below
-    # the cluster (the coordinators, the fault engine) and a part above it (their wire handlers,
-    # faults/apply.py, which import the registry and the request context, whose typing imports
-    # name Cluster). The cut: those handlers move beside the others in broker_emu/handlers/.
-    ("broker_emu.context", "broker_emu.cluster"),            # context.py:15 (typing)
-    ("broker_emu.handlers", "broker_emu.cluster"),           # handlers/admin.py:27 and others (typing)
-    # PartitionTxns (partition.py:17): transactions/ names the partition back (markers.py:19)
-    ("broker_emu.partition", "broker_emu.transactions"),
-}
+KNOWN_PACKAGE_ARROWS: set[tuple[str, str]] = set()
 
 
 def _cycles_report(pairs: dict[tuple[str, str], list[Edge]], known: set[tuple[str, str]]) -> str:
