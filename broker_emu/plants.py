@@ -33,7 +33,7 @@ name and seed), so nothing else the cluster draws changes when one is set.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 if TYPE_CHECKING:
     from broker_emu.partition import Partition
@@ -82,6 +82,18 @@ class Planted(Protocol):
     def plant(self) -> Plant | None: ...
 
 
+class _Transactions(Protocol):
+    @property
+    def txns(self) -> Mapping[str, Any]: ...
+
+
+class PlantedWithTransactions(Planted, Protocol):
+    """``lso-past-open`` asks the transaction coordinator which transactions are still open."""
+
+    @property
+    def txn(self) -> _Transactions: ...
+
+
 def planted(cluster: Planted, name: str, what: str) -> bool:
     plant = cluster.plant
     return plant is not None and plant.fires(name, what)
@@ -114,14 +126,14 @@ def duplicate_retry(cluster: Planted, header: Any, where: str, original: int) ->
                                                                           "appended again")
 
 
-def read_past_stable(cluster: Any, p: "Partition", fetch_offset: int) -> bool:
+def read_past_stable(cluster: PlantedWithTransactions, p: "Partition", fetch_offset: int) -> bool:
     """read_committed Fetch, a partition holding a transaction its producer has not yet asked to
     end (the coordinator has it Ongoing), between the fetch offset and the high watermark:
     ``lso-past-open`` reads it to the high watermark (True). Not one whose commit is already
     under way: reading that early is wrong too, but no client could tell it from a read just
     after the marker."""
     stable, high = p.last_stable_offset, p.high_watermark
-    if not (stable < high and fetch_offset < high) or cluster.txn is None:
+    if not (stable < high and fetch_offset < high):
         return False
     open_here = {pid for pid, first in p.txns.ongoing.items() if first < high}
     ongoing = any(meta.producer_id in open_here and meta.state.value == "Ongoing" for meta in cluster.txn.txns.values())
@@ -130,7 +142,7 @@ def read_past_stable(cluster: Any, p: "Partition", fetch_offset: int) -> bool:
                                                          f"at {stable}")
 
 
-def accept_fenced(cluster: Any, header: Any, where: str, current: int) -> bool:
+def accept_fenced(cluster: Planted, header: Any, where: str, current: int) -> bool:
     """Produce, a batch whose producer epoch is older than ``current``: ``fenced-epoch`` appends
     a transactional one (True) instead of refusing it."""
     return header.is_transactional and planted(cluster, "fenced-epoch", f"{where}: batch of producer "
