@@ -12,13 +12,15 @@
 
 Importing ``client`` (or the codec, ``client.protocol``, which the emulator uses) loads none of the
 client machinery: each public name is imported on first use (PEP 562), so ``import broker_emu``
-stays free of producer, consumer and network code (tests/structure checks it).
+stays free of producer, consumer and network code (tests/structure checks it). Type checkers
+read the same public names from ``__init__.pyi``: typing imports here would put the package in an
+import cycle with every module of it.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -55,23 +57,6 @@ __all__ = [
     "open_consumer",
     "open_producer",
 ]
-
-if TYPE_CHECKING:
-    from client.consumer.async_consumer import AsyncConsumer, open_consumer
-    from client.consumer.blocking import Consumer
-    from client.consumer.records import ConsumerRecord, TopicPartition
-    from client.exceptions import (
-        ConnectionClosedError,
-        ConnectionSetupTimeoutException,
-        DeliveryTimeoutException,
-        MaxBlockTimeoutException,
-        NetworkThreadDied,
-        RequestTimeoutException,
-    )
-    from client.producer.async_producer import AsyncProducer, open_producer
-    from client.producer.batch import DeliveryFuture, RecordMetadata
-    from client.producer.blocking import Producer
-
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)

@@ -63,27 +63,8 @@ def test_nothing_below_conformance_imports_it():
     assert wrong == []
 
 
-# Arrows on cycles not cut yet, each (importer, imported) with the statement and the cut it waits
-# for. The test tolerates an arrow only while it still exists and still closes a cycle, so an
-# entry goes stale (and fails) once its cycle is cut. Delete these lists when they are empty.
-KNOWN_MODULE_ARROWS: set[tuple[str, str]] = {
-    # Kept on purpose: ``client``'s public names (client.Producer...)
-    # are loaded on first use (PEP 562), so at run time client/__init__ imports nothing; the
-    # cycle is only its typing imports against the package edge every client module has. Thinning
-    # it would take ``client.Producer`` away from users: the lead's call.
-    ("client", "client.consumer.async_consumer"),
-    ("client", "client.consumer.blocking"),
-    ("client", "client.consumer.records"),
-    ("client", "client.exceptions"),
-    ("client", "client.producer.async_producer"),
-    ("client", "client.producer.batch"),
-    ("client", "client.producer.blocking"),
-}
-KNOWN_PACKAGE_ARROWS: set[tuple[str, str]] = set()
-
-
-def _cycles_report(pairs: dict[tuple[str, str], list[Edge]], known: set[tuple[str, str]]) -> str:
-    graph = graph_of({pair: found for pair, found in pairs.items() if pair not in known})
+def _cycles_report(pairs: dict[tuple[str, str], list[Edge]]) -> str:
+    graph = graph_of(pairs)
     report = []
     for component in cycles(graph):
         report.append(f"{len(component)} import each other: {', '.join(component)}")
@@ -91,24 +72,26 @@ def _cycles_report(pairs: dict[tuple[str, str], list[Edge]], known: set[tuple[st
     return "\n".join(report)
 
 
-def _stale(pairs: dict[tuple[str, str], list[Edge]], known: set[tuple[str, str]]) -> list[tuple[str, str]]:
-    same_cycle = {n: frozenset(c) for c in cycles(graph_of(pairs)) for n in c}
-    return sorted(a for a in known if a not in pairs or a[1] not in same_cycle.get(a[0], ()))
-
-
 def test_there_are_no_import_cycles_between_modules():
-    report = _cycles_report(by_pair(edges()), KNOWN_MODULE_ARROWS)
+    report = _cycles_report(by_pair(edges()))
     assert not report, "import cycles (cut one arrow of each):\n" + report
 
 
 def test_there_are_no_import_cycles_between_packages():
-    report = _cycles_report(package_pairs(edges()), KNOWN_PACKAGE_ARROWS)
+    report = _cycles_report(package_pairs(edges()))
     assert not report, "import cycles between packages (cut one arrow of each):\n" + report
 
 
-def test_every_tolerated_arrow_still_closes_a_cycle():
-    assert _stale(by_pair(edges()), KNOWN_MODULE_ARROWS) == []
-    assert _stale(package_pairs(edges()), KNOWN_PACKAGE_ARROWS) == []
+def test_the_clients_typing_face_names_what_its_lazy_face_loads():
+    """client/__init__.py loads each public name on first use; type checkers read them from
+    client/__init__.pyi instead (typing imports in the package would be a cycle): both must
+    name the same things, from the same modules."""
+    import client
+
+    stub = ast.parse((ROOT / "client" / "__init__.pyi").read_text())
+    typed = {a.name: node.module for node in stub.body if isinstance(node, ast.ImportFrom) for a in node.names}
+    assert typed == client._EXPORTS
+    assert sorted(client.__all__) == sorted(typed)
 
 
 def test_no_import_error_fallback_for_the_projects_own_modules():
