@@ -70,7 +70,7 @@ def text_section() -> str:
     lines = [BEGIN, "", "![The layers of each part, computed from the imports](layers.svg)", "", "```"]
     for part in PACKAGES:
         nodes = part_layers(part)
-        lines.append(f"{part}/   (* in an import cycle still tolerated by tests/structure/test_layers.py)"
+        lines.append(f"{part}/   (* on an import cycle, which tests/structure/test_layers.py fails on)"
                      if any(n.in_cycle for n in nodes) else f"{part}/")
         for layer in range(max(n.layer for n in nodes), -1, -1):
             names = " ".join(n.label + ("*" if n.in_cycle else "") for n in nodes if n.layer == layer)
@@ -103,7 +103,7 @@ def svg() -> str:
     for part in PACKAGES:
         y = _band(part, part_layers(part), y, body)
     legend = [f'<text x="{LEFT}" y="{y}" fill="#555">blue: a package; white: a module; red outline: on an import '
-              'cycle still tolerated; every import points to a lower row</text>',
+              'cycle (the layering test fails on any); every import points to a lower row</text>',
               f'<text x="{LEFT}" y="{y + 18}" fill="#555">generated from the imports by {COMMAND}</text>']
     height = y + 30
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
