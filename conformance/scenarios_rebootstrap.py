@@ -10,8 +10,8 @@ from __future__ import annotations
 from broker_emu.trace import Kind, TraceEvent
 from broker_emu.trace_reading import closed_by
 from conformance import contracts as C
-from conformance.model import Contract, Evidence, Scenario, Verdict
-from conformance.scenario_defaults import PRODUCE, REQUEST_TIMEOUT
+from conformance.model import Contract, Evidence, Operation, Scenario, Verdict
+from conformance.scenario_defaults import REQUEST_TIMEOUT
 
 STRATEGY = "metadata.recovery.strategy"
 TRIGGER = "metadata.recovery.rebootstrap.trigger.ms"
@@ -106,8 +106,8 @@ def forgets_known_brokers(bootstrap: tuple[int, ...]) -> Contract:
 
 
 def never_rebootstraps(api: str) -> Contract:
-    """With metadata.recovery.strategy=none the client never gives up on the brokers it knows: it
-    closes no connection while it still sends ``api`` (a rebootstrap closes them all, at
+    """With metadata.recovery.strategy=none the client never gives up on the brokers it knows: once
+    Metadata starves, it closes no connection while it still sends ``api`` (a rebootstrap closes them all, at
     metadata.recovery.rebootstrap.trigger.ms). Metadata must have been starved for it to mean
     anything: at least one answer named no broker."""
 
@@ -117,7 +117,9 @@ def never_rebootstraps(api: str) -> Contract:
         if not starved or last is None:
             return Verdict(False, f"{len(starved)} starved Metadata answer(s)",
                            "the scenario did not exercise starvation" if not starved else f"the broker never received {api}")
-        closes = [e for e in ev.events(Kind.CONN_CLOSE) if closed_by(e) == "client" and e.t_ms < last]
+        # from the first starved answer on: a client may close a connection as it starts (librdkafka drops its
+        # bootstrap connection once it knows the brokers), and nothing starved triggers a rebootstrap before
+        closes = [e for e in ev.events(Kind.CONN_CLOSE) if closed_by(e) == "client" and starved[0].t_ms <= e.t_ms < last]
         figure = f"{len(starved)} Metadata answer(s) without brokers, {len(closes)} client close(s) while sending {api}"
         if closes:
             return Verdict(False, figure, f"the client closed conn {closes[0].conn} on broker {closes[0].broker} at "
@@ -131,6 +133,8 @@ def never_rebootstraps(api: str) -> Contract:
 _LEADER_ON_1 = {"move_leader": {"topic": "t", "partition": 0, "broker": LEADER}, "at_ms": 0}
 _NOT_LEADER = {"type": "error", "error": "NOT_LEADER_OR_FOLLOWER"}
 DELIVERY = 30_000
+# no untimed warm-up: its Metadata requests (librdkafka's list_topics) would meet the faults and fail the set-up
+PRODUCE = Operation("produce", {"topic": "t", "partition": 0, "value": b"hello", "count": 1, "warm_up": False})
 
 REBOOTSTRAP_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
@@ -175,8 +179,8 @@ REBOOTSTRAP_SCENARIOS: tuple[Scenario, ...] = (
         bootstrap_brokers=BOOTSTRAP,
         faults=(_LEADER_ON_1,
                 {"match": {"api": "Produce"}, "action": _NOT_LEADER},
-                # the first Metadata from the bootstrap broker names the brokers; none after it does
-                {"match": {"api": "Metadata", "broker": 0}, "action": {"type": "no_brokers"}, "after": 1},
+                # the first two Metadata answers of broker 0 name the brokers (librdkafka asks twice as it starts: brokers, then the topic), none after them does
+                {"match": {"api": "Metadata", "broker": 0}, "action": {"type": "no_brokers"}, "after": 2},
                 {"match": {"api": "Metadata", "broker": 1}, "action": {"type": "no_brokers"}},
                 {"match": {"api": "Metadata", "broker": 2}, "action": {"type": "no_brokers"}}),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY, "acks": "all",
