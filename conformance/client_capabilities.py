@@ -74,6 +74,10 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("SASL", "SASL authentication (the security scenarios use SCRAM-SHA-256)"),
     Capability("socket.connection.setup.timeout.ms", "a bound on setting a connection up: TCP, then the SASL handshake "
                                                      "(KIP-601)"),
+    Capability("metadata.recovery.strategy", "the client goes back to bootstrap.servers when a broker answers "
+                                             "REBOOTSTRAP_REQUIRED or no Metadata answer helped for "
+                                             "metadata.recovery.rebootstrap.trigger.ms, and does not with strategy "
+                                             "none (KIP-899, KIP-1102)"),
     Capability("in-memory connections", "the client can be handed the emulator's in-memory connections and run on "
                                         "its virtual clock (what a dropped connection attempt needs)"),
 )
@@ -217,6 +221,19 @@ def real_sockets(client: str) -> Lack:
 
 def declaration(adapter: Any) -> ClientCapabilities | None:
     return getattr(adapter, "capabilities", None)
+
+
+# capabilities no adapter's steps reveal (a setting every client is handed the same way): the declared lack alone
+# makes the scenarios that need them N/A (Adapter.supports_scenario)
+DECLARED_ONLY = ("metadata.recovery.strategy",)
+
+
+def declared_lack(adapter: Any, scenario: Scenario) -> str:
+    """Why ``adapter``'s client cannot run ``scenario`` by its declaration alone ("" if nothing says so)."""
+    declared = declaration(adapter)
+    missing = declared.missing(scenario) if declared is not None else []
+    name = next((n for n in DECLARED_ONLY if n in missing), None)
+    return f"lacks {name}: {declared.lacks[name].reason}" if declared is not None and name else ""
 
 
 def name_the_capability(adapter: Any, scenario: Scenario, why: str) -> str:

@@ -11,6 +11,7 @@ from conformance.scenario_defaults import API_TIMEOUT, DELIVERY_TIMEOUT, PRODUCE
 from conformance.scenarios_admin import ADMIN_SCENARIOS
 from conformance.scenarios_failover import FAILOVER_SCENARIOS
 from conformance.scenarios_kip848 import KIP848_SCENARIOS
+from conformance.scenarios_rebootstrap import REBOOTSTRAP_SCENARIOS
 from conformance.scenarios_security import SECURITY_SCENARIOS
 from conformance.scenarios_txn import TXN_SCENARIOS
 
@@ -446,5 +447,6 @@ CATALOGUE += (
     ),
 )
 
-CATALOGUE += FAILOVER_SCENARIOS + TXN_SCENARIOS + KIP848_SCENARIOS + SECURITY_SCENARIOS + ADMIN_SCENARIOS
+CATALOGUE += (FAILOVER_SCENARIOS + TXN_SCENARIOS + KIP848_SCENARIOS + SECURITY_SCENARIOS + ADMIN_SCENARIOS
+              + REBOOTSTRAP_SCENARIOS)
 BY_ID = {s.id: s for s in CATALOGUE}

@@ -96,6 +96,10 @@ CAPABILITIES = ClientCapabilities(
             "JoinGroup/SyncGroup (aiokafka/consumer/group_coordinator.py CoordinatorGroupRebalance)",
             "aiokafka/consumer/group_coordinator.py"),
         "socket.connection.setup.timeout.ms": Lack(NO_SETUP_TIMEOUT["aiokafka"], "aiokafka/conn.py"),
+        "metadata.recovery.strategy": Lack(
+            f"aiokafka has no metadata_recovery_strategy (AIOKafkaProducer.__init__, {PRODUCER_PY}; AIOKafkaClient, "
+            "aiokafka/client.py) and nothing in it handles REBOOTSTRAP_REQUIRED: it keeps asking the brokers it "
+            "learnt of", "aiokafka/client.py"),
         "in-memory connections": real_sockets("aiokafka"),
     }),
 )

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from conformance.client_capabilities import declared_lack
 from conformance.model import Operation, Outcome, Scenario
 
 if TYPE_CHECKING:
@@ -98,7 +99,8 @@ class Adapter(abc.ABC):
         """Whether the client can express ``scenario`` (what the runner asks). By default its
         steps decide; a client that lacks the setting a scenario's contract is about (not an
         operation) says so here."""
-        return self.supports(scenario.steps)
+        lacked = declared_lack(self, scenario)
+        return (False, lacked) if lacked else self.supports(scenario.steps)
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
         missing = sorted({s.kind for s in steps} - self.operations)

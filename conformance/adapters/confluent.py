@@ -52,7 +52,8 @@ TIMEOUT_CODES = {"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TIMED_OU
 
 
 PASSED_THROUGH = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password",
-                  "socket.connection.setup.timeout.ms", "socket.timeout.ms")
+                  "socket.connection.setup.timeout.ms", "socket.timeout.ms",
+                  "metadata.recovery.strategy", "metadata.recovery.rebootstrap.trigger.ms")
 
 
 def _error_type(err) -> str:
@@ -87,7 +88,7 @@ CAPABILITIES = ClientCapabilities(
     has=("delivery.timeout.ms", "linger.ms", "calls on one client", "transactions", "poll(timeout)", "poll(0)",
          "consumer calls", "committed(timeout)", "offsets(timeout)", "list_topics(timeout)", "KIP-848",
          "max.poll.interval.ms", "create_topics(timeout)", "delete_records(timeout)", "SASL",
-         "socket.connection.setup.timeout.ms"),
+         "socket.connection.setup.timeout.ms", "metadata.recovery.strategy"),
     lacks=MappingProxyType({
         "max.block.ms": Lack(
             "librdkafka has no max.block.ms (CONFIGURATION.md): produce() never waits for metadata, the record waits "

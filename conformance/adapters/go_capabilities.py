@@ -111,6 +111,10 @@ FRANZ_CAPABILITIES = ClientCapabilities(
         "position(timeout)": Lack(FRANZ_NO_POSITION, "pkg/kgo/consumer.go"),
         "close(timeout)": Lack(FRANZ_NO_CLOSE, "pkg/kgo/client.go"),
         "max.poll.interval.ms": Lack(FRANZ_INEXPRESSIBLE["kip848.late-poll-leaves-and-rejoins"], "pkg/kgo/config.go"),
+        "metadata.recovery.strategy": Lack(
+            "kgo has no metadata.recovery.strategy nor a rebootstrap trigger (pkg/kgo/config.go): a Metadata answer "
+            "of REBOOTSTRAP_REQUIRED is acted on only when the application sets kgo.OnRebootstrapRequired, a hook "
+            "that returns new seeds (pkg/kgo/client.go), and the adapter sets none", "pkg/kgo/config.go"),
         "in-memory connections": real_sockets("franz-go"),
     }),
     not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),
@@ -145,6 +149,10 @@ SARAMA_CAPABILITIES = ClientCapabilities(
             "sarama has no max.poll.interval.ms (no such field in config.go): its ConsumerGroup hands partitions to "
             "ConsumeClaim goroutines and keeps no poll timer; Consumer.Group.Rebalance.Timeout, which the adapter "
             "maps max.poll.interval.ms to, is JoinGroup's rebalance timeout", "config.go"),
+        "metadata.recovery.strategy": Lack(
+            "sarama has no metadata recovery strategy (no such field in config.go) and does not know "
+            "REBOOTSTRAP_REQUIRED (errors.go): it refreshes metadata from the brokers it knows, its seed brokers only "
+            "when none of them answers (client.go)", "config.go"),
         "in-memory connections": real_sockets("sarama"),
     }),
     not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),

@@ -87,6 +87,10 @@ CAPABILITIES = ClientCapabilities(
         "socket.connection.setup.timeout.ms": Lack(
             f"{NO_SETUP_TIMEOUT['kafka-python']}; neither KafkaProducer.DEFAULT_CONFIG ({PRODUCER_PY}) nor "
             "KafkaConsumer.DEFAULT_CONFIG has such a setting", PRODUCER_PY),
+        "metadata.recovery.strategy": Lack(
+            f"kafka-python has no metadata_recovery_strategy: neither KafkaProducer.DEFAULT_CONFIG ({PRODUCER_PY}) "
+            "nor KafkaConsumer.DEFAULT_CONFIG has it or a rebootstrap trigger, and nothing in the client handles "
+            "REBOOTSTRAP_REQUIRED: it keeps asking the brokers it learnt of", PRODUCER_PY),
         "in-memory connections": real_sockets("kafka-python"),
     }),
     not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),

@@ -135,6 +135,10 @@ CAPABILITIES = ClientCapabilities(
         "delete_records(timeout)": Lack(
             f"kafkajs's {NO_DEADLINE['delete_records']} takes no timeout (no timeout argument: {ADMIN_JS} "
             "deleteTopicRecords)", "src/protocol/requests/deleteRecords/v0/request.js"),
+        "metadata.recovery.strategy": Lack(
+            "kafkajs has no metadata recovery strategy: the Kafka client's options (src/index.js) have no such "
+            "setting nor a rebootstrap trigger, and its error codes (src/protocol/error.js) stop before "
+            "REBOOTSTRAP_REQUIRED", "src/protocol/error.js"),
         "in-memory connections": real_sockets("kafkajs"),
     }),
     notes=MappingProxyType({"create_topics(timeout)": "admin.createTopics({timeout})",

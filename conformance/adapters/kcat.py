@@ -63,6 +63,10 @@ CAPABILITIES = ClientCapabilities(
             "only; group.protocol=consumer came with librdkafka 2.4.0)", CONFIGURATION),
         "create_topics(timeout)": _no_call("topic creation"),
         "delete_records(timeout)": _no_call("record deletion"),
+        "metadata.recovery.strategy": Lack(
+            f"librdkafka {KCAT_LIBRDKAFKA} has no metadata.recovery.strategy (CONFIGURATION.md): it came with a later "
+            "librdkafka (KIP-899), the REBOOTSTRAP_REQUIRED answer and its trigger after it (KIP-1102)",
+            CONFIGURATION),
         "in-memory connections": real_sockets("kcat (librdkafka)"),
     }),
     not_driven=MappingProxyType({

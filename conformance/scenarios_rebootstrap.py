@@ -1,0 +1,197 @@
+"""The ``Rebootstrap`` family (KIP-899, KIP-1102): when the brokers a client knows stop helping, a
+Kafka 4.x client goes back to its bootstrap.servers; with metadata.recovery.strategy=none it does
+not, and its API deadlines still end its calls.
+
+Both scenarios give the client one bootstrap address, broker 0's, and move the partition's leader to
+broker 1, so the trace tells the bootstrap broker from a broker the client learnt of."""
+
+from __future__ import annotations
+
+from broker_emu.trace import Kind, TraceEvent
+from broker_emu.trace_reading import closed_by
+from conformance import contracts as C
+from conformance.model import Contract, Evidence, Operation, Scenario, Verdict
+from conformance.scenario_defaults import REQUEST_TIMEOUT
+
+STRATEGY = "metadata.recovery.strategy"
+TRIGGER = "metadata.recovery.rebootstrap.trigger.ms"
+BOOTSTRAP = (0,)
+LEADER = 1
+# the client acts on REBOOTSTRAP_REQUIRED at once (Java's initiateRebootstrap makes the rebootstrap
+# due on the next NetworkClient.poll); this much leaves room for one retry backoff before its next
+# Metadata request
+AT_ONCE_MS = 1000.0
+
+
+def _rebootstrap_answer(ev: Evidence) -> TraceEvent | None:
+    return next((e for e in ev.events(Kind.FAULT_APPLIED)
+                 if (e.details.get("action") or {}).get("error") == "REBOOTSTRAP_REQUIRED"), None)
+
+
+def _open_at(ev: Evidence, event: TraceEvent) -> list[tuple[int | None, int | None]]:
+    """The client's connections open when ``event`` happened: (broker, conn). By the trace's order,
+    not its times: in virtual time the answer and the closes it causes share one instant."""
+    before = ev.events()[:next(i for i, e in enumerate(ev.events()) if e is event)]
+    closed = {(e.broker, e.conn) for e in before if e.kind == Kind.CONN_CLOSE}
+    return [(e.broker, e.conn) for e in before if e.kind == Kind.CONN_OPEN and (e.broker, e.conn) not in closed]
+
+
+def _limit_ms(ev: Evidence, within_ms: float) -> float:
+    want = within_ms / ev.scale
+    return max(want, C.REAL_TIME_FLOOR_MS) + ev.slack_ms if ev.scale > 1 else want + ev.slack_ms
+
+
+def _next_metadata(ev: Evidence, answer: TraceEvent) -> TraceEvent | None:
+    return next((e for e in ev.events(Kind.RECV, "Metadata") if e.t_ms >= answer.t_ms
+                 and (e.broker, e.conn, e.correlation_id) != (answer.broker, answer.conn, answer.correlation_id)), None)
+
+
+def back_to_bootstrap(bootstrap: tuple[int, ...], within_ms: float) -> Contract:
+    """After a broker answered Metadata with REBOOTSTRAP_REQUIRED, the client's next Metadata request
+    went to a bootstrap broker, within ``within_ms`` (unscaled; real-time runs at least
+    REAL_TIME_FLOOR_MS), not to a broker it had learnt of (Java: NetworkClient.DefaultMetadataUpdater,
+    Metadata.rebootstrap)."""
+
+    def check(ev: Evidence) -> Verdict:
+        answer = _rebootstrap_answer(ev)
+        if answer is None:
+            return Verdict(False, "never asked", "no Metadata was answered REBOOTSTRAP_REQUIRED: the scenario did not "
+                                                 "exercise a rebootstrap")
+        nxt = _next_metadata(ev, answer)
+        if nxt is None:
+            return Verdict(False, "no Metadata after", "the client never asked for Metadata again after "
+                                                       f"REBOOTSTRAP_REQUIRED at {answer.t_ms:.0f} ms")
+        gap, limit = nxt.t_ms - answer.t_ms, _limit_ms(ev, within_ms)
+        figure = f"next Metadata to broker {nxt.broker} {gap:.0f} ms after REBOOTSTRAP_REQUIRED"
+        if nxt.broker not in bootstrap:
+            return Verdict(False, figure, f"the client asked broker {nxt.broker}, which it had learnt of, not a "
+                                          f"bootstrap broker {list(bootstrap)}")
+        if gap > limit:
+            return Verdict(False, figure, f"{figure}: allowed {limit:.0f} ms")
+        return Verdict(True, figure)
+
+    return Contract("Metadata from bootstrap.servers at once after REBOOTSTRAP_REQUIRED", check, side="server",
+                    setting=STRATEGY)
+
+
+def forgets_known_brokers(bootstrap: tuple[int, ...]) -> Contract:
+    """Before asking for Metadata again, the client closed every connection it had open to a broker it
+    had learnt of (not a bootstrap broker: there a bootstrap connection and a learnt one look alike)
+    when REBOOTSTRAP_REQUIRED came (Java: NetworkClient.handleRebootstrap disconnects from them, then
+    asks bootstrap.servers). Real-time runs allow their slack: the broker sees the close and the new
+    connection's request in either order."""
+
+    def check(ev: Evidence) -> Verdict:
+        answer = _rebootstrap_answer(ev)
+        if answer is None:
+            return Verdict(False, "never asked", "no Metadata was answered REBOOTSTRAP_REQUIRED")
+        nxt = _next_metadata(ev, answer)
+        if nxt is None:
+            return Verdict(False, "no Metadata after", "the client never asked for Metadata again")
+        limit = nxt.t_ms + ev.slack_ms
+        learnt = [c for c in _open_at(ev, answer) if c[0] not in bootstrap]
+        closes = {(e.broker, e.conn): e for e in ev.events(Kind.CONN_CLOSE) if e.t_ms >= answer.t_ms}
+        kept = [c for c in learnt if c not in closes or closed_by(closes[c]) != "client" or closes[c].t_ms > limit]
+        figure = f"{len(learnt) - len(kept)} of {len(learnt)} learnt-broker connection(s) closed by the client"
+        if not learnt:
+            return Verdict(False, figure, "no connection to a learnt broker was open when REBOOTSTRAP_REQUIRED came")
+        if kept:
+            return Verdict(False, figure, f"still open (or not closed by the client) when it asked broker {nxt.broker} "
+                                          f"for Metadata at {nxt.t_ms:.0f} ms: "
+                                          + ", ".join(f"broker {b} conn {c}" for b, c in kept))
+        return Verdict(True, figure)
+
+    return Contract("connections to learnt brokers closed on REBOOTSTRAP_REQUIRED", check, side="server",
+                    setting=STRATEGY)
+
+
+def never_rebootstraps(api: str) -> Contract:
+    """With metadata.recovery.strategy=none the client never gives up on the brokers it knows: once
+    Metadata starves, it closes no connection while it still sends ``api`` (a rebootstrap closes them all, at
+    metadata.recovery.rebootstrap.trigger.ms). Metadata must have been starved for it to mean
+    anything: at least one answer named no broker."""
+
+    def check(ev: Evidence) -> Verdict:
+        starved = [e for e in ev.events(Kind.FAULT_APPLIED) if (e.details.get("action") or {}).get("type") == "no_brokers"]
+        last = max((e.t_ms for e in ev.events(Kind.RECV, api)), default=None)
+        if not starved or last is None:
+            return Verdict(False, f"{len(starved)} starved Metadata answer(s)",
+                           "the scenario did not exercise starvation" if not starved else f"the broker never received {api}")
+        # from the first starved answer on: a client may close a connection as it starts (librdkafka drops its
+        # bootstrap connection once it knows the brokers), and nothing starved triggers a rebootstrap before
+        closes = [e for e in ev.events(Kind.CONN_CLOSE) if closed_by(e) == "client" and starved[0].t_ms <= e.t_ms < last]
+        figure = f"{len(starved)} Metadata answer(s) without brokers, {len(closes)} client close(s) while sending {api}"
+        if closes:
+            return Verdict(False, figure, f"the client closed conn {closes[0].conn} on broker {closes[0].broker} at "
+                                          f"{closes[0].t_ms:.0f} ms, before its last {api} at {last:.0f} ms: with "
+                                          f"{STRATEGY}=none it must keep the brokers it knows")
+        return Verdict(True, figure)
+
+    return Contract(f"no rebootstrap with {STRATEGY}=none", check, side="server", setting=STRATEGY)
+
+
+_LEADER_ON_1 = {"move_leader": {"topic": "t", "partition": 0, "broker": LEADER}, "at_ms": 0}
+_NOT_LEADER = {"type": "error", "error": "NOT_LEADER_OR_FOLLOWER"}
+_REBOOTSTRAP = {"type": "error", "error": "REBOOTSTRAP_REQUIRED"}
+DELIVERY = 30_000
+# no untimed warm-up: its Metadata requests (librdkafka's list_topics) would meet the faults and fail the set-up
+PRODUCE = Operation("produce", {"topic": "t", "partition": 0, "value": b"hello", "count": 1, "warm_up": False})
+
+REBOOTSTRAP_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        id="rebootstrap.required-answer",
+        family="Rebootstrap",
+        title="A broker answers Metadata with REBOOTSTRAP_REQUIRED: the producer goes back to bootstrap.servers at "
+              "once and its record is delivered",
+        teaching=("The producer knows broker 0 only by its bootstrap address; broker 1 leads the partition. The first "
+                  "Produce is answered NOT_LEADER_OR_FOLLOWER, so the producer refreshes its metadata, and the broker "
+                  "it asks answers that Metadata with REBOOTSTRAP_REQUIRED (KIP-1102, Metadata v13+). A Kafka 4.x client "
+                  "drops what it learnt: it closes its connections to the brokers the metadata named and asks "
+                  "bootstrap.servers again at once, not after metadata.recovery.rebootstrap.trigger.ms. The answer "
+                  "it gets there names the brokers again and the record is delivered."),
+        references=("KIP-899", "KIP-1102", "Java NetworkClient.DefaultMetadataUpdater"),
+        steps=(PRODUCE,),
+        bootstrap_brokers=BOOTSTRAP,
+        faults=(_LEADER_ON_1,
+                # a few times, each a refresh; whichever broker a refresh reaches answers REBOOTSTRAP_REQUIRED once
+                # (broker 0 past the two answers a client's start may take: librdkafka asks for brokers, then the
+                # topic), so the scenario does not hang on which broker a client deems least loaded
+                {"match": {"api": "Produce"}, "action": _NOT_LEADER, "times": 5},
+                *({"match": {"api": "Metadata", "broker": b}, "action": _REBOOTSTRAP, "times": 1} for b in (1, 2)),
+                {"match": {"api": "Metadata", "broker": 0}, "action": _REBOOTSTRAP, "times": 1, "after": 2}),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY, "acks": "all",
+                       STRATEGY: "rebootstrap"},
+        max_scale=10.0,
+        needs=(STRATEGY,),
+        contracts=(C.outcome_is("produce", ok=True), back_to_bootstrap(BOOTSTRAP, AT_ONCE_MS),
+                   forgets_known_brokers(BOOTSTRAP)),
+    ),
+    Scenario(
+        id="rebootstrap.strategy-none-deadline",
+        family="Rebootstrap",
+        title="metadata.recovery.strategy=none and every known broker starved: no rebootstrap, and "
+              "delivery.timeout.ms still ends the send",
+        teaching=("After its first Metadata answer every Metadata is answered with no broker (Java ignores such an "
+                  "answer: the refresh never ends) and every Produce with NOT_LEADER_OR_FOLLOWER. With "
+                  "metadata.recovery.strategy=none the client must not go back to bootstrap.servers, however long "
+                  "past metadata.recovery.rebootstrap.trigger.ms (5 s here) it starves: it keeps the brokers it "
+                  "knows and their connections. What ends the send is the API's own deadline: the record fails "
+                  "with a timeout at delivery.timeout.ms, not before, not after."),
+        references=("KIP-899", "KIP-1102", "KIP-91"),
+        steps=(PRODUCE,),
+        bootstrap_brokers=BOOTSTRAP,
+        faults=(_LEADER_ON_1,
+                {"match": {"api": "Produce"}, "action": _NOT_LEADER},
+                # the first two Metadata answers of broker 0 name the brokers (librdkafka asks twice as it starts: brokers, then the topic), none after them does
+                {"match": {"api": "Metadata", "broker": 0}, "action": {"type": "no_brokers"}, "after": 2},
+                {"match": {"api": "Metadata", "broker": 1}, "action": {"type": "no_brokers"}},
+                {"match": {"api": "Metadata", "broker": 2}, "action": {"type": "no_brokers"}}),
+        client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY, "acks": "all",
+                       STRATEGY: "none", TRIGGER: 5_000},
+        max_scale=10.0,
+        needs=(STRATEGY, "delivery.timeout.ms"),
+        contracts=(C.outcome_is("produce", error="TimeoutException"),
+                   C.returns_within("produce", "delivery.timeout.ms", early_ms=100, late_fraction=0.1),
+                   never_rebootstraps("Produce")),
+    ),
+)
