@@ -83,6 +83,17 @@ class ClusterMetadata:
         self.need_update = True              # nothing known yet
         self.version = 0                     # bumped by every applied answer
 
+    def forget_cluster(self) -> None:
+        """A rebootstrap: forget the brokers and every partition's leader (Java's
+        ``Metadata.rebootstrap`` replaces the snapshot with the bootstrap addresses alone), so
+        nothing is sent to a broker the client no longer has an address for until an answer from
+        bootstrap.servers names the cluster again."""
+        self.brokers.clear()
+        self.topics.clear()
+        self.topic_errors.clear()
+        self.need_update = True
+        self.version += 1
+
     # -- asking for updates ----------------------------------------------------------------
     def request_update(self) -> None:
         self.need_update = True
@@ -169,7 +180,7 @@ class MetadataUpdater:
         net.rebootstrap_listeners.append(self._forget_brokers)
 
     def _forget_brokers(self) -> None:
-        self.metadata.brokers.clear()
+        self.metadata.forget_cluster()
         self.request_update()
 
     def update_due(self, now: float) -> bool:

@@ -9,7 +9,7 @@ from broker_emu.runtime import open_cluster
 from client.admin import NewTopic, open_admin
 from client.config import COMMON, ConfigException, consumer_config, parse_config, producer_config
 from client.consumer.async_consumer import open_consumer
-from client.exceptions import MaxBlockTimeoutException
+from client.exceptions import DeliveryTimeoutException, MaxBlockTimeoutException
 from client.producer.async_producer import open_producer
 from client.rebootstrap import RebootstrapClock
 
@@ -150,3 +150,27 @@ async def test_the_admin_rebootstraps_and_its_call_still_succeeds(autojump_clock
         assert (await admin.create_topics([NewTopic("b", 1, 1)], timeout=5)) == {"b": None}
         [(at, why)] = admin.net.rebootstraps
         assert "REBOOTSTRAP_REQUIRED" in why and "b" in cluster.topics
+
+
+async def test_after_a_rebootstrap_into_answers_naming_no_broker_the_send_still_ends_at_its_deadline(autojump_clock):
+    """Every Metadata answer names no broker (broker 0 after its first two) and the leader answers
+    NOT_LEADER_OR_FOLLOWER: the client rebootstraps at each trigger and forgets the partitions'
+    leaders with the brokers (Java's Metadata.rebootstrap), so it neither connects to a broker it
+    has no address for nor spins at one instant (in virtual time the clock would stand still);
+    the record fails at delivery.timeout.ms."""
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
+        cluster.move_leader("t", 0, 1)
+        for raw in ({"match": {"api": "Produce"}, "action": {"type": "error", "error": "NOT_LEADER_OR_FOLLOWER"}},
+                    {"match": {"api": "Metadata", "broker": 0}, "action": {"type": "no_brokers"}, "after": 2},
+                    {"match": {"api": "Metadata", "broker": 1}, "action": {"type": "no_brokers"}},
+                    {"match": {"api": "Metadata", "broker": 2}, "action": {"type": "no_brokers"}}):
+            cluster.faults.add(raw, 0)
+        config = {"bootstrap.servers": BOOT, "linger.ms": 0, "delivery.timeout.ms": 30000, "request.timeout.ms": 3000,
+                  "metadata.recovery.rebootstrap.trigger.ms": 5000, "acks": "all"}
+        async with open_producer(config, connect=in_memory(cluster)) as p:
+            with pytest.raises(DeliveryTimeoutException):
+                await (await p.send("t", b"x")).get()
+            assert trio.current_time() == pytest.approx(30.0)
+            assert len(p.net.rebootstraps) >= 4      # one per trigger, not one per instant
+            metadata = sum(1 for e in cluster.trace.events if e.kind == "recv" and e.api == "Metadata")
+            assert metadata < 200                    # at the refresh backoff, not in a loop
