@@ -209,4 +209,6 @@ def proxy_connection(proxy: ProxyView, broker: UpstreamBroker, stream: trio.abc.
     backend (the proxy offers the part of Cluster the pipeline uses: trace, faults, config,
     conn_ids...)."""
     backend: Backend = UpstreamBackend(proxy, broker)
+    # the proxy stands in for the cluster (trace, faults, security, conn_ids, stop_broker...): the
+    # connection and its RequestContext are typed for Cluster, a Protocol for both is still to come
     return server.Connection(proxy, broker, stream, addr, backend=backend)  # type: ignore[arg-type]

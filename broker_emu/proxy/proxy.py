@@ -117,6 +117,17 @@ class Proxy(Waits):   # Waits: proxy.wait_for(...) on fault hits, connections, t
         for conn in list(b.connections):
             conn.abort("broker stopped")
 
+    def stop_broker_later(self, broker_id: int, delay_s: float = 0.0) -> None:
+        """A ``stop_broker`` fault with a delay (``faults.apply``), as the cluster runs it: in the
+        proxy's nursery, ``delay_s`` from now."""
+        assert self._nursery is not None, "the proxy is not running"
+
+        async def stop() -> None:
+            await trio.sleep(delay_s)
+            await self.stop_broker(broker_id)
+
+        self._nursery.start_soon(stop)
+
     async def start_broker(self, broker_id: int) -> None:
         b = self.brokers[broker_id]
         if b.alive:

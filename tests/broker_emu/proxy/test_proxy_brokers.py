@@ -86,3 +86,21 @@ def test_the_stop_broker_fault_stops_the_proxys_listener_not_the_upstream_broker
     proxy.acall(proxy.cluster.start_broker, 2)
     with connect(proxy.bootstrap, 2) as s:     # the same port again
         assert len(_metadata(s)["brokers"]) == 3
+
+
+def test_a_delayed_stop_broker_fault_stops_the_proxys_listener_after_its_delay(upstream, proxy):
+    """``stop_broker`` with ``ms`` > 0: the request goes on and the broker stops under it later
+    (``Proxy.stop_broker_later``, as the cluster does); before, the proxy had no such method."""
+    from tests.broker_emu.proxy.conftest import add_fault
+
+    add_fault(proxy, {"match": {"broker": 1, "api": "Metadata"}, "action": {"type": "stop_broker", "ms": 200}})
+    with connect(proxy.bootstrap, 1) as s:
+        assert len(_metadata(s)["brokers"]) == 3      # answered: the stop comes after
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not events(proxy, "broker_stop"):
+            time.sleep(0.05)
+    assert [e.broker for e in events(proxy, "broker_stop")] == [1]
+    assert [b["alive"] for b in proxy.call(proxy.cluster.describe)["brokers"]] == [True, False, True]
+    assert upstream.call(lambda: upstream.cluster.is_alive(1))
+    proxy.call(proxy.cluster.faults.clear)
+    proxy.acall(proxy.cluster.start_broker, 1)
