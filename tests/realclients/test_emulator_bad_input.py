@@ -38,6 +38,9 @@ def attack(host: str, port: int, stop: threading.Event, closed: list) -> None:
         i += 1
 
 
+# alone: the attacker gives the broker 2 s (real time) to close each bad connection; beside four
+# test workers on two cores one close once took longer (CI, 2026-11-28: 11 closed, one timed out)
+@pytest.mark.alone
 def test_garbage_on_other_connections_does_not_disturb_a_producer(cluster):
     require_client("confluent-kafka")
     from confluent_kafka import Producer

@@ -43,6 +43,9 @@ def test_a_classic_confluent_member_joins_a_consumer_group_and_leaves_it(cluster
     modern.c.close()
 
 
+# alone: kafka-python's eager rebalance in real time; beside four test workers on two cores it once
+# held no partition after 60 s (CI, 2026-11-28, and once in a helper's loaded run); alone it passes
+@pytest.mark.alone
 def test_our_consumer_upgrades_a_kafka_python_group_and_leaving_downgrades_it(cluster):
     """kafka-python (classic, eager) owns a classic group; our consumer joins with
     group.protocol=consumer, which turns the group into a consumer group with kafka-python still
