@@ -10,14 +10,10 @@ from __future__ import annotations
 import uuid
 from typing import Any, Protocol
 
-from broker_emu.connection_close import CloseConnection
-from broker_emu.internal_topics import KAFKA_INTERNAL_TOPICS
+from broker_emu.connection_close import CloseConnection as CloseConnection
+from broker_emu.internal_topics import KAFKA_INTERNAL_TOPICS as KAFKA_INTERNAL_TOPICS
 from client.errors import ErrorCode
 from client.protocol import ApiKey
-
-__all__ = ["KAFKA_INTERNAL_TOPICS", "CloseConnection"]
-
-
 
 
 def _partition_index(p: Any) -> int | None:

@@ -168,13 +168,6 @@ class Sender:
                 next_at = min(next_at, now + self.config["retry.backoff.ms"] / 1000)
                 continue
             if not self.net.is_ready(info.leader):
-                if info.leader not in self.net.nodes:
-                    # no address for it (a leader a rebootstrap forgot, or named by a hint before any
-                    # answer named its broker): connecting would fail at once and wake this loop again
-                    # at the same instant; ask for metadata and look again after retry.backoff.ms
-                    self.updater.request_update()
-                    next_at = min(next_at, now + self.config["retry.backoff.ms"] / 1000)
-                    continue
                 self._connect(info.leader)
                 continue
             by_node.setdefault(info.leader, []).append(tp)
