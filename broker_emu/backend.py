@@ -68,6 +68,11 @@ class Backend(Protocol):
         """The request's own error answer with ``code`` (a fault's injected error), in the
         form ``answer`` returns. Raises ``handlers.CloseConnection`` when there is none."""
 
+    def without_brokers(self, ctx: "RequestContext", answer: Any) -> Any:
+        """``answer`` (a Metadata answer, in the form ``answer`` returns) with an empty brokers
+        list and its topics kept: the ``no_brokers`` fault. Raises ``handlers.CloseConnection``
+        when it cannot be rewritten."""
+
     def encode(self, conn: "Connection", ctx: "RequestContext", body: Any, answer: Any) -> Reply | None:
         """The answer ready to send; None: ``conn`` was closed instead."""
 

@@ -78,6 +78,10 @@ class HandlerBackend:
         except Exception as exc:
             return _failed(ctx, body, exc)
 
+    def without_brokers(self, ctx: RequestContext, answer: Any) -> Any:
+        # a copy: the emulator keeps repeated Metadata answers and hands out the same dict again
+        return {**answer, "brokers": []} if isinstance(answer, Mapping) and "brokers" in answer else answer
+
     def encode(self, conn: "Connection", ctx: RequestContext, body: Any, answer: Mapping[str, Any]) -> Reply | None:
         try:   # the common case inline; conn.encode is the one with Kafka's error answer as fallback
             out, errors = encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, answer, ctx.repeat)

@@ -317,7 +317,8 @@ class Connection:
                 return False
             else:
                 answer = await fault_steps.answer(decision, ctx.api_key, lambda: backend.answer(ctx, header, body, frame),
-                                                  lambda code: backend.error_answer(ctx, body, code))
+                                                  lambda code: backend.error_answer(ctx, body, code),
+                                                  lambda response: backend.without_brokers(ctx, response))
         except CloseConnection as exc:
             self.abort(exc.reason)
             return False

@@ -84,6 +84,18 @@ class ConnectionFailedError(DisconnectException):
                          f"{backoff_ms} ms (reconnect.backoff.ms, growing to reconnect.backoff.max.ms)")
 
 
+class UnknownBrokerError(DisconnectException):
+    """A request for a broker the client holds no address for: a rebootstrap forgot it, or the
+    metadata stopped naming it, after the request was meant for it. Retriable, as a disconnect
+    is: the request never left, and the caller's retry goes where the next metadata says (Java's
+    Sender only drains batches for a node NetworkClient.ready, so such a batch stays queued)."""
+
+    def __init__(self, broker: int):
+        self.broker = broker
+        super().__init__(f"broker {broker} is not known (not in bootstrap.servers nor in the current metadata): "
+                         "the request was not sent")
+
+
 class DeliveryTimeoutException(TimeoutException):
     """KIP-91: a batch's records were neither delivered nor failed within delivery.timeout.ms
     of the batch's creation, wherever the batch was (accumulator, retry backoff, in flight)."""

@@ -33,7 +33,7 @@ import trio
 
 from client.backoff import ExponentialBackoff
 from client.errors import ErrorCode, KafkaError, RetriableError, UnsupportedVersionError, error_for_code
-from client.exceptions import ConnectionFailedError, ConnectionSetupTimeoutException
+from client.exceptions import ConnectionFailedError, ConnectionSetupTimeoutException, UnknownBrokerError
 from client.protocol import ApiKey
 from client.protocol.codec import supported_versions
 from client.rebootstrap import RebootstrapClock
@@ -234,7 +234,7 @@ class NetworkClient:
 
     async def _connect(self, node: int) -> BrokerConnection:
         if node not in self.nodes:
-            raise KafkaError(f"broker {node} is not known (not in bootstrap.servers nor in metadata)")
+            raise UnknownBrokerError(node)
         st = self.state(node)
         if trio.current_time() < st.blackout_until:
             await trio.sleep_until(st.blackout_until)   # reconnect backoff

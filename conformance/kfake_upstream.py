@@ -76,6 +76,9 @@ class KfakeUpstream:
     def __init__(self, brokers: int = 3):
         self.brokers = brokers
 
+    def node_ids(self) -> list[int]:
+        return list(range(self.brokers))   # kfake numbers its brokers from 0, as the emulator does
+
     @contextlib.contextmanager
     def cell(self, scenario: Scenario, scale: float) -> Iterator[CellUpstream]:
         kfake = kfake_binary()

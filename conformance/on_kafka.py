@@ -60,6 +60,9 @@ def kafka_support(scenario: Scenario, brokers: int) -> str:
         return scenario.in_memory_only
     if scenario.not_on_kafka:
         return scenario.not_on_kafka
+    named = max(BrokerNumbers.named(scenario), default=-1)
+    if named >= brokers:
+        return f"names broker {named}: a {brokers}-node cluster has brokers 0-{brokers - 1} (run with --kafka-brokers {named + 1})"
     for rule in scenario.faults:
         why = _rule_support(rule, brokers)
         if why:
@@ -68,7 +71,7 @@ def kafka_support(scenario: Scenario, brokers: int) -> str:
 
 
 def _rule_support(rule: dict[str, Any], brokers: int) -> str:
-    if "move_leader" in rule:
+    if "move_leader" in rule and ("when" in rule or rule.get("at_ms")):
         return ("moves a partition's leader at a set time: the controller of a real cluster elects "
                 "leaders itself (a reassignment is not a timed, instant move)")
     if "replication" in rule:
@@ -95,6 +98,50 @@ def _config_support(config: dict[str, Any]) -> str:
             return (f"broker setting {key}={value}: the shared Kafka cluster runs with {key}={have}, "
                     "it cannot be changed per scenario and is no topic config")
     return ""
+
+
+# -- broker numbers ------------------------------------------------------------------------------
+
+class BrokerNumbers:
+    """A scenario names brokers 0, 1, 2 as the emulator numbers them; a real cluster's nodes have
+    ids of their own (the Kafka launcher's start at 1). Scenario broker ``i`` is the upstream's
+    ``i``-th node by id, both ways: the fault rules and the bootstrap brokers go up in the
+    upstream's ids, the trace comes back in the scenario's. A leader placed at the start
+    (``move_leader`` at 0 ms) is the first replica the topic is created with (``KafkaUpstream``):
+    Kafka's preferred leader, elected at creation."""
+
+    def __init__(self, ids: list[int]):
+        self.ids = sorted(ids)
+
+    @staticmethod
+    def named(scenario: Scenario) -> list[int]:
+        """Every broker number the scenario names (faults, leader moves, bootstrap brokers)."""
+        out = list(scenario.bootstrap_brokers)
+        for rule in scenario.faults:
+            for key, field in (("match", "broker"), ("move_leader", "broker"), ("replication", "follower")):
+                if isinstance(rule.get(key), dict) and isinstance(rule[key].get(field), int):
+                    out.append(rule[key][field])
+        return out
+
+    def up(self, broker: int) -> int:
+        return self.ids[broker]
+
+    def back(self, node: int | None) -> int | None:
+        return self.ids.index(node) if node in self.ids else node
+
+    def scenario(self, scenario: Scenario) -> Scenario:
+        """The scenario with its brokers named by the upstream's ids."""
+        def rule(raw: dict[str, Any]) -> dict[str, Any]:
+            out = dict(raw)
+            for key, field in (("match", "broker"), ("move_leader", "broker"), ("replication", "follower")):
+                if isinstance(out.get(key), dict) and isinstance(out[key].get(field), int):
+                    out[key] = {**out[key], field: self.up(out[key][field])}
+            return out
+        return replace(scenario, faults=tuple(rule(r) for r in scenario.faults),
+                       bootstrap_brokers=tuple(self.up(b) for b in scenario.bootstrap_brokers))
+
+    def trace(self, trace: list[TraceEvent]) -> list[TraceEvent]:
+        return [e if e.broker is None else replace(e, broker=self.back(e.broker)) for e in trace]
 
 
 # -- run-unique names ----------------------------------------------------------------------------
@@ -197,7 +244,8 @@ def run_via_proxy(scenario: Scenario, adapter: Adapter, scale: float, upstream: 
     """One scenario, one client, the proxy in front of ``upstream``; judged on the proxy's trace."""
     scale = scenario.scale_in(scale)
     wall = time.perf_counter()
-    renamed, back = rename(scenario, f"{run_tag}-{next(_cells)}")
+    numbers = BrokerNumbers(upstream.node_ids())
+    renamed, back = rename(numbers.scenario(scenario), f"{run_tag}-{next(_cells)}")
     client_id = f"conformance-{adapter.name}"
     steps = tuple(replace(s, timeout_s=None if s.timeout_s is None else s.timeout_s / scale) for s in renamed.steps)
     with upstream.cell(renamed, scale) as cell:
@@ -214,7 +262,7 @@ def run_via_proxy(scenario: Scenario, adapter: Adapter, scale: float, upstream: 
             # paused took up to its 10 s join, long enough for KRaft to fence that broker
             getattr(cell, "resume_all", lambda: None)()
         snap = cell.snapshot()
-    trace = derive_purgatory(unrename_trace(trace, back), env.config)
+    trace = derive_purgatory(numbers.trace(unrename_trace(trace, back)), env.config)
     evidence = Evidence(unrename_outcomes(outcomes, back), trace, env.config, scale, unrename_snapshot(snap, back),
                         client_id, slack_ms=REAL_TIME_SLACK_MS, steps=steps)
     result = judge(scenario, adapter.name, evidence, adapter.lacks)
@@ -253,8 +301,11 @@ def _lag_after_first_produce(tp: Any, cell: Any) -> Iterator[None]:
 
 
 def _client_bootstrap(tp: Any, cell: Any, scenario: Scenario) -> str:
-    """Every proxied broker; with a stalled (paused) follower only the leader's listener, so that
-    the client's first Metadata does not wait on a stopped process."""
+    """Every proxied broker, or the scenario's bootstrap brokers (already in the upstream's ids);
+    with a stalled (paused) follower only the leader's listener, so that the client's first
+    Metadata does not wait on a stopped process."""
+    if scenario.bootstrap_brokers:
+        return ",".join("{}:{}".format(*tp.call(tp.cluster.local_address, b)) for b in scenario.bootstrap_brokers)
     if not any("replication" in r for r in scenario.faults):
         return str(tp.bootstrap)
     spec = next(r["replication"] for r in scenario.faults if "replication" in r)

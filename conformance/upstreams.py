@@ -70,6 +70,9 @@ class Upstream(Protocol):
     name: str
     brokers: int
 
+    def node_ids(self) -> list[int]:
+        """The ids of the upstream's brokers (a scenario's broker i is the i-th, by id)."""
+
     def cell(self, scenario: Scenario, scale: float) -> contextlib.AbstractContextManager[CellUpstream]: ...
 
 
@@ -98,6 +101,9 @@ class EmulatorUpstream:
 
     def __init__(self, brokers: int | None = None):
         self.brokers = brokers or 3
+
+    def node_ids(self) -> list[int]:
+        return list(range(self.brokers))
 
     @contextlib.contextmanager
     def cell(self, scenario: Scenario, scale: float) -> Iterator[CellUpstream]:
@@ -204,10 +210,18 @@ class KafkaUpstream:
                 return n
         raise KeyError(f"no Kafka node {node_id}")
 
-    def create_topics(self, topics: tuple[tuple[str, int, int], ...], config: dict[str, str]) -> None:
+    def node_ids(self) -> list[int]:
+        return sorted(getattr(n, "node_id", i) for i, n in enumerate(self.cluster.nodes))
+
+    def create_topics(self, topics: tuple[tuple[str, int, int], ...], config: dict[str, str],
+                      leaders: dict[tuple[str, int], int] | None = None) -> None:
+        """``leaders``: (topic, partition) -> the node that leads it from the start. Such a topic is
+        created with explicit replicas, that node first: the preferred leader, which the
+        controller elects at creation (KRaft's ReplicationControlManager)."""
         from confluent_kafka.admin import NewTopic
 
-        new = [NewTopic(name, n, min(rf, self.brokers), config=config) for name, n, rf in topics]
+        new = [_new_topic(NewTopic, name, n, min(rf, self.brokers), config, self.node_ids(), leaders or {})
+               for name, n, rf in topics]
         if not new:
             return
         for fut in self.admin().create_topics(new, operation_timeout=10).values():
@@ -310,11 +324,14 @@ class KafkaUpstream:
         topic_config = {TOPIC_LEVEL[k]: str(v) for k, v in scenario.broker_config.items() if k in TOPIC_LEVEL}
         if any("replication" in r for r in scenario.faults):
             topic_config.setdefault("min.insync.replicas", "2")
-        self.create_topics(scenario.topics, topic_config)
+        leaders = {(r["move_leader"]["topic"], r["move_leader"].get("partition") or 0): r["move_leader"]["broker"]
+                   for r in server_rules(scenario) if "move_leader" in r}
+        self.create_topics(scenario.topics, topic_config, leaders)
         cell = KafkaCell(self, scenario.topics)
         try:
             for rule in server_rules(scenario):
-                _replicate_as(cell, rule["replication"], scale)
+                if "replication" in rule:
+                    _replicate_as(cell, rule["replication"], scale)
             yield cell
         finally:
             cell.resume_all()
@@ -329,6 +346,21 @@ class KafkaUpstream:
             return
         for fut in self.admin().delete_topics(names, operation_timeout=10).values():
             fut.result(timeout=20)
+
+
+def _new_topic(new_topic: Any, name: str, partitions: int, rf: int, config: dict[str, str], nodes: list[int],
+               leaders: dict[tuple[str, int], int]) -> Any:
+    if not any(t == name for t, _ in leaders):
+        return new_topic(name, partitions, rf, config=config)
+    # the others in id order after the leader, round-robin per partition as Kafka spreads them
+    assignment = []
+    for p in range(partitions):
+        first = leaders.get((name, p), nodes[p % len(nodes)])
+        rest = [n for n in nodes[p % len(nodes):] + nodes[:p % len(nodes)] if n != first]
+        assignment.append([first, *rest][:rf])
+    # confluent-kafka 2.16 wants the partition count beside the assignment (its docs say -1; it refuses that as
+    # "a default partition count")
+    return new_topic(name, partitions, replica_assignment=assignment, config=config)
 
 
 def _replicate_as(cell: KafkaCell, spec: dict[str, Any], scale: float) -> None:

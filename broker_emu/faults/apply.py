@@ -11,7 +11,7 @@ last the way it is sent (held, half written, followed by the throttle's mute, KI
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Mapping, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 import trio
 
@@ -113,29 +113,21 @@ async def before(conn: FaultedConnection, decision: Decision, api_key: int) -> b
 
 
 async def answer(decision: Decision, api_key: int, answer: Callable[[], Awaitable[Any]],
-                 error_answer: Callable[[int], Any]) -> Any:
-    """The answer under a decision: an injected error's instead of the backend's, and after
-    it, for close_after, the close (``CloseConnection``) instead of sending it."""
+                 error_answer: Callable[[int], Any], without_brokers: Callable[[Any], Any]) -> Any:
+    """The answer under a decision: an injected error's instead of the backend's; for
+    no_brokers, the backend's with its brokers list emptied (``Backend.without_brokers``, which
+    rewrites the emulator's answer and the proxy's upstream's alike); and after it, for
+    close_after, the close (``CloseConnection``) instead of sending it."""
     terminal = decision.terminal
     if terminal is not None and terminal.type == "error":
         response = error_answer(terminal.error)
     else:
         response = await answer()
-    if terminal is not None and terminal.type == "no_brokers":
-        response = _without_brokers(response, api_key)
+    if terminal is not None and terminal.type == "no_brokers" and response is not None:
+        response = without_brokers(response)
     if terminal is not None and terminal.type == "close_after":
         raise CloseConnection(f"fault: close_after {api_key}")
     return response
-
-
-def _without_brokers(response: Any, api_key: int) -> Any:
-    """The answer with an empty brokers list (a copy: the emulator keeps repeated Metadata answers
-    and hands out the same dict again). The proxy's answers are its upstream's bytes, which this
-    does not rewrite: it closes the connection rather than pretend the fault applied."""
-    if isinstance(response, Mapping):
-        return {**response, "brokers": []} if "brokers" in response else response
-    raise CloseConnection(f"fault: no_brokers cannot rewrite a forwarded answer to {api_key}; "
-                          "use it on the emulated broker")
 
 
 async def send(conn: FaultedConnection, out: bytes, errors: list[int], decision: Decision, fields: dict[str, Any]) -> bool:

@@ -125,6 +125,21 @@ class UpstreamBackend:
         out, errors = encode_with_errors(ctx.api_key, ctx.api_version, ctx.correlation_id, response)
         return out, errors, response
 
+    def without_brokers(self, ctx: RequestContext, answer: Answer) -> Answer:
+        """The upstream's Metadata answer read (a cached one again), its brokers list emptied and
+        encoded anew: the topics and their leaders stay as the upstream said."""
+        out, errors, decoded = answer
+        key, version = ctx.api_key, ctx.api_version
+        if decoded is None:
+            if not codec_knows(key, version):
+                raise CloseConnection(f"fault: no_brokers cannot rewrite {API_NAMES.get(key, key)} v{version}: "
+                                      "the proxy's codec cannot read that answer")
+            decoded = decode_response(key, version, out[4:])[1]
+        if "brokers" not in decoded:
+            return answer
+        emptied = {**decoded, "brokers": []}
+        return encode_response(key, version, ctx.correlation_id, emptied), errors, emptied
+
     def encode(self, conn: Connection, ctx: RequestContext, body: Any, answer: Answer) -> Reply:
         return answer   # already bytes: as the upstream sent them, or rewritten
 

@@ -9,8 +9,9 @@ from broker_emu.runtime import open_cluster
 from client.admin import NewTopic, open_admin
 from client.config import COMMON, ConfigException, consumer_config, parse_config, producer_config
 from client.consumer.async_consumer import open_consumer
-from client.exceptions import DeliveryTimeoutException, MaxBlockTimeoutException
+from client.exceptions import DeliveryTimeoutException, MaxBlockTimeoutException, UnknownBrokerError
 from client.producer.async_producer import open_producer
+from client.protocol import ApiKey
 from client.rebootstrap import RebootstrapClock
 
 BOOT = "boot.example:9092"
@@ -174,3 +175,18 @@ async def test_after_a_rebootstrap_into_answers_naming_no_broker_the_send_still_
             assert len(p.net.rebootstraps) >= 4      # one per trigger, not one per instant
             metadata = sum(1 for e in cluster.trace.events if e.kind == "recv" and e.api == "Metadata")
             assert metadata < 200                    # at the refresh backoff, not in a loop
+
+
+async def test_a_request_for_a_broker_the_rebootstrap_forgot_is_retriable_and_not_sent(autojump_clock):
+    """A Produce drained for the leader just before a rebootstrap forgot the leader's address must
+    be retried where the next metadata says, not fail the record (it failed it on Kafka 4.4
+    through the proxy: the batch was meant for a node the rebootstrap had just dropped)."""
+    async with open_cluster(2, topics=[("t", 1, 2)], listen=False) as cluster:
+        async with open_producer({"bootstrap.servers": BOOT, "linger.ms": 0}, connect=in_memory(cluster)) as p:
+            await (await p.send("t", b"before")).get()
+            p.net.recovery.server_asked()   # as a REBOOTSTRAP_REQUIRED answer does
+            p.net.rebootstrap()
+            with pytest.raises(UnknownBrokerError, match="broker 1 is not known") as caught:
+                await p.net.request(1, ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False})
+            assert caught.value.retriable and caught.value.broker == 1
+            assert (await (await p.send("t", b"after")).get()).offset == 1

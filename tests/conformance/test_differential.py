@@ -7,6 +7,7 @@ from broker_emu.trace_reading import first_to_give_up, purgatory_stays
 from conformance import differential as D
 from conformance.model import Evidence, Operation, Outcome, Result, Status
 from conformance.on_kafka import (
+    BrokerNumbers,
     derive_purgatory,
     kafka_support,
     rename,
@@ -93,6 +94,32 @@ def test_every_scenario_says_whether_it_runs_on_kafka():
     assert "stops a broker" in reasons["failover.bootstrap-broker-dies-metadata"]
     weird = BY_ID["kip266.poll-zero"].__class__(**{**BY_ID["kip266.poll-zero"].__dict__, "broker_config": {"num.io.threads": 1}})
     assert "num.io.threads" in kafka_support(weird, 1)
+
+
+def test_a_scenario_naming_brokers_runs_on_a_cluster_that_has_them():
+    required = BY_ID["rebootstrap.required-answer"]
+    assert "names broker 2" in kafka_support(required, 1) and "--kafka-brokers 3" in kafka_support(required, 1)
+    assert kafka_support(required, 3) == ""   # its leader is placed at the start: the topic's first replica
+
+
+def test_broker_numbers_go_up_in_the_upstreams_ids_and_come_back():
+    numbers = BrokerNumbers([3, 1, 2])   # the Kafka launcher's nodes
+    up = numbers.scenario(BY_ID["rebootstrap.required-answer"])
+    assert up.bootstrap_brokers == (1,)
+    assert up.faults[0]["move_leader"]["broker"] == 2
+    assert sorted(r["match"]["broker"] for r in up.faults if "broker" in r.get("match", {})) == [1, 2, 3]
+    back = numbers.trace([ev(0.0, Kind.RECV, "Metadata"), TraceEvent(1.0, Kind.CONN_OPEN, broker=None)])
+    assert [e.broker for e in back] == [0, None]
+
+
+def test_a_leader_placed_at_the_start_is_the_first_replica_the_topic_is_created_with():
+    from conformance.upstreams import _new_topic
+
+    def made(name, partitions=None, rf=None, config=None, replica_assignment=None):
+        return (partitions, rf, replica_assignment)
+
+    assert _new_topic(made, "t", 2, 3, {}, [1, 2, 3], {("t", 0): 2}) == (2, None, [[2, 1, 3], [2, 3, 1]])
+    assert _new_topic(made, "u", 2, 3, {}, [1, 2, 3], {("t", 0): 2}) == (2, 3, None)
 
 
 # -- observations and rows ---------------------------------------------------------------------------

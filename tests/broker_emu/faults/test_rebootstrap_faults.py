@@ -5,12 +5,12 @@ brokers), scoped like any rule, through the pipeline in virtual time."""
 import pytest
 import trio
 
-from broker_emu.faults import apply, named
-from broker_emu.faults.engine import Decision
-from broker_emu.faults.rules import FaultConfigError, parse_action
-from broker_emu.handlers import CloseConnection
-from broker_emu.runtime import open_cluster
+from broker_emu.faults import named
+from broker_emu.faults.rules import FaultConfigError
+from broker_emu.proxy.proxy import run_proxy_in_thread
+from broker_emu.runtime import open_cluster, run_cluster_in_thread
 from client.errors import ErrorCode
+from conformance.realkafka import wire
 from tests.broker_emu.wire import WireClient
 
 METADATA, API_VERSIONS = 3, 18
@@ -69,10 +69,18 @@ async def test_metadata_starve_no_brokers_keeps_the_topics_and_spoils_no_kept_an
         assert handle.hits == 1 and len((await w.call(METADATA, 13, ASK)).brokers) == 2
 
 
-async def test_no_brokers_on_a_forwarded_answer_closes_rather_than_pretend():
-    """The proxy's answers are its upstream's bytes: no_brokers cannot rewrite them, and says so."""
-    async def forwarded():
-        return b"\x00\x00\x00\x01", [], None
-
-    with pytest.raises(CloseConnection, match="no_brokers cannot rewrite a forwarded answer.*emulated broker"):
-        await apply.answer(Decision(terminal=parse_action({"type": "no_brokers"})), 3, forwarded, lambda code: None)
+def test_no_brokers_through_the_proxy_rewrites_the_upstreams_answer():
+    """The proxy reads its upstream's Metadata answer (a cached one too: the second call's bytes
+    are the first's) and sends it on with no brokers and the topics kept, as the emulator does:
+    the same fault in front of real Kafka."""
+    with run_cluster_in_thread(brokers=2, topics=[("t", 1, 2)]) as upstream, \
+            run_proxy_in_thread(upstream.bootstrap) as proxy:
+        host, port = proxy.bootstrap.split(",")[0].rsplit(":", 1)
+        assert len(wire.call(host, int(port), METADATA, 13, ASK).brokers) == 2
+        handle = proxy.call(lambda: proxy.cluster.faults.metadata_starve("no-brokers", count=2))
+        for _ in range(2):
+            starved = wire.call(host, int(port), METADATA, 13, ASK)
+            assert starved.brokers == [] and starved.error_code == 0
+            assert [(t.name, len(t.partitions), t.partitions[0].leader_id >= 0) for t in starved.topics] == [("t", 1, True)]
+        assert proxy.call(lambda: handle.hits) == 2
+        assert len(wire.call(host, int(port), METADATA, 13, ASK).brokers) == 2
