@@ -454,7 +454,8 @@ LEGEND = (("request", "request, answered"), ("ok", "call returned"), ("error", "
 def explain(scenario: Scenario, client: str | None = None, scale: float = 30.0) -> tuple[Result, list[Span], list[Mark]]:
     """Run ``scenario`` with one client and build its timeline. Our async face runs in virtual
     time at full length; any other client runs in real time with timeouts divided by ``scale``,
-    and its timeline is stretched back by ``scale`` so both read on Kafka's real time axis."""
+    and its timeline is stretched back by the scale the run used (``scale``, or the scenario's
+    ``max_scale`` when that is lower: ``Scenario.scale_in``) so both read on Kafka's real time axis."""
     from conformance.adapters.ours import OurAdapter
     from conformance.virtual import run_virtual_time
 
@@ -470,10 +471,11 @@ def explain(scenario: Scenario, client: str | None = None, scale: float = 30.0) 
     result = run_plan(Plan([scenario], [adapters[client]], scale=scale))[0]
     ev = result.evidence
     spans, marks = build(result.trace, ev.config if ev else None, ev.slack_ms if ev else 1.0, ev.scale if ev else 1.0)
+    used = ev.scale if ev else scenario.scale_in(scale)
     for sp in spans:
-        sp.start, sp.end = sp.start * scale, sp.end * scale
+        sp.start, sp.end = sp.start * used, sp.end * used
     for m in marks:
-        m.t *= scale
+        m.t *= used
     return result, spans, marks
 
 

@@ -107,23 +107,26 @@ def forgets_known_brokers(bootstrap: tuple[int, ...]) -> Contract:
 
 def never_rebootstraps(api: str) -> Contract:
     """With metadata.recovery.strategy=none the client never gives up on the brokers it knows: once
-    Metadata starves, it closes no connection while it still sends ``api`` (a rebootstrap closes them all, at
-    metadata.recovery.rebootstrap.trigger.ms). Metadata must have been starved for it to mean
-    anything: at least one answer named no broker."""
+    Metadata starves, it closes no connection while it still sends ``api`` or Metadata (a rebootstrap
+    closes them all, at metadata.recovery.rebootstrap.trigger.ms, and a client whose rebootstrap
+    forgot the partition's leader stops sending ``api`` but keeps asking for Metadata). Metadata
+    must have been starved for it to mean anything: at least one answer named no broker."""
 
     def check(ev: Evidence) -> Verdict:
         starved = [e for e in ev.events(Kind.FAULT_APPLIED) if (e.details.get("action") or {}).get("type") == "no_brokers"]
-        last = max((e.t_ms for e in ev.events(Kind.RECV, api)), default=None)
+        if not ev.events(Kind.RECV, api):
+            return Verdict(False, f"{len(starved)} starved Metadata answer(s)", f"the broker never received {api}")
+        last = max((e.t_ms for e in [*ev.events(Kind.RECV, api), *ev.events(Kind.RECV, "Metadata")]), default=None)
         if not starved or last is None:
             return Verdict(False, f"{len(starved)} starved Metadata answer(s)",
                            "the scenario did not exercise starvation" if not starved else f"the broker never received {api}")
         # from the first starved answer on: a client may close a connection as it starts (librdkafka drops its
         # bootstrap connection once it knows the brokers), and nothing starved triggers a rebootstrap before
         closes = [e for e in ev.events(Kind.CONN_CLOSE) if closed_by(e) == "client" and starved[0].t_ms <= e.t_ms < last]
-        figure = f"{len(starved)} Metadata answer(s) without brokers, {len(closes)} client close(s) while sending {api}"
+        figure = f"{len(starved)} Metadata answer(s) without brokers, {len(closes)} client close(s) while sending {api} or Metadata"
         if closes:
             return Verdict(False, figure, f"the client closed conn {closes[0].conn} on broker {closes[0].broker} at "
-                                          f"{closes[0].t_ms:.0f} ms, before its last {api} at {last:.0f} ms: with "
+                                          f"{closes[0].t_ms:.0f} ms, before its last request at {last:.0f} ms: with "
                                           f"{STRATEGY}=none it must keep the brokers it knows")
         return Verdict(True, figure)
 

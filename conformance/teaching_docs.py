@@ -89,7 +89,8 @@ def figure(scenario_id: str, vs: str | None = None, lanes: str | None = None) ->
     panels = [(title + (" (broker-emu's client, virtual time)" if vs else ""), *_only(spans, marks, keep))]
     if vs:
         _, spans, marks = explain(scenario, vs, scale=SCALE)
-        panels.append((f"{scenario.id} with {vs} (real time, its timeouts divided by {SCALE:.0f}, drawn {SCALE:.0f}x "
+        used = scenario.scale_in(SCALE)
+        panels.append((f"{scenario.id} with {vs} (real time, its timeouts divided by {used:.0f}, drawn {used:.0f}x "
                        "longer to share the axis)", *_only(spans, marks, keep)))
     return Figure(scenario_id, vs, keep, panels)
 

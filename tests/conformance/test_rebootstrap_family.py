@@ -74,10 +74,7 @@ STARVED = [_ev(0, "conn_open", 0, 1), _ev(1, "recv", 0, 1, "Metadata", 1), _ev(5
            _ev(7, "fault_applied", 1, 1, "Metadata", 3, action={"type": "no_brokers"})]
 
 
-def test_never_rebootstraps_fails_on_a_close_while_the_client_still_produces():
-    # our client with strategy rebootstrap cannot stand in here: after rebootstrapping into answers that name no
-    # broker it asks again at once, forever, and the scenario's virtual time stands still (a bug of our client
-    # this family found; its fix is a change of its own)
+def test_never_rebootstraps_fails_on_a_close_while_the_client_still_asks():
     last = [_ev(9000, "recv", 1, 2, "Produce", 9), _ev(9500, "conn_close", 1, 2, closed_by="client")]
     check = never_rebootstraps("Produce").check
     assert check(Evidence([], STARVED + last, {}, client_id="c")).passed
@@ -86,9 +83,22 @@ def test_never_rebootstraps_fails_on_a_close_while_the_client_still_produces():
     assert check(Evidence([], early, {}, client_id="c")).passed
     rebooted = STARVED + [_ev(5007, "conn_close", 1, 1, closed_by="client")] + last
     v = check(Evidence([], rebooted, {}, client_id="c"))
-    assert not v.passed and "closed conn 1 on broker 1 at 5007 ms, before its last Produce at 9000 ms" in v.message
+    assert not v.passed and "closed conn 1 on broker 1 at 5007 ms, before its last request at 9000 ms" in v.message
+    # a rebootstrap that forgot the leader stops the Produce requests, not the Metadata ones
+    quiet = STARVED + [_ev(4000, "recv", 1, 2, "Produce", 8), _ev(5007, "conn_close", 1, 1, closed_by="client"),
+                       _ev(9000, "recv", 0, 3, "Metadata", 1)]
+    assert not check(Evidence([], quiet, {}, client_id="c")).passed
     v = check(Evidence([], STARVED[:-1] + last, {}, client_id="c"))
     assert not v.passed and "did not exercise starvation" in v.message
+
+
+def test_our_client_made_to_rebootstrap_fails_the_strategy_none_scenario():
+    """The mutation: the same scenario with metadata.recovery.strategy=rebootstrap. The client goes
+    back to bootstrap.servers at the trigger, and the contract says so."""
+    contracts = _contracts("rebootstrap.strategy-none-deadline", Strategy("rebootstrap"))
+    assert contracts[f"no rebootstrap with {STRATEGY}=none"] == Status.FAIL
+    assert contracts[f"no rebootstrap with {STRATEGY}=none"] != _contracts(
+        "rebootstrap.strategy-none-deadline", Strategy("none"))[f"no rebootstrap with {STRATEGY}=none"]
 
 
 @pytest.mark.parametrize("scenario", ["rebootstrap.required-answer", "rebootstrap.strategy-none-deadline"])
