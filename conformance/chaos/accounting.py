@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 FIELDS = ("sent", "acked", "acked_without_offset", "failed", "unresolved", "stored", "lost", "misplaced", "dup_in_epoch", "dup_across_epochs",
           "reordered", "failed_but_stored")
@@ -61,10 +61,19 @@ class Sent:
     partition: int
     offset: int | None = None     # acknowledged at this offset (-1: acknowledged, offset not given)
     error: str | None = None      # or failed with this
+    # told when the outcome is known (the history's completion, at the instant the client reported it)
+    on_outcome: Callable[[Sent], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def acked(self) -> bool:
         return self.offset is not None
+
+    def settle(self, *, offset: int | None = None, error: str | None = None) -> None:
+        """The client reported this record's outcome: acknowledged at ``offset`` or failed with
+        ``error``."""
+        self.offset, self.error = offset, error
+        if self.on_outcome is not None:
+            self.on_outcome(self)
 
 
 @dataclass(frozen=True, slots=True)

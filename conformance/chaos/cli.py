@@ -57,12 +57,14 @@ def add_chaos(sub) -> None:
     c.add_argument("--txn", action="store_true",
                    help="ours: a transactional producer and a read_committed consumer too, on a topic of their own")
     c.add_argument("--plant", metavar="NAME",
-                   help="ours: plant a bug in the cluster (broker_emu/plants.py) to show the history checker "
-                        "catching it; 'list' names them; 'all' measures each over the seeds (a markdown table)")
+                   help="plant a bug in the cluster (broker_emu/plants.py) to show the history checker catching it "
+                        "(a third-party client: the plants without transactions); 'list' names them; 'all' measures "
+                        "each over the seeds with ours (a markdown table)")
     c.add_argument("--json", metavar="FILE", help="write every seed's figures as JSON")
     c.add_argument("--history", metavar="DIR",
-                   help="ours: write each seed's client history (every send, poll, commit, transaction) as Parquet "
-                        "into DIR, one file per seed")
+                   help="write each seed's client history (every send, poll, commit, transaction) as Parquet "
+                        "into DIR, one file per seed, and check it; ours records it always, a third-party client "
+                        "when asked")
     c.add_argument("--check-histories", metavar="DIR",
                    help="run nothing: check every history in DIR (written by --history) with Spark SQL")
     c.add_argument("--master", help="with --check-histories: Spark's master (default local[*])")
@@ -120,8 +122,9 @@ def _resolve(args: argparse.Namespace) -> tuple[Callable[..., SeedResult], range
     if run_seed is None:
         print(f"error: {why}", file=sys.stderr)
         return 2
-    if (args.plant or args.txn or args.history) and args.client != "ours":
-        print("error: --plant, --txn and --history run with --client ours (its history is recorded)", file=sys.stderr)
+    if (args.txn or args.plant == "all") and args.client != "ours":
+        print("error: --txn and --plant all run with --client ours (the transactional load is our client's, and the "
+              "mutation table is measured with it)", file=sys.stderr)
         return 2
     if args.plant == "list":
         from conformance.chaos.mutation import list_plants
@@ -133,16 +136,23 @@ def _resolve(args: argparse.Namespace) -> tuple[Callable[..., SeedResult], range
     return run_seed, range(args.first_seed, args.first_seed + seeds), params
 
 
+TXN_PLANTS = ("aborted-read", "lso-past-open", "fenced-epoch")   # they act on transactions
+
+
 def plant_options(args: argparse.Namespace) -> dict | None:
-    """``txn`` and ``plant`` for ours' run_seed (nothing for the others); None after an error."""
+    """``txn`` and ``plant`` for ours' run_seed; ``history`` for a third-party kit's; None after an error."""
     from broker_emu.plants import PLANTS
 
-    if args.client != "ours":
-        return {}
     if args.plant and args.plant not in PLANTS:
         print(f"error: no planted bug {args.plant!r}; --plant list names them", file=sys.stderr)
         return None
-    if args.plant in ("aborted-read", "lso-past-open", "fenced-epoch") and not args.txn:
+    if args.client != "ours":   # a third-party kit records its history only when asked: it costs the wall clock
+        if args.plant in TXN_PLANTS:
+            print(f"error: --plant {args.plant} with --client {args.client}: the third-party kits send no transactions; "
+                  f"plant one of {', '.join(p for p in PLANTS if p not in TXN_PLANTS)}", file=sys.stderr)
+            return None
+        return {"history": bool(args.history or args.plant), "plant": args.plant or ""}
+    if args.plant in TXN_PLANTS and not args.txn:
         print(f"chaos: --plant {args.plant} acts on transactions: --txn added", file=sys.stderr)
         args.txn = True
     return {"txn": args.txn, "plant": args.plant or ""}

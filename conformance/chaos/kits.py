@@ -64,9 +64,9 @@ class ConfluentProducer:
     def send(self, record: Sent, value: bytes) -> None:
         def on_delivery(err, msg) -> None:
             if err is not None:
-                record.error = f"{err.name()}: {err.str()}"
+                record.settle(error=f"{err.name()}: {err.str()}")
             else:   # offset() is None when the answer gave none (DUPLICATE_SEQUENCE_NUMBER is a success)
-                record.offset = msg.offset() if msg.offset() is not None else -1
+                record.settle(offset=msg.offset() if msg.offset() is not None else -1)
         self._producer.produce(TOPIC, value, partition=record.partition, on_delivery=on_delivery)
         self._producer.poll(0)
 
@@ -119,8 +119,8 @@ class KafkaPythonProducer:
 
     def send(self, record: Sent, value: bytes) -> None:
         future = self._producer.send(TOPIC, value=value, partition=record.partition)
-        future.add_callback(lambda md: setattr(record, "offset", md.offset if md.offset is not None else -1))
-        future.add_errback(lambda exc: setattr(record, "error", f"{type(exc).__name__}: {exc}"))
+        future.add_callback(lambda md: record.settle(offset=md.offset if md.offset is not None else -1))
+        future.add_errback(lambda exc: record.settle(error=f"{type(exc).__name__}: {exc}"))
 
     def wait(self, seconds: float) -> None:
         time.sleep(seconds)
@@ -194,12 +194,12 @@ class AiokafkaProducer(_OwnLoop):
         def done(f: asyncio.Future) -> None:
             self._pending.discard(f)
             if f.cancelled():
-                record.error = "cancelled"
+                record.settle(error="cancelled")
             elif f.exception() is not None:
                 exc = f.exception()
-                record.error = f"{type(exc).__name__}: {exc}"
+                record.settle(error=f"{type(exc).__name__}: {exc}")
             else:
-                record.offset = f.result().offset
+                record.settle(offset=f.result().offset)
         self._pending.add(future)
         future.add_done_callback(done)
 
@@ -274,9 +274,9 @@ class LineProducer:
         for n, offset, error in answer.get("outcomes", []):
             record = self._records[n]
             if error is not None:
-                record.error = error
+                record.settle(error=error)
             else:
-                record.offset = offset
+                record.settle(offset=offset)
 
 
 class LineConsumer:

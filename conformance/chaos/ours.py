@@ -177,9 +177,9 @@ async def _produce(index: int, seed: int, bootstrap: str, connect, partitions: i
 def _outcome(record: Sent):
     def on_delivery(error, meta) -> None:
         if error is not None:
-            record.error = f"{type(error).__name__}: {error}"
+            record.settle(error=f"{type(error).__name__}: {error}")
         else:
-            record.offset = meta.offset
+            record.settle(offset=meta.offset)
     return on_delivery
 
 

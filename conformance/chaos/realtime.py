@@ -7,6 +7,11 @@ record is sent and its outcome learnt, how the consumer polls — is a ``Kit``
 (conformance/chaos/kits.py); what a seed did is judged by the same accounting as the
 virtual-time run (conformance/chaos/accounting.py).
 
+With a ``History`` (``broker-emu chaos --history DIR``), every kit's operations are recorded as
+our client's are (conformance/chaos/history.py), on the wall clock: each send when it is handed
+to the client and when the client reports its outcome (``Sent.settle``, from the client's own
+callback), each poll with the records it returned; the same checker then judges them.
+
 Every kit mirrors the virtual-time run's settings in its own client's names: acks=all,
 idempotence, a 5 ms linger, a 3 s request timeout, a 120 s delivery timeout where the client has
 one, 50 ms retry and reconnect back-offs, metadata refreshed every 5 s.
@@ -19,8 +24,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
+from broker_emu.plants import Plant
 from broker_emu.runtime import run_cluster_in_thread
 from conformance.chaos.accounting import Sent, account, judged, record_value
+from conformance.chaos.checker import check, judged_anomalies
+from conformance.chaos.history import INFO, OK, History, Read, detail
 from conformance.chaos.ours import CLUSTER_CONFIG, TOPIC
 from conformance.chaos.plan import Chaos, make_plan
 from conformance.chaos.readback import SeedResult, committed, join
@@ -59,18 +67,25 @@ class Kit:
 def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3, producers: int = 3,
              interval: float = 0.02, acks: str = "all", idempotence: bool = True,
              say: Callable[[str], None] | None = None, progress: Callable[[str], None] | None = None,
-             progress_every: float = 10.0) -> SeedResult:
+             progress_every: float = 10.0, history: bool = False, plant: str = "") -> SeedResult:
     """One seed in real time (``say`` gets each chaos action, ``progress`` a line every
     ``progress_every`` seconds). ``acks`` and ``idempotence`` are the producers' settings
-    (Kafka's names in ``settings``; each kit says them in its client's words)."""
+    (Kafka's names in ``settings``; each kit says them in its client's words). ``history``:
+    record the clients' operations and check them (``SeedResult.history``, ``.check``).
+    ``plant``: a planted bug (broker_emu/plants.py, not one that needs transactions: the kits
+    send none) in the cluster, set before any client connects; it implies ``history``."""
     settings = {"acks": acks, "enable.idempotence": idempotence}
     say = say or (lambda line: None)
     progress = progress or (lambda line: None)
     wall = time.perf_counter()
+    recorded = History(time.monotonic) if history or plant else None
     config = {**CLUSTER_CONFIG, "emu.seed": seed}
     with run_cluster_in_thread(brokers=3, topics=[(TOPIC, partitions, 3)], config=config) as tc:
         cluster = tc.cluster
         assert cluster is not None   # started
+        if plant:
+            planted = Plant(plant, seed)    # Python only, on the cluster's thread: no request or config reaches it
+            tc.call(lambda: setattr(cluster, "plant", planted))
         plan = make_plan(seed, TOPIC, duration, mean_gap=3.0)
         chaos = Chaos(cluster, plan, lambda line: say(f"seed {seed} {line}"))
         sent: list[list[Sent]] = [[] for _ in range(producers)]
@@ -78,11 +93,11 @@ def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3
         stop_consumer = threading.Event()
         errors: list[str] = []
         threads = [threading.Thread(target=_guarded, args=(f"producer {i}", errors, _produce, kit, i, tc.bootstrap,
-                                                          partitions, duration, interval, settings, sent[i]),
+                                                          partitions, duration, interval, settings, sent[i], recorded),
                                     name=f"chaos-producer-{i}") for i in range(producers)]
         chaos_thread = threading.Thread(target=tc.acall, args=(_chaos_then_heal, chaos), name="chaos")
         reader = threading.Thread(target=_guarded, args=("consumer", errors, _consume, kit, tc.bootstrap, partitions,
-                                                         consumed, stop_consumer),
+                                                         consumed, stop_consumer, recorded),
                                   name="chaos-consumer")
         for t in [chaos_thread, reader, *threads]:
             t.start()
@@ -95,11 +110,17 @@ def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3
         stop_consumer.set()
         reader.join()
         log = tc.call(committed, cluster, TOPIC)
+        plant_log = tc.call(lambda: list(cluster.plant.log) if cluster.plant is not None else [])
     stored, consumer = join(dict(consumed), log)
     every = [s for per in sent for s in per]
-    return SeedResult(seed, kit.name, account(every, stored), consumer, plan.counts(),
-                      time.perf_counter() - wall, time.perf_counter() - wall, plan.executed, errors,
-                      judged(acks, idempotence))
+    result = SeedResult(seed, kit.name, account(every, stored), consumer, plan.counts(),
+                        time.perf_counter() - wall, time.perf_counter() - wall, plan.executed, errors,
+                        judged(acks, idempotence))
+    if recorded is not None:
+        result.history, result.check = recorded, check(recorded)
+        result.judged_anomalies = judged_anomalies(acks, idempotence)
+    result.plant, result.plant_log = plant, plant_log
+    return result
 
 
 def _guarded(who: str, errors: list[str], body: Callable[..., None], *args) -> None:
@@ -135,16 +156,19 @@ def _report_until_done(seed: int, start: float, threads: list[threading.Thread],
 
 
 def _produce(kit: Kit, index: int, bootstrap: str, partitions: int, duration: float, interval: float,
-             settings: dict, sent: list[Sent], errors: list[str]) -> None:
+             settings: dict, sent: list[Sent], history: History | None, errors: list[str]) -> None:
     producer = kit.producer(index, bootstrap, errors, settings)
     deadline = time.monotonic() + duration
     n = 0
     while time.monotonic() < deadline:
         record = Sent(index, n, n % partitions)
+        value = record_value(index, n)
+        if history is not None:
+            record.on_outcome = _completion(history, f"producer-{index}", record, value)
         try:
-            producer.send(record, record_value(index, n))
+            producer.send(record, value)
         except Exception as exc:  # noqa: BLE001 - the client refused this record: its failure
-            record.error = f"send raised {exc!r}"
+            record.settle(error=f"send raised {exc!r}")
         sent.append(record)
         n += 1
         producer.wait(interval * (1 + index / 2))   # unequal rates, as in the virtual-time run
@@ -154,12 +178,33 @@ def _produce(kit: Kit, index: int, bootstrap: str, partitions: int, duration: fl
         errors.append(f"producer {index}: {left} records without an outcome after {SETTLE_S:.0f}s of flushing")
 
 
+def _completion(history: History, process: str, record: Sent, value: bytes) -> Callable[[Sent], None]:
+    """Record the send's invocation now; its completion when the client reports the outcome (an
+    error is Jepsen's indeterminate ``info``: a failed Kafka send may still have been written; an
+    acknowledgement without an offset, -1, is ``ok`` with none)."""
+    invocation = history.invoke(process, "send", topic=TOPIC, partition=record.partition, value=value)
+
+    def settled(r: Sent) -> None:
+        if r.offset is not None:
+            history.complete(invocation, OK, offset=r.offset if r.offset >= 0 else None, value=value)
+        else:
+            history.complete(invocation, INFO, value=value, error=r.error)
+    return settled
+
+
 def _consume(kit: Kit, bootstrap: str, partitions: int, consumed: dict, stop: threading.Event,
-             errors: list[str]) -> None:
+             history: History | None, errors: list[str]) -> None:
     consumer = kit.consumer(bootstrap, partitions, errors)
+    if history is not None:   # every kit's consumer is assigned every partition from the beginning
+        history.event("consumer", "assign", detail=detail(isolation="read_uncommitted",
+                                                          partitions=[[TOPIC, p] for p in range(partitions)]))
     try:
         while not stop.is_set():
-            for partition, offset, value in consumer.poll(0.2):
+            invocation = history.invoke("consumer", "poll") if history is not None else None
+            records = list(consumer.poll(0.2))
+            if invocation is not None and history is not None:
+                history.complete(invocation, OK, records=[Read(TOPIC, p, o, None, v) for p, o, v in records])
+            for partition, offset, value in records:
                 consumed[partition, offset] = value
     finally:
         consumer.close()

@@ -11,7 +11,7 @@ from broker_emu.plants import PLANTS, Plant
 from broker_emu.runtime import open_cluster
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SETTERS = {"conformance/chaos/ours.py"}      # the Python API that plants a bug: broker-emu chaos --plant
+SETTERS = {"conformance/chaos/ours.py", "conformance/chaos/realtime.py"}      # the Python API that plants a bug: broker-emu chaos --plant
 
 
 async def test_a_cluster_has_no_plant_unless_python_code_sets_one():

@@ -56,3 +56,28 @@ def test_no_acknowledged_record_is_lost(client):
     for count in ("lost", "misplaced", "dup_in_epoch", "consumer_missed", "consumer_wrong"):
         assert head[count] == 0, (count, head)
     assert any(r["kind"] == "chaos_action" for r in rows[1:])
+
+
+@pytest.mark.parametrize("plant", ["", "lose-ack"])
+def test_a_real_clients_history_is_checked_and_a_planted_lost_write_is_named(plant):
+    """confluent-kafka's history (each send when handed to librdkafka and when its delivery report
+    came, each poll with its records) is judged by the same checker as our client's: no anomaly on
+    the emulator, and the planted bug that acknowledges a batch without storing it named as a lost
+    write, with the operations that witness it."""
+    _require("confluent-kafka")
+    from conformance.chaos import realtime
+
+    result = realtime.run_seed(KITS["confluent-kafka"], SEED, duration=DURATION, history=True, plant=plant)
+    ops = result.history.ops
+    sends = [op for op in ops if op.f == "send"]
+    assert sends and {op.type for op in sends} >= {"invoke", "ok"}
+    assert sum(op.type == "ok" for op in sends) == result.accounting.totals()["acked"]
+    assert any(op.f == "poll" and op.records for op in ops)
+    counts = result.check.counts()
+    if not plant:
+        assert result.anomalies() == 0 and result.plant_log == [], counts
+        return
+    assert result.plant_log, "the plant never fired"
+    assert counts["lost-write"] >= 1, counts
+    witness = result.check.anomalies["lost-write"][0]
+    assert any(op.process.startswith("producer-") and op.type == "ok" for op in witness.ops), witness.as_dict()
