@@ -12,7 +12,7 @@ lost, misplaced, duplicated within / across producer epochs, reordered, failed, 
 view). Its status is "fail" exactly when ``broker-emu chaos`` would exit 1 for it (what the
 producers' settings promise broken: under acks=all an acknowledged record lost or misplaced,
 with idempotence a duplicate within an epoch; or a consumer that did not read exactly the log;
-or, for our client, an anomaly the history checker named, conformance/chaos/checker.py),
+or an anomaly the history checker named in the clients' history, conformance/chaos/checker.py),
 "error" when the seed itself broke, "n/a" when the client is not installed. Its events are the
 chaos actions as they fired (``chaos_action``) and one ``violation`` per broken guarantee, with
 examples (an anomaly's witness: the client operations involved). A third-party client's seed runs in a process of its own (execute.py).
@@ -139,7 +139,10 @@ def execute_chaos(run: dict[str, Any], base: dict[str, Any]) -> list[dict[str, A
         run_seed, why = seed_runner(chaos_client(run["client"]) or run["client"])
         if run_seed is None:
             return [{**base, "record": "run", "status": "n/a", "message": why, "wall_s": time.perf_counter() - wall}]
-        result = run_seed(int(run["seed"]), **seed_kwargs(resolve_params(run["client"], json.loads(run["params"]))))
+        kwargs = seed_kwargs(resolve_params(run["client"], json.loads(run["params"])))
+        if chaos_client(run["client"]) != "ours":
+            kwargs["history"] = True   # ours records its history always; a third-party kit when asked
+        result = run_seed(int(run["seed"]), **kwargs)
     except Exception as exc:  # noqa: BLE001 - the seed broke: an error row, never a failed Spark task
         message = _describe(exc)
         return [{**base, "record": "run", "status": "error", "message": message[:2000],

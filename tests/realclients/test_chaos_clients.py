@@ -53,6 +53,7 @@ def test_no_acknowledged_record_is_lost(client):
     assert json.loads(head["actions"]), "no chaos action fired"
     assert head["sent"] > 100 and head["acked"] > head["sent"] // 2, head
     assert head["unresolved"] == 0, head["message"]
+    assert "history: no anomaly" in head["message"], head["message"]   # its history, checked
     for count in ("lost", "misplaced", "dup_in_epoch", "consumer_missed", "consumer_wrong"):
         assert head[count] == 0, (count, head)
     assert any(r["kind"] == "chaos_action" for r in rows[1:])
