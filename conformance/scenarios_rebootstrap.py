@@ -149,9 +149,12 @@ def _via_bootstrap(ev: Evidence) -> set[tuple[int | None, int | None]]:
     return {(e.broker, e.conn) for e in ev.events(Kind.CONN_OPEN) if (e.details or {}).get("via") == "bootstrap"}
 
 
-def _metadata_through_bootstrap(ev: Evidence, since_ms: float) -> TraceEvent | None:
+def _metadata_through_bootstrap(ev: Evidence, since_ms: float, brokers: set[int] | None = None) -> TraceEvent | None:
+    """The first Metadata request through the bootstrap address from ``since_ms`` on (served by one of
+    ``brokers``, if given)."""
     via = _via_bootstrap(ev)
-    return next((e for e in ev.events(Kind.RECV, "Metadata") if e.t_ms >= since_ms and (e.broker, e.conn) in via), None)
+    return next((e for e in ev.events(Kind.RECV, "Metadata") if e.t_ms >= since_ms and (e.broker, e.conn) in via
+                 and (brokers is None or e.broker in brokers)), None)
 
 
 def found_through_bootstrap(api: str) -> Contract:
@@ -168,7 +171,7 @@ def found_through_bootstrap(api: str) -> Contract:
         new = {e.broker for e in ev.events(Kind.BROKER_START) if (e.details or {}).get("added") and e.broker is not None}
         stopped = [e for e in ev.events(Kind.BROKER_STOP) if e.broker not in new]
         gone = max((e.t_ms for e in stopped), default=moved[-1].t_ms)
-        md = _metadata_through_bootstrap(ev, gone)
+        md = _metadata_through_bootstrap(ev, gone, new)   # not a request the old broker read as it stopped
         if md is None:
             return Verdict(False, "no Metadata through bootstrap", f"the client never asked for Metadata through the "
                                                                    f"bootstrap address after the old brokers stopped at {gone:.0f} ms")

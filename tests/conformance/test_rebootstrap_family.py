@@ -32,13 +32,24 @@ def _contracts(scenario: str, adapter: OurAdapter) -> dict[str, Status]:
 
 def test_the_family_is_in_the_catalogue_and_our_client_passes_it():
     family = [s for s in CATALOGUE if s.family == "Rebootstrap"]
-    assert [s.id for s in family] == ["rebootstrap.required-answer", "rebootstrap.strategy-none-deadline"]
+    assert [s.id for s in family] == ["rebootstrap.required-answer", "rebootstrap.strategy-none-deadline",
+                                      "rebootstrap.brokers-replaced", "rebootstrap.starved-trigger",
+                                      "rebootstrap.no-brokers-some-topics"]
     results = run_plan(Plan(family, [OurAdapter()]))
     assert {r.scenario: r.status for r in results} == {s.id: Status.PASS for s in family}
     figures = {r.scenario: r.figures for r in results}
     assert figures["rebootstrap.required-answer"]["Metadata from bootstrap.servers at once after REBOOTSTRAP_REQUIRED"] \
         .startswith("next Metadata to broker 0")
     assert figures["rebootstrap.strategy-none-deadline"]["produce returns at its deadline"] == "returned at 30.00 s of 30.00 s"
+    found = figures["rebootstrap.brokers-replaced"]["the cluster found again through bootstrap.servers after every known broker was replaced"]
+    assert found.startswith("Metadata through the bootstrap address (broker 3) 408 ms after the old brokers stopped")
+    trigger = "back to bootstrap.servers at metadata.recovery.rebootstrap.trigger.ms"
+    # silent: the starved request is given up at the trigger (and Java's one more ms); no-brokers: the answers
+    # come at once and the rebootstrap waits for the attempt after the trigger, one refresh backoff later
+    assert figures["rebootstrap.starved-trigger"][trigger] == "Metadata through the bootstrap address 5001 ms after " \
+                                                              "Metadata starved (trigger 5000 ms)"
+    assert figures["rebootstrap.no-brokers-some-topics"][trigger] == "Metadata through the bootstrap address 5409 ms " \
+                                                                     "after Metadata starved (trigger 5000 ms)"
 
 
 def test_with_strategy_none_the_learnt_connections_stay_and_the_contract_fails():
