@@ -253,11 +253,14 @@ class NetworkClient:
             done.set()
 
     async def _connect(self, node: int) -> BrokerConnection:
-        if node not in self.nodes:
-            raise KafkaError(f"broker {node} is not known (not in bootstrap.servers nor in metadata)")
+        if node not in self.nodes:   # retriable: a rebootstrap forgets the brokers under requests on their way to them
+            raise RetriableError(f"broker {node} is not known (not in bootstrap.servers nor in metadata"
+                                 + (", forgotten by a rebootstrap)" if self.rebootstraps else ")"))
         st = self.state(node)
         if trio.current_time() < st.blackout_until:
             await trio.sleep_until(st.blackout_until)   # reconnect backoff
+            if node not in self.nodes:   # a rebootstrap forgot it meanwhile
+                raise RetriableError(f"broker {node} was forgotten by a rebootstrap while its connection waited for its backoff")
         host, port = self.nodes[node]
         address = f"{host}:{port}"
         setup = self.setup_timeout.backoff(st.failed_connects)

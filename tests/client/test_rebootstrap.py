@@ -176,3 +176,45 @@ async def test_after_a_rebootstrap_into_answers_naming_no_broker_the_send_still_
             assert len(p.net.rebootstraps) >= 4      # one per trigger, not one per instant
             metadata = sum(1 for e in cluster.trace.events if e.kind == "recv" and e.api == "Metadata")
             assert metadata < 200                    # at the refresh backoff, not in a loop
+
+
+async def test_a_request_on_its_way_to_a_forgotten_broker_fails_retriably(autojump_clock):
+    """A rebootstrap forgets the brokers while requests are on their way to them (a Produce taken for
+    its leader, a connection waiting out its backoff): each fails with a retriable error, so the
+    batch is retried on what the bootstrap addresses name, never failed for good."""
+    from client.errors import RetriableError
+
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        refused = []
+
+        async def connect(node, host, port):
+            if node < 0 and refused:
+                raise OSError("connection refused")   # the bootstrap address, while the test wants it so
+            return cluster.connect(max(node, 0))
+
+        async with open_producer({"bootstrap.servers": BOOT, "linger.ms": 0}, connect=connect) as p:
+            await (await p.send("t", b"x")).get()
+            p.net.rebootstrap("test")
+            with pytest.raises(RetriableError, match="broker 0 is not known .*forgotten by a rebootstrap"):
+                await p.net.connection(0)
+            await p.refresh_metadata(["t"])          # broker 0 known again, through the bootstrap address
+            assert p.net.broker_nodes() == [0] and not p.net.is_ready(0)   # the refresh went through the bootstrap address
+            p.net.state(0).blackout_until = trio.current_time() + 1.0
+            got = []
+
+            async def connect() -> None:
+                try:
+                    await p.net.connection(0)
+                except RetriableError as exc:
+                    got.append(str(exc))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(connect)
+                await trio.sleep(0.5)                # the connection waits out its backoff
+                refused.append(True)                 # so nothing names broker 0 again before it wakes
+                for node in [n for n in p.net.connections if n < 0]:
+                    p.net.connections[node].close("test: the bootstrap address is gone", "client")
+                p.net.rebootstrap("test")
+            assert got == ["broker 0 was forgotten by a rebootstrap while its connection waited for its backoff"]
+            refused.clear()
+            assert (await (await p.send("t", b"y")).get()).offset == 1
