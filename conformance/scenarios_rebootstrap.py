@@ -158,11 +158,12 @@ def _metadata_through_bootstrap(ev: Evidence, since_ms: float, brokers: set[int]
                  and (brokers is None or e.broker in brokers)), None)
 
 
-def found_through_bootstrap(api: str) -> Contract:
+def found_through_bootstrap(api: str, within_ms: float) -> Contract:
     """After every broker it knew was replaced (the old ones stopped, the bootstrap address moved to
     the new ones: a ``bootstrap_moved`` event), the client asked for Metadata through the bootstrap
-    address, then sent ``api`` to a new broker (Java: NetworkClient.DefaultMetadataUpdater.maybeUpdate
-    rebootstraps when no known node is available or connection-ready)."""
+    address within ``within_ms`` (unscaled; real-time runs add their slack), then sent ``api`` to a new
+    broker (Java: NetworkClient.DefaultMetadataUpdater.maybeUpdate rebootstraps when no known node is
+    available or connection-ready, and at the latest at metadata.recovery.rebootstrap.trigger.ms)."""
 
     def check(ev: Evidence) -> Verdict:
         moved = ev.events(Kind.BOOTSTRAP_MOVED)
@@ -177,10 +178,14 @@ def found_through_bootstrap(api: str) -> Contract:
             return Verdict(False, "no Metadata through bootstrap", f"the client never asked for Metadata through the "
                                                                    f"bootstrap address after the old brokers stopped at {gone:.0f} ms")
         sent = next((e for e in ev.events(Kind.RECV, api) if e.t_ms >= md.t_ms and e.broker in new), None)
-        figure = f"Metadata through the bootstrap address (broker {md.broker}) {md.t_ms - gone:.0f} ms after the old brokers stopped"
+        gap, limit = md.t_ms - gone, within_ms / ev.scale + ev.slack_ms
+        figure = f"Metadata through the bootstrap address (broker {md.broker}) {gap:.0f} ms after the old brokers stopped"
+        if gap > limit:
+            return Verdict(False, figure, f"{figure}: allowed {limit:.0f} ms", Timing(gap, within_ms / ev.scale))
         if sent is None:
             return Verdict(False, figure, f"{figure}, but no {api} reached a new broker {sorted(new)} after it")
-        return Verdict(True, f"{figure}; {api} on broker {sent.broker} {sent.t_ms - md.t_ms:.0f} ms later")
+        return Verdict(True, f"{figure}; {api} on broker {sent.broker} {sent.t_ms - md.t_ms:.0f} ms later",
+                       timing=Timing(gap, within_ms / ev.scale))
 
     return Contract("the cluster found again through bootstrap.servers after every known broker was replaced", check,
                     side="server", setting=STRATEGY)
@@ -357,17 +362,26 @@ REBOOTSTRAP_SCENARIOS: tuple[Scenario, ...] = (
                   "the new ones from them). Every broker the producer knows now refuses its connections. A Kafka 4.x "
                   "client (metadata.recovery.strategy=rebootstrap, the default) goes back to bootstrap.servers as "
                   "soon as no broker it knows is available, not after metadata.recovery.rebootstrap.trigger.ms: "
-                  "there it meets the new cluster, and the second record is delivered well inside "
-                  "delivery.timeout.ms. A client that only ever asks the brokers it learnt of never finds it."),
+                  "there it meets the new cluster, and the second record is delivered inside delivery.timeout.ms. "
+                  "'As soon as' is when, at the moment it looks, no known broker is connected, connecting or "
+                  "ready to be tried: Java's producer keeps reconnecting to the partition's leader, and a broker "
+                  "it is connecting to counts as available, so it may not see that moment for a long while; "
+                  "metadata.recovery.rebootstrap.trigger.ms (5 s here) bounds it: the client must be back through "
+                  "the bootstrap address within the trigger (and one retry backoff) of the old brokers stopping. "
+                  "A client that only ever asks the brokers it learnt of never finds it."),
         references=("KIP-899", "KIP-1102", "Java NetworkClient.DefaultMetadataUpdater"),
         steps=(PRODUCE_TWICE,),
         front_door=True,
         faults=({"move_cluster_behind_bootstrap": "Produce"},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY, "acks": "all",
-                       STRATEGY: "rebootstrap"},
-        max_scale=10.0,
+                       STRATEGY: "rebootstrap", TRIGGER: TRIGGER_MS},
+        # Java rebootstraps at once only if no known broker is available or connecting at the moment it looks;
+        # its sender keeps reconnecting to the leader, so in real time it took 0.9 s, 5.7 s, 5.8 s and, once,
+        # more than 15 s without the trigger: its reconnect backoffs (unscaled) need room, and the trigger is
+        # the bound the contract holds it to
+        max_scale=2.0,
         needs=(STRATEGY,),
-        contracts=(C.outcome_is("produce", ok=True), found_through_bootstrap("Produce")),
+        contracts=(C.outcome_is("produce", ok=True), found_through_bootstrap("Produce", TRIGGER_MS + AT_ONCE_MS)),
     ),
     *(_starved_scenario(mode) for mode in ("silent", "no-brokers")),
 )
