@@ -24,6 +24,7 @@ from broker_emu.cluster_tasks import ClusterTasks
 from broker_emu.config import ConfigError, broker_config
 from broker_emu.coordinator_placement import CoordinatorPlacement
 from broker_emu.faults.engine import FaultEngine
+from broker_emu.front_door import FrontDoor
 from broker_emu.group_configs import GroupConfigs
 from broker_emu.groups.coordinator import GroupCoordinator
 from broker_emu.internal_topics import ensure_offsets_topic, follow_coordinators
@@ -61,6 +62,8 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         self.trace = Trace(trio.current_time, sink=trace_sink, max_bytes=self.config["emu.trace.max.bytes"])
         self.clock = ClusterClock(self.trace.now_ms, self.config)
         self.tasks = ClusterTasks()
+        # an address of its own in front of the cluster, when a scenario gives the client one (broker_set.open_front_door)
+        self.front_door: FrontDoor | None = None
         self.log_memory = LogMemory(log_memory_budget(self.config["emu.log.memory.bytes"]), self._log_evicted)
         self._evict_warned_at = float("-inf")
         self.catalog = TopicCatalog(self.config, self.rng, self.roster, self.log_memory, self._topic_partition_deleted)

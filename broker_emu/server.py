@@ -59,8 +59,10 @@ API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 class Connection:
     def __init__(self, cluster: "Cluster", broker: "Broker", stream: trio.abc.Stream, addr: str, protocol: str | None = None,
-                 *, backend: Backend | None = None):
+                 *, backend: Backend | None = None, via_bootstrap: bool = False):
         self.cluster, self.broker, self.stream, self.addr = cluster, broker, stream, addr
+        # came in through the cluster's bootstrap address (broker_emu/front_door.py), not the broker's own
+        self.via_bootstrap = via_bootstrap
         # how requests are answered: the broker's handlers, or (broker_emu.proxy) the upstream
         self.backend: Backend = HandlerBackend(cluster) if backend is None else backend
         self.protocol: str = protocol or cluster.security.protocol   # the listener's (broker_emu/listeners.py)
@@ -109,7 +111,7 @@ class Connection:
 
     async def _serve(self, tasks: trio.Nursery) -> None:
         self.broker.connections.add(self)
-        self.trace(Kind.CONN_OPEN)
+        self.trace(Kind.CONN_OPEN, **({"details": {"via": "bootstrap"}} if self.via_bootstrap else {}))
         try:
             with self.scope:
                 if not await fault_steps.on_connect(self) or not await self.backend.open(self, tasks):

@@ -46,6 +46,7 @@ class Kind(enum.StrEnum):
     LOG_EVICTED = "log_evicted"
     CONFIG_CHANGE = "config_change"    # details: resource (topic | broker), name, before, after
     CONTROLLER_DEADLINE = "controller_deadline"   # an admin write's timeout_ms passed first: api, timeout_ms
+    BOOTSTRAP_MOVED = "bootstrap_moved"   # the cluster's front door leads to another broker: broker, address
     REASSIGNMENT = "reassignment"      # topic, partition; target/adding/removing, completed, cancelled
     QUOTA_THROTTLE = "quota_throttle"  # a client quota exceeded: quota, bound, bytes, throttle_ms
     # groups

@@ -90,10 +90,10 @@ class UnknownBrokerError(DisconnectException):
     is: the request never left, and the caller's retry goes where the next metadata says (Java's
     Sender only drains batches for a node NetworkClient.ready, so such a batch stays queued)."""
 
-    def __init__(self, broker: int):
+    def __init__(self, broker: int, *, forgotten: bool = False):
         self.broker = broker
-        super().__init__(f"broker {broker} is not known (not in bootstrap.servers nor in the current metadata): "
-                         "the request was not sent")
+        why = "forgotten by a rebootstrap" if forgotten else "not in bootstrap.servers nor in the current metadata"
+        super().__init__(f"broker {broker} is not known ({why}): the request was not sent")
 
 
 class DeliveryTimeoutException(TimeoutException):

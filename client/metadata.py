@@ -39,7 +39,7 @@ from client.errors import (
     error_for_code,
     error_name,
 )
-from client.exceptions import MaxBlockTimeoutException
+from client.exceptions import ConnectionFailedError, ConnectionSetupTimeoutException, MaxBlockTimeoutException
 from client.network import NetworkClient
 from client.protocol import ApiKey
 from kafka_common.wakeup import Wakeup
@@ -217,10 +217,13 @@ class MetadataUpdater:
         last: KafkaError | None = None
         self.net.metadata_attempt()
         order, tried, rebootstraps = self.net.candidates(), set(), len(self.net.rebootstraps)
+        unreachable: set[int] = set()   # known brokers this round could not connect to
         while True:
             if len(self.net.rebootstraps) != rebootstraps:   # back to bootstrap.servers mid-round: ask them now
                 order, rebootstraps = self.net.candidates(), len(self.net.rebootstraps)
             node = next((n for n in order if n not in tried), None)
+            if node is None and self.net.rebootstrap_if_none_available(frozenset(unreachable)):
+                continue   # every known broker failed in this round: the bootstrap addresses are asked next
             if node is None or (deadline is not None and trio.current_time() >= deadline):
                 break
             tried.add(node)
@@ -228,6 +231,8 @@ class MetadataUpdater:
                 md = await self._ask(node, body, deadline)
             except KafkaError as exc:
                 last = exc
+                if isinstance(exc, (ConnectionFailedError, ConnectionSetupTimeoutException)):
+                    unreachable.add(node)
                 if isinstance(exc, AUTHENTICATION_ERRORS):
                     self.fatal = exc
                     self.note_changed()

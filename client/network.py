@@ -138,12 +138,12 @@ class NetworkClient:
 
     def candidates(self) -> list[int]:
         """Nodes to ask for cluster-wide things (Metadata, InitProducerId), best first: ready
-        connections by load, then known brokers not backing off, then the bootstrap addresses
-        (so a client whose known brokers all died falls back to them), then the rest by when
-        their backoff ends."""
+        connections by load, then known brokers not backing off, then the rest by when their
+        backoff ends. Once brokers are known only they are asked, whatever the strategy (Java's
+        Metadata replaces the bootstrap addresses with them): a client goes back to the bootstrap
+        addresses only by rebootstrapping (``metadata_attempt``), never beside the brokers it knows."""
         known = self.broker_nodes()
-        # strategy none: once brokers are known, only they (Java's Metadata forgets the bootstrap)
-        pool = known + [n for n in self.nodes if n < 0 and (self.recovery.enabled or not known)]
+        pool = known or [n for n in self.nodes if n < 0]
 
         def rank(n: int) -> tuple:
             return (not self.is_ready(n), self.connection_delay(n) > 0, self.in_flight(n), n < 0,
@@ -169,12 +169,21 @@ class NetworkClient:
         """Since when no Metadata answer helped, and what the client does next ("" if it did)."""
         return self.recovery.describe(trio.current_time(), self._known(), self._bootstrap())
 
-    def rebootstrap(self) -> None:
+    def none_available(self, unreachable: frozenset[int] = frozenset()) -> bool:
+        """Java's ``!LeastLoadedNode.hasNodeAvailableOrConnectionReady``: brokers are known, none has
+        a connection and each is backing off (they all refused or dropped us) or could not be
+        reached in the caller's round (``unreachable``: a round that tries them one after the other
+        outlives the backoff of the first)."""
+        known = self.broker_nodes()
+        return bool(known) and all(n in unreachable or (not self.is_ready(n) and self.connection_delay(n) > 0)
+                                   for n in known)
+
+    def rebootstrap(self, why: str | None = None) -> None:
         """Java's ``NetworkClient.handleRebootstrap`` and ``Metadata.rebootstrap``: disconnect from
         every broker the metadata named, forget them, and go back to the bootstrap addresses
         (their ids and backoff state kept, as Java keeps its bootstrap nodes' ids)."""
         now = trio.current_time()
-        why = self.recovery.reason(now, self._known(), self._bootstrap())
+        why = why or self.recovery.reason(now, self._known(), self._bootstrap())
         for node in self.broker_nodes():
             conn = self.connections.get(node)
             if conn is not None and not conn.closed:
@@ -191,7 +200,18 @@ class NetworkClient:
         now = trio.current_time()
         if self.recovery.needs(now):
             self.rebootstrap()
+        else:
+            self.rebootstrap_if_none_available()
         self.recovery.attempting(now)
+
+    def rebootstrap_if_none_available(self, unreachable: frozenset[int] = frozenset()) -> bool:
+        """Java's ``DefaultMetadataUpdater.maybeUpdate``: under strategy rebootstrap, when no known
+        broker is available the client rebootstraps at once, without waiting for the trigger."""
+        if not (self.recovery.enabled and self.none_available(unreachable)):
+            return False
+        self.rebootstrap(f"no broker it knows is available ({self._known()}: each refused or dropped the connection "
+                         f"and is backing off): forgetting them, asking bootstrap.servers ({self._bootstrap()}) (KIP-899)")
+        return True
 
     def metadata_answered(self, node: int, md: Any) -> RetriableError | None:
         """A Metadata answer from ``node``: None if it can be used (the attempt is over), else why
@@ -233,11 +253,13 @@ class NetworkClient:
             done.set()
 
     async def _connect(self, node: int) -> BrokerConnection:
-        if node not in self.nodes:
-            raise UnknownBrokerError(node)
+        if node not in self.nodes:   # a rebootstrap forgets the brokers under requests on their way to them
+            raise UnknownBrokerError(node, forgotten=bool(self.rebootstraps))
         st = self.state(node)
         if trio.current_time() < st.blackout_until:
             await trio.sleep_until(st.blackout_until)   # reconnect backoff
+            if node not in self.nodes:   # a rebootstrap forgot it meanwhile
+                raise UnknownBrokerError(node, forgotten=True)
         host, port = self.nodes[node]
         address = f"{host}:{port}"
         setup = self.setup_timeout.backoff(st.failed_connects)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker_emu.broker_set import move_cluster_behind_bootstrap, open_front_door
 from broker_emu.trace import Kind
 from conformance.adapters.base import MS_KEYS_SUFFIX, scaled_ms
 from conformance.model import Scenario
@@ -106,10 +107,50 @@ def _replication_when(cluster, spec: dict) -> None:
     unsubscribe = cluster.trace.subscribe(watch)
 
 
+def _move_cluster_when(cluster, api: str) -> None:
+    """Once the first ``api`` request has been answered (its ``send``), the old brokers answer
+    nothing more (every request black-holed, so the client learns nothing of the new brokers from
+    them) and the cluster moves behind its bootstrap address (broker_set.move_cluster_behind_bootstrap):
+    new brokers, the bootstrap address moved to them, the old ones stopped."""
+    def watch(event) -> None:
+        if event.kind == Kind.SEND and event.api == api:
+            unsubscribe()
+            for b in cluster.live_brokers():
+                cluster.faults.add({"match": {"broker": b.id}, "action": {"type": "black_hole"}}, cluster.now_ms())
+            cluster.tasks.start_soon(move_cluster_behind_bootstrap, cluster)
+
+    unsubscribe = cluster.trace.subscribe(watch)
+
+
+def _lift_when_back_through_bootstrap(cluster, rules: list[int]) -> None:
+    """Remove ``rules`` when, after one of them fired, a Metadata request arrives through the
+    bootstrap address: "the brokers the client knows are broken, the bootstrap address leads to a
+    healthy cluster", so the call can end well only through a rebootstrap."""
+    via: set[tuple[int | None, int | None]] = set()
+
+    def watch(event) -> None:
+        if event.kind == Kind.CONN_OPEN and (event.details or {}).get("via") == "bootstrap":
+            via.add((event.broker, event.conn))
+        elif event.kind == Kind.RECV and event.api == "Metadata" and (event.broker, event.conn) in via and any(
+                r.applied for r in cluster.faults.rules.values() if r.id in rules):
+            unsubscribe()
+            for r in rules:
+                cluster.faults.remove(r)
+
+    unsubscribe = cluster.trace.subscribe(watch)
+
+
 def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
+    if scenario.front_door:
+        open_front_door(cluster, 0)
+    lifted: list[int] = []
     for raw in scenario.faults:
         rule = scale_fault(raw, scale)
-        if "move_leader" in rule and "when" in rule:
+        if "move_cluster_behind_bootstrap" in rule:
+            _move_cluster_when(cluster, rule["move_cluster_behind_bootstrap"])
+        elif rule.pop("until_back_through_bootstrap", False):
+            lifted.append(cluster.faults.add(rule, cluster.now_ms()).id)
+        elif "move_leader" in rule and "when" in rule:
             _move_leader_after(cluster, rule["move_leader"], rule["when"], rule.get("at_ms", 0) / 1000)
         elif "when" in rule:
             _replication_when(cluster, {"api": rule["when"], "replication": rule["replication"]})
@@ -123,11 +164,16 @@ def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
             cluster.set_replication(r.get("topic"), r.get("partition"), r.get("follower"), r["mode"], r.get("lag_ms", 0))
         else:
             cluster.faults.add(rule, cluster.now_ms())
+    if lifted:
+        _lift_when_back_through_bootstrap(cluster, lifted)
 
 
 def bootstrap_of(cluster, scenario: Scenario) -> str:
     """The client's bootstrap.servers: every broker, or the scenario's chosen ones (so that "the
-    bootstrap broker dies" means what it says). Virtual-time runs bootstrap from broker 0."""
+    bootstrap broker dies" means what it says), or its front door. Virtual-time runs bootstrap from broker 0,
+    or the front door."""
+    if cluster.front_door is not None:
+        return cluster.front_door.address
     chosen = scenario.bootstrap_brokers or tuple(cluster.brokers)
     return ",".join(f"{cluster.brokers[b].host}:{cluster.brokers[b].port}" for b in chosen)
 

@@ -113,6 +113,9 @@ class Scenario:
     in_memory_only: str = ""    # why only in-memory connections can run it, if so (virtual time, or Adapter.in_memory)
     not_on_kafka: str = ""      # why it cannot be judged through the proxy in front of Apache Kafka, if so
     bootstrap_brokers: tuple[int, ...] = ()   # the client's bootstrap.servers: these brokers only (all if empty)
+    # the client's bootstrap.servers is an address of its own leading to broker 0 (a DNS name, a load balancer:
+    # broker_emu/front_door.py), which a set-up step may move; its connections are traced ``via: bootstrap``
+    front_door: bool = False
     # real-time runs divide its times by at most this: timings that need room above the run's
     # slack and the clients' own unscaled backoffs (None: the run's scale)
     max_scale: float | None = None

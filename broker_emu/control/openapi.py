@@ -112,7 +112,10 @@ SCHEMAS: dict[str, Any] = {
         "topic": _nullable(STRING),
         "partition": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT32_MAX},
         "client_id": _nullable(STRING),
-        "connection": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT64_MAX}}},
+        "connection": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT64_MAX},
+        "bootstrap": {"nullable": True, "type": "boolean",
+                      "description": "true: only connections through the cluster's bootstrap address (a front door); "
+                                     "false: only those to a broker's own address"}}},
     "Action": {"oneOf": action_shapes()},
     "Rule": {"type": "object", "additionalProperties": False, "required": ["action"], "properties": {
         "match": _nullable(_ref("Match")),

@@ -58,7 +58,8 @@ async def on_connect(conn: FaultedConnection) -> bool:
     """The connection rules, as the connection opens; False: it was refused (and is closed)."""
     in_memory = conn.addr.startswith("memory:")   # drop_connects was decided before connecting
     for rule in conn.cluster.faults.on_connect(conn.broker.id, conn.id, conn.cluster.now_ms(),
-                                               skip="drop_connects" if in_memory else None):
+                                               skip="drop_connects" if in_memory else None,
+                                               bootstrap=getattr(conn, "via_bootstrap", False)):
         conn.trace(Kind.FAULT_APPLIED, details={"rule": rule.id, "action": rule.action.to_dict()})
         kind = rule.action.type
         if kind == "refuse_connections":
@@ -78,7 +79,8 @@ def decide(conn: FaultedConnection, api_key: int, api_version: int, topics: list
     cluster = conn.cluster
     if not cluster.faults.rules:
         return Decision()
-    facts = RequestFacts(conn.broker.id, api_key, api_version, conn.client_id, conn.id, frozenset(topics))
+    facts = RequestFacts(conn.broker.id, api_key, api_version, conn.client_id, conn.id, frozenset(topics),
+                         getattr(conn, "via_bootstrap", False))   # the proxy's connections have no front door
     decision = cluster.faults.decide(facts, cluster.now_ms())
     for rule in decision.applied:
         drawn = {"delay_ms": decision.drawn_ms[rule.id]} if rule.id in decision.drawn_ms else {}   # a jittered delay

@@ -30,6 +30,7 @@ class RequestFacts:
     client_id: str | None
     connection: int
     topics: frozenset[tuple[str, int | None]] = frozenset()  # (topic, partition or None)
+    bootstrap: bool = False   # the connection came in through the cluster's bootstrap address
 
 
 @dataclass
@@ -59,6 +60,8 @@ def _matches(rule: Rule, facts: RequestFacts) -> bool:
     if m.client_id is not None and m.client_id != facts.client_id:
         return False
     if m.connection is not None and m.connection != facts.connection:
+        return False
+    if m.bootstrap is not None and m.bootstrap != facts.bootstrap:
         return False
     if m.topic is not None or m.partition is not None:
         return any((m.topic is None or t == m.topic) and (m.partition is None or p is None or p == m.partition)
@@ -149,7 +152,7 @@ class FaultEngine(NamedFaults):
         return decision
 
     def on_connect(self, broker: int, connection: int, now_ms: float, only: str | None = None,
-                   skip: str | None = None) -> list[Rule]:
+                   skip: str | None = None, bootstrap: bool = False) -> list[Rule]:
         """Connection-level rules that fire for a new connection on ``broker`` (``only``/``skip``:
         one action type, for the in-memory connect path that handles drop_connects itself)."""
         fired = []
@@ -160,6 +163,8 @@ class FaultEngine(NamedFaults):
             if (only is not None and rule.action.type != only) or (skip is not None and rule.action.type == skip):
                 continue
             if (m.broker is not None and m.broker != broker) or (m.connection is not None and m.connection != connection):
+                continue
+            if m.bootstrap is not None and m.bootstrap != bootstrap:
                 continue
             if self._fires(rule, now_ms):
                 fired.append(rule)

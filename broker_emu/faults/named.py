@@ -18,9 +18,9 @@ from typing import Any, Callable
 from broker_emu.faults.rules import FaultConfigError, show, suggest
 
 # rule keys every named fault takes: the match (api, broker, topic, ...) and the schedule
-MATCH_SELECTORS = ("api", "broker", "topic", "partition", "client_id", "api_version", "connection")
+MATCH_SELECTORS = ("api", "broker", "topic", "partition", "client_id", "api_version", "connection", "bootstrap")
 SCHEDULE = ("probability", "count", "after", "duration_ms", "at_ms", "name")
-CONNECTION_SELECTORS = ("broker", "connection")   # what a connection-level rule can match
+CONNECTION_SELECTORS = ("broker", "connection", "bootstrap")   # what a connection-level rule can match
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ REPLICATION_KEYS = ("topic", "partition", "follower", "mode", "lag_ms")
 MAX_MS = 2**31 - 1
 INT16_MAX, INT32_MAX, INT64_MAX = 2**15 - 1, 2**31 - 1, 2**63 - 1
 MAX_STRING = 32767                 # Kafka's STRING: an int16 length
-MATCH_KEYS = ("broker", "api", "api_version", "topic", "partition", "client_id", "connection")
+MATCH_KEYS = ("broker", "api", "api_version", "topic", "partition", "client_id", "connection", "bootstrap")
 RULE_KEYS = ("match", "action", "times", "after", "probability", "duration_ms", "at_ms", "id", "name")
 
 
@@ -85,6 +85,9 @@ class Match:
     partition: int | None = None
     client_id: str | None = None
     connection: int | None = None
+    # True: only connections that came in through the cluster's bootstrap address (broker_emu/front_door.py);
+    # False: only those to a broker's own address
+    bootstrap: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in MATCH_KEYS if getattr(self, k) is not None}
@@ -200,6 +203,12 @@ def check_ms(value: Any, where: str) -> float:
     return float(value)
 
 
+def check_bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise FaultConfigError(where, f"expected true or false, got {show(value)}")
+    return value
+
+
 def check_str(value: Any, where: str, max_len: int = MAX_STRING) -> str:
     if not isinstance(value, str):
         raise FaultConfigError(where, f"expected a string, got {show(value)}")
@@ -270,6 +279,7 @@ def parse_match(raw: Any, brokers: set[int] | None = None) -> Match:
         partition=optional("partition", check_int, 0, INT32_MAX),
         client_id=optional("client_id", check_str),
         connection=optional("connection", check_int, 0),
+        bootstrap=optional("bootstrap", check_bool),
     )
 
 

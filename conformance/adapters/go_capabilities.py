@@ -114,7 +114,10 @@ FRANZ_CAPABILITIES = ClientCapabilities(
         "metadata.recovery.strategy": Lack(
             "kgo has no metadata.recovery.strategy nor a rebootstrap trigger (pkg/kgo/config.go): a Metadata answer "
             "of REBOOTSTRAP_REQUIRED is acted on only when the application sets kgo.OnRebootstrapRequired, a hook "
-            "that returns new seeds (pkg/kgo/client.go), and the adapter sets none", "pkg/kgo/config.go"),
+            "that returns new seeds (pkg/kgo/client.go), and the adapter sets none. What stands closest: "
+            "Client.broker (pkg/kgo/client.go) asks the next seed once per pass over the brokers it discovered, "
+            "so a client whose brokers were all replaced can reach the cluster through its seeds again, with no "
+            "setting to turn it off and no trigger", "pkg/kgo/client.go"),
         "in-memory connections": real_sockets("franz-go"),
     }),
     not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import trio
 
+from broker_emu.broker_set import connect_front_door
 from client.errors import KafkaError
 from client.producer.async_producer import open_producer
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
@@ -44,6 +45,8 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
 
     def _connect(self, env: RunEnv):
         async def connect(node, host, port):
+            if node < 0 and env.cluster.front_door is not None:
+                return connect_front_door(env.cluster)
             return await env.cluster.open_connection(node if node >= 0 else 0)
         return secured(env, connect)
 

@@ -66,3 +66,65 @@ async def test_a_replacement_that_cannot_complete_says_so_and_leaves_the_old_bro
         with pytest.raises(TimeoutError, match="every reassignment complete; last seen 1 in progress .*t-0.*left running"):
             await replace_brokers(cluster, timeout_s=1.0)
         assert cluster.is_alive(0) and cluster.partition("t", 0).leader == 0
+
+
+async def test_the_front_door_leads_to_broker_0_then_moves_with_the_cluster(autojump_clock):
+    from broker_emu.broker_set import connect_front_door, move_cluster_behind_bootstrap, open_front_door
+
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False) as cluster:
+        door = open_front_door(cluster, 0)
+        assert door.port == 0 and cluster.front_door is door   # in memory: no TCP port
+        # a rule for the brokers' own addresses spares the front door, one for the front door spares them
+        cluster.faults.add({"match": {"api": "Metadata", "bootstrap": False}, "action": {"type": "no_brokers"}}, 0)
+        md = await WireClient(connect_front_door(cluster)).call(METADATA, 13, {"topics": None})
+        assert sorted(b.node_id for b in md.brokers) == [0, 1, 2]
+        direct = await WireClient(cluster.connect(0)).call(METADATA, 13, {"topics": None})
+        assert direct.brokers == []
+        opened = [e for e in cluster.trace.events if e.kind == "conn_open"]
+        assert [(e.broker, e.details.get("via")) for e in opened] == [(0, "bootstrap"), (0, None)]
+        cluster.faults.clear()
+        start = trio.current_time()
+        mapping = await move_cluster_behind_bootstrap(cluster)
+        [moved] = [e for e in cluster.trace.events if e.kind == "bootstrap_moved"]
+        stops = [e for e in cluster.trace.events if e.kind == "broker_stop"]
+        # moved to broker 0's replacement once the new brokers held every partition, before the old ones stopped
+        assert door.target == mapping[0] == 3 and moved.broker == 3 and moved.t_ms <= min(e.t_ms for e in stops)
+        assert door.moves == [(moved.t_ms, 3)] and trio.current_time() >= start
+        md = await WireClient(connect_front_door(cluster)).call(METADATA, 13, {"topics": None})
+        assert sorted(b.node_id for b in md.brokers) == [3, 4, 5]
+
+
+async def test_a_front_door_to_a_stopped_broker_refuses_and_bad_calls_say_why(autojump_clock):
+    from broker_emu.broker_set import connect_front_door, move_front_door, open_front_door
+
+    async with open_cluster(2, listen=False) as cluster:
+        with pytest.raises(RuntimeError, match="no front door"):
+            connect_front_door(cluster)
+        with pytest.raises(ValueError, match="no broker 7"):
+            open_front_door(cluster, 7)
+        open_front_door(cluster, 1)
+        with pytest.raises(ValueError, match="already has a front door"):
+            open_front_door(cluster, 0)
+        with pytest.raises(ValueError, match="no broker 9"):
+            move_front_door(cluster, 9)
+        await cluster.stop_broker(1)
+        with pytest.raises(OSError, match="leads to broker 1, which is stopped"):
+            connect_front_door(cluster)
+        move_front_door(cluster, 0)
+        md = await WireClient(connect_front_door(cluster)).call(METADATA, 13, {"topics": None})
+        assert [b.node_id for b in md.brokers] == [0]
+
+
+async def test_the_front_door_listens_on_tcp_of_its_own():
+    from broker_emu.broker_set import open_front_door
+
+    async with open_cluster(2) as cluster:
+        door = open_front_door(cluster, 1)
+        assert door.port not in (0, cluster.brokers[0].port, cluster.brokers[1].port)
+        with trio.fail_after(10):
+            stream = await trio.open_tcp_stream(door.host, door.port)
+            md = await WireClient(stream).call(METADATA, 13, {"topics": None})
+            await stream.aclose()
+        assert sorted(b.node_id for b in md.brokers) == [0, 1]
+        [opened] = [e for e in cluster.trace.events if e.kind == "conn_open"]
+        assert opened.broker == 1 and opened.details == {"via": "bootstrap"}

@@ -11,7 +11,6 @@ from client.config import COMMON, ConfigException, consumer_config, parse_config
 from client.consumer.async_consumer import open_consumer
 from client.exceptions import DeliveryTimeoutException, MaxBlockTimeoutException, UnknownBrokerError
 from client.producer.async_producer import open_producer
-from client.protocol import ApiKey
 from client.rebootstrap import RebootstrapClock
 
 BOOT = "boot.example:9092"
@@ -101,8 +100,9 @@ async def test_starved_metadata_rebootstraps_exactly_after_the_trigger(autojump_
 
 
 async def test_without_the_trigger_the_same_starvation_waits_for_request_timeout(autojump_clock):
-    """The control: trigger.ms above request.timeout.ms, so the starved request times out first and
-    the round goes on to the bootstrap address without a rebootstrap."""
+    """The control: trigger.ms above request.timeout.ms, so the starved request times out first; its
+    connection closes, the one broker the client knows backs off, and with no broker available the
+    client rebootstraps then, not at the trigger (Java: DefaultMetadataUpdater.maybeUpdate)."""
     async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
         config = {"bootstrap.servers": BOOT, "linger.ms": 0, "metadata.max.age.ms": 5000}
         async with open_producer(config, connect=in_memory(cluster)) as p:
@@ -110,7 +110,8 @@ async def test_without_the_trigger_the_same_starvation_waits_for_request_timeout
             known_conn = [e.conn for e in cluster.trace.events if e.kind == "recv" and e.api == "Produce"][0]
             cluster.faults.metadata_starve(connection=known_conn)
             await trio.sleep(40)
-            assert p.net.rebootstraps == [] and p.metadata.last_success == 35.0
+            [(at, why)] = p.net.rebootstraps
+            assert at == 35.0 and why.startswith("no broker it knows is available (0 (") and p.metadata.last_success == 35.0
 
 
 async def test_strategy_none_never_rebootstraps_and_max_block_still_holds(autojump_clock):
@@ -177,16 +178,42 @@ async def test_after_a_rebootstrap_into_answers_naming_no_broker_the_send_still_
             assert metadata < 200                    # at the refresh backoff, not in a loop
 
 
-async def test_a_request_for_a_broker_the_rebootstrap_forgot_is_retriable_and_not_sent(autojump_clock):
-    """A Produce drained for the leader just before a rebootstrap forgot the leader's address must
-    be retried where the next metadata says, not fail the record (it failed it on Kafka 4.4
-    through the proxy: the batch was meant for a node the rebootstrap had just dropped)."""
-    async with open_cluster(2, topics=[("t", 1, 2)], listen=False) as cluster:
-        async with open_producer({"bootstrap.servers": BOOT, "linger.ms": 0}, connect=in_memory(cluster)) as p:
-            await (await p.send("t", b"before")).get()
-            p.net.recovery.server_asked()   # as a REBOOTSTRAP_REQUIRED answer does
-            p.net.rebootstrap()
-            with pytest.raises(UnknownBrokerError, match="broker 1 is not known") as caught:
-                await p.net.request(1, ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False})
-            assert caught.value.retriable and caught.value.broker == 1
-            assert (await (await p.send("t", b"after")).get()).offset == 1
+async def test_a_request_on_its_way_to_a_forgotten_broker_fails_retriably(autojump_clock):
+    """A rebootstrap forgets the brokers while requests are on their way to them (a Produce taken for
+    its leader, a connection waiting out its backoff): each fails with a retriable error, so the
+    batch is retried on what the bootstrap addresses name, never failed for good."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        refused = []
+
+        async def connect(node, host, port):
+            if node < 0 and refused:
+                raise OSError("connection refused")   # the bootstrap address, while the test wants it so
+            return cluster.connect(max(node, 0))
+
+        async with open_producer({"bootstrap.servers": BOOT, "linger.ms": 0}, connect=connect) as p:
+            await (await p.send("t", b"x")).get()
+            p.net.rebootstrap("test")
+            with pytest.raises(UnknownBrokerError, match=r"broker 0 is not known \(forgotten by a rebootstrap\)") as caught:
+                await p.net.connection(0)
+            assert caught.value.retriable and caught.value.broker == 0
+            await p.refresh_metadata(["t"])          # broker 0 known again, through the bootstrap address
+            assert p.net.broker_nodes() == [0] and not p.net.is_ready(0)   # the refresh went through the bootstrap address
+            p.net.state(0).blackout_until = trio.current_time() + 1.0
+            got = []
+
+            async def connect() -> None:
+                try:
+                    await p.net.connection(0)
+                except UnknownBrokerError as exc:
+                    got.append(str(exc))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(connect)
+                await trio.sleep(0.5)                # the connection waits out its backoff
+                refused.append(True)                 # so nothing names broker 0 again before it wakes
+                for node in [n for n in p.net.connections if n < 0]:
+                    p.net.connections[node].close("test: the bootstrap address is gone", "client")
+                p.net.rebootstrap("test")
+            assert got == ["broker 0 is not known (forgotten by a rebootstrap): the request was not sent"]
+            refused.clear()
+            assert (await (await p.send("t", b"y")).get()).offset == 1

@@ -9,7 +9,13 @@ from conformance.client_capabilities import needs
 from conformance.model import Evidence, Status
 from conformance.runner import Plan, run_plan
 from conformance.scenarios import BY_ID, CATALOGUE
-from conformance.scenarios_rebootstrap import STRATEGY, back_to_bootstrap, never_rebootstraps
+from conformance.scenarios_rebootstrap import (
+    STRATEGY,
+    back_to_bootstrap,
+    found_through_bootstrap,
+    never_rebootstraps,
+    rebootstraps_at_trigger,
+)
 
 
 class Strategy(OurAdapter):
@@ -32,13 +38,24 @@ def _contracts(scenario: str, adapter: OurAdapter) -> dict[str, Status]:
 
 def test_the_family_is_in_the_catalogue_and_our_client_passes_it():
     family = [s for s in CATALOGUE if s.family == "Rebootstrap"]
-    assert [s.id for s in family] == ["rebootstrap.required-answer", "rebootstrap.strategy-none-deadline"]
+    assert [s.id for s in family] == ["rebootstrap.required-answer", "rebootstrap.strategy-none-deadline",
+                                      "rebootstrap.brokers-replaced", "rebootstrap.starved-trigger",
+                                      "rebootstrap.no-brokers-some-topics"]
     results = run_plan(Plan(family, [OurAdapter()]))
     assert {r.scenario: r.status for r in results} == {s.id: Status.PASS for s in family}
     figures = {r.scenario: r.figures for r in results}
     assert figures["rebootstrap.required-answer"]["Metadata from bootstrap.servers at once after REBOOTSTRAP_REQUIRED"] \
         .startswith("next Metadata to broker 0")
     assert figures["rebootstrap.strategy-none-deadline"]["produce returns at its deadline"] == "returned at 30.00 s of 30.00 s"
+    found = figures["rebootstrap.brokers-replaced"]["the cluster found again through bootstrap.servers after every known broker was replaced"]
+    assert found.startswith("Metadata through the bootstrap address (broker 3) 408 ms after the old brokers stopped")
+    trigger = "back to bootstrap.servers at metadata.recovery.rebootstrap.trigger.ms"
+    # silent: the starved request is given up at the trigger (and Java's one more ms); no-brokers: the answers
+    # come at once and the rebootstrap waits for the attempt after the trigger, one refresh backoff later
+    assert figures["rebootstrap.starved-trigger"][trigger] == "Metadata through the bootstrap address 5001 ms after " \
+                                                              "Metadata starved (trigger 5000 ms)"
+    assert figures["rebootstrap.no-brokers-some-topics"][trigger] == "Metadata through the bootstrap address 5409 ms " \
+                                                                     "after Metadata starved (trigger 5000 ms)"
 
 
 def test_with_strategy_none_the_learnt_connections_stay_and_the_contract_fails():
@@ -101,6 +118,55 @@ def test_our_client_made_to_rebootstrap_fails_the_strategy_none_scenario():
         "rebootstrap.strategy-none-deadline", Strategy("none"))[f"no rebootstrap with {STRATEGY}=none"]
 
 
-@pytest.mark.parametrize("scenario", ["rebootstrap.required-answer", "rebootstrap.strategy-none-deadline"])
+@pytest.mark.parametrize("scenario", ["rebootstrap.required-answer", "rebootstrap.strategy-none-deadline",
+                                      "rebootstrap.brokers-replaced", "rebootstrap.starved-trigger",
+                                      "rebootstrap.no-brokers-some-topics"])
 def test_the_family_needs_the_capability(scenario):
     assert STRATEGY in needs(BY_ID[scenario])
+
+
+def _via(t, broker, conn):
+    return _ev(t, "conn_open", broker, conn, via="bootstrap")
+
+
+MOVED = [_via(0, 0, 1), _ev(1, "recv", 0, 1, "Metadata", 1), _ev(2, "recv", 1, 2, "Produce", 1),
+         _ev(3, "broker_start", 3, None, added=True), _ev(3, "broker_start", 4, None, added=True),
+         _ev(9, "bootstrap_moved", 3, None), _ev(10, "broker_stop", 0, None), _ev(11, "broker_stop", 1, None)]
+
+
+@pytest.mark.parametrize("then, passed, says", [
+    ([_via(400, 3, 5), _ev(401, "recv", 3, 5, "Metadata", 1), _ev(403, "recv", 4, 6, "Produce", 1)], True,
+     "Metadata through the bootstrap address (broker 3) 390 ms after the old brokers stopped; Produce on broker 4 2 ms later"),
+    ([_via(400, 3, 5), _ev(401, "recv", 3, 5, "Metadata", 1)], False, "but no Produce reached a new broker [3, 4]"),
+    ([_via(7000, 3, 5), _ev(7001, "recv", 3, 5, "Metadata", 1), _ev(7003, "recv", 4, 6, "Produce", 1)], False,
+     "6990 ms after the old brokers stopped: allowed 6000 ms"),
+    # asking a known broker's address is not going back to bootstrap.servers
+    ([_ev(401, "recv", 3, 5, "Metadata", 1), _ev(403, "recv", 4, 6, "Produce", 1)], False,
+     "never asked for Metadata through the bootstrap address after the old brokers stopped at 11 ms"),
+])
+def test_found_through_bootstrap_judges_the_way_back_to_the_new_cluster(then, passed, says):
+    v = found_through_bootstrap("Produce", 6000).check(Evidence([], MOVED + then, {}, client_id="c"))
+    assert v.passed is passed and says in (v.figure + v.message), v
+    unmoved = [e for e in MOVED if e.kind != "bootstrap_moved"] + then
+    assert "never moved" in found_through_bootstrap("Produce", 6000).check(Evidence([], unmoved, {}, client_id="c")).figure
+
+
+STARVING = [_via(0, 0, 1), _ev(1, "recv", 0, 1, "Metadata", 1), _ev(5, "recv", 1, 2, "Metadata", 2),
+            _ev(5, "fault_applied", 1, 2, "Metadata", 2, action={"type": "black_hole"})]
+
+
+@pytest.mark.parametrize("back_at, wakes_ms, passed, says", [
+    (5006, 0.0, True, "Metadata through the bootstrap address 5001 ms after Metadata starved (trigger 5000 ms)"),
+    (2005, 0.0, False, "before the trigger (at least 4750 ms)"),
+    (9005, 0.0, False, "allowed at most 6000 ms"),
+    (9005, 10_000.0, True, "9000 ms after"),   # a client that looks again only as the starved request times out
+])
+def test_rebootstraps_at_trigger_judges_when_the_client_comes_back(back_at, wakes_ms, passed, says):
+    back = [_via(back_at, 0, 3), _ev(back_at, "recv", 0, 3, "Metadata", 1)]
+    contract = rebootstraps_at_trigger(5000, early_ms=250, late_ms=1000, wakes_ms=wakes_ms)
+    v = contract.check(Evidence([], STARVING + back, {}, client_id="c"))
+    assert v.passed is passed and says in (v.figure + v.message), v
+    # the same request on the connection it learnt of is not a rebootstrap
+    v = contract.check(Evidence([], STARVING + [_ev(back_at, "recv", 1, 2, "Metadata", 3)], {}, client_id="c"))
+    assert not v.passed and "never asked for Metadata through the bootstrap address" in v.message
+    assert "never starved" in contract.check(Evidence([], STARVING[:-1] + back, {}, client_id="c")).figure
