@@ -140,16 +140,29 @@ def _lift_when_back_through_bootstrap(cluster, rules: list[int]) -> None:
     unsubscribe = cluster.trace.subscribe(watch)
 
 
+def add_fault_rules(target, rules: list[dict]) -> None:
+    """The scenario's wire fault rules (scaled), in order, on a cluster or a proxy (both have
+    ``faults``, ``trace`` and ``now_ms``); those marked ``until_back_through_bootstrap`` are lifted
+    once the client comes back through the bootstrap address."""
+    lifted: list[int] = []
+    for raw in rules:
+        rule = dict(raw)
+        if rule.pop("until_back_through_bootstrap", False):
+            lifted.append(target.faults.add(rule, target.now_ms()).id)
+        else:
+            target.faults.add(rule, target.now_ms())
+    if lifted:
+        _lift_when_back_through_bootstrap(target, lifted)
+
+
 def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
     if scenario.front_door:
         open_front_door(cluster, 0)
-    lifted: list[int] = []
+    wire: list[dict] = []
     for raw in scenario.faults:
         rule = scale_fault(raw, scale)
         if "move_cluster_behind_bootstrap" in rule:
             _move_cluster_when(cluster, rule["move_cluster_behind_bootstrap"])
-        elif rule.pop("until_back_through_bootstrap", False):
-            lifted.append(cluster.faults.add(rule, cluster.now_ms()).id)
         elif "move_leader" in rule and "when" in rule:
             _move_leader_after(cluster, rule["move_leader"], rule["when"], rule.get("at_ms", 0) / 1000)
         elif "when" in rule:
@@ -163,9 +176,8 @@ def apply_setup(cluster, scenario: Scenario, scale: float) -> None:
             r = rule["replication"]
             cluster.set_replication(r.get("topic"), r.get("partition"), r.get("follower"), r["mode"], r.get("lag_ms", 0))
         else:
-            cluster.faults.add(rule, cluster.now_ms())
-    if lifted:
-        _lift_when_back_through_bootstrap(cluster, lifted)
+            wire.append(rule)
+    add_fault_rules(cluster, wire)
 
 
 def bootstrap_of(cluster, scenario: Scenario) -> str:

@@ -34,7 +34,7 @@ from broker_emu.trace import Kind, TraceEvent
 from broker_emu.trace_reading import exchanges
 from conformance.adapters.base import Adapter, RunEnv
 from conformance.client_capabilities import name_the_capability
-from conformance.cluster_setup import scale_config, scale_fault
+from conformance.cluster_setup import add_fault_rules, scale_config, scale_fault
 from conformance.judging import judge
 from conformance.model import Evidence, Outcome, Result, Scenario, Status
 from conformance.runner import REAL_TIME_SLACK_MS, _run_blocking
@@ -78,6 +78,9 @@ def _rule_support(rule: dict[str, Any], brokers: int) -> str:
         if brokers < 2:
             return "stalls or slows a follower: a 1-node cluster has none (run with --kafka-brokers 3)"
         return ""
+    if "move_cluster_behind_bootstrap" in rule:
+        return ("replaces every broker with new ones behind the bootstrap address: a real cluster's broker set "
+                "cannot be swapped behind the proxy")
     action = rule.get("action")
     kind = action.get("type") if isinstance(action, dict) else action
     if kind == "stop_broker":
@@ -251,9 +254,9 @@ def run_via_proxy(scenario: Scenario, adapter: Adapter, scale: float, upstream: 
     with upstream.cell(renamed, scale) as cell:
         with run_proxy_in_thread(cell.bootstrap) as tp:
             proxy: Any = tp.cluster
-            for rule in proxy_rules(renamed):
-                scaled = scale_fault(rule, scale)
-                tp.call(lambda r=scaled: proxy.faults.add(r, proxy.now_ms()))
+            if renamed.front_door:   # a bootstrap address of its own, leading to (scenario) broker 0
+                tp.acall(proxy.open_front_door, numbers.up(0))
+            tp.call(add_fault_rules, proxy, [scale_fault(rule, scale) for rule in proxy_rules(renamed)])
             env = RunEnv(_client_bootstrap(tp, cell, renamed), client_id, scale_config(scenario.client_config, scale), scale)
             with _lag_after_first_produce(tp, cell):
                 outcomes = _run_blocking(adapter, steps, env)
@@ -301,9 +304,12 @@ def _lag_after_first_produce(tp: Any, cell: Any) -> Iterator[None]:
 
 
 def _client_bootstrap(tp: Any, cell: Any, scenario: Scenario) -> str:
-    """Every proxied broker, or the scenario's bootstrap brokers (already in the upstream's ids);
+    """Every proxied broker, or the proxy's front door when the scenario has one, or the
+    scenario's bootstrap brokers (already in the upstream's ids);
     with a stalled (paused) follower only the leader's listener, so that the client's first
     Metadata does not wait on a stopped process."""
+    if scenario.front_door:
+        return str(tp.cluster.front_door)
     if scenario.bootstrap_brokers:
         return ",".join("{}:{}".format(*tp.call(tp.cluster.local_address, b)) for b in scenario.bootstrap_brokers)
     if not any("replication" in r for r in scenario.faults):

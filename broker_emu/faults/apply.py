@@ -80,7 +80,7 @@ def decide(conn: FaultedConnection, api_key: int, api_version: int, topics: list
     if not cluster.faults.rules:
         return Decision()
     facts = RequestFacts(conn.broker.id, api_key, api_version, conn.client_id, conn.id, frozenset(topics),
-                         getattr(conn, "via_bootstrap", False))   # the proxy's connections have no front door
+                         getattr(conn, "via_bootstrap", False))   # the emulator's and the proxy's front doors
     decision = cluster.faults.decide(facts, cluster.now_ms())
     for rule in decision.applied:
         drawn = {"delay_ms": decision.drawn_ms[rule.id]} if rule.id in decision.drawn_ms else {}   # a jittered delay

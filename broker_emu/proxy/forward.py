@@ -219,11 +219,13 @@ class UpstreamBackend:
         return bool(entries)
 
 
-def proxy_connection(proxy: ProxyView, broker: UpstreamBroker, stream: trio.abc.Stream, addr: str) -> server.Connection:
+def proxy_connection(proxy: ProxyView, broker: UpstreamBroker, stream: trio.abc.Stream, addr: str, *,
+                     via_bootstrap: bool = False) -> server.Connection:
     """One client connection through the proxy: the emulator's pipeline with the upstream as its
     backend (the proxy offers the part of Cluster the pipeline uses: trace, faults, config,
-    conn_ids...)."""
+    conn_ids...). ``via_bootstrap``: it came in through the proxy's front door."""
     backend: Backend = UpstreamBackend(proxy, broker)
     # the proxy stands in for the cluster (trace, faults, security, conn_ids, stop_broker...): the
     # connection and its RequestContext are typed for Cluster, a Protocol for both is still to come
-    return server.Connection(proxy, broker, stream, addr, backend=backend)  # type: ignore[arg-type]
+    return server.Connection(proxy, broker, stream, addr, backend=backend,  # type: ignore[arg-type]
+                             via_bootstrap=via_bootstrap)

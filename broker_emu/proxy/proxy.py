@@ -67,6 +67,7 @@ class Proxy(Waits):   # Waits: proxy.wait_for(...) on fault hits, connections, t
         self.answers = AnswerCache()
         self._nursery: trio.Nursery | None = None
         self._learning = trio.Lock()
+        self.front_door: str | None = None   # open_front_door's address
 
     # -- what the pipeline and the control API use --------------------------------------------
     def now_ms(self) -> float:
@@ -135,6 +136,28 @@ class Proxy(Waits):   # Waits: proxy.wait_for(...) on fault hits, connections, t
         b.alive = True
         self.trace.emit("broker_start", broker=broker_id)
         await self._listen(b, b.port)
+
+    async def open_front_door(self, target: int) -> str:
+        """A bootstrap address of the proxy's own, leading to upstream broker ``target``, as the
+        emulator's front door (``broker_set.open_front_door``) leads to one of its brokers: a client
+        given only this address can tell it from the brokers Metadata names, and so can the trace
+        (``conn_open`` ``via: bootstrap``) and a fault rule's ``bootstrap`` selector. Its address."""
+        assert self._nursery is not None, "the proxy is not running"
+        if self.front_door is not None:
+            raise ValueError(f"the proxy already has a front door at {self.front_door}")
+        broker = self.brokers[target]
+        listeners = await trio.open_tcp_listeners(0, host=self.host)
+
+        async def handle(stream: trio.SocketStream) -> None:
+            if not broker.alive:   # a load balancer whose backend is down: the connection ends at once
+                await stream.aclose()
+                return
+            peer = stream.socket.getpeername()
+            await proxy_connection(self, broker, stream, f"{peer[0]}:{peer[1]}", via_bootstrap=True).run()
+
+        self._nursery.start_soon(trio.serve_listeners, handle, listeners)
+        self.front_door = f"{self.host}:{listeners[0].socket.getsockname()[1]}"
+        return self.front_door
 
     def move_leader(self, topic: str, partition: int, broker_id: int) -> None:
         raise ValueError("a proxy cannot move the leaders of its upstream cluster")

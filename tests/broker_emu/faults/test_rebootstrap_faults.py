@@ -84,3 +84,22 @@ def test_no_brokers_through_the_proxy_rewrites_the_upstreams_answer():
             assert [(t.name, len(t.partitions), t.partitions[0].leader_id >= 0) for t in starved.topics] == [("t", 1, True)]
         assert proxy.call(lambda: handle.hits) == 2
         assert len(wire.call(host, int(port), METADATA, 13, ASK).brokers) == 2
+
+
+def test_the_proxys_front_door_is_a_bootstrap_address_the_faults_tell_apart():
+    """A bootstrap address of the proxy's own (as the emulator's front door): connections through
+    it are traced ``via: bootstrap`` and a rule with ``bootstrap: false`` spares them, so a scenario
+    can starve the brokers' own addresses of real Kafka and leave the way back open."""
+    with run_cluster_in_thread(brokers=2, topics=[("t", 1, 2)]) as upstream, \
+            run_proxy_in_thread(upstream.bootstrap) as proxy:
+        door = proxy.acall(proxy.cluster.open_front_door, 0)
+        proxy.call(lambda: proxy.cluster.faults.add({"match": {"api": "Metadata", "bootstrap": False},
+                                                     "action": {"type": "no_brokers"}}, 0.0))
+        host, port = door.rsplit(":", 1)
+        assert len(wire.call(host, int(port), METADATA, 13, ASK).brokers) == 2        # the door: spared
+        own = proxy.bootstrap.split(",")[0].rsplit(":", 1)
+        assert wire.call(own[0], int(own[1]), METADATA, 13, ASK).brokers == []       # a broker's own address
+        opened = proxy.call(lambda: [e for e in proxy.cluster.trace.events if e.kind == "conn_open"])
+        assert [(e.details or {}).get("via") for e in opened] == ["bootstrap", None]
+        with pytest.raises(ValueError, match="already has a front door"):
+            proxy.acall(proxy.cluster.open_front_door, 0)
