@@ -422,9 +422,17 @@ def replies_in_order_behind(parked_api: str, api: str) -> Contract:
         if enter is None:
             return Verdict(False, message=f"no {parked_api} was parked")
         answer = next((e for e in ev.events(Kind.SEND, parked_api) if e.conn == enter.conn and e.correlation_id == enter.correlation_id), None)
-        def queued(e: TraceEvent) -> bool:   # franz-go's next Produce arrived after the answer; in memory only the read is traced
+        order = {id(e): i for i, e in enumerate(ev.events())}
+
+        def queued(e: TraceEvent) -> bool:   # franz-go's next Produce arrived after the answer
             arrived, until = (e.details or {}).get("arrived_ms"), answer.t_ms if answer else math.inf
-            return enter.t_ms <= arrived < until if arrived is not None else enter.t_ms <= e.t_ms <= until
+            if arrived is not None:
+                return enter.t_ms <= arrived < until
+            # in memory only the read is traced, and the broker reads a connection's next request only once it has
+            # answered the one before (as Kafka's SocketServer mutes it): in virtual time the read and the answer
+            # share an instant, so the trace's order says which came first — a request read after the answer was
+            # not shown to have been queued behind it
+            return enter.t_ms <= e.t_ms <= until and (answer is None or order[id(e)] < order[id(answer)])
         behind = next((e for e in ev.events(Kind.RECV, api) if e.conn == enter.conn and e.correlation_id != enter.correlation_id and queued(e)), None)
         if answer is None or behind is None:
             return Verdict(False, "nothing queued", f"no {api} arrived on conn {enter.conn} while {parked_api} was parked")
