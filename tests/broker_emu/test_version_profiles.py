@@ -122,3 +122,16 @@ async def test_elect_leaders_past_timeout(autojump_clock, release, applied):
         r = await w.call(43, 2, {"election_type": 0, "timeout_ms": 5000,
                                  "topic_partitions": [{"topic": "t", "partitions": [0]}]})
         assert r.replica_election_results[0].partition_result[0].error_code == (84 if applied else 0)
+
+
+def test_the_transaction_version_is_chosen_per_cluster_from_the_cli_and_the_pytest_options():
+    from broker_emu.cli import build_parser, plan_serve
+    from conformance.pytest_cluster import cluster_options
+
+    plan = plan_serve(build_parser().parse_args(["serve", "--transaction-version", "1"]))
+    assert plan.config["transaction.version"] == 1
+    assert "transaction.version" not in plan_serve(build_parser().parse_args(["serve"])).config   # the default: 2
+    with pytest.raises(ValueError, match="needs Kafka 4.0"):
+        plan_serve(build_parser().parse_args(["serve", "--kafka-version", "3.9", "--transaction-version", "2"]))
+    assert cluster_options(transaction_version=1)["config"]["transaction.version"] == 1
+    assert "transaction.version" not in cluster_options()["config"]
