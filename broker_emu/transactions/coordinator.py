@@ -169,7 +169,7 @@ class TransactionCoordinator:
         meta = self.txns.get(tid)
         if meta is None:
             return E.INVALID_PRODUCER_ID_MAPPING, -1, -1
-        error = self._end_txn_error(meta, pid, epoch, commit)
+        error = self._end_txn_error(meta, pid, epoch, commit, tv2=version >= 5)
         if error is not None:
             if error == E.PRODUCER_FENCED and version < 2:
                 error = E.INVALID_PRODUCER_EPOCH
@@ -188,14 +188,14 @@ class TransactionCoordinator:
             return E.NONE, meta.next_producer_id, 0
         return E.NONE, meta.producer_id, meta.epoch
 
-    def _end_txn_error(self, meta: TxnMetadata, pid: int, epoch: int, commit: bool) -> int | None:
-        """``TransactionCoordinator.endTransaction``'s checks: None to go on and end the
-        transaction, else the answer (NONE for a retry of an end already written)."""
-        # a version 2 transaction's epoch moved at its end: a retry carries the epoch before it
-        retry_on_bump = meta.tv2 and meta.epoch == epoch + 1
-        retry_on_overflow = (meta.tv2 and meta.previous_producer_id == pid and epoch == MAX_EPOCH
-                             and meta.epoch == 0)
-        if meta.tv2:
+    def _end_txn_error(self, meta: TxnMetadata, pid: int, epoch: int, commit: bool, tv2: bool) -> int | None:
+        """``TransactionCoordinator.endTransaction``'s checks (version 2) or ``endTransactionWithTV1``'s:
+        None to go on and end the transaction, else the answer (NONE for a retry of an end already
+        written). Version 2 tells a retry from the next transaction's end by the epoch: the end
+        bumped it, so a retry carries the epoch before (``endTxnEpochBumped``)."""
+        retry_on_bump = tv2 and meta.epoch == epoch + 1
+        retry_on_overflow = tv2 and meta.previous_producer_id == pid and epoch == MAX_EPOCH and meta.epoch == 0
+        if tv2:
             valid = (epoch == meta.epoch if meta.state in (TxnState.ONGOING, TxnState.EMPTY)
                      else retry_on_bump if meta.state in PREPARING else retry_on_bump or retry_on_overflow)
         else:
