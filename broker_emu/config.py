@@ -46,9 +46,12 @@ DEFAULTS: dict[str, Any] = {
     # with an epoch bump per transaction; the broker serves both forms at any level, as Kafka does
     "transaction.version": 2,
     # TransactionStateManagerConfig / ProducerStateManagerConfig: a transactional id or producer id
-    # unused this long is forgotten (broker_emu/transactions/expiry.py)
+    # unused this long is forgotten, at a check every interval (broker_emu/transactions/coordinator.py,
+    # broker_emu/producer_expiry.py)
     "transactional.id.expiration.ms": 604800000,
+    "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
     "producer.id.expiration.ms": 86400000,
+    "producer.id.expiration.check.interval.ms": 600000,
     # a Produce v12+'s partition leader retries adding the partition while the previous
     # transaction's markers are written (AddPartitionsToTxnConfig)
     "add.partitions.to.txn.retry.backoff.ms": 20,
@@ -115,6 +118,8 @@ VALIDATORS: dict[str, Validator] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": at_least(1), "emu.txn.marker.delay.ms": at_least(0),
     "transaction.version": between(0, 2), "add.partitions.to.txn.retry.backoff.ms": at_least(1),
     "add.partitions.to.txn.retry.backoff.max.ms": at_least(0), "transactional.id.expiration.ms": at_least(1), "producer.id.expiration.ms": at_least(1),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": at_least(1),
+    "producer.id.expiration.check.interval.ms": at_least(1),
     "emu.controller.delay.ms": at_least(0),
     "group.consumer.migration.policy": one_of("disabled", "upgrade", "downgrade", "bidirectional"),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),

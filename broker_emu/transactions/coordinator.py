@@ -77,8 +77,10 @@ class TransactionCoordinator:
         self.marker_delay_ms: float | None = None   # None: emu.txn.marker.delay.ms (a control can set it)
 
     def start(self) -> None:
-        """Start the timeout check (on the cluster's scheduler, once it runs)."""
+        """Start the timeout check and the transactional-id expiration (on the cluster's
+        scheduler, once it runs)."""
         self._schedule_check()
+        self._schedule_expiration()
 
     # -- placement -------------------------------------------------------------------------------
     def coordinator_for(self, transactional_id: str) -> int:
@@ -195,9 +197,13 @@ class TransactionCoordinator:
         bumped it, so a retry carries the epoch before (``endTxnEpochBumped``)."""
         retry_on_bump = tv2 and meta.epoch == epoch + 1
         retry_on_overflow = tv2 and meta.previous_producer_id == pid and epoch == MAX_EPOCH and meta.epoch == 0
-        if tv2:
-            valid = (epoch == meta.epoch if meta.state in (TxnState.ONGOING, TxnState.EMPTY)
-                     else retry_on_bump if meta.state in PREPARING else retry_on_bump or retry_on_overflow)
+        retry = retry_on_bump or retry_on_overflow
+        if not tv2:
+            valid = epoch == meta.epoch
+        elif meta.state in PREPARING:
+            valid = retry_on_bump
+        elif meta.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid = retry or epoch == meta.epoch
         else:
             valid = epoch == meta.epoch
         if meta.producer_id != pid and not retry_on_overflow:
@@ -206,13 +212,17 @@ class TransactionCoordinator:
             return E.PRODUCER_FENCED
         wanted = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         preparing = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-        if meta.state == wanted:
-            return E.NONE                        # a retry of an EndTxn that completed
         if meta.state == preparing:
             return E.CONCURRENT_TRANSACTIONS     # a retry while the markers are being written
-        if meta.state != TxnState.ONGOING:
-            return E.INVALID_TXN_STATE
-        return None
+        if meta.state == TxnState.ONGOING:
+            return None
+        if not tv2:
+            return E.NONE if meta.state == wanted else E.INVALID_TXN_STATE   # a retry of an EndTxn that completed
+        if meta.state == wanted and retry:
+            return E.NONE
+        if not commit and not retry and meta.state in ENDED:
+            return None   # version 2: an abort with nothing open still ends a transaction, bumping the epoch
+        return E.INVALID_TXN_STATE
 
     # -- ending: markers on every partition, then Complete -----------------------------------------
     def _end(self, meta: TxnMetadata, commit: bool, reason: str, **extra: Any) -> None:
@@ -261,6 +271,32 @@ class TransactionCoordinator:
                                                      f"transaction.timeout.ms {meta.timeout_ms}", check_interval_ms=interval,
                           timeout_ms=meta.timeout_ms)
         self._schedule_check()
+
+    # -- transactional-id expiration ---------------------------------------------------------------
+    def _schedule_expiration(self) -> None:
+        interval = self.cluster.config["transaction.remove.expired.transaction.cleanup.interval.ms"]
+        self.cluster.scheduler.call_later(interval / 1000, self._expire_ids)
+
+    def _expire_ids(self) -> None:
+        self.expire_ids_now()
+        self._schedule_expiration()
+
+    def expire_ids_now(self) -> list[str]:
+        """``TransactionStateManager.removeExpiredTransactionalIds``: an id with no transaction
+        open (Empty, CompleteCommit, CompleteAbort: ``isExpirationAllowed``) whose last update is
+        ``transactional.id.expiration.ms`` or more old is forgotten (Dead, then removed). Its
+        producer's next InitProducerId gets a new producer id; anything else it sends with the old
+        one, INVALID_PRODUCER_ID_MAPPING."""
+        expiration = self.cluster.config["transactional.id.expiration.ms"]
+        now = self.now_ms()
+        gone = [tid for tid, meta in self.txns.items() if meta.state in ENDED and meta.last_update_ms <= now - expiration]
+        for tid in gone:
+            meta = self.txns.pop(tid)
+            self.cluster.trace.emit(Kind.TXN_STATE, details={
+                "transactional_id": tid, "producer_id": meta.producer_id, "epoch": meta.epoch, "from": meta.state.value,
+                "to": "Dead", "reason": f"expired: unused {now - meta.last_update_ms:.0f} ms, transactional.id.expiration.ms "
+                                        f"{expiration}"})
+        return gone
 
     def describe(self, tid: str) -> TxnMetadata | None:
         return self.txns.get(tid)

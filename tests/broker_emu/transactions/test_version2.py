@@ -97,8 +97,29 @@ async def test_an_end_txn_retry_is_told_from_the_next_transactions_end_by_the_ep
         assert await end5(w, "tx", pid, epoch + 1, commit=True) == (FENCED, -1, -1)     # not a retry, not Ongoing
         await trio.sleep(0.6)
         assert await end5(w, "tx", pid, epoch, commit=True) == (0, pid, epoch + 1)     # the retry, answered again
+        # each answer below as Kafka 4.4.0 gave it to the same requests
         assert await end5(w, "tx", pid, epoch, commit=False) == (48, -1, -1)          # INVALID_TXN_STATE
-        assert await end5(w, "tx", pid, epoch + 1, commit=True) == (FENCED, -1, -1)    # nothing open at epoch + 1
+        assert await end5(w, "tx", pid, epoch + 1, commit=True) == (48, -1, -1)       # nothing open to commit
+        # an abort with nothing open ends an empty transaction, and bumps the epoch all the same
+        assert await end5(w, "tx", pid, epoch + 1, commit=False) == (0, pid, epoch + 2)
+        await trio.sleep(0.6)
+        assert await end5(w, "tx", pid, epoch + 1, commit=False) == (0, pid, epoch + 2)   # its retry
+
+
+async def test_after_a_timed_out_abort_the_commit_reads_as_a_retry_of_the_wrong_end(autojump_clock):
+    # the coordinator's abort bumped the epoch once, so the client's EndTxn v5 at the epoch before
+    # matches a retry of that abort: INVALID_TXN_STATE for a commit, the abort's answer for an
+    # abort (as Kafka 4.4.0 answered); the producer's next batch is fenced
+    config = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000}
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=config) as cluster:
+        w = await coordinator(cluster, "tx")
+        r = await init(w, "tx", timeout_ms=2000)
+        broker, pid, epoch = WireClient(cluster.connect(0)), r.producer_id, r.producer_epoch
+        assert (await produce12(broker, "tx", "t", 0, txn_batch(pid, epoch, 0, [b"a"]))).error_code == 0
+        await trio.sleep(5)
+        assert await end5(w, "tx", pid, epoch, commit=True) == (48, -1, -1)
+        assert await end5(w, "tx", pid, epoch, commit=False) == (0, pid, epoch + 1)
+        assert (await produce12(broker, "tx", "t", 0, txn_batch(pid, epoch, 1, [b"b"]))).error_code == INVALID_EPOCH
 
 
 async def test_the_leader_retries_while_the_markers_are_written_then_answers_concurrent(autojump_clock):
