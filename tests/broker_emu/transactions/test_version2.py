@@ -201,3 +201,24 @@ async def test_version_1_requests_keep_version_1_rules_on_a_version_2_cluster(au
         await trio.lowlevel.checkpoint()
         assert cluster.txn.describe("tx").epoch == epoch and markers(cluster) == [("t", 0, pid, epoch, True)]
         assert await add(w, "tx", pid, epoch, [("t", 0)]) == [0]   # the same epoch goes on
+
+
+async def test_the_transaction_survives_its_coordinator_moving(autojump_clock):
+    """The coordinator's state is the cluster's, not a broker's: stopping the broker that leads
+    the id's __transaction_state partition moves the coordinator (as an election would) and the
+    next one answers from the same state, markers still on their way (Kafka reloads it from the
+    replicated log and resends pending markers; its COORDINATOR_LOAD_IN_PROGRESS while loading is
+    not emulated)."""
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False, config={"emu.txn.marker.delay.ms": 500}) as cluster:
+        first = cluster.txn.coordinator_for("tx")
+        w, _, pid, epoch = await started(cluster)
+        leader = WireClient(cluster.connect(cluster.partition("t", 0).leader))
+        assert (await produce12(leader, "tx", "t", 0, txn_batch(pid, epoch, 0, [b"a"]))).error_code == 0
+        assert await end5(w, "tx", pid, epoch, commit=True) == (0, pid, epoch + 1)
+        await cluster.stop_broker(first)
+        moved = await coordinator(cluster, "tx")
+        assert cluster.txn.coordinator_for("tx") != first
+        assert await end5(moved, "tx", pid, epoch, commit=True) == (CONCURRENT, -1, -1)
+        await trio.sleep(0.6)
+        assert await end5(moved, "tx", pid, epoch, commit=True) == (0, pid, epoch + 1)
+        assert markers(cluster) == [("t", 0, pid, epoch + 1, True)]
