@@ -71,6 +71,8 @@ def serve_config(args: argparse.Namespace) -> dict[str, Any]:
         config.setdefault("ssl.client.auth", "required")
     if args.kafka_version:
         config.setdefault("emu.kafka.version", args.kafka_version)
+    if args.transaction_version is not None:
+        config.setdefault("transaction.version", args.transaction_version)
     return config
 
 
@@ -301,6 +303,9 @@ def add_commands(sub: Any, playground: Callable[[], Any] | None = None) -> None:
                         "and require one (ssl.client.auth=required unless --config says otherwise); repeatable")
     s.add_argument("--kafka-version", choices=PROFILES, default=None,
                    help="advertise the API versions that release's broker did (docs/version-profiles.md)")
+    s.add_argument("--transaction-version", type=int, choices=(0, 1, 2), default=None,
+                   help="the finalized transaction.version feature: 2 (Kafka 4.x's default: an epoch bump per "
+                        "transaction, KIP-890) or 1; the same as --config transaction.version=N")
     s.add_argument("--faults", dest="scenario", metavar="FILE.yaml",
                    help="a scenario file: faults and timed events (docs/control.md); the proxy's --faults too")
     # the old spelling: `--scenario` names a scenario id in `conformance` and `explain`

@@ -32,6 +32,7 @@ from broker_emu.leadership import Leadership
 from broker_emu.log import LogMemory, PartitionLog, log_memory_budget
 from broker_emu.partition import Partition
 from broker_emu.plants import Plant
+from broker_emu.producer_expiry import ProducerExpiry
 from broker_emu.producer_ids import ProducerIds
 from broker_emu.purgatory import DelayedOperation, Purgatory
 from broker_emu.quotas import Quotas
@@ -82,6 +83,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         self.producer_epochs: dict[int, int] = self.producer_ids.epochs
         self.groups = GroupCoordinator(self)
         self.txn = TransactionCoordinator(self)   # its timeout check starts with the cluster (start_coordinators)
+        self.producer_expiry = ProducerExpiry(self)   # producer.id.expiration.ms, from start_coordinators
         self.plant: Plant | None = None   # a planted bug (broker_emu/plants.py): set by Python code only
         self.conn_ids: Iterator[int] = itertools.count(1)
         # AlterConfigs on brokers: "" (cluster-wide) or a broker id -> overrides (handlers/admin_configs.py)
@@ -106,6 +108,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         self.tasks.bind(nursery, listen, connect)
         await nursery.start(self.scheduler.run)
         self.txn.start()
+        self.producer_expiry.start()
         await nursery.start(self.groups.run)
 
     def _log_evicted(self, log: PartitionLog, freed: int, log_start: int) -> None:

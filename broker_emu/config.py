@@ -7,7 +7,8 @@ from __future__ import annotations
 import difflib
 from typing import Any, Mapping
 
-from broker_emu.topic_config import InvalidConfig, Validator, at_least, one_of
+from broker_emu.topic_config import InvalidConfig, Validator, at_least, between, one_of
+from broker_emu.version_profiles import PRE_TRANSACTION_V2_PROFILES
 
 DEFAULTS: dict[str, Any] = {
     "auto.create.topics.enable": True,
@@ -40,6 +41,21 @@ DEFAULTS: dict[str, Any] = {
     "transaction.state.log.num.partitions": 50,
     "transaction.max.timeout.ms": 900000,
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
+    # the finalized level of the transaction.version feature (KIP-890 part 2 at 2, a new Kafka 4.x
+    # cluster's): ApiVersions advertises it, and clients that read it (Java 4.x) run transactions
+    # with an epoch bump per transaction; the broker serves both forms at any level, as Kafka does
+    "transaction.version": 2,
+    # TransactionStateManagerConfig / ProducerStateManagerConfig: a transactional id or producer id
+    # unused this long is forgotten, at a check every interval (broker_emu/transactions/coordinator.py,
+    # broker_emu/producer_expiry.py)
+    "transactional.id.expiration.ms": 604800000,
+    "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
+    "producer.id.expiration.ms": 86400000,
+    "producer.id.expiration.check.interval.ms": 600000,
+    # a Produce v12+'s partition leader retries adding the partition while the previous
+    # transaction's markers are written (AddPartitionsToTxnConfig)
+    "add.partitions.to.txn.retry.backoff.ms": 20,
+    "add.partitions.to.txn.retry.backoff.max.ms": 100,
     "emu.txn.marker.delay.ms": 0,
     "emu.controller.delay.ms": 0,             # how long the controller takes to get to an admin write (timeout_ms)             # how long the coordinator takes to write its markers after EndTxn
     "offsets.topic.replication.factor": 3,     # capped at the cluster's size, as a dev Kafka's broker config does
@@ -100,6 +116,10 @@ VALIDATORS: dict[str, Validator] = {
     "group.consumer.max.assignment.interval.ms": at_least(0),
     "transaction.state.log.num.partitions": at_least(1), "transaction.max.timeout.ms": at_least(1),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": at_least(1), "emu.txn.marker.delay.ms": at_least(0),
+    "transaction.version": between(0, 2), "add.partitions.to.txn.retry.backoff.ms": at_least(1),
+    "add.partitions.to.txn.retry.backoff.max.ms": at_least(0), "transactional.id.expiration.ms": at_least(1), "producer.id.expiration.ms": at_least(1),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": at_least(1),
+    "producer.id.expiration.check.interval.ms": at_least(1),
     "emu.controller.delay.ms": at_least(0),
     "group.consumer.migration.policy": one_of("disabled", "upgrade", "downgrade", "bidirectional"),
     "log.message.timestamp.type": one_of("CreateTime", "LogAppendTime"), "emu.decompressed.max.bytes": at_least(0),
@@ -144,6 +164,10 @@ def broker_config(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
                 raise ConfigError(str(exc)) from None
         config[key] = value
     _check_consumer_group_bounds(config)
+    if (overrides or {}).get("transaction.version") is not None and config["transaction.version"] >= 2 \
+            and config["emu.kafka.version"] in PRE_TRANSACTION_V2_PROFILES:
+        raise ConfigError(f"transaction.version {config['transaction.version']} needs Kafka 4.0 or later; "
+                          f"emu.kafka.version {config['emu.kafka.version']} serves transactions version 1 only")
     return config
 
 

@@ -16,7 +16,7 @@ from broker_emu.context import RequestContext
 from broker_emu.handlers import CloseConnection, error_response
 from broker_emu.registry import REGISTRY, advertised_range
 from broker_emu.repeated_requests import encode_with_errors
-from broker_emu.request_peek import produce_acks
+from broker_emu.request_peek import produce_start
 from broker_emu.trace import Kind
 from client.protocol import ApiKey
 from client.protocol.codec import RequestHeader
@@ -56,8 +56,11 @@ class HandlerBackend:
         per megabyte at 10 KB."""
         if int.from_bytes(frame[:2], "big") in ANSWERS_AT_ONCE:
             return True
-        # a Produce waits only with acks=-1 while a follower copies later; a quota's mute is a sleep
-        acks = produce_acks(frame)
+        # a Produce waits only with acks=-1 while a follower copies later; a quota's mute is a sleep;
+        # from v12 a transactional one may wait for its coordinator (handlers/produce_verification.py)
+        acks, transactional = produce_start(frame)
+        if transactional and int.from_bytes(frame[2:4], "big") >= 12:
+            return False
         return ((acks in (0, 1) or (acks == -1 and self.cluster.appends_replicate_at_once()))
                 and not self.cluster.quotas.values)
 

@@ -149,9 +149,9 @@ class PartitionLog:
         self.log_end_offset = last + 1
         self.size_bytes += size
         if header.producer_id >= 0 and header.is_control:
-            self.producers.end_txn(header.producer_id, header.producer_epoch)
+            self.producers.end_txn(header.producer_id, header.producer_epoch, max_ts)
         elif header.producer_id >= 0:
-            self.producers.update(header.producer_id, header.producer_epoch, header.base_sequence, base, last)
+            self.producers.update(header.producer_id, header.producer_epoch, header.base_sequence, base, last, max_ts)
         self._retain()
         self.memory.charge(size)
         return base, last

@@ -110,7 +110,7 @@ def before_append(cluster: Planted, p: "Partition", header: Any, acks: int, resu
         base = p.log_end_offset
         if header.producer_id >= 0:
             p.log.producers.update(header.producer_id, header.producer_epoch, header.base_sequence, base,
-                                   base + header.last_offset_delta)
+                                   base + header.last_offset_delta, header.max_timestamp)
         result.base_offset = base      # answered at once: required stays -1, nothing to wait for
         return True
     log = p.log

@@ -23,8 +23,12 @@ offsets. That is all idempotence needs:
   producer with none left is forgotten (any sequence starts it again).
 - The log start moving (size retention) changes nothing: Kafka's
   ``onLogStartOffsetIncremented`` keeps the in-memory entries, so a late retry of a batch
-  retention already deleted is still recognised. Kafka forgets a producer only after
-  ``producer.id.expiration.ms`` (a day by default) without writes; not emulated.
+  retention already deleted is still recognised.
+- ``remove_expired`` (``ProducerStateManager.removeExpiredProducers``, run every
+  ``producer.id.expiration.check.interval.ms`` by broker_emu/producer_expiry.py): a producer with
+  no transaction open here whose last batch's timestamp (its max timestamp, the producer's own
+  clock under CreateTime) is ``producer.id.expiration.ms`` or more behind the broker's wall clock
+  is forgotten, so a retry of its last batch after that is appended again, not recognised.
 
 Difference kept from the emulator's earlier behaviour: a sequence older than the remembered
 window answers DUPLICATE_SEQUENCE_NUMBER (pre-2.x brokers did; today's answer
@@ -62,6 +66,8 @@ class StoredBatchView(Protocol):
     def last_offset(self) -> int: ...
     @property
     def raw(self) -> bytes | memoryview: ...
+    @property
+    def max_timestamp(self) -> int: ...
 
 
 class BatchMetadata:
@@ -78,13 +84,15 @@ class BatchMetadata:
 
 
 class ProducerEntry:
-    """A producer's state in one partition: its epoch and its last batches of that epoch."""
+    """A producer's state in one partition: its epoch, its last batches of that epoch and the
+    timestamp of its last batch (``ProducerStateEntry.lastTimestamp``)."""
 
-    __slots__ = ("epoch", "batches")
+    __slots__ = ("epoch", "batches", "last_timestamp")
 
-    def __init__(self, epoch: int, batches: Iterable[BatchMetadata] = ()):
+    def __init__(self, epoch: int, batches: Iterable[BatchMetadata] = (), last_timestamp: int = -1):
         self.epoch = epoch
         self.batches: deque[BatchMetadata] = deque(batches, maxlen=NUM_BATCHES_TO_RETAIN)
+        self.last_timestamp = last_timestamp
 
     @property
     def last_seq(self) -> int:
@@ -130,20 +138,33 @@ class ProducerStateManager:
             return ErrorCode.DUPLICATE_SEQUENCE_NUMBER, None
         return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None
 
-    def update(self, producer_id: int, epoch: int, first_seq: int, first_offset: int, last_offset: int) -> None:
-        """A batch of this producer was appended at [first_offset, last_offset]."""
+    def update(self, producer_id: int, epoch: int, first_seq: int, first_offset: int, last_offset: int,
+               timestamp: int = -1) -> None:
+        """A batch of this producer was appended at [first_offset, last_offset]; ``timestamp``
+        is its max timestamp."""
         entry = self.producers.get(producer_id)
         if entry is None or entry.epoch != epoch:
             entry = self.producers[producer_id] = ProducerEntry(epoch)
         last_seq = (first_seq + last_offset - first_offset) & 0x7FFFFFFF
         entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset))
+        entry.last_timestamp = timestamp
 
-    def end_txn(self, producer_id: int, epoch: int) -> None:
+    def end_txn(self, producer_id: int, epoch: int, timestamp: int = -1) -> None:
         """A transaction marker: it carries no sequence, but a higher epoch (a fenced producer's
         abort) starts the producer afresh (``ProducerAppendInfo.appendEndTxnMarker``)."""
         entry = self.producers.get(producer_id)
         if entry is None or epoch > entry.epoch:
-            self.producers[producer_id] = ProducerEntry(epoch)
+            entry = self.producers[producer_id] = ProducerEntry(epoch)
+        entry.last_timestamp = timestamp
+
+    def remove_expired(self, now_ms: int, expiration_ms: int, open_here: Iterable[int]) -> list[int]:
+        """``removeExpiredProducers``: forget the producers without a transaction open here
+        (``open_here``) whose last batch is ``expiration_ms`` or more old; their ids."""
+        keep = set(open_here)
+        gone = [pid for pid, e in self.producers.items() if pid not in keep and now_ms - e.last_timestamp >= expiration_ms]
+        for pid in gone:
+            del self.producers[pid]
+        return gone
 
     # -- the log lost its tail ------------------------------------------------------------------
     def truncate(self, end_offset: int, batches: Sequence[StoredBatchView]) -> None:
@@ -167,7 +188,7 @@ class ProducerStateManager:
             pid, epoch, first_seq = fields
             entry = found.get(pid)
             if entry is None:
-                entry = found[pid] = ProducerEntry(epoch)
+                entry = found[pid] = ProducerEntry(epoch, last_timestamp=b.max_timestamp)
             elif entry.epoch != epoch:        # an older epoch: the window holds only the newest one
                 complete.add(pid)
                 continue

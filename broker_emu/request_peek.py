@@ -25,20 +25,30 @@ def _int16(frame: Frame, pos: int) -> int | None:
 
 def produce_acks(frame: Frame) -> int | None:
     """The acks of a Produce request frame; None when it is not one or its start is unreadable."""
+    return produce_start(frame)[0]
+
+
+def produce_start(frame: Frame) -> tuple[int | None, bool]:
+    """(acks, whether it names a transactional id) of a Produce request frame; (None, False)
+    when it is not one or its start is unreadable."""
     if len(frame) < 10 or int.from_bytes(frame[:2], "big") != PRODUCE:
-        return None
+        return None, False
     version = int.from_bytes(frame[2:4], "big", signed=True)
     client_id = int.from_bytes(frame[8:10], "big", signed=True)
     pos = 10 + max(client_id, 0)
+    transactional = False
     try:
         if request_header_version(PRODUCE, version) == 2:
             tags, pos = read_uvarint(frame, pos)
             if tags:
-                return None   # a header with tagged fields: not worth reading here
+                return None, False   # a header with tagged fields: not worth reading here
             length_plus_one, pos = read_uvarint(frame, pos)   # compact nullable transactional_id
+            transactional = length_plus_one > 0
             pos += max(length_plus_one - 1, 0)
         elif version >= 3:
-            pos += 2 + max(_int16(frame, pos) or 0, 0)   # nullable transactional_id
+            length = _int16(frame, pos) or 0
+            transactional = length >= 0
+            pos += 2 + max(length, 0)   # nullable transactional_id
     except ValueError:   # a truncated varint
-        return None
-    return _int16(frame, pos)
+        return None, False
+    return _int16(frame, pos), transactional

@@ -62,6 +62,7 @@ class Kind(enum.StrEnum):
     # transactions (details: transactional_id, producer_id, epoch, from, to, reason)
     TXN_STATE = "txn_state"
     TXN_MARKER = "txn_marker"          # details: topic, partition, offset, commit, producer_id, epoch
+    PRODUCER_EXPIRED = "producer_expired"   # topic, partition, producer_ids: producer.id.expiration.ms passed
     # the application's own calls, recorded by the conformance adapter of our client
     APP_CALL = "app_call"
 

@@ -9,6 +9,9 @@ what the emulator does not serve. Behaviour that changed with the release:
   answering REQUEST_TIMED_OUT at ``timeout_ms`` while the topic exists (ZkAdminManager,
   DelayedCreatePartitions); KRaft releases fail the request at the controller's deadline and change
   nothing (handlers/controller_deadline.py).
+- Features (ApiVersions v3+): a release from 4.0 advertises ``transaction.version`` (supported 0-2,
+  finalized at the cluster's ``transaction.version``, 2 for a new cluster); earlier profiles
+  advertise none, and their EndTxn (v4 at most) and Produce (v11 at most) cannot ask for version 2.
 - KIP-848 groups follow the APIs: 2.8 and 3.6 serve no ConsumerGroupHeartbeat, 3.9 its preview v0.
 - Message formats: up to 3.9 a Produce v0-2 carries a magic 0/1 message set, which the broker
   converts to a magic-2 batch; Kafka 4.x still advertises Produce v0-2 (for librdkafka,
@@ -26,6 +29,10 @@ from client.protocol import ApiKey
 PROFILES = tuple(RELEASES)
 ZOOKEEPER_PROFILES = frozenset({"2.8"})
 LEGACY_PRODUCE_PROFILES = frozenset({"2.8", "3.6", "3.9"})   # Produce v0-2 and message formats v0/v1
+# releases before 4.0 (KIP-890 part 2's transaction.version 2 came with 4.0): no features advertised
+PRE_TRANSACTION_V2_PROFILES = frozenset({"2.8", "3.6", "3.9"})
+TRANSACTION_VERSION = "transaction.version"
+MAX_TRANSACTION_VERSION = 2   # TransactionVersion.TV_2, the highest level Kafka 4.4 supports
 BY_NAME = {k.api_name: int(k) for k in ApiKey}
 
 
@@ -62,6 +69,11 @@ class VersionProfile:
     def legacy_produce(self) -> bool:
         """Produce v0-2 served (their magic 0/1 message sets converted), as before Kafka 4.0."""
         return self.release in LEGACY_PRODUCE_PROFILES
+
+    @property
+    def advertises_features(self) -> bool:
+        """Whether ApiVersions carries the transaction.version feature (releases from 4.0)."""
+        return self.release not in PRE_TRANSACTION_V2_PROFILES
 
     def narrow(self, api_key: int, served: tuple[int, int]) -> tuple[int, int] | None:
         """What the emulator serves of ``api_key`` within the profile and the caps; None: not at all."""

@@ -21,7 +21,7 @@ from typing import Any
 # the initial rebalance delay is Kafka's 3 s: a test's consumer group would wait that long for its
 # first assignment (Apache Kafka's own test images and testcontainers set it to 0 too)
 DEFAULTS: dict[str, Any] = {"brokers": 3, "topics": (), "config": {"group.initial.rebalance.delay.ms": 0}}
-OPTIONS = ("brokers", "topics", "config", "kafka_version", "listener", "users", "client_certs")
+OPTIONS = ("brokers", "topics", "config", "kafka_version", "listener", "users", "client_certs", "transaction_version")
 LISTENERS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
@@ -33,7 +33,8 @@ def cluster_options(**given: Any) -> dict[str, Any]:
     """``run_cluster_in_thread``'s keywords for a cluster shaped as a marker or factory asks:
     ``brokers``, ``topics`` (``(name, partitions, replication_factor)``), ``config`` (Kafka's
     names), ``kafka_version`` (a version profile), ``listener`` (PLAINTEXT, SSL, SASL_PLAINTEXT,
-    SASL_SSL), ``users`` (``{"alice": "secret"}`` for SASL), ``client_certs`` (names: mutual TLS)."""
+    SASL_SSL), ``users`` (``{"alice": "secret"}`` for SASL), ``client_certs`` (names: mutual TLS),
+    ``transaction_version`` (the finalized transaction.version: 2, Kafka 4.x's, or 1)."""
     for key in given:
         if key not in OPTIONS:
             close = difflib.get_close_matches(key, OPTIONS, n=1)
@@ -45,6 +46,8 @@ def cluster_options(**given: Any) -> dict[str, Any]:
     config = {**DEFAULTS["config"], **(given.get("config") or {})}
     if given.get("kafka_version") is not None:
         config["emu.kafka.version"] = given["kafka_version"]
+    if given.get("transaction_version") is not None:
+        config["transaction.version"] = given["transaction_version"]
     listener = given.get("listener")
     if listener is not None:
         if str(listener).upper() not in LISTENERS:

@@ -16,7 +16,7 @@ cluster per shape per pytest process, so one per pytest-xdist worker, isolated p
 pytest_cluster.py), ``kafka_cluster_factory`` (more clusters inside a test) and
 ``trio_kafka_cluster`` (the Cluster itself, in the test's trio run). Shape a cluster with
 ``@pytest.mark.kafka_cluster(brokers=1, topics=[("t", 3, 1)], config={...}, kafka_version="2.8",
-listener="SASL_SSL", users={"alice": "secret"})``. Apache Kafka itself is another helper,
+listener="SASL_SSL", users={"alice": "secret"}, transaction_version=1)``. Apache Kafka itself is another helper,
 ``conformance.realkafka.cluster.apache_kafka_cluster``.
 """
 
@@ -31,7 +31,7 @@ from conformance.extras import PYTEST_TRIO
 from conformance.pytest_cluster import ClusterOptionError, KafkaClusterHandle, SharedClusterHandle, cluster_options, shape_key
 
 MARKER = ("kafka_cluster(brokers=3, topics=(), config=None, kafka_version=None, listener=None, users=None, "
-          "client_certs=None): the shape of the emulated cluster the test's fixtures start or share")
+          "client_certs=None, transaction_version=None): the shape of the emulated cluster the test's fixtures start or share")
 
 
 def pytest_addoption(parser):

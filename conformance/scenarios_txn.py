@@ -1,7 +1,14 @@
 """The ``txn`` family: a transaction's two clocks (docs/transactions.md). The broker's coordinator
 aborts an open transaction at its check interval, after transaction.timeout.ms, and fences the
 producer; the client bounds initTransactions and commitTransaction with max.block.ms, and a commit
-called again after a timeout completes the same transaction."""
+called again after a timeout completes the same transaction.
+
+The family runs on transaction version 1 (``transaction.version=1``): its contracts are that
+protocol's (AddPartitionsToTxn retried through CONCURRENT_TRANSACTIONS, a producer fenced once the
+coordinator aborted its transaction). On a version 2 cluster a client that reads the feature (the
+Java client 4.x) sends no AddPartitionsToTxn, and after a timed-out abort its EndTxn v5, one epoch
+behind, reads as a retry and gets INVALID_TXN_STATE, as Kafka 4.4's coordinator answers it
+(docs/transactions.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ from conformance.model import Contract, Evidence, Operation, Scenario, Verdict
 
 FENCED = ("ProducerFencedError", "ProducerFencedException", "InvalidProducerEpochError")
 INTERVAL_KEY = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+V1 = {"transaction.version": 1}
 
 
 def aborted_at_first_check_after_timeout() -> Contract:
@@ -121,7 +129,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
                   "began at t=0 is aborted at t=10 s, with a new epoch, so the producer's commit is refused as fenced."),
         references=("TransactionCoordinator.abortTimedOutTransactions", "KIP-98"),
         steps=(Operation("transaction", {"topic": "t", "partition": 0, "open_s": 12.0}),),
-        broker_config={INTERVAL_KEY: 10_000},
+        broker_config={**V1, INTERVAL_KEY: 10_000},
         client_config={"transaction.timeout.ms": 3000},
         contracts=(C.outcome_is("transaction", error=FENCED), aborted_at_first_check_after_timeout(),
                    commit_markers(0)),
@@ -137,6 +145,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
         references=("KafkaProducer.commitTransaction", "TransactionalRequestResult", "KIP-98"),
         steps=(Operation("transaction", {"topic": "t", "partition": 0, "retry_commit": True}),),
         faults=({"match": {"api": "EndTxn"}, "action": "black_hole", "times": 1},),
+        broker_config=V1,
         client_config={"max.block.ms": 5000, "request.timeout.ms": 10_000},
         needs=("max.block.ms",),
         contracts=(C.outcome_is("transaction", error="TimeoutException"),
@@ -153,7 +162,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
                   "retried with backoff, not a failure."),
         references=("TransactionCoordinator.handleAddPartitionsToTransaction", "TransactionMarkerChannelManager"),
         steps=(Operation("transaction", {"topic": "t", "partition": 0, "count": 2}),),
-        broker_config={"emu.txn.marker.delay.ms": 2000},
+        broker_config={**V1, "emu.txn.marker.delay.ms": 2000},
         contracts=(C.outcome_is("transaction", ok=True), concurrent_transactions_retried("AddPartitionsToTxn", 2000),
                    commits_decided(2)),
     ),
@@ -167,6 +176,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
                   "That is how exactly-once survives a restart that left the old process running."),
         references=("TransactionCoordinator.handleInitProducerId", "KIP-98"),
         steps=(Operation("txn_zombie", {"topic": "t", "partition": 0}),),
+        broker_config=V1,
         contracts=(C.outcome_is("txn_zombie", error=FENCED), commits_decided(1)),
     ),
     Scenario(
@@ -180,7 +190,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
                   "the aborted record."),
         references=("UnifiedLog.lastStableOffset", "TransactionCoordinator.abortTimedOutTransactions", "KIP-98"),
         steps=(Operation("read_committed_behind_open_txn", {"topic": "t", "partition": 0}, timeout_s=60.0),),
-        broker_config={INTERVAL_KEY: 10_000},
+        broker_config={**V1, INTERVAL_KEY: 10_000},
         client_config={"transaction.timeout.ms": 3000},
         contracts=(C.outcome_is("read_committed_behind_open_txn", ok=True),
                    visible_when_the_coordinator_aborts("read_committed_behind_open_txn"),
@@ -196,6 +206,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
         references=("KafkaProducer.initTransactions", "KIP-98"),
         steps=(Operation("transaction", {"topic": "t", "partition": 0, "time_init": True}),),
         faults=({"match": {"api": "InitProducerId"}, "action": "black_hole"},),
+        broker_config=V1,
         client_config={"max.block.ms": 5000, "request.timeout.ms": 2000},
         needs=("max.block.ms",),
         contracts=(C.outcome_is("transaction", error="TimeoutException"),

@@ -1,4 +1,4 @@
-"""Produce v0-11 (Kafka's ProduceRequest.validateRecords, LogValidator, DelayedProduce).
+"""Produce v0-12 (Kafka's ProduceRequest.validateRecords, LogValidator, DelayedProduce).
 
 acks=1: append and answer. acks=0: append, answer nothing; if any partition failed, close the
 connection so the producer notices. acks=-1: append, then park a DelayedProduce in the
@@ -14,8 +14,10 @@ Every batch is validated before it reaches the log, as ``UnifiedLog.append`` and
 with Kafka's code (CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP with record_errors,
 MESSAGE_TOO_LARGE, ...), so nothing a read path cannot serve is ever stored.
 
-Differences from a real broker: transactions are not supported (transactional batches are
-appended as ordinary ones); LogAppendTime rewrites the batch CRC as Kafka does.
+Transactional batches open a transaction on the partition until the coordinator's marker
+(``broker_emu.partition_txns``). Produce v12 is v11 for a producer of transaction version 2: its
+partition joins the transaction through the leader (``produce_verification``). v13 (topic ids)
+is not served. LogAppendTime rewrites the batch CRC as Kafka does.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from broker_emu import cluster_shape
 from broker_emu.context import RequestContext
 from broker_emu.handlers import KAFKA_INTERNAL_TOPICS, CloseConnection
+from broker_emu.handlers.produce_verification import add_to_transaction
 from broker_emu.plants import accept_fenced, before_append, duplicate_retry
 from broker_emu.purgatory import DelayedOperation
 from broker_emu.registry import handles
@@ -201,7 +204,7 @@ def append_partition(ctx, topic: str, index: int, records: bytes | None, acks: i
     return result
 
 
-@handles(ApiKey.PRODUCE, 0, 11)
+@handles(ApiKey.PRODUCE, 0, 12)
 async def produce(ctx: RequestContext, req: Message) -> dict[str, Any] | None:
     cluster = ctx.cluster
     if ctx.api_version < 3 and not cluster.profile.legacy_produce:
@@ -213,6 +216,10 @@ async def produce(ctx: RequestContext, req: Message) -> dict[str, Any] | None:
         for pd in t.partition_data:
             if acks not in (-1, 0, 1):
                 results.append(PartitionResult(t.name, pd.index, E.INVALID_REQUIRED_ACKS))
+                continue
+            refused = await add_to_transaction(ctx, req.transactional_id, t.name, pd.index, pd.records)
+            if refused is not None:
+                results.append(PartitionResult(t.name, pd.index, refused[0], message=refused[1]))
             else:
                 results.append(append_partition(ctx, t.name, pd.index, pd.records, acks))
     if acks == 0:

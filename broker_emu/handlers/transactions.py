@@ -2,9 +2,12 @@
 transaction listings (DescribeTransactions, ListTransactions, DescribeProducers), as Kafka's
 ``KafkaApis`` hands them to the ``TransactionCoordinator`` (broker_emu.transactions.coordinator).
 
-Versions: those of the transaction protocol without KIP-890 part 2 (a broker that does not
-advertise transaction.version 2): AddPartitionsToTxn 0-3 (clients' form), EndTxn and
-AddOffsetsToTxn 0-4, TxnOffsetCommit 0-4.
+Versions: AddPartitionsToTxn 0-3 (clients' form), AddOffsetsToTxn 0-4, EndTxn 0-5 and
+TxnOffsetCommit 0-5. EndTxn v5 and TxnOffsetCommit v5 are transaction version 2 (KIP-890 part 2),
+whatever level the cluster finalized, as Kafka 4.4 decides it by the request's version alone: EndTxn
+v5 bumps the epoch and answers the new producer id and epoch; TxnOffsetCommit v5 adds the group to
+the transaction itself (the client sends no AddOffsetsToTxn). TxnOffsetCommit v6 (topic ids) is not
+served.
 """
 
 from __future__ import annotations
@@ -79,26 +82,33 @@ async def add_offsets_to_txn(ctx: RequestContext, req: Message) -> dict[str, Any
     return {"throttle_time_ms": 0, "error_code": error}
 
 
-@handles(ApiKey.END_TXN, 0, 4)
+@handles(ApiKey.END_TXN, 0, 5)
 async def end_txn(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Answered once the coordinator has moved to PrepareCommit/PrepareAbort; the markers follow
     asynchronously (``emu.txn.marker.delay.ms``), and until they are written a retry or the next
     transaction's calls get CONCURRENT_TRANSACTIONS."""
     txn = _coordinator(ctx)
     error = txn.not_coordinator(req.transactional_id, ctx.broker_id)
+    pid, epoch = -1, -1
     if error is None:
-        error = txn.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed, ctx.api_version)
-    return {"throttle_time_ms": 0, "error_code": error}
+        error, pid, epoch = txn.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed,
+                                        ctx.api_version)
+    return {"throttle_time_ms": 0, "error_code": error, "producer_id": pid, "producer_epoch": epoch}
 
 
-@handles(ApiKey.TXN_OFFSET_COMMIT, 0, 4)
+@handles(ApiKey.TXN_OFFSET_COMMIT, 0, 5)
 async def txn_offset_commit(ctx: RequestContext, req: Message) -> dict[str, Any]:
     """Sent to the group coordinator. The producer must be the transaction's current one; the
     offsets wait for the transaction's marker (broker_emu.groups.txn_offsets)."""
     v = ctx.api_version
     wanted = [(t.name, p) for t in req.topics for p in t.partitions]
-    error, _ = _coordinator(ctx).check_producer(req.transactional_id, req.producer_id, req.producer_epoch, v)
-    if error == E.CONCURRENT_TRANSACTIONS:
+    txn = _coordinator(ctx)
+    error, meta = txn.check_producer(req.transactional_id, req.producer_id, req.producer_epoch, v)
+    if v >= 5 and meta is not None:
+        # version 2: the group coordinator adds the group to the transaction itself
+        # (AddPartitionsToTxnManager.txnOffsetCommitRequestVersionToTransactionSupportedOperation)
+        txn.add_group(meta, req.group_id, tv2=True)
+    if error == E.CONCURRENT_TRANSACTIONS and v < 5:
         error = E.NONE   # the group coordinator does not see the transaction's state
     if error in (E.INVALID_PRODUCER_ID_MAPPING, E.PRODUCER_FENCED, E.INVALID_PRODUCER_EPOCH):
         error = E.INVALID_PRODUCER_EPOCH if v < 2 or error == E.INVALID_PRODUCER_ID_MAPPING else E.PRODUCER_FENCED

@@ -4,9 +4,17 @@ the marker writes that end each transaction.
 Followed: Kafka's ``TransactionCoordinator`` (handleInitProducerId, handleAddPartitionsToTransaction,
 handleEndTransaction, abortTimedOutTransactions), ``TransactionMetadata`` (states and their
 transitions) and ``TransactionStateManager`` (placement: abs(hash(id)) % transaction.state.log.num.partitions,
-the coordinator being that ``__transaction_state`` partition's leader). This is the protocol as
-Kafka runs it without KIP-890 part 2 (transaction.version 1): one epoch per producer session,
-bumped by InitProducerId and by a timeout.
+the coordinator being that ``__transaction_state`` partition's leader).
+
+Both forms of the protocol are served, chosen per request as Kafka 4.4 chooses
+(``TransactionVersion.transactionVersionForEndTxn``: EndTxn v5+; a partition added by the leader
+of a Produce v12+, or a TxnOffsetCommit v5+): version 1, one epoch per producer session, bumped by
+InitProducerId and by a timeout; version 2 (KIP-890 part 2), the epoch bumped by every EndTxn
+(``TransactionMetadata.prepareAbortOrCommit``), the markers written with the bumped epoch and
+EndTxn answering it, so a late Produce or EndTxn of the transaction before is fenced. When the
+bump would exhaust the epochs, a new producer id is allocated with it and taken once the markers
+are written (``prepareComplete``): the markers carry the old id at epoch 32767, the client gets the
+new id at epoch 0.
 
 Two clocks meet here: the client bounds its calls with ``max.block.ms``; the coordinator aborts a
 transaction older than its ``transaction.timeout.ms`` only when its check runs, every
@@ -27,6 +35,8 @@ from broker_emu.transactions.markers import write_marker
 from client.errors import ErrorCode as E
 
 MAX_EPOCH = 32767 - 1   # Short.MaxValue - 1: past it InitProducerId hands out a new producer id
+NO_PRODUCER_ID = -1
+FIRST_ADDED = "first partition or group added"
 
 
 class TxnState(str, enum.Enum):
@@ -53,6 +63,11 @@ class TxnMetadata:
     groups: set[str] = field(default_factory=set)
     start_ms: float = -1.0          # the coordinator's clock when the transaction began (Ongoing)
     last_update_ms: float = -1.0
+    # clientTransactionVersion >= 2: the transaction's partitions came from Produce v12 / its end
+    # from EndTxn v5, so a retried EndTxn is told apart from the next one by the epoch bump
+    tv2: bool = False
+    previous_producer_id: int = NO_PRODUCER_ID   # before a rotation at epoch exhaustion
+    next_producer_id: int = NO_PRODUCER_ID       # allocated by a version 2 end at exhaustion, taken at Complete
 
 
 class TransactionCoordinator:
@@ -62,8 +77,10 @@ class TransactionCoordinator:
         self.marker_delay_ms: float | None = None   # None: emu.txn.marker.delay.ms (a control can set it)
 
     def start(self) -> None:
-        """Start the timeout check (on the cluster's scheduler, once it runs)."""
+        """Start the timeout check and the transactional-id expiration (on the cluster's
+        scheduler, once it runs)."""
         self._schedule_check()
+        self._schedule_expiration()
 
     # -- placement -------------------------------------------------------------------------------
     def coordinator_for(self, transactional_id: str) -> int:
@@ -131,35 +148,81 @@ class TransactionCoordinator:
             return E.CONCURRENT_TRANSACTIONS, None
         return E.NONE, meta
 
-    def add_partitions(self, meta: TxnMetadata, partitions: set[tuple[str, int]]) -> None:
+    def add_partitions(self, meta: TxnMetadata, partitions: set[tuple[str, int]], tv2: bool = False) -> None:
+        """``prepareAddPartitions``: the client's AddPartitionsToTxn (v3 and below: version 1) or a
+        partition leader's on a Produce v12+ (version 2)."""
         meta.partitions |= partitions
-        self._begin(meta)
+        meta.tv2 = tv2
+        self._begin(meta, "first partition added by a Produce (transaction version 2)" if tv2 else FIRST_ADDED)
 
-    def add_group(self, meta: TxnMetadata, group_id: str) -> None:
+    def add_group(self, meta: TxnMetadata, group_id: str, tv2: bool = False) -> None:
         meta.groups.add(group_id)
-        self._begin(meta)
+        meta.tv2 = tv2
+        self._begin(meta, "group added by TxnOffsetCommit (transaction version 2)" if tv2 else FIRST_ADDED)
 
-    def _begin(self, meta: TxnMetadata) -> None:
+    def _begin(self, meta: TxnMetadata, reason: str) -> None:
         if meta.state != TxnState.ONGOING:
             meta.start_ms = self.now_ms()
-            self._to(meta, TxnState.ONGOING, "first partition or group added")
+            self._to(meta, TxnState.ONGOING, reason)
 
-    def end_txn(self, tid: str, pid: int, epoch: int, commit: bool, version: int) -> int:
+    def end_txn(self, tid: str, pid: int, epoch: int, commit: bool, version: int) -> tuple[int, int, int]:
+        """(error, producer id, epoch): what EndTxn answers (v5 carries the id and epoch; on an
+        error -1, -1). Version 2 from v5 on (``TransactionVersion.transactionVersionForEndTxn``)."""
         meta = self.txns.get(tid)
-        if meta is None or meta.producer_id != pid:
+        if meta is None:
+            return E.INVALID_PRODUCER_ID_MAPPING, -1, -1
+        error = self._end_txn_error(meta, pid, epoch, commit, tv2=version >= 5)
+        if error is not None:
+            if error == E.PRODUCER_FENCED and version < 2:
+                error = E.INVALID_PRODUCER_EPOCH
+            return (error, meta.producer_id, meta.epoch) if error == E.NONE else (error, -1, -1)
+        if version >= 5:
+            # exhausted: the bump takes the last epoch (32767) and a new id waits for Complete
+            meta.next_producer_id = self.cluster.init_producer_id()[0] if meta.epoch >= MAX_EPOCH else NO_PRODUCER_ID
+            if not (meta.epoch == MAX_EPOCH + 1 and not commit):   # prepareAbortOrCommit never passes Short.MaxValue
+                meta.epoch += 1
+            meta.tv2 = True
+            self.cluster.producer_epochs[meta.producer_id] = meta.epoch
+        else:
+            meta.tv2 = False
+        self._end(meta, commit, reason="EndTxn")
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            return E.NONE, meta.next_producer_id, 0
+        return E.NONE, meta.producer_id, meta.epoch
+
+    def _end_txn_error(self, meta: TxnMetadata, pid: int, epoch: int, commit: bool, tv2: bool) -> int | None:
+        """``TransactionCoordinator.endTransaction``'s checks (version 2) or ``endTransactionWithTV1``'s:
+        None to go on and end the transaction, else the answer (NONE for a retry of an end already
+        written). Version 2 tells a retry from the next transaction's end by the epoch: the end
+        bumped it, so a retry carries the epoch before (``endTxnEpochBumped``)."""
+        retry_on_bump = tv2 and meta.epoch == epoch + 1
+        retry_on_overflow = tv2 and meta.previous_producer_id == pid and epoch == MAX_EPOCH and meta.epoch == 0
+        retry = retry_on_bump or retry_on_overflow
+        if not tv2:
+            valid = epoch == meta.epoch
+        elif meta.state in PREPARING:
+            valid = retry_on_bump
+        elif meta.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid = retry or epoch == meta.epoch
+        else:
+            valid = epoch == meta.epoch
+        if meta.producer_id != pid and not retry_on_overflow:
             return E.INVALID_PRODUCER_ID_MAPPING
-        if epoch != meta.epoch:
-            return E.PRODUCER_FENCED if version >= 2 else E.INVALID_PRODUCER_EPOCH
+        if not valid:
+            return E.PRODUCER_FENCED
         wanted = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         preparing = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-        if meta.state == wanted:
-            return E.NONE                        # a retry of an EndTxn that completed
         if meta.state == preparing:
             return E.CONCURRENT_TRANSACTIONS     # a retry while the markers are being written
-        if meta.state != TxnState.ONGOING:
-            return E.INVALID_TXN_STATE
-        self._end(meta, commit, reason="EndTxn")
-        return E.NONE
+        if meta.state == TxnState.ONGOING:
+            return None
+        if not tv2:
+            return E.NONE if meta.state == wanted else E.INVALID_TXN_STATE   # a retry of an EndTxn that completed
+        if meta.state == wanted and retry:
+            return E.NONE
+        if not commit and not retry and meta.state in ENDED:
+            return None   # version 2: an abort with nothing open still ends a transaction, bumping the epoch
+        return E.INVALID_TXN_STATE
 
     # -- ending: markers on every partition, then Complete -----------------------------------------
     def _end(self, meta: TxnMetadata, commit: bool, reason: str, **extra: Any) -> None:
@@ -186,6 +249,9 @@ class TransactionCoordinator:
         for group_id in groups:
             self.cluster.groups.end_txn_offsets(group_id, pid, commit)
         meta.partitions, meta.groups = set(), set()
+        if meta.tv2 and meta.next_producer_id != NO_PRODUCER_ID:   # prepareComplete: the rotation
+            meta.previous_producer_id, meta.producer_id, meta.epoch = meta.producer_id, meta.next_producer_id, 0
+            meta.next_producer_id = NO_PRODUCER_ID
         self._to(meta, TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT, "markers written")
 
     # -- the timeout check ----------------------------------------------------------------------------
@@ -205,6 +271,32 @@ class TransactionCoordinator:
                                                      f"transaction.timeout.ms {meta.timeout_ms}", check_interval_ms=interval,
                           timeout_ms=meta.timeout_ms)
         self._schedule_check()
+
+    # -- transactional-id expiration ---------------------------------------------------------------
+    def _schedule_expiration(self) -> None:
+        interval = self.cluster.config["transaction.remove.expired.transaction.cleanup.interval.ms"]
+        self.cluster.scheduler.call_later(interval / 1000, self._expire_ids)
+
+    def _expire_ids(self) -> None:
+        self.expire_ids_now()
+        self._schedule_expiration()
+
+    def expire_ids_now(self) -> list[str]:
+        """``TransactionStateManager.removeExpiredTransactionalIds``: an id with no transaction
+        open (Empty, CompleteCommit, CompleteAbort: ``isExpirationAllowed``) whose last update is
+        ``transactional.id.expiration.ms`` or more old is forgotten (Dead, then removed). Its
+        producer's next InitProducerId gets a new producer id; anything else it sends with the old
+        one, INVALID_PRODUCER_ID_MAPPING."""
+        expiration = self.cluster.config["transactional.id.expiration.ms"]
+        now = self.now_ms()
+        gone = [tid for tid, meta in self.txns.items() if meta.state in ENDED and meta.last_update_ms <= now - expiration]
+        for tid in gone:
+            meta = self.txns.pop(tid)
+            self.cluster.trace.emit(Kind.TXN_STATE, details={
+                "transactional_id": tid, "producer_id": meta.producer_id, "epoch": meta.epoch, "from": meta.state.value,
+                "to": "Dead", "reason": f"expired: unused {now - meta.last_update_ms:.0f} ms, transactional.id.expiration.ms "
+                                        f"{expiration}"})
+        return gone
 
     def describe(self, tid: str) -> TxnMetadata | None:
         return self.txns.get(tid)

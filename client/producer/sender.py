@@ -232,7 +232,10 @@ class Sender:
 
     async def _produce(self, node: int, batches: list[ProducerBatch], body: dict) -> None:
         try:
-            answer = await self.net.request(node, ApiKey.PRODUCE, body, expects_response=self.config["acks"] != 0)
+            # a transactional producer of transaction version 1 (ours) stays below Produce v12, which
+            # asks the broker to add the partition itself (KIP-890 part 2), as Java's does without it
+            answer = await self.net.request(node, ApiKey.PRODUCE, body, expects_response=self.config["acks"] != 0,
+                                            max_version=11 if self.txn is not None else None)
         except KafkaError as exc:
             for b in batches:
                 self._attempt_failed(b, exc)

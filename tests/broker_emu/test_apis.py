@@ -15,14 +15,14 @@ from tests.broker_emu.helpers import (
 )
 
 ADVERTISED = {  # the ranges; old librdkafka needs Produce and the group APIs from v0
-    "PRODUCE": (0, 11), "FETCH": (4, 17), "LIST_OFFSETS": (1, 10), "METADATA": (0, 13), "OFFSET_COMMIT": (2, 9),
+    "PRODUCE": (0, 12), "FETCH": (4, 17), "LIST_OFFSETS": (1, 10), "METADATA": (0, 13), "OFFSET_COMMIT": (2, 9),
     "OFFSET_FETCH": (1, 9), "FIND_COORDINATOR": (0, 6), "JOIN_GROUP": (0, 9), "HEARTBEAT": (0, 4),
     "LEAVE_GROUP": (0, 5), "SYNC_GROUP": (0, 5), "DESCRIBE_GROUPS": (0, 5), "LIST_GROUPS": (0, 5),
     "SASL_HANDSHAKE": (0, 1), "API_VERSIONS": (0, 4), "CREATE_TOPICS": (2, 7), "DELETE_TOPICS": (1, 6),
     "INIT_PRODUCER_ID": (0, 5), "OFFSET_FOR_LEADER_EPOCH": (2, 4), "DESCRIBE_CONFIGS": (1, 4),
     "SASL_AUTHENTICATE": (0, 2), "DESCRIBE_CLUSTER": (0, 1),
     # transactions, without KIP-890 part 2 (broker_emu.handlers.transactions)
-    "ADD_PARTITIONS_TO_TXN": (0, 3), "ADD_OFFSETS_TO_TXN": (0, 4), "END_TXN": (0, 4), "TXN_OFFSET_COMMIT": (0, 4),
+    "ADD_PARTITIONS_TO_TXN": (0, 3), "ADD_OFFSETS_TO_TXN": (0, 4), "END_TXN": (0, 5), "TXN_OFFSET_COMMIT": (0, 5),
     "DESCRIBE_TRANSACTIONS": (0, 0), "LIST_TRANSACTIONS": (0, 2), "DESCRIBE_PRODUCERS": (0, 0),
     "CREATE_PARTITIONS": (0, 3), "DELETE_RECORDS": (0, 2),
     # KIP-848, while group.coordinator.rebalance.protocols lists consumer (broker_emu.handlers.groups_kip848)

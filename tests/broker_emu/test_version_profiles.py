@@ -21,10 +21,38 @@ async def advertised(config) -> dict[int, tuple[int, int]]:
 
 @pytest.mark.parametrize("release,produce,fetch,heartbeat848", [
     ("2.8", (0, 9), (4, 12), None), ("3.6", (0, 9), (4, 15), None), ("3.9", (0, 11), (4, 17), (0, 0)),
-    ("4.1", (3, 11), (4, 17), (0, 1)), ("", (0, 11), (4, 17), (0, 1))])
+    ("4.1", (3, 12), (4, 17), (0, 1)), ("", (0, 12), (4, 17), (0, 1))])
 async def test_a_profile_advertises_that_releases_ranges(autojump_clock, release, produce, fetch, heartbeat848):
     got = await advertised({"emu.kafka.version": release})
     assert (got[0], got[1], got.get(68)) == (produce, fetch, heartbeat848)
+
+
+async def features(config) -> tuple[list, int, list]:
+    async with open_cluster(1, listen=False, config=config) as cluster:
+        r = await WireClient(cluster.connect(0)).call(API_VERSIONS, 3, SOFTWARE)
+        return ([(f.name, f.min_version, f.max_version) for f in r.supported_features], r.finalized_features_epoch,
+                [(f.name, f.min_version_level, f.max_version_level) for f in r.finalized_features])
+
+
+async def test_transaction_version_is_advertised_as_kafka_4_4_does_and_only_from_4_0(autojump_clock):
+    # measured on Kafka 4.4.0 (ApiVersions v4, a new cluster, and one formatted with
+    # --feature transaction.version=1): supported 0-2, finalized at the cluster's level
+    supported, epoch, finalized = await features({})
+    assert supported == [("transaction.version", 0, 2)] and finalized == [("transaction.version", 2, 2)] and epoch >= 0
+    assert (await features({"transaction.version": 1}))[2] == [("transaction.version", 1, 1)]
+    assert (await features({"transaction.version": 0}))[2] == []     # KRaft lists no feature at level 0
+    assert (await features({"emu.kafka.version": "4.1"}))[2] == [("transaction.version", 2, 2)]
+    for release in ("2.8", "3.6", "3.9"):
+        assert await features({"emu.kafka.version": release}) == ([], -1, [])
+    # the EndTxn and Produce versions that carry version 2 are served at any level, as Kafka 4.4's
+    for config in ({}, {"transaction.version": 1}):
+        got = await advertised(config)
+        assert (got[0][1], got[26][1], got[28][1]) == (12, 5, 5)
+    assert (await advertised({"emu.kafka.version": "3.9"}))[26] == (0, 4)
+    with pytest.raises(ConfigError, match="transaction.version 2 needs Kafka 4.0"):
+        await advertised({"emu.kafka.version": "3.9", "transaction.version": 2})
+    with pytest.raises(ConfigError, match="transaction.version"):
+        await advertised({"transaction.version": 3})
 
 
 async def test_caps_narrow_single_apis_and_bad_ones_are_refused(autojump_clock):
@@ -94,3 +122,16 @@ async def test_elect_leaders_past_timeout(autojump_clock, release, applied):
         r = await w.call(43, 2, {"election_type": 0, "timeout_ms": 5000,
                                  "topic_partitions": [{"topic": "t", "partitions": [0]}]})
         assert r.replica_election_results[0].partition_result[0].error_code == (84 if applied else 0)
+
+
+def test_the_transaction_version_is_chosen_per_cluster_from_the_cli_and_the_pytest_options():
+    from broker_emu.cli import build_parser, plan_serve
+    from conformance.pytest_cluster import cluster_options
+
+    plan = plan_serve(build_parser().parse_args(["serve", "--transaction-version", "1"]))
+    assert plan.config["transaction.version"] == 1
+    assert "transaction.version" not in plan_serve(build_parser().parse_args(["serve"])).config   # the default: 2
+    with pytest.raises(ValueError, match="needs Kafka 4.0"):
+        plan_serve(build_parser().parse_args(["serve", "--kafka-version", "3.9", "--transaction-version", "2"]))
+    assert cluster_options(transaction_version=1)["config"]["transaction.version"] == 1
+    assert "transaction.version" not in cluster_options()["config"]

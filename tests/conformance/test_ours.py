@@ -10,7 +10,6 @@ from conformance.model import Status
 from conformance.runner import Plan, run_plan
 from conformance.scenarios import BY_ID, CATALOGUE
 
-
 # what our client does not do as Java does, each failing its scenario for that reason (docs/client.md)
 KNOWN_FAILURES = {"server.parked-produce-blocks-the-connection": "one batch per partition in flight"}
 

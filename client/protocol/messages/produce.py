@@ -5,7 +5,7 @@ from client.protocol.schema import NULL, Api, Field
 PRODUCE = Api(
     key=0,
     name='Produce',
-    versions='0-11',
+    versions='0-12',
     flexible='9+',
     latest_unstable=False,
     request=(
