@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker_emu.control.wait_routes import MAX_WAIT_MS
+from broker_emu.faults.late import HOLD_UNTIL
 from broker_emu.faults.rules import (
     ACTIONS,
     INT16_MAX,
@@ -79,6 +80,7 @@ OBJECT = {"type": "object"}
 
 PARAMS: dict[str, Any] = {
     "ms": MS, "jitter_ms": MS, "close_ms": MS,
+    "until": {"type": "string", "enum": list(HOLD_UNTIL), "description": "what releases a held request"},
     "bytes_per_s": {"type": "integer", "minimum": 1, "maximum": MAX_BYTES_PER_S},
     "error": {"oneOf": [{"type": "string", "enum": list(ErrorCode.__members__), "description": "a Kafka error name (any case)"},
                         {"type": "integer", "minimum": -INT16_MAX - 1, "maximum": INT16_MAX}]},
@@ -112,7 +114,8 @@ SCHEMAS: dict[str, Any] = {
         "topic": _nullable(STRING),
         "partition": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT32_MAX},
         "client_id": _nullable(STRING),
-        "connection": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT64_MAX}}},
+        "connection": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT64_MAX},
+        "transactional_id": _nullable(STRING)}},
     "Action": {"oneOf": action_shapes()},
     "Rule": {"type": "object", "additionalProperties": False, "required": ["action"], "properties": {
         "match": _nullable(_ref("Match")),

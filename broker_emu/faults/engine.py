@@ -11,6 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from broker_emu.faults.late import LateRequests
 from broker_emu.faults.named import NamedFaults
 from broker_emu.faults.rules import Action, FaultConfigError, Rule, check_rule, parse_rule
 
@@ -30,6 +31,7 @@ class RequestFacts:
     client_id: str | None
     connection: int
     topics: frozenset[tuple[str, int | None]] = frozenset()  # (topic, partition or None)
+    transactional_id: str | None = None
 
 
 @dataclass
@@ -40,6 +42,7 @@ class Decision:
     bytes_per_s: int = 0           # the slowest bandwidth rule: the response is held len / bytes_per_s
     stop_broker_ms: float | None = None   # stop the broker this long after the request was read
     terminal: Any = None           # the first terminal Action, if any
+    hold: Rule | None = None       # the first hold rule: the request waits for its condition (faults/late.py)
     applied: list[Rule] = field(default_factory=list)
     drawn_ms: dict[int, float] = field(default_factory=dict)   # rule id -> the delay its jitter drew
 
@@ -60,6 +63,8 @@ def _matches(rule: Rule, facts: RequestFacts) -> bool:
         return False
     if m.connection is not None and m.connection != facts.connection:
         return False
+    if m.transactional_id is not None and m.transactional_id != facts.transactional_id:
+        return False
     if m.topic is not None or m.partition is not None:
         return any((m.topic is None or t == m.topic) and (m.partition is None or p is None or p == m.partition)
                    for t, p in facts.topics)
@@ -75,6 +80,7 @@ class FaultEngine(NamedFaults):
         self.clock = clock or (lambda: 0.0)
         self.brokers = set(brokers) if brokers is not None else None
         self.rules: dict[int, Rule] = {}
+        self.late = LateRequests()   # requests a hold rule holds now; clearing the rules leaves them held
         self._rngs: dict[int, random.Random] = {}
         self._next_id = 1
 
@@ -144,6 +150,8 @@ class FaultEngine(NamedFaults):
             elif action.type == "stop_broker":
                 decision.stop_broker_ms = min(action.ms, decision.stop_broker_ms if decision.stop_broker_ms is not None
                                               else action.ms)
+            elif action.type == "hold":
+                decision.hold = decision.hold or rule
             elif decision.terminal is None:
                 decision.terminal = action
         return decision
