@@ -26,10 +26,13 @@ from __future__ import annotations
 from typing import Any
 
 from broker_emu.trace import Kind, TraceEvent
+from client.errors import ErrorCode
 from conformance import contracts as C
 from conformance.model import Contract, Evidence, Operation, Scenario, Verdict
 
-FALLBACK_MS = 30_000       # a held request nothing released by then goes in anyway (then not inside the next transaction)
+# a held request nothing released by then goes in anyway (then not inside the next transaction): long enough for
+# a client to end the first transaction and begin the next (10 s once a real-time run divides it by 30)
+FALLBACK_MS = 300_000
 TXN_VERSION_KEY = "transaction.version"
 FIRST, SECOND = "txn-1", "txn-2"   # the values txn_abort_then_commit writes in its two transactions
 NOT_ON_KAFKA = ("its contracts read the transaction coordinator's own trace (txn_state) to tell which transaction a late "
@@ -37,13 +40,17 @@ NOT_ON_KAFKA = ("its contracts read the transaction coordinator's own trace (txn
 
 
 def _late(ev: Evidence, api: str) -> tuple[TraceEvent | None, TraceEvent | None, TraceEvent | None]:
-    """The first held request of ``api``: its hold, its release and its late answer (if any)."""
+    """The first held request of ``api``: its hold, its release and its answer (if any): the
+    ``late_answer`` dropped after its client had gone, or the ``send`` on its connection still open."""
     hold = next((e for e in ev.events(Kind.LATE_HOLD) if e.api == api), None)
     if hold is None:
         return None, None, None
     held = hold.details.get("held")
     release = next((e for e in ev.events(Kind.LATE_RELEASE) if e.details.get("held") == held), None)
     answer = next((e for e in ev.events(Kind.LATE_ANSWER) if e.details.get("held") == held), None)
+    if answer is None and release is not None and release.details.get("connection_open"):
+        answer = next((e for e in ev.events(Kind.SEND, api) if (e.conn, e.correlation_id) == (hold.conn, hold.correlation_id)
+                       and e.t_ms >= release.t_ms), None)
     return hold, release, answer
 
 
@@ -56,7 +63,10 @@ def _next_begins(ev: Evidence, hold: TraceEvent, release: TraceEvent) -> list[Tr
 
 def landed_inside_next(api: str) -> Contract:
     """The fault did what the scenario says: the held ``api`` request was released while a later
-    transaction of its producer was open, after its client had closed the connection."""
+    transaction of its producer was open. Usually its client has closed the connection by then
+    (Java's and most clients' request timeout); one that keeps it open (librdkafka fails a record
+    at message.timeout.ms and leaves its request in flight) gets the answer on it, and the request
+    is just as late: the client had given up on what it asked."""
 
     def check(ev: Evidence) -> Verdict:
         hold, release, _ = _late(ev, api)
@@ -66,21 +76,23 @@ def landed_inside_next(api: str) -> Contract:
             return Verdict(False, "never released", f"the held {api} was still held when the run ended")
         waited = release.t_ms - hold.t_ms
         figure = f"{api} held {waited:.0f} ms"
-        if release.details.get("connection_open") or release.details.get("dropped"):
-            how = "dropped" if release.details.get("dropped") else "answered on its open connection"
-            return Verdict(False, figure, f"the late {api} was {how}: the client had not given up on it")
+        if release.details.get("dropped"):
+            return Verdict(False, figure, f"the held {api} was dropped: {release.details.get('reason')}")
         begun = _next_begins(ev, hold, release)
         if not begun:
             return Verdict(False, figure, f"released ({release.details.get('reason')}) before the producer's next "
                                           "transaction began")
-        return Verdict(True, f"{figure}, released {release.t_ms - begun[-1].t_ms:.0f} ms into the next transaction, "
-                             "after its client had closed the connection")
+        how = ("its connection still open (the client never closed it)" if release.details.get("connection_open")
+               else "after its client had closed the connection")
+        return Verdict(True, f"{figure}, released {release.t_ms - begun[-1].t_ms:.0f} ms into the next transaction, {how}")
 
     return Contract(f"the late {api} lands inside the next transaction", check, side="server")
 
 
-def _refused(answer: TraceEvent | None) -> list[int]:
-    return list((answer.details.get("errors") or []) if answer is not None else [])
+def _refused(answer: TraceEvent | None) -> list[str]:
+    """The error names of the late request's answer (none: it was accepted)."""
+    codes = (answer.details.get("errors") or []) if answer is not None else []
+    return [ErrorCode(c).name if c in ErrorCode._value2member_map_ else str(c) for c in codes]
 
 
 def _verdict(torn: str | None, refused: str, version: int) -> Verdict:
@@ -99,16 +111,19 @@ def end_txn_tear(version: int) -> Contract:
     def check(ev: Evidence) -> Verdict:
         hold, release, answer = _late(ev, "EndTxn")
         if hold is None or release is None or answer is None:
-            return Verdict(False, "no late EndTxn", "the held EndTxn was not handled after its client had gone")
+            return Verdict(False, "no late EndTxn", "the held EndTxn was never handled")
+        begun = _next_begins(ev, hold, release)
+        if not begun:
+            return Verdict(False, "not inside the next transaction", "the late EndTxn was handled before the producer's "
+                                                                     "next transaction began: nothing to observe")
         tid = hold.details.get("transactional_id")
         handled = ev.trace[ev.trace.index(release):ev.trace.index(answer)]
         ended = next((e for e in handled if e.kind == Kind.TXN_STATE and e.details.get("transactional_id") == tid
                       and e.details.get("from") == "Ongoing"), None)
         if ended is None:
-            return _verdict(None, f"the late EndTxn was answered {_refused(answer) or 'without error'} and ended "
+            return _verdict(None, f"the late EndTxn was answered {', '.join(_refused(answer)) or 'without error'} and ended "
                                   "no transaction", version)
-        begun = [e for e in _next_begins(ev, hold, release)]
-        since = begun[-1].t_ms if begun else hold.t_ms
+        since = begun[-1].t_ms
         written = [e for e in ev.events(Kind.SEND, "Produce") if since <= e.t_ms <= release.t_ms and not e.details.get("errors")]
         to = "committed" if ended.details.get("to") == "PrepareCommit" else "aborted"
         return _verdict(f"the previous transaction's late EndTxn {to} the next one, with the {len(written)} "
@@ -124,14 +139,21 @@ def produce_tear(version: int) -> Contract:
     def check(ev: Evidence) -> Verdict:
         hold, release, answer = _late(ev, "Produce")
         if hold is None or release is None or answer is None:
-            return Verdict(False, "no late Produce", "the held Produce was not handled after its client had gone")
+            return Verdict(False, "no late Produce", "the held Produce was never handled")
+        if not _next_begins(ev, hold, release):
+            return Verdict(False, "not inside the next transaction", "the late Produce was handled before the producer's "
+                                                                     "next transaction began: nothing to observe")
         visible = (ev.cluster or {}).get("read_committed", {}).get("t-0")
         if visible is None:
             return Verdict(False, "no log", "the run kept no read_committed view of t-0")
         if FIRST in visible:
             return _verdict(f"the aborted transaction's record is committed inside the next one (read_committed "
                             f"reads {visible})", "", version)
-        why = f"refused with {_refused(answer)}" if _refused(answer) else "answered without error, nothing appended (a duplicate)"
+        first = next((o for o in ev.outcomes if o.operation == "txn_abort_then_commit"), None)
+        delivered = first is not None and first.value is None   # the client's own retry of it was answered
+        why = (f"refused with {', '.join(_refused(answer))}" if _refused(answer)
+               else "answered without error as a duplicate: the client's retry had landed in the first transaction"
+               if delivered else "answered without error, yet not committed")
         return _verdict(None, f"the late Produce was {why}; read_committed reads {visible}", version)
 
     return Contract("the late Produce tears the next transaction (an observation)", check, side="server")
@@ -161,7 +183,9 @@ def late_scenarios(version: int = 1) -> tuple[Scenario, ...]:
             faults=({"match": {"api": "EndTxn"}, "action": {"type": "hold", "until": "next_txn_produce", "ms": FALLBACK_MS},
                      "times": 1},),
             broker_config=_version_config(version),
-            client_config={"request.timeout.ms": 3000, "max.block.ms": 20_000},
+            # max.block.ms well above the request timeout: commitTransaction waits for the EndTxn retried after it
+            # (librdkafka's transactional requests time out at socket.timeout.ms, 60 s scaled by the adapter)
+            client_config={"request.timeout.ms": 3000, "max.block.ms": 120_000},
             contracts=(C.outcome_is("transaction", ok=True), landed_inside_next("EndTxn"), end_txn_tear(version)),
         ),
         Scenario(
@@ -180,8 +204,9 @@ def late_scenarios(version: int = 1) -> tuple[Scenario, ...]:
             faults=({"match": {"api": "Produce"}, "action": {"type": "hold", "until": "next_add_partitions", "ms": FALLBACK_MS},
                      "times": 1},),
             broker_config=_version_config(version),
-            # the batch's one attempt ends at its delivery timeout: nothing retries it inside the first transaction
-            client_config={"request.timeout.ms": 3000, "delivery.timeout.ms": 3000, "linger.ms": 0, "max.block.ms": 20_000},
+            # delivery.timeout.ms = linger.ms + request.timeout.ms (the least Java accepts, also once scaled by 30):
+            # the batch's one attempt times out at its delivery timeout, so nothing retries it inside the first transaction
+            client_config={"request.timeout.ms": 3000, "linger.ms": 30, "delivery.timeout.ms": 3030, "max.block.ms": 20_000},
             contracts=(C.outcome_is("txn_abort_then_commit", ok=True), landed_inside_next("Produce"), produce_tear(version)),
         ),
     )
