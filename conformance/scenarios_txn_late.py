@@ -55,10 +55,12 @@ def _late(ev: Evidence, api: str) -> tuple[TraceEvent | None, TraceEvent | None,
 
 
 def _next_begins(ev: Evidence, hold: TraceEvent, release: TraceEvent) -> list[TraceEvent]:
-    """The transactions of the held request's producer that began between its hold and its release."""
+    """The transactions of the held request's producer that began between its hold and its release
+    (by their order in the trace: in virtual time they may share an instant)."""
     tid = hold.details.get("transactional_id")
-    return [e for e in ev.events(Kind.TXN_STATE) if e.details.get("transactional_id") == tid
-            and e.details.get("to") == "Ongoing" and hold.t_ms <= e.t_ms <= release.t_ms]
+    between = ev.trace[ev.trace.index(hold) + 1:ev.trace.index(release)]
+    return [e for e in between if e.kind == Kind.TXN_STATE and e.details.get("transactional_id") == tid
+            and e.details.get("to") == "Ongoing"]
 
 
 def landed_inside_next(api: str) -> Contract:
