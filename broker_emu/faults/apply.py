@@ -187,6 +187,10 @@ async def hold(conn: FaultedConnection, rule: Rule, call: LateCall) -> None:
     request goes with it."""
     host = conn.cluster
     api_key = call.fields["api_key"]
+    if host.faults.late.full:   # late.MAX_HELD: this one goes on at once, and the trace says why
+        host.trace.emit(Kind.LATE_RELEASE, **call.fields, details={"reason": f"not held: {late.MAX_HELD} requests are "
+                                                                                 "held already", "connection_open": True})
+        return
     req = host.faults.late.hold(rule.id, api_key, late.transactional_id(api_key, call.body), rule.action.until,
                                 host.now_ms(), rule.action.ms)
     released = trio.Event()

@@ -38,6 +38,9 @@ _TRIGGER = {"next_init_producer_id": INIT_PRODUCER_ID, "next_add_partitions": AD
 _TXN_ID_APIS = frozenset({INIT_PRODUCER_ID, ADD_PARTITIONS, END_TXN, PRODUCE, int(ApiKey.ADD_OFFSETS_TO_TXN),
                           int(ApiKey.TXN_OFFSET_COMMIT)})
 WATCHED = frozenset(_TRIGGER.values())
+# Each held request keeps its frame and, once its client has gone, a task: a bound keeps a rule
+# that holds every request with a condition that never comes from growing without end.
+MAX_HELD = 10_000
 
 
 def transactional_id(api_key: int, body: Any) -> str | None:
@@ -73,6 +76,10 @@ class LateRequests:
 
     held: dict[int, HeldRequest] = field(default_factory=dict)
     _next: int = 1
+
+    @property
+    def full(self) -> bool:
+        return len(self.held) >= MAX_HELD
 
     def hold(self, rule: int, api_key: int, tid: str | None, until: str, now_ms: float, fallback_ms: float) -> HeldRequest:
         if until not in HOLD_UNTIL:

@@ -161,3 +161,17 @@ async def test_a_bad_hold_rule_is_refused_naming_its_field(action, field):
         with pytest.raises(FaultConfigError) as info:
             cluster.faults.add({"action": action}, 0.0)
         assert info.value.field == field
+
+
+async def test_past_the_bound_a_request_is_not_held(autojump_clock, monkeypatch):
+    from broker_emu.faults import late
+
+    monkeypatch.setattr(late, "MAX_HELD", 1)
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        cluster.faults.add({"match": {"api": "InitProducerId"}, "action": {"type": "hold", "until": "next_end_txn"}},
+                           cluster.now_ms())
+        assert await gives_up(init(WireClient(cluster.connect(0)), TID))     # held: its EndTxn never comes
+        assert (await init(WireClient(cluster.connect(0)), TID)).error_code == 0   # past the bound: answered
+        release = cluster.trace.query(kind=Kind.LATE_RELEASE)[0]
+        assert release.details["reason"] == "not held: 1 requests are held already"
+        assert len(cluster.faults.late.held) == 1
