@@ -1,6 +1,8 @@
-"""The txn.late scenarios on our client (virtual time): under transaction version 1 both tear,
-and that is recorded, not failed; each contract is shown to fail where it should (a client that
-never gives up on its request, the version-2 reading of the same tear)."""
+"""The txn.late scenarios on our client (virtual time): under transaction version 1 the late
+EndTxn tears the next transaction, and that is recorded, not failed; the late Produce is fenced by
+the epoch bump that follows an abort after a failed send (as Java's), and tears a client without
+it. Each contract is shown to fail where it should (a client that never gives up on its request,
+the version-2 reading of the same tear)."""
 
 from dataclasses import replace
 
@@ -19,13 +21,39 @@ def run(scenario, adapter=None):
     return run_plan(Plan([scenario], [adapter or OurAdapter()]))[0]
 
 
-def test_our_client_keeps_the_contracts_and_both_transactions_tear_under_version_1():
+class NoEpochBump(OurAdapter):
+    """Broken on purpose (as kafka-python is): no epoch bump after aborting a transaction whose send failed."""
+
+    name = "broken-no-epoch-bump"
+
+    async def run(self, steps, env):
+        from client.producer.transactions import TransactionManager
+
+        bump, TransactionManager._bump_epoch = TransactionManager._bump_epoch, _no_bump
+        try:
+            return await super().run(steps, env)
+        finally:
+            TransactionManager._bump_epoch = bump
+
+
+async def _no_bump(self) -> None:
+    self.bump_required = False
+
+
+def test_our_client_keeps_the_contracts_and_the_late_end_txn_tears_under_version_1():
     results = {r.scenario: r for r in run_plan(Plan(list(TXN_LATE_SCENARIOS), [OurAdapter()]))}
     assert {sid: r.status for sid, r in results.items()} == {"txn.late-end-txn": Status.PASS, "txn.late-produce": Status.PASS}
     end_txn, produce = results["txn.late-end-txn"].figures, results["txn.late-produce"].figures
     assert end_txn[TEAR_END_TXN].startswith("torn (transaction version 1") and "1 Produce(s)" in end_txn[TEAR_END_TXN]
-    assert "['txn-1', 'txn-2']" in produce[TEAR_PRODUCE]
     assert "after its client had closed the connection" in end_txn["the late EndTxn lands inside the next transaction"]
+    # the abort after the expired record bumped the epoch: the late Produce carries the old one
+    assert produce[TEAR_PRODUCE] == "not torn: the late Produce was refused with INVALID_PRODUCER_EPOCH; read_committed reads ['txn-2']"
+
+
+def test_without_the_epoch_bump_the_late_produce_tears_the_next_transaction():
+    result = run(BY_ID["txn.late-produce"], NoEpochBump())
+    assert result.status is Status.PASS   # the protocol's tear under version 1, not the client's failure
+    assert "['txn-1', 'txn-2']" in result.figures[TEAR_PRODUCE]
 
 
 def test_the_same_tears_fail_the_version_2_contracts():
@@ -33,8 +61,9 @@ def test_the_same_tears_fail_the_version_2_contracts():
     version-1 runs' evidence, both tear contracts fail."""
     v2 = {s.id.removesuffix("-v2"): s for s in late_scenarios(2)}
     assert {s.broker_config.get(TXN_VERSION_KEY) for s in v2.values()} == {2}
-    for sid, contract in (("txn.late-end-txn", TEAR_END_TXN), ("txn.late-produce", TEAR_PRODUCE)):
-        evidence = run(BY_ID[sid]).evidence
+    for sid, contract, adapter in (("txn.late-end-txn", TEAR_END_TXN, OurAdapter()),
+                                   ("txn.late-produce", TEAR_PRODUCE, NoEpochBump())):
+        evidence = run(BY_ID[sid], adapter).evidence
         verdict = judge(v2[sid], "ours", evidence, {})
         statuses = {name: status for name, status, _ in verdict.contracts}
         assert statuses[contract] is Status.FAIL, verdict.contracts
