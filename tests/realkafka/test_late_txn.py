@@ -79,3 +79,48 @@ def test_a_late_end_txn_commits_the_next_transaction_on_kafka_with_transaction_v
     # ... and the client hears that its transaction failed: the next record is refused (KIP-890 part 1:
     # the partition is in no transaction of the producer any more), so its commit cannot happen
     assert outcomes == {"send": "TransactionAbortableError", "commit": "TransactionStateError"}, outcomes
+
+
+def _java_two_transactions(kafka_factory, version: int) -> tuple[list, list, list]:
+    """kafka-clients 4.4.0 runs two transactions through the proxy while the first commit's EndTxn
+    is held until the next transaction's first Produce (txn.late-end-txn): its outcomes, the late
+    answers and the AddPartitionsToTxn requests the proxy saw."""
+    from broker_emu.proxy.proxy import run_proxy_in_thread
+    from conformance.adapters.base import RunEnv
+    from conformance.adapters.java_client import JavaAdapter
+    from conformance.model import Operation
+
+    adapter = JavaAdapter()
+    ready, why = adapter.available()
+    if not ready:
+        pytest.skip(why)
+    kafka = kafka_factory(features={"transaction.version": version})
+    kafka.create_topic(TOPIC, 1, 1)
+    with run_proxy_in_thread(kafka.bootstrap) as proxy:
+        add_fault(proxy, {"match": {"api": "EndTxn"}, "times": 1,
+                          "action": {"type": "hold", "until": "next_txn_produce", "ms": 60_000}})
+        env = RunEnv(proxy.bootstrap, f"late-java-v{version}", {"request.timeout.ms": 2000, "max.block.ms": 30_000})
+        try:
+            outcomes = adapter.run_blocking((Operation("transaction", {"topic": TOPIC, "partition": 0, "count": 2}),), env)
+        finally:
+            adapter.shutdown()
+        answers = _wait_for(proxy, "late_answer", 10.0 if outcomes[0].ok else 2.0)
+        adds = [e for e in events(proxy, "recv") if e.api == "AddPartitionsToTxn"]
+    return outcomes, answers, adds
+
+
+def test_the_java_client_on_kafka_with_transaction_version_1_is_torn(kafka_factory):
+    """Under version 1 kafka-clients retries the timed-out EndTxn, commits, begins the next
+    transaction with the same epoch, and Kafka accepts the late EndTxn(commit) inside it."""
+    outcomes, answers, _ = _java_two_transactions(kafka_factory, 1)
+    assert outcomes[0].ok, outcomes
+    assert answers and not answers[0].details.get("errors"), answers
+
+
+def test_the_java_client_on_kafka_with_transaction_version_2_does_not_retry_the_end_txn(kafka_factory):
+    """Under version 2 (the 4.4 default) kafka-clients does not retry an EndTxn that timed out:
+    the commit fails as abortable, no next transaction begins, and the held EndTxn has nothing to
+    land in: the late request cannot tear what the client never starts."""
+    outcomes, answers, adds = _java_two_transactions(kafka_factory, 2)
+    assert not outcomes[0].ok and outcomes[0].error_type == "TransactionAbortableException", outcomes
+    assert len(adds) <= 1 and not answers, (adds, answers)
