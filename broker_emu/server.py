@@ -327,7 +327,7 @@ class Connection:
         reply = backend.encode(self, ctx, body, answer)
         if reply is None:
             return False
-        if self.cluster.faults.late.held and decision.hold is None:   # a late request is nobody's "next"
+        if self.cluster.faults.held_requests.held and decision.hold is None:   # a late request is nobody's "next"
             fault_steps.observe(self, ctx.api_key, body, reply[1])
         quota_ms = backend.quota_ms(ctx, len(frame), reply)
         if decision.throttle_ms or quota_ms:

@@ -187,11 +187,11 @@ async def hold(conn: FaultedConnection, rule: Rule, call: LateCall) -> None:
     request goes with it."""
     host = conn.cluster
     api_key = call.fields["api_key"]
-    if host.faults.late.full:   # late.MAX_HELD: this one goes on at once, and the trace says why
+    if host.faults.held_requests.full:   # late.MAX_HELD: this one goes on at once, and the trace says why
         host.trace.emit(Kind.LATE_RELEASE, **call.fields, details={"reason": f"not held: {late.MAX_HELD} requests are "
                                                                                  "held already", "connection_open": True})
         return
-    req = host.faults.late.hold(rule.id, api_key, late.transactional_id(api_key, call.body), rule.action.until,
+    req = host.faults.held_requests.hold(rule.id, api_key, late.transactional_id(api_key, call.body), rule.action.until,
                                 host.now_ms(), rule.action.ms)
     released = trio.Event()
     req.on_release = released.set
@@ -199,10 +199,10 @@ async def hold(conn: FaultedConnection, rule: Rule, call: LateCall) -> None:
     try:
         await _released(host, req, released)
     except trio.Cancelled:
-        if conn.peer_closed and req.id in host.faults.late.held:
+        if conn.peer_closed and req.id in host.faults.held_requests.held:
             host.run_late(lambda: _answer_late(host, conn.broker, req, released, call))
-        elif req.id in host.faults.late.held:
-            host.faults.late.release(req, "dropped: the broker closed the connection")
+        elif req.id in host.faults.held_requests.held:
+            host.faults.held_requests.release(req, "dropped: the broker closed the connection")
             host.trace.emit(Kind.LATE_RELEASE, **call.fields, details={**req.to_dict(), "reason": req.reason,
                                                                         "connection_open": False, "dropped": True})
         raise
@@ -217,7 +217,7 @@ async def _released(host: FaultHost, req: late.HeldRequest, released: trio.Event
         return
     with trio.move_on_after(max(0.0, req.deadline_ms - host.now_ms()) / 1000):
         await released.wait()
-    host.faults.late.release(req, f"fallback: {req.deadline_ms - req.held_ms:g} ms after it was held")
+    host.faults.held_requests.release(req, f"fallback: {req.deadline_ms - req.held_ms:g} ms after it was held")
 
 
 async def _answer_late(host: FaultHost, broker: Any, req: late.HeldRequest, released: trio.Event, call: LateCall) -> None:
@@ -243,4 +243,4 @@ async def _answer_late(host: FaultHost, broker: Any, req: late.HeldRequest, rele
 def observe(conn: FaultedConnection, api_key: int, body: Any, errors: list[int]) -> None:
     """A request answered while requests are held: release those it is the condition of."""
     host = conn.cluster
-    host.faults.late.observe(api_key, late.transactional_id(api_key, body), not any(errors), host.now_ms())
+    host.faults.held_requests.observe(api_key, late.transactional_id(api_key, body), not any(errors), host.now_ms())

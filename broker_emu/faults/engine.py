@@ -80,7 +80,8 @@ class FaultEngine(NamedFaults):
         self.clock = clock or (lambda: 0.0)
         self.brokers = set(brokers) if brokers is not None else None
         self.rules: dict[int, Rule] = {}
-        self.late = LateRequests()   # requests a hold rule holds now; clearing the rules leaves them held
+        # requests a hold rule holds now (not ``late``: that is the named fault); clearing the rules leaves them held
+        self.held_requests = LateRequests()
         self._rngs: dict[int, random.Random] = {}
         self._next_id = 1
 

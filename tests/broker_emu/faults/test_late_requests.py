@@ -134,7 +134,7 @@ async def test_the_fallback_releases_a_held_request_on_its_still_open_connection
         assert trio.current_time() - start == pytest.approx(0.7)
         release = cluster.trace.query(kind=Kind.LATE_RELEASE)[0]
         assert release.details["connection_open"] is True and release.details["reason"].startswith("fallback: 700")
-        assert not cluster.faults.late.held and not cluster.trace.query(kind=Kind.LATE_ANSWER)
+        assert not cluster.faults.held_requests.held and not cluster.trace.query(kind=Kind.LATE_ANSWER)
 
 
 async def test_a_held_request_dies_with_a_stopped_broker(autojump_clock):
@@ -147,7 +147,7 @@ async def test_a_held_request_dies_with_a_stopped_broker(autojump_clock):
         await trio.sleep(6)
         release = cluster.trace.query(kind=Kind.LATE_RELEASE)[0]
         assert release.details.get("dropped") is True and not cluster.trace.query(kind=Kind.LATE_ANSWER)
-        assert not cluster.faults.late.held
+        assert not cluster.faults.held_requests.held
 
 
 @pytest.mark.parametrize(("action", "field"), [
@@ -174,4 +174,21 @@ async def test_past_the_bound_a_request_is_not_held(autojump_clock, monkeypatch)
         assert (await init(WireClient(cluster.connect(0)), TID)).error_code == 0   # past the bound: answered
         release = cluster.trace.query(kind=Kind.LATE_RELEASE)[0]
         assert release.details["reason"] == "not held: 1 requests are held already"
-        assert len(cluster.faults.late.held) == 1
+        assert len(cluster.faults.held_requests.held) == 1
+
+
+def test_the_named_fault_late_is_the_hold_rule():
+    from broker_emu.faults import named
+
+    assert named.late("next_end_txn", api="Produce", transactional_id="tx", count=1) == {
+        "action": {"type": "hold", "until": "next_end_txn"}, "name": "late",
+        "match": {"api": "Produce", "transactional_id": "tx"}, "times": 1}
+    assert named.late("delay", ms=500)["action"] == {"type": "hold", "until": "delay", "ms": 500}
+
+
+async def test_the_engine_adds_the_named_fault_late(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        handle = cluster.faults.late("delay", ms=300, api="InitProducerId")
+        start = trio.current_time()
+        assert (await init(WireClient(cluster.connect(0)), TID)).error_code == 0
+        assert trio.current_time() - start == pytest.approx(0.3) and handle.hits == 1
