@@ -64,6 +64,10 @@ class Backend(Protocol):
         when none goes back (an acks=0 Produce). Raises ``handlers.CloseConnection`` to close
         the connection instead."""
 
+    async def late_answer(self, ctx: "RequestContext", header: RequestHeader, body: Any, frame: Frame) -> Any:
+        """``answer`` for a held request whose client has gone (the ``hold`` fault): the
+        request is still handled, as Kafka handles a request it has read; nobody gets the answer."""
+
     def error_answer(self, ctx: "RequestContext", body: Any, code: int) -> Any:
         """The request's own error answer with ``code`` (a fault's injected error), in the
         form ``answer`` returns. Raises ``handlers.CloseConnection`` when there is none."""

@@ -1,4 +1,4 @@
-"""``broker-emu fault latency|jitter|bandwidth|timeout|reset|slow-close|error|black-hole``: the
+"""``broker-emu fault latency|jitter|bandwidth|timeout|reset|slow-close|error|black-hole|late``: the
 named faults (``broker_emu.faults.named``) on a running cluster's control API, as sub-commands of
 ``broker-emu fault``. Each builds its rule here, checks it as the server will, and posts it
 (``POST /faults``); a usage error is one line on stderr with a suggestion, and exit status 2.
@@ -16,15 +16,19 @@ from broker_emu.faults.named import CONNECTION_SELECTORS, NAMED, rule
 from broker_emu.faults.rules import FaultConfigError, parse_rule, suggest
 
 ARGUMENT_TYPES: dict[str, Any] = {"ms": float, "jitter_ms": float, "bytes_per_s": int, "error": str, "mode": str,
-                                  "api": str, "broker": int, "topic": str, "partition": int, "client_id": str,
+                                  "until": str, "api": str, "broker": int, "topic": str, "partition": int, "client_id": str,
+                                  "transactional_id": str,
                                   "probability": float, "count": int, "after": int, "duration_ms": float}
 HELP = {"ms": "milliseconds", "jitter_ms": "± this many ms, drawn from the rule's seeded RNG",
-        "bytes_per_s": "bytes per second", "mode": "silent (never answered) or no-brokers", "error": "a Kafka error name (NOT_LEADER_OR_FOLLOWER) or code",
+        "bytes_per_s": "bytes per second", "mode": "silent (never answered) or no-brokers",
+        "until": "what releases the held request: next_init_producer_id, next_add_partitions, next_end_txn, "
+                 "next_txn_produce or delay", "transactional_id": "only requests naming this transactional id", "error": "a Kafka error name (NOT_LEADER_OR_FOLLOWER) or code",
         "api": "only this API (Produce, Fetch, ...)", "broker": "only this broker id", "topic": "only requests for this topic",
         "partition": "only this partition (with --topic)", "client_id": "only this client id",
         "probability": "fire with this probability (seeded: reproducible)", "count": "fire at most this many times",
         "after": "skip the first N matching requests", "duration_ms": "active for this long"}
-SELECTORS = ("api", "broker", "topic", "partition", "client_id", "probability", "count", "after", "duration_ms")
+SELECTORS = ("api", "broker", "topic", "partition", "client_id", "transactional_id", "probability", "count", "after",
+             "duration_ms")
 
 
 def one_line_errors(parser: argparse.ArgumentParser, prog: str) -> None:

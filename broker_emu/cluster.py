@@ -254,6 +254,11 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
 
         self.tasks.start_soon(stop, why="the cluster is not running (open_cluster / run_cluster_in_thread)")
 
+    def run_late(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """A held request whose client has gone (``faults/apply.hold``) waits and is answered in
+        the cluster's nursery: it outlives its connection."""
+        self.tasks.start_soon(fn, why="the cluster is not running (open_cluster / run_cluster_in_thread)")
+
     async def stop_broker(self, broker_id: int) -> None:
         """Close the listener and every connection; the controller moves leadership to a live
         ISR member and drops the broker from ISRs at once (faster than Kafka's session timeout,

@@ -75,6 +75,11 @@ class HandlerBackend:
         except Exception as exc:  # a bug, never a way to reject input: Kafka's answer for it
             return _failed(ctx, body, exc)
 
+    async def late_answer(self, ctx: RequestContext, header: RequestHeader, body: Any, frame: Frame) -> Any:
+        """The broker handles a held request when it is released, whether or not its client is
+        still connected."""
+        return await self.answer(ctx, header, body, frame)
+
     def error_answer(self, ctx: RequestContext, body: Any, code: int) -> Any:
         try:
             return error_response(ctx.api_key, ctx.api_version, body, code)

@@ -311,11 +311,12 @@ class Connection:
                       fields: dict[str, Any], topics: list[tuple[str, int | None]]) -> bool:
         """faults -> answer (the backend's) -> quota and throttle -> encode -> send."""
         backend = self.backend
-        decision = fault_steps.decide(self, ctx.api_key, ctx.api_version, topics, fields)
+        decision = fault_steps.decide(self, ctx.api_key, ctx.api_version, topics, fields, body)
         try:
             if not decision.applied:
                 answer = await backend.answer(ctx, header, body, frame)
-            elif not await fault_steps.before(self, decision, ctx.api_key):
+            elif not await fault_steps.before(self, decision, ctx.api_key,
+                                              self._late_call(ctx, header, body, frame, fields) if decision.hold else None):
                 return False
             else:
                 answer = await fault_steps.answer(decision, ctx.api_key, lambda: backend.answer(ctx, header, body, frame),
@@ -329,6 +330,8 @@ class Connection:
         reply = backend.encode(self, ctx, body, answer)
         if reply is None:
             return False
+        if self.cluster.faults.held_requests.held and decision.hold is None:   # a late request is nobody's "next"
+            fault_steps.observe(self, ctx.api_key, body, reply[1])
         quota_ms = backend.quota_ms(ctx, len(frame), reply)
         if decision.throttle_ms or quota_ms:
             decision.throttle_ms = max(decision.throttle_ms, quota_ms)
@@ -343,6 +346,21 @@ class Connection:
             self.abort("SASL authentication failed")
             return False
         return sent
+
+    def _late_call(self, ctx: RequestContext, header: RequestHeader, body: Any, frame: Frame,
+                   fields: dict[str, Any]) -> fault_steps.LateCall:
+        """How a held request is answered once its client has gone (``faults/apply.hold``): by
+        the backend, with nobody to send the answer to; its error codes go to the trace."""
+
+        async def answer() -> list[int] | None:
+            try:
+                answer = await self.backend.late_answer(ctx, header, body, frame)
+            except CloseConnection:
+                return None
+            reply = None if answer is None else self.backend.encode(self, ctx, body, answer)
+            return None if reply is None else reply[1]
+
+        return fault_steps.LateCall(fields, body, answer)
 
     def _trace_recv(self, ctx: RequestContext, body: Any, fields: dict[str, Any],
                     arrived_ms: float | None) -> tuple[list[tuple[str, int | None]], float]:

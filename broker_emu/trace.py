@@ -33,6 +33,9 @@ class Kind(enum.StrEnum):
     # faults
     FAULT_APPLIED = "fault_applied"
     CONNECT_DROPPED = "connect_dropped"
+    LATE_HOLD = "late_hold"            # a hold rule holds a request unhandled: held, rule, api, transactional_id, until
+    LATE_RELEASE = "late_release"      # ... released into the pipeline: reason, connection_open (else the client left)
+    LATE_ANSWER = "late_answer"        # a released request answered after its client left: errors, dropped
     # the purgatory (a parked Produce, a long-poll Fetch)
     PURGATORY_ENTER = "purgatory_enter"
     PURGATORY_COMPLETE = "purgatory_complete"

@@ -8,6 +8,7 @@ from typing import Any
 
 from broker_emu.broker_set import move_cluster_behind_bootstrap, open_front_door
 from broker_emu.trace import Kind
+from client.protocol.records import decode_batch, iter_batches
 from conformance.adapters.base import MS_KEYS_SUFFIX, scaled_ms
 from conformance.model import Scenario
 
@@ -191,5 +192,36 @@ def bootstrap_of(cluster, scenario: Scenario) -> str:
 
 
 def snapshot(cluster) -> dict[str, Any]:
-    return {"log_end_offsets": {f"{t.name}-{p.index}": p.log_end_offset for t in cluster.topics.values() for p in t.partitions},
-            "high_watermarks": {f"{t.name}-{p.index}": p.high_watermark for t in cluster.topics.values() for p in t.partitions}}
+    partitions = [(f"{t.name}-{p.index}", p) for t in cluster.topics.values() for p in t.partitions]
+    return {"log_end_offsets": {name: p.log_end_offset for name, p in partitions},
+            "high_watermarks": {name: p.high_watermark for name, p in partitions},
+            "read_committed": {name: read_committed(p) for name, p in partitions
+                               if 0 < p.log_end_offset <= READ_COMMITTED_MAX_OFFSETS}}
+
+
+READ_COMMITTED_MAX_OFFSETS = 1000   # a view for the small logs of transaction scenarios, not for load runs
+
+
+def read_committed(p) -> list[str]:
+    """The values a read_committed consumer reads of a partition's log (UTF-8, undecodable bytes
+    replaced): a transaction's records once their commit marker is written, none of an aborted or
+    still open one, every record outside a transaction."""
+    out: list[str] = []
+    pending: dict[int, list[str]] = {}   # producer id -> the values of its open transaction
+    buf = p.log.read(0, 1 << 30, p.high_watermark)
+    for pos, header in iter_batches(buf):
+        if header.base_offset >= p.high_watermark:
+            break
+        _, records = decode_batch(buf, pos)
+        if header.is_control:
+            key = bytes(records[0].key or b"") if records else b""
+            committed = len(key) >= 4 and int.from_bytes(key[2:4], "big") == 1
+            values = pending.pop(header.producer_id, [])
+            out += values if committed else []
+            continue
+        values = [bytes(r.value or b"").decode("utf-8", "replace") for r in records]
+        if header.is_transactional:
+            pending.setdefault(header.producer_id, []).extend(values)
+        else:
+            out += values
+    return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker_emu.control.wait_routes import MAX_WAIT_MS
+from broker_emu.faults.late import HOLD_UNTIL
 from broker_emu.faults.rules import (
     ACTIONS,
     INT16_MAX,
@@ -79,6 +80,7 @@ OBJECT = {"type": "object"}
 
 PARAMS: dict[str, Any] = {
     "ms": MS, "jitter_ms": MS, "close_ms": MS,
+    "until": {"type": "string", "enum": list(HOLD_UNTIL), "description": "what releases a held request"},
     "bytes_per_s": {"type": "integer", "minimum": 1, "maximum": MAX_BYTES_PER_S},
     "error": {"oneOf": [{"type": "string", "enum": list(ErrorCode.__members__), "description": "a Kafka error name (any case)"},
                         {"type": "integer", "minimum": -INT16_MAX - 1, "maximum": INT16_MAX}]},
@@ -115,7 +117,8 @@ SCHEMAS: dict[str, Any] = {
         "connection": {"nullable": True, "type": "integer", "minimum": 0, "maximum": INT64_MAX},
         "bootstrap": {"nullable": True, "type": "boolean",
                       "description": "true: only connections through the cluster's bootstrap address (a front door); "
-                                     "false: only those to a broker's own address"}}},
+                                     "false: only those to a broker's own address"},
+        "transactional_id": _nullable(STRING)}},
     "Action": {"oneOf": action_shapes()},
     "Rule": {"type": "object", "additionalProperties": False, "required": ["action"], "properties": {
         "match": _nullable(_ref("Match")),

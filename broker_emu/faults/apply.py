@@ -11,13 +11,16 @@ last the way it is sent (held, half written, followed by the throttle's mute, KI
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Protocol
 
 import trio
 
 from broker_emu import socket_io
 from broker_emu.connection_close import CloseConnection
+from broker_emu.faults import late
 from broker_emu.faults.engine import Decision, FaultEngine, RequestFacts
+from broker_emu.faults.rules import Rule
 from broker_emu.trace import Kind, Trace
 
 
@@ -32,6 +35,7 @@ class FaultHost(Protocol):
     def now_ms(self) -> float: ...
     async def stop_broker(self, broker_id: int) -> None: ...
     def stop_broker_later(self, broker_id: int, delay_s: float = 0.0) -> None: ...
+    def run_late(self, fn: Callable[[], Awaitable[None]]) -> None: ...
 
 
 class FaultedConnection(Protocol):
@@ -44,6 +48,7 @@ class FaultedConnection(Protocol):
     addr: str
     client_id: str | None
     stream: trio.abc.Stream
+    peer_closed: bool
     close_delay_s: float
     muted_until_ms: float
 
@@ -74,13 +79,14 @@ async def on_connect(conn: FaultedConnection) -> bool:
 
 
 def decide(conn: FaultedConnection, api_key: int, api_version: int, topics: list[tuple[str, int | None]],
-           fields: dict[str, Any]) -> Decision:
+           fields: dict[str, Any], body: Any = None) -> Decision:
     """The fault rules that apply to this request, each traced as ``fault_applied``."""
     cluster = conn.cluster
     if not cluster.faults.rules:
         return Decision()
     facts = RequestFacts(conn.broker.id, api_key, api_version, conn.client_id, conn.id, frozenset(topics),
-                         getattr(conn, "via_bootstrap", False))   # the emulator's and the proxy's front doors
+                         getattr(conn, "via_bootstrap", False),   # the emulator's and the proxy's front doors
+                         late.transactional_id(api_key, body))
     decision = cluster.faults.decide(facts, cluster.now_ms())
     for rule in decision.applied:
         drawn = {"delay_ms": decision.drawn_ms[rule.id]} if rule.id in decision.drawn_ms else {}   # a jittered delay
@@ -88,9 +94,10 @@ def decide(conn: FaultedConnection, api_key: int, api_version: int, topics: list
     return decision
 
 
-async def before(conn: FaultedConnection, decision: Decision, api_key: int) -> bool:
+async def before(conn: FaultedConnection, decision: Decision, api_key: int, held: LateCall | None = None) -> bool:
     """What a decision does before the request is answered: stop the broker, hold the request,
-    swallow it (black_hole) or close instead of answering it. False: the connection is closed."""
+    swallow it (black_hole) or close instead of answering it. False: the connection is closed.
+    ``held``: what a hold rule needs to answer the request after its client has gone."""
     if decision.stop_broker_ms is not None:
         if decision.stop_broker_ms == 0:
             await conn.cluster.stop_broker(conn.broker.id)   # a crash on receipt: this request dies with it
@@ -99,6 +106,8 @@ async def before(conn: FaultedConnection, decision: Decision, api_key: int) -> b
         conn.cluster.stop_broker_later(conn.broker.id, decision.stop_broker_ms / 1000)
     if decision.delay_request_ms:
         await trio.sleep(decision.delay_request_ms / 1000)
+    if decision.hold is not None and held is not None:
+        await hold(conn, decision.hold, held)
     terminal = decision.terminal
     if terminal is not None and terminal.type == "black_hole":
         if not terminal.close_ms:
@@ -148,3 +157,84 @@ async def send(conn: FaultedConnection, out: bytes, errors: list[int], decision:
         conn.muted_until_ms = conn.cluster.now_ms() + decision.throttle_ms   # (the console shows it)
         await trio.sleep(decision.throttle_ms / 1000)  # KIP-219: the broker mutes the channel
     return True
+
+
+# -- hold: a late request ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LateCall:
+    """A held request as the pipeline hands it over: its trace fields, its body, and how to answer
+    it once its client has gone (the backend's ``late_answer``, giving the answer's error codes)."""
+
+    fields: dict[str, Any]
+    body: Any
+    answer: Callable[[], Awaitable[list[int] | None]]
+
+
+async def hold(conn: FaultedConnection, rule: Rule, call: LateCall) -> None:
+    """Hold the request until its rule's condition (``faults/late.py``) or fallback. While the
+    client waits, the connection answers nothing (its requests are answered in order); once
+    released the request goes on through the pipeline and is answered on it. If the client
+    closes the connection first (its request.timeout.ms), the request stays held and is handled
+    when released, its answer dropped: a request the broker has read is still handled
+    (``KafkaApis``; ``SocketServer.Processor.processNewResponses`` drops the answer to a gone
+    connection). If the broker closes the connection (it stopped, another fault), the held
+    request goes with it."""
+    host = conn.cluster
+    api_key = call.fields["api_key"]
+    if host.faults.held_requests.full:   # late.MAX_HELD: this one goes on at once, and the trace says why
+        host.trace.emit(Kind.LATE_RELEASE, **call.fields, details={"reason": f"not held: {late.MAX_HELD} requests are "
+                                                                                 "held already", "connection_open": True})
+        return
+    req = host.faults.held_requests.hold(rule.id, api_key, late.transactional_id(api_key, call.body), rule.action.until,
+                                host.now_ms(), rule.action.ms)
+    released = trio.Event()
+    req.on_release = released.set
+    host.trace.emit(Kind.LATE_HOLD, **call.fields, details=req.to_dict())
+    try:
+        await _released(host, req, released)
+    except trio.Cancelled:
+        if conn.peer_closed and req.id in host.faults.held_requests.held:
+            host.run_late(lambda: _answer_late(host, conn.broker, req, released, call))
+        elif req.id in host.faults.held_requests.held:
+            host.faults.held_requests.release(req, "dropped: the broker closed the connection")
+            host.trace.emit(Kind.LATE_RELEASE, **call.fields, details={**req.to_dict(), "reason": req.reason,
+                                                                        "connection_open": False, "dropped": True})
+        raise
+    host.trace.emit(Kind.LATE_RELEASE, **call.fields, details={**req.to_dict(), "reason": req.reason,
+                                                                "connection_open": True})
+
+
+async def _released(host: FaultHost, req: late.HeldRequest, released: trio.Event) -> None:
+    """Until the condition releases it, or its fallback delay passes."""
+    if req.deadline_ms is None:
+        await released.wait()
+        return
+    with trio.move_on_after(max(0.0, req.deadline_ms - host.now_ms()) / 1000):
+        await released.wait()
+    host.faults.held_requests.release(req, f"fallback: {req.deadline_ms - req.held_ms:g} ms after it was held")
+
+
+async def _answer_late(host: FaultHost, broker: Any, req: late.HeldRequest, released: trio.Event, call: LateCall) -> None:
+    """The held request of a client that has gone: handled when released, its answer dropped."""
+    await _released(host, req, released)
+    alive = getattr(broker, "alive", True)
+    host.trace.emit(Kind.LATE_RELEASE, **call.fields, details={**req.to_dict(), "reason": req.reason,
+                                                                "connection_open": False,
+                                                                **({} if alive else {"dropped": True})})
+    if not alive:   # the broker that read it has stopped since: the request died with it
+        return
+    try:
+        errors = await call.answer()
+    except Exception as exc:   # a bug: traced as one, never a crash of the cluster's own tasks
+        host.trace.emit(Kind.HANDLER_ERROR, **call.fields, details={"stage": "late answer",
+                                                                     "error": f"{type(exc).__name__}: {exc}"})
+        return
+    host.trace.emit(Kind.LATE_ANSWER, **call.fields, details={
+        "held": req.id, "dropped": True, **({"errors": sorted(set(errors))} if errors else {}),
+        **({"no_answer": True} if errors is None else {})})
+
+
+def observe(conn: FaultedConnection, api_key: int, body: Any, errors: list[int]) -> None:
+    """A request answered while requests are held: release those it is the condition of."""
+    host = conn.cluster
+    host.faults.held_requests.observe(api_key, late.transactional_id(api_key, body), not any(errors), host.now_ms())

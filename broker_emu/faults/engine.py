@@ -11,6 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from broker_emu.faults.late import LateRequests
 from broker_emu.faults.named import NamedFaults
 from broker_emu.faults.rules import Action, FaultConfigError, Rule, check_rule, parse_rule
 
@@ -31,6 +32,7 @@ class RequestFacts:
     connection: int
     topics: frozenset[tuple[str, int | None]] = frozenset()  # (topic, partition or None)
     bootstrap: bool = False   # the connection came in through the cluster's bootstrap address
+    transactional_id: str | None = None
 
 
 @dataclass
@@ -41,6 +43,7 @@ class Decision:
     bytes_per_s: int = 0           # the slowest bandwidth rule: the response is held len / bytes_per_s
     stop_broker_ms: float | None = None   # stop the broker this long after the request was read
     terminal: Any = None           # the first terminal Action, if any
+    hold: Rule | None = None       # the first hold rule: the request waits for its condition (faults/late.py)
     applied: list[Rule] = field(default_factory=list)
     drawn_ms: dict[int, float] = field(default_factory=dict)   # rule id -> the delay its jitter drew
 
@@ -63,6 +66,8 @@ def _matches(rule: Rule, facts: RequestFacts) -> bool:
         return False
     if m.bootstrap is not None and m.bootstrap != facts.bootstrap:
         return False
+    if m.transactional_id is not None and m.transactional_id != facts.transactional_id:
+        return False
     if m.topic is not None or m.partition is not None:
         return any((m.topic is None or t == m.topic) and (m.partition is None or p is None or p == m.partition)
                    for t, p in facts.topics)
@@ -78,6 +83,8 @@ class FaultEngine(NamedFaults):
         self.clock = clock or (lambda: 0.0)
         self.brokers = set(brokers) if brokers is not None else None
         self.rules: dict[int, Rule] = {}
+        # requests a hold rule holds now (not ``late``: that is the named fault); clearing the rules leaves them held
+        self.held_requests = LateRequests()
         self._rngs: dict[int, random.Random] = {}
         self._next_id = 1
 
@@ -147,6 +154,8 @@ class FaultEngine(NamedFaults):
             elif action.type == "stop_broker":
                 decision.stop_broker_ms = min(action.ms, decision.stop_broker_ms if decision.stop_broker_ms is not None
                                               else action.ms)
+            elif action.type == "hold":
+                decision.hold = decision.hold or rule
             elif decision.terminal is None:
                 decision.terminal = action
         return decision

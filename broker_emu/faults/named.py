@@ -18,7 +18,8 @@ from typing import Any, Callable
 from broker_emu.faults.rules import FaultConfigError, show, suggest
 
 # rule keys every named fault takes: the match (api, broker, topic, ...) and the schedule
-MATCH_SELECTORS = ("api", "broker", "topic", "partition", "client_id", "api_version", "connection", "bootstrap")
+MATCH_SELECTORS = ("api", "broker", "topic", "partition", "client_id", "api_version", "connection", "bootstrap",
+                   "transactional_id")
 SCHEDULE = ("probability", "count", "after", "duration_ms", "at_ms", "name")
 CONNECTION_SELECTORS = ("broker", "connection", "bootstrap")   # what a connection-level rule can match
 
@@ -83,6 +84,12 @@ NAMED: dict[str, Named] = {
     "rebootstrap": Named((), (), lambda: {"type": "error", "error": "REBOOTSTRAP_REQUIRED"},
                          "answer Metadata with REBOOTSTRAP_REQUIRED (the top-level error of Metadata v13+, "
                          "KIP-1102): error on api Metadata", fixed=(("api", "Metadata"),)),
+    # a request delayed past its client's timeout, landing later (faults/late.py): under transaction
+    # version 1 a late EndTxn or Produce lands in the producer's next transaction
+    "late": Named(("until", "ms"), ("until",), lambda until, ms=0.0: {"type": "hold", "until": until} | ({"ms": ms} if ms else {}),
+                  "hold the matching request unhandled until its producer's next InitProducerId, AddPartitionsToTxn, "
+                  "EndTxn or next-transaction Produce is answered (until), or ms; then handle it, even after its "
+                  "client has gone: hold"),
     "metadata-starve": Named(("mode",), (), _starve,
                              "Metadata never helps: never answered (mode silent, the default: black_hole) or "
                              "answered with no brokers (mode no-brokers: no_brokers)", fixed=(("api", "Metadata"),)),
@@ -157,6 +164,10 @@ def black_hole(**selectors: Any) -> dict[str, Any]:
     return rule("black-hole", **selectors)
 
 
+def late(until: str, ms: float = 0.0, **selectors: Any) -> dict[str, Any]:
+    return rule("late", until=until, ms=ms, **selectors)
+
+
 def rebootstrap(**selectors: Any) -> dict[str, Any]:
     return rule("rebootstrap", **selectors)
 
@@ -227,6 +238,9 @@ class NamedFaults:
     def black_hole(self, **selectors: Any) -> FaultHandle:
         return self.add_named("black-hole", **selectors)
 
+    def late(self, until: str, ms: float = 0.0, **selectors: Any) -> FaultHandle:
+        return self.add_named("late", until=until, ms=ms, **selectors)
+
     def rebootstrap(self, **selectors: Any) -> FaultHandle:
         return self.add_named("rebootstrap", **selectors)
 
@@ -290,6 +304,9 @@ class BlockingFaults:
 
     def black_hole(self, **selectors: Any) -> BlockingFaultHandle:
         return self.add_named("black-hole", **selectors)
+
+    def late(self, until: str, ms: float = 0.0, **selectors: Any) -> BlockingFaultHandle:
+        return self.add_named("late", until=until, ms=ms, **selectors)
 
     def rebootstrap(self, **selectors: Any) -> BlockingFaultHandle:
         return self.add_named("rebootstrap", **selectors)

@@ -11,6 +11,7 @@ import reprlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from broker_emu.faults.late import HOLD_UNTIL
 from client.errors import ErrorCode
 from client.protocol import ApiKey
 
@@ -27,6 +28,8 @@ REQUEST_ACTIONS = {
     "no_brokers": (),              # handle it, answer without the brokers list (Metadata: the topics
                                    # stay; Java's client ignores such an answer, so it starves)
     "bandwidth": ("bytes_per_s",), # hold the response for its size / bytes_per_s, then write it
+    "hold": ("until",),            # read it, leave it unhandled until ``until`` (faults/late.py), then handle
+                                   # it even if the client has gone (its answer is dropped then)
     "stop_broker": ("ms",),        # the broker that read it stops: ms 0, before handling it (a crash on
                                    # receipt); ms > 0, that long after it was read (e.g. during a long
                                    # poll, or with a Produce parked in the purgatory)
@@ -47,6 +50,7 @@ OPTIONAL_PARAMS = {
     "delay_request": ("jitter_ms",),   # the delay is drawn uniformly from [max(0, ms - jitter_ms), ms + jitter_ms]
     "delay_response": ("jitter_ms",),  # (from the rule's own RNG, seeded by the cluster seed and the rule id)
     "black_hole": ("close_ms",),       # close the connection this long after swallowing the request
+    "hold": ("ms",),                   # the fallback: released this long after it was held at the latest
 }
 MAX_BYTES_PER_S = 2**31 - 1
 REPLICATION_MODES = ("stall", "lag", "normal")
@@ -56,7 +60,8 @@ REPLICATION_KEYS = ("topic", "partition", "follower", "mode", "lag_ms")
 MAX_MS = 2**31 - 1
 INT16_MAX, INT32_MAX, INT64_MAX = 2**15 - 1, 2**31 - 1, 2**63 - 1
 MAX_STRING = 32767                 # Kafka's STRING: an int16 length
-MATCH_KEYS = ("broker", "api", "api_version", "topic", "partition", "client_id", "connection", "bootstrap")
+MATCH_KEYS = ("broker", "api", "api_version", "topic", "partition", "client_id", "connection", "bootstrap",
+              "transactional_id")
 RULE_KEYS = ("match", "action", "times", "after", "probability", "duration_ms", "at_ms", "id", "name")
 
 
@@ -88,6 +93,7 @@ class Match:
     # True: only connections that came in through the cluster's bootstrap address (broker_emu/front_door.py);
     # False: only those to a broker's own address
     bootstrap: bool | None = None
+    transactional_id: str | None = None   # named in the body (Produce, InitProducerId, EndTxn, ...)
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in MATCH_KEYS if getattr(self, k) is not None}
@@ -104,6 +110,7 @@ class Action:
     jitter_ms: float = 0.0      # delay_request, delay_response
     close_ms: float = 0.0       # black_hole
     bytes_per_s: int = 0        # bandwidth
+    until: str = ""             # hold: the condition that releases the request (faults/late.py HOLD_UNTIL)
 
     @property
     def connection_level(self) -> bool:
@@ -280,6 +287,7 @@ def parse_match(raw: Any, brokers: set[int] | None = None) -> Match:
         client_id=optional("client_id", check_str),
         connection=optional("connection", check_int, 0),
         bootstrap=optional("bootstrap", check_bool),
+        transactional_id=optional("transactional_id", check_str),
     )
 
 
@@ -298,12 +306,22 @@ def parse_action(raw: Any) -> Action:
     for key in ACTIONS[kind]:
         if raw.get(key) is None:
             raise FaultConfigError(f"action.{key}", f"{kind!r} needs {key!r}" + (" (an error name or code)" if key == "error" else ""))
-    ms = check_ms(raw["ms"], "action.ms") if "ms" in ACTIONS[kind] else 0.0
+    ms = check_ms(raw["ms"], "action.ms") if "ms" in takes and raw.get("ms") is not None else 0.0
     error = parse_error_code(raw["error"]) if kind == "error" else 0
     optional = {key: check_ms(raw[key], f"action.{key}") for key in ("jitter_ms", "close_ms")
                 if key in takes and raw.get(key) is not None}
     rate = check_int(raw["bytes_per_s"], "action.bytes_per_s", 1, MAX_BYTES_PER_S) if kind == "bandwidth" else 0
-    return Action(kind, ms, error, bytes_per_s=rate, **optional)
+    until = _parse_until(raw["until"], ms) if kind == "hold" else ""
+    return Action(kind, ms, error, bytes_per_s=rate, until=until, **optional)
+
+
+def _parse_until(value: Any, fallback_ms: float) -> str:
+    if not isinstance(value, str) or value not in HOLD_UNTIL:
+        hint = suggest(str(value), list(HOLD_UNTIL)) or f" (known: {', '.join(HOLD_UNTIL)})"
+        raise FaultConfigError("action.until", f"unknown hold condition {show(value)}{hint}")
+    if value == "delay" and not fallback_ms:
+        raise FaultConfigError("action.ms", "hold until 'delay' needs 'ms' > 0")
+    return value
 
 
 def parse_rule(raw: Any, rule_id: int, brokers: set[int] | None = None) -> Rule:

@@ -45,6 +45,7 @@ log = logging.getLogger("broker_emu.proxy")
 _SIZE = struct.Struct(">i")
 PRODUCE, METADATA, API_VERSIONS = int(ApiKey.PRODUCE), int(ApiKey.METADATA), int(ApiKey.API_VERSIONS)
 MAX_TOPIC_IDS = 100_000
+LATE_ANSWER_BOUND_S = 120.0   # a late request's own upstream round trip, bounded so its task ends
 Answer = Reply   # frame with size prefix, error codes, decoded body (or None)
 
 
@@ -117,6 +118,31 @@ class UpstreamBackend:
         except UpstreamError as exc:
             raise CloseConnection(str(exc)) from None
 
+    async def late_answer(self, ctx: RequestContext, header: RequestHeader, body: Any, frame: Frame) -> Answer | None:
+        """A held request whose client has gone (the ``hold`` fault) goes upstream on a
+        connection of its own: the client's upstream connection closed with it. Upstream, a
+        request is not tied to its connection (a producer's EndTxn or Produce names its
+        producer id and epoch), so the broker handles it as the one it would have read before
+        the client's close reached it."""
+        host, port = self.upstream_address
+        try:
+            upstream = await Upstream.connect(host, port, lambda reason: None)
+        except UpstreamError as exc:
+            raise CloseConnection(str(exc)) from None
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(upstream.pump)
+                with trio.move_on_after(LATE_ANSWER_BOUND_S):
+                    answer = await self._forward(frame, header, body, upstream)
+                    nursery.cancel_scope.cancel()
+                    return answer
+                nursery.cancel_scope.cancel()
+            raise CloseConnection(f"the upstream did not answer a late request in {LATE_ANSWER_BOUND_S:g} s")
+        except UpstreamError as exc:
+            raise CloseConnection(str(exc)) from None
+        finally:
+            await upstream.aclose()
+
     def error_answer(self, ctx: RequestContext, body: Any, code: int) -> Answer:
         if body is None:
             raise CloseConnection(f"fault: cannot inject an error into {API_NAMES.get(ctx.api_key, ctx.api_key)} "
@@ -160,8 +186,8 @@ class UpstreamBackend:
         return encode_response(key, version, ctx.correlation_id, decoded), errors, decoded
 
     # -- the upstream round trip ----------------------------------------------------------------
-    async def _forward(self, frame: Frame, header: RequestHeader, body: Any) -> Answer | None:
-        upstream = self.upstream
+    async def _forward(self, frame: Frame, header: RequestHeader, body: Any, upstream: Upstream | None = None) -> Answer | None:
+        upstream = upstream or self.upstream
         assert upstream is not None
         await upstream.send(frame)
         if header.api_key == PRODUCE:

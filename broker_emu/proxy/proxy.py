@@ -15,7 +15,7 @@ import contextlib
 import itertools
 import uuid
 from dataclasses import dataclass, field
-from typing import IO, Any, AsyncIterator, Iterable, Iterator, NamedTuple
+from typing import IO, Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, NamedTuple
 
 import trio
 
@@ -128,6 +128,12 @@ class Proxy(Waits):   # Waits: proxy.wait_for(...) on fault hits, connections, t
             await self.stop_broker(broker_id)
 
         self._nursery.start_soon(stop)
+
+    def run_late(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """A held request whose client has gone (``faults/apply.hold``): answered in the proxy's
+        nursery, over an upstream connection of its own (``forward.UpstreamBackend.late_answer``)."""
+        assert self._nursery is not None, "the proxy is not running"
+        self._nursery.start_soon(fn)
 
     async def start_broker(self, broker_id: int) -> None:
         b = self.brokers[broker_id]

@@ -73,6 +73,10 @@ class TransactionManager:
         self.adding: set[tuple[str, int]] = set()
         self.pending: Pending | None = None
         self.last_error: BaseException | None = None
+        # an abortable error while the transaction was open: the abort is followed by an epoch bump
+        # (Java's clientSideEpochBumpRequired, KIP-360), so nothing of the aborted transaction still
+        # on its way can land in the next one (a Produce delayed past its timeout)
+        self.bump_required = False
 
     # -- what the sender asks -----------------------------------------------------------------
     def sendable(self, tp: tuple[str, int]) -> bool:
@@ -160,6 +164,20 @@ class TransactionManager:
         self.sender.set_producer(answer.producer_id, answer.producer_epoch)
         self.state = State.READY
 
+    async def _bump_epoch(self) -> None:
+        """After the abort of a transaction that hit an abortable error: InitProducerId with our
+        id and epoch, when the coordinator can bump it (v3+), as Java's
+        ``TransactionManager.beginCompletingTransaction`` does under transaction version 1
+        (``needToTriggerEpochBumpFromClient``); every partition's sequence restarts at 0."""
+        self.bump_required = False
+        node = await self._find(self.tid, TXN_KEY)
+        if self.net.version_for(await self.net.connection(node), ApiKey.INIT_PRODUCER_ID) < 3:
+            return   # Java's coordinatorSupportsBumpingEpoch: an older coordinator cannot
+        body = {"transactional_id": self.tid, "transaction_timeout_ms": self.timeout_ms,
+                "producer_id": self.sender.producer_id, "producer_epoch": self.sender.producer_epoch}
+        answer = await self._to_coordinator(ApiKey.INIT_PRODUCER_ID, body)
+        self.sender.set_producer(answer.producer_id, answer.producer_epoch)
+
     async def _add_partition(self, tp: tuple[str, int]) -> None:
         try:
             body = {"v3_and_below_transactional_id": self.tid, "v3_and_below_producer_id": self.sender.producer_id,
@@ -197,6 +215,8 @@ class TransactionManager:
             await self._to_coordinator(ApiKey.END_TXN, {"transactional_id": self.tid, "producer_id": self.sender.producer_id,
                                                         "producer_epoch": self.sender.producer_epoch, "committed": commit},
                                        max_version=3)
+        if not commit and self.bump_required:
+            await self._bump_epoch()
         self.added.clear()
         self.started = False
         self.state = State.READY
@@ -244,4 +264,6 @@ class TransactionManager:
         if fatal:
             self.state = State.FATAL_ERROR
         elif self.state in (State.IN_TRANSACTION, State.COMMITTING):
+            # Java's maybeTransitionToErrorState: the bump only when not already completing
+            self.bump_required = self.bump_required or self.state == State.IN_TRANSACTION
             self.state = State.ABORTABLE_ERROR

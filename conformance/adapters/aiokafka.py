@@ -138,6 +138,9 @@ class AiokafkaAdapter(RealTimeAdapter):
     async def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         return await py_txn.ak_zombie(self, step, env)
 
+    async def _txn_abort_then_commit(self, step: Operation, env: RunEnv) -> Outcome:
+        return await py_txn.ak_abort_then_commit(self, step, env)
+
     async def _read_committed_behind_open_txn(self, step: Operation, env: RunEnv) -> Outcome:
         return await py_txn.ak_read_committed(self, step, env)
 

@@ -13,7 +13,7 @@ from typing import Any
 from conformance.adapters.base import RunEnv, scaled_ms
 from conformance.model import Operation, Outcome
 
-TXN_OPERATIONS = frozenset({"transaction", "txn_zombie"})
+TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "txn_abort_then_commit"})
 
 
 def _name(exc: BaseException) -> str:
@@ -82,6 +82,30 @@ class ConfluentTransactions:
                 p.commit_transaction(60)
                 value = "committed when called again"
             return Outcome("transaction", False, elapsed, name, str(exc), value=value)
+
+    def _txn_abort_then_commit(self, step: Operation, env: RunEnv) -> Outcome:
+        """A transaction whose one record (txn-1) fails is aborted; the next writes txn-2 and
+        commits. Timed: from the abort to the commit; the value is how the first record ended
+        (librdkafka's delivery report; None: delivered)."""
+        topic, partition = step.args["topic"], step.args.get("partition", 0)
+        block = max(self._block_s(env), INIT_SETUP_S)
+        p = self._txn_producer(env, env.client_id)
+        reports: list[Any] = []
+        p.init_transactions(block)
+        p.begin_transaction()
+        p.produce(topic, b"txn-1", partition=partition, on_delivery=lambda err, msg: reports.append(err))
+        p.flush(block)
+        first = None if reports and reports[0] is None else (reports[0].name() if reports else "no delivery report")
+        start = env.clock()
+        try:
+            p.abort_transaction(block)
+            p.begin_transaction()
+            p.produce(topic, b"txn-2", partition=partition)
+            p.flush(block)
+            p.commit_transaction(block)
+            return Outcome("txn_abort_then_commit", True, env.clock() - start, value=first)
+        except Exception as exc:  # noqa: BLE001 - librdkafka's errors become the outcome
+            return Outcome("txn_abort_then_commit", False, env.clock() - start, _name(exc), str(exc), value=first)
 
     def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         topic, partition = step.args["topic"], step.args.get("partition", 0)

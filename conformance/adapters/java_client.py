@@ -74,7 +74,7 @@ MIN_GAP_S = 0.05
 JAVA_OPERATIONS = frozenset({
     "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets", "offsets_for_times",
     "list_topics", "partitions_for", "commit_sync", "close", "admin_list_topics", "configure_producer",
-    "produce_pipelined", "transaction", "txn_zombie", "read_committed_behind_open_txn",
+    "produce_pipelined", "transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit",
     "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit",
     "kip848_coordinator_dies", "create_topics", "delete_records",
 })

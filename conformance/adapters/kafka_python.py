@@ -126,6 +126,9 @@ class KafkaPythonAdapter(RealTimeAdapter):
     def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         return py_txn.kp_zombie(self, step, env)
 
+    def _txn_abort_then_commit(self, step: Operation, env: RunEnv) -> Outcome:
+        return py_txn.kp_abort_then_commit(self, step, env)
+
     def _read_committed_behind_open_txn(self, step: Operation, env: RunEnv) -> Outcome:
         return py_txn.kp_read_committed(self, step, env)
 

@@ -56,7 +56,7 @@ from types import MappingProxyType
 
 from conformance.adapters.base import RunEnv
 from conformance.adapters.line_protocol import LineProtocolAdapter
-from conformance.adapters.py_common import watchdog_s
+from conformance.adapters.py_common import TXN_ABORT_THEN_COMMIT_NA, watchdog_s
 from conformance.cache_dir import cache_dir, install_hint, source_checkout
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
 from conformance.model import Operation, Outcome
@@ -109,6 +109,7 @@ def _no_deadline(*steps: str) -> Lack:
 
 CAPABILITIES = ClientCapabilities(
     client="kafkajs", pin=Pin("package.json", "kafkajs"), source="https://github.com/tulios/kafkajs/blob/v{version}/{path}",
+    not_driven=MappingProxyType({"txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),
     has=("calls on one client", "transactions", "transaction.timeout.ms < 1 s", "consumer calls", "create_topics(timeout)",
          "SASL", "socket.connection.setup.timeout.ms"),
     lacks=MappingProxyType({

@@ -39,7 +39,8 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics",
-                            "transaction", "txn_zombie", "read_committed_behind_open_txn"}) | KIP848_OPERATIONS | ADMIN_OPERATIONS
+                            "transaction", "txn_zombie", "read_committed_behind_open_txn",
+                            "txn_abort_then_commit"}) | KIP848_OPERATIONS | ADMIN_OPERATIONS
     warm_up_calls = frozenset({"committed"})
     capabilities = OURS_ASYNC
 
@@ -215,6 +216,30 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                 if again:
                     await producer.commit_transaction(timeout=600)
                 return transaction_failed(exc, elapsed, again)
+
+    async def _txn_abort_then_commit(self, step: Operation, env: RunEnv) -> Outcome:
+        """A transaction whose one record (txn-1) fails is aborted; the next one writes txn-2
+        and commits. Timed: from the abort to the commit; the value is how the first record
+        ended (None: delivered)."""
+        topic, partition = step.args["topic"], step.args.get("partition")
+        async with open_producer(self._txn_config(env, env.client_id), connect=self._connect(env)) as producer:
+            await producer.init_transactions()
+            producer.begin_transaction()
+            first: str | None = None
+            try:
+                await (await producer.send(topic, b"txn-1", partition=partition)).get()
+            except KafkaError as exc:
+                first = error_name(exc)
+            start = timed_start(env, step)
+            try:
+                await producer.abort_transaction()
+                producer.begin_transaction()
+                await (await producer.send(topic, b"txn-2", partition=partition)).get()
+                await producer.commit_transaction()
+            except KafkaError as exc:
+                return Outcome("txn_abort_then_commit", False, trio.current_time() - start, error_name(exc), str(exc),
+                               value=first)
+            return Outcome("txn_abort_then_commit", True, trio.current_time() - start, value=first)
 
     def _txn_config(self, env: RunEnv, client_id: str) -> dict:
         return txn_settings(env, client_id)

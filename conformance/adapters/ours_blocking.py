@@ -34,7 +34,7 @@ from conformance.adapters.ours_common import (
 from conformance.adapters.py_common import short, warm_step
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
-TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "read_committed_behind_open_txn"})
+TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit"})
 RETRIED_COMMIT_S = 60.0   # a timed-out commit called again: long enough for the retried EndTxn
 MIN_GAP_S = 0.05          # produce_pipelined: the next send after the first is surely in flight (real time)
 
@@ -201,6 +201,28 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
                 if again:
                     producer.commit_transaction(timeout=RETRIED_COMMIT_S)
                 return transaction_failed(exc, elapsed, again)
+
+    def _txn_abort_then_commit(self, step: Operation, env: RunEnv) -> Outcome:
+        """A transaction whose one record (txn-1) fails is aborted; the next writes txn-2 and
+        commits. Timed: from the abort to the commit; the value is how the first record ended."""
+        topic, partition = step.args["topic"], step.args.get("partition")
+        with self._producer(env, self._txn_config(env, env.client_id)) as producer:
+            producer.init_transactions()
+            producer.begin_transaction()
+            first: str | None = None
+            try:
+                producer.send(topic, b"txn-1", partition=partition).result()
+            except KafkaError as exc:
+                first = error_name(exc)
+            start = env.clock()
+            try:
+                producer.abort_transaction()
+                producer.begin_transaction()
+                producer.send(topic, b"txn-2", partition=partition).result()
+                producer.commit_transaction()
+            except KafkaError as exc:
+                return Outcome("txn_abort_then_commit", False, env.clock() - start, error_name(exc), str(exc), value=first)
+            return Outcome("txn_abort_then_commit", True, env.clock() - start, value=first)
 
     def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         """A producer opens a transaction; a new instance with the same transactional.id starts

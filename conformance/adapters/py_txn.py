@@ -18,8 +18,9 @@ from conformance.adapters.base import RunEnv, scaled_ms
 from conformance.adapters.py_common import NoReturn, call_in_thread, no_return, watchdog_s
 from conformance.model import Operation, Outcome
 
-TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "read_committed_behind_open_txn"})
+TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit"})
 HUNG, AFTER = b"in the open transaction", b"after it"
+FIRST, SECOND = b"txn-1", b"txn-2"   # txn_abort_then_commit: the aborted transaction's record, the committed one's
 
 
 def _name(exc: BaseException) -> str:
@@ -37,6 +38,10 @@ def kafka_python_producer(adapter: Any, env: RunEnv, client_id: str) -> Any:
     from kafka import KafkaProducer
 
     common = {**adapter._common(env), "client_id": client_id}
+    if "delivery.timeout.ms" in env.config:
+        common["delivery_timeout_ms"] = env.config["delivery.timeout.ms"]
+    if "linger.ms" in env.config:
+        common["linger_ms"] = env.config["linger.ms"]
     return KafkaProducer(**common, transactional_id=f"{env.client_id}-tx", transaction_timeout_ms=_timeout_ms(env),
                          enable_idempotence=True, acks=-1,
                          max_block_ms=env.config.get("max.block.ms", scaled_ms(60_000, env.scale)))
@@ -57,6 +62,31 @@ def kp_transaction(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
         return Outcome("transaction", True, env.clock() - clock["start"])
 
     return _guarded(step, env, "transaction", run, clock)
+
+
+def kp_abort_then_commit(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
+    """A transaction whose one record fails is aborted; the next commits one record. Timed: from
+    the abort to the commit; the value is how the first record ended (None: delivered)."""
+    clock: dict[str, float] = {"start": env.clock()}
+
+    def run() -> Outcome:
+        topic, partition = step.args["topic"], step.args.get("partition", 0)
+        p = kafka_python_producer(adapter, env, env.client_id)
+        p.init_transactions()
+        p.begin_transaction()
+        first = None
+        try:
+            p.send(topic, FIRST, partition=partition).get(timeout=60)
+        except Exception as exc:  # noqa: BLE001 - how the record ended is the point
+            first = _name(exc)
+        clock["start"] = env.clock()
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send(topic, SECOND, partition=partition).get(timeout=60)
+        p.commit_transaction()
+        return Outcome("txn_abort_then_commit", True, env.clock() - clock["start"], value=first)
+
+    return _guarded(step, env, "txn_abort_then_commit", run, clock)
 
 
 def kp_zombie(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
@@ -126,6 +156,34 @@ def _ak_producer(adapter: Any, env: RunEnv, client_id: str) -> Any:
 
     return AIOKafkaProducer(**{**adapter._common(env), "client_id": client_id}, transactional_id=f"{env.client_id}-tx",
                             transaction_timeout_ms=_timeout_ms(env), enable_idempotence=True, acks="all")
+
+
+async def ak_abort_then_commit(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
+    """kp_abort_then_commit with aiokafka (its batches expire at request_timeout_ms: it has no
+    delivery timeout of its own)."""
+    clock = {"start": env.clock()}
+
+    async def run() -> Outcome:
+        topic, partition = step.args["topic"], step.args.get("partition", 0)
+        p = _ak_producer(adapter, env, env.client_id)
+        await p.start()
+        try:
+            await p.begin_transaction()
+            first = None
+            try:
+                await p.send_and_wait(topic, FIRST, partition=partition)
+            except Exception as exc:  # noqa: BLE001 - how the record ended is the point
+                first = _name(exc)
+            clock["start"] = env.clock()
+            await p.abort_transaction()
+            await p.begin_transaction()
+            await p.send_and_wait(topic, SECOND, partition=partition)
+            await p.commit_transaction()
+            return Outcome("txn_abort_then_commit", True, env.clock() - clock["start"], value=first)
+        finally:
+            await p.stop()
+
+    return await _ak_guarded(step, env, "txn_abort_then_commit", run, clock)
 
 
 async def ak_zombie(adapter: Any, step: Operation, env: RunEnv) -> Outcome:

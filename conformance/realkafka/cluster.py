@@ -73,7 +73,8 @@ class KafkaCluster:
     waits until every node answers Metadata listing all n brokers; ``stop()`` shuts them down."""
 
     def __init__(self, brokers: int = 1, config: Mapping[str, object] | None = None,
-                 run_dir: Path | None = None, version: str | None = None, client_protocol: str = "") -> None:
+                 run_dir: Path | None = None, version: str | None = None, client_protocol: str = "",
+                 features: Mapping[str, int] | None = None) -> None:
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
         self.lib = check_installed(version)
@@ -82,6 +83,7 @@ class KafkaCluster:
         self.run_dir = run_dir or new_run_dir()
         self.cluster_id = new_cluster_id()
         self.client_protocol = client_protocol   # an extra CLIENT listener (config.server_properties)
+        self.features = dict(features or {})      # feature levels the storage is formatted with (transaction.version=1)
         self.ports = self._pick_ports(brokers)
         self.nodes = [KafkaNode(p, self.run_dir / f"node-{p.node_id}", self.java, self.lib) for p in self.ports]
         self.format_seconds: float | None = None
@@ -108,7 +110,7 @@ class KafkaCluster:
         procs = []
         for node in self.nodes:
             with open(node.directory / "format.log", "wb") as log:
-                procs.append(subprocess.Popen(node.format_command(self.cluster_id), stdin=subprocess.DEVNULL,
+                procs.append(subprocess.Popen(node.format_command(self.cluster_id, self.features), stdin=subprocess.DEVNULL,
                                               stdout=log, stderr=subprocess.STDOUT, cwd=node.directory))
         wait_all(procs, deadline)
         for node, proc in zip(self.nodes, procs):
@@ -290,9 +292,10 @@ class KafkaCluster:
 @contextmanager
 def apache_kafka_cluster(brokers: int = 1, config: Mapping[str, object] | None = None, timeout: float = 90.0,
                   run_dir: Path | None = None, stop_timeout: float = 30.0,
-                  client_protocol: str = "") -> Iterator[KafkaCluster]:
-    """Start a cluster, yield it, and stop every node on the way out, whatever happened."""
-    cluster = KafkaCluster(brokers, config, run_dir, client_protocol=client_protocol)
+                  client_protocol: str = "", features: Mapping[str, int] | None = None) -> Iterator[KafkaCluster]:
+    """Start a cluster, yield it, and stop every node on the way out, whatever happened.
+    ``features``: levels to format with (``{"transaction.version": 1}``: StorageTool's --feature)."""
+    cluster = KafkaCluster(brokers, config, run_dir, client_protocol=client_protocol, features=features)
     cluster.start(timeout)
     try:
         yield cluster

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from conformance.realkafka.config import HOST, NodePorts
@@ -57,9 +57,12 @@ class KafkaNode:
         return [self.java, *JVM_OPTS, f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
                 "-cp", f"{self.lib}/*", main, *args]
 
-    def format_command(self, cluster_id: str) -> list[str]:
+    def format_command(self, cluster_id: str, features: Mapping[str, int] | None = None) -> list[str]:
+        """StorageTool format; ``features``: a level per feature (``transaction.version=1``), else
+        the release's defaults (Kafka 4.4: transaction.version 2)."""
+        levels = [f"--feature={name}={level}" for name, level in (features or {}).items()]
         return self._java("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
-                          "--config", str(self.directory / "server.properties"), "--ignore-formatted")
+                          "--config", str(self.directory / "server.properties"), "--ignore-formatted", *levels)
 
     def start(self) -> None:
         """Start the JVM (storage must be formatted); returns at once."""

@@ -133,3 +133,33 @@ async def test_our_consumer_reads_committed_records_only_and_never_a_marker(auto
         # 3 transactions of 2 records and a marker each: offsets 0-8
         assert await _read(cluster, "read_committed") == ([b"c0", b"c1", b"d0", b"d1"], 9)
         assert await _read(cluster, "read_uncommitted") == ([b"c0", b"c1", b"a0", b"a1", b"d0", b"d1"], 9)
+
+
+async def test_an_abort_after_a_failed_send_bumps_the_epoch_as_java_does(autojump_clock):
+    """Java's TransactionManager under transaction version 1: an abortable error (a record expired
+    at delivery.timeout.ms) marks the epoch for a bump, and the abort's EndTxn is followed by
+    InitProducerId with the current id and epoch (KIP-360); the next transaction writes with the
+    new epoch from sequence 0. A plain abort bumps nothing."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        config = {"request.timeout.ms": 1000, "delivery.timeout.ms": 1005, "linger.ms": 5}
+        async with txn_producer(cluster, **config) as p:
+            await p.init_transactions()
+            p.begin_transaction()
+            await (await p.send("t", b"plain", partition=0)).get()
+            await p.abort_transaction()
+            inits = [e for e in cluster.trace.query(kind=Kind.RECV) if e.api == "InitProducerId"]
+            assert len(inits) == 1   # no bump after an abort the application chose
+            p.begin_transaction()
+            cluster.faults.add({"match": {"api": "Produce"}, "action": "black_hole", "times": 1}, cluster.now_ms())
+            with pytest.raises(KafkaError):
+                await (await p.send("t", b"expired", partition=0)).get()
+            await p.abort_transaction()
+            bumped = [e for e in cluster.trace.query(kind=Kind.TXN_STATE) if e.details["reason"] == "init"]
+            assert [e.details["epoch"] for e in bumped] == [0, 1]
+            p.begin_transaction()
+            await (await p.send("t", b"after", partition=0)).get()
+            await p.commit_transaction()
+        from client.protocol.records import parse_batch_header
+
+        headers = [h for h in (parse_batch_header(b.data) for b in cluster.partition("t", 0).log.batches) if not h.is_control]
+        assert [(h.producer_epoch, h.base_sequence) for h in headers][-1] == (1, 0)

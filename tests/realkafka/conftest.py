@@ -45,10 +45,10 @@ def kafka_factory():
     started: list[KafkaCluster] = []
 
     def start(brokers: int = 1, config: dict | None = None, timeout: float = 120.0,
-              client_protocol: str = "") -> KafkaCluster:
+              client_protocol: str = "", features: dict | None = None) -> KafkaCluster:
         from conformance.realkafka.config import HARNESS
 
-        cluster = KafkaCluster(brokers, {**HARNESS, **(config or {})}, client_protocol=client_protocol)
+        cluster = KafkaCluster(brokers, {**HARNESS, **(config or {})}, client_protocol=client_protocol, features=features)
         started.append(cluster)
         return cluster.start(timeout)
 

@@ -50,6 +50,8 @@ def test_each_named_fault_adds_its_rule(served):
         (["error", "--error", "NOT_LEADER_OR_FOLLOWER", "--api", "Produce"],
          {"type": "error", "error": "NOT_LEADER_OR_FOLLOWER"}, {"api": "Produce"}),
         (["error", "--error", "7"], {"type": "error", "error": "REQUEST_TIMED_OUT"}, {}),
+        (["late", "--until", "next_end_txn", "--api", "Produce", "--transactional-id", "tx"],
+         {"type": "hold", "until": "next_end_txn"}, {"api": "Produce", "transactional_id": "tx"}),
         (["black-hole", "--api", "Metadata", "--count", "2", "--probability", "0.5"], {"type": "black_hole"}, {"api": "Metadata"}),
     ]
     for args, action, match in cases:

@@ -73,6 +73,36 @@ final class Txn {
     }
 
     /**
+     * A transaction whose one record (txn-1) fails is aborted; the next writes txn-2 and
+     * commits. Timed: from the abort to the commit; the value is how the first record ended
+     * (null: delivered).
+     */
+    static ObjectNode abortThenCommit(Run run, JsonNode args) {
+        KafkaProducer<byte[], byte[]> p = producer(run, run.clientId);
+        long start = System.nanoTime();
+        try {
+            p.initTransactions();
+            p.beginTransaction();
+            JsonNode first = null;
+            try {
+                p.send(record(args, "txn-1")).get(60, TimeUnit.SECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                first = Main.JSON.getNodeFactory().textNode(e.getCause().getClass().getSimpleName());
+            }
+            start = System.nanoTime();
+            p.abortTransaction();
+            p.beginTransaction();
+            p.send(record(args, "txn-2")).get(60, TimeUnit.SECONDS);
+            p.commitTransaction();
+            return Outcomes.ok("txn_abort_then_commit", Outcomes.elapsedMs(start), first);
+        } catch (Exception e) {
+            return Outcomes.failed("txn_abort_then_commit", Outcomes.elapsedMs(start), e);
+        } finally {
+            p.close(java.time.Duration.ZERO);
+        }
+    }
+
+    /**
      * The real-client check: one transaction committed (6 records over the topic's partitions
      * and offset 7 of partition 0 for the group), one aborted (6 records sent first, offset 99).
      */

@@ -1,0 +1,126 @@
+"""The torn transaction on Apache Kafka 4.4 formatted with transaction.version=1: the proxy's
+``hold`` fault delays a commit's EndTxn past our client's request.timeout.ms; the client retries
+and commits, begins the next transaction with the same epoch, and the delayed EndTxn(commit) then
+reaches Kafka, which commits the next transaction with what it has written so far. Skipped when
+java or the jars are missing (bash dev/install-kafka); a JVM on a shared machine, so generous bounds."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import client
+from client.errors import KafkaError
+from tests.broker_emu.proxy.conftest import add_fault, events
+
+pytestmark = [pytest.mark.realclient, pytest.mark.slow]
+TOPIC = "late"
+
+
+def _wait_for(proxy, kind: str, bound_s: float = 30.0) -> list:
+    deadline = time.monotonic() + bound_s
+    while not (got := events(proxy, kind)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return got
+
+
+def _read_committed(bootstrap: str) -> list[bytes]:
+    consumer = client.Consumer({"bootstrap.servers": bootstrap, "group.id": None, "isolation.level": "read_committed",
+                                "auto.offset.reset": "earliest", "client.id": "late-reader"})
+    try:
+        consumer.assign([(TOPIC, 0)])
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            seen += [r.value for r in consumer.poll(0.5)]
+        return seen
+    finally:
+        consumer.close()
+
+
+def test_a_late_end_txn_commits_the_next_transaction_on_kafka_with_transaction_version_1(kafka_factory):
+    from broker_emu.proxy.proxy import run_proxy_in_thread
+
+    kafka = kafka_factory(features={"transaction.version": 1})
+    kafka.create_topic(TOPIC, 1, 1)
+    with run_proxy_in_thread(kafka.bootstrap) as proxy:
+        add_fault(proxy, {"match": {"api": "EndTxn"}, "times": 1,
+                          "action": {"type": "hold", "until": "next_txn_produce", "ms": 60_000}})
+        producer = client.Producer({"bootstrap.servers": proxy.bootstrap, "transactional.id": "late-tx",
+                                    "client.id": "late-producer", "request.timeout.ms": 2000, "max.block.ms": 30_000})
+        try:
+            producer.init_transactions()
+            producer.begin_transaction()
+            producer.send(TOPIC, b"n", partition=0).result()
+            producer.commit_transaction()             # its EndTxn held; the retry after 2 s commits
+            producer.begin_transaction()
+            producer.send(TOPIC, b"n+1 first", partition=0).result()
+            answers = _wait_for(proxy, "late_answer")   # the held EndTxn(commit) of n reaches Kafka now
+            time.sleep(2)                              # and its markers are written
+            outcomes = {}
+            for step, call in (("send", lambda: producer.send(TOPIC, b"n+1 second", partition=0).result()),
+                               ("commit", producer.commit_transaction)):
+                try:
+                    call()
+                    outcomes[step] = "ok"
+                except KafkaError as exc:
+                    outcomes[step] = type(exc).__name__
+        finally:
+            producer.close()
+        release = events(proxy, "late_release")
+    assert release and release[0].details["connection_open"] is False, release
+    # Kafka accepted the previous transaction's EndTxn(commit) inside the next transaction (no error)
+    assert answers and answers[0].details == {"held": 1, "dropped": True}, answers
+    seen = _read_committed(kafka.bootstrap)
+    # the tear: the next transaction's first record is committed by the previous one's late EndTxn,
+    # whatever the client then hears of its own send and commit
+    assert seen == [b"n", b"n+1 first"], (seen, outcomes)
+    # ... and the client hears that its transaction failed: the next record is refused (KIP-890 part 1:
+    # the partition is in no transaction of the producer any more), so its commit cannot happen
+    assert outcomes == {"send": "TransactionAbortableError", "commit": "TransactionStateError"}, outcomes
+
+
+def _java_two_transactions(kafka_factory, version: int) -> tuple[list, list, list]:
+    """kafka-clients 4.4.0 runs two transactions through the proxy while the first commit's EndTxn
+    is held until the next transaction's first Produce (txn.late-end-txn): its outcomes, the late
+    answers and the AddPartitionsToTxn requests the proxy saw."""
+    from broker_emu.proxy.proxy import run_proxy_in_thread
+    from conformance.adapters.base import RunEnv
+    from conformance.adapters.java_client import JavaAdapter
+    from conformance.model import Operation
+
+    adapter = JavaAdapter()
+    ready, why = adapter.available()
+    if not ready:
+        pytest.skip(why)
+    kafka = kafka_factory(features={"transaction.version": version})
+    kafka.create_topic(TOPIC, 1, 1)
+    with run_proxy_in_thread(kafka.bootstrap) as proxy:
+        add_fault(proxy, {"match": {"api": "EndTxn"}, "times": 1,
+                          "action": {"type": "hold", "until": "next_txn_produce", "ms": 60_000}})
+        env = RunEnv(proxy.bootstrap, f"late-java-v{version}", {"request.timeout.ms": 2000, "max.block.ms": 30_000})
+        try:
+            outcomes = adapter.run_blocking((Operation("transaction", {"topic": TOPIC, "partition": 0, "count": 2}),), env)
+        finally:
+            adapter.shutdown()
+        answers = _wait_for(proxy, "late_answer", 10.0 if outcomes[0].ok else 2.0)
+        adds = [e for e in events(proxy, "recv") if e.api == "AddPartitionsToTxn"]
+    return outcomes, answers, adds
+
+
+def test_the_java_client_on_kafka_with_transaction_version_1_is_torn(kafka_factory):
+    """Under version 1 kafka-clients retries the timed-out EndTxn, commits, begins the next
+    transaction with the same epoch, and Kafka accepts the late EndTxn(commit) inside it."""
+    outcomes, answers, _ = _java_two_transactions(kafka_factory, 1)
+    assert outcomes[0].ok, outcomes
+    assert answers and not answers[0].details.get("errors"), answers
+
+
+def test_the_java_client_on_kafka_with_transaction_version_2_does_not_retry_the_end_txn(kafka_factory):
+    """Under version 2 (the 4.4 default) kafka-clients does not retry an EndTxn that timed out:
+    the commit fails as abortable, no next transaction begins, and the held EndTxn has nothing to
+    land in: the late request cannot tear what the client never starts."""
+    outcomes, answers, adds = _java_two_transactions(kafka_factory, 2)
+    assert not outcomes[0].ok and outcomes[0].error_type == "TransactionAbortableException", outcomes
+    assert len(adds) <= 1 and not answers, (adds, answers)
