@@ -15,8 +15,11 @@ STARTUP = "## Start-up (`benchmarks.startup`)"
 PARKED_MS = 400.0
 
 STARTUP_LABELS = {
-    "emulator": "broker-emu serve, bytecode cached",
-    "emulator-cold": "broker-emu serve, no bytecode at all",
+    "emulator": "broker_emu.cli serve, bytecode cached",
+    "command": "broker-emu serve, bytecode cached",
+    "emulator-before": "broker_emu.cli serve, bytecode cached, before",
+    "command-before": "broker-emu serve, bytecode cached, before",
+    "emulator-cold": "broker_emu.cli serve, no bytecode at all",
     "kfake": "franz-go kfake",
     "mock": "librdkafka mock (in the client)",
 }
@@ -53,21 +56,35 @@ def round_trip_section(rt: dict, plots: Path, chart: Callable[[str, str, dict[st
     return md
 
 
+def startup_label(key: str, st: dict) -> str:
+    label = STARTUP_LABELS.get(key, key)
+    return f"{label} ({st['reference']})" if key.endswith("-before") and "reference" in st else label
+
+
 def startup_section(st: dict, plots: Path, chart: Callable[[str, str, dict[str, float]], str]) -> list[str]:
     ms: dict[str, list[float]] = st["ms"]
     base = _p50(next(iter(ms.values())))
     md = [STARTUP, "",
           f"From starting a 3-broker cluster until every broker answers ApiVersions, {st['runs']} starts each, "
-          f"the targets in turn, {st['cores']} cores: p50, the slowest start, and the p50 over the first row's.", "",
+          f"the targets in turn, {st['cores']} cores: p50, the slowest start, and the p50 over the first row's. "
+          "`broker_emu.cli serve` is the emulator's own command line (`python -m broker_emu.cli`), `broker-emu "
+          "serve` the installed command, which composes the conformance suite's commands with it "
+          "(`conformance.main`). Bytecode cached: a warm `PYTHONPYCACHEPREFIX` filled by one start before the "
+          "timed ones; no bytecode at all: an empty one and `PYTHONDONTWRITEBYTECODE=1`.", "",
           "| cluster | p50 | slowest | ratio |", "|---|---:|---:|---:|"]
     bars = {}
     for key, values in ms.items():
         p50 = _p50(values)
-        bars[STARTUP_LABELS.get(key, key)] = p50
-        md.append(f"| {STARTUP_LABELS.get(key, key)} | {p50:,.0f} ms | {max(values):,.0f} ms | {p50 / base:.2f}× |")
+        bars[startup_label(key, st)] = p50
+        md.append(f"| {startup_label(key, st)} | {p50:,.0f} ms | {max(values):,.0f} ms | {p50 / base:.2f}× |")
     if "kafka_once_ms" in st:
         md.append(f"| Apache Kafka 4.4, 3 KRaft nodes (once) | {st['kafka_once_ms']:,.0f} ms | | "
                   f"{st['kafka_once_ms'] / base:.0f}× |")
+    before = [f"{STARTUP_LABELS[key]} {_p50(ms[key]) / _p50(ms[key + '-before']):.2f}×"
+              for key in ("emulator", "command") if key in ms and key + "-before" in ms]
+    if before:
+        md += ["", f"Against {st.get('reference', 'the reference checkout')} in the same rounds (p50 now ÷ p50 "
+               f"before): {'; '.join(before)}."]
     (plots / "startup.svg").write_text(chart("start to every broker answering ApiVersions (p50)", "ms", bars))
     return md + ["", "![start-up](performance/startup.svg)", ""]
 
