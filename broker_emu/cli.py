@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import trio
 
-from broker_emu.cli_faults import add_named_fault_commands, control_request
+from broker_emu.cli_faults import add_named_fault_commands, built_when_used, control_request
 from broker_emu.version_profiles import PROFILES
 
 TOPIC_SPEC = "--topic wants NAME[:PARTITIONS[:RF]]"
@@ -342,6 +342,12 @@ def add_fault_command(sub: Any) -> None:
     f = sub.add_parser("fault", help="drive a running cluster's control API")
     f.set_defaults(func=fault_command)
     add_control_options(f, None)
+    # its actions (six, and one per named fault) are added when `fault` itself is parsed: their
+    # parsers cost every other command, serve's start-up among them, a few milliseconds
+    built_when_used(f, add_fault_actions)
+
+
+def add_fault_actions(f: argparse.ArgumentParser) -> None:
     fs = f.add_subparsers(dest="fault_cmd", required=True)
     add = fs.add_parser("add", help="add a fault rule (JSON)")
     add.add_argument("rule", help='e.g. \'{"match": {"api": "Produce"}, "action": {"type": "black_hole"}}\'')
