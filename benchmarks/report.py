@@ -5,6 +5,7 @@ itself: it measures nothing). Run the benchmarks with --json first:
     .venv/bin/python -m benchmarks.consumer --rounds 3 --megabytes 50 --small 500000 --mixed 500000 --json out/perf/consumer.json
     .venv/bin/python -m benchmarks.round_trips --targets emulator,mock,kfake --json out/perf/round-trips.json
     .venv/bin/python -m benchmarks.startup --kafka [--reference EARLIER_CHECKOUT] --json out/perf/startup.json
+    .venv/bin/python -m benchmarks.pytest_fixtures --tests 40 --json out/perf/pytest-fixtures.json
     .venv/bin/python -m benchmarks.broker --targets emulator,mock,kfake --json out/perf/broker.json
     .venv/bin/python -m benchmarks.broker --targets emulator,kafka --rounds 2 --json out/perf/broker-kafka.json
     .venv/bin/python -m benchmarks.scale --json out/perf/scale.json
@@ -160,7 +161,8 @@ def _headline(figures: Path, plots: Path, kept: dict[str, list[str]]) -> list[st
     """What a user's tests pay step by step, first: round trips, then start-up."""
     md: list[str] = []
     for name, heading, section in (("round-trips.json", headline.ROUND_TRIPS, headline.round_trip_section),
-                                   ("startup.json", headline.STARTUP, headline.startup_section)):
+                                   ("startup.json", headline.STARTUP, headline.startup_section),
+                                   ("pytest-fixtures.json", headline.PYTEST, headline.pytest_section)):
         path = figures / name
         md += section(json.loads(path.read_text()), plots, bar_chart) if path.exists() else kept.get(heading, [])
     return md

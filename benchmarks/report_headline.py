@@ -9,6 +9,7 @@ from typing import Callable
 
 ROUND_TRIPS = "## Round trips (`benchmarks.round_trips`)"
 STARTUP = "## Start-up (`benchmarks.startup`)"
+PYTEST = "## A test's cluster in pytest (`benchmarks.pytest_fixtures`)"
 
 # a fetch round trip this long waited out the consumer's fetch.wait.max.ms (500 ms): librdkafka's mock
 # delays an empty Fetch answer by its MaxWait and nothing wakes it (rdkafka_mock_handlers.c, Fetch)
@@ -98,3 +99,19 @@ def _p50(values: list[float]) -> float:
     ordered = sorted(values)
     n = len(ordered)
     return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+def pytest_section(pf: dict, plots: Path, chart: Callable[[str, str, dict[str, float]], str]) -> list[str]:
+    """What one more test costs with each of the plugin's fixtures (docs/pytest.md)."""
+    md = [PYTEST, "",
+          f"{pf['tests']} tests per pytest process, {pf['cores']} cores: tests that create a topic and produce one "
+          "record with our client, and tests that only take the fixture. Each test's setup + call + teardown as "
+          "pytest measured it, p50 and p90 over the tests after the first (the first pays the imports and, "
+          "shared, the cluster's start, in its own column); `kafka_cluster` starts and stops a 3-broker cluster "
+          "per test, `shared_kafka_cluster` shares one per process and resets it after each test.", "",
+          "| fixture, test | p50 | p90 | first test |", "|---|---:|---:|---:|"]
+    for name, row in pf["cases"].items():
+        md.append(f"| {name} | {row['p50_ms']:.1f} ms | {row['p90_ms']:.1f} ms | {row['first_ms']:,.0f} ms |")
+    (plots / "pytest-fixtures.svg").write_text(chart("a test's setup + call + teardown (p50)", "ms",
+                                                     {name: row["p50_ms"] for name, row in pf["cases"].items()}))
+    return md + ["", "![pytest fixtures](performance/pytest-fixtures.svg)", ""]
