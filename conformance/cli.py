@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import html
 import os
 import sys
 import time
@@ -103,6 +102,8 @@ def run_explain(args: argparse.Namespace) -> int:
     for name, status, detail in result.contracts:
         print(f"  {status.value:<5} {name}: {detail}")
     if args.out:
+        import html  # here: the `broker-emu` command loads it only to write an explanation's page
+
         from conformance.explain import render_compare_svg
         svg = render_svg(title, spans, marks) if len(panels) == 1 else render_compare_svg(panels)
         body = svg if args.out.endswith(".svg") else (
