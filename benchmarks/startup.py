@@ -165,6 +165,7 @@ def main() -> None:
     ap.add_argument("--json", help="write the figures here too (benchmarks.report reads out/perf/startup.json)")
     ap.add_argument("--reference", type=Path, metavar="DIR",
                     help="another checkout: its emulator and command in the same rounds (emulator-before, command-before)")
+    ap.add_argument("--reference-name", help="what to call it on the page (default: its git commit)")
     args = ap.parse_args()
     targets = args.targets.split(",")
     if args.reference:
@@ -203,8 +204,9 @@ def main() -> None:
         if kafka_s is not None:
             figures["kafka_once_ms"] = kafka_s * 1000
         if args.reference:
-            figures["reference"] = subprocess.run(["git", "-C", str(args.reference), "rev-parse", "--short", "HEAD"],
-                                                  capture_output=True, text=True).stdout.strip() or str(args.reference)
+            figures["reference"] = args.reference_name or subprocess.run(
+                ["git", "-C", str(args.reference), "rev-parse", "--short", "HEAD"],
+                capture_output=True, text=True).stdout.strip() or str(args.reference)
         Path(args.json).write_text(json.dumps(figures, indent=1))
 
 
