@@ -9,8 +9,6 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import trio
-
 from broker_emu.cli_faults import add_named_fault_commands, built_when_used, control_request
 from broker_emu.version_profiles import PROFILES
 
@@ -125,6 +123,8 @@ def tune_allocator() -> None:
 
 
 async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
+    import trio  # here, with the cluster: `broker-emu fault ...` and `--help` run without it
+
     from broker_emu.config import differences_from_kafka
     from broker_emu.faults.scenario_file import run_events
     from broker_emu.runtime import open_cluster
