@@ -4,7 +4,8 @@ itself: it measures nothing). Run the benchmarks with --json first:
     .venv/bin/python -m benchmarks.producer --rounds 3 --memory --json out/perf/producer.json
     .venv/bin/python -m benchmarks.consumer --rounds 3 --megabytes 50 --small 500000 --mixed 500000 --json out/perf/consumer.json
     .venv/bin/python -m benchmarks.round_trips --targets emulator,mock,kfake --json out/perf/round-trips.json
-    .venv/bin/python -m benchmarks.startup --kafka --json out/perf/startup.json
+    .venv/bin/python -m benchmarks.startup --kafka [--reference EARLIER_CHECKOUT] --json out/perf/startup.json
+    .venv/bin/python -m benchmarks.pytest_fixtures --tests 40 --json out/perf/pytest-fixtures.json
     .venv/bin/python -m benchmarks.broker --targets emulator,mock,kfake --json out/perf/broker.json
     .venv/bin/python -m benchmarks.broker --targets emulator,kafka --rounds 2 --json out/perf/broker-kafka.json
     .venv/bin/python -m benchmarks.scale --json out/perf/scale.json
@@ -31,7 +32,8 @@ from benchmarks import report_headline as headline
 from conformance.campaign.report import text_width
 
 ROOT = Path(__file__).resolve().parent.parent
-OURS = ("ours", "ours-async", "broker-emu", "broker-emu serve, bytecode cached", "broker-emu serve, no bytecode at all")
+OURS = ("ours", "ours-async", "broker-emu", *(label for key, label in headline.STARTUP_LABELS.items()
+                                              if key not in ("kfake", "mock")))
 
 
 def bar_chart(title: str, unit: str, values: dict[str, float]) -> str:
@@ -48,7 +50,7 @@ def bar_chart(title: str, unit: str, values: dict[str, float]) -> str:
     for i, (name, v) in enumerate(values.items()):
         y = top + i * row_h
         w = bar_w * v / peak
-        colour = "#1f5fa8" if name in OURS else "#9aa7b4"
+        colour = "#1f5fa8" if name in OURS or name.split(" (")[0] in OURS else "#9aa7b4"
         out.append(f'<text x="{label_w - 8:.0f}" y="{y + 15}" text-anchor="end">{html.escape(name)}</text>')
         out.append(f'<rect x="{label_w:.0f}" y="{y + 4}" width="{w:.1f}" height="16" fill="{colour}"/>')
         out.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 15}">{_fmt(v)} {html.escape(unit)}</text>')
@@ -159,7 +161,8 @@ def _headline(figures: Path, plots: Path, kept: dict[str, list[str]]) -> list[st
     """What a user's tests pay step by step, first: round trips, then start-up."""
     md: list[str] = []
     for name, heading, section in (("round-trips.json", headline.ROUND_TRIPS, headline.round_trip_section),
-                                   ("startup.json", headline.STARTUP, headline.startup_section)):
+                                   ("startup.json", headline.STARTUP, headline.startup_section),
+                                   ("pytest-fixtures.json", headline.PYTEST, headline.pytest_section)):
         path = figures / name
         md += section(json.loads(path.read_text()), plots, bar_chart) if path.exists() else kept.get(heading, [])
     return md

@@ -9,14 +9,18 @@ from typing import Callable
 
 ROUND_TRIPS = "## Round trips (`benchmarks.round_trips`)"
 STARTUP = "## Start-up (`benchmarks.startup`)"
+PYTEST = "## A test's cluster in pytest (`benchmarks.pytest_fixtures`)"
 
 # a fetch round trip this long waited out the consumer's fetch.wait.max.ms (500 ms): librdkafka's mock
 # delays an empty Fetch answer by its MaxWait and nothing wakes it (rdkafka_mock_handlers.c, Fetch)
 PARKED_MS = 400.0
 
 STARTUP_LABELS = {
-    "emulator": "broker-emu serve, bytecode cached",
-    "emulator-cold": "broker-emu serve, no bytecode at all",
+    "emulator": "broker_emu.cli serve, bytecode cached",
+    "command": "broker-emu serve, bytecode cached",
+    "emulator-before": "broker_emu.cli serve, bytecode cached, before",
+    "command-before": "broker-emu serve, bytecode cached, before",
+    "emulator-cold": "broker_emu.cli serve, no bytecode at all",
     "kfake": "franz-go kfake",
     "mock": "librdkafka mock (in the client)",
 }
@@ -53,21 +57,40 @@ def round_trip_section(rt: dict, plots: Path, chart: Callable[[str, str, dict[st
     return md
 
 
+def startup_label(key: str, st: dict) -> str:
+    label = STARTUP_LABELS.get(key, key)
+    return f"{label} ({st['reference']})" if key.endswith("-before") and "reference" in st else label
+
+
 def startup_section(st: dict, plots: Path, chart: Callable[[str, str, dict[str, float]], str]) -> list[str]:
     ms: dict[str, list[float]] = st["ms"]
     base = _p50(next(iter(ms.values())))
     md = [STARTUP, "",
           f"From starting a 3-broker cluster until every broker answers ApiVersions, {st['runs']} starts each, "
-          f"the targets in turn, {st['cores']} cores: p50, the slowest start, and the p50 over the first row's.", "",
-          "| cluster | p50 | slowest | ratio |", "|---|---:|---:|---:|"]
+          f"the targets in turn, {st['cores']} cores: p50, the slowest start, and the p50 over the first row's. "
+          "`broker_emu.cli serve` is the emulator's own command line (`python -m broker_emu.cli`), `broker-emu "
+          "serve` the installed command, which composes the conformance suite's commands with it "
+          "(`conformance.main`). Bytecode cached: a warm `PYTHONPYCACHEPREFIX` filled by one start before the "
+          "timed ones; no bytecode at all: an empty one and `PYTHONDONTWRITEBYTECODE=1`. CPU: the p50 of the "
+          "CPU time (user and system) the process used until it was stopped, right after its brokers "
+          "answered — on a shared machine it moves less than the wall time.", "",
+          "| cluster | p50 | slowest | ratio | CPU p50 |", "|---|---:|---:|---:|---:|"]
     bars = {}
+    cpu: dict[str, list[float]] = st.get("cpu_ms", {})
     for key, values in ms.items():
         p50 = _p50(values)
-        bars[STARTUP_LABELS.get(key, key)] = p50
-        md.append(f"| {STARTUP_LABELS.get(key, key)} | {p50:,.0f} ms | {max(values):,.0f} ms | {p50 / base:.2f}× |")
+        bars[startup_label(key, st)] = p50
+        used = f"{_p50(cpu[key]):,.0f} ms" if key in cpu else ""
+        md.append(f"| {startup_label(key, st)} | {p50:,.0f} ms | {max(values):,.0f} ms | {p50 / base:.2f}× | {used} |")
     if "kafka_once_ms" in st:
         md.append(f"| Apache Kafka 4.4, 3 KRaft nodes (once) | {st['kafka_once_ms']:,.0f} ms | | "
-                  f"{st['kafka_once_ms'] / base:.0f}× |")
+                  f"{st['kafka_once_ms'] / base:.0f}× | |")
+    before = [f"{STARTUP_LABELS[key]} {_p50(ms[key]) / _p50(ms[key + '-before']):.2f}×"
+              + (f" (CPU {_p50(cpu[key]) / _p50(cpu[key + '-before']):.2f}×)" if key in cpu and key + "-before" in cpu else "")
+              for key in ("emulator", "command") if key in ms and key + "-before" in ms]
+    if before:
+        md += ["", f"Against {st.get('reference', 'the reference checkout')} in the same rounds (p50 now ÷ p50 "
+               f"before): {'; '.join(before)}."]
     (plots / "startup.svg").write_text(chart("start to every broker answering ApiVersions (p50)", "ms", bars))
     return md + ["", "![start-up](performance/startup.svg)", ""]
 
@@ -76,3 +99,19 @@ def _p50(values: list[float]) -> float:
     ordered = sorted(values)
     n = len(ordered)
     return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+def pytest_section(pf: dict, plots: Path, chart: Callable[[str, str, dict[str, float]], str]) -> list[str]:
+    """What one more test costs with each of the plugin's fixtures (docs/pytest.md)."""
+    md = [PYTEST, "",
+          f"{pf['tests']} tests per pytest process, {pf['cores']} cores: tests that create a topic and produce one "
+          "record with our client, and tests that only take the fixture. Each test's setup + call + teardown as "
+          "pytest measured it, p50 and p90 over the tests after the first (the first pays the imports and, "
+          "shared, the cluster's start, in its own column); `kafka_cluster` starts and stops a 3-broker cluster "
+          "per test, `shared_kafka_cluster` shares one per process and resets it after each test.", "",
+          "| fixture, test | p50 | p90 | first test |", "|---|---:|---:|---:|"]
+    for name, row in pf["cases"].items():
+        md.append(f"| {name} | {row['p50_ms']:.1f} ms | {row['p90_ms']:.1f} ms | {row['first_ms']:,.0f} ms |")
+    (plots / "pytest-fixtures.svg").write_text(chart("a test's setup + call + teardown (p50)", "ms",
+                                                     {name: row["p50_ms"] for name, row in pf["cases"].items()}))
+    return md + ["", "![pytest fixtures](performance/pytest-fixtures.svg)", ""]

@@ -9,9 +9,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import trio
-
-from broker_emu.cli_faults import add_named_fault_commands, control_request
+from broker_emu.cli_faults import add_named_fault_commands, built_when_used, control_request
 from broker_emu.version_profiles import PROFILES
 
 TOPIC_SPEC = "--topic wants NAME[:PARTITIONS[:RF]]"
@@ -127,10 +125,9 @@ def tune_allocator() -> None:
 
 
 async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
+    import trio  # here, with the cluster: `broker-emu fault ...` and `--help` run without it
+
     from broker_emu.config import differences_from_kafka
-    from broker_emu.control.client import announce
-    from broker_emu.control.http import is_loopback, serve_http
-    from broker_emu.control.routes import Routes
     from broker_emu.faults.scenario_file import run_events
     from broker_emu.runtime import open_cluster
 
@@ -158,6 +155,13 @@ async def serve(args: argparse.Namespace, plan: ServePlan) -> None:
                     for name, (cert, key) in cluster.security.tls.client_paths.items():
                         print(f"client.cert.{name}={cert} client.key.{name}={key}", flush=True)
                 if args.control_port is not None:
+                    # imported only here: the control API's HTTP server, routes and client cost a
+                    # cluster without one a twentieth of its start-up
+                    from broker_emu.control.client import announce
+                    from broker_emu.control.http import serve_http
+                    from broker_emu.control.loopback import is_loopback
+                    from broker_emu.control.routes import Routes
+
                     # the control API stays on loopback unless remote control was asked for
                     host = args.host if args.allow_remote_control or is_loopback(args.host) else "127.0.0.1"
                     # the playground's scenarios come from the command that composed this one (conformance.main)
@@ -189,7 +193,7 @@ def parse_listener(text: str) -> tuple[str, str, int]:
 
 def check_serve_exposure(args: argparse.Namespace) -> str | None:
     """What `serve` refuses to expose to the network without an explicit opt-in (one line)."""
-    from broker_emu.control.http import is_loopback
+    from broker_emu.control.loopback import is_loopback
 
     if args.allow_remote_control and not args.token:
         return "--allow-remote-control needs --token: without one, anyone who can reach the control API can stop brokers"
@@ -250,8 +254,21 @@ def package_version() -> str:
         return "unknown"
 
 
+class PrintVersion(argparse.Action):
+    """``--version``, which reads the version only when asked: ``importlib.metadata`` (and the e-mail
+    parser behind it) or ``tomllib`` cost every other command about a tenth of serve's start-up."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str = "show program's version number and exit") -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        print(f"{parser.prog} {package_version()}")
+        parser.exit()
+
+
 def add_version(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--version", action=PrintVersion)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -330,6 +347,12 @@ def add_fault_command(sub: Any) -> None:
     f = sub.add_parser("fault", help="drive a running cluster's control API")
     f.set_defaults(func=fault_command)
     add_control_options(f, None)
+    # its actions (six, and one per named fault) are added when `fault` itself is parsed: their
+    # parsers cost every other command, serve's start-up among them, a few milliseconds
+    built_when_used(f, add_fault_actions)
+
+
+def add_fault_actions(f: argparse.ArgumentParser) -> None:
     fs = f.add_subparsers(dest="fault_cmd", required=True)
     add = fs.add_parser("add", help="add a fault rule (JSON)")
     add.add_argument("rule", help='e.g. \'{"match": {"api": "Produce"}, "action": {"type": "black_hole"}}\'')

@@ -10,7 +10,7 @@ import argparse
 import json
 import re
 import sys
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 from broker_emu.faults.named import CONNECTION_SELECTORS, NAMED, rule
 from broker_emu.faults.rules import FaultConfigError, parse_rule, suggest
@@ -55,6 +55,23 @@ def strict(parser: argparse.ArgumentParser, known: list[str]) -> None:
             parser.error(f"unknown argument {word}{suggest(word, known)}")
         return ns, extras
     parser.parse_known_args = parse  # type: ignore[method-assign]
+
+
+def built_when_used(parser: argparse.ArgumentParser, build: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Call ``build(parser)`` once, just before ``parser`` first parses arguments or formats its
+    usage or help (argparse hands a sub-command's arguments to its ``parse_known_args``)."""
+    names = ("parse_known_args", "format_usage", "format_help")
+
+    def first(name: str) -> Callable[..., Any]:
+        def method(*args: Any, **kwargs: Any) -> Any:
+            for each in names:
+                delattr(parser, each)   # the class's own methods again
+            build(parser)
+            return getattr(parser, name)(*args, **kwargs)
+        return method
+
+    for name in names:
+        setattr(parser, name, first(name))
 
 
 def add_named_fault_commands(fault: argparse.ArgumentParser, commands: Any) -> None:

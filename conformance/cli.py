@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import html
 import os
 import sys
 import time
 from pathlib import Path
-
-from conformance.summary import print_summary
 
 
 def add_commands(sub) -> None:
@@ -105,6 +102,8 @@ def run_explain(args: argparse.Namespace) -> int:
     for name, status, detail in result.contracts:
         print(f"  {status.value:<5} {name}: {detail}")
     if args.out:
+        import html  # here: the `broker-emu` command loads it only to write an explanation's page
+
         from conformance.explain import render_compare_svg
         svg = render_svg(title, spans, marks) if len(panels) == 1 else render_compare_svg(panels)
         body = svg if args.out.endswith(".svg") else (
@@ -188,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
         results = run_parallel(scenarios, adapters, recipe, args.jobs, report, _progress)
     else:
         results = run_plan(Plan(scenarios, adapters, args.scale, args.bootstrap), _progress)
+    from conformance.summary import print_summary  # here: `broker-emu serve` loads none of the suite
+
     print_summary(results, time.perf_counter() - start, args)
     ours = [r for r in results if r.client.startswith("broker-emu")]
     broken = [r for r in results if r.status is Status.ERROR]

@@ -13,7 +13,6 @@ a browser send (the CSRF and DNS-rebinding shapes, see ``Policy``).
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 import math
@@ -24,6 +23,8 @@ from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs, urlsplit
 
 import trio
+
+from broker_emu.control.loopback import is_loopback
 
 log = logging.getLogger("broker_emu.control")
 
@@ -179,16 +180,6 @@ async def read_request(stream: trio.abc.Stream) -> HttpRequest:
             raise HttpError(400, "connection closed in the body")
         body += chunk
     return HttpRequest(method, path, query, headers, bytes(body[:length]))
-
-
-def is_loopback(host: str) -> bool:
-    host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def host_of(authority: str) -> str:

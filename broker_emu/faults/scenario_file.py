@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import trio
-import yaml
 
 from broker_emu.faults import named
 from broker_emu.faults.engine import FaultEngine
@@ -164,6 +163,10 @@ def _named(raw: Any, i: int) -> Any:
 
 
 def load_scenario(text: str, default_brokers: int = 3) -> ScenarioFile:
+    # imported here: YAML's parser costs `serve` about a twentieth of its start-up, and only a
+    # scenario file needs it (parse_scenario, MAX_BROKERS and run_events do not)
+    import yaml
+
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:

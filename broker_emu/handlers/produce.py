@@ -35,7 +35,6 @@ from broker_emu.topic_config import log_rules
 from broker_emu.validation import AppendError, validate_append
 from client.errors import ErrorCode as E
 from client.protocol import ApiKey
-from client.protocol.legacy_records import LegacyRecordError, to_batch_v2
 from client.protocol.records import CorruptRecordBatchError, TruncatedBatchError, parse_batch_header
 from client.protocol.wire import Message
 
@@ -106,6 +105,10 @@ def legacy_to_v2(ctx, records: bytes | None) -> tuple[bytes | None, int, str | N
     uncompressed): (records, error, message)."""
     if not records or len(records) < 17 or records[16] >= 2:
         return records, E.NONE, None
+    # imported by the first magic 0/1 message set, not by every serve's start: only clients
+    # older than Kafka 0.11's message format send one
+    from client.protocol.legacy_records import LegacyRecordError, to_batch_v2
+
     try:
         return to_batch_v2(bytes(records), ctx.cluster.config["emu.decompressed.max.bytes"]), E.NONE, None
     except LegacyRecordError as exc:

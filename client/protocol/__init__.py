@@ -5,10 +5,10 @@ Theory of operation
 Every API is described once, declaratively (``client.protocol.messages``, generated from Kafka's
 message JSON by ``tools/generate_messages.py``): fields carry version ranges, nullable and
 tagged versions and defaults. ``client.protocol.build`` turns one (api, version, request or
-response) into a construct struct, built once, cached and compiled.
+response) into a struct, built once, cached and compiled (``client.protocol.compiler``).
 
 Messages are plain mappings with snake_case field names (``TopicData`` -> ``topic_data``).
-Decoding returns ``construct.Container`` objects (dicts with attribute access); encoding accepts
+Decoding returns ``wire.Message`` objects (dicts with attribute access); encoding accepts
 any mapping, and a missing field takes its schema default. ``records`` fields are raw bytes:
 record batches are handled by ``client.protocol.records``. UUIDs are ``uuid.UUID``.
 

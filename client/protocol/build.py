@@ -1,7 +1,7 @@
-"""Turn a declarative schema (``client.protocol.schema``) into a compiled construct per version.
+"""Turn a declarative schema (``client.protocol.schema``) into a compiled struct per version.
 
 Structs are built once per (api, version, direction) and cached; ``compiled=False`` gives the
-interpreted construct (tests check both paths agree).
+interpreted struct (tests check both paths agree).
 """
 
 from __future__ import annotations
@@ -9,15 +9,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from construct import Construct
-
+from client.protocol.compiler import Compiled, Shape
 from client.protocol.constructs import KArray, KBytes, KInt, KString, KStruct, KUuid
 from client.protocol.messages import ALL_APIS
 from client.protocol.schema import INT_TYPES, Field
 from client.protocol.wire import Message
 
 
-def field_construct(f: Field, version: int, flexible: bool) -> Construct:
+def field_construct(f: Field, version: int, flexible: bool) -> Shape:
     nullable = f.nullable_in(version)
     if f.is_array:
         element = _element(f, version, flexible, nullable=False)
@@ -25,7 +24,7 @@ def field_construct(f: Field, version: int, flexible: bool) -> Construct:
     return _element(f, version, flexible, nullable)
 
 
-def _element(f: Field, version: int, flexible: bool, nullable: bool) -> Construct:
+def _element(f: Field, version: int, flexible: bool, nullable: bool) -> Shape:
     t = f.element_type
     if t in INT_TYPES:
         return KInt(INT_TYPES[t])
@@ -63,7 +62,7 @@ def struct_construct(fields: tuple[Field, ...], version: int, flexible: bool, nu
 
 
 @lru_cache(maxsize=None)
-def message_construct(api_key: int, version: int, direction: str, compiled: bool = True) -> Construct:
+def message_construct(api_key: int, version: int, direction: str, compiled: bool = True) -> Shape | Compiled:
     """The body construct of one API version; ``direction`` is "request" or "response"."""
     api = ALL_APIS[api_key]
     fields = api.request if direction == "request" else api.response
@@ -72,7 +71,7 @@ def message_construct(api_key: int, version: int, direction: str, compiled: bool
 
 
 @lru_cache(maxsize=None)
-def data_construct(name: str, version: int, compiled: bool = True) -> Construct:
+def data_construct(name: str, version: int, compiled: bool = True) -> Shape | Compiled:
     """Constructs for the consumer protocol's versioned blobs."""
     from client.protocol import messages
 

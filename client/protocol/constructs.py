@@ -1,10 +1,8 @@
-"""construct classes for Kafka's primitive types, with compiled forms.
+"""Kafka's wire shapes (numbers, strings, bytes, uuids, arrays, structs), with compiled forms.
 
-construct's own arrays misread a null (-1) count when compiled and its structs build a heavy
-context per instance, so Kafka's shapes get their own small classes. Each implements the
-interpreted path (``_parse``/``_build``) and emits source for construct's compiler
-(``_emitparse``/``_emitbuild``); ``KStruct`` also merges runs of fixed-width fields into one
-``struct.unpack``. The two paths must agree byte for byte (tests/client/protocol checks it).
+Each implements the interpreted path (``_parse``/``_build``) and emits source for the codec's
+compiler (``_emitparse``/``_emitbuild``, ``client/protocol/compiler.py``); ``KStruct`` also merges
+runs of fixed-width fields into one ``struct.unpack``. The two paths must agree byte for byte (tests/client/protocol checks it).
 Context: ``this["_end"]`` is the absolute end of the buffer, used to bound claimed lengths.
 """
 
@@ -13,9 +11,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from construct import Construct
-
 from client.protocol import wire
+from client.protocol.compiler import Shape
 from client.protocol.wire import Message
 
 _PRELUDE = """
@@ -35,7 +32,7 @@ def _emit_struct(code, fmt: str) -> str:
     return name
 
 
-class KInt(Construct):
+class KInt(Shape):
     """Fixed-width big-endian number or bool (struct format char ``fmt``)."""
 
     def __init__(self, fmt: str):
@@ -60,7 +57,7 @@ class KInt(Construct):
         return f"io.write({s}.pack(obj))"
 
 
-class KString(Construct):
+class KString(Shape):
     def __init__(self, name: str, compact: bool, nullable: bool):
         super().__init__()
         self.fname, self.compact, self.nullable = name, compact, nullable
@@ -81,7 +78,7 @@ class KString(Construct):
         return f"_w.write_string(io, obj, {self.compact}, {self.nullable}, {self.fname!r})"
 
 
-class KBytes(Construct):
+class KBytes(Shape):
     """``bytes`` and ``records`` (records stay opaque bytes: client.protocol.records reads them;
     a records field may decode as a memoryview of the frame, see ``wire.read_records``)."""
 
@@ -107,7 +104,7 @@ class KBytes(Construct):
         return f"_w.write_bytes(io, obj, {self.compact}, {self.nullable}, {self.fname!r})"
 
 
-class KUuid(Construct):
+class KUuid(Shape):
     def _parse(self, stream, context, path):
         return wire.read_uuid(stream)
 
@@ -124,8 +121,8 @@ class KUuid(Construct):
         return "_w.write_uuid(io, obj)"
 
 
-class KArray(Construct):
-    def __init__(self, name: str, element: Construct, compact: bool, nullable: bool):
+class KArray(Shape):
+    def __init__(self, name: str, element: Shape, compact: bool, nullable: bool):
         super().__init__()
         self.fname, self.element, self.compact, self.nullable = name, element, compact, nullable
 
@@ -146,7 +143,7 @@ class KArray(Construct):
             code.append(_PRELUDE)
             e = self.element
             return f"_w.read_int_array(io, this, {e.fmt!r}, {e.size}, {self.compact}, {self.nullable})"
-        fid = code.allocateId()
+        fid = code.allocate_id()
         elem = self.element._compileparse(code)
         code.append(f"""
             def parse_karray_{fid}(io, this):
@@ -161,7 +158,7 @@ class KArray(Construct):
         if isinstance(self.element, KInt):
             code.append(_PRELUDE)
             return f"_w.write_int_array(io, obj, {self.element.fmt!r}, {self.compact}, {self.nullable}, {self.fname!r})"
-        fid = code.allocateId()
+        fid = code.allocate_id()
         elem = self.element._compilebuild(code)
         code.append(f"""
             def build_karray_{fid}(obj, io, this):
@@ -172,7 +169,7 @@ class KArray(Construct):
         return f"build_karray_{fid}(obj, io, this)"
 
 
-class KStruct(Construct):
+class KStruct(Shape):
     """A Kafka struct in one version.
 
     ``fields``: (name, construct, default) on the wire in order; ``absent``: fields of the API not
@@ -241,7 +238,7 @@ class KStruct(Construct):
             yield "fixed", run
 
     def _emitparse(self, code):
-        fid = code.allocateId()
+        fid = code.allocate_id()
         code.append(_PRELUDE)
         lines, names = [], []
         for kind, item in self._runs():
@@ -278,7 +275,7 @@ class KStruct(Construct):
         return f"TAGS_PARSE_{fid}"
 
     def _emitbuild(self, code):
-        fid = code.allocateId()
+        fid = code.allocate_id()
         code.append(_PRELUDE)
         lines = ["o = obj"]
         if self.nullable:

@@ -16,11 +16,10 @@ import shlex
 import sys
 import time
 from collections import Counter
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from conformance.chaos.accounting import FIELDS
-from conformance.chaos.checker import ANOMALIES
-from conformance.chaos.readback import SeedResult
+if TYPE_CHECKING:   # the chaos machinery loads when a chaos command runs, not with the `broker-emu` command
+    from conformance.chaos.readback import SeedResult
 
 CLIENTS = ("ours", "confluent-kafka", "kafka-python", "aiokafka", "java", "franz-go", "sarama")
 REAL_TIME = (10, 60.0, 0.02)
@@ -245,6 +244,8 @@ def history_part(r: SeedResult) -> str:
 
 
 def totals(results: list[SeedResult]) -> Counter:
+    from conformance.chaos.accounting import FIELDS
+
     total: Counter = Counter({k: 0 for k in FIELDS})
     for r in results:
         total.update(r.accounting.totals())
@@ -268,6 +269,8 @@ def print_summary(client: str, results: list[SeedResult], replay: str = "broker-
     print(f"  actions: {', '.join(f'{k} {v}' for k, v in sorted(actions.items()))}")
     checked = [r.check for r in results if r.check is not None]
     if checked:
+        from conformance.chaos.checker import ANOMALIES
+
         found: Counter = Counter()
         for c in checked:
             found.update(c.counts())

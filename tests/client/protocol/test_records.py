@@ -335,6 +335,13 @@ def test_varint_edges(n):
     assert V.read_varint(memoryview(b"\xaa" + zz(n) + b"\xbb"), 1) == (n, 1 + len(zz(n)))
 
 
+def test_the_table_of_small_varints_holds_every_value_it_covers():
+    """The table is written column by column (varint.py); every entry is checked here against
+    an independent encoder, and is bytes (a bytearray slice would not hash or compare the same)."""
+    assert len(V.SMALL) == V.SMALL_LIMIT + 64
+    assert [n for n in range(-64, V.SMALL_LIMIT) if V.SMALL[n + 64] != zz(n) or type(V.SMALL[n + 64]) is not bytes] == []
+
+
 @pytest.mark.parametrize("n", INT64)
 def test_varlong_edges(n):
     assert V.write_varlong(n) == zz(n)
