@@ -160,3 +160,13 @@ def test_rebootstraps_at_trigger_judges_when_the_client_comes_back(back_at, wake
     v = contract.check(Evidence([], STARVING + [_ev(back_at, "recv", 1, 2, "Metadata", 3)], {}, client_id="c"))
     assert not v.passed and "never asked for Metadata through the bootstrap address" in v.message
     assert "never starved" in contract.check(Evidence([], STARVING[:-1] + back, {}, client_id="c")).figure
+
+
+@pytest.mark.parametrize("scenario, contract", [
+    ("rebootstrap.brokers-replaced", "the cluster found again through bootstrap.servers after every known broker was replaced"),
+    ("rebootstrap.starved-trigger", "back to bootstrap.servers at metadata.recovery.rebootstrap.trigger.ms"),
+    ("rebootstrap.no-brokers-some-topics", "back to bootstrap.servers at metadata.recovery.rebootstrap.trigger.ms"),
+])
+def test_with_strategy_none_our_client_never_comes_back_and_the_new_contracts_fail(scenario, contract):
+    got = _contracts(scenario, Strategy("none"))
+    assert got == {"produce outcome": Status.FAIL, contract: Status.FAIL}
