@@ -201,7 +201,8 @@ def rebootstraps_at_trigger(trigger_ms: float, *, early_ms: float, late_ms: floa
     """Once Metadata starves (its first starved request), the client's next Metadata through the
     bootstrap address comes at metadata.recovery.rebootstrap.trigger.ms (``trigger_ms``, unscaled),
     not before (``early_ms``: the attempt starts as the client sends, a little before the broker reads
-    it) and at most ``late_ms`` after (one retry backoff); real-time runs add their slack both ways
+    it) and at most ``late_ms`` after (one retry backoff: the client's own retry.backoff.max.ms, which
+    real-time runs do not scale, so neither is this); real-time runs add their slack both ways
     (Java: NetworkClient.handleRebootstrap on every poll, DefaultMetadataUpdater.needsRebootstrap:
     ``now - metadataAttemptStartMs > rebootstrapTriggerMs``; an answer naming no broker does not end
     the attempt, handleSuccessfulResponse ignores it). ``wakes_ms`` (unscaled): when the client is sure
@@ -219,7 +220,7 @@ def rebootstraps_at_trigger(trigger_ms: float, *, early_ms: float, late_ms: floa
                                                                    f"bootstrap address after Metadata starved at {since.t_ms:.0f} ms")
         gap, want = md.t_ms - since.t_ms, trigger_ms / ev.scale
         low = want - early_ms / ev.scale - ev.slack_ms
-        high = max(trigger_ms, wakes_ms) / ev.scale + late_ms / ev.scale + ev.slack_ms
+        high = max(trigger_ms, wakes_ms) / ev.scale + late_ms + ev.slack_ms
         figure = f"Metadata through the bootstrap address {gap:.0f} ms after Metadata starved (trigger {want:.0f} ms)"
         timing = Timing(gap, want)
         if gap < low:
