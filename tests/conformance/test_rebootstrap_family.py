@@ -48,13 +48,13 @@ def test_the_family_is_in_the_catalogue_and_our_client_passes_it():
         .startswith("next Metadata to broker 0")
     assert figures["rebootstrap.strategy-none-deadline"]["produce returns at its deadline"] == "returned at 30.00 s of 30.00 s"
     found = figures["rebootstrap.brokers-replaced"]["the cluster found again through bootstrap.servers after every known broker was replaced"]
-    assert found.startswith("Metadata through the bootstrap address (broker 3) 408 ms after the old brokers stopped")
+    assert found.startswith("Metadata through the bootstrap address (broker 3) 389 ms after the old brokers stopped")
     trigger = "back to bootstrap.servers at metadata.recovery.rebootstrap.trigger.ms"
     # silent: the starved request is given up at the trigger (and Java's one more ms); no-brokers: the answers
     # come at once and the rebootstrap waits for the attempt after the trigger, one refresh backoff later
     assert figures["rebootstrap.starved-trigger"][trigger] == "Metadata through the bootstrap address 5001 ms after " \
                                                               "Metadata starved (trigger 5000 ms)"
-    assert figures["rebootstrap.no-brokers-some-topics"][trigger] == "Metadata through the bootstrap address 5409 ms " \
+    assert figures["rebootstrap.no-brokers-some-topics"][trigger] == "Metadata through the bootstrap address 5439 ms " \
                                                                      "after Metadata starved (trigger 5000 ms)"
 
 
