@@ -139,6 +139,9 @@ _LEADER_ON_1 = {"move_leader": {"topic": "t", "partition": 0, "broker": LEADER},
 _NOT_LEADER = {"type": "error", "error": "NOT_LEADER_OR_FOLLOWER"}
 _REBOOTSTRAP = {"type": "error", "error": "REBOOTSTRAP_REQUIRED"}
 DELIVERY = 30_000
+# the proxy in front of a real Kafka (or kfake) has no bootstrap address of its own to move or spare
+NOT_ON_KAFKA = ("needs the emulator's front door, a bootstrap address of the cluster's own that the scenario moves or "
+                "spares from its faults: the proxy in front of a real cluster has none")
 TRIGGER_MS = 5_000
 SILENT_REQUEST_TIMEOUT = 10_000
 # two records one after the other: the first on the old cluster, the second after it moved
@@ -246,6 +249,7 @@ def _starved_scenario(mode: str) -> Scenario:
         references=("KIP-899", "KIP-1102", "Java NetworkClient.DefaultMetadataUpdater"),
         steps=(PRODUCE,),
         front_door=True,
+        not_on_kafka=NOT_ON_KAFKA,
         faults=(_LEADER_ON_1,
                 {"match": {"api": "Produce", "bootstrap": False}, "action": _NOT_LEADER, **lifted},
                 {"match": {"api": "Metadata", "bootstrap": False}, "action": action, **lifted}),
@@ -373,6 +377,7 @@ REBOOTSTRAP_SCENARIOS: tuple[Scenario, ...] = (
         references=("KIP-899", "KIP-1102", "Java NetworkClient.DefaultMetadataUpdater"),
         steps=(PRODUCE_TWICE,),
         front_door=True,
+        not_on_kafka=NOT_ON_KAFKA,
         faults=({"move_cluster_behind_bootstrap": "Produce"},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY, "acks": "all",
                        STRATEGY: "rebootstrap", TRIGGER: TRIGGER_MS},
