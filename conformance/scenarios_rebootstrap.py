@@ -161,11 +161,12 @@ def _metadata_through_bootstrap(ev: Evidence, since_ms: float, brokers: set[int]
                  and (brokers is None or e.broker in brokers)), None)
 
 
-def found_through_bootstrap(api: str, within_ms: float) -> Contract:
+def found_through_bootstrap(api: str, trigger_ms: float, *, late_ms: float) -> Contract:
     """After every broker it knew was replaced (the old ones stopped, the bootstrap address moved to
     the new ones: a ``bootstrap_moved`` event), the client asked for Metadata through the bootstrap
-    address within ``within_ms`` (unscaled; real-time runs add their slack), then sent ``api`` to a new
-    broker (Java: NetworkClient.DefaultMetadataUpdater.maybeUpdate rebootstraps when no known node is
+    address within ``trigger_ms`` (metadata.recovery.rebootstrap.trigger.ms, scaled with the run) and
+    ``late_ms`` (one retry backoff of the client's own, which real-time runs do not scale; they add
+    their slack too), then sent ``api`` to a new broker (Java: NetworkClient.DefaultMetadataUpdater.maybeUpdate rebootstraps when no known node is
     available or connection-ready, and at the latest at metadata.recovery.rebootstrap.trigger.ms)."""
 
     def check(ev: Evidence) -> Verdict:
@@ -181,14 +182,14 @@ def found_through_bootstrap(api: str, within_ms: float) -> Contract:
             return Verdict(False, "no Metadata through bootstrap", f"the client never asked for Metadata through the "
                                                                    f"bootstrap address after the old brokers stopped at {gone:.0f} ms")
         sent = next((e for e in ev.events(Kind.RECV, api) if e.t_ms >= md.t_ms and e.broker in new), None)
-        gap, limit = md.t_ms - gone, within_ms / ev.scale + ev.slack_ms
+        gap, limit = md.t_ms - gone, trigger_ms / ev.scale + late_ms + ev.slack_ms
         figure = f"Metadata through the bootstrap address (broker {md.broker}) {gap:.0f} ms after the old brokers stopped"
         if gap > limit:
-            return Verdict(False, figure, f"{figure}: allowed {limit:.0f} ms", Timing(gap, within_ms / ev.scale))
+            return Verdict(False, figure, f"{figure}: allowed {limit:.0f} ms", Timing(gap, trigger_ms / ev.scale))
         if sent is None:
             return Verdict(False, figure, f"{figure}, but no {api} reached a new broker {sorted(new)} after it")
         return Verdict(True, f"{figure}; {api} on broker {sent.broker} {sent.t_ms - md.t_ms:.0f} ms later",
-                       timing=Timing(gap, within_ms / ev.scale))
+                       timing=Timing(gap, trigger_ms / ev.scale))
 
     return Contract("the cluster found again through bootstrap.servers after every known broker was replaced", check,
                     side="server", setting=STRATEGY)
@@ -294,7 +295,10 @@ def _starved_scenario(mode: str) -> Scenario:
                             "and the metadata attempt goes on, so at metadata.recovery.rebootstrap.trigger.ms (5 s "
                             "here) it rebootstraps. A client that takes the answer as the new broker list forgets "
                             "every broker, and may then have no one left to ask, not even bootstrap.servers: the "
-                            "contract holds it to Java's behaviour." + after),
+                            "contract holds it to Java's behaviour. librdkafka 2.16 (confluent-kafka) does take it "
+                            "as the broker list: it closes every learnt broker's connection and, most times, goes "
+                            "back to bootstrap.servers at once (tens of ms, not the trigger); now and then it never "
+                            "goes back, and the record times out." + after),
         **common)
 
 
@@ -387,7 +391,7 @@ REBOOTSTRAP_SCENARIOS: tuple[Scenario, ...] = (
         # the bound the contract holds it to
         max_scale=2.0,
         needs=(STRATEGY,),
-        contracts=(C.outcome_is("produce", ok=True), found_through_bootstrap("Produce", TRIGGER_MS + AT_ONCE_MS)),
+        contracts=(C.outcome_is("produce", ok=True), found_through_bootstrap("Produce", TRIGGER_MS, late_ms=AT_ONCE_MS)),
     ),
     *(_starved_scenario(mode) for mode in ("silent", "no-brokers")),
 )

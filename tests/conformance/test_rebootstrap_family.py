@@ -135,10 +135,10 @@ MOVED = [_via(0, 0, 1), _ev(1, "recv", 0, 1, "Metadata", 1), _ev(2, "recv", 1, 2
      "never asked for Metadata through the bootstrap address after the old brokers stopped at 11 ms"),
 ])
 def test_found_through_bootstrap_judges_the_way_back_to_the_new_cluster(then, passed, says):
-    v = found_through_bootstrap("Produce", 6000).check(Evidence([], MOVED + then, {}, client_id="c"))
+    v = found_through_bootstrap("Produce", 5000, late_ms=1000).check(Evidence([], MOVED + then, {}, client_id="c"))
     assert v.passed is passed and says in (v.figure + v.message), v
     unmoved = [e for e in MOVED if e.kind != "bootstrap_moved"] + then
-    assert "never moved" in found_through_bootstrap("Produce", 6000).check(Evidence([], unmoved, {}, client_id="c")).figure
+    assert "never moved" in found_through_bootstrap("Produce", 5000, late_ms=1000).check(Evidence([], unmoved, {}, client_id="c")).figure
 
 
 STARVING = [_via(0, 0, 1), _ev(1, "recv", 0, 1, "Metadata", 1), _ev(5, "recv", 1, 2, "Metadata", 2),
