@@ -243,7 +243,7 @@ class OnlyTheFirstBroker:
     broker goes to the first one it knows (the bootstrap broker), and only there."""
 
     @staticmethod
-    def candidates(self):
+    def candidates(self, *, metadata=False):
         known = sorted(n for n in self.nodes if n >= 0) or sorted(self.nodes, reverse=True)
         return known[:1]
 
