@@ -110,7 +110,7 @@ class AsyncAdmin(ClusterAdminCalls):
     async def _metadata(self, topics: list[str] | None, request_timeout: float) -> Any:
         body = {"topics": None if topics is None else [{"name": t} for t in topics], "allow_auto_topic_creation": False}
         self.net.metadata_attempt()   # rebootstraps first if no answer helped for the trigger time (KIP-1102)
-        node = self.net.least_loaded_node()
+        node = self.net.least_loaded_node(metadata=True)
         md = await self.net.request(node, ApiKey.METADATA, body, timeout=request_timeout)
         unusable = self.net.metadata_answered(node, md)
         if unusable is not None:   # the call's attempt loop asks again, within its deadline

@@ -25,13 +25,14 @@ class ExponentialBackoff:
         grows = max_ms > self.initial_ms
         self._exp_max = math.log(max_ms / max(self.initial_ms, 1)) / math.log(multiplier) if grows else 0.0
 
-    def backoff_ms(self, attempts: int) -> int:
+    def backoff_ms(self, attempts: int, rng: random.Random | None = None) -> int:
+        """``rng``: another random source than the one given at construction (a node's own)."""
         if self._exp_max == 0:
             return int(self.initial_ms)
         term = self.initial_ms * self.multiplier ** min(attempts, self._exp_max)
-        factor = self.rng.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter > 0 else 1.0
+        factor = (rng or self.rng).uniform(1 - self.jitter, 1 + self.jitter) if self.jitter > 0 else 1.0
         return min(int(term * factor), int(self.max_ms))
 
-    def backoff(self, attempts: int) -> float:
+    def backoff(self, attempts: int, rng: random.Random | None = None) -> float:
         """The same, in seconds (trio's unit)."""
-        return self.backoff_ms(attempts) / 1000.0
+        return self.backoff_ms(attempts, rng) / 1000.0

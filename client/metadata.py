@@ -216,11 +216,11 @@ class MetadataUpdater:
             body = {"topics": [{"name": t} for t in names], "allow_auto_topic_creation": self.allow_auto_create}
         last: KafkaError | None = None
         self.net.metadata_attempt()
-        order, tried, rebootstraps = self.net.candidates(), set(), len(self.net.rebootstraps)
+        order, tried, rebootstraps = self.net.candidates(metadata=True), set(), len(self.net.rebootstraps)
         unreachable: set[int] = set()   # known brokers this round could not connect to
         while True:
             if len(self.net.rebootstraps) != rebootstraps:   # back to bootstrap.servers mid-round: ask them now
-                order, rebootstraps = self.net.candidates(), len(self.net.rebootstraps)
+                order, rebootstraps = self.net.candidates(metadata=True), len(self.net.rebootstraps)
             node = next((n for n in order if n not in tried), None)
             if node is None and self.net.rebootstrap_if_none_available(frozenset(unreachable)):
                 continue   # every known broker failed in this round: the bootstrap addresses are asked next

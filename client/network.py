@@ -86,6 +86,10 @@ class NetworkClient:
         self.connections: dict[int, BrokerConnection] = {}
         self.states: dict[int, NodeState] = {}
         self._connecting: dict[int, trio.Event] = {}
+        # the generator's words: a tuple of ints hashes the same in every process (the whole state holds a
+        # None, whose hash is its address before Python 3.12)
+        self._rng_seed = hash(self.rng.getstate()[1])
+        self._rngs: dict[int, random.Random] = {}
         self.reconnect_backoff = ExponentialBackoff(config["reconnect.backoff.ms"], config["reconnect.backoff.max.ms"], self.rng)
         self.setup_timeout = ExponentialBackoff(config["socket.connection.setup.timeout.ms"],
                                                 config["socket.connection.setup.timeout.max.ms"], self.rng)
@@ -99,10 +103,20 @@ class NetworkClient:
     def state(self, node: int) -> NodeState:
         return self.states.setdefault(node, NodeState())
 
+    def _node_rng(self, node: int) -> random.Random:
+        """The node's own random source for its connection backoffs, derived from the client's
+        without drawing from it: a connection to one broker and a disconnect from another at the
+        same instant draw the same jitter whichever trio runs first, so virtual-time runs stay
+        reproducible."""
+        rng = self._rngs.get(node)
+        if rng is None:
+            rng = self._rngs[node] = random.Random(f"{self._rng_seed}:{node}")
+        return rng
+
     def _disconnected(self, node: int, while_connecting: bool) -> int:
         """Java's ClusterConnectionStates.disconnected: back off before the next attempt."""
         st = self.state(node)
-        backoff_ms = self.reconnect_backoff.backoff_ms(st.failed_attempts)
+        backoff_ms = self.reconnect_backoff.backoff_ms(st.failed_attempts, self._node_rng(node))
         st.failed_attempts += 1
         st.blackout_until = trio.current_time() + backoff_ms / 1000
         st.failed_connects = st.failed_connects + 1 if while_connecting else 0
@@ -136,14 +150,21 @@ class NetworkClient:
     def broker_nodes(self) -> list[int]:
         return [n for n in self.nodes if n >= 0 and n not in self.aliases]
 
-    def candidates(self) -> list[int]:
+    def candidates(self, *, metadata: bool = False) -> list[int]:
         """Nodes to ask for cluster-wide things (Metadata, InitProducerId), best first: ready
         connections by load, then known brokers not backing off, then the rest by when their
-        backoff ends. Once brokers are known only they are asked, whatever the strategy (Java's
-        Metadata replaces the bootstrap addresses with them): a client goes back to the bootstrap
-        addresses only by rebootstrapping (``metadata_attempt``), never beside the brokers it knows."""
+        backoff ends. For Metadata (``metadata``), once brokers are known only they are asked,
+        whatever the strategy (Java's Metadata replaces the bootstrap addresses with them): the
+        client goes back to the bootstrap addresses only by rebootstrapping (``metadata_attempt``),
+        never beside the brokers it knows, which is what KIP-899 and KIP-1102 judge. Other requests
+        may still use a bootstrap connection already open under strategy rebootstrap (one
+        connection fewer; whichever of Metadata and InitProducerId a producer sends first at its
+        start, the same connections)."""
         known = self.broker_nodes()
-        pool = known or [n for n in self.nodes if n < 0]
+        if metadata:
+            pool = known or [n for n in self.nodes if n < 0]
+        else:   # strategy none: once brokers are known, only they (Java's Metadata forgets the bootstrap)
+            pool = known + [n for n in self.nodes if n < 0 and (self.recovery.enabled or not known)]
 
         def rank(n: int) -> tuple:
             return (not self.is_ready(n), self.connection_delay(n) > 0, self.in_flight(n), n < 0,
@@ -151,12 +172,12 @@ class NetworkClient:
 
         return sorted(pool, key=rank)
 
-    def least_loaded_node(self) -> int:
+    def least_loaded_node(self, *, metadata: bool = False) -> int:
         """Where a request that may go to any broker goes (Metadata, FindCoordinator,
         GetTelemetrySubscriptions): the best of ``candidates``, never simply the first known —
         a broker that failed is backing off and ranks behind the live ones (Java's
         NetworkClient.leastLoadedNode)."""
-        return self.candidates()[0]
+        return self.candidates(metadata=metadata)[0]
 
     # -- rebootstrap (KIP-899, KIP-1102) ----------------------------------------------------------
     def _known(self) -> str:
@@ -262,7 +283,7 @@ class NetworkClient:
                 raise UnknownBrokerError(node, forgotten=True)
         host, port = self.nodes[node]
         address = f"{host}:{port}"
-        setup = self.setup_timeout.backoff(st.failed_connects)
+        setup = self.setup_timeout.backoff(st.failed_connects, self._node_rng(node))
         start = trio.current_time()
         try:
             with trio.fail_after(setup):

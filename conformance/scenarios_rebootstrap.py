@@ -142,6 +142,11 @@ _LEADER_ON_1 = {"move_leader": {"topic": "t", "partition": 0, "broker": LEADER},
 _NOT_LEADER = {"type": "error", "error": "NOT_LEADER_OR_FOLLOWER"}
 _REBOOTSTRAP = {"type": "error", "error": "REBOOTSTRAP_REQUIRED"}
 DELIVERY = 30_000
+# the proxy in front of a real Kafka (or kfake) has no bootstrap address of its own to move or spare
+# the proxy in front of a real cluster has a front door too (Proxy.open_front_door), which the starvation scenarios
+# spare from their faults; what it cannot do is put new brokers behind it
+NOT_ON_KAFKA = ("replaces every broker with new ones behind the bootstrap address: a real cluster's broker set cannot "
+                "be swapped behind the proxy")
 TRIGGER_MS = 5_000
 SILENT_REQUEST_TIMEOUT = 10_000
 # two records one after the other: the first on the old cluster, the second after it moved
@@ -161,11 +166,12 @@ def _metadata_through_bootstrap(ev: Evidence, since_ms: float, brokers: set[int]
                  and (brokers is None or e.broker in brokers)), None)
 
 
-def found_through_bootstrap(api: str, within_ms: float) -> Contract:
+def found_through_bootstrap(api: str, trigger_ms: float, *, late_ms: float) -> Contract:
     """After every broker it knew was replaced (the old ones stopped, the bootstrap address moved to
     the new ones: a ``bootstrap_moved`` event), the client asked for Metadata through the bootstrap
-    address within ``within_ms`` (unscaled; real-time runs add their slack), then sent ``api`` to a new
-    broker (Java: NetworkClient.DefaultMetadataUpdater.maybeUpdate rebootstraps when no known node is
+    address within ``trigger_ms`` (metadata.recovery.rebootstrap.trigger.ms, scaled with the run) and
+    ``late_ms`` (one retry backoff of the client's own, which real-time runs do not scale; they add
+    their slack too), then sent ``api`` to a new broker (Java: NetworkClient.DefaultMetadataUpdater.maybeUpdate rebootstraps when no known node is
     available or connection-ready, and at the latest at metadata.recovery.rebootstrap.trigger.ms)."""
 
     def check(ev: Evidence) -> Verdict:
@@ -181,14 +187,14 @@ def found_through_bootstrap(api: str, within_ms: float) -> Contract:
             return Verdict(False, "no Metadata through bootstrap", f"the client never asked for Metadata through the "
                                                                    f"bootstrap address after the old brokers stopped at {gone:.0f} ms")
         sent = next((e for e in ev.events(Kind.RECV, api) if e.t_ms >= md.t_ms and e.broker in new), None)
-        gap, limit = md.t_ms - gone, within_ms / ev.scale + ev.slack_ms
+        gap, limit = md.t_ms - gone, trigger_ms / ev.scale + late_ms + ev.slack_ms
         figure = f"Metadata through the bootstrap address (broker {md.broker}) {gap:.0f} ms after the old brokers stopped"
         if gap > limit:
-            return Verdict(False, figure, f"{figure}: allowed {limit:.0f} ms", Timing(gap, within_ms / ev.scale))
+            return Verdict(False, figure, f"{figure}: allowed {limit:.0f} ms", Timing(gap, trigger_ms / ev.scale))
         if sent is None:
             return Verdict(False, figure, f"{figure}, but no {api} reached a new broker {sorted(new)} after it")
         return Verdict(True, f"{figure}; {api} on broker {sent.broker} {sent.t_ms - md.t_ms:.0f} ms later",
-                       timing=Timing(gap, within_ms / ev.scale))
+                       timing=Timing(gap, trigger_ms / ev.scale))
 
     return Contract("the cluster found again through bootstrap.servers after every known broker was replaced", check,
                     side="server", setting=STRATEGY)
@@ -204,7 +210,9 @@ def rebootstraps_at_trigger(trigger_ms: float, *, early_ms: float, late_ms: floa
     """Once Metadata starves (its first starved request), the client's next Metadata through the
     bootstrap address comes at metadata.recovery.rebootstrap.trigger.ms (``trigger_ms``, unscaled),
     not before (``early_ms``: the attempt starts as the client sends, a little before the broker reads
-    it) and at most ``late_ms`` after (one retry backoff); real-time runs add their slack both ways
+    it) and at most ``late_ms`` after (unscaled: one retry backoff, the client's retry.backoff.max.ms,
+    which the scenarios name so that a real-time run scales it with the trigger); real-time runs add
+    their slack both ways
     (Java: NetworkClient.handleRebootstrap on every poll, DefaultMetadataUpdater.needsRebootstrap:
     ``now - metadataAttemptStartMs > rebootstrapTriggerMs``; an answer naming no broker does not end
     the attempt, handleSuccessfulResponse ignores it). ``wakes_ms`` (unscaled): when the client is sure
@@ -222,7 +230,7 @@ def rebootstraps_at_trigger(trigger_ms: float, *, early_ms: float, late_ms: floa
                                                                    f"bootstrap address after Metadata starved at {since.t_ms:.0f} ms")
         gap, want = md.t_ms - since.t_ms, trigger_ms / ev.scale
         low = want - early_ms / ev.scale - ev.slack_ms
-        high = max(trigger_ms, wakes_ms) / ev.scale + late_ms / ev.scale + ev.slack_ms
+        high = (max(trigger_ms, wakes_ms) + late_ms) / ev.scale + ev.slack_ms
         figure = f"Metadata through the bootstrap address {gap:.0f} ms after Metadata starved (trigger {want:.0f} ms)"
         timing = Timing(gap, want)
         if gap < low:
@@ -296,7 +304,10 @@ def _starved_scenario(mode: str) -> Scenario:
                             "and the metadata attempt goes on, so at metadata.recovery.rebootstrap.trigger.ms (5 s "
                             "here) it rebootstraps. A client that takes the answer as the new broker list forgets "
                             "every broker, and may then have no one left to ask, not even bootstrap.servers: the "
-                            "contract holds it to Java's behaviour." + after),
+                            "contract holds it to Java's behaviour. librdkafka 2.16 (confluent-kafka) does take it "
+                            "as the broker list: it closes every learnt broker's connection and, most times, goes "
+                            "back to bootstrap.servers at once (tens of ms, not the trigger); now and then it never "
+                            "goes back, and the record times out." + after),
         **common)
 
 
@@ -379,6 +390,7 @@ REBOOTSTRAP_SCENARIOS: tuple[Scenario, ...] = (
         references=("KIP-899", "KIP-1102", "Java NetworkClient.DefaultMetadataUpdater"),
         steps=(PRODUCE_TWICE,),
         front_door=True,
+        not_on_kafka=NOT_ON_KAFKA,
         faults=({"move_cluster_behind_bootstrap": "Produce"},),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY, "acks": "all",
                        STRATEGY: "rebootstrap", TRIGGER: TRIGGER_MS},
@@ -388,7 +400,7 @@ REBOOTSTRAP_SCENARIOS: tuple[Scenario, ...] = (
         # the bound the contract holds it to
         max_scale=2.0,
         needs=(STRATEGY,),
-        contracts=(C.outcome_is("produce", ok=True), found_through_bootstrap("Produce", TRIGGER_MS + AT_ONCE_MS)),
+        contracts=(C.outcome_is("produce", ok=True), found_through_bootstrap("Produce", TRIGGER_MS, late_ms=AT_ONCE_MS)),
     ),
     *(_starved_scenario(mode) for mode in ("silent", "no-brokers")),
 )

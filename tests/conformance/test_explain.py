@@ -134,7 +134,7 @@ def test_a_classic_member_expelled_at_its_own_session_is_a_broker_timer_on_the_c
 def test_a_retry_backoff_is_named_only_when_its_length_fits_the_configuration():
     result, spans, _ = explain(BY_ID["kip91.delivery-timeout-in-flight"])
     waits = [(s.start, s.end) for s in spans if s.kind == "backoff"]
-    assert [round(b - a) for a, b in waits] == [100, 198, 365]   # retries 0, 1, 2: 100, 200, 400 ms ±20 %
+    assert [round(b - a) for a, b in waits] == [110, 180, 384]   # retries 0, 1, 2: 100, 200, 400 ms ±20 %
     assert all("retry.backoff.ms = 100 ms" in s.label for s in spans if s.kind == "backoff")
     config = dict(result.evidence.config, **{"retry.backoff.ms": 1000})   # gaps that this config cannot explain
     spans, _ = build(result.trace, config)
@@ -144,7 +144,8 @@ def test_a_retry_backoff_is_named_only_when_its_length_fits_the_configuration():
 def test_dropped_connection_attempts_are_named_by_the_setup_timeout_window_they_fit():
     _, spans, marks = explain(BY_ID["kip19.connection-setup-timeout"])
     attempts = [s for s in spans if s.label.startswith("connection attempt")]
-    assert [round((s.end - s.start) / 1000) for s in attempts] == [10, 19, 30, 30]   # 10 s, 20 s, then the 30 s max
+    # 10 s, 20 s, then the 30 s max, each ±20 % (never above the max): a fifth attempt fits before the deadline
+    assert [round((s.end - s.start) / 1000) for s in attempts] == [11, 21, 24, 30, 27]
     assert all(s.clock.startswith("socket.connection.setup.timeout.ms = 10000 ms") for s in attempts)
     first = [m.label for m in marks if m.lane == "who gave up first"]
     assert first and "socket.connection.setup.timeout.ms" in first[0]

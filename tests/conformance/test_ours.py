@@ -189,7 +189,7 @@ def test_the_close_and_poll_zero_contracts_fail_on_a_client_that_overstays():
 def test_the_setup_timeout_contract_fails_on_a_client_whose_setup_timeout_never_grows(monkeypatch):
     from client.backoff import ExponentialBackoff
 
-    monkeypatch.setattr(ExponentialBackoff, "backoff", lambda self, attempts: self.initial_ms / 1000)  # broken: never grows
+    monkeypatch.setattr(ExponentialBackoff, "backoff", lambda self, attempts, rng=None: self.initial_ms / 1000)  # broken: never grows
     statuses, result = _contract_status("kip19.connection-setup-timeout")
     assert statuses["connection setup timeout grows per attempt (KIP-601)"] is Status.FAIL, result.contracts
 
@@ -208,7 +208,7 @@ def test_the_blocking_face_runs_the_in_memory_only_scenario_over_the_bridge(monk
     scenario = BY_ID["kip19.connection-setup-timeout"]
     assert applicable(scenario, ConfluentAdapter()) == (False, scenario.in_memory_only)
     if broken:
-        monkeypatch.setattr(ExponentialBackoff, "backoff", lambda self, attempts: self.initial_ms / 1000)
+        monkeypatch.setattr(ExponentialBackoff, "backoff", lambda self, attempts, rng=None: self.initial_ms / 1000)
     result = run_plan(Plan([scenario], [OurBlockingAdapter()], scale=30.0))[0]
     statuses = {name: status for name, status, _ in result.contracts}
     grows = statuses["connection setup timeout grows per attempt (KIP-601)"]
@@ -246,7 +246,7 @@ class OnlyTheFirstBroker:
     broker goes to the first one it knows (the bootstrap broker), and only there."""
 
     @staticmethod
-    def candidates(self):
+    def candidates(self, *, metadata=False):
         known = sorted(n for n in self.nodes if n >= 0) or sorted(self.nodes, reverse=True)
         return known[:1]
 

@@ -103,3 +103,26 @@ def test_the_proxys_front_door_is_a_bootstrap_address_the_faults_tell_apart():
         assert [(e.details or {}).get("via") for e in opened] == ["bootstrap", None]
         with pytest.raises(ValueError, match="already has a front door"):
             proxy.acall(proxy.cluster.open_front_door, 0)
+
+
+def test_the_bootstrap_selector_is_a_boolean_named_faults_take():
+    from broker_emu.faults.rules import parse_match
+
+    assert named.metadata_starve(bootstrap=False)["match"] == {"api": "Metadata", "bootstrap": False}
+    assert parse_match({"bootstrap": True}).bootstrap is True and parse_match({}).bootstrap is None
+    with pytest.raises(FaultConfigError, match="match.bootstrap: expected true or false, got 'yes'"):
+        parse_match({"bootstrap": "yes"})
+
+
+async def test_a_connection_level_rule_can_spare_the_front_door(autojump_clock):
+    from broker_emu.broker_set import connect_front_door, open_front_door
+
+    async with open_cluster(1, listen=False) as cluster:
+        open_front_door(cluster, 0)
+        cluster.faults.add({"match": {"bootstrap": False}, "action": {"type": "refuse_connections"}}, 0)
+        md = await WireClient(connect_front_door(cluster)).call(METADATA, 13, ASK)
+        assert [b.node_id for b in md.brokers] == [0]
+        with pytest.raises((trio.EndOfChannel, trio.BrokenResourceError, ConnectionError, EOFError)):
+            await WireClient(cluster.connect(0)).call(METADATA, 13, ASK)
+        refused = [e for e in cluster.trace.events if e.kind == "conn_close" and "refuse_connections" in e.details["reason"]]
+        assert [e.conn for e in refused] == [2]
