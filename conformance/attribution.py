@@ -31,7 +31,7 @@ from broker_emu.trace import Kind, TraceEvent
 DEFAULTS = {"request.timeout.ms": 30_000, "default.api.timeout.ms": 60_000, "delivery.timeout.ms": 120_000,
             "max.block.ms": 60_000, "socket.connection.setup.timeout.ms": 10_000,
             "socket.connection.setup.timeout.max.ms": 30_000, "retry.backoff.ms": 100, "retry.backoff.max.ms": 1000,
-            "reconnect.backoff.max.ms": 1000}
+            "reconnect.backoff.max.ms": 1000, "metadata.recovery.rebootstrap.trigger.ms": 300_000}
 BACKOFF_JITTER = 0.2   # KIP-580: retry n waits retry.backoff.ms * 2**n, ±20 %, at most retry.backoff.max.ms
 # requests a connection sends before it is ready: the connection set-up timeout covers them (KIP-601;
 # librdkafka: "TCP connection setup as well SSL and SASL handshake")
@@ -182,7 +182,16 @@ def abandoned_request(api: str | None, sent_ms: float, closed_ms: float, all_cal
     candidates = request_clocks(api, sent_ms, config)
     for c in running(all_calls, sent_ms, closed_ms):
         candidates += [(t, t, clock) for t, clock in call_clocks(c, config)]
-    return which(closed_ms, candidates, tol_ms)
+    found = which(closed_ms, candidates, tol_ms)
+    if not found and api == "Metadata" and str(config.get("metadata.recovery.strategy", "rebootstrap")).lower() == "rebootstrap":
+        # KIP-1102: the trigger counts from the first Metadata attempt that has not helped, which may be
+        # this request or one before it, so the rebootstrap that closes it comes at most the trigger after its send
+        trigger = _setting(config, "metadata.recovery.rebootstrap.trigger.ms")
+        found = which(closed_ms, [(sent_ms, sent_ms + trigger, Clock(
+            "metadata.recovery.rebootstrap.trigger.ms", trigger,
+            note=" (KIP-1102: counted from the first Metadata attempt that did not help; the client rebootstraps)"))],
+            tol_ms)
+    return found
 
 
 def call_end(call: Call, config: dict[str, Any], tol_ms: float) -> list[Clock]:
