@@ -55,6 +55,9 @@ DEFAULTS: dict[str, Any] = {
     # a Produce v12+'s partition leader retries adding the partition while the previous
     # transaction's markers are written (AddPartitionsToTxnConfig)
     "add.partitions.to.txn.retry.backoff.ms": 20,
+    # a version 1 transactional Produce's partition must have been added by the client (Kafka 3.6+;
+    # off by default here, DIFFERS_FROM_KAFKA below)
+    "transaction.partition.verification.enable": False,
     "add.partitions.to.txn.retry.backoff.max.ms": 100,
     "emu.txn.marker.delay.ms": 0,
     "emu.controller.delay.ms": 0,             # how long the controller takes to get to an admin write (timeout_ms)             # how long the coordinator takes to write its markers after EndTxn
@@ -193,6 +196,8 @@ def _check_consumer_group_bounds(config: dict[str, Any]) -> None:
 # Kafka's default where the emulator's differs, and why it does: `serve` says so at start
 DIFFERS_FROM_KAFKA: dict[str, tuple[Any, str]] = {
     "default.replication.factor": (1, "capped at the number of brokers, so a topic made without one is replicated"),
+    "transaction.partition.verification.enable": (True, "a version 1 transactional Produce is appended unverified, as "
+                                                        "before transaction version 2; true checks it as Kafka does"),
 }
 
 

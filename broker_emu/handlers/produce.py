@@ -16,7 +16,8 @@ MESSAGE_TOO_LARGE, ...), so nothing a read path cannot serve is ever stored.
 
 Transactional batches open a transaction on the partition until the coordinator's marker
 (``broker_emu.partition_txns``). Produce v12 is v11 for a producer of transaction version 2: its
-partition joins the transaction through the leader (``produce_verification``). v13 (topic ids)
+partition joins the transaction through the leader (``produce_verification``, which also checks a
+v11-and-below one was added, with ``transaction.partition.verification.enable``). v13 (topic ids)
 is not served. LogAppendTime rewrites the batch CRC as Kafka does.
 """
 

@@ -1,23 +1,30 @@
-"""A transactional Produce v12+ adds its partition to the transaction (KIP-890 part 2): the
-partition leader asks the transaction coordinator before the append, as Kafka's
-``ReplicaManager.appendRecords`` does through ``AddPartitionsToTxnManager`` (an AddPartitionsToTxn
-v5 with verifyOnly false: ``TransactionSupportedOperation.ADD_PARTITION``).
+"""A transactional Produce asks the transaction coordinator before the append, as Kafka's
+``ReplicaManager.appendRecords`` does through ``AddPartitionsToTxnManager``
+(``produceRequestVersionToTransactionSupportedOperation``):
 
+- v12+ (transaction version 2, KIP-890 part 2): the leader *adds* the partition to the transaction
+  (AddPartitionsToTxn v5, verifyOnly false: ``ADD_PARTITION``); the client sends no
+  AddPartitionsToTxn.
+- v11 and below (version 1), when ``transaction.partition.verification.enable`` (Kafka's default
+  is true; the emulator's false, so version 1 stays as it always was here, and the chaos kit's
+  fenced write still reaches the log): the leader only *verifies* that the client's AddPartitionsToTxn added it (verifyOnly
+  true: ``handleVerifyPartitionsInTransaction``); not added is TRANSACTION_ABORTABLE, answered as
+  INVALID_TXN_STATE to v10 and below (``DEFAULT_ERROR``), as it is to v11 (measured on Kafka 4.4.0:
+  a v11 batch of a partition never added gets 120).
+
+Either way:
 - Asked only when the partition has no transaction of this producer open at this epoch
   (``UnifiedLog.hasOngoingTransaction``): the first batch of each transaction on each partition.
-- The coordinator adds the partition when the producer id and epoch are its current ones
-  (``TransactionCoordinator.handleAddPartitionsToTransaction``), so a batch of the transaction
-  before, whose epoch the end bumped, is fenced.
+- The producer id and epoch must be the coordinator's current ones, so a batch of a transaction
+  whose end bumped the epoch (version 2), or of a fenced producer, is refused.
 - CONCURRENT_TRANSACTIONS (the previous transaction's markers are being written) is retried by
-  the broker every ``add.partitions.to.txn.retry.backoff.ms`` until
+  the broker for v12+ every ``add.partitions.to.txn.retry.backoff.ms`` until
   ``add.partitions.to.txn.retry.backoff.max.ms`` (at most the broker's request.timeout.ms,
-  30 s) has passed since the first try, then answered as it is; the client retries it.
+  30 s) has passed since the first try, then answered as it is, for the client to retry; below
+  v12 it becomes NOT_ENOUGH_REPLICAS at once.
 - The coordinator's answer becomes the partition's error as Kafka maps it: PRODUCER_FENCED to
   INVALID_PRODUCER_EPOCH (``AddPartitionsToTxnManager``); an unreachable or moving coordinator
   to NOT_ENOUGH_REPLICAS, retriable without a metadata refresh (``ReplicaManager``).
-
-Produce v11 and below are left as the emulator has always served them: the partition must have
-been added by the client's AddPartitionsToTxn, which nothing here checks.
 """
 
 from __future__ import annotations
@@ -42,7 +49,9 @@ async def add_to_transaction(ctx: RequestContext, transactional_id: str | None, 
     """None when the batch may go to the log (no verification needed, or the coordinator added
     the partition); else the partition's (error, message). A batch this cannot read, or a
     partition not led here, is left to the append, which answers it."""
-    if ctx.api_version < FIRST_ADDING_VERSION or transactional_id is None or not records:
+    adds = ctx.api_version >= FIRST_ADDING_VERSION
+    if transactional_id is None or not records or ctx.api_version < 3 or not (
+            adds or ctx.cluster.config["transaction.partition.verification.enable"]):
         return None
     cluster = ctx.cluster
     p = cluster.partition(topic, index)
@@ -58,15 +67,34 @@ async def add_to_transaction(ctx: RequestContext, transactional_id: str | None, 
     entry = p.log.producers.entry(pid)
     if p.txns.open_since(pid) is not None and entry is not None and entry.epoch == epoch:
         return None   # this transaction is already open here: no verification (hasOngoingTransaction)
-    error = await _ask_coordinator(ctx, transactional_id, pid, epoch, (topic, index))
+    if adds:
+        error = await _ask_coordinator(ctx, transactional_id, pid, epoch, (topic, index))
+    else:
+        error = _verify_once(ctx, transactional_id, pid, epoch, (topic, index))
     if error == E.NONE:
         return None
     if error == E.PRODUCER_FENCED:
         return E.INVALID_PRODUCER_EPOCH, None
-    if error in _NOT_ENOUGH_REPLICAS:
+    if error in _NOT_ENOUGH_REPLICAS or (error == E.CONCURRENT_TRANSACTIONS and not adds):
         return E.NOT_ENOUGH_REPLICAS, f"Unable to verify the partition has been added to the transaction. " \
                                       f"Underlying error: {E(error).name}"
+    if error == E.TRANSACTION_ABORTABLE and ctx.api_version <= 10:
+        error = E.INVALID_TXN_STATE   # DEFAULT_ERROR: clients before KIP-890 part 1 know no TRANSACTION_ABORTABLE
+    if error == E.INVALID_TXN_STATE:
+        return error, "Partition was not added to the transaction"
     return error, None
+
+
+def _verify_once(ctx: RequestContext, tid: str, pid: int, epoch: int, partition: tuple[str, int]) -> int:
+    """``handleVerifyPartitionsInTransaction``: NONE when the partition is in the transaction."""
+    txn = ctx.cluster.txn
+    owner = txn.coordinator_for(tid)
+    if owner < 0 or not ctx.cluster.is_alive(owner):
+        return E.COORDINATOR_NOT_AVAILABLE
+    error, meta = txn.check_producer(tid, pid, epoch, version=5)
+    if meta is None:
+        return error
+    return E.NONE if partition in meta.partitions else E.TRANSACTION_ABORTABLE
 
 
 async def _ask_coordinator(ctx: RequestContext, tid: str, pid: int, epoch: int, partition: tuple[str, int]) -> int:

@@ -96,7 +96,7 @@ async def test_bad_input_closes_only_that_connection(autojump_clock):
             "huge length prefix": (2**31 - 1).to_bytes(4, "big"),
             "negative length": (-5).to_bytes(4, "big", signed=True),
             "unknown API key": b"\x00\x00\x00\x0a" + b"\x03\xe7\x00\x00\x00\x00\x00\x01\xff\xff",
-            "unsupported Produce version": with_version(encode_request(PRODUCE, 9, 1, "x", produce_body("t", 0, [b"a"])), 12),
+            "unsupported Produce version": with_version(encode_request(PRODUCE, 9, 1, "x", produce_body("t", 0, [b"a"])), 13),
             "truncated header": b"\x00\x00\x00\x03\x00\x03\x00",
             "garbage body": b"\x00\x00\x00\x10" + b"\x00\x03\x00\x0c\x00\x00\x00\x01\x00\x00" + b"\xff" * 6,
         }

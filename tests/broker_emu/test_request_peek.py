@@ -1,5 +1,6 @@
-"""broker_emu/request_peek.py: a Produce's acks read off the frame agree with the decoder's, for
-every version, and a frame cut anywhere gives the right acks or None, never a wrong one."""
+"""broker_emu/request_peek.py: a Produce's acks and whether it names a transactional id, read off
+the frame, agree with the decoder's, for every version, and a frame cut anywhere gives the right
+acks or None, never a wrong one."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker_emu.request_peek import produce_acks
+from broker_emu.request_peek import produce_acks, produce_start
 from client.protocol import ApiKey
 from client.protocol.codec import decode_request, encode_request
 
@@ -22,7 +23,7 @@ def _produce(version: int, acks: int, transactional_id: str | None, client_id: s
     return encode_request(ApiKey.PRODUCE, version, 7, client_id, body)[4:]   # without the size prefix
 
 
-@pytest.mark.parametrize("version", range(0, 12))
+@pytest.mark.parametrize("version", range(0, 13))
 @pytest.mark.parametrize("acks", (-1, 0, 1, 2))
 @pytest.mark.parametrize("transactional_id", TXN_IDS)
 @pytest.mark.parametrize("client_id", (None, "producer-1"))
@@ -31,9 +32,10 @@ def test_acks_read_off_the_frame_are_the_decoders(version, acks, transactional_i
     _, body = decode_request(frame)
     assert produce_acks(frame) == body.acks == acks
     assert produce_acks(bytearray(frame)) == acks   # a large frame is received in place
+    assert produce_start(frame) == (acks, version >= 3 and transactional_id is not None)
 
 
-@given(version=st.integers(0, 11), acks=st.sampled_from((-1, 0, 1)), transactional_id=st.sampled_from(TXN_IDS),
+@given(version=st.integers(0, 12), acks=st.sampled_from((-1, 0, 1)), transactional_id=st.sampled_from(TXN_IDS),
        cut=st.integers(0, 400))
 def test_a_cut_frame_gives_its_acks_or_none(version, acks, transactional_id, cut):
     frame = _produce(version, acks, transactional_id, "c")

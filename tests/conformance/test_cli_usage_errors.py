@@ -183,8 +183,10 @@ def test_serve_says_where_its_defaults_are_not_kafkas():
         proc.terminate()
         proc.communicate(timeout=20)
     assert note.startswith("note: Kafka's defaults, except default.replication.factor=3 (Kafka: 1;")
+    assert "transaction.partition.verification.enable=False (Kafka: True;" in note
     proc = subprocess.Popen([sys.executable, "-m", "conformance.main", "serve", "--brokers", "1", "--config",
-                             "default.replication.factor=1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "default.replication.factor=1", "--config", "transaction.partition.verification.enable=true"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().startswith("bootstrap=")
     finally:

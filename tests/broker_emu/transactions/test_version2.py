@@ -222,3 +222,25 @@ async def test_the_transaction_survives_its_coordinator_moving(autojump_clock):
         await trio.sleep(0.6)
         assert await end5(moved, "tx", pid, epoch, commit=True) == (0, pid, epoch + 1)
         assert markers(cluster) == [("t", 0, pid, epoch + 1, True)]
+
+
+async def test_version_1_verification_when_enabled_answers_as_kafka_4_4(autojump_clock):
+    """transaction.partition.verification.enable (Kafka's default true, the emulator's false): a
+    v11-and-below batch of a partition the client never added is refused, TRANSACTION_ABORTABLE
+    to v11 (measured on Kafka 4.4.0: 120) and INVALID_TXN_STATE below; once added it goes in."""
+    config = {"transaction.partition.verification.enable": True}
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=config) as cluster:
+        w, broker, pid, epoch = await started(cluster)
+        for version, code in ((11, 120), (9, 48)):
+            r = await broker.call(PRODUCE, version, {"transactional_id": "tx", "acks": -1, "timeout_ms": 30000, "topic_data": [
+                {"name": "t", "partition_data": [{"index": 0, "records": txn_batch(pid, epoch, 0, [b"a"])}]}]})
+            assert r.responses[0].partition_responses[0].error_code == code, version
+        assert await add(w, "tx", pid, epoch, [("t", 0)]) == [0]
+        r = await broker.call(PRODUCE, 11, {"transactional_id": "tx", "acks": -1, "timeout_ms": 30000, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": txn_batch(pid, epoch, 0, [b"a"])}]}]})
+        assert r.responses[0].partition_responses[0].error_code == 0
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:   # off: appended as always
+        w, broker, pid, epoch = await started(cluster)
+        r = await broker.call(PRODUCE, 11, {"transactional_id": "tx", "acks": -1, "timeout_ms": 30000, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": txn_batch(pid, epoch, 0, [b"a"])}]}]})
+        assert r.responses[0].partition_responses[0].error_code == 0
