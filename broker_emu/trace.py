@@ -58,6 +58,13 @@ class Kind(enum.StrEnum):
     GROUP_MEMBER_EPOCH = "group_member_epoch"      # from, to, state, assigned, revoking
     GROUP_MEMBER_FENCED = "group_member_fenced"    # reason: session | rebalance | left | join | sync; timeout_ms
     GROUP_CONVERTED = "group_converted"            # to: consumer | classic (online upgrade / downgrade), members
+    # KIP-932 share groups (details: group, topic, partition, member, offsets as [first, last] runs)
+    SHARE_ACQUIRE = "share_acquire"                # delivery_counts, lock_deadline_ms, lock_duration_ms
+    SHARE_ACKNOWLEDGE = "share_acknowledge"        # an ACCEPT; type "accept"
+    SHARE_RENEW = "share_renew"                    # lock_deadline_ms, lock_duration_ms (KIP-1222)
+    SHARE_RELEASE = "share_release"                # reason: released | left | session timeout; available
+    SHARE_LOCK_EXPIRED = "share_lock_expired"      # lock_deadline_ms, available, delivery_counts
+    SHARE_ARCHIVE = "share_archive"                # reason: rejected | delivery_count_limit
     # transactions (details: transactional_id, producer_id, epoch, from, to, reason)
     TXN_STATE = "txn_state"
     TXN_MARKER = "txn_marker"          # details: topic, partition, offset, commit, producer_id, epoch
