@@ -144,7 +144,11 @@ class Trace:
         self._listeners: list[Callable[[TraceEvent], None]] = []
 
     def now_ms(self) -> float:
-        return round((self._clock() - self._start) * 1000.0, 3)
+        return self.ms_at(self._clock())
+
+    def ms_at(self, t: float) -> float:
+        """Trace milliseconds of a reading of trio's clock (a deadline computed from one reading)."""
+        return round((t - self._start) * 1000.0, 3)
 
     def emit(self, kind: Kind | str, **fields: Any) -> TraceEvent:
         if type(kind) is not Kind:

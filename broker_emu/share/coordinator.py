@@ -42,7 +42,6 @@ class ShareHost(Protocol):
     topics: dict[str, Any]
     fetch_purgatory: Any
 
-    def now_ms(self) -> float: ...
     def coordinator_for(self, group_id: str) -> int: ...
     def topic_by_id(self, topic_id: Any) -> Any: ...
     def partition(self, topic: str, index: int) -> Any: ...
@@ -197,7 +196,7 @@ class ShareCoordinator:
 
         def available() -> None:   # released or expired records wake the share fetches waiting on them
             cluster.fetch_purgatory.check_and_complete(partition_key)
-        return Hooks(now_s=trio.current_time, now_ms=cluster.now_ms, call_at=cluster.scheduler.call_at,
+        return Hooks(now_s=trio.current_time, ms_at=cluster.trace.ms_at, call_at=cluster.scheduler.call_at,
                      emit=emit, available=available)
 
     def describe_state(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ make the record available again with its delivery count kept, unless the count h
 group's delivery count limit: then it is archived (``InFlightState.tryUpdateState``). The start
 offset moves past the acknowledged and archived records at its head.
 
-Time is passed in (``now_s`` on trio's clock, ``now_ms`` for the trace) and lock timers are asked
+Time is passed in (``now_s`` on trio's clock, ``ms_at`` for the trace) and lock timers are asked
 of ``call_at``, so a lock expires exactly at its deadline in virtual time: a timer per
 acquisition, as Kafka's ``AcquisitionLockTimerTask``; a renewed record gets a new lock and the old
 timer passes it by.
@@ -40,11 +40,12 @@ class AckType(enum.IntEnum):
 
 
 class Lock:
-    """The acquisition lock of the records one acquire (or renew) handed to a member."""
-    __slots__ = ("member", "deadline_s", "deadline_ms", "timer")
+    """The acquisition lock of the records one acquire (or renew) handed to a member; its start
+    and deadline in trace milliseconds come from one reading of the clock."""
+    __slots__ = ("member", "deadline_s", "start_ms", "deadline_ms", "timer")
 
-    def __init__(self, member: str, deadline_s: float, deadline_ms: float):
-        self.member, self.deadline_s, self.deadline_ms = member, deadline_s, deadline_ms
+    def __init__(self, member: str, deadline_s: float, start_ms: float, deadline_ms: float):
+        self.member, self.deadline_s, self.start_ms, self.deadline_ms = member, deadline_s, start_ms, deadline_ms
         self.timer: Any = None
 
 
@@ -67,7 +68,7 @@ class AckError(Exception):
 class Hooks:
     """What a share partition asks of its surroundings: the clock, timers and the trace."""
     now_s: Callable[[], float]
-    now_ms: Callable[[], float]
+    ms_at: Callable[[float], float]                     # trace milliseconds of a trio time
     call_at: Callable[[float, Callable[[], None]], Any]
     emit: Callable[[str, dict[str, Any]], None]        # trace kind name, details
     available: Callable[[], None] = lambda: None       # records became acquirable (wake fetches)
@@ -137,12 +138,14 @@ class SharePartition:
                 out.append({"first_offset": offset, "last_offset": offset, "delivery_count": rec.delivery_count})
         self.hooks.emit("share_acquire", self._details(
             member=member, offsets=ranges(taken), delivery_counts=[r["delivery_count"] for r in out],
-            lock_deadline_ms=lock.deadline_ms, lock_duration_ms=lock_ms))
+            locked_at_ms=lock.start_ms, lock_deadline_ms=lock.deadline_ms, lock_duration_ms=lock_ms))
         return out
 
     def _lock(self, member: str, lock_ms: int) -> Lock:
-        deadline_s = self.hooks.now_s() + lock_ms / 1000.0
-        lock = Lock(member, deadline_s, self.hooks.now_ms() + lock_ms)
+        now_s = self.hooks.now_s()
+        start_ms = self.hooks.ms_at(now_s)
+        deadline_s = now_s + lock_ms / 1000.0
+        lock = Lock(member, deadline_s, start_ms, round(start_ms + lock_ms, 3))
         lock.timer = self.hooks.call_at(deadline_s, lambda: self._expire(lock))
         return lock
 
@@ -263,7 +266,7 @@ class SharePartition:
         lock = self._lock(member, lock_ms)
         for o in offsets:
             self.records[o].lock = lock
-        self.hooks.emit("share_renew", self._details(member=member, offsets=ranges(offsets),
+        self.hooks.emit("share_renew", self._details(member=member, offsets=ranges(offsets), locked_at_ms=lock.start_ms,
                                                      lock_deadline_ms=lock.deadline_ms, lock_duration_ms=lock_ms))
 
     def describe(self) -> dict[str, Any]:

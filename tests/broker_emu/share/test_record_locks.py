@@ -124,7 +124,7 @@ async def test_renew_pushes_the_lock_deadline(autojump_clock):
         assert got["at"] == 50.0 and acquired(got["r"]) == [(0, 2, 2)]
         renewed = events(cluster, Kind.SHARE_RENEW)
         assert [(e.details["offsets"], e.details["lock_duration_ms"]) for e in renewed] == [([[0, 2]], 30000)]
-        assert renewed[0].details["lock_deadline_ms"] - renewed[0].t_ms == 30000
+        assert renewed[0].details["lock_deadline_ms"] - renewed[0].t_ms == 30000 == renewed[0].details["lock_deadline_ms"] - renewed[0].details["locked_at_ms"]
 
 
 async def test_renew_needs_version_2(autojump_clock):

@@ -1,0 +1,99 @@
+package brokeremu.adapter;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+
+/**
+ * KIP-932 share groups through KafkaShareConsumer (implicit acknowledgement: a poll or commitSync
+ * accepts what the previous poll returned). One step, {@code share_consume}: two members of a
+ * share group; the first receives {@code count} records and then stops polling, so their
+ * acquisition locks run out on the broker; the second receives them again (delivery count 2) and
+ * accepts them with commitSync; the first's late acknowledgement comes back refused.
+ */
+final class Share {
+    private static final Duration TICK = Duration.ofMillis(50);
+
+    private Share() {
+    }
+
+    /** Only the share consumer's own settings: it refuses the classic consumer's (group.protocol...). */
+    static KafkaShareConsumer<byte[], byte[]> consumer(Run run, String group, String clientId) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", run.bootstrap);
+        p.put("group.id", group);
+        p.put("client.id", clientId);
+        p.put("share.acknowledgement.mode", "implicit");
+        return new KafkaShareConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    /** Poll {@code c} until it has {@code count} records or {@code limitMs} passed: offset -> record. */
+    static Map<Long, ConsumerRecord<byte[], byte[]>> receive(KafkaShareConsumer<byte[], byte[]> c, int count, long limitMs) {
+        Map<Long, ConsumerRecord<byte[], byte[]>> got = new HashMap<>();
+        long end = System.nanoTime() + limitMs * 1_000_000L;
+        while (got.size() < count && System.nanoTime() < end) {
+            ConsumerRecords<byte[], byte[]> records = c.poll(TICK);
+            for (ConsumerRecord<byte[], byte[]> r : records) {
+                got.put(r.offset(), r);
+            }
+        }
+        return got;
+    }
+
+    static ArrayNode describe(Map<Long, ConsumerRecord<byte[], byte[]>> records) {
+        ArrayNode out = Main.JSON.createArrayNode();
+        records.keySet().stream().sorted().forEach(offset -> {
+            ConsumerRecord<byte[], byte[]> r = records.get(offset);
+            ObjectNode o = out.addObject();
+            o.put("offset", offset);
+            o.put("partition", r.partition());
+            o.put("delivery_count", r.deliveryCount().map(Short::intValue).orElse(-1));
+            o.set("value", Outcomes.bytes(r.value()));
+        });
+        return out;
+    }
+
+    static ObjectNode commitResult(Map<TopicIdPartition, Optional<KafkaException>> result) {
+        ObjectNode out = Main.JSON.createObjectNode();
+        result.forEach((tp, error) -> out.put(tp.topic() + "-" + tp.partition(),
+                error.map(e -> e.getClass().getSimpleName()).orElse("")));
+        return out;
+    }
+
+    static JsonNode consume(Run run, JsonNode args) {
+        String group = args.path("group").asText("share-group");
+        String topic = args.path("topic").asText("t");
+        int count = args.path("count").asInt(1);
+        long limitMs = args.path("max_ms").asLong(30_000);
+        ObjectNode out = Main.JSON.createObjectNode();
+        try (KafkaShareConsumer<byte[], byte[]> first = consumer(run, group, run.clientId + "-first");
+             KafkaShareConsumer<byte[], byte[]> second = consumer(run, group, run.clientId + "-second")) {
+            first.subscribe(List.of(topic));
+            second.subscribe(List.of(topic));
+            Map<Long, ConsumerRecord<byte[], byte[]>> once = receive(first, count, limitMs);
+            long received = System.nanoTime();
+            out.set("first", describe(once));
+            out.put("lock_ms", first.acquisitionLockTimeoutMs().map(Integer::longValue).orElse(-1L));
+            // the first member polls no more: its locks run out and the second gets the records again
+            Map<Long, ConsumerRecord<byte[], byte[]>> again = receive(second, count, limitMs);
+            out.put("redelivered_after_ms", (System.nanoTime() - received) / 1_000_000L);
+            out.set("second", describe(again));
+            out.set("second_commit", commitResult(second.commitSync(Duration.ofMillis(limitMs))));
+            out.set("first_commit", commitResult(first.commitSync(Duration.ofMillis(limitMs))));
+        }
+        return out;
+    }
+}
