@@ -171,7 +171,8 @@ class SharePartition:
         limit = self.delivery_count_limit
         freed, archived = self._make_available(offsets, limit)
         self.hooks.emit("share_lock_expired", self._details(
-            member=lock.member, offsets=ranges(offsets), lock_deadline_ms=lock.deadline_ms,
+            member=lock.member, offsets=ranges(offsets), locked_at_ms=lock.start_ms, lock_deadline_ms=lock.deadline_ms,
+            lock_duration_ms=round(lock.deadline_ms - lock.start_ms),
             available=ranges(freed), delivery_counts=sorted({self.records[o].delivery_count for o in offsets})))
         self._archived(archived, lock.member, "delivery_count_limit", limit)
         self._advance()

@@ -162,3 +162,17 @@ async def test_latest_is_the_default_and_earliest_is_a_group_config(autojump_clo
         b = ShareMember(cluster, group="other")
         await b.beat()
         assert values(await b.fetch(max_wait_ms=100)) == {0: b"before"}
+
+
+async def test_the_timeline_shows_each_expired_lock_as_a_server_side_timeout(autojump_clock):
+    from conformance.explain import build
+
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=LONG_SESSIONS) as cluster:
+        a, b = await two_members_with_records(cluster)
+        await a.fetch()
+        await b.fetch()
+        spans, _ = build(cluster.trace.query())
+        (lock,) = [s for s in spans if s.lane == "share partitions"]
+        acquired_at = cluster.trace.query(kind=Kind.SHARE_ACQUIRE)[0].t_ms
+        assert (lock.start, lock.end - lock.start, lock.kind) == (acquired_at, 30000, "timeout-server")
+        assert lock.clock == "share.record.lock.duration.ms = 30000 ms"
