@@ -156,16 +156,33 @@ def _answer(ctx: RequestContext, lock_ms: int, parts: dict[Any, list[dict[str, A
             "responses": [{"topic_id": tid, "partitions": ps} for tid, ps in parts.items()], "node_endpoints": nodes}
 
 
-def _top_error(code: int) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "acquisition_lock_timeout_ms": 0,
+def _top_error(code: int, message: str | None = None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "acquisition_lock_timeout_ms": 0,
             "responses": [], "node_endpoints": []}
+
+
+def _request_error(ctx: RequestContext, req: Message) -> dict[str, Any] | None:
+    """``KafkaApis.handleShareFetchRequest``'s checks before the share session, with its messages."""
+    if not req["group_id"]:
+        return _top_error(E.INVALID_REQUEST, "Invalid group id in the request.")
+    if _member_error(req):
+        return _top_error(E.INVALID_REQUEST, "Invalid member id in the request.")
+    if ctx.api_version >= 2 and req["is_renew_ack"]:
+        # a renewing fetch fetches nothing: every limit must be 0
+        wrong = "".join(f"{name} must be set to 0," for name, key in (
+            ("maxBytes", "max_bytes"), ("minBytes", "min_bytes"), ("maxRecords", "max_records"),
+            ("maxWaitMs", "max_wait_ms")) if req[key] != 0)
+        if wrong:
+            return _top_error(E.INVALID_REQUEST, wrong + "if isRenewAck is true.")
+    return None
 
 
 @handles(ApiKey.SHARE_FETCH, 1, 2)
 async def share_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     group, member, epoch = req["group_id"] or "", req["member_id"], req["share_session_epoch"]
-    if not group or _member_error(req):
-        return _top_error(E.INVALID_REQUEST)
+    refused = _request_error(ctx, req)
+    if refused is not None:
+        return refused
     named = [(t["topic_id"], p["partition_index"]) for t in req["topics"] for p in t["partitions"]]
     forgotten = [(t["topic_id"], i) for t in req["forgotten_topics_data"] for i in t["partitions"]]
     acknowledging = any(p["acknowledgement_batches"] for t in req["topics"] for p in t["partitions"])
@@ -189,7 +206,11 @@ async def share_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
             op = DelayedShareFetch(ctx, group, good, req["min_bytes"], req["max_wait_ms"])
             if not ctx.cluster.fetch_purgatory.try_complete_else_watch(op, {t.partition.key for t in good}):
                 await op.wait()
-        fetched = _acquire(ctx, group, member, [t for t in good if t.partition.leader == ctx.broker_id], req)
+        for t in good:   # a leader that moved while the request waited
+            if t.partition.leader != ctx.broker_id:
+                t.error = E.NOT_LEADER_OR_FOLLOWER
+                errors[(t.topic_id, t.index)] = t
+        fetched = _acquire(ctx, group, member, [t for t in good if not t.error], req)
     for key in list(acks) + list(errors) + list(fetched):
         if any(p["partition_index"] == key[1] for p in parts.get(key[0], [])):
             continue
@@ -206,8 +227,10 @@ async def share_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
 @handles(ApiKey.SHARE_ACKNOWLEDGE, 1, 2)
 async def share_acknowledge(ctx: RequestContext, req: Message) -> dict[str, Any]:
     group, member, epoch = req["group_id"] or "", req["member_id"], req["share_session_epoch"]
-    if not group or _member_error(req):
-        return _top_error(E.INVALID_REQUEST)
+    if not group:
+        return _top_error(E.INVALID_REQUEST, "Invalid group id in the request.")
+    if _member_error(req):
+        return _top_error(E.INVALID_REQUEST, "Invalid member id in the request.")
     share = ctx.cluster.share
     try:
         share.sessions.for_acknowledge(group, member, epoch)

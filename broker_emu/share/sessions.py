@@ -3,8 +3,8 @@
 partitions the member fetches, and an epoch each request must match.
 
 ShareFetch epoch 0 opens a session (replacing one the member had; acknowledgements in it are an
-INVALID_REQUEST), -1 closes it (no partitions to fetch may be named, else INVALID_REQUEST), any
-other must equal the session's epoch (INVALID_SHARE_SESSION_EPOCH), with SHARE_SESSION_NOT_FOUND
+INVALID_REQUEST), -1 closes it after its acknowledgements (Kafka 4.4 no longer refuses partitions
+named in it), any other must equal the session's epoch (INVALID_SHARE_SESSION_EPOCH), with SHARE_SESSION_NOT_FOUND
 when there is none. ShareAcknowledge never opens one: epoch 0 is INVALID_SHARE_SESSION_EPOCH.
 """
 
@@ -56,8 +56,6 @@ class ShareSessions:
         session is closed after its acknowledgements). ShareSessionError otherwise."""
         key = (group, member)
         if epoch == FINAL_EPOCH:
-            if named:
-                raise ShareSessionError(E.INVALID_REQUEST)
             if key not in self.by_key:
                 raise ShareSessionError(E.SHARE_SESSION_NOT_FOUND)
             return None

@@ -76,7 +76,7 @@ async def test_share_fetch_session_errors(autojump_clock):
         a = ShareMember(cluster)
         await a.beat()
         assert (await a.fetch(epoch=3, max_wait_ms=0)).error_code == E.SHARE_SESSION_NOT_FOUND
-        assert (await a.fetch(epoch=-1, max_wait_ms=0)).error_code == E.INVALID_REQUEST   # names partitions
+        assert (await a.fetch(epoch=-1, max_wait_ms=0)).error_code == E.SHARE_SESSION_NOT_FOUND   # none to close
         r = await a.fetch(acks={0: [(0, 0, [ACCEPT])]}, max_wait_ms=0)     # acknowledgements in the opening fetch
         assert r.error_code == E.INVALID_REQUEST
         assert (await a.fetch(max_wait_ms=0)).error_code == 0               # opens: epoch 1 next
@@ -85,7 +85,12 @@ async def test_share_fetch_session_errors(autojump_clock):
         assert (await a.acknowledge({0: [(0, 0, [ACCEPT])]}, epoch=7)).error_code == E.INVALID_SHARE_SESSION_EPOCH
         assert (await a.fetch(max_wait_ms=0)).error_code == 0               # the right epoch still works
         bad = ShareMember(cluster, member_id="not-a-uuid")
-        assert (await bad.fetch(max_wait_ms=0)).error_code == E.INVALID_REQUEST
+        r = await bad.fetch(max_wait_ms=0)
+        assert (r.error_code, r.error_message) == (E.INVALID_REQUEST, "Invalid member id in the request.")
+        r = await a.fetch(renew=True, max_wait_ms=500, keep_epoch=True)        # a renewing fetch must fetch nothing
+        assert (r.error_code, r.error_message) == (
+            E.INVALID_REQUEST, "maxBytes must be set to 0,minBytes must be set to 0,maxRecords must be set to 0,"
+                               "maxWaitMs must be set to 0,if isRenewAck is true.")   # KafkaApis' words
         closing = await a.fetch(epoch=-1, max_wait_ms=0, keep_epoch=True)
         assert closing.error_code == 0
         assert (await a.fetch(max_wait_ms=0)).error_code == E.SHARE_SESSION_NOT_FOUND
