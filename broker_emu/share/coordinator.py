@@ -81,6 +81,8 @@ class ShareCoordinator:
     def _heartbeat(self, group_id: str, member_id: str, epoch: int, rack_id: str | None,
                    subscribed: list[str] | None, client_id: str, client_host: str) -> dict[str, Any]:
         group = self.groups.get(group_id)
+        if group is None and epoch != 0:   # getOrMaybeCreateShareGroup: only a join creates the group
+            raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
         member = group.members.get(member_id) if group else None
         if epoch == LEAVE_EPOCH:
             if group is None or member is None:

@@ -59,11 +59,13 @@ async def test_a_member_that_stops_heartbeating_is_fenced_and_its_records_go_bac
 async def test_heartbeat_errors(autojump_clock):
     async with open_cluster(2, topics=[("t", 1, 1)], listen=False) as cluster:
         a = ShareMember(cluster)
-        assert (await a.beat(epoch=5)).error_code == E.UNKNOWN_MEMBER_ID
+        r = await a.beat(epoch=5)
+        assert (r.error_code, r.error_message) == (E.GROUP_ID_NOT_FOUND, "Share group sg not found.")
         assert (await a.beat(member_id="")).error_code == E.INVALID_REQUEST
         assert (await a.beat(subscribed_topic_names=None)).error_code == E.INVALID_REQUEST
         assert (await a.beat(epoch=-2)).error_code == E.INVALID_REQUEST
         await a.beat()
+        assert (await ShareMember(cluster).beat(epoch=1)).error_code == E.UNKNOWN_MEMBER_ID   # the group is there now
         r = await a.beat(epoch=a.epoch + 1)
         assert (r.error_code, r.member_id) == (E.FENCED_MEMBER_EPOCH, None)
         other = cluster.connect(1 - cluster.coordinator_for("sg"))
