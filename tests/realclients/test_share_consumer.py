@@ -38,13 +38,16 @@ def test_a_record_not_acknowledged_before_its_lock_expires_is_delivered_again(ja
             (i, 1, f"m{i}".encode()) for i in range(3)]
         assert out["lock_ms"] == LOCK_MS
         assert [(r["offset"], r["delivery_count"]) for r in out["second"]] == [(i, 2) for i in range(3)]
-        # the second delivery waited for the lock: not before it, and not long after (generous bounds)
-        assert LOCK_MS - 500 <= out["redelivered_after_ms"] <= LOCK_MS + 15_000
+        # the second delivery came after the lock ran out, not long after (the exact order is the trace's, below)
+        assert out["redelivered_after_ms"] <= LOCK_MS + 15_000
         assert out["second_commit"] == {"shared-0": ""}
         assert out["first_commit"] == {"shared-0": "InvalidRecordStateException"}
         trace = tc.call(lambda: [(e.kind, e.t_ms, e.details) for e in tc.cluster.trace.query(
             kind=(Kind.SHARE_ACQUIRE, Kind.SHARE_LOCK_EXPIRED, Kind.SHARE_ACKNOWLEDGE))])
-        acquire, expired = trace[0], next(t for t in trace if t[0] == Kind.SHARE_LOCK_EXPIRED)
+        acquires = [t for t in trace if t[0] == Kind.SHARE_ACQUIRE]
+        acquire, expired = acquires[0], next(t for t in trace if t[0] == Kind.SHARE_LOCK_EXPIRED)
+        again = next(t for t in acquires if t[2]["delivery_counts"] == [2])
+        assert again[2]["member"] != acquire[2]["member"] and again[1] >= expired[1]
         # the deadline is the acquisition's clock reading plus the lock, to the microsecond
         assert round(acquire[2]["lock_deadline_ms"] - acquire[2]["locked_at_ms"], 3) == LOCK_MS
         assert acquire[2]["locked_at_ms"] <= acquire[1]
