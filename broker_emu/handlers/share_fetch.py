@@ -131,7 +131,8 @@ def _acquire(ctx: RequestContext, group: str, member: str, targets: list[Target]
         if budget <= 0:
             break
         sp = share.share_partition(group, t.name, t.index)
-        acquired = sp.acquire(member, t.partition.high_watermark, budget, max_locks, lock_ms)
+        acquired = sp.acquire(member, t.partition.high_watermark, budget, max_locks, lock_ms,
+                              t.partition.log.log_start_offset)
         if not acquired:
             continue
         budget -= sum(a["last_offset"] - a["first_offset"] + 1 for a in acquired)
@@ -188,7 +189,7 @@ async def share_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     acknowledging = any(p["acknowledgement_batches"] for t in req["topics"] for p in t["partitions"])
     share = ctx.cluster.share
     try:
-        session = share.sessions.for_fetch(group, member, epoch, named, forgotten, acknowledging)
+        session = share.sessions.for_fetch(ctx.broker_id, group, member, epoch, named, forgotten, acknowledging)
     except ShareSessionError as exc:
         return _top_error(exc.code)
     acks = _acknowledge(ctx, group, member, req["topics"])
@@ -197,7 +198,7 @@ async def share_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     fetched: dict[tuple[Any, int], tuple[bytes, list]] = {}
     errors: dict[tuple[Any, int], Target] = {}
     if session is None:
-        share.sessions.close(group, member)
+        share.sessions.close(ctx.broker_id, group, member)
     elif not (ctx.api_version >= 2 and req["is_renew_ack"]):
         targets = [Target(ctx, tid, i) for tid, i in session.partitions]
         errors = {(t.topic_id, t.index): t for t in targets if t.error}
@@ -233,12 +234,12 @@ async def share_acknowledge(ctx: RequestContext, req: Message) -> dict[str, Any]
         return _top_error(E.INVALID_REQUEST, "Invalid member id in the request.")
     share = ctx.cluster.share
     try:
-        share.sessions.for_acknowledge(group, member, epoch)
+        share.sessions.for_acknowledge(ctx.broker_id, group, member, epoch)
     except ShareSessionError as exc:
         return _top_error(exc.code)
     acks = _acknowledge(ctx, group, member, req["topics"])
     if epoch == FINAL_EPOCH:
-        share.sessions.close(group, member)
+        share.sessions.close(ctx.broker_id, group, member)
     parts: dict[Any, list[dict[str, Any]]] = {}
     leaders: set[int] = set()
     for (tid, index), (code, message, target) in acks.items():

@@ -152,7 +152,7 @@ class ShareCoordinator:
             member.timer.cancel()
         self._trace_epoch(group, f"member {reason}")
         self._reassign(group)
-        self.sessions.close(group.group_id, member_id)
+        self.sessions.close_member(group.group_id, member_id)
         for (g, _, _), sp in self.partitions.items():
             if g == group.group_id:
                 sp.release_member(member_id, reason)

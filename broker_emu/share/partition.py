@@ -107,11 +107,16 @@ class SharePartition:
     def acquirable(self, high_watermark: int) -> bool:
         return high_watermark > self.end_offset or any(r.state is State.AVAILABLE for r in self.records.values())
 
-    def acquire(self, member: str, high_watermark: int, max_records: int, max_in_flight: int, lock_ms: int) -> list[dict[str, int]]:
+    def acquire(self, member: str, high_watermark: int, max_records: int, max_in_flight: int, lock_ms: int,
+                log_start: int = 0) -> list[dict[str, int]]:
         """Lock up to ``max_records`` offsets for ``member``: available ones first (redeliveries),
         then new ones below the high watermark while fewer than ``max_in_flight`` are in flight
         (``share.partition.max.record.locks``). Returns the AcquiredRecords ranges, one per run of
         offsets with the same delivery count."""
+        if log_start > self.start_offset:   # the log lost its head (retention, DeleteRecords): so do we
+            for offset in range(self.start_offset, min(log_start, self.end_offset)):
+                self.records.pop(offset, None)
+            self.start_offset, self.end_offset = log_start, max(self.end_offset, log_start)
         taken: list[int] = []
         for offset in sorted(self.records):
             if len(taken) >= max_records:

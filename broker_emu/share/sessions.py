@@ -1,6 +1,7 @@
 """Share sessions (KIP-932; Kafka's ``SharePartitionManager.newContext`` and
-``acknowledgeSessionUpdate``, ``ShareSessionCache``): one per (group, member), holding the
-partitions the member fetches, and an epoch each request must match.
+``acknowledgeSessionUpdate``, ``ShareSessionCache``): one per (broker, group, member), since each
+broker keeps its own cache and a member fetching from several leaders runs a session with each,
+holding the partitions the member fetches there and an epoch each request must match.
 
 ShareFetch epoch 0 opens a session (replacing one the member had; acknowledgements in it are an
 INVALID_REQUEST), -1 closes it after its acknowledgements (Kafka 4.4 no longer refuses partitions
@@ -28,6 +29,7 @@ def next_epoch(epoch: int) -> int:
 
 @dataclass
 class ShareSession:
+    broker: int
     group: str
     member: str
     epoch: int = 1
@@ -48,13 +50,13 @@ class ShareSessionError(Exception):
 
 class ShareSessions:
     def __init__(self) -> None:
-        self.by_key: dict[tuple[str, str], ShareSession] = {}
+        self.by_key: dict[tuple[int, str, str], ShareSession] = {}
 
-    def for_fetch(self, group: str, member: str, epoch: int, named: list[TopicPartitionId],
+    def for_fetch(self, broker: int, group: str, member: str, epoch: int, named: list[TopicPartitionId],
                   forgotten: list[TopicPartitionId], acknowledging: bool) -> ShareSession | None:
         """The session this ShareFetch runs in, its epoch moved on; None for a final fetch (the
         session is closed after its acknowledgements). ShareSessionError otherwise."""
-        key = (group, member)
+        key = (broker, group, member)
         if epoch == FINAL_EPOCH:
             if key not in self.by_key:
                 raise ShareSessionError(E.SHARE_SESSION_NOT_FOUND)
@@ -62,7 +64,7 @@ class ShareSessions:
         if epoch == INITIAL_EPOCH:
             if acknowledging:
                 raise ShareSessionError(E.INVALID_REQUEST)
-            opened = ShareSession(group, member)
+            opened = ShareSession(broker, group, member)
             opened.update(named, [])
             self.by_key[key] = opened
             return opened
@@ -75,10 +77,10 @@ class ShareSessions:
         session.epoch = next_epoch(session.epoch)
         return session
 
-    def for_acknowledge(self, group: str, member: str, epoch: int) -> None:
+    def for_acknowledge(self, broker: int, group: str, member: str, epoch: int) -> None:
         if epoch == INITIAL_EPOCH:
             raise ShareSessionError(E.INVALID_SHARE_SESSION_EPOCH)
-        session = self.by_key.get((group, member))
+        session = self.by_key.get((broker, group, member))
         if session is None:
             raise ShareSessionError(E.SHARE_SESSION_NOT_FOUND)
         if epoch == FINAL_EPOCH:
@@ -87,9 +89,14 @@ class ShareSessions:
             raise ShareSessionError(E.INVALID_SHARE_SESSION_EPOCH)
         session.epoch = next_epoch(session.epoch)
 
-    def close(self, group: str, member: str) -> None:
-        self.by_key.pop((group, member), None)
+    def close(self, broker: int, group: str, member: str) -> None:
+        self.by_key.pop((broker, group, member), None)
+
+    def close_member(self, group: str, member: str) -> None:
+        """A member that left the group: its sessions on every broker go (``ShareGroupListener``)."""
+        for key in [k for k in self.by_key if k[1:] == (group, member)]:
+            del self.by_key[key]
 
     def describe(self) -> list[dict[str, Any]]:
-        return [{"group": s.group, "member": s.member, "epoch": s.epoch,
+        return [{"broker": s.broker, "group": s.group, "member": s.member, "epoch": s.epoch,
                  "partitions": [[str(t), i] for t, i in s.partitions]} for s in self.by_key.values()]

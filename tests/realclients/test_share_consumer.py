@@ -56,3 +56,22 @@ def test_a_record_not_acknowledged_before_its_lock_expires_is_delivered_again(ja
         state = tc.call(lambda: tc.cluster.share.partitions[("sg", "shared", 0)].describe())
         assert (state["start_offset"], state["records"]) == (3, {})
 
+
+
+def test_one_member_reads_every_partition_from_three_leaders_and_accepts_them(java):
+    with run_cluster_in_thread(brokers=3, topics=[("t", 3, 3)], config=SCALED) as tc:
+        assert len({tc.call(lambda i=i: tc.cluster.partition("t", i).leader) for i in range(3)}) == 3
+        tc.call(lambda: tc.cluster.group_configs.overrides.setdefault("sg3", {}).update(
+            {"share.auto.offset.reset": "earliest"}))
+        one(java, tc.bootstrap, "produce_batch", topic="t",
+            records=[{"value": f"m{i}", "partition": i % 3} for i in range(9)])
+        out = one(java, tc.bootstrap, "share_consume", group="sg3", topic="t", count=9, redeliver=False,
+                  max_ms=60_000).value
+        assert sorted((r["partition"], r["offset"], r["delivery_count"]) for r in out["first"]) == [
+            (p, o, 1) for p in range(3) for o in range(3)]
+        # commitSync covers what the last poll returned (earlier polls' acknowledgements rode on ShareFetch)
+        assert out["first_commit"] and set(out["first_commit"].values()) == {""}
+        # a session with each leader, all accepted: every share partition has moved past its records
+        starts = tc.call(lambda: {k[2]: sp.start_offset for k, sp in tc.cluster.share.partitions.items()})
+        assert starts == {0: 3, 1: 3, 2: 3}
+        assert not tc.call(lambda: tc.cluster.trace.query(kind=Kind.SHARE_LOCK_EXPIRED))

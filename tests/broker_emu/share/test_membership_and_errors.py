@@ -10,7 +10,7 @@ import trio
 from broker_emu.runtime import open_cluster
 from broker_emu.trace import Kind
 from client.errors import ErrorCode as E
-from tests.broker_emu.share.member import ACCEPT, DESCRIBE, ShareMember, acquired, partition_of, produce
+from tests.broker_emu.share.member import ACCEPT, DESCRIBE, ShareMember, acquired, partition_of, produce, values
 
 
 async def test_the_broker_assigns_the_partitions_and_describe_shows_the_members(autojump_clock):
@@ -148,3 +148,35 @@ async def test_a_share_group_id_taken_by_a_consumer_group(autojump_clock):
         assert (await Member(cluster, group="taken").beat()).error_code == 0
         r = await ShareMember(cluster, group="taken").beat()
         assert r.error_code == E.GROUP_ID_NOT_FOUND and "not a share group" in r.error_message
+
+
+async def test_a_member_runs_one_share_session_with_each_leader(autojump_clock):
+    async with open_cluster(2, topics=[("t", 2, 1)], listen=False) as cluster:
+        leaders = [cluster.partition("t", i).leader for i in range(2)]
+        assert sorted(leaders) == [0, 1]
+        a = ShareMember(cluster)
+        await a.beat()
+        other = ShareMember(cluster, member_id=a.member_id)     # the same member, its connection to the other leader
+        other.leader = type(a.leader)(cluster.connect(leaders[1]))
+        for member, index in ((a, 0), (other, 1)):
+            assert (await member.fetch(partitions=(index,), max_wait_ms=0)).error_code == 0
+        await produce(cluster, [b"p0"], partition=0)
+        await produce(cluster, [b"p1"], partition=1)
+        for expected in ([(0, 0, 1)], []):    # each session keeps its own epoch
+            assert acquired(await a.fetch(partitions=(0,), max_wait_ms=100)) == expected
+            r = await other.fetch(partitions=(1,), max_wait_ms=100)
+            assert r.error_code == 0 and acquired(r, 1) == expected
+        assert {(s["broker"], s["epoch"]) for s in cluster.share.describe_state()["sessions"]} == {(0, 3), (1, 3)}
+
+
+async def test_records_lost_from_the_log_head_are_skipped(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        a = ShareMember(cluster)
+        await a.beat()
+        await a.fetch(max_wait_ms=0)
+        for value in (b"a", b"b", b"c"):
+            await produce(cluster, [value])
+        cluster.partition("t", 0).log.delete_before(2)
+        r = await a.fetch()
+        assert acquired(r) == [(2, 2, 1)] and values(r) == {2: b"c"}
+        assert cluster.share.partitions[("sg", "t", 0)].start_offset == 2

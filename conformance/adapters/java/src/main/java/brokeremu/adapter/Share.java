@@ -11,11 +11,11 @@ import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.TreeMap;
 
 /**
  * KIP-932 share groups through KafkaShareConsumer (implicit acknowledgement: a poll or commitSync
@@ -40,25 +40,24 @@ final class Share {
         return new KafkaShareConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 
-    /** Poll {@code c} until it has {@code count} records or {@code limitMs} passed: offset -> record. */
-    static Map<Long, ConsumerRecord<byte[], byte[]>> receive(KafkaShareConsumer<byte[], byte[]> c, int count, long limitMs) {
-        Map<Long, ConsumerRecord<byte[], byte[]>> got = new HashMap<>();
+    /** Poll {@code c} until it has {@code count} records or {@code limitMs} passed: by (partition, offset). */
+    static Map<String, ConsumerRecord<byte[], byte[]>> receive(KafkaShareConsumer<byte[], byte[]> c, int count, long limitMs) {
+        Map<String, ConsumerRecord<byte[], byte[]>> got = new TreeMap<>();
         long end = System.nanoTime() + limitMs * 1_000_000L;
         while (got.size() < count && System.nanoTime() < end) {
             ConsumerRecords<byte[], byte[]> records = c.poll(TICK);
             for (ConsumerRecord<byte[], byte[]> r : records) {
-                got.put(r.offset(), r);
+                got.put(String.format("%06d-%012d", r.partition(), r.offset()), r);
             }
         }
         return got;
     }
 
-    static ArrayNode describe(Map<Long, ConsumerRecord<byte[], byte[]>> records) {
+    static ArrayNode describe(Map<String, ConsumerRecord<byte[], byte[]>> records) {
         ArrayNode out = Main.JSON.createArrayNode();
-        records.keySet().stream().sorted().forEach(offset -> {
-            ConsumerRecord<byte[], byte[]> r = records.get(offset);
+        records.values().forEach(r -> {
             ObjectNode o = out.addObject();
-            o.put("offset", offset);
+            o.put("offset", r.offset());
             o.put("partition", r.partition());
             o.put("delivery_count", r.deliveryCount().map(Short::intValue).orElse(-1));
             o.set("value", Outcomes.bytes(r.value()));
@@ -68,8 +67,9 @@ final class Share {
 
     static ObjectNode commitResult(Map<TopicIdPartition, Optional<KafkaException>> result) {
         ObjectNode out = Main.JSON.createObjectNode();
-        result.forEach((tp, error) -> out.put(tp.topic() + "-" + tp.partition(),
-                error.map(e -> e.getClass().getSimpleName()).orElse("")));
+        new TreeMap<>(result.entrySet().stream().collect(java.util.stream.Collectors.toMap(
+                e -> e.getKey().topic() + "-" + e.getKey().partition(), Map.Entry::getValue))).forEach(
+                (name, error) -> out.put(name, error.map(e -> e.getClass().getSimpleName()).orElse("")));
         return out;
     }
 
@@ -78,17 +78,34 @@ final class Share {
         String topic = args.path("topic").asText("t");
         int count = args.path("count").asInt(1);
         long limitMs = args.path("max_ms").asLong(30_000);
+        return args.path("redeliver").asBoolean(true) ? redeliver(run, group, topic, count, limitMs)
+                : acceptAll(run, group, topic, count, limitMs);
+    }
+
+    /** One member receives {@code count} records and accepts them. */
+    static JsonNode acceptAll(Run run, String group, String topic, int count, long limitMs) {
+        ObjectNode out = Main.JSON.createObjectNode();
+        try (KafkaShareConsumer<byte[], byte[]> only = consumer(run, group, run.clientId + "-only")) {
+            only.subscribe(List.of(topic));
+            out.set("first", describe(receive(only, count, limitMs)));
+            out.set("first_commit", commitResult(only.commitSync(Duration.ofMillis(limitMs))));
+        }
+        return out;
+    }
+
+    /** The first member lets its locks run out; the second gets the records again. */
+    static JsonNode redeliver(Run run, String group, String topic, int count, long limitMs) {
         ObjectNode out = Main.JSON.createObjectNode();
         try (KafkaShareConsumer<byte[], byte[]> first = consumer(run, group, run.clientId + "-first");
              KafkaShareConsumer<byte[], byte[]> second = consumer(run, group, run.clientId + "-second")) {
             first.subscribe(List.of(topic));
             second.subscribe(List.of(topic));
-            Map<Long, ConsumerRecord<byte[], byte[]>> once = receive(first, count, limitMs);
+            Map<String, ConsumerRecord<byte[], byte[]>> once = receive(first, count, limitMs);
             long received = System.nanoTime();
             out.set("first", describe(once));
             out.put("lock_ms", first.acquisitionLockTimeoutMs().map(Integer::longValue).orElse(-1L));
             // the first member polls no more: its locks run out and the second gets the records again
-            Map<Long, ConsumerRecord<byte[], byte[]>> again = receive(second, count, limitMs);
+            Map<String, ConsumerRecord<byte[], byte[]>> again = receive(second, count, limitMs);
             out.put("redelivered_after_ms", (System.nanoTime() - received) / 1_000_000L);
             out.set("second", describe(again));
             out.set("second_commit", commitResult(second.commitSync(Duration.ofMillis(limitMs))));
