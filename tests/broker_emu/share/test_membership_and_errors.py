@@ -180,3 +180,17 @@ async def test_records_lost_from_the_log_head_are_skipped(autojump_clock):
         r = await a.fetch()
         assert acquired(r) == [(2, 2, 1)] and values(r) == {2: b"c"}
         assert cluster.share.partitions[("sg", "t", 0)].start_offset == 2
+
+
+async def test_under_an_authorizer_a_principal_needs_read_on_the_share_group(autojump_clock):
+    from tests.broker_emu.test_acls import CREATE_ACLS, GROUP, READ, SECURED, acl, login
+
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=SECURED) as cluster:
+        admin = await login(cluster, "admin", "a")
+        assert (await admin.call(CREATE_ACLS, 3, {"creations": [acl(GROUP, "mine", READ)]})).results[0].error_code == 0
+        for group, code in (("mine", 0), ("theirs", E.GROUP_AUTHORIZATION_FAILED)):
+            m = ShareMember(cluster, group=group)
+            m.coordinator = m.leader = await login(cluster, "alice", "b")
+            assert (await m.beat()).error_code == code
+            assert (await m.fetch(max_wait_ms=0)).error_code == code
+            assert (await m.acknowledge({0: [(0, 0, [ACCEPT])]}, epoch=1)).error_code == code
