@@ -40,7 +40,7 @@ class ShareMember:
 
     async def fetch(self, partitions=(0,), *, acks=None, max_wait_ms: int = 60000, min_bytes: int = 1,
                     max_records: int = 500, version: int = 2, epoch: int | None = None, renew: bool = False,
-                    topic_id=None, keep_epoch: bool = False):
+                    topic_id=None, keep_epoch: bool = False, max_bytes: int = 1 << 20):
         """ShareFetch; ``acks``: {partition: [(first, last, [types])]}. Names the partitions on the
         opening fetch, and those with acknowledgements after it."""
         tid = topic_id or self.topic_id()
@@ -49,7 +49,7 @@ class ShareMember:
         named = sorted(set(partitions) | set(acks)) if opening else sorted(acks)
         body = {"group_id": self.group, "member_id": self.member_id,
                 "share_session_epoch": self.session_epoch if epoch is None else epoch, "max_wait_ms": max_wait_ms,
-                "min_bytes": min_bytes, "max_bytes": 1 << 20, "max_records": max_records, "batch_size": max_records,
+                "min_bytes": min_bytes, "max_bytes": max_bytes, "max_records": max_records, "batch_size": max_records,
                 "is_renew_ack": renew,
                 "topics": [{"topic_id": tid, "partitions": [
                     {"partition_index": p, "acknowledgement_batches": [

@@ -176,3 +176,22 @@ async def test_the_timeline_shows_each_expired_lock_as_a_server_side_timeout(aut
         acquired_at = cluster.trace.query(kind=Kind.SHARE_ACQUIRE)[0].t_ms
         assert (lock.start, lock.end - lock.start, lock.kind) == (acquired_at, 30000, "timeout-server")
         assert lock.clock == "share.record.lock.duration.ms = 30000 ms"
+
+
+async def test_a_renewing_share_fetch_pushes_the_lock_and_acquires_nothing(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=LONG_SESSIONS) as cluster:
+        a, b = await two_members_with_records(cluster)
+        assert acquired(await a.fetch()) == [(0, 2, 1)]
+        t0 = trio.current_time()
+        await trio.sleep(25)
+        await produce(cluster, [b"new"])     # there is something to acquire: a renewing fetch leaves it
+        r = await a.fetch(acks={0: [(0, 2, [RENEW])]}, renew=True, max_wait_ms=0, min_bytes=0, max_records=0,
+                          keep_epoch=True)
+        assert (r.error_code, r.error_message) == (42, "maxBytes must be set to 0,if isRenewAck is true.")
+        r = await a.fetch(acks={0: [(0, 2, [RENEW])]}, renew=True, max_wait_ms=0, min_bytes=0, max_records=0,
+                          max_bytes=0)
+        assert r.error_code == 0 and partition_of(r).acknowledge_error_code == 0 and acquired(r) == []
+        r = await b.fetch(max_records=1)          # b takes the new record at once ...
+        assert acquired(r) == [(3, 3, 1)]
+        r = await b.fetch(acks={0: [(3, 3, [ACCEPT])]})   # ... and a's renewed records 30 s after the renewal
+        assert acquired(r) == [(0, 2, 2)] and trio.current_time() - t0 == 55.0
