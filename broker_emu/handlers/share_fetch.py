@@ -101,8 +101,13 @@ class DelayedShareFetch(DelayedOperation):
         self.leaders = [t.partition.leader for t in targets]
 
     def try_complete(self) -> bool:
-        return (any(t.partition.leader != was for t, was in zip(self.targets, self.leaders))
-                or _ready(self.ctx, self.group, self.targets, self.min_bytes))
+        if any(self._moved(t, was) for t, was in zip(self.targets, self.leaders)):
+            return True   # a partition deleted, or led elsewhere now: answer with its error
+        return _ready(self.ctx, self.group, self.targets, self.min_bytes)
+
+    def _moved(self, target: Target, leader: int) -> bool:
+        now: Any = self.ctx.cluster.partition(target.name, target.index)
+        return now is not target.partition or now.leader != leader
 
     def describe(self) -> dict[str, Any]:
         return {"purgatory": "share_fetch", "group": self.group, "max_wait_ms": self.max_wait_ms,
@@ -178,6 +183,23 @@ def _request_error(ctx: RequestContext, req: Message) -> dict[str, Any] | None:
     return None
 
 
+def _targets(ctx: RequestContext, partitions: list[tuple[Any, int]]) -> tuple[dict[tuple[Any, int], Target], list[Target]]:
+    targets = [Target(ctx, tid, i) for tid, i in partitions]
+    return {(t.topic_id, t.index): t for t in targets if t.error}, [t for t in targets if not t.error]
+
+
+async def _fetch(ctx: RequestContext, group: str, member: str, partitions: list[tuple[Any, int]],
+                 req: Message) -> tuple[dict[tuple[Any, int], Target], dict[tuple[Any, int], tuple[bytes, list]]]:
+    """The session's partitions: (those in error, what was acquired), after the long poll."""
+    errors, good = _targets(ctx, partitions)
+    if good and not errors and req["max_wait_ms"] > 0 and not _ready(ctx, group, good, req["min_bytes"]):
+        op = DelayedShareFetch(ctx, group, good, req["min_bytes"], req["max_wait_ms"])
+        if not ctx.cluster.fetch_purgatory.try_complete_else_watch(op, {t.partition.key for t in good}):
+            await op.wait()
+        errors, good = _targets(ctx, partitions)   # a leader that moved, a topic that went: their errors
+    return errors, _acquire(ctx, group, member, good, req)
+
+
 @handles(ApiKey.SHARE_FETCH, 1, 2)
 async def share_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     group, member, epoch = req["group_id"] or "", req["member_id"], req["share_session_epoch"]
@@ -200,18 +222,7 @@ async def share_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     if session is None:
         share.sessions.close(ctx.broker_id, group, member)
     elif not (ctx.api_version >= 2 and req["is_renew_ack"]):
-        targets = [Target(ctx, tid, i) for tid, i in session.partitions]
-        errors = {(t.topic_id, t.index): t for t in targets if t.error}
-        good = [t for t in targets if not t.error]
-        if good and not errors and req["max_wait_ms"] > 0 and not _ready(ctx, group, good, req["min_bytes"]):
-            op = DelayedShareFetch(ctx, group, good, req["min_bytes"], req["max_wait_ms"])
-            if not ctx.cluster.fetch_purgatory.try_complete_else_watch(op, {t.partition.key for t in good}):
-                await op.wait()
-        for t in good:   # a leader that moved while the request waited
-            if t.partition.leader != ctx.broker_id:
-                t.error = E.NOT_LEADER_OR_FOLLOWER
-                errors[(t.topic_id, t.index)] = t
-        fetched = _acquire(ctx, group, member, [t for t in good if not t.error], req)
+        errors, fetched = await _fetch(ctx, group, member, session.partitions, req)
     for key in list(acks) + list(errors) + list(fetched):
         if any(p["partition_index"] == key[1] for p in parts.get(key[0], [])):
             continue

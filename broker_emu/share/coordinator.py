@@ -182,11 +182,13 @@ class ShareCoordinator:
         ``share.auto.offset.reset`` (latest by default: records produced before are not seen)."""
         key = (group_id, topic, index)
         sp = self.partitions.get(key)
-        if sp is None:
+        topic_id = self.cluster.topics[topic].topic_id
+        if sp is None or sp.topic_id != topic_id:
             p = self.cluster.partition(topic, index)
             reset = self.cluster.group_configs.text(group_id, "share.auto.offset.reset")
             start = p.log.log_start_offset if reset != "latest" else p.high_watermark
-            sp = self.partitions[key] = SharePartition(group_id, topic, index, start, self._hooks(p.key))
+            sp = self.partitions[key] = SharePartition(group_id, topic, index, start, self._hooks(p.key),
+                                                       topic_id=topic_id)
         sp.delivery_count_limit = self.setting(group_id, "share.delivery.count.limit")
         return sp
 

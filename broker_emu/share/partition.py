@@ -94,6 +94,7 @@ class SharePartition:
     hooks: Hooks
     end_offset: int = -1
     delivery_count_limit: int = 5      # the group's, set by the owner before each use
+    topic_id: Any = None               # a topic deleted and made again under its name starts afresh
     records: dict[int, InFlight] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

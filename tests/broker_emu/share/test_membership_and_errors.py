@@ -194,3 +194,18 @@ async def test_under_an_authorizer_a_principal_needs_read_on_the_share_group(aut
             assert (await m.beat()).error_code == code
             assert (await m.fetch(max_wait_ms=0)).error_code == code
             assert (await m.acknowledge({0: [(0, 0, [ACCEPT])]}, epoch=1)).error_code == code
+
+
+async def test_a_waiting_share_fetch_answers_when_its_topic_is_deleted(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        a = ShareMember(cluster)
+        await a.beat()
+        t0 = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            async def delete_later():
+                await trio.sleep(2)
+                cluster.delete_topic("t")
+            nursery.start_soon(delete_later)
+            r = await a.fetch(max_wait_ms=30000)
+        assert trio.current_time() - t0 == 2.0
+        assert r.error_code == 0 and partition_of(r).error_code == E.UNKNOWN_TOPIC_ID
