@@ -209,3 +209,21 @@ async def test_a_waiting_share_fetch_answers_when_its_topic_is_deleted(autojump_
             r = await a.fetch(max_wait_ms=30000)
         assert trio.current_time() - t0 == 2.0
         assert r.error_code == 0 and partition_of(r).error_code == E.UNKNOWN_TOPIC_ID
+
+
+async def test_a_waiting_share_fetch_answers_when_the_leader_moves(autojump_clock):
+    async with open_cluster(2, topics=[("t", 1, 2)], listen=False) as cluster:
+        a = ShareMember(cluster)
+        await a.beat()
+        was = cluster.partition("t", 0).leader
+        t0 = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            async def move_later():
+                await trio.sleep(3)
+                cluster.move_leader("t", 0, 1 - was)
+            nursery.start_soon(move_later)
+            r = await a.fetch(max_wait_ms=30000)
+        p = partition_of(r)
+        assert trio.current_time() - t0 == 3.0
+        assert (p.error_code, p.current_leader.leader_id) == (E.NOT_LEADER_OR_FOLLOWER, 1 - was)
+        assert [n.node_id for n in r.node_endpoints] == [1 - was]
