@@ -195,3 +195,20 @@ async def test_a_renewing_share_fetch_pushes_the_lock_and_acquires_nothing(autoj
         assert acquired(r) == [(3, 3, 1)]
         r = await b.fetch(acks={0: [(3, 3, [ACCEPT])]})   # ... and a's renewed records 30 s after the renewal
         assert acquired(r) == [(0, 2, 2)] and trio.current_time() - t0 == 55.0
+
+
+async def test_the_groups_own_lock_duration_and_delivery_limit_set_on_the_wire(autojump_clock):
+    from tests.broker_emu.test_group_configs import INCREMENTAL_ALTER_CONFIGS, set_group
+
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=LONG_SESSIONS) as cluster:
+        a, b = await two_members_with_records(cluster, n=1)
+        r = await a.coordinator.call(INCREMENTAL_ALTER_CONFIGS, 1, set_group(
+            "sg", share_record_lock_duration_ms="15000", share_delivery_count_limit="2"))
+        assert r.responses[0].error_code == 0
+        t0 = trio.current_time()
+        r = await a.fetch()
+        assert r.acquisition_lock_timeout_ms == 15000 and acquired(r) == [(0, 0, 1)]
+        assert acquired(await b.fetch()) == [(0, 0, 2)] and trio.current_time() - t0 == 15.0
+        r = await a.fetch(max_wait_ms=20000)      # the second lock runs out at 30 s: the limit of 2 archives it
+        assert acquired(r) == [] and trio.current_time() - t0 == 35.0
+        assert [e.details["reason"] for e in events(cluster, Kind.SHARE_ARCHIVE)] == ["delivery_count_limit"]
