@@ -47,6 +47,16 @@ class ShareHost(Protocol):
     def partition(self, topic: str, index: int) -> Any: ...
 
 
+def fenced_message(received: int, known: int, previous: int) -> str:
+    """``throwIfShareGroupMemberEpochIsInvalid``'s words."""
+    if received > known:
+        return (f"The share group member has a greater member epoch ({received}) than the one known by the group "
+                f"coordinator ({known}). The member must abandon all its partitions and rejoin.")
+    return (f"The share group member has a smaller member epoch ({received}) than the one known by the group "
+            f"coordinator ({known}), and it does not match the previous member epoch ({previous}). The member must "
+            f"abandon all its partitions and rejoin.")
+
+
 class ShareCoordinator:
     def __init__(self, cluster: ShareHost):
         self.cluster = cluster
@@ -91,9 +101,8 @@ class ShareCoordinator:
             return {"member_epoch": LEAVE_EPOCH}
         if epoch > 0 and member is None:
             raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
-        if member is not None and epoch not in (0, member.epoch):
-            raise HeartbeatError(E.FENCED_MEMBER_EPOCH, f"The share group member has a smaller or larger member "
-                                 f"epoch ({epoch}) than the one known by the group coordinator ({member.epoch}).")
+        if member is not None and epoch not in (0, member.epoch, member.previous_epoch):
+            raise HeartbeatError(E.FENCED_MEMBER_EPOCH, fenced_message(epoch, member.epoch, member.previous_epoch))
         group = group or self.groups.setdefault(group_id, ShareGroup(group_id))
         if member is None:
             member = group.members[member_id] = ShareMember(member_id, 0, list(subscribed or []), client_id,
@@ -106,7 +115,8 @@ class ShareCoordinator:
             member.sent_epoch = -1
         self._reassign(group)
         self._touch(group, member)
-        member.epoch = group.epoch
+        if member.epoch != group.epoch:
+            member.previous_epoch, member.epoch = member.epoch, group.epoch
         member.assignment = group.target.get(member_id, {})
         out: dict[str, Any] = {"member_epoch": member.epoch}
         if member.sent_epoch != member.epoch:

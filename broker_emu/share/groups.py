@@ -31,6 +31,7 @@ class ShareMember:
     client_host: str
     rack_id: str | None = None
     assignment: Assignment = field(default_factory=dict)
+    previous_epoch: int = -1        # a heartbeat at it is still accepted (an answer lost on the way)
     sent_epoch: int = -1            # the epoch whose assignment the member was last told
     timer: Any = None               # its session timeout
 
@@ -49,7 +50,7 @@ class ShareGroup:
 
 
 class HeartbeatError(Exception):
-    def __init__(self, code: int, message: str):
+    def __init__(self, code: int, message: str | None):
         super().__init__(message)
         self.code, self.message = code, message
 
@@ -58,8 +59,8 @@ def validate(group_id: str, member_id: str, epoch: int, subscribed: list[str] | 
     """``throwIfShareGroupHeartbeatRequestIsInvalid``."""
     if not group_id:
         raise HeartbeatError(E.INVALID_REQUEST, "GroupId can't be empty.")
-    if not member_id:
-        raise HeartbeatError(E.INVALID_REQUEST, "MemberId can't be empty.")
+    if not member_id:   # Kafka answers this one without a message
+        raise HeartbeatError(E.INVALID_REQUEST, None)
     if epoch == 0 and not subscribed:
         raise HeartbeatError(E.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
     if epoch < LEAVE_EPOCH:

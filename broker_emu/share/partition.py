@@ -59,7 +59,7 @@ class InFlight:
 class AckError(Exception):
     """An acknowledgement refused: ``code`` is INVALID_RECORD_STATE or INVALID_REQUEST."""
 
-    def __init__(self, code: int, message: str):
+    def __init__(self, code: int, message: str | None):
         super().__init__(message)
         self.code, self.message = code, message
 
@@ -244,16 +244,20 @@ class SharePartition:
 
     def _check(self, member: str, first: int, last: int, types: list[int]) -> list[tuple[int, AckType]]:
         if first > last or not types or (len(types) != 1 and len(types) != last - first + 1):
-            raise AckError(E.INVALID_REQUEST, f"Invalid acknowledgement batch {first}-{last} with {len(types)} types")
+            raise AckError(E.INVALID_REQUEST, None)   # the request's own validation: no message
         try:
             kinds = [AckType(t) for t in types]
         except ValueError:
             raise AckError(E.INVALID_REQUEST, f"Invalid acknowledge type: {types}") from None
+        if first >= self.end_offset:
+            raise AckError(E.INVALID_REQUEST, "Batch record not found. The first offset in request is past acquired records.")
         if last >= self.end_offset:
             raise AckError(E.INVALID_REQUEST, "Batch record not found. The last offset in request is past acquired records.")
         out = []
         for i, offset in enumerate(range(first, last + 1)):
             kind = kinds[0] if len(kinds) == 1 else kinds[i]
+            if offset < self.start_offset:
+                continue   # already settled and behind the start offset: Kafka lets it pass
             rec = self.records.get(offset)
             if rec is None or rec.state is not State.ACQUIRED:
                 if kind is AckType.GAP and (rec is None or rec.state is State.ARCHIVED):

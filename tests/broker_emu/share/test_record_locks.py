@@ -187,7 +187,7 @@ async def test_a_renewing_share_fetch_pushes_the_lock_and_acquires_nothing(autoj
         await produce(cluster, [b"new"])     # there is something to acquire: a renewing fetch leaves it
         r = await a.fetch(acks={0: [(0, 2, [RENEW])]}, renew=True, max_wait_ms=0, min_bytes=0, max_records=0,
                           keep_epoch=True)
-        assert (r.error_code, r.error_message) == (42, "maxBytes must be set to 0,if isRenewAck is true.")
+        assert (r.error_code, r.error_message) == (42, None)   # Kafka logs why; the answer has the code alone
         r = await a.fetch(acks={0: [(0, 2, [RENEW])]}, renew=True, max_wait_ms=0, min_bytes=0, max_records=0,
                           max_bytes=0)
         assert r.error_code == 0 and partition_of(r).acknowledge_error_code == 0 and acquired(r) == []
