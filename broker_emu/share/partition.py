@@ -96,6 +96,9 @@ class SharePartition:
     delivery_count_limit: int = 5      # the group's, set by the owner before each use
     topic_id: Any = None               # a topic deleted and made again under its name starts afresh
     records: dict[int, InFlight] = field(default_factory=dict)
+    # the runs of new offsets each acquisition took (first -> last), as Kafka's cached in-flight
+    # batches: one is dropped when the start offset has passed its last offset
+    batches: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.end_offset < self.start_offset:
@@ -118,17 +121,21 @@ class SharePartition:
             for offset in range(self.start_offset, min(log_start, self.end_offset)):
                 self.records.pop(offset, None)
             self.start_offset, self.end_offset = log_start, max(self.end_offset, log_start)
+            self._advance()
         taken: list[int] = []
         for offset in sorted(self.records):
             if len(taken) >= max_records:
                 break
             if self.records[offset].state is State.AVAILABLE:
                 taken.append(offset)
+        first_new = self.end_offset
         while (len(taken) < max_records and self.end_offset < high_watermark
                and self.end_offset - self.start_offset < max_in_flight):
             self.records[self.end_offset] = InFlight(State.AVAILABLE)
             taken.append(self.end_offset)
             self.end_offset += 1
+        if self.end_offset > first_new:
+            self.batches[first_new] = self.end_offset - 1
         if not taken:
             return []
         lock = self._lock(member, lock_ms)
@@ -216,6 +223,8 @@ class SharePartition:
                 break
             self.records.pop(self.start_offset, None)
             self.start_offset += 1
+        for first in [f for f, last in self.batches.items() if last < self.start_offset]:
+            del self.batches[first]
 
     # -- acknowledging ----------------------------------------------------------------------------
     def acknowledge(self, member: str, batches: list[tuple[int, int, list[int]]], lock_ms: int) -> None:
@@ -249,6 +258,11 @@ class SharePartition:
             kinds = [AckType(t) for t in types]
         except ValueError:
             raise AckError(E.INVALID_REQUEST, f"Invalid acknowledge type: {types}") from None
+        cached_from = min(self.batches, default=self.start_offset)
+        if first < cached_from and not first < self.start_offset <= last:
+            # SharePartition.fetchSubMap: no cached batch at or before it, the start offset not inside it
+            raise AckError(E.INVALID_RECORD_STATE, "Batch record not found. The request batch offsets are not found "
+                                                   "in the cache.")
         if first >= self.end_offset:
             raise AckError(E.INVALID_REQUEST, "Batch record not found. The first offset in request is past acquired records.")
         if last >= self.end_offset:

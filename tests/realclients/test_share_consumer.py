@@ -27,6 +27,14 @@ def java():
     adapter.shutdown()
 
 
+def _story(tc) -> str:
+    """The share events and requests, for a failure's message."""
+    def line(e) -> str:
+        return f"{e.t_ms:.0f} {e.kind} {e.client_id or ''} {e.api or ''} {e.details}"
+    return "\n".join(line(e) for e in tc.call(lambda: tc.cluster.trace.query())
+                     if e.kind.startswith("share_") or (e.kind == Kind.RECV and (e.api or "").startswith("Share")))
+
+
 def test_a_record_not_acknowledged_before_its_lock_expires_is_delivered_again(java):
     with run_cluster_in_thread(brokers=3, topics=[("shared", 1, 3)], config=SCALED) as tc:
         # the group reads from the start (share.auto.offset.reset is latest by default)
@@ -37,22 +45,31 @@ def test_a_record_not_acknowledged_before_its_lock_expires_is_delivered_again(ja
         assert [(r["offset"], r["delivery_count"], r["value"]) for r in out["first"]] == [
             (i, 1, f"m{i}".encode()) for i in range(3)]
         assert out["lock_ms"] == LOCK_MS
-        assert [(r["offset"], r["delivery_count"]) for r in out["second"]] == [(i, 2) for i in range(3)]
-        # the second delivery came after the lock ran out, not long after (the exact order is the trace's, below)
-        assert out["redelivered_after_ms"] <= LOCK_MS + 15_000
+        # KafkaShareConsumer keeps fetching in the background while its application does not poll,
+        # so the stalled first member may win the records back at the first expiry (its
+        # ShareFetch waited longer) and hold them to a second expiry: the second member then gets
+        # them with delivery count 3. Either way every redelivery is a lock running out.
+        counts = [r["delivery_count"] for r in out["second"]]
+        assert [r["offset"] for r in out["second"]] == [0, 1, 2] and counts[0] in (2, 3), _story(tc)
+        assert len(set(counts)) == 1
+        # the client saw the redelivery no sooner than the lock, and not long after (generous bound)
+        assert out["redelivered_after_ms"] <= (counts[0] - 1) * LOCK_MS + 15_000
         assert out["second_commit"] == {"shared-0": ""}
         assert out["first_commit"] == {"shared-0": "InvalidRecordStateException"}
-        trace = tc.call(lambda: [(e.kind, e.t_ms, e.details) for e in tc.cluster.trace.query(
+        events = tc.call(lambda: [(e.kind, e.t_ms, e.details) for e in tc.cluster.trace.query(
             kind=(Kind.SHARE_ACQUIRE, Kind.SHARE_LOCK_EXPIRED, Kind.SHARE_ACKNOWLEDGE))])
-        acquires = [t for t in trace if t[0] == Kind.SHARE_ACQUIRE]
-        acquire, expired = acquires[0], next(t for t in trace if t[0] == Kind.SHARE_LOCK_EXPIRED)
-        again = next(t for t in acquires if t[2]["delivery_counts"] == [2])
-        assert again[2]["member"] != acquire[2]["member"] and again[1] >= expired[1]
-        # the deadline is the acquisition's clock reading plus the lock, to the microsecond
-        assert round(acquire[2]["lock_deadline_ms"] - acquire[2]["locked_at_ms"], 3) == LOCK_MS
-        assert acquire[2]["locked_at_ms"] <= acquire[1]
-        assert expired[2]["lock_deadline_ms"] == acquire[2]["lock_deadline_ms"] <= expired[1]
-        assert [t[2]["offsets"] for t in trace if t[0] == Kind.SHARE_ACKNOWLEDGE] == [[[0, 2]]]
+        acquires = [e for e in events if e[0] == Kind.SHARE_ACQUIRE]
+        expiries = [e for e in events if e[0] == Kind.SHARE_LOCK_EXPIRED]
+        assert [a[2]["delivery_counts"] for a in acquires] == [[n] for n in range(1, counts[0] + 1)], _story(tc)
+        assert len(expiries) == counts[0] - 1
+        for lock, expiry, again in zip(acquires, expiries, acquires[1:]):
+            # each lock's deadline is its acquisition's clock reading plus the lock, to the microsecond;
+            # it runs out at that deadline, and only then are the records handed out again
+            assert round(lock[2]["lock_deadline_ms"] - lock[2]["locked_at_ms"], 3) == LOCK_MS
+            assert lock[2]["locked_at_ms"] <= lock[1]
+            assert lock[2]["lock_deadline_ms"] == expiry[2]["lock_deadline_ms"] <= expiry[1] <= again[1]
+        assert acquires[-1][2]["member"] != acquires[0][2]["member"]
+        assert [e[2]["offsets"] for e in events if e[0] == Kind.SHARE_ACKNOWLEDGE] == [[[0, 2]]]
         state = tc.call(lambda: tc.cluster.share.partitions[("sg", "shared", 0)].describe())
         assert (state["start_offset"], state["records"]) == (3, {})
 

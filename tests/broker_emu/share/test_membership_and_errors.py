@@ -118,7 +118,8 @@ async def test_acknowledging_what_is_not_acquired(autojump_clock):
 
         assert (await ack(a, [(1, 1, [ACCEPT])]))[0] == E.INVALID_RECORD_STATE      # b's record
         assert await ack(a, [(0, 0, [ACCEPT])]) == (0, None)
-        assert await ack(a, [(0, 0, [ACCEPT])]) == (0, None)   # settled and behind the start offset: let pass
+        assert await ack(a, [(0, 0, [ACCEPT])]) == (   # its batch is gone from the cache with the start offset
+            E.INVALID_RECORD_STATE, "Batch record not found. The request batch offsets are not found in the cache.")
         assert (await ack(a, [(1, 1, [ACCEPT])]))[0] == E.INVALID_RECORD_STATE      # still b's
         assert await ack(a, [(5, 9, [ACCEPT])]) == (
             E.INVALID_REQUEST, "Batch record not found. The first offset in request is past acquired records.")
@@ -230,3 +231,22 @@ async def test_a_waiting_share_fetch_answers_when_the_leader_moves(autojump_cloc
         assert trio.current_time() - t0 == 3.0
         assert (p.error_code, p.current_leader.leader_id) == (E.NOT_LEADER_OR_FOLLOWER, 1 - was)
         assert [n.node_id for n in r.node_endpoints] == [1 - was]
+
+
+async def test_an_acknowledgement_behind_the_start_offset_passes_while_its_batch_is_cached(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        a = ShareMember(cluster)
+        await a.beat()
+        await a.fetch(max_wait_ms=0)
+        await produce(cluster, [b"x", b"y"])
+        assert acquired(await a.fetch()) == [(0, 1, 1)]        # one batch, 0-1
+
+        async def ack(batches):
+            p = (await a.acknowledge({0: batches})).responses[0].partitions[0]
+            return p.error_code, p.error_message
+
+        assert await ack([(0, 0, [ACCEPT])]) == (0, None)
+        assert await ack([(0, 0, [ACCEPT])]) == (0, None)      # behind the start offset (1), batch 0-1 still cached
+        assert await ack([(1, 1, [ACCEPT])]) == (0, None)      # the start offset passes the batch: it leaves the cache
+        assert await ack([(0, 1, [ACCEPT])]) == (
+            E.INVALID_RECORD_STATE, "Batch record not found. The request batch offsets are not found in the cache.")
