@@ -9,11 +9,13 @@ from __future__ import annotations
 import re
 import uuid
 
+import pytest
 import trio
 
 from broker_emu.runtime import run_cluster_in_thread
 from tests.broker_emu.wire import WireClient, produce_body
 
+pytestmark = pytest.mark.realkafka
 HB, DESCRIBE, FETCH, ACK = 76, 77, 78, 79
 CREATE_TOPICS, METADATA, INCREMENTAL, FIND_COORDINATOR = 19, 3, 44, 10
 RETRIABLE = {14, 15, 16}   # the coordinator loading, not available, not this one: ask again
