@@ -1,8 +1,9 @@
 """Share groups (KIP-932) on the wire, emulator against Apache Kafka 4.4: one script of
 ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge calls — joins and the
 heartbeat's refusals, share session epochs, a renewing fetch's limits, acquisitions and their
-delivery counts, acknowledgements refused and accepted — run against both, the error codes and
-messages and what was acquired compared (member ids and epochs differ by nature)."""
+delivery counts, acknowledgements refused and accepted, a 15 s lock left to run out and the record
+redelivered to another member with delivery count 2 — run against both, the error codes and
+messages and what was acquired compared (member ids and epochs differ by nature). About 40 s."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from tests.broker_emu.wire import WireClient, produce_body
 pytestmark = pytest.mark.realkafka
 HB, DESCRIBE, FETCH, ACK = 76, 77, 78, 79
 CREATE_TOPICS, METADATA, INCREMENTAL, FIND_COORDINATOR = 19, 3, 44, 10
-RETRIABLE = {14, 15, 16}   # the coordinator loading, not available, not this one: ask again
+RETRIABLE = {14, 15, 16}
+LOCK_MS = 15_000   # the least a group may set under Kafka's default group.share.min.record.lock.duration.ms   # the coordinator loading, not available, not this one: ask again
 
 
 def _fetch_body(group, member, epoch, topic_id, *, acks=(), max_wait_ms=0, renew=False, limits=True):
@@ -46,7 +48,8 @@ def script(host: str, port: int, debug: list) -> list:
                                                                   "configs": []}], "timeout_ms": 30000})
             assert created.topics[0].error_code == 0
             await w.call(INCREMENTAL, 1, {"resources": [{"resource_type": 32, "resource_name": "sg", "configs": [
-                {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}],
+                {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"},
+                {"name": "share.record.lock.duration.ms", "config_operation": 0, "value": str(LOCK_MS)}]}],
                 "validate_only": False})
             meta = await w.call(METADATA, 12, {"topics": [{"name": "sh", "topic_id": uuid.UUID(int=0)}],
                                               "allow_auto_topic_creation": False,
@@ -145,6 +148,18 @@ def script(host: str, port: int, debug: list) -> list:
             epoch += 1
             await fetch("closing", _fetch_body("sg", a, -1, tid, acks=[(1, 1, [1])]))
             await fetch("after closing", _fetch_body("sg", a, epoch, tid))
+            # a lock left to run out: another member gets the record, delivery count 2, not before the lock
+            async with await trio.open_tcp_stream(host, port) as producer:
+                await WireClient(producer).call(0, 9, produce_body("sh", 0, [b"c"]))
+            r = await w.call(FETCH, 2, _fetch_body("sg", a, 0, tid, max_wait_ms=5000))
+            out.append(("acquired again", [(x.first_offset, x.last_offset, x.delivery_count)
+                                           for t in r.responses for p in t.partitions for x in p.acquired_records]))
+            started = trio.current_time()
+            r = await w.call(FETCH, 2, _fetch_body("sg", str(uuid.uuid4()), 0, tid, max_wait_ms=LOCK_MS + 10_000))
+            waited = trio.current_time() - started
+            out.append(("after the lock", [(x.first_offset, x.last_offset, x.delivery_count)
+                                           for t in r.responses for p in t.partitions for x in p.acquired_records],
+                        LOCK_MS / 1000 - 0.5 <= waited <= LOCK_MS / 1000 + 5))
             await beat(a, -1, topics=None, note="leave")
         return out
 
@@ -162,4 +177,5 @@ def test_share_groups_answer_as_kafka(kafka1):
     assert len(ours) == len(theirs)
     for mine, kafka in zip(ours, theirs):
         assert mine == kafka
-    assert ("acquired", [(0, 1, 1)], 30000) in theirs
+    assert ("acquired", [(0, 1, 1)], LOCK_MS) in theirs
+    assert ("after the lock", [(2, 2, 2)], True) in theirs
