@@ -1,8 +1,10 @@
 """KIP-932 with a real client: Apache Kafka's KafkaShareConsumer (kafka-clients 4.4.0, through the
-Java adapter program's ``share_consume`` step) against the emulator, in real time with the record
-lock scaled down to 2 s. Two members of one share group: the first receives the records and stops
-polling; when its locks run out on the broker the second receives them again, delivery count 2,
-and accepts them; the first's late acknowledgement is refused (InvalidRecordStateException)."""
+Java adapter program's ``share_consume`` and ``share_explicit`` steps) against the emulator, in
+real time with the record lock scaled down to 2 s. Two members of one share group: the first
+receives the records and stops polling; when its locks run out on the broker the second receives
+them again and accepts them; the first's late acknowledgement is refused
+(InvalidRecordStateException). One member reads a topic from three leaders. Explicit
+acknowledgements: ACCEPT, RELEASE (the record comes back at once, delivery count 2), REJECT."""
 
 from __future__ import annotations
 
@@ -92,3 +94,24 @@ def test_one_member_reads_every_partition_from_three_leaders_and_accepts_them(ja
         starts = tc.call(lambda: {k[2]: sp.start_offset for k, sp in tc.cluster.share.partitions.items()})
         assert starts == {0: 3, 1: 3, 2: 3}
         assert not tc.call(lambda: tc.cluster.trace.query(kind=Kind.SHARE_LOCK_EXPIRED))
+
+
+def test_explicit_acknowledgements_accept_release_and_reject(java):
+    with run_cluster_in_thread(brokers=3, topics=[("shared", 1, 3)], config=SCALED) as tc:
+        tc.call(lambda: tc.cluster.group_configs.overrides.setdefault("sgx", {}).update(
+            {"share.auto.offset.reset": "earliest"}))
+        one(java, tc.bootstrap, "produce_batch", topic="shared",
+            records=[{"value": v} for v in ("accept-0", "release-1", "reject-2", "accept-3")])
+        out = one(java, tc.bootstrap, "share_explicit", group="sgx", topic="shared", count=4, again=1,
+                  max_ms=60_000).value
+        assert [(r["offset"], r["delivery_count"]) for r in out["first"]] == [(0, 1), (1, 1), (2, 1), (3, 1)]
+        # RELEASE hands the record back at once: the same member gets it again, delivery count 2
+        assert [(r["offset"], r["delivery_count"], r["value"]) for r in out["again"]] == [(1, 2, b"release-1")]
+        assert set(out["first_commit"].values()) <= {""} and set(out["again_commit"].values()) <= {""}
+        events = tc.call(lambda: [(e.kind, e.details) for e in tc.cluster.trace.query(
+            kind=(Kind.SHARE_RELEASE, Kind.SHARE_ARCHIVE, Kind.SHARE_LOCK_EXPIRED))])
+        assert sorted((k, d["offsets"], d["reason"]) for k, d in events if k != Kind.SHARE_LOCK_EXPIRED) == [
+            (Kind.SHARE_ARCHIVE, [[2, 2]], "rejected"), (Kind.SHARE_RELEASE, [[1, 1]], "released")]
+        assert not [k for k, _ in events if k == Kind.SHARE_LOCK_EXPIRED]
+        state = tc.call(lambda: tc.cluster.share.partitions[("sgx", "shared", 0)].describe())
+        assert (state["start_offset"], state["records"]) == (4, {})

@@ -3,6 +3,7 @@ package brokeremu.adapter;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
@@ -18,11 +19,13 @@ import java.util.Properties;
 import java.util.TreeMap;
 
 /**
- * KIP-932 share groups through KafkaShareConsumer (implicit acknowledgement: a poll or commitSync
- * accepts what the previous poll returned). One step, {@code share_consume}: two members of a
+ * KIP-932 share groups through KafkaShareConsumer. {@code share_consume} (implicit
+ * acknowledgement: a poll or commitSync accepts what the previous poll returned): two members of a
  * share group; the first receives {@code count} records and then stops polling, so their
- * acquisition locks run out on the broker; the second receives them again (delivery count 2) and
- * accepts them with commitSync; the first's late acknowledgement comes back refused.
+ * acquisition locks run out on the broker; the second receives them again and accepts them with
+ * commitSync; the first's late acknowledgement comes back refused ({@code redeliver: false}: one
+ * member reads and accepts). {@code share_explicit}: explicit acknowledgement, each record as its
+ * value says (accept, release, reject).
  */
 final class Share {
     private static final Duration TICK = Duration.ofMillis(50);
@@ -32,12 +35,58 @@ final class Share {
 
     /** Only the share consumer's own settings: it refuses the classic consumer's (group.protocol...). */
     static KafkaShareConsumer<byte[], byte[]> consumer(Run run, String group, String clientId) {
+        return consumer(run, group, clientId, "implicit");
+    }
+
+    static KafkaShareConsumer<byte[], byte[]> consumer(Run run, String group, String clientId, String mode) {
         Properties p = new Properties();
         p.put("bootstrap.servers", run.bootstrap);
         p.put("group.id", group);
         p.put("client.id", clientId);
-        p.put("share.acknowledgement.mode", "implicit");
+        p.put("share.acknowledgement.mode", mode);
         return new KafkaShareConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    /**
+     * Explicit acknowledgement: each of the first {@code count} records gets the type its value
+     * names (a value starting "accept", "release" or "reject"); after commitSync the member polls
+     * on until {@code again} more records come back (the released ones, delivery count 2), and
+     * accepts those.
+     */
+    static JsonNode explicit(Run run, JsonNode args) {
+        String group = args.path("group").asText("share-group");
+        int count = args.path("count").asInt(1);
+        int again = args.path("again").asInt(0);
+        long limitMs = args.path("max_ms").asLong(30_000);
+        ObjectNode out = Main.JSON.createObjectNode();
+        try (KafkaShareConsumer<byte[], byte[]> c = consumer(run, group, run.clientId + "-explicit", "explicit")) {
+            c.subscribe(List.of(args.path("topic").asText("t")));
+            Map<String, ConsumerRecord<byte[], byte[]>> first = receiveAcknowledging(c, count, limitMs);
+            out.set("first", describe(first));
+            out.set("first_commit", commitResult(c.commitSync(Duration.ofMillis(limitMs))));
+            Map<String, ConsumerRecord<byte[], byte[]>> later = receiveAcknowledging(c, again, limitMs);
+            out.set("again", describe(later));
+            out.set("again_commit", commitResult(c.commitSync(Duration.ofMillis(limitMs))));
+        }
+        return out;
+    }
+
+    /** Poll until {@code count} records came, acknowledging each as its value says (else ACCEPT). */
+    static Map<String, ConsumerRecord<byte[], byte[]>> receiveAcknowledging(KafkaShareConsumer<byte[], byte[]> c,
+                                                                            int count, long limitMs) {
+        Map<String, ConsumerRecord<byte[], byte[]>> got = new TreeMap<>();
+        long end = System.nanoTime() + limitMs * 1_000_000L;
+        while (got.size() < count && System.nanoTime() < end) {
+            for (ConsumerRecord<byte[], byte[]> r : c.poll(TICK)) {
+                got.put(String.format("%06d-%012d", r.partition(), r.offset()), r);
+                String value = new String(r.value(), java.nio.charset.StandardCharsets.UTF_8);
+                boolean firstTime = r.deliveryCount().map(n -> n == 1).orElse(true);
+                AcknowledgeType type = !firstTime || value.startsWith("accept") ? AcknowledgeType.ACCEPT
+                        : value.startsWith("release") ? AcknowledgeType.RELEASE : AcknowledgeType.REJECT;
+                c.acknowledge(r, type);
+            }
+        }
+        return got;
     }
 
     /** Poll {@code c} until it has {@code count} records or {@code limitMs} passed: by (partition, offset). */
