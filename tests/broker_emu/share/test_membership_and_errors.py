@@ -250,3 +250,19 @@ async def test_an_acknowledgement_behind_the_start_offset_passes_while_its_batch
         assert await ack([(1, 1, [ACCEPT])]) == (0, None)      # the start offset passes the batch: it leaves the cache
         assert await ack([(0, 1, [ACCEPT])]) == (
             E.INVALID_RECORD_STATE, "Batch record not found. The request batch offsets are not found in the cache.")
+
+
+async def test_a_heartbeat_at_the_previous_epoch_is_accepted_an_older_one_fenced(autojump_clock):
+    async with open_cluster(1, topics=[("t", 2, 1)], listen=False) as cluster:
+        a, b = ShareMember(cluster), ShareMember(cluster)
+        await a.beat()
+        await b.beat()
+        assert (await a.beat()).member_epoch == 2
+        assert (await a.beat(epoch=1)).error_code == 0          # its answer may have been lost: still fine
+        await b.beat(epoch=-1)
+        assert (await a.beat(epoch=2)).member_epoch == 3
+        r = await a.beat(epoch=1)
+        assert (r.error_code, r.error_message) == (E.FENCED_MEMBER_EPOCH, (
+            "The share group member has a smaller member epoch (1) than the one known by the group coordinator (3), "
+            "and it does not match the previous member epoch (2). The member must abandon all its partitions and "
+            "rejoin."))
