@@ -27,12 +27,16 @@ DENIED_CODE = {A.TOPIC: E.TOPIC_AUTHORIZATION_FAILED, A.GROUP: E.GROUP_AUTHORIZA
 # API -> (resource type, operation, the resource's name in the request) for a whole-request check
 _cluster = (lambda body: A.CLUSTER_NAME)
 _group = (lambda body: body["group_id"])
+_share_group = (lambda body: body["group_id"] or "")   # ShareFetch / ShareAcknowledge: nullable
 _txn = (lambda body: body["transactional_id"])
 WHOLE: dict[int, tuple[int, int, Callable[[Any], str]]] = {
     ApiKey.JOIN_GROUP: (A.GROUP, A.READ, _group), ApiKey.SYNC_GROUP: (A.GROUP, A.READ, _group),
     ApiKey.HEARTBEAT: (A.GROUP, A.READ, _group), ApiKey.LEAVE_GROUP: (A.GROUP, A.READ, _group),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (A.GROUP, A.READ, _group), ApiKey.OFFSET_COMMIT: (A.GROUP, A.READ, _group),
     ApiKey.OFFSET_DELETE: (A.GROUP, A.DELETE, _group),
+    # KafkaApis: READ on the share group, else GROUP_AUTHORIZATION_FAILED for the whole request
+    ApiKey.SHARE_GROUP_HEARTBEAT: (A.GROUP, A.READ, _group), ApiKey.SHARE_FETCH: (A.GROUP, A.READ, _share_group),
+    ApiKey.SHARE_ACKNOWLEDGE: (A.GROUP, A.READ, _share_group),
     ApiKey.ADD_OFFSETS_TO_TXN: (A.TRANSACTIONAL_ID, A.WRITE, _txn), ApiKey.END_TXN: (A.TRANSACTIONAL_ID, A.WRITE, _txn),
     ApiKey.TXN_OFFSET_COMMIT: (A.TRANSACTIONAL_ID, A.WRITE, _txn),
     ApiKey.CREATE_ACLS: (A.CLUSTER, A.ALTER, _cluster), ApiKey.DELETE_ACLS: (A.CLUSTER, A.ALTER, _cluster),

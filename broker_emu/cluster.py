@@ -39,6 +39,7 @@ from broker_emu.quotas import Quotas
 from broker_emu.replication import Replication
 from broker_emu.scheduler import Scheduler
 from broker_emu.security.settings import Security, SecurityError
+from broker_emu.share.coordinator import ShareCoordinator
 from broker_emu.topics import Topic, TopicCatalog
 from broker_emu.trace import Kind, Trace
 from broker_emu.transactions.coordinator import TransactionCoordinator
@@ -82,6 +83,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         # the coordinator's view (InitProducerId); sequences live per partition, in its log
         self.producer_epochs: dict[int, int] = self.producer_ids.epochs
         self.groups = GroupCoordinator(self)
+        self.share = ShareCoordinator(self)   # KIP-932 share groups and their share partitions
         self.txn = TransactionCoordinator(self)   # its timeout check starts with the cluster (start_coordinators)
         self.producer_expiry = ProducerExpiry(self)   # producer.id.expiration.ms, from start_coordinators
         self.plant: Plant | None = None   # a planted bug (broker_emu/plants.py): set by Python code only

@@ -37,6 +37,15 @@ DEFAULTS: dict[str, Any] = {
     "group.consumer.assignment.interval.ms": 1000,
     "group.consumer.min.assignment.interval.ms": 0,
     "group.consumer.max.assignment.interval.ms": 15000,
+    # KIP-932 share groups (GroupCoordinatorConfig, ShareGroupConfig): a record's acquisition lock,
+    # the deliveries before a record is archived, the member's session and heartbeat
+    "group.share.record.lock.duration.ms": 30000,
+    "group.share.min.record.lock.duration.ms": 15000,
+    "group.share.max.record.lock.duration.ms": 60000,
+    "group.share.delivery.count.limit": 5,
+    "group.share.partition.max.record.locks": 2000,
+    "group.share.session.timeout.ms": 45000,
+    "group.share.heartbeat.interval.ms": 5000,
     "offsets.topic.num.partitions": 50,
     "transaction.state.log.num.partitions": 50,
     "transaction.max.timeout.ms": 900000,
@@ -117,6 +126,10 @@ VALIDATORS: dict[str, Validator] = {
     "group.consumer.min.heartbeat.interval.ms": at_least(1), "group.consumer.max.heartbeat.interval.ms": at_least(1),
     "group.consumer.assignment.interval.ms": at_least(0), "group.consumer.min.assignment.interval.ms": at_least(0),
     "group.consumer.max.assignment.interval.ms": at_least(0),
+    "group.share.record.lock.duration.ms": at_least(1000), "group.share.min.record.lock.duration.ms": at_least(1000),
+    "group.share.max.record.lock.duration.ms": at_least(1000), "group.share.delivery.count.limit": at_least(2),
+    "group.share.partition.max.record.locks": at_least(100), "group.share.session.timeout.ms": at_least(1),
+    "group.share.heartbeat.interval.ms": at_least(1),
     "transaction.state.log.num.partitions": at_least(1), "transaction.max.timeout.ms": at_least(1),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": at_least(1), "emu.txn.marker.delay.ms": at_least(0),
     "transaction.version": between(0, 2), "add.partitions.to.txn.retry.backoff.ms": at_least(1),
@@ -182,6 +195,10 @@ def _check_consumer_group_bounds(config: dict[str, Any]) -> None:
         if not low <= value <= high:
             raise ConfigError(f"group.consumer.{name} must be between group.consumer.min.{name} ({low}) and "
                               f"group.consumer.max.{name} ({high}), got {value}")
+    lock, low, high = (config[f"group.share.{k}record.lock.duration.ms"] for k in ("", "min.", "max."))
+    if not low <= lock <= high:
+        raise ConfigError(f"group.share.record.lock.duration.ms must be between group.share.min.record.lock.duration.ms "
+                          f"({low}) and group.share.max.record.lock.duration.ms ({high}), got {lock}")
     if config["group.consumer.heartbeat.interval.ms"] >= config["group.consumer.session.timeout.ms"]:
         raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
     protocols = {p.strip() for p in config["group.coordinator.rebalance.protocols"].split(",")}

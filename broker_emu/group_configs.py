@@ -7,9 +7,11 @@ broker setting each falls back to, every refusal's message; tests/realkafka/test
 compares the two brokers): a group's override wins, else the broker's ``group.*`` setting. The
 consumer group's session timeout, heartbeat interval and assignment interval take effect here
 (GroupMetadataManager reads ``groupConfigManager.groupConfig(groupId)`` first); share and streams
-groups are not emulated, so their configs are stored and described but change nothing. Ranges of
-the consumer settings are the broker's ``group.consumer.min/max.*``; those of share and streams
-groups are Kafka's defaults (the emulator has no ``group.share.*`` / ``group.streams.*`` settings).
+groups' record lock duration, delivery count limit, record locks, session timeout, heartbeat interval
+and auto offset reset take effect in ``broker_emu/share/``; streams groups are not emulated, so
+their configs are stored and described but change nothing. Ranges of the consumer settings are the
+broker's ``group.consumer.min/max.*``, the share record lock's ``group.share.min/max.*``; the others
+are Kafka's defaults (the emulator has no ``group.streams.*`` settings).
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ KEYS = {k.name: k for k in (
     GroupKey("errors.deadletterqueue.topic.name", STRING, "", ""),
     GroupKey("consumer.heartbeat.interval.ms", INT, "5000", "group.consumer.heartbeat.interval.ms", 1,
              _c("heartbeat.interval.ms")),
-    GroupKey("share.record.lock.duration.ms", INT, "30000", "group.share.record.lock.duration.ms", 1000, (15000, 60000)),
+    GroupKey("share.record.lock.duration.ms", INT, "30000", "group.share.record.lock.duration.ms", 1000,
+             ("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms")),
     GroupKey("share.assignment.interval.ms", INT, "1000", "group.share.assignment.interval.ms", 0, (0, 15000)),
     GroupKey("share.isolation.level", STRING, "read_uncommitted", ""),
     GroupKey("streams.session.timeout.ms", INT, "45000", "group.streams.session.timeout.ms", 1, (45000, 60000)),
@@ -129,9 +132,13 @@ class GroupConfigs:
         self.overrides: dict[str, dict[str, str]] = {}
 
     def value(self, group_id: str, name: str, broker_setting: Callable[[str], Any]) -> int:
-        """A consumer group's setting in force: its override, else the broker's."""
+        """A consumer or share group's number in force: its override, else the broker's."""
         override = self.overrides.get(group_id, {}).get(name)
         return int(override) if override is not None else int(broker_setting(KEYS[name].synonym))
+
+    def text(self, group_id: str, name: str) -> str:
+        """A setting with no broker synonym (``share.auto.offset.reset``): the override, else Kafka's default."""
+        return self.overrides.get(group_id, {}).get(name, KEYS[name].default)
 
     def describe(self, group_id: str, keys: list[str] | None, synonyms: bool,
                  broker_chain: Callable[[str], list[tuple[str, str, int]]]) -> list[dict[str, Any]]:

@@ -24,6 +24,8 @@ def register_all() -> None:
         offsets,
         produce,
         sasl,
+        share_fetch,
+        share_groups,
         transaction_listings,
     )
     from broker_emu.handlers import groups as group_handlers  # noqa: F401

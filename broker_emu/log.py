@@ -204,6 +204,11 @@ class PartitionLog:
         """Index of the batch holding ``offset`` (or the first after it)."""
         return bisect.bisect_left(self._lasts, offset)
 
+    def end_of_batch(self, offset: int) -> int:
+        """The offset after the batch holding ``offset`` (a share fetch sends whole batches)."""
+        i = self._first_index(offset)
+        return self.batches[i].last_offset + 1 if i < len(self.batches) else offset + 1
+
     def read(self, offset: int, max_bytes: int, upto: int, min_one: bool = True) -> bytes:
         """Whole batches from the one containing ``offset``, ending below ``upto`` (the high
         watermark for consumers), at most ``max_bytes`` — except that with ``min_one`` the

@@ -62,6 +62,13 @@ class Kind(enum.StrEnum):
     GROUP_MEMBER_EPOCH = "group_member_epoch"      # from, to, state, assigned, revoking
     GROUP_MEMBER_FENCED = "group_member_fenced"    # reason: session | rebalance | left | join | sync; timeout_ms
     GROUP_CONVERTED = "group_converted"            # to: consumer | classic (online upgrade / downgrade), members
+    # KIP-932 share groups (details: group, topic, partition, member, offsets as [first, last] runs)
+    SHARE_ACQUIRE = "share_acquire"                # delivery_counts, lock_deadline_ms, lock_duration_ms
+    SHARE_ACKNOWLEDGE = "share_acknowledge"        # an ACCEPT; type "accept"
+    SHARE_RENEW = "share_renew"                    # lock_deadline_ms, lock_duration_ms (KIP-1222)
+    SHARE_RELEASE = "share_release"                # reason: released | left | session timeout; available
+    SHARE_LOCK_EXPIRED = "share_lock_expired"      # lock_deadline_ms, available, delivery_counts
+    SHARE_ARCHIVE = "share_archive"                # reason: rejected | delivery_count_limit
     # transactions (details: transactional_id, producer_id, epoch, from, to, reason)
     TXN_STATE = "txn_state"
     TXN_MARKER = "txn_marker"          # details: topic, partition, offset, commit, producer_id, epoch
@@ -142,7 +149,11 @@ class Trace:
         self._listeners: list[Callable[[TraceEvent], None]] = []
 
     def now_ms(self) -> float:
-        return round((self._clock() - self._start) * 1000.0, 3)
+        return self.ms_at(self._clock())
+
+    def ms_at(self, t: float) -> float:
+        """Trace milliseconds of a reading of trio's clock (a deadline computed from one reading)."""
+        return round((t - self._start) * 1000.0, 3)
 
     def emit(self, kind: Kind | str, **fields: Any) -> TraceEvent:
         if type(kind) is not Kind:

@@ -108,6 +108,9 @@ class ErrorCode(enum.IntEnum):
     MISMATCHED_ENDPOINT_TYPE = 114
     UNSUPPORTED_ENDPOINT_TYPE = 115
     TRANSACTION_ABORTABLE = 120
+    INVALID_RECORD_STATE = 121
+    SHARE_SESSION_NOT_FOUND = 122
+    INVALID_SHARE_SESSION_EPOCH = 123
     INVALID_REGULAR_EXPRESSION = 128
     REBOOTSTRAP_REQUIRED = 129
 
@@ -401,6 +404,15 @@ class UnsupportedEndpointTypeError(KafkaError):
 
 class TransactionAbortableError(KafkaError):
     code, name = 120, 'TRANSACTION_ABORTABLE'
+
+class InvalidRecordStateError(KafkaError):
+    code, name = 121, 'INVALID_RECORD_STATE'
+
+class ShareSessionNotFoundError(RetriableError):
+    code, name = 122, 'SHARE_SESSION_NOT_FOUND'
+
+class InvalidShareSessionEpochError(RetriableError):
+    code, name = 123, 'INVALID_SHARE_SESSION_EPOCH'
 
 class InvalidRegularExpressionError(KafkaError):
     code, name = 128, 'INVALID_REGULAR_EXPRESSION'

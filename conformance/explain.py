@@ -35,7 +35,7 @@ class Mark:
 
 
 LANES = ("application", "client requests", "wire", "broker", "purgatory", "controller", "transaction coordinator",
-         "group coordinator", "who gave up first")
+         "group coordinator", "share partitions", "who gave up first")
 
 
 def build(trace: list[TraceEvent], config: dict[str, Any] | None = None, tol_ms: float = 1.0,
@@ -58,6 +58,7 @@ def build(trace: list[TraceEvent], config: dict[str, Any] | None = None, tol_ms:
     _controller(trace, spans, scale)
     _transactions(trace, spans, marks, scale)
     _consumer_groups(trace, spans, marks, scale)
+    _share_partitions(trace, spans, marks, scale)
     _wire(trace, marks)
     _who_gave_up_first(spans, marks)
     marks.sort(key=lambda m: (m.t, m.lane, m.label))  # events at one instant: a stable order
@@ -248,8 +249,8 @@ def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mar
             if d["reason"] == "left":
                 marks.append(Mark("group coordinator", e.t_ms, f"{who} left, released {d.get('released')}"))
                 continue
-            timer = {"session": "session.timeout.ms" if d.get("protocol") == "classic"
-                     else "group.consumer.session.timeout.ms", "join": "its rebalance timeout",
+            consumer = "group.share.session.timeout.ms" if d.get("type") == "share" else "group.consumer.session.timeout.ms"
+            timer = {"session": "session.timeout.ms" if d.get("protocol") == "classic" else consumer, "join": "its rebalance timeout",
                      "sync": "its rebalance timeout"}.get(d["reason"], "its rebalance timeout")
             why = {"join": " (told to rejoin)", "sync": " (no SyncGroup)"}.get(d["reason"], "" if d["reason"] == "session"
                                                                                 else " (revocation)")
@@ -269,6 +270,22 @@ def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mar
             reason = re.sub(MEMBER_IN_REASON, lambda m: member({"group": "", "member": m.group(1)})[1:],
                             str(d["reason"]))
             marks.append(Mark("group coordinator", e.t_ms, f"{d['group']} group epoch {d['group_epoch']}: {reason}"))
+
+
+def _share_partitions(trace: list[TraceEvent], spans: list[Span], marks: list[Mark], scale: float) -> None:
+    """KIP-932: each acquisition lock that ran out, from the acquisition to the broker taking the
+    records back (a server-side timeout the member did not beat), and what else became of records."""
+    for e in trace:
+        d = e.details
+        where = f"{d.get('group')}/{d.get('topic')}-{d.get('partition')} {d.get('offsets')}"
+        if e.kind == Kind.SHARE_LOCK_EXPIRED:
+            clock = f"share.record.lock.duration.ms = {_ms(d['lock_duration_ms'], scale)}"
+            spans.append(Span("share partitions", float(d["locked_at_ms"]), e.t_ms,
+                              f"{where}: locked for a member past {clock}, taken back (server side)",
+                              "timeout-server", clock))
+        elif e.kind in (Kind.SHARE_RELEASE, Kind.SHARE_ARCHIVE, Kind.SHARE_RENEW):
+            marks.append(Mark("share partitions", e.t_ms, f"{where}: {e.kind.removeprefix('share_')} "
+                                                          f"({d.get('reason', 'renewed')})"))
 
 
 # a member's id in a coordinator's reason: classic ids are "client.id-UUID", and a client.id may hold spaces

@@ -52,6 +52,8 @@ CALLS = [
     ("client quotas", ["DescribeClientQuotas", "AlterClientQuotas"]),
     ("ACLs", ["DescribeAcls", "CreateAcls", "DeleteAcls"]),
     ("SCRAM credentials", ["DescribeUserScramCredentials", "AlterUserScramCredentials"]),
+    ("share groups (KIP-932: KafkaShareConsumer)", ["ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch",
+                                                    "ShareAcknowledge"]),
 ]
 
 

@@ -295,6 +295,11 @@ def _alter_scram_error(version: int, request: Any, code: int) -> dict[str, Any]:
 
 
 
+def _share_group_describe_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # ShareGroupDescribeRequest.getErrorResponse: every group with the error
+    return {"groups": [{"group_id": g, "error_code": code} for g in request["group_ids"]]}
+
+
 _ERROR_BUILDERS = {
     ApiKey.PRODUCE: _produce_error, ApiKey.FETCH: _fetch_error, ApiKey.LIST_OFFSETS: _list_offsets_error,
     ApiKey.METADATA: _metadata_error, ApiKey.OFFSET_COMMIT: _offset_commit_error,
@@ -306,6 +311,6 @@ _ERROR_BUILDERS = {
     ApiKey.DESCRIBE_ACLS: _describe_acls_error, ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas_error,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram_error, ApiKey.CREATE_PARTITIONS: _create_partitions_error,
     ApiKey.DELETE_RECORDS: _delete_records_error, ApiKey.ALTER_CONFIGS: _alter_configs_error,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs_error,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs_error, ApiKey.SHARE_GROUP_DESCRIBE: _share_group_describe_error,
 }
 

@@ -54,6 +54,10 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     GET_TELEMETRY_SUBSCRIPTIONS = 71
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
     @property
     def api_name(self) -> str:

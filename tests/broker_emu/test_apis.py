@@ -33,6 +33,8 @@ ADVERTISED = {  # the issue's ranges; old librdkafka needs Produce and the group
     "ALTER_CONFIGS": (0, 2), "INCREMENTAL_ALTER_CONFIGS": (0, 1),
     "DESCRIBE_ACLS": (1, 3), "CREATE_ACLS": (1, 3), "DELETE_ACLS": (1, 3),
     "DESCRIBE_USER_SCRAM_CREDENTIALS": (0, 0), "ALTER_USER_SCRAM_CREDENTIALS": (0, 0),
+    # KIP-932 share groups (broker_emu.handlers.share_groups, share_fetch): Kafka 4.4's versions
+    "SHARE_GROUP_HEARTBEAT": (1, 1), "SHARE_GROUP_DESCRIBE": (1, 1), "SHARE_FETCH": (1, 2), "SHARE_ACKNOWLEDGE": (1, 2),
 }
 SOFTWARE = {"client_software_name": "broker-emu-tests", "client_software_version": "1.0"}
 

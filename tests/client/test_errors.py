@@ -51,6 +51,9 @@ TABLE = [
     (88, "UNSTABLE_OFFSET_COMMIT", True), (105, "TRANSACTIONAL_ID_NOT_FOUND", False), (120, "TRANSACTION_ABORTABLE", False),
     # the group coordinator's (Java: GroupIdNotFoundException, an ApiException)
     (69, "GROUP_ID_NOT_FOUND", False),
+    # share groups (Errors: InvalidRecordStateException, an ApiException; the two share session
+    # exceptions are RetriableException)
+    (121, "INVALID_RECORD_STATE", False), (122, "SHARE_SESSION_NOT_FOUND", True), (123, "INVALID_SHARE_SESSION_EPOCH", True),
 ]
 
 # the two codes whose classes keep Java's exception names

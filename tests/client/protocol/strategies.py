@@ -134,7 +134,12 @@ def struct_strategy(fields: tuple[Field, ...], version: int, flex: bool, path: t
     wire = {f.name: field_strategy(f, version, flex, path + (f.name,), opts, depth) for f in fields if on_wire(f, version, flex)}
     optional = {}
     if opts.sparse:
-        wire, optional = {}, wire
+        # a records field not nullable in this version has no default to fall back on (Kafka's
+        # generated write throws on null: ShareFetchResponse v1+), so it stays
+        required = {n for n in wire for f in fields
+                    if f.name == n and f.type == "records" and not f.nullable_in(version)}
+        wire, optional = ({n: s for n, s in wire.items() if n in required},
+                          {n: s for n, s in wire.items() if n not in required})
     if flex and opts.unknown_tags:
         optional["_unknown_tags"] = _unknown_tags(fields)
     return st.fixed_dictionaries(wire, optional=optional)

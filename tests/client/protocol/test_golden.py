@@ -27,6 +27,7 @@ from client.protocol.codec import (
     encode_response,
 )
 from client.protocol.messages import ALL_APIS
+from tests.client.protocol.golden_share import FLEXIBLE_FROM_SHARE, share_cases
 from tests.client.protocol.golden_txn import FLEXIBLE_FROM_TXN, txn_cases
 from tests.client.protocol.strategies import (
     BLOBS,
@@ -555,8 +556,8 @@ CASES = [
          + boolean(True) + uvarint(2) + cstr("org.apache.kafka.producer.") + NO_TAGS),
 ]
 
-CASES += txn_cases(Case)
-FLEXIBLE_FROM |= FLEXIBLE_FROM_TXN
+CASES += txn_cases(Case) + share_cases(Case)
+FLEXIBLE_FROM |= FLEXIBLE_FROM_TXN | FLEXIBLE_FROM_SHARE
 REQUESTS = [c for c in CASES if c.direction == "request"]
 RESPONSES = [c for c in CASES if c.direction == "response"]
 CORRELATION_ID = 0x01020304

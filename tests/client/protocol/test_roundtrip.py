@@ -75,7 +75,9 @@ def test_every_api_and_version_range_is_exercised():
                 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7),
                 20: (1, 6), 22: (0, 5), 23: (2, 4), 32: (1, 4), 36: (0, 2), 60: (0, 1), 68: (0, 0), 71: (0, 0),
                 # served since the transactions issue
-                24: (0, 3), 25: (0, 4), 26: (0, 5), 28: (0, 5), 61: (0, 0), 65: (0, 0), 66: (0, 2), 37: (0, 3), 21: (0, 2)}
+                24: (0, 3), 25: (0, 4), 26: (0, 5), 28: (0, 5), 61: (0, 0), 65: (0, 0), 66: (0, 2), 37: (0, 3), 21: (0, 2),
+                # share groups (KIP-932, KIP-1222)
+                76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}
     have = {(k, v, d) for k, v, d in CASES}
     missing = [(k, v, d) for k, (lo, hi) in required.items() for v in range(lo, hi + 1)
                for d in ("request", "response") if (k, v, d) not in have]

@@ -30,7 +30,8 @@ import java.util.concurrent.Future;
 final class Extras {
     static final List<String> OPERATIONS = List.of("produce_batch", "read_partition", "group_consume",
             "admin_create_topics", "admin_delete_topics", "admin_describe_cluster", "admin_list_groups",
-            "admin_describe_groups", "admin_describe_topics", "txn_commit_abort", "admin_calls");
+            "admin_describe_groups", "admin_describe_topics", "txn_commit_abort", "admin_calls", "share_consume",
+            "share_explicit");
 
     private Extras() {
     }
@@ -80,6 +81,8 @@ final class Extras {
             case "admin_describe_topics" -> () -> admin(run, cfg, a -> describeTopics(a, args));
             case "txn_commit_abort" -> () -> Txn.commitAndAbort(run, args);
             case "admin_calls" -> () -> AdminCalls.all(run, args, cfg);
+            case "share_consume" -> () -> Share.consume(run, args);
+            case "share_explicit" -> () -> Share.explicit(run, args);
             default -> throw new IllegalArgumentException("no operation " + kind);
         };
     }
