@@ -248,6 +248,7 @@ def name_the_capability(adapter: Any, scenario: Scenario, why: str) -> str:
     if missing:
         return why if any(name in why for name in missing) else f"lacks {missing[0]}: {why}"
     exception = declared.exception(scenario)
-    if exception is not None and exception[0] not in why:
-        return f"{exception[0]} not run by this adapter: {why}"
+    if exception is not None and exception[1] not in why:
+        # the declared reason, not the bare "has no X": the client may well have it, the adapter does not drive it
+        return f"{exception[0]} not run by this adapter: {exception[1]}"
     return why

@@ -11,8 +11,12 @@ from conformance.adapters.go_clients import (
     SaramaAdapter,
     _scaled_step,
 )
+from conformance.client_capabilities import name_the_capability
 from conformance.model import Operation
 from conformance.scenarios import BY_ID, CATALOGUE
+
+# scenarios whose step the Go programs do not write yet (declared not_driven: the adapter's gap, not the client's)
+NOT_WRITTEN = ("txn.late-produce",)
 
 TXN = [s for s in CATALOGUE if s.id.startswith("txn.")]
 KIP848 = [s for s in CATALOGUE if s.id.startswith("kip848.")]
@@ -23,7 +27,10 @@ def test_franz_go_expresses_transactions_admin_and_kip848_but_the_late_poll():
     franz = FranzGoAdapter(broker_has_kip848=True)
     for scenario in TXN + ADMIN + KIP848:
         ok, why = franz.supports_scenario(scenario)
-        if scenario.id in FRANZ_INEXPRESSIBLE:
+        if scenario.id in NOT_WRITTEN:   # the report's words: the declared reason
+            why = name_the_capability(franz, scenario, why)
+            assert not ok and "txn_abort_then_commit" in why and "not written in this adapter's program yet" in why
+        elif scenario.id in FRANZ_INEXPRESSIBLE:
             assert not ok and "no max.poll.interval.ms" in why and "config.go" in why
         else:
             assert ok, (scenario.id, why)
@@ -43,7 +50,10 @@ def test_sarama_expresses_transactions_and_admin_but_not_those_timed_by_max_bloc
     sarama = SaramaAdapter()
     for scenario in TXN + ADMIN:
         ok, why = sarama.supports_scenario(scenario)
-        if scenario.id in ("txn.commit-endtxn-black-hole", "txn.init-coordinator-unreachable"):
+        if scenario.id in NOT_WRITTEN:   # the report's words: the declared reason
+            why = name_the_capability(sarama, scenario, why)
+            assert not ok and "txn_abort_then_commit" in why and "not written in this adapter's program yet" in why
+        elif scenario.id in ("txn.commit-endtxn-black-hole", "txn.init-coordinator-unreachable"):
             assert not ok and "no max.block.ms" in why and "transaction_manager.go" in why
         else:
             assert ok, (scenario.id, why)
@@ -62,7 +72,8 @@ def test_every_sarama_reason_cites_its_source():
         assert ".go" in why, why
     for scenario in CATALOGUE:
         ok, why = sarama.supports_scenario(scenario)
-        if not ok and "join_group_held" not in why and "in-memory" not in why and "SASL" not in why:
+        if not ok and "join_group_held" not in why and "txn_abort_then_commit" not in why and "in-memory" not in why \
+                and "SASL" not in why:
             assert ".go" in why, (scenario.id, why)
 
 
