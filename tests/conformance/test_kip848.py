@@ -45,6 +45,9 @@ def test_our_blocking_face_keeps_the_kip848_contracts_in_real_time():
     assert [(r.scenario, r.status, r.message) for r in results] == [(s.id, Status.PASS, "") for s in KIP848_SCENARIOS]
 
 
+# real time: in CI beside four workers on two cores its application thread's poll() once expired before the
+# revocation it waits for (a PytestUnhandledThreadExceptionWarning); alone it passes (2 of 2, 2026-11-28)
+@pytest.mark.alone
 def test_callbacks_on_the_network_thread_fail_the_slow_revocation(monkeypatch):
     """Broken on purpose, as the blocking face was before: a rebalance callback run on the
     network thread holds its whole trio loop, so the slow revoker's heartbeats stop and the broker

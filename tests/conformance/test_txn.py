@@ -1,6 +1,8 @@
 """The txn family on our client (virtual time), and each of its contracts shown to fail on a
 broken client or a broken coordinator."""
 
+import pytest
+
 from conformance.adapters.ours import OurAdapter
 from conformance.model import Status
 from conformance.runner import Plan, run_plan
@@ -18,6 +20,9 @@ def test_our_client_keeps_the_txn_contracts():
     assert [(r.scenario, r.status) for r in results] == [(s.id, Status.PASS) for s in TXN_SCENARIOS]
 
 
+# real time at scale 30: in CI beside four workers on two cores the coordinator's abort check ran 600 ms late once
+# (txn.read-committed-behind-open-transaction: aborted at 917 ms, the check due at 333 ms); alone it passes
+@pytest.mark.alone
 def test_our_blocking_face_keeps_the_txn_contracts_in_real_time():
     """client.Producer's transactional calls (the async face's, run on its network thread), on
     loopback at scale 30: the same six verdicts as the async face's."""
