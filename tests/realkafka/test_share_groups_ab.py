@@ -16,7 +16,10 @@ import trio
 from broker_emu.runtime import run_cluster_in_thread
 from tests.broker_emu.wire import WireClient, produce_body
 
-pytestmark = pytest.mark.realkafka
+# alone: in CI beside four workers on two cores Kafka once answered the ShareFetch waiting on the lock at its expiry
+# with no records (its expired lock and its delayed fetch raced on a loaded JVM, the emulator redelivering at count
+# 2 as the same script did on Kafka every other time); alone it passes (helper runs, and 2026-11-28 after that CI)
+pytestmark = [pytest.mark.realkafka, pytest.mark.alone]
 HB, DESCRIBE, FETCH, ACK = 76, 77, 78, 79
 CREATE_TOPICS, METADATA, INCREMENTAL, FIND_COORDINATOR = 19, 3, 44, 10
 RETRIABLE = {14, 15, 16}
