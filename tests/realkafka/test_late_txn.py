@@ -122,13 +122,15 @@ def test_the_java_client_on_kafka_with_transaction_version_1_is_not_fenced(kafka
 
 def test_the_java_client_on_kafka_with_transaction_version_2_is_fenced(kafka_factory):
     """Under version 2 (the 4.4 default) the previous transaction's EndTxn, released inside the
-    next one, is refused: the epoch moved on with the commit (PRODUCER_FENCED, or
-    INVALID_PRODUCER_EPOCH), whatever kafka-clients did with its own timed-out EndTxn (retried it
-    with the epoch before the bump, answered as a retry; or failed the commit as abortable, when no
-    next transaction begins and nothing is released)."""
+    next one, never lands: the epoch moved on with the commit (PRODUCER_FENCED, or
+    INVALID_PRODUCER_EPOCH), or, when it comes while the client already commits that transaction,
+    CONCURRENT_TRANSACTIONS (seen in CI beside four workers) — whatever kafka-clients did with its own
+    timed-out EndTxn (retried it with the epoch before the bump, answered as a retry; or failed the
+    commit as abortable, when no next transaction begins and nothing is released)."""
     outcomes, answers, adds = _java_two_transactions(kafka_factory, 2)
     assert not adds, adds                                   # version 2: no AddPartitionsToTxn
     if outcomes[0].ok:
-        assert answers and set(answers[0].details.get("errors") or []) & {90, 47}, answers
+        errors = set(answers[0].details.get("errors") or []) if answers else set()
+        assert errors and errors <= {90, 47, 51}, answers
     else:
         assert outcomes[0].error_type == "TransactionAbortableException" and not answers, (outcomes, answers)
