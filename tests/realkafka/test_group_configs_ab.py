@@ -6,6 +6,7 @@ group) — run against both, answers compared."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from broker_emu.runtime import run_cluster_in_thread
@@ -82,6 +83,10 @@ def script(host: str, port: int) -> list:
     return trio.run(main)
 
 
+# alone: Kafka applies an alter through its controller and describes from its metadata image, so beside four
+# workers on two cores its describe right after an alter once read the image before the change reached it (the
+# emulator answers with the change at once); alone the image keeps up, as in every other run
+@pytest.mark.alone
 def test_group_configs_answer_as_kafka(kafka1):
     host, port = kafka1.bootstrap.split(",")[0].split(":")
     theirs = script(host, int(port))
