@@ -83,6 +83,10 @@ def run_chaos_command(args: argparse.Namespace) -> int:
 
     def to_stderr(line: str) -> None:
         print(f"  {line}", file=sys.stderr, flush=True)
+    # a refused plant is refused before the header names it ('all' is the mutation table's, checked by _resolve)
+    extra = plant_options(args) if args.plant != "all" else {}
+    if extra is None:
+        return 2
     print(f"chaos: {args.client}, seeds {seeds.start}..{seeds.stop - 1}, {params['duration']:g} s each "
           f"({'virtual' if args.client == 'ours' else 'real'} time), {args.producers} producers, "
           f"{args.partitions} partitions, acks={args.acks}, enable.idempotence={str(args.idempotence).lower()}, "
@@ -92,9 +96,6 @@ def run_chaos_command(args: argparse.Namespace) -> int:
         from conformance.chaos.mutation import run_table
 
         return run_table(seeds, params, sys.argv[1:], to_stderr)
-    extra = plant_options(args)
-    if extra is None:
-        return 2
     keep = functools.partial(keep_history, args.history, args.client) if args.history else None
     results = run_seeds(run_seed, seeds, {**params, **extra}, say=to_stderr if args.verbose else None,
                         progress=to_stderr, out=lambda line: print(line, file=sys.stderr, flush=True), after=keep)
