@@ -74,10 +74,14 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("SASL", "SASL authentication (the security scenarios use SCRAM-SHA-256)"),
     Capability("socket.connection.setup.timeout.ms", "a bound on setting a connection up: TCP, then the SASL handshake "
                                                      "(KIP-601)"),
-    Capability("metadata.recovery.strategy", "the client goes back to bootstrap.servers when a broker answers "
-                                             "REBOOTSTRAP_REQUIRED or no Metadata answer helped for "
-                                             "metadata.recovery.rebootstrap.trigger.ms, and does not with strategy "
-                                             "none (KIP-899, KIP-1102)"),
+    Capability("rebootstrap when brokers are gone", "the client goes back to bootstrap.servers when no broker it "
+                                                    "learnt of can be reached (KIP-899)"),
+    Capability("REBOOTSTRAP_REQUIRED", "the client goes back to bootstrap.servers at once when a broker answers "
+                                       "Metadata with REBOOTSTRAP_REQUIRED (KIP-1102)"),
+    Capability("metadata.recovery.rebootstrap.trigger.ms", "the client goes back to bootstrap.servers when no "
+                                                           "Metadata answer helped for this long (KIP-1102)"),
+    Capability("metadata.recovery.strategy", "a setting that turns rebootstrap off (none): the client then keeps the "
+                                             "brokers it knows, however long they starve it (KIP-899)"),
     Capability("in-memory connections", "the client can be handed the emulator's in-memory connections and run on "
                                         "its virtual clock (what a dropped connection attempt needs)"),
 )
@@ -212,6 +216,15 @@ class ClientCapabilities:
 
 REPO = "repo:"   # a Lack.source in this repository
 
+REBOOTSTRAP = ("rebootstrap when brokers are gone", "REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms",
+               "metadata.recovery.strategy")
+
+
+def lacks_rebootstrap(reason: str, source: str, names: tuple[str, ...] = REBOOTSTRAP) -> dict[str, Lack]:
+    """One reason for each rebootstrap capability a client lacks: a client without KIP-899 and KIP-1102
+    lacks them for the same reason (``names``: the ones it lacks, all four by default)."""
+    return {name: Lack(reason, source) for name in names}
+
 
 def real_sockets(client: str) -> Lack:
     """Why a third-party client has no in-memory connections: it opens its own sockets."""
@@ -226,7 +239,7 @@ def declaration(adapter: Any) -> ClientCapabilities | None:
 
 # capabilities no adapter's steps reveal (a setting every client is handed the same way): the declared lack alone
 # makes the scenarios that need them N/A (Adapter.supports_scenario)
-DECLARED_ONLY = ("metadata.recovery.strategy",)
+DECLARED_ONLY = REBOOTSTRAP
 
 
 def declared_lack(adapter: Any, scenario: Scenario) -> str:

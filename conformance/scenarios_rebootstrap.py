@@ -20,6 +20,8 @@ from conformance.scenario_defaults import REQUEST_TIMEOUT
 
 STRATEGY = "metadata.recovery.strategy"
 TRIGGER = "metadata.recovery.rebootstrap.trigger.ms"
+GONE = "rebootstrap when brokers are gone"     # capabilities (conformance/client_capabilities.py)
+REQUIRED = "REBOOTSTRAP_REQUIRED"
 BOOTSTRAP = (0,)
 LEADER = 1
 # the client acts on REBOOTSTRAP_REQUIRED at once (Java's initiateRebootstrap makes the rebootstrap
@@ -266,7 +268,7 @@ def _starved_scenario(mode: str) -> Scenario:
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY, "acks": "all",
                        STRATEGY: "rebootstrap", TRIGGER: TRIGGER_MS, "retry.backoff.max.ms": 1000},
         max_scale=10.0,
-        needs=(STRATEGY,),
+        needs=(TRIGGER,),
     )
     # silent: a Java client notices the trigger only when its poll wakes, at the latest as the starved request
     # times out; request.timeout.ms of 10 s keeps that window [5 s, 10 s] narrow and the send inside its deadline
@@ -336,7 +338,7 @@ REBOOTSTRAP_SCENARIOS: tuple[Scenario, ...] = (
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY, "acks": "all",
                        STRATEGY: "rebootstrap"},
         max_scale=10.0,
-        needs=(STRATEGY,),
+        needs=(REQUIRED,),
         contracts=(C.outcome_is("produce", ok=True), back_to_bootstrap(BOOTSTRAP, AT_ONCE_MS),
                    forgets_known_brokers(BOOTSTRAP)),
     ),
@@ -399,7 +401,7 @@ REBOOTSTRAP_SCENARIOS: tuple[Scenario, ...] = (
         # more than 15 s without the trigger: its reconnect backoffs (unscaled) need room, and the trigger is
         # the bound the contract holds it to
         max_scale=2.0,
-        needs=(STRATEGY,),
+        needs=(GONE,),
         contracts=(C.outcome_is("produce", ok=True), found_through_bootstrap("Produce", TRIGGER_MS, late_ms=AT_ONCE_MS)),
     ),
     *(_starved_scenario(mode) for mode in ("silent", "no-brokers")),

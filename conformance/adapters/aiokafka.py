@@ -50,7 +50,7 @@ from conformance.adapters.py_common import (
     warm_up_failed,
     watchdog_s,
 )
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 from conformance.extras import client_missing
 from conformance.model import SILENT_MEMBER, Operation, Outcome, Scenario
 
@@ -96,7 +96,7 @@ CAPABILITIES = ClientCapabilities(
             "JoinGroup/SyncGroup (aiokafka/consumer/group_coordinator.py CoordinatorGroupRebalance)",
             "aiokafka/consumer/group_coordinator.py"),
         "socket.connection.setup.timeout.ms": Lack(NO_SETUP_TIMEOUT["aiokafka"], "aiokafka/conn.py"),
-        "metadata.recovery.strategy": Lack(
+        **lacks_rebootstrap(
             f"aiokafka has no metadata_recovery_strategy (AIOKafkaProducer.__init__, {PRODUCER_PY}; AIOKafkaClient, "
             "aiokafka/client.py) and nothing in it handles REBOOTSTRAP_REQUIRED: it keeps asking the brokers it "
             "learnt of", "aiokafka/client.py"),

@@ -44,7 +44,7 @@ from conformance.adapters.py_common import (
     warm_step,
     warm_up_failed,
 )
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import REBOOTSTRAP, ClientCapabilities, Lack, Pin, real_sockets
 from conformance.extras import client_missing
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
@@ -88,7 +88,7 @@ CAPABILITIES = ClientCapabilities(
     has=("delivery.timeout.ms", "linger.ms", "calls on one client", "transactions", "poll(timeout)", "poll(0)",
          "consumer calls", "committed(timeout)", "offsets(timeout)", "list_topics(timeout)", "KIP-848",
          "max.poll.interval.ms", "create_topics(timeout)", "delete_records(timeout)", "SASL",
-         "socket.connection.setup.timeout.ms", "metadata.recovery.strategy"),
+         "socket.connection.setup.timeout.ms", *REBOOTSTRAP),
     lacks=MappingProxyType({
         "max.block.ms": Lack(
             "librdkafka has no max.block.ms (CONFIGURATION.md): produce() never waits for metadata, the record waits "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from conformance.adapters.py_common import JOIN_GROUP_HELD_NA, TXN_ABORT_THEN_COMMIT_NA
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 
 GO_MOD = "conformance/adapters/go/go.mod"
 
@@ -102,7 +102,8 @@ FRANZ_CAPABILITIES = ClientCapabilities(
     has=("delivery.timeout.ms", "linger.ms", "calls on one client", "transactions", "transaction.timeout.ms < 1 s",
          "poll(timeout)", "poll(0)", "consumer calls", "committed(timeout)", "offsets(timeout)", "list_topics(timeout)",
          "commit_sync(timeout)", "default.api.timeout.ms", "KIP-848", "create_topics(timeout)",
-         "delete_records(timeout)", "SASL", "socket.connection.setup.timeout.ms"),
+         "delete_records(timeout)", "SASL", "socket.connection.setup.timeout.ms",
+         "rebootstrap when brokers are gone", "REBOOTSTRAP_REQUIRED"),
     lacks=MappingProxyType({
         "max.block.ms": Lack(
             "kgo has no max.block.ms option (pkg/kgo/config.go): canceling the context given to Client.Produce fails "
@@ -111,13 +112,13 @@ FRANZ_CAPABILITIES = ClientCapabilities(
         "position(timeout)": Lack(FRANZ_NO_POSITION, "pkg/kgo/consumer.go"),
         "close(timeout)": Lack(FRANZ_NO_CLOSE, "pkg/kgo/client.go"),
         "max.poll.interval.ms": Lack(FRANZ_INEXPRESSIBLE["kip848.late-poll-leaves-and-rejoins"], "pkg/kgo/config.go"),
-        "metadata.recovery.strategy": Lack(
-            "kgo has no metadata.recovery.strategy nor a rebootstrap trigger (pkg/kgo/config.go): a Metadata answer "
-            "of REBOOTSTRAP_REQUIRED is acted on only when the application sets kgo.OnRebootstrapRequired, a hook "
-            "that returns new seeds (pkg/kgo/client.go), and the adapter sets none. What stands closest: "
-            "Client.broker (pkg/kgo/client.go) asks the next seed once per pass over the brokers it discovered, "
-            "so a client whose brokers were all replaced can reach the cluster through its seeds again, with no "
-            "setting to turn it off and no trigger", "pkg/kgo/client.go"),
+        **lacks_rebootstrap(
+            "kgo has no metadata.recovery.strategy and no rebootstrap trigger (pkg/kgo/config.go): it cannot be told "
+            "to keep the brokers it knows, and nothing counts how long its metadata has been starved. What it has "
+            "instead: it sends a request to a seed broker now and then whatever it has discovered (see "
+            "OnRebootstrapRequired, pkg/kgo/config.go), and a Metadata answer with no brokers wipes every broker it "
+            "discovered, falling back to its seeds at once (Client.updateBrokers, pkg/kgo/client.go)",
+            "pkg/kgo/client.go", names=("metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "in-memory connections": real_sockets("franz-go"),
     }),
     not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),
@@ -125,7 +126,12 @@ FRANZ_CAPABILITIES = ClientCapabilities(
                             "default.api.timeout.ms": "kgo.RetryTimeout",
                             "KIP-848": "kgo.ServerSideBalancer() opts a group consumer in",
                             "socket.connection.setup.timeout.ms": "kgo.DialTimeout",
-                            "committed(timeout)": "the context given to kadm.Client.FetchOffsets"}),
+                            "committed(timeout)": "the context given to kadm.Client.FetchOffsets",
+                            "REBOOTSTRAP_REQUIRED": "kgo.OnRebootstrapRequired, which the adapter sets (returning the "
+                                                    "seeds) when the scenario names metadata.recovery.strategy="
+                                                    "rebootstrap: without it kgo takes the answer as a failed metadata load, and REBOOTSTRAP_REQUIRED being not retriable (pkg/kerr/kerr.go) it fails the records waiting on it (recBuf.bumpRepeatedLoadErr, pkg/kgo/sink.go)",
+                            "rebootstrap when brokers are gone": "kgo asks a seed broker now and then, whatever it "
+                                                                 "has discovered (no setting)"}),
 )
 
 _SARAMA_NO_DEADLINE = ("takes no deadline (no context, no timeout argument) and sarama has no default.api.timeout.ms: "
@@ -134,7 +140,7 @@ SARAMA_CAPABILITIES = ClientCapabilities(
     client="sarama", pin=Pin(GO_MOD, "github.com/IBM/sarama"), source="https://github.com/IBM/sarama/blob/{version}/{path}",
     has=("linger.ms", "calls on one client", "transactions", "transaction.timeout.ms < 1 s", "poll(timeout)", "poll(0)",
          "consumer calls", "create_topics(timeout)", "delete_records(timeout)", "SASL",
-         "socket.connection.setup.timeout.ms"),
+         "socket.connection.setup.timeout.ms", "rebootstrap when brokers are gone"),
     lacks=MappingProxyType({
         "delivery.timeout.ms": Lack(SARAMA_LACKS["delivery.timeout.ms"], "config.go"),
         "max.block.ms": Lack(SARAMA_LACKS["max.block.ms"], "config.go"),
@@ -152,10 +158,12 @@ SARAMA_CAPABILITIES = ClientCapabilities(
             "sarama has no max.poll.interval.ms (no such field in config.go): its ConsumerGroup hands partitions to "
             "ConsumeClaim goroutines and keeps no poll timer; Consumer.Group.Rebalance.Timeout, which the adapter "
             "maps max.poll.interval.ms to, is JoinGroup's rebalance timeout", "config.go"),
-        "metadata.recovery.strategy": Lack(
+        **lacks_rebootstrap(
             "sarama has no metadata recovery strategy (no such field in config.go) and does not know "
-            "REBOOTSTRAP_REQUIRED (errors.go): it refreshes metadata from the brokers it knows, its seed brokers only "
-            "when none of them answers (client.go)", "config.go"),
+            "REBOOTSTRAP_REQUIRED (errors.go): it refreshes metadata from the brokers it knows, and asks its seed "
+            "brokers again only once every discovered broker failed and was deregistered (client.go: "
+            "LeastLoadedBroker, resurrectDeadBrokers)", "client.go",
+            names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "in-memory connections": real_sockets("sarama"),
     }),
     not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),

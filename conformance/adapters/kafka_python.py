@@ -45,7 +45,7 @@ from conformance.adapters.py_common import (
     warm_step,
     warm_up_failed,
 )
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 from conformance.extras import client_missing
 from conformance.model import Operation, Outcome, Scenario
 
@@ -87,7 +87,7 @@ CAPABILITIES = ClientCapabilities(
         "socket.connection.setup.timeout.ms": Lack(
             f"{NO_SETUP_TIMEOUT['kafka-python']}; neither KafkaProducer.DEFAULT_CONFIG ({PRODUCER_PY}) nor "
             "KafkaConsumer.DEFAULT_CONFIG has such a setting", PRODUCER_PY),
-        "metadata.recovery.strategy": Lack(
+        **lacks_rebootstrap(
             f"kafka-python has no metadata_recovery_strategy: neither KafkaProducer.DEFAULT_CONFIG ({PRODUCER_PY}) "
             "nor KafkaConsumer.DEFAULT_CONFIG has it or a rebootstrap trigger, and nothing in the client handles "
             "REBOOTSTRAP_REQUIRED: it keeps asking the brokers it learnt of", PRODUCER_PY),

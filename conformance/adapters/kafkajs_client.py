@@ -58,7 +58,7 @@ from conformance.adapters.base import RunEnv
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.adapters.py_common import TXN_ABORT_THEN_COMMIT_NA, watchdog_s
 from conformance.cache_dir import cache_dir, install_hint, source_checkout
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 from conformance.model import Operation, Outcome
 
 DRIVER = Path(__file__).resolve().parent / "node" / "kafkajs-adapter.js"
@@ -111,7 +111,7 @@ CAPABILITIES = ClientCapabilities(
     client="kafkajs", pin=Pin("package.json", "kafkajs"), source="https://github.com/tulios/kafkajs/blob/v{version}/{path}",
     not_driven=MappingProxyType({"txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),
     has=("calls on one client", "transactions", "transaction.timeout.ms < 1 s", "consumer calls", "create_topics(timeout)",
-         "SASL", "socket.connection.setup.timeout.ms"),
+         "SASL", "socket.connection.setup.timeout.ms", "rebootstrap when brokers are gone"),
     lacks=MappingProxyType({
         "delivery.timeout.ms": Lack(KAFKAJS_LACKS["delivery.timeout.ms"], PRODUCER_JS, judged=_CONTRACTS_NA),
         "max.block.ms": Lack(KAFKAJS_LACKS["max.block.ms"], PRODUCER_JS, judged=_CONTRACTS_NA),
@@ -136,13 +136,17 @@ CAPABILITIES = ClientCapabilities(
         "delete_records(timeout)": Lack(
             f"kafkajs's {NO_DEADLINE['delete_records']} takes no timeout (no timeout argument: {ADMIN_JS} "
             "deleteTopicRecords)", "src/protocol/requests/deleteRecords/v0/request.js"),
-        "metadata.recovery.strategy": Lack(
+        **lacks_rebootstrap(
             "kafkajs has no metadata recovery strategy: the Kafka client's options (src/index.js) have no such "
             "setting nor a rebootstrap trigger, and its error codes (src/protocol/error.js) stop before "
-            "REBOOTSTRAP_REQUIRED", "src/protocol/error.js"),
+            "REBOOTSTRAP_REQUIRED", "src/protocol/error.js",
+            names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "in-memory connections": real_sockets("kafkajs"),
     }),
     notes=MappingProxyType({"create_topics(timeout)": "admin.createTopics({timeout})",
+                            "rebootstrap when brokers are gone": "BrokerPool.findConnectedBroker "
+                                                                 "(src/cluster/brokerPool.js): when no known broker "
+                                                                 "connects, it connects to a seed broker again",
                             "socket.connection.setup.timeout.ms": "connectionTimeout",
                             "consumer calls": "admin.fetchOffsets, fetchTopicOffsets(ByTimestamp), fetchTopicMetadata, "
                                               "consumer.commitOffsets, disconnect (no position())"}),

@@ -10,7 +10,7 @@ import subprocess
 from types import MappingProxyType
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 from conformance.model import Operation, Outcome
 
 # Debian's kcat package, which dev/install-clients installs (kcat -V: "Version 1.7.1 ... librdkafka 2.0.2")
@@ -63,7 +63,7 @@ CAPABILITIES = ClientCapabilities(
             "only; group.protocol=consumer came with librdkafka 2.4.0)", CONFIGURATION),
         "create_topics(timeout)": _no_call("topic creation"),
         "delete_records(timeout)": _no_call("record deletion"),
-        "metadata.recovery.strategy": Lack(
+        **lacks_rebootstrap(
             f"librdkafka {KCAT_LIBRDKAFKA} has no metadata.recovery.strategy (CONFIGURATION.md): it came with a later "
             "librdkafka (KIP-899), the REBOOTSTRAP_REQUIRED answer and its trigger after it (KIP-1102)",
             CONFIGURATION),

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from conformance.adapters.base import Adapter
 from conformance.capabilities.pins import pinned_version
-from conformance.client_capabilities import CAPABILITIES, ENVIRONMENT, ClientCapabilities, needs
+from conformance.client_capabilities import CAPABILITIES, ENVIRONMENT, ClientCapabilities, Lack, needs
 from conformance.client_names import cli_name
 from conformance.model import Scenario
 
@@ -87,16 +87,30 @@ def _reasons(declared: list[ClientCapabilities], contracts_na: dict[str, set[str
         version = pinned_version(d.pin)
         pinned = f"`{d.pin.file}` ({d.pin.name})"
         lines += [f"### {cli_name(d.client)} {version_of(d)}", "", f"Pinned in {pinned}.", ""]
-        for name, lack in ((c.name, d.lacks[c.name]) for c in CAPABILITIES if c.name in d.lacks):
+        for names, lack in _grouped_lacks(d):
             judged = f" The matrix runs its scenarios anyway: {lack.judged}." if lack.judged else ""
-            if name in contracts_na[d.client]:
+            if any(name in contracts_na[d.client] for name in names):
                 judged += " A contract holding the client to it is N/A wherever it runs (Adapter.lacks)."
-            lines.append(f"- <a id=\"{anchor(d.client, name)}\"></a>no `{name}`: {lack.reason} "
+            anchors = "".join(f"<a id=\"{anchor(d.client, name)}\"></a>" for name in names)
+            lines.append(f"- {anchors}no {', '.join(f'`{name}`' for name in names)}: {lack.reason} "
                          f"([source]({d.link(lack.source, version)})).{judged}")
         lines += [f"- has `{name}`: {note}." for name, note in d.notes.items()]
         lines += [f"- not run by its adapter (`{key}`): {why}." for key, why in d.not_driven.items()]
         lines.append("")
     return lines
+
+
+def _grouped_lacks(d: ClientCapabilities) -> list[tuple[list[str], Lack]]:
+    """The client's lacks in ``CAPABILITIES`` order, those in a row lacked for one same reason on one
+    line (a client without KIP-899 lacks all four rebootstrap capabilities for one reason)."""
+    groups: list[tuple[list[str], Lack]] = []
+    for name in (c.name for c in CAPABILITIES if c.name in d.lacks):
+        lack = d.lacks[name]
+        if groups and groups[-1][1] == lack:
+            groups[-1][0].append(name)
+        else:
+            groups.append(([name], lack))
+    return groups
 
 
 def _environment() -> list[str]:

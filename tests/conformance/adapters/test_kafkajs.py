@@ -32,7 +32,10 @@ NOT_APPLICABLE = {
     "kip19.connection-setup-timeout": "need in-memory connections",
     "admin.delete-records-purgatory": "always carries timeout_ms 5000",
     **{s.id: "classic group protocol only" for s in CATALOGUE if s.family.startswith("KIP-848")},
-    **{s.id: "lacks metadata.recovery.strategy" for s in CATALOGUE if s.family == "Rebootstrap"},
+    "rebootstrap.required-answer": "lacks REBOOTSTRAP_REQUIRED",
+    "rebootstrap.starved-trigger": "lacks metadata.recovery.rebootstrap.trigger.ms",
+    "rebootstrap.no-brokers-some-topics": "lacks metadata.recovery.rebootstrap.trigger.ms",
+    "rebootstrap.strategy-none-deadline": "lacks metadata.recovery.strategy",
 }
 
 

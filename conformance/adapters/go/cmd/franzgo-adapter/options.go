@@ -89,12 +89,32 @@ func commonOpts(run *lineproto.Run) []kgo.Opt {
 	if m := saslMechanism(run); m != nil {
 		opts = append(opts, kgo.SASL(m))
 	}
+	if onRebootstrap := rebootstrapHook(run); onRebootstrap != nil {
+		opts = append(opts, kgo.OnRebootstrapRequired(onRebootstrap))
+	}
 	if level, ok := logLevels[os.Getenv("FRANZGO_ADAPTER_LOG")]; ok { // franz-go's own log on stderr (out/adapters/franz-go.log)
 		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, level, func() string {
 			return time.Now().Format("15:04:05.000 ") + run.ClientID + " "
 		})))
 	}
 	return opts
+}
+
+// rebootstrapHook: metadata.recovery.strategy=rebootstrap, named by the scenario -> kgo.OnRebootstrapRequired
+// handing back the run's bootstrap.servers. kgo acts on a Metadata answer of REBOOTSTRAP_REQUIRED only through
+// this hook (Client.fetchMetadata, pkg/kgo/client.go): with it, kgo drops every broker it discovered and asks
+// its seeds again, which is what a Kafka 4.x client does by default. An application that wants that sets the
+// hook; one that names no strategy, or none, gets kgo's own default (no hook). kgo has no trigger
+// (metadata.recovery.rebootstrap.trigger.ms) and no way to turn its periodic seed request off.
+func rebootstrapHook(run *lineproto.Run) func() ([]string, error) {
+	if !run.Has("metadata.recovery.strategy") || run.Str("metadata.recovery.strategy", "") != "rebootstrap" {
+		return nil
+	}
+	seeds := run.Brokers()
+	return func() ([]string, error) {
+		logf("REBOOTSTRAP_REQUIRED: back to the seeds %v", seeds)
+		return seeds, nil
+	}
 }
 
 // logLevels: FRANZGO_ADAPTER_LOG=error|warn|info|debug turns franz-go's own logging on.
