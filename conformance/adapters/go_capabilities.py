@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from conformance.adapters.py_common import JOIN_GROUP_HELD_NA, TXN_ABORT_THEN_COMMIT_NA
+from conformance.adapters.py_common import JOIN_GROUP_HELD_NA
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 
 GO_MOD = "conformance/adapters/go/go.mod"
@@ -121,7 +121,7 @@ FRANZ_CAPABILITIES = ClientCapabilities(
             "pkg/kgo/client.go", names=("metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "in-memory connections": real_sockets("franz-go"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),
     notes=MappingProxyType({"delivery.timeout.ms": "kgo.RecordDeliveryTimeout", "linger.ms": "kgo.ProducerLinger",
                             "default.api.timeout.ms": "kgo.RetryTimeout",
                             "KIP-848": "kgo.ServerSideBalancer() opts a group consumer in",
@@ -136,6 +136,9 @@ FRANZ_CAPABILITIES = ClientCapabilities(
 
 _SARAMA_NO_DEADLINE = ("takes no deadline (no context, no timeout argument) and sarama has no default.api.timeout.ms: "
                        "only Net.ReadTimeout and its retry counts bound it")
+_SARAMA_ABANDONED = ("a Go application gives a call that takes no context a deadline by waiting for it in a goroutine "
+                     "until then and abandoning it (the adapter's lineproto.WithinDeadline; the client is closed as the "
+                     "step ends): the matrix judges how the call ends and what sarama sends meanwhile")
 SARAMA_CAPABILITIES = ClientCapabilities(
     client="sarama", pin=Pin(GO_MOD, "github.com/IBM/sarama"), source="https://github.com/IBM/sarama/blob/{version}/{path}",
     has=("linger.ms", "calls on one client", "transactions", "transaction.timeout.ms < 1 s", "poll(timeout)", "poll(0)",
@@ -145,14 +148,18 @@ SARAMA_CAPABILITIES = ClientCapabilities(
         "delivery.timeout.ms": Lack(SARAMA_LACKS["delivery.timeout.ms"], "config.go"),
         "max.block.ms": Lack(SARAMA_LACKS["max.block.ms"], "config.go"),
         "committed(timeout)": Lack(f"sarama's ClusterAdmin.ListConsumerGroupOffsets (admin.go) {_SARAMA_NO_DEADLINE}",
-                                   "admin.go"),
+                                   "admin.go", judged=_SARAMA_ABANDONED),
         "position(timeout)": Lack(SARAMA_NO_POSITION, "consumer.go"),
-        "offsets(timeout)": Lack(f"sarama's Client.GetOffset (client.go) {_SARAMA_NO_DEADLINE}", "client.go"),
-        "list_topics(timeout)": Lack(f"sarama's Client.RefreshMetadata (client.go) {_SARAMA_NO_DEADLINE}", "client.go"),
+        "offsets(timeout)": Lack(f"sarama's Client.GetOffset (client.go) {_SARAMA_NO_DEADLINE}", "client.go",
+                                 judged=_SARAMA_ABANDONED),
+        "list_topics(timeout)": Lack(f"sarama's Client.RefreshMetadata (client.go) {_SARAMA_NO_DEADLINE}", "client.go",
+                                     judged=_SARAMA_ABANDONED),
         "commit_sync(timeout)": Lack(f"sarama's Client.Coordinator (client.go) and Broker.CommitOffset (broker.go) each "
-                                     f"{_SARAMA_NO_DEADLINE}", "broker.go"),
-        "close(timeout)": Lack(SARAMA_NO_CLOSE, "consumer.go"),
-        "default.api.timeout.ms": Lack(SARAMA_LACKS["default.api.timeout.ms"], "client.go"),
+                                     f"{_SARAMA_NO_DEADLINE}", "broker.go", judged=_SARAMA_ABANDONED),
+        "close(timeout)": Lack(SARAMA_NO_CLOSE, "consumer.go", judged=_SARAMA_ABANDONED),
+        "default.api.timeout.ms": Lack(SARAMA_LACKS["default.api.timeout.ms"], "client.go",
+                                       judged="the call without a deadline, bounded as sarama bounds it (Net.ReadTimeout "
+                                              "per request, its retry counts)"),
         "KIP-848": Lack(SARAMA_NO_KIP848, "request.go"),
         "max.poll.interval.ms": Lack(
             "sarama has no max.poll.interval.ms (no such field in config.go): its ConsumerGroup hands partitions to "
@@ -166,7 +173,7 @@ SARAMA_CAPABILITIES = ClientCapabilities(
             names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "in-memory connections": real_sockets("sarama"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),
     notes=MappingProxyType({"linger.ms": "Producer.Flush.Frequency", "socket.connection.setup.timeout.ms": "Net.DialTimeout",
                             "create_topics(timeout)": "Admin.Timeout, the request's timeout_ms (no per-call deadline)",
                             "delete_records(timeout)": "Admin.Timeout, the request's timeout_ms (no per-call deadline)",
