@@ -17,8 +17,10 @@ transaction, after its client had gone), and record the tear as an observation o
 a contract that passes under version 1 whether or not the transaction tore, with a figure that
 says which and why (a client that bumps its epoch itself after a timeout, KIP-360, escapes the
 late Produce). Under version 2 the same contract fails on a tear. ``late_scenarios(version)``
-builds the family for one transaction version; the catalogue has version 1, the version the
-emulator runs; a version-2 family is ``late_scenarios(2)`` once the broker has the setting.
+builds the family for one transaction version, the broker finalizing that version (a client
+speaks the version the cluster finalizes, KIP-890); the catalogue has both. Under version 2 no
+client sends AddPartitionsToTxn (the Produce adds its partition), so the late Produce is held
+until the first Produce of the next transaction instead.
 """
 
 from __future__ import annotations
@@ -162,7 +164,7 @@ def produce_tear(version: int) -> Contract:
 
 
 def _version_config(version: int) -> dict[str, Any]:
-    return {} if version == 1 else {TXN_VERSION_KEY: version}
+    return {TXN_VERSION_KEY: version}
 
 
 def late_scenarios(version: int = 1) -> tuple[Scenario, ...]:
@@ -203,7 +205,8 @@ def late_scenarios(version: int = 1) -> tuple[Scenario, ...]:
                       "transaction version 2 (KIP-890) bumps it with every transaction."),
             references=("KIP-360", "KIP-890", "ProducerStateManager", "TransactionManager.handleFailedBatch"),
             steps=(Operation("txn_abort_then_commit", {"topic": "t", "partition": 0}),),
-            faults=({"match": {"api": "Produce"}, "action": {"type": "hold", "until": "next_add_partitions", "ms": FALLBACK_MS},
+            faults=({"match": {"api": "Produce"}, "action": {"type": "hold", "ms": FALLBACK_MS,
+                                                               "until": "next_add_partitions" if version == 1 else "next_txn_produce"},
                      "times": 1},),
             broker_config=_version_config(version),
             # delivery.timeout.ms = linger.ms + request.timeout.ms (the least Java accepts, also once scaled by 30):
@@ -214,4 +217,4 @@ def late_scenarios(version: int = 1) -> tuple[Scenario, ...]:
     )
 
 
-TXN_LATE_SCENARIOS = late_scenarios(1)
+TXN_LATE_SCENARIOS = late_scenarios(1) + late_scenarios(2)
