@@ -151,6 +151,8 @@ class Sender:
         return info is not None and info.leader_epoch > batch.leader_epoch_at_attempt >= 0
 
     def _drain(self, now: float) -> float:
+        if self.txn is not None:
+            self.txn.abort_undrained()
         ready, next_at = self.acc.ready(now, self._leader_changed)
         if ready and self.updater.update_due(now):
             return next_at   # woken when the Metadata request is out (NetworkClient.isReady)

@@ -29,6 +29,7 @@ from typing import Any
 
 import trio
 
+from client.errors import ErrorCode as E
 from client.errors import KafkaError, error_for_code, error_name
 from client.exceptions import TimeoutException
 from client.producer import txn_errors
@@ -109,6 +110,13 @@ class TransactionManager:
         as_seen, txn_class = txn_errors.produce_error(error)
         # the bump only when not already completing, and only under version 1 (version 2's EndTxn bumps)
         self._fail(as_seen, fatal=txn_class == FATAL, bump=self.state == State.IN_TRANSACTION and self._client_bumps())
+
+    def abort_undrained(self) -> None:
+        """Java's Sender (``maybeAbortBatches``): once the transaction hit an abortable or fatal
+        error, the batches not sent yet fail with it at once instead of waiting for their delivery
+        timeout (a commit would wait for them)."""
+        if self.state in (State.ABORTABLE_ERROR, State.FATAL_ERROR) and self.last_error is not None:
+            self.sender.acc.fail_queued(self.last_error)
 
     def maybe_update_version(self, on_init: bool) -> None:
         """Java's ``maybeUpdateTransactionV2Enabled``: read transaction.version when the features
@@ -222,7 +230,7 @@ class TransactionManager:
                     "v3_and_below_producer_epoch": self.sender.producer_epoch,
                     "v3_and_below_topics": [{"name": tp[0], "partitions": [tp[1]]}]}
             await self._to_coordinator(ApiKey.ADD_PARTITIONS_TO_TXN, body, max_version=3,
-                                       error_of=lambda a: a.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
+                                       error_of=_partition_error)
             self.added.add(tp)
             self.started = True
         except KafkaError:
@@ -250,6 +258,10 @@ class TransactionManager:
 
     async def _end(self, commit: bool, settle: Callable[[], Awaitable[None]]) -> None:
         await settle()   # commit: every record delivered (a failed one makes the commit fail); abort: queued ones dropped
+        if self.state == State.FATAL_ERROR:
+            raise txn_errors.classed(TransactionStateError(
+                f"cannot {'commit' if commit else 'abort'}: the producer hit a fatal error ({self.last_error}); "
+                f"{ADVICE[FATAL]}"), FATAL)
         if commit and self.state == State.ABORTABLE_ERROR:
             raise txn_errors.classed(TransactionStateError(
                 f"cannot commit: a send in the transaction failed ({self.last_error}); {ADVICE[ABORTABLE]}"), ABORTABLE)
@@ -331,3 +343,12 @@ class TransactionManager:
         elif self.state != State.ABORTING:
             self.bump_required = self.bump_required or bump
             self.state = State.ABORTABLE_ERROR
+
+
+def _partition_error(answer: Any) -> int:
+    """AddPartitionsToTxn's error for the one partition asked (an answer that lists none: the
+    top-level error of v4+, else UNKNOWN_SERVER_ERROR, never an IndexError)."""
+    for topic in answer.results_by_topic_v3_and_below:
+        for p in topic.results_by_partition:
+            return p.partition_error_code
+    return answer.get("error_code") or E.UNKNOWN_SERVER_ERROR
