@@ -18,9 +18,12 @@ a contract that passes under version 1 whether or not the transaction tore, with
 says which and why (a client that bumps its epoch itself after a timeout, KIP-360, escapes the
 late Produce). Under version 2 the same contract fails on a tear. ``late_scenarios(version)``
 builds the family for one transaction version, the broker finalizing that version (a client
-speaks the version the cluster finalizes, KIP-890); the catalogue has both. Under version 2 no
-client sends AddPartitionsToTxn (the Produce adds its partition), so the late Produce is held
-until the first Produce of the next transaction instead.
+speaks the version the cluster finalizes, KIP-890, if it implements it); the catalogue has both.
+Under version 2 a client that speaks it sends no AddPartitionsToTxn (the Produce adds its
+partition), so the late Produce is held until the next transaction starts either way
+(``next_txn_start``). A client that speaks only version 1 to a cluster finalizing 2 is judged by
+the same contract: Kafka decides the version by the request (EndTxn below v5, Produce below v12 are
+version 1), so such a client's late request can still tear the next transaction.
 """
 
 from __future__ import annotations
@@ -206,7 +209,7 @@ def late_scenarios(version: int = 1) -> tuple[Scenario, ...]:
             references=("KIP-360", "KIP-890", "ProducerStateManager", "TransactionManager.handleFailedBatch"),
             steps=(Operation("txn_abort_then_commit", {"topic": "t", "partition": 0}),),
             faults=({"match": {"api": "Produce"}, "action": {"type": "hold", "ms": FALLBACK_MS,
-                                                               "until": "next_add_partitions" if version == 1 else "next_txn_produce"},
+                                                               "until": "next_add_partitions" if version == 1 else "next_txn_start"},
                      "times": 1},),
             broker_config=_version_config(version),
             # delivery.timeout.ms = linger.ms + request.timeout.ms (the least Java accepts, also once scaled by 30):
