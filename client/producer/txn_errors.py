@@ -33,8 +33,8 @@ ADVICE = {
     ABORTABLE: "abortable: call abort_transaction(), then begin a new transaction",
     FATAL: "fatal: the producer can only be closed",
 }
-FENCED_ADVICE = ("fatal: the producer can only be closed; another producer with this transactional.id took over "
-                 "(close this one; a new producer may take the transactional.id back)")
+FENCED_ADVICE = ("fatal: the producer can only be closed; its epoch is no longer current (another producer took the "
+                 "transactional.id over, or the coordinator aborted the transaction); a new producer may take it")
 
 
 class Action(enum.Enum):

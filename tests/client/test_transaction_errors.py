@@ -101,7 +101,7 @@ async def test_an_old_epoch_at_the_coordinator_is_fatal_and_reported_as_fenced(a
             p.begin_transaction()
             await (await p.send("t", b"x", partition=0)).get()
             answer_error(cluster, "EndTxn", error, times=1)
-            with pytest.raises(ProducerFencedError, match="another producer with this transactional.id") as raised:
+            with pytest.raises(ProducerFencedError, match="its epoch is no longer current") as raised:
                 await p.commit_transaction()
             assert raised.value.txn_class == "fatal" and error in str(raised.value)
             await assert_fatal_after(p)
