@@ -22,7 +22,7 @@ ARGUMENT_TYPES: dict[str, Any] = {"ms": float, "jitter_ms": float, "bytes_per_s"
 HELP = {"ms": "milliseconds", "jitter_ms": "± this many ms, drawn from the rule's seeded RNG",
         "bytes_per_s": "bytes per second", "mode": "silent (never answered) or no-brokers",
         "until": "what releases the held request: next_init_producer_id, next_add_partitions, next_end_txn, "
-                 "next_txn_produce or delay", "transactional_id": "only requests naming this transactional id", "error": "a Kafka error name (NOT_LEADER_OR_FOLLOWER) or code",
+                 "next_txn_produce, next_txn_start or delay", "transactional_id": "only requests naming this transactional id", "error": "a Kafka error name (NOT_LEADER_OR_FOLLOWER) or code",
         "api": "only this API (Produce, Fetch, ...)", "broker": "only this broker id", "topic": "only requests for this topic",
         "partition": "only this partition (with --topic)", "client_id": "only this client id",
         "probability": "fire with this probability (seeded: reproducible)", "count": "fire at most this many times",

@@ -97,6 +97,11 @@ class NetworkClient:
         self.recovery = RebootstrapClock(config["metadata.recovery.strategy"], config["metadata.recovery.rebootstrap.trigger.ms"])
         self.rebootstraps: list[tuple[float, str]] = []    # (when, why): every time it went back to bootstrap
         self.rebootstrap_listeners: list[Callable[[], None]] = []
+        # the cluster's finalized features (KIP-584) from the ApiVersions answer with the highest
+        # epoch seen, as Java's ApiVersions.maybeUpdateFinalizedFeatures keeps them; the
+        # transactional producer reads transaction.version here (KIP-890)
+        self.finalized_features_epoch = -1
+        self.finalized_features: dict[str, int] = {}
         self.closed = False
 
     # -- node bookkeeping ------------------------------------------------------------------
@@ -326,6 +331,13 @@ class NetworkClient:
             raise error_for_code(answer.error_code, f"ApiVersions to broker {conn.node} at {conn.address} failed "
                                                     f"with error {answer.error_code}")
         conn.versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+        self._note_features(answer)
+
+    def _note_features(self, answer: Any) -> None:
+        epoch = answer.get("finalized_features_epoch", -1)
+        if epoch is not None and epoch > self.finalized_features_epoch:
+            self.finalized_features_epoch = epoch
+            self.finalized_features = {f.name: f.max_version_level for f in answer.get("finalized_features") or ()}
 
     # -- requests --------------------------------------------------------------------------
     def version_for(self, conn: BrokerConnection, api_key: int, max_version: int | None = None) -> int:

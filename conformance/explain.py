@@ -53,7 +53,7 @@ def build(trace: list[TraceEvent], config: dict[str, Any] | None = None, tol_ms:
     if scale == 1.0:   # a real-time run scales its timeouts, not its backoffs: only exact runs are read
         _backoffs(trace, spans, config, tol_ms)
         _connection_attempts(trace, spans, config)
-    _broker(trace, marks)
+    _broker(trace, spans, marks)
     _purgatory(trace, spans, scale)
     _controller(trace, spans, scale)
     _transactions(trace, spans, marks, scale)
@@ -164,9 +164,28 @@ def _connection_attempts(trace: list[TraceEvent], spans: list[Span], config: dic
                                   A.named([clock])))
 
 
-def _broker(trace: list[TraceEvent], marks: list[Mark]) -> None:
+def _late(e: TraceEvent, held: dict[Any, float], spans: list[Span], marks: list[Mark]) -> None:
+    """A held request (the ``hold`` fault): read and left unhandled until released, then handled,
+    its answer dropped when its client has gone (what tears a transaction under version 1)."""
+    d = e.details
+    if e.kind == Kind.LATE_HOLD:
+        held[d.get("held")] = e.t_ms
+    elif e.kind == Kind.LATE_RELEASE and d.get("held") in held:
+        client = "its client still waiting" if d.get("connection_open") else "its client gone"
+        spans.append(Span("broker", held.pop(d["held"]), e.t_ms, f"{e.api} held by the broker, unhandled, until "
+                          f"released {d.get('reason', '')} ({client})", "request"))
+    elif e.kind == Kind.LATE_ANSWER:
+        errors = ", ".join(_error_name(c) for c in d.get("errors") or ())
+        marks.append(Mark("broker", e.t_ms, f"late {e.api} handled: answered {errors or 'without error'}, "
+                                            "the answer dropped (no connection left to send it on)"))
+
+
+def _broker(trace: list[TraceEvent], spans: list[Span], marks: list[Mark]) -> None:
+    held: dict[Any, float] = {}
     for e in trace:
-        if e.kind == Kind.FAULT_APPLIED:
+        if e.kind in (Kind.LATE_HOLD, Kind.LATE_RELEASE, Kind.LATE_ANSWER):
+            _late(e, held, spans, marks)
+        elif e.kind == Kind.FAULT_APPLIED:
             marks.append(Mark("broker", e.t_ms, f"fault: {e.details['action']['type']} on {e.api}"))
         elif e.kind == Kind.ISR_CHANGE and "shrink" in e.details and "replica_lag_time_max_ms" in e.details:
             d = e.details

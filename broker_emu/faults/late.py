@@ -29,6 +29,9 @@ HOLD_UNTIL: dict[str, str] = {
     "next_add_partitions": "its producer's next AddPartitionsToTxn",
     "next_end_txn": "its producer's next EndTxn",
     "next_txn_produce": "the first Produce of its producer's next transaction (after an EndTxn)",
+    # a producer of transaction version 1 begins its next transaction with AddPartitionsToTxn, one of
+    # version 2 with the Produce that adds the partition: whichever comes first
+    "next_txn_start": "its producer's next transaction: an AddPartitionsToTxn, or the first Produce after an EndTxn",
     "delay": "the fallback delay only (ms)",
 }
 _TRIGGER = {"next_init_producer_id": INIT_PRODUCER_ID, "next_add_partitions": ADD_PARTITIONS,
@@ -37,7 +40,14 @@ _TRIGGER = {"next_init_producer_id": INIT_PRODUCER_ID, "next_add_partitions": AD
 # v4+ batches several, broker to broker: not a client's request)
 _TXN_ID_APIS = frozenset({INIT_PRODUCER_ID, ADD_PARTITIONS, END_TXN, PRODUCE, int(ApiKey.ADD_OFFSETS_TO_TXN),
                           int(ApiKey.TXN_OFFSET_COMMIT)})
+_AFTER_END_TXN = frozenset({"next_txn_produce", "next_txn_start"})
 WATCHED = frozenset(_TRIGGER.values())
+
+
+def _fires(req: "HeldRequest", api_key: int) -> bool:
+    if req.until == "next_txn_start":
+        return api_key == ADD_PARTITIONS or (api_key == PRODUCE and req.saw_end_txn)
+    return _TRIGGER.get(req.until) == api_key and (req.until != "next_txn_produce" or req.saw_end_txn)
 # Each held request keeps its frame and, once its client has gone, a task: a bound keeps a rule
 # that holds every request with a condition that never comes from growing without end.
 MAX_HELD = 10_000
@@ -62,7 +72,7 @@ class HeldRequest:
     deadline_ms: float | None                # the fallback: released then if nothing else did
     on_release: Callable[[], None] = lambda: None
     reason: str = ""                         # why it was released (set on release)
-    saw_end_txn: bool = False                # next_txn_produce: an EndTxn of the producer was answered since
+    saw_end_txn: bool = False                # next_txn_produce/_start: an EndTxn of the producer was answered since
 
     def to_dict(self) -> dict[str, Any]:
         return {"held": self.id, "rule": self.rule, "api": ApiKey(self.api_key).api_name,
@@ -107,12 +117,14 @@ class LateRequests:
         for req in list(self.held.values()):
             if req.transactional_id != tid:
                 continue
-            if req.until == "next_txn_produce" and api_key == END_TXN:
+            if req.until in _AFTER_END_TXN and api_key == END_TXN:
                 req.saw_end_txn = True
                 continue
-            if _TRIGGER.get(req.until) != api_key or (req.until == "next_txn_produce" and not req.saw_end_txn):
+            if not _fires(req, api_key):
                 continue
             waited = now_ms - req.held_ms
-            if self.release(req, f"after {HOLD_UNTIL[req.until]}, {waited:.0f} ms after it was held"):
+            what = (f"its producer's next transaction began with {ApiKey(api_key).api_name}" if req.until == "next_txn_start"
+                    else HOLD_UNTIL[req.until])
+            if self.release(req, f"after {what}, {waited:.0f} ms after it was held"):
                 released.append(req)
         return released

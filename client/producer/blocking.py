@@ -38,6 +38,7 @@ from client.producer.async_producer import (
     open_producer,
 )
 from client.producer.batch import DeliveryFuture, Outcome, RecordMetadata
+from client.producer.txn_errors import RETRIABLE, classed
 from client.protocol.records import Record
 from client.transport import Connect
 from kafka_common.trio_thread import TrioThread
@@ -283,8 +284,8 @@ class Producer:
         limit = self._parsed["max.block.ms"] / 1000 if timeout is None else timeout
         start = time.monotonic()
         if self.flush(limit):
-            raise TimeoutException(f"commit_transaction: records of the transaction were not delivered within "
-                                   f"{limit * 1000:.0f} ms; call it again to keep waiting")
+            raise classed(TimeoutException(f"commit_transaction: records of the transaction were not delivered "
+                                           f"within {limit * 1000:.0f} ms; call it again to keep waiting"), RETRIABLE)
         self._on_network_thread(self._live().commit_transaction, max(limit - (time.monotonic() - start), 0.0))
 
     def abort_transaction(self, timeout: float | None = None) -> None:

@@ -151,6 +151,8 @@ class Sender:
         return info is not None and info.leader_epoch > batch.leader_epoch_at_attempt >= 0
 
     def _drain(self, now: float) -> float:
+        if self.txn is not None:
+            self.txn.abort_undrained()
         ready, next_at = self.acc.ready(now, self._leader_changed)
         if ready and self.updater.update_due(now):
             return next_at   # woken when the Metadata request is out (NetworkClient.isReady)
@@ -232,10 +234,10 @@ class Sender:
 
     async def _produce(self, node: int, batches: list[ProducerBatch], body: dict) -> None:
         try:
-            # a transactional producer of transaction version 1 (ours) stays below Produce v12, which
+            # a transactional producer of transaction version 1 stays below Produce v12, which
             # asks the broker to add the partition itself (KIP-890 part 2), as Java's does without it
             answer = await self.net.request(node, ApiKey.PRODUCE, body, expects_response=self.config["acks"] != 0,
-                                            max_version=11 if self.txn is not None else None)
+                                            max_version=11 if self.txn is not None and not self.txn.tv2 else None)
         except KafkaError as exc:
             for b in batches:
                 self._attempt_failed(b, exc)
@@ -299,5 +301,7 @@ class Sender:
             self.acc.reenqueue(batch, now + self.retry_backoff.backoff(batch.attempts - 1))
             return
         batch.fail(error)
+        if self.txn is not None and error.retriable:
+            self.txn.produce_failed(error)   # its budget spent: the transaction can only abort (KIP-1050)
         if self.idempotent and batch.sequence >= 0:
             self.need_epoch_bump = True

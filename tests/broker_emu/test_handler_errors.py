@@ -85,3 +85,19 @@ def test_the_suite_fails_a_test_during_which_a_handler_error_happened(pytester):
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:broker_emu")
     result.assert_outcomes(passed=1, errors=1)   # the test body passed; its teardown fails it
     result.stdout.fnmatch_lines(["*1 handler_error(s) in the emulator during this test: Fetch v12: handler: KeyError*"])
+
+
+def test_injected_transaction_errors_name_every_partition_as_kafka_does():
+    """AddPartitionsToTxnRequest / TxnOffsetCommitRequest.getErrorResponse: a client reads its
+    partition's error there, so an injected error must not answer with no partitions."""
+    from broker_emu.handlers import error_response
+    from client.protocol import ApiKey
+
+    add = {"v3_and_below_transactional_id": "tx", "v3_and_below_topics": [{"name": "t", "partitions": [0, 2]}]}
+    got = error_response(ApiKey.ADD_PARTITIONS_TO_TXN, 3, add, 48)
+    assert got["results_by_topic_v3_and_below"] == [{"name": "t", "results_by_partition": [
+        {"partition_index": 0, "partition_error_code": 48}, {"partition_index": 2, "partition_error_code": 48}]}]
+    assert error_response(ApiKey.ADD_PARTITIONS_TO_TXN, 4, add, 48) == {"error_code": 48}
+    commit = {"topics": [{"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 5}]}]}
+    assert error_response(ApiKey.TXN_OFFSET_COMMIT, 5, commit, 120) == {
+        "topics": [{"name": "t", "partitions": [{"partition_index": 1, "error_code": 120}]}]}

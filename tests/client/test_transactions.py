@@ -93,16 +93,22 @@ async def test_a_second_producer_fences_the_first(autojump_clock):
         assert markers(cluster) == [("t", 0, False), ("t", 0, True)]
 
 
-async def test_the_coordinators_timeout_fences_a_transaction_left_open(autojump_clock):
-    config = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000}
+@pytest.mark.parametrize(("version", "answer"), [(1, "PRODUCER_FENCED"), (2, "INVALID_TXN_STATE")])
+async def test_the_coordinators_timeout_fences_a_transaction_left_open(autojump_clock, version, answer):
+    """Version 1: the timeout's abort bumped the epoch, so the commit is fenced. Version 2: the
+    commit's epoch is the one before the abort's bump, which the coordinator takes for a retry of
+    an end that completed the other way (TransactionCoordinator.endTransaction): INVALID_TXN_STATE.
+    Fatal both ways, as Java's EndTxnHandler has it."""
+    config = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000, "transaction.version": version}
     async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=config) as cluster:
         async with txn_producer(cluster, **{"transaction.timeout.ms": 3000}) as p:
             await p.init_transactions()
             p.begin_transaction()
             await (await p.send("t", b"slow", partition=0)).get()
             await trio.sleep(12)
-            with pytest.raises(KafkaError, match="PRODUCER_FENCED"):
+            with pytest.raises(KafkaError, match=answer) as raised:
                 await p.commit_transaction()
+            assert raised.value.txn_class == "fatal" and "can only be closed" in str(raised.value)
         timed_out = [e for e in cluster.trace.query(kind=Kind.TXN_STATE) if "timed out" in e.details["reason"]]
         assert [e.t_ms for e in timed_out] == [10000.0]
 
@@ -140,7 +146,7 @@ async def test_an_abort_after_a_failed_send_bumps_the_epoch_as_java_does(autojum
     at delivery.timeout.ms) marks the epoch for a bump, and the abort's EndTxn is followed by
     InitProducerId with the current id and epoch (KIP-360); the next transaction writes with the
     new epoch from sequence 0. A plain abort bumps nothing."""
-    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config={"transaction.version": 1}) as cluster:
         config = {"request.timeout.ms": 1000, "delivery.timeout.ms": 1005, "linger.ms": 5}
         async with txn_producer(cluster, **config) as p:
             await p.init_transactions()

@@ -80,9 +80,11 @@ def test_a_coordinator_that_never_fences_fails_the_fenced_outcome(monkeypatch):
 
 def test_a_client_that_takes_concurrent_transactions_as_fatal_fails_the_retry_contracts(monkeypatch):
     from client.errors import ErrorCode
-    from client.producer import transactions
+    from client.producer import txn_errors
 
-    monkeypatch.setattr(transactions, "RETRIABLE", transactions.RETRIABLE - {ErrorCode.CONCURRENT_TRANSACTIONS})
+    classify = txn_errors.action_for
+    monkeypatch.setattr(txn_errors, "action_for", lambda api, code, **kw: txn_errors.Action.FATAL
+                        if code == ErrorCode.CONCURRENT_TRANSACTIONS else classify(api, code, **kw))
     got = statuses("txn.concurrent-transactions-retried")
     assert got["AddPartitionsToTxn retried through CONCURRENT_TRANSACTIONS"] is Status.FAIL
     assert got["2 commit(s) decided by the coordinator"] is Status.FAIL

@@ -2,11 +2,13 @@
 EndTxn tears the next transaction, and that is recorded, not failed; the late Produce is fenced by
 the epoch bump that follows an abort after a failed send (as Java's), and tears a client without
 it. Each contract is shown to fail where it should (a client that never gives up on its request,
-the version-2 reading of the same tear)."""
+the version-2 reading of the same tear); under version 2 both faces are fenced, never torn."""
 
 from dataclasses import replace
 
-from conformance.adapters.ours import OurAdapter
+import pytest
+
+from conformance.adapters.ours import OurAdapter, OurBlockingAdapter
 from conformance.judging import judge
 from conformance.model import Status
 from conformance.runner import Plan, run_plan
@@ -41,13 +43,29 @@ async def _no_bump(self) -> None:
 
 
 def test_our_client_keeps_the_contracts_and_the_late_end_txn_tears_under_version_1():
-    results = {r.scenario: r for r in run_plan(Plan(list(TXN_LATE_SCENARIOS), [OurAdapter()]))}
+    results = {r.scenario: r for r in run_plan(Plan(list(late_scenarios(1)), [OurAdapter()]))}
     assert {sid: r.status for sid, r in results.items()} == {"txn.late-end-txn": Status.PASS, "txn.late-produce": Status.PASS}
     end_txn, produce = results["txn.late-end-txn"].figures, results["txn.late-produce"].figures
     assert end_txn[TEAR_END_TXN].startswith("torn (transaction version 1") and "1 Produce(s)" in end_txn[TEAR_END_TXN]
     assert "after its client had closed the connection" in end_txn["the late EndTxn lands inside the next transaction"]
     # the abort after the expired record bumped the epoch: the late Produce carries the old one
     assert produce[TEAR_PRODUCE] == "not torn: the late Produce was refused with INVALID_PRODUCER_EPOCH; read_committed reads ['txn-2']"
+
+
+@pytest.mark.parametrize("adapter", [OurAdapter(), OurBlockingAdapter()], ids=["ours", "ours-blocking"])
+def test_under_version_2_our_client_on_both_faces_is_never_torn(adapter):
+    """The cluster finalizes transaction.version 2 and our client speaks it: the late EndTxn and
+    the late Produce carry the epoch before the bump of their transaction's end, and are fenced."""
+    v2 = [s for s in TXN_LATE_SCENARIOS if s.broker_config.get(TXN_VERSION_KEY) == 2]
+    results = {r.scenario: r for r in run_plan(Plan(v2, [adapter]))}
+    assert {sid: r.status for sid, r in results.items()} == {"txn.late-end-txn-v2": Status.PASS,
+                                                             "txn.late-produce-v2": Status.PASS}
+    end_txn, produce = results["txn.late-end-txn-v2"].figures, results["txn.late-produce-v2"].figures
+    assert end_txn[TEAR_END_TXN] == "not torn: the late EndTxn was answered PRODUCER_FENCED and ended no transaction"
+    assert "released 0 ms into the next transaction" in end_txn["the late EndTxn lands inside the next transaction"] \
+        or adapter.name == "ours-blocking"   # real time: released when the next transaction's first Produce is answered
+    assert produce[TEAR_PRODUCE].startswith("not torn: the late Produce was refused with INVALID_PRODUCER_EPOCH")
+    assert produce[TEAR_PRODUCE].endswith("read_committed reads ['txn-2']")
 
 
 def test_without_the_epoch_bump_the_late_produce_tears_the_next_transaction():

@@ -1,7 +1,8 @@
 """The torn transaction on Apache Kafka 4.4 formatted with transaction.version=1: the proxy's
 ``hold`` fault delays a commit's EndTxn past our client's request.timeout.ms; the client retries
 and commits, begins the next transaction with the same epoch, and the delayed EndTxn(commit) then
-reaches Kafka, which commits the next transaction with what it has written so far. Skipped when
+reaches Kafka, which commits the next transaction with what it has written so far. With
+transaction.version=2 our client speaks version 2 and Kafka fences the late EndTxn. Skipped when
 java or the jars are missing (bash dev/install-kafka); a JVM on a shared machine, so generous bounds."""
 
 from __future__ import annotations
@@ -134,3 +135,38 @@ def test_the_java_client_on_kafka_with_transaction_version_2_is_fenced(kafka_fac
         assert errors and errors <= {90, 47, 51}, answers
     else:
         assert outcomes[0].error_type == "TransactionAbortableException" and not answers, (outcomes, answers)
+
+
+def test_our_client_on_kafka_with_transaction_version_2_fences_the_late_end_txn(kafka_factory):
+    """Kafka 4.4 finalizing version 2 (its default): our client reads the feature and speaks it
+    (EndTxn v5, no AddPartitionsToTxn). Its first commit's EndTxn is held past request.timeout.ms;
+    the retry, carrying the same epoch, is answered as a retry of the end that bumped it; the next
+    transaction writes with the new epoch, and the held EndTxn, released inside it, is refused (an
+    epoch error, or CONCURRENT_TRANSACTIONS should it meet the client's own commit). Nothing tears:
+    read_committed reads the two transactions' records, each committed by its own EndTxn."""
+    from broker_emu.proxy.proxy import run_proxy_in_thread
+
+    kafka = kafka_factory(features={"transaction.version": 2})
+    kafka.create_topic(TOPIC, 1, 1)
+    with run_proxy_in_thread(kafka.bootstrap) as proxy:
+        add_fault(proxy, {"match": {"api": "EndTxn"}, "times": 1,
+                          "action": {"type": "hold", "until": "next_txn_produce", "ms": 60_000}})
+        producer = client.Producer({"bootstrap.servers": proxy.bootstrap, "transactional.id": "late-tx-v2",
+                                    "client.id": "late-producer", "request.timeout.ms": 2000, "max.block.ms": 30_000})
+        try:
+            producer.init_transactions()
+            producer.begin_transaction()
+            producer.send(TOPIC, b"n", partition=0).result()
+            producer.commit_transaction()             # its EndTxn held; the retry after 2 s commits
+            producer.begin_transaction()
+            producer.send(TOPIC, b"n+1 first", partition=0).result()
+            answers = _wait_for(proxy, "late_answer")   # the held EndTxn(commit) of n reaches Kafka now
+            producer.send(TOPIC, b"n+1 second", partition=0).result()
+            producer.commit_transaction()
+        finally:
+            producer.close()
+        received = events(proxy, "recv")
+    assert not [e for e in received if e.api == "AddPartitionsToTxn"]
+    assert {e.api_version for e in received if e.api == "EndTxn"} == {5}
+    assert answers and set(answers[0].details.get("errors") or []) & {90, 47, 51}, answers
+    assert _read_committed(kafka.bootstrap) == [b"n", b"n+1 first", b"n+1 second"]

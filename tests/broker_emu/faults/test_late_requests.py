@@ -192,3 +192,22 @@ async def test_the_engine_adds_the_named_fault_late(autojump_clock):
         start = trio.current_time()
         assert (await init(WireClient(cluster.connect(0)), TID)).error_code == 0
         assert trio.current_time() - start == pytest.approx(0.3) and handle.hits == 1
+
+
+@pytest.mark.parametrize(("first", "released_by"), [("add_partitions", "AddPartitionsToTxn"), ("produce", "Produce")])
+def test_next_txn_start_is_whichever_way_the_next_transaction_begins(first, released_by):
+    """A producer of transaction version 1 begins its next transaction with AddPartitionsToTxn, one
+    of version 2 with the Produce that adds the partition: ``next_txn_start`` waits for either, a
+    Produce counting only after the producer's EndTxn (the held request's own transaction may
+    still write before it ends)."""
+    from broker_emu.faults.late import ADD_PARTITIONS, END_TXN, PRODUCE, LateRequests
+
+    late = LateRequests()
+    held = late.hold(1, PRODUCE, TID, "next_txn_start", now_ms=0, fallback_ms=60_000)
+    assert late.observe(PRODUCE, TID, True, 10) == []           # still the held request's transaction
+    assert late.observe(ADD_PARTITIONS, "other", True, 20) == []  # another producer's
+    assert late.observe(END_TXN, TID, True, 30) == []
+    trigger = ADD_PARTITIONS if first == "add_partitions" else PRODUCE
+    assert late.observe(trigger, TID, False, 40) == []           # an error answer releases nothing
+    assert late.observe(trigger, TID, True, 50) == [held]
+    assert f"began with {released_by}, 50 ms after it was held" in held.reason
