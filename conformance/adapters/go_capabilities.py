@@ -94,6 +94,9 @@ SARAMA_NO_CLOSE = ("sarama's Consumer.Close() takes no deadline (consumer.go: `f
 
 # -- the declarations ------------------------------------------------------------------------------
 
+_GO_ABANDONED = ("a Go application gives a call that takes no context a deadline by waiting for it in a goroutine "
+                 "until then and abandoning it (the adapter's lineproto.WithinDeadline; the client is closed as the "
+                 "step ends): the matrix judges how the call ends and what the client sends meanwhile")
 _FRANZ_JUDGED_BLOCK = ("the adapter gives the scenario's max.block.ms to the contexts of Client.Produce, ProducerID and "
                        "EndTransaction (adapters/go/cmd/franzgo-adapter)")
 FRANZ_CAPABILITIES = ClientCapabilities(
@@ -110,7 +113,7 @@ FRANZ_CAPABILITIES = ClientCapabilities(
             "a record not yet written in a request (pkg/kgo/producer.go Client.Produce), and ProducerID and "
             "EndTransaction take a context of their own", "pkg/kgo/producer.go", judged=_FRANZ_JUDGED_BLOCK),
         "position(timeout)": Lack(FRANZ_NO_POSITION, "pkg/kgo/consumer.go"),
-        "close(timeout)": Lack(FRANZ_NO_CLOSE, "pkg/kgo/client.go"),
+        "close(timeout)": Lack(FRANZ_NO_CLOSE, "pkg/kgo/client.go", judged=_GO_ABANDONED),
         "max.poll.interval.ms": Lack(FRANZ_INEXPRESSIBLE["kip848.late-poll-leaves-and-rejoins"], "pkg/kgo/config.go"),
         **lacks_rebootstrap(
             "kgo has no metadata.recovery.strategy and no rebootstrap trigger (pkg/kgo/config.go): it cannot be told "
@@ -136,9 +139,6 @@ FRANZ_CAPABILITIES = ClientCapabilities(
 
 _SARAMA_NO_DEADLINE = ("takes no deadline (no context, no timeout argument) and sarama has no default.api.timeout.ms: "
                        "only Net.ReadTimeout and its retry counts bound it")
-_SARAMA_ABANDONED = ("a Go application gives a call that takes no context a deadline by waiting for it in a goroutine "
-                     "until then and abandoning it (the adapter's lineproto.WithinDeadline; the client is closed as the "
-                     "step ends): the matrix judges how the call ends and what sarama sends meanwhile")
 SARAMA_CAPABILITIES = ClientCapabilities(
     client="sarama", pin=Pin(GO_MOD, "github.com/IBM/sarama"), source="https://github.com/IBM/sarama/blob/{version}/{path}",
     has=("linger.ms", "calls on one client", "transactions", "transaction.timeout.ms < 1 s", "poll(timeout)", "poll(0)",
@@ -148,15 +148,15 @@ SARAMA_CAPABILITIES = ClientCapabilities(
         "delivery.timeout.ms": Lack(SARAMA_LACKS["delivery.timeout.ms"], "config.go"),
         "max.block.ms": Lack(SARAMA_LACKS["max.block.ms"], "config.go"),
         "committed(timeout)": Lack(f"sarama's ClusterAdmin.ListConsumerGroupOffsets (admin.go) {_SARAMA_NO_DEADLINE}",
-                                   "admin.go", judged=_SARAMA_ABANDONED),
+                                   "admin.go", judged=_GO_ABANDONED),
         "position(timeout)": Lack(SARAMA_NO_POSITION, "consumer.go"),
         "offsets(timeout)": Lack(f"sarama's Client.GetOffset (client.go) {_SARAMA_NO_DEADLINE}", "client.go",
-                                 judged=_SARAMA_ABANDONED),
+                                 judged=_GO_ABANDONED),
         "list_topics(timeout)": Lack(f"sarama's Client.RefreshMetadata (client.go) {_SARAMA_NO_DEADLINE}", "client.go",
-                                     judged=_SARAMA_ABANDONED),
+                                     judged=_GO_ABANDONED),
         "commit_sync(timeout)": Lack(f"sarama's Client.Coordinator (client.go) and Broker.CommitOffset (broker.go) each "
-                                     f"{_SARAMA_NO_DEADLINE}", "broker.go", judged=_SARAMA_ABANDONED),
-        "close(timeout)": Lack(SARAMA_NO_CLOSE, "consumer.go", judged=_SARAMA_ABANDONED),
+                                     f"{_SARAMA_NO_DEADLINE}", "broker.go", judged=_GO_ABANDONED),
+        "close(timeout)": Lack(SARAMA_NO_CLOSE, "consumer.go", judged=_GO_ABANDONED),
         "default.api.timeout.ms": Lack(SARAMA_LACKS["default.api.timeout.ms"], "client.go",
                                        judged="the call without a deadline, bounded as sarama bounds it (Net.ReadTimeout "
                                               "per request, its retry counts)"),

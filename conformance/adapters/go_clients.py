@@ -37,7 +37,6 @@ from conformance.adapters.base import MS_KEYS_SUFFIX, RunEnv
 from conformance.adapters.go_capabilities import (
     FRANZ_CAPABILITIES,
     FRANZ_INEXPRESSIBLE,
-    FRANZ_NO_CLOSE,
     FRANZ_NO_POSITION,
     SARAMA_CAPABILITIES,
     SARAMA_INEXPRESSIBLE,
@@ -58,7 +57,7 @@ GO_OPERATIONS = frozenset({
 # franz-go's transactional and admin steps (Sarama's are SARAMA_OPERATIONS)
 KIP848_OPERATIONS = frozenset({"kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke",
                                "kip848_stale_commit", "kip848_coordinator_dies"})
-FRANZ_OPERATIONS = GO_OPERATIONS | KIP848_OPERATIONS | {"transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
+FRANZ_OPERATIONS = GO_OPERATIONS | KIP848_OPERATIONS | {"close", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
                                                         "create_topics", "delete_records"}
 SARAMA_OPERATIONS = GO_OPERATIONS | {"close", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
                                      "create_topics", "delete_records"}
@@ -207,7 +206,7 @@ class FranzGoAdapter(GoAdapter):
     warm_up_calls = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",
                                "partitions_for", "commit_sync"})   # adminStep (offsets.go)
     no_position = FRANZ_NO_POSITION
-    no_close = FRANZ_NO_CLOSE
+    no_close = ""      # Client.Close() takes no context: the step's deadline is the application's (lineproto.WithinDeadline)
 
     def __init__(self, broker_has_kip848: bool | None = None) -> None:
         super().__init__()

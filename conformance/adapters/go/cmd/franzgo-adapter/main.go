@@ -116,7 +116,10 @@ func (franz) Perform(run *lineproto.Run, step lineproto.Step) lineproto.Outcome 
 // The message always keeps franz-go's own name and words.
 func errorName(err error) (string, string) {
 	var ke *kerr.Error
+	var abandoned lineproto.Abandoned
 	switch {
+	case errors.As(err, &abandoned):
+		return "TimeoutException", "abandoned: " + err.Error()
 	case errors.Is(err, kgo.ErrRecordTimeout):
 		return "TimeoutException", lineproto.Message("kgo.ErrRecordTimeout", err)
 	case errors.Is(err, context.DeadlineExceeded):
