@@ -82,6 +82,8 @@ CAPABILITIES: tuple[Capability, ...] = (
                                                            "Metadata answer helped for this long (KIP-1102)"),
     Capability("metadata.recovery.strategy", "a setting that turns rebootstrap off (none): the client then keeps the "
                                              "brokers it knows, however long they starve it (KIP-899)"),
+    Capability("share groups", "a share consumer (KIP-932): records acquired under the broker's locks, acknowledged "
+                               "one by one (accept, release, reject, renew), with commitSync and close deadlines"),
     Capability("in-memory connections", "the client can be handed the emulator's in-memory connections and run on "
                                         "its virtual clock (what a dropped connection attempt needs)"),
 )
@@ -125,6 +127,8 @@ def step_needs(step: Operation) -> set[str]:
             want.add(_DEADLINE[kind])
     if kind.startswith("kip848_"):
         want.add("KIP-848")
+    if kind.startswith("share_"):
+        want.add("share groups")
     return want
 
 

@@ -96,6 +96,8 @@ SARAMA_NO_CLOSE = ("sarama's Consumer.Close() takes no deadline (consumer.go: `f
 
 _FRANZ_JUDGED_BLOCK = ("the adapter gives the scenario's max.block.ms to the contexts of Client.Produce, ProducerID and "
                        "EndTransaction (adapters/go/cmd/franzgo-adapter)")
+# kgo's share consumer (pkg/kgo/consumer_share.go, KIP-932) is there; the adapter's program has no share steps yet
+SHARE_NOT_DRIVEN = "the franz-go adapter does not drive kgo's share consumer (pkg/kgo/consumer_share.go) yet"
 FRANZ_CAPABILITIES = ClientCapabilities(
     client="franz-go", pin=Pin(GO_MOD, "github.com/twmb/franz-go"),
     source="https://github.com/twmb/franz-go/blob/{version}/{path}",
@@ -103,7 +105,7 @@ FRANZ_CAPABILITIES = ClientCapabilities(
          "poll(timeout)", "poll(0)", "consumer calls", "committed(timeout)", "offsets(timeout)", "list_topics(timeout)",
          "commit_sync(timeout)", "default.api.timeout.ms", "KIP-848", "create_topics(timeout)",
          "delete_records(timeout)", "SASL", "socket.connection.setup.timeout.ms",
-         "rebootstrap when brokers are gone", "REBOOTSTRAP_REQUIRED"),
+         "rebootstrap when brokers are gone", "REBOOTSTRAP_REQUIRED", "share groups"),
     lacks=MappingProxyType({
         "max.block.ms": Lack(
             "kgo has no max.block.ms option (pkg/kgo/config.go): canceling the context given to Client.Produce fails "
@@ -121,7 +123,8 @@ FRANZ_CAPABILITIES = ClientCapabilities(
             "pkg/kgo/client.go", names=("metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "in-memory connections": real_sockets("franz-go"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA,
+                                 "share groups": SHARE_NOT_DRIVEN}),
     notes=MappingProxyType({"delivery.timeout.ms": "kgo.RecordDeliveryTimeout", "linger.ms": "kgo.ProducerLinger",
                             "default.api.timeout.ms": "kgo.RetryTimeout",
                             "KIP-848": "kgo.ServerSideBalancer() opts a group consumer in",
@@ -164,6 +167,8 @@ SARAMA_CAPABILITIES = ClientCapabilities(
             "brokers again only once every discovered broker failed and was deregistered (client.go: "
             "LeastLoadedBroker, resurrectDeadBrokers)", "client.go",
             names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
+        "share groups": Lack("sarama has no share consumer: allocateBody knows no ShareGroupHeartbeat or ShareFetch "
+                             "(request.go)", "request.go"),
         "in-memory connections": real_sockets("sarama"),
     }),
     not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),

@@ -77,7 +77,11 @@ JAVA_OPERATIONS = frozenset({
     "produce_pipelined", "transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit",
     "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit",
     "kip848_coordinator_dies", "create_topics", "delete_records",
+    # the share scenarios' stories (ShareSteps.java), each on KafkaShareConsumers of its own
+    "share_lock_expires", "share_renew", "share_ack_black_holed", "share_delivery_limit", "share_close_pending",
 })
+# the share steps' Kafka-time durations (args, and the group configs they set), which the program waits in real ms
+SHARE_SCALED_MS = ("process_ms", "renew_ms", "watch_ms", "close_ms")
 # what the Java client does through a consumer group's membership (KIP-848's ConsumerGroupHeartbeat
 # under group.protocol=consumer). Offsets by the coordinator (committed, commit_sync: FindCoordinator,
 # OffsetFetch, OffsetCommit without a member epoch) need no membership and run everywhere.
@@ -99,7 +103,9 @@ JAVA_CAPABILITIES = ClientCapabilities(
                                              "java-consumer-protocol adapter runs the KIP-848 steps")}))
 JAVA_CONSUMER_PROTOCOL_CAPABILITIES = ClientCapabilities(
     client="java-consumer-protocol", pin=_JAVA_PIN, source=_JAVA_SOURCE, has=_JAVA_HAS, lacks=_JAVA_LACKS,
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NOT_WRITTEN}))
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NOT_WRITTEN,
+                                 "share groups": ("KafkaShareConsumer has no group.protocol: the java adapter runs the "
+                                                  "share scenarios, the same client")}))
 
 
 def _java_config(env: RunEnv) -> dict[str, Any]:
@@ -125,6 +131,12 @@ def _scaled_step(step: Operation, scale: float) -> Operation:
     for key in ("run_ms", "stall_ms", "revoke_ms", "every_ms"):   # kip848 steps: Kafka-time ms, the program sleeps real ms
         if key in args:
             args[key] = args[key] / scale
+    if step.kind.startswith("share_"):
+        for key in SHARE_SCALED_MS:
+            if key in args:
+                args[key] = scaled_ms(args[key], scale)
+        args["group_config"] = {k: scaled_ms(v, scale) if k.endswith(".ms") else v
+                                for k, v in args.get("group_config", {}).items()}
     if step.kind == "produce_pipelined":   # ours waits 10 ms (virtual) between the sends by default
         args["gap_s"] = max(args.get("gap_s", 0.0) / scale, MIN_GAP_S)
     if step.kind == "close":   # long enough, in real time, to connect and have the Fetch in flight
