@@ -205,6 +205,8 @@ class JavaConsumerProtocolAdapter(JavaAdapter):
         self.broker_has_kip848 = broker_has_kip848
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
+        if any(s.kind.startswith("share_") for s in steps):
+            return False, "share groups not run by this adapter: " + JAVA_CONSUMER_PROTOCOL_CAPABILITIES.not_driven["share groups"]
         group_ops = sorted({s.kind for s in steps} & GROUP_OPERATIONS)
         has_848 = self.broker_has_kip848 if self.broker_has_kip848 is not None else emulator_has_kip848()
         if group_ops and not has_848:
