@@ -289,8 +289,9 @@ final class ShareSteps {
 
     /**
      * One member releases every record whose value starts "poison" and accepts the others, polling
-     * for {@code watch_ms}: the poison record comes back until its delivery count reaches the
-     * group's share.delivery.count.limit, and then never again.
+     * until {@code watch_ms} passed without a delivery (the first one awaited up to max_ms: a real
+     * Kafka assigns a new member at its next heartbeat): the poison record comes back until its
+     * delivery count reaches the group's share.delivery.count.limit, and then never again.
      */
     static JsonNode deliveryLimit(Run run, JsonNode args) {
         String group = args.path("group").asText();
@@ -301,11 +302,15 @@ final class ShareSteps {
         try {
             c.subscribe(List.of(args.path("topic").asText()));
             long start = System.nanoTime();
-            long end = start + watchMs * 1_000_000L;
+            long end = start + maxMs * 1_000_000L;
             ArrayNode deliveries = out.putArray("deliveries");
             ArrayNode commits = out.putArray("commits");
             while (System.nanoTime() < end) {
                 boolean any = false;
+                if (!deliveries.isEmpty()) {
+                    end = Math.min(end, start + (deliveries.get(deliveries.size() - 1).path("at_ms").asLong() + watchMs)
+                            * 1_000_000L);
+                }
                 for (ConsumerRecord<byte[], byte[]> r : c.poll(TICK)) {
                     any = true;
                     deliveries.add(record(r, "a", ms(start)));
