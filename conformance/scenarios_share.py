@@ -350,8 +350,8 @@ _COMMON: dict[str, Any] = dict(family="share", references=REFERENCES, max_scale=
 SHARE_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="share.lock-expires-redelivered",
-        title="Processing outlives the record's lock: at the lock's expiry the record goes to another member, "
-              "delivery count 2, and the first member's late acknowledgement is refused",
+        title="Processing outlives the record's lock: at the lock's expiry the record goes back to the group and "
+              "another member processes it again",
         teaching=("Two members of a share group; one receives the record (delivery count 1) and processes it for "
                   "75 s without polling, longer than the group's share.record.lock.duration.ms (30 s, Kafka's "
                   "default). The lock is the broker's clock, not the consumer's: at the lock's deadline the broker "
