@@ -25,6 +25,14 @@ around that call:
     admin_list_topics   Admin.listTopics(ListTopicsOptions.timeoutMs)     the step's timeout, else the admin's
                                                                           default.api.timeout.ms
 
+The share steps (``share_lock_expires``, ``share_renew``, ``share_ack_black_holed``,
+``share_delivery_limit``, ``share_close_pending``: conformance/scenarios_share.py) are stories told
+with KafkaShareConsumers of their own in explicit acknowledgement mode (ShareSteps.java): the
+group's configs set first (IncrementalAlterConfigs on the GROUP resource), the calls the contracts
+hold to a deadline timed inside (commitSync(Duration), close(Duration): the step's timeout), their
+Kafka-time durations (``process_ms``, ``renew_ms``, ``watch_ms``, ``close_ms`` and the group's
+``*.ms`` configs) scaled here.
+
 Consumer steps take ``warm_up: true`` (one untimed call first, so connections are up and the
 coordinator known when the timed call starts; kip266.timeout-zero-warm-attempts-once sets it). Further steps for
 tests/realclients/test_java_client.py (produce_batch, read_partition, group_consume, admin_*) are
