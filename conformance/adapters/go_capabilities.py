@@ -99,6 +99,8 @@ _GO_ABANDONED = ("a Go application gives a call that takes no context a deadline
                  "step ends): the matrix judges how the call ends and what the client sends meanwhile")
 _FRANZ_JUDGED_BLOCK = ("the adapter gives the scenario's max.block.ms to the contexts of Client.Produce, ProducerID and "
                        "EndTransaction (adapters/go/cmd/franzgo-adapter)")
+# kgo's share consumer (pkg/kgo/consumer_share.go, KIP-932) is there; the adapter's program has no share steps yet
+SHARE_NOT_DRIVEN = "the franz-go adapter does not drive kgo's share consumer (pkg/kgo/consumer_share.go) yet"
 FRANZ_CAPABILITIES = ClientCapabilities(
     client="franz-go", pin=Pin(GO_MOD, "github.com/twmb/franz-go"),
     source="https://github.com/twmb/franz-go/blob/{version}/{path}",
@@ -106,7 +108,7 @@ FRANZ_CAPABILITIES = ClientCapabilities(
          "poll(timeout)", "poll(0)", "consumer calls", "committed(timeout)", "offsets(timeout)", "list_topics(timeout)",
          "commit_sync(timeout)", "default.api.timeout.ms", "KIP-848", "create_topics(timeout)",
          "delete_records(timeout)", "SASL", "socket.connection.setup.timeout.ms",
-         "rebootstrap when brokers are gone", "REBOOTSTRAP_REQUIRED"),
+         "rebootstrap when brokers are gone", "REBOOTSTRAP_REQUIRED", "share groups"),
     lacks=MappingProxyType({
         "max.block.ms": Lack(
             "kgo has no max.block.ms option (pkg/kgo/config.go): canceling the context given to Client.Produce fails "
@@ -124,7 +126,7 @@ FRANZ_CAPABILITIES = ClientCapabilities(
             "pkg/kgo/client.go", names=("metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "in-memory connections": real_sockets("franz-go"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "share groups": SHARE_NOT_DRIVEN}),
     notes=MappingProxyType({"delivery.timeout.ms": "kgo.RecordDeliveryTimeout", "linger.ms": "kgo.ProducerLinger",
                             "default.api.timeout.ms": "kgo.RetryTimeout",
                             "KIP-848": "kgo.ServerSideBalancer() opts a group consumer in",
@@ -171,6 +173,8 @@ SARAMA_CAPABILITIES = ClientCapabilities(
             "brokers again only once every discovered broker failed and was deregistered (client.go: "
             "LeastLoadedBroker, resurrectDeadBrokers)", "client.go",
             names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
+        "share groups": Lack("sarama has no share consumer: allocateBody knows no ShareGroupHeartbeat or ShareFetch "
+                             "(request.go)", "request.go"),
         "in-memory connections": real_sockets("sarama"),
     }),
     not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),

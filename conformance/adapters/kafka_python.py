@@ -91,6 +91,8 @@ CAPABILITIES = ClientCapabilities(
             f"kafka-python has no metadata_recovery_strategy: neither KafkaProducer.DEFAULT_CONFIG ({PRODUCER_PY}) "
             "nor KafkaConsumer.DEFAULT_CONFIG has it or a rebootstrap trigger, and nothing in the client handles "
             "REBOOTSTRAP_REQUIRED: it keeps asking the brokers it learnt of", PRODUCER_PY),
+        "share groups": Lack("kafka-python has no share consumer: KafkaConsumer only (kafka/consumer/group.py); ShareFetch and "
+                             "ShareGroupHeartbeat appear only as API key names (kafka/protocol/api_key.py)", "kafka/protocol/api_key.py"),
         "in-memory connections": real_sockets("kafka-python"),
     }),
     notes=MappingProxyType({

@@ -150,6 +150,8 @@ CAPABILITIES = ClientCapabilities(
             "setting nor a rebootstrap trigger, and its error codes (src/protocol/error.js) stop before "
             "REBOOTSTRAP_REQUIRED", "src/protocol/error.js",
             names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
+        "share groups": Lack("kafkajs has no share consumer: its requests stop short of ShareGroupHeartbeat and "
+                             "ShareFetch (src/protocol/requests/index.js)", "src/protocol/requests/index.js"),
         "in-memory connections": real_sockets("kafkajs"),
     }),
     notes=MappingProxyType({"create_topics(timeout)": "admin.createTopics({timeout})",

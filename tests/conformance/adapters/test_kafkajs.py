@@ -26,6 +26,7 @@ NOT_APPLICABLE = {
     "kip19.connection-setup-timeout": "need in-memory connections",
     "admin.delete-records-purgatory": "always carries timeout_ms 5000",
     **{s.id: "classic group protocol only" for s in CATALOGUE if s.family.startswith("KIP-848")},
+    **{s.id: "lacks share groups: kafkajs has no share consumer" for s in CATALOGUE if s.id.startswith("share.")},
     "rebootstrap.required-answer": "lacks REBOOTSTRAP_REQUIRED",
     "rebootstrap.starved-trigger": "lacks metadata.recovery.rebootstrap.trigger.ms",
     "rebootstrap.no-brokers-some-topics": "lacks metadata.recovery.rebootstrap.trigger.ms",
