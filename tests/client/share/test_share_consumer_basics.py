@@ -1,0 +1,87 @@
+"""Our share consumer against the emulator in virtual time: records delivered with their
+delivery count and the broker's lock, acknowledged implicitly by the next poll, explicitly with
+ACCEPT / RELEASE / REJECT, share session epochs as Java keeps them, and Java's refusals."""
+
+import pytest
+import trio
+
+from broker_emu.runtime import open_cluster
+from client.share.acknowledgements import AcknowledgeType, IllegalStateError
+from client.share.consumer import open_share_consumer
+from tests.client.share.helpers import BOOT, BROKER, Kind, connect_to, earliest, events, poll_until_records, produce
+
+
+async def test_records_come_with_their_delivery_count_and_are_accepted_by_the_next_poll(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=BROKER) as cluster:
+        earliest(cluster)
+        await produce(cluster, [b"a", b"b", b"c"])
+        async with open_share_consumer({**BOOT, "client.id": "c1"}, connect=connect_to(cluster)) as c:
+            c.subscribe(["t"])
+            got = await poll_until_records(c)
+            assert [(r.offset, r.value, r.delivery_count) for r in got] == [(0, b"a", 1), (1, b"b", 1), (2, b"c", 1)]
+            assert c.acquisition_lock_timeout_ms() == 30000 and got[0].acquisition_lock_timeout_ms == 30000
+            # the session's epoch moved on with each answer, as the broker's did
+            [(broker_epoch, ours)] = [(s["epoch"], c.fetcher.sessions[0].epoch) for s in cluster.share.sessions.describe()]
+            assert broker_epoch == ours >= 1
+            assert await c.poll(1.0) == []          # accepts the three, with the next ShareFetch
+        accepted = events(cluster, Kind.SHARE_ACKNOWLEDGE)
+        assert [(e.details["offsets"], e.details["type"]) for e in accepted] == [([[0, 2]], "accept")]
+        sp = cluster.share.partitions[("sg", "t", 0)]
+        assert (sp.start_offset, sp.records) == (3, {})
+        # close: a final ShareAcknowledge closed the session on the broker, then the member left
+        apis = [e.api for e in cluster.trace.query(kind=Kind.RECV) if (e.api or "").startswith("Share")]
+        assert apis[-2:] == ["ShareAcknowledge", "ShareGroupHeartbeat"], apis
+        assert cluster.share.sessions.describe() == [] and cluster.share.groups["sg"].members == {}
+
+
+async def test_explicit_accept_release_reject(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=BROKER) as cluster:
+        earliest(cluster)
+        await produce(cluster, [b"a", b"b", b"c"])
+        async with open_share_consumer({**BOOT, "share.acknowledgement.mode": "explicit"},
+                                       connect=connect_to(cluster)) as c:
+            c.subscribe(["t"])
+            got = await poll_until_records(c)
+            c.acknowledge(got[0], AcknowledgeType.ACCEPT)
+            c.acknowledge(got[1], AcknowledgeType.RELEASE)
+            c.acknowledge(got[2], AcknowledgeType.REJECT)
+            results = await c.commit_sync(5.0)
+            assert list(results.values()) == [None]
+            t0 = trio.current_time()
+            again = await poll_until_records(c)            # RELEASE: available at once, delivery count 2
+            assert [(r.offset, r.delivery_count) for r in again] == [(1, 2)] and trio.current_time() - t0 < 1.0
+            c.acknowledge(again[0])
+        assert [(e.details["offsets"], e.details["reason"]) for e in events(cluster, Kind.SHARE_ARCHIVE)] == [
+            ([[2, 2]], "rejected")]
+        assert [e.details["offsets"] for e in events(cluster, Kind.SHARE_RELEASE)] == [[[1, 1]]]
+        assert cluster.share.partitions[("sg", "t", 0)].start_offset == 3
+
+
+async def test_bad_use_gets_java_s_errors(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=BROKER) as cluster:
+        earliest(cluster)
+        await produce(cluster, [b"a", b"b"])
+        async with open_share_consumer(BOOT, connect=connect_to(cluster)) as c:
+            with pytest.raises(IllegalStateError, match="Consumer is not subscribed to any topics"):
+                await c.poll(0)
+            c.subscribe(["t"])
+            got = await poll_until_records(c)
+            with pytest.raises(IllegalStateError, match="Implicit acknowledgement of delivery is being used"):
+                c.acknowledge(got[0])
+        async with open_share_consumer({**BOOT, "share.acknowledgement.mode": "explicit"},
+                                       connect=connect_to(cluster)) as c:
+            c.subscribe(["t"])
+            await produce(cluster, [b"c", b"d"])
+            got = await poll_until_records(c)
+            c.acknowledge(got[0])
+            with pytest.raises(IllegalStateError, match="All records must be acknowledged in explicit acknowledgement mode"):
+                await c.poll(0)
+            with pytest.raises(IllegalStateError, match="The record cannot be acknowledged"):
+                c.acknowledge(got[0]._replace(offset=99))
+            for r in got[1:]:
+                c.acknowledge(r)
+            await c.poll(0)
+            with pytest.raises(IllegalStateError, match="The record cannot be acknowledged"):
+                c.acknowledge(got[0])                           # not from the last poll any more
+        with pytest.raises(IllegalStateError, match="already been closed"):
+            c.subscribe(["t"])
