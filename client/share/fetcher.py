@@ -50,6 +50,7 @@ class ShareFetcher:
         self.node_of: dict[TopicPartition, int] = {}   # the broker each partition's records came from
         self.lock_timeout_ms: int | None = None        # the broker's, from its latest answer
         self.results: list[tuple[Acks, KafkaError | None]] = []   # acknowledgements sent in the background
+        self.carrying: dict[int, Acks] = {}            # broker -> what its ShareFetch in flight carries
         self._fetching: set[int] = set()
         self._flushing: set[int] = set()
         self._data = trio.Event()
@@ -135,6 +136,7 @@ class ShareFetcher:
                 unsent = {tp: offsets for tp, offsets in acks.items() if tp not in carried}
                 if unsent:
                     self.results.append((unsent, self._no_session(node, unsent)))
+                self.carrying[node] = carried
                 try:
                     answer = await self.net.request(node, ApiKey.SHARE_FETCH, body)
                 except KafkaError as exc:
@@ -154,6 +156,7 @@ class ShareFetcher:
                     return
                 self._take_answer(node, answer, carried)
         finally:
+            self.carrying.pop(node, None)
             self._fetching.discard(node)
             self._data.set()
 
@@ -248,13 +251,18 @@ class ShareFetcher:
         out: Results = {}
         late: list[str] = []
         for node, node_acks in by_node.items():
-            got_lock = False
-            with trio.move_on_at(deadline):
-                await self._lock(node).acquire()
-                got_lock = True
+            got_lock = not self._lock(node).locked()
+            if got_lock:   # attempt then check: a free session is used even with no time left
+                self._lock(node).acquire_nowait()
+            else:
+                with trio.move_on_at(deadline):
+                    await self._lock(node).acquire()
+                    got_lock = True
             if not got_lock:
+                carried = self.carrying.get(node)
                 late.append(f"the ShareFetch in flight to broker {node} had not come back (a share session runs one "
-                            f"request at a time), so the acknowledgements for it were not sent: {describe(node_acks)}")
+                            f"request at a time), so the acknowledgements for it were not sent: {describe(node_acks)}"
+                            + (f" (that ShareFetch carries {describe(carried)})" if carried else ""))
                 continue
             try:
                 timeout = min(max(deadline - trio.current_time(), 0.001), self.request_timeout)
