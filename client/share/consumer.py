@@ -57,6 +57,7 @@ class AsyncShareConsumer:
         self._renewing: trio.Event | None = None
         self._renewed: list[ShareRecord] = []
         self._wakeup = False
+        self._poll_scope: trio.CancelScope | None = None
         self.closed = False
 
     # -- subscription ----------------------------------------------------------------------------
@@ -108,7 +109,10 @@ class AsyncShareConsumer:
 
     # -- poll ------------------------------------------------------------------------------------
     def wakeup(self) -> None:
+        """Make the current (or next) poll raise WakeupException at once, as Java."""
         self._wakeup = True
+        if self._poll_scope is not None:
+            self._poll_scope.cancel()
 
     async def poll(self, timeout: float = 0.0) -> list[ShareRecord]:
         """Records acquired for this member (up to max.poll.records), waiting at most ``timeout``
@@ -134,10 +138,11 @@ class AsyncShareConsumer:
             self._start_renewal(renew)
         if self._renewing is not None:
             return await self._renewal_outcome(deadline)
-        with trio.move_on_at(deadline):
+        with trio.move_on_at(deadline) as self._poll_scope:
             if self.member is not None:
                 await self.member.joined.wait()
             await self.fetcher.wait_for_records()
+        self._poll_scope = None
         self._check_wakeup()
         records = self.fetcher.take(self.config["max.poll.records"])
         self.in_flight = InFlight(records)
