@@ -16,6 +16,7 @@ commits (``acknowledge``), or when it closes (``close_sessions``, epoch -1).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,7 +50,8 @@ class ShareFetcher:
         self.pending: dict[int, Acks] = {}             # broker -> acknowledgements for the next request there
         self.node_of: dict[TopicPartition, int] = {}   # the broker each partition's records came from
         self.lock_timeout_ms: int | None = None        # the broker's, from its latest answer
-        self.results: list[tuple[Acks, KafkaError | None]] = []   # acknowledgements sent in the background
+        # the outcomes of acknowledgements sent in the background (with a fetch, a flush), newest last
+        self.results: deque[tuple[Acks, KafkaError | None]] = deque(maxlen=1000)
         self.carrying: dict[int, Acks] = {}            # broker -> what its ShareFetch in flight carries
         self._fetching: set[int] = set()
         self._flushing: set[int] = set()

@@ -85,3 +85,27 @@ async def test_bad_use_gets_java_s_errors(autojump_clock):
                 c.acknowledge(got[0])                           # not from the last poll any more
         with pytest.raises(IllegalStateError, match="already been closed"):
             c.subscribe(["t"])
+
+
+async def test_one_member_reads_every_partition_from_three_leaders_with_a_session_each(autojump_clock):
+    async with open_cluster(3, topics=[("t", 3, 3)], listen=False, config=BROKER) as cluster:
+        earliest(cluster)
+        leaders = {p: cluster.partition("t", p).leader for p in range(3)}
+        assert sorted(leaders.values()) == [0, 1, 2]
+        for p in range(3):
+            await produce(cluster, [b"p%d" % p], partition=p)
+        async with open_share_consumer(BOOT, connect=connect_to(cluster)) as c:
+            c.subscribe(["t"])
+            seen = []
+            for _ in range(20):
+                seen += [(r.partition, r.value) for r in await c.poll(1.0)]
+                if len(seen) == 3:
+                    break
+            assert sorted(seen) == [(p, b"p%d" % p) for p in range(3)]
+            assert sorted(s["broker"] for s in cluster.share.sessions.describe()) == [0, 1, 2]
+            # the last poll's records (those of earlier polls were accepted with the fetches that followed)
+            results = await c.commit_sync(5.0)
+            assert results and set(results.values()) == {None}
+        for p in range(3):
+            assert cluster.share.partitions[("sg", "t", p)].start_offset == 1
+        assert cluster.share.sessions.describe() == []
