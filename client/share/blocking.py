@@ -2,7 +2,9 @@
 ``client.consumer.network_thread``. Each call is posted to the network thread with its deadline
 and run there by ``AsyncShareConsumer`` under the same rules (poll returns at its deadline,
 commit_sync raises TimeoutException at its deadline, close never raises one); the network thread
-never runs the application's code, and a call whose network thread died or stalled fails promptly.
+never runs the application's code: a ``commit_async`` callback is queued there and run on the
+application thread by its next ``poll``, ``commit_sync``, ``commit_async`` or ``close`` (as Java's
+``handleCompletedAcknowledgements``). A call whose network thread died or stalled fails promptly.
 
     with ShareConsumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "sg"}) as c:
         c.subscribe(["orders"])
@@ -12,6 +14,7 @@ never runs the application's code, and a call whose network thread died or stall
 
 from __future__ import annotations
 
+import queue
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -34,10 +37,23 @@ class ShareConsumer(NetworkThreadFace):
         return share_consumer_config(config)
 
     def _open(self) -> AbstractAsyncContextManager[AsyncShareConsumer]:
+        self._completed: queue.SimpleQueue = queue.SimpleQueue()   # (callback, results, error) for this thread
         return open_share_consumer(self._given, self._connect)
+
+    def _run_completed(self) -> None:
+        """The commit_async callbacks whose acknowledgements were answered, on this thread."""
+        while True:
+            try:
+                callback, results, error = self._completed.get_nowait()
+            except queue.Empty:
+                return
+            callback(results, error)
 
     def subscribe(self, topics: list[str]) -> None:
         self._call("subscribe()", 5.0, lambda c, t: _sync(c.subscribe, list(topics)))
+
+    def unsubscribe(self, timeout: float | None = None) -> list[str]:
+        return self._call("unsubscribe()", timeout, lambda c, t: c.unsubscribe(t))
 
     def subscription(self) -> list[str]:
         return self._call("subscription()", 5.0, lambda c, t: _sync(c.subscription))
@@ -46,17 +62,23 @@ class ShareConsumer(NetworkThreadFace):
         return self._call("assignment()", 5.0, lambda c, t: _sync(c.assignment))
 
     def poll(self, timeout: float = 0.0) -> list[ShareRecord]:
-        return self._call("poll()", timeout, lambda c, t: c.poll(timeout))
+        self._run_completed()
+        records = self._call("poll()", timeout, lambda c, t: c.poll(timeout))
+        self._run_completed()
+        return records
 
     def acknowledge(self, record: ShareRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         self._call("acknowledge()", 5.0, lambda c, t: _sync(c.acknowledge, record, type))
 
     def commit_sync(self, timeout: float | None = None) -> Results:
+        self._run_completed()
         return self._call("commit_sync()", timeout, lambda c, t: c.commit_sync(t))
 
     def commit_async(self, callback: AckCallback | None = None) -> None:
-        """``callback(results, error)`` runs on the network thread when the acknowledgements are answered."""
-        self._call("commit_async()", 5.0, lambda c, t: _sync(c.commit_async, callback))
+        """``callback(results, error)`` runs on this thread, in a later call, once answered."""
+        self._run_completed()
+        queued = None if callback is None else (lambda results, error: self._completed.put((callback, results, error)))
+        self._call("commit_async()", 5.0, lambda c, t: _sync(c.commit_async, queued))
 
     def acquisition_lock_timeout_ms(self) -> int | None:
         return self._call("acquisition_lock_timeout_ms()", 5.0, lambda c, t: _sync(c.acquisition_lock_timeout_ms))
@@ -76,6 +98,7 @@ class ShareConsumer(NetworkThreadFace):
                 self.close_report = [str(exc)]
             finally:
                 self._runner.stop(join_timeout=5)
+                self._run_completed()
 
     def __enter__(self) -> ShareConsumer:
         return self

@@ -244,12 +244,27 @@ class AsyncShareConsumer:
         if self.closed:
             return []
         self.closed = True
-        deadline = trio.current_time() + (30.0 if timeout is None else max(timeout, 0.0))
+        missed = await self._leave("close()", trio.current_time() + (30.0 if timeout is None else max(timeout, 0.0)))
+        self.net.close()
+        self.close_report = missed
+        return missed
+
+    async def unsubscribe(self, timeout: float | None = None) -> list[str]:
+        """Leave the share group as ``close`` does (within ``timeout``, default.api.timeout.ms),
+        keeping the consumer: ``subscribe`` joins again, as a new member. Returns what could not
+        be done, in words."""
+        self._ensure_open()
+        missed = await self._leave("unsubscribe()", api_deadline(self.config, timeout))
+        self.membership = self.member = self.fetcher = None
+        self.in_flight, self._renewing = InFlight(), None
+        return missed
+
+    async def _leave(self, call: str, deadline: float) -> list[str]:
         missed: list[str] = []
         if self.fetcher is not None:
             acks = self._to_send()
             try:
-                results = await self.fetcher.acknowledge(acks, deadline, "close()", final=True)
+                results = await self.fetcher.acknowledge(acks, deadline, call, final=True)
                 missed += [f"{tp.topic}-{tp.partition}: {err}" for tp, err in results.items() if err is not None]
             except TimeoutException as exc:
                 missed.append(str(exc))
@@ -257,10 +272,8 @@ class AsyncShareConsumer:
         if self.member is not None:
             left = deadline - trio.current_time()
             if left <= 0 or not await self.member.leave(min(left, self.request_timeout)):
-                missed.append(f"close() did not leave the share group '{self.config['group.id']}' (no time left, "
+                missed.append(f"{call} did not leave the share group '{self.config['group.id']}' (no time left, "
                               "or no answer): the broker drops the member at group.share.session.timeout.ms")
-        self.net.close()
-        self.close_report = missed
         return missed
 
     close_report: list[str] = []

@@ -75,6 +75,20 @@ def test_close_with_a_black_holed_acknowledgement_keeps_its_timeout_and_says_wha
         assert "did not leave the share group 'sg'" in c.close_report[1]
 
 
+def test_a_commit_async_callback_runs_on_the_application_thread():
+    with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)]) as tc:
+        _prepare(tc, [b"a"])
+        with ShareConsumer({"bootstrap.servers": tc.bootstrap, "group.id": "sg"}) as c:
+            c.subscribe(["t"])
+            _poll_until(c)
+            done = []
+            c.commit_async(lambda results, error: done.append((threading.current_thread(), results, error)))
+            end = time.monotonic() + 5
+            while not done and time.monotonic() < end:
+                c.poll(0.1)                          # the callback runs in a call of this thread
+            assert done == [(threading.current_thread(), {("t", 0): None}, None)]
+
+
 def test_wakeup_interrupts_a_poll_from_another_thread():
     with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)]) as tc:
         with ShareConsumer({"bootstrap.servers": tc.bootstrap, "group.id": "sg"}) as c:

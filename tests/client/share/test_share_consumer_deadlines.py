@@ -128,3 +128,23 @@ async def test_close_waits_for_the_share_fetch_in_flight_at_most_its_timeout(aut
             assert trio.current_time() - t0 == 3.0
         assert "the ShareFetch in flight to broker 0 had not come back" in missed[0]
         assert "that ShareFetch carries t-0 offsets 0" in missed[0], missed
+
+
+async def test_unsubscribe_leaves_and_subscribe_joins_again_as_a_new_member(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=BROKER) as cluster:
+        earliest(cluster)
+        await produce(cluster, [b"a"])
+        async with open_share_consumer(BOOT, connect=connect_to(cluster)) as c:
+            c.subscribe(["t"])
+            await poll_until_records(c)
+            first_id = c.member_id
+            assert await c.unsubscribe(5.0) == []
+            assert cluster.share.groups["sg"].members == {} and cluster.share.sessions.describe() == []
+            assert [e.details["type"] for e in events(cluster, Kind.SHARE_ACKNOWLEDGE)] == ["accept"]
+            with pytest.raises(Exception, match="Consumer is not subscribed to any topics"):
+                await c.poll(0)
+            c.subscribe(["t"])
+            await produce(cluster, [b"b"])
+            got = await poll_until_records(c)
+            assert [r.value for r in got] == [b"b"] and c.member_id != first_id
+            assert list(cluster.share.groups["sg"].members) == [c.member_id]
