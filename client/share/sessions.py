@@ -56,6 +56,9 @@ class ShareSession:
             added = {tp: tid for tp, tid in wanted.items() if tp not in self.partitions}
             carried = {tp: offs for tp, offs in acks.items() if tp.topic in topic_ids}
             named = {**added, **{tp: topic_ids[tp.topic] for tp in carried}}
+            # acknowledgements for a partition no longer wanted name it; forgotten in the same
+            # request, the broker takes them and does not fetch it again
+            forgotten.update({tp: topic_ids[tp.topic] for tp in carried if tp not in wanted})
             self.partitions = dict(wanted)
         by_topic: dict[Any, list[int]] = {}
         for tp, tid in forgotten.items():

@@ -56,6 +56,11 @@ def test_a_session_opens_at_epoch_0_then_names_only_changes_and_acknowledgements
     assert body["topics"] == [{"topic_id": TID, "partitions": [{"partition_index": 1, "partition_max_bytes": 0,
                                "acknowledgement_batches": [{"first_offset": 3, "last_offset": 3, "acknowledge_types": [1]}]}]}]
     s.answered(ErrorCode.NONE)
+    # acknowledgements for a partition given up: named with them, and forgotten in the same request
+    body, carried = s.fetch_body("sg", "m", {T1: TID}, {T0: {1: 1}}, CONFIG, ids)
+    assert carried == {T0: {1: 1}} and body["forgotten_topics_data"] == [{"topic_id": TID, "partitions": [0]}]
+    assert [p["partition_index"] for p in body["topics"][0]["partitions"]] == [0]
+    assert s.partitions == {T1: TID}
     s.answered(ErrorCode.UNKNOWN_SERVER_ERROR)         # another error: the broker moved the epoch on
     assert s.epoch == 3
     assert s.acknowledge_body("sg", "m", {T1: {4: 2}}, ids, final=True)["share_session_epoch"] == -1
