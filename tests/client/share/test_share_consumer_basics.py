@@ -109,3 +109,26 @@ async def test_one_member_reads_every_partition_from_three_leaders_with_a_sessio
         for p in range(3):
             assert cluster.share.partitions[("sg", "t", p)].start_offset == 1
         assert cluster.share.sessions.describe() == []
+
+
+async def test_with_records_still_buffered_acknowledgements_go_in_a_share_acknowledge_of_their_own(autojump_clock):
+    """Two leaders answer (max_records is max.poll.records per ShareFetch, as Java sends it), so
+    the buffer outlasts a poll: the next poll's acceptances cannot wait for a fetch there."""
+    async with open_cluster(2, topics=[("t", 2, 1)], listen=False, config=BROKER) as cluster:
+        earliest(cluster)
+        for p in range(2):
+            await produce(cluster, [b"p%d" % p], partition=p)
+        async with open_share_consumer({**BOOT, "max.poll.records": 1}, connect=connect_to(cluster)) as c:
+            c.subscribe(["t"])
+            [first] = await poll_until_records(c)
+            await trio.sleep(0.1)                # the other leader's answer lands in the buffer
+            assert len(c.fetcher.buffer) == 1
+            fetches = len([e for e in cluster.trace.query(kind=Kind.RECV) if e.api == "ShareFetch"])
+            [second] = await c.poll(1.0)                  # from the buffer: no fetch
+            assert second.partition != first.partition
+            await trio.sleep(0.01)
+            sent = [(e.api, e.broker) for e in cluster.trace.query(kind=Kind.RECV) if (e.api or "").startswith("Share")]
+            assert [a for a, _ in sent].count("ShareFetch") == fetches, sent
+            assert sent[-1] == ("ShareAcknowledge", cluster.partition("t", first.partition).leader), sent
+        accepted = sorted((e.details["partition"], e.details["offsets"]) for e in events(cluster, Kind.SHARE_ACKNOWLEDGE))
+        assert accepted == [(0, [[0, 0]]), (1, [[0, 0]])]
