@@ -22,6 +22,7 @@ from client.consumer.network_thread import NetworkThreadFace, _sync
 from client.consumer.records import TopicPartition
 from client.errors import TimeoutException
 from client.exceptions import NetworkThreadDied
+from client.network import Connect
 from client.share.acknowledgements import AcknowledgeType, ShareRecord
 from client.share.config import share_consumer_config
 from client.share.consumer import AckCallback, AsyncShareConsumer, open_share_consumer
@@ -31,7 +32,10 @@ from client.share.fetcher import Results
 class ShareConsumer(NetworkThreadFace):
     THREAD_NAME = "broker-emu-share-consumer-network"
     _consumer: AsyncShareConsumer
-    close_report: list[str] = []
+
+    def __init__(self, config: dict[str, Any], connect: Connect | None = None):
+        self.close_report: list[str] = []    # what close could not do, in words
+        super().__init__(config, connect)
 
     def _check_config(self, config: dict[str, Any]) -> dict[str, Any]:
         return share_consumer_config(config)

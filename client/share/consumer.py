@@ -59,6 +59,7 @@ class AsyncShareConsumer:
         self._wakeup = False
         self._poll_scope: trio.CancelScope | None = None
         self.closed = False
+        self.close_report: list[str] = []    # what close could not do, in words
 
     # -- subscription ----------------------------------------------------------------------------
     def subscribe(self, topics: list[str]) -> None:
@@ -275,8 +276,6 @@ class AsyncShareConsumer:
                 missed.append(f"{call} did not leave the share group '{self.config['group.id']}' (no time left, "
                               "or no answer): the broker drops the member at group.share.session.timeout.ms")
         return missed
-
-    close_report: list[str] = []
 
 
 @contextlib.asynccontextmanager
