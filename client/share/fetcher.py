@@ -1,8 +1,9 @@
 """ShareFetch and ShareAcknowledge (Java's ``ShareConsumeRequestManager``): the records buffer,
 a share session with each leader, and the acknowledgements on their way.
 
-A ShareFetch goes to each leader of the assigned partitions when the buffer is empty: a long
-poll the broker holds up to fetch.max.wait.ms, carrying the acknowledgements waiting for that
+A ShareFetch goes to each leader of the assigned partitions when the buffer is empty, from a
+poll until a fetch acquires records (in the background, after the poll if need be, as Java's
+``fetchMoreRecords``): a long poll the broker holds up to fetch.max.wait.ms, carrying the acknowledgements waiting for that
 broker; its answer brings records, each acquired for this member with a lock the broker times
 (``acquisition_lock_timeout_ms``) and a delivery count. One request at a time runs in a session
 (the epochs must follow each other, and a broker answers a connection's requests in order), so a
@@ -55,7 +56,10 @@ class ShareFetcher:
         self.carrying: dict[int, Acks] = {}            # broker -> what its ShareFetch in flight carries
         self._fetching: set[int] = set()
         self._flushing: set[int] = set()
-        self._data = trio.Event()
+        self._data = trio.Event()          # something changed: the fetching task looks again
+        self._ready = trio.Event()         # records are buffered
+        self.fetching_more = False         # Java's fetchMoreRecords: the fetching task runs ...
+        self._acquired = False             # ... until a fetch acquires records
         self.closed = False
 
     # -- assignment ------------------------------------------------------------------------------
@@ -66,6 +70,8 @@ class ShareFetcher:
         gone = [r for r in self.buffer if TopicPartition(r.topic, r.partition) not in self.assigned]
         if gone:
             self.buffer = [r for r in self.buffer if TopicPartition(r.topic, r.partition) in self.assigned]
+            if not self.buffer:
+                self._ready = trio.Event()
             self.queue({TopicPartition(r.topic, r.partition): {r.offset: int(AcknowledgeType.RELEASE)} for r in gone})
         self._data.set()
 
@@ -85,14 +91,29 @@ class ShareFetcher:
     # -- the buffer ------------------------------------------------------------------------------
     def take(self, n: int) -> list[ShareRecord]:
         out, self.buffer = self.buffer[:n], self.buffer[n:]
+        if not self.buffer:
+            self._ready = trio.Event()
         return out
 
     async def wait_for_records(self) -> None:
-        """Keep fetching until records are buffered (the caller bounds the wait)."""
-        while not self.buffer:
-            self._data = trio.Event()
-            self.start_fetches()
-            await self._data.wait()
+        """Until records are buffered (the caller bounds the wait). Fetching goes on in the
+        background until a fetch acquires records, even after the caller gave up (Java's
+        ShareConsumeRequestManager keeps ``fetchMoreRecords`` from a poll until acquired records
+        arrive): a poll that returned empty-handed leaves a member still asking."""
+        if not self.buffer and not self.fetching_more and not self.closed:
+            self.fetching_more = True
+            self.nursery.start_soon(self._fetch_until_records)
+        await self._ready.wait()
+
+    async def _fetch_until_records(self) -> None:
+        self._acquired = False
+        try:
+            while not self._acquired and not self.closed:
+                self._data = trio.Event()
+                self.start_fetches()
+                await self._data.wait()
+        finally:
+            self.fetching_more = False
 
     # -- fetching --------------------------------------------------------------------------------
     def start_fetches(self) -> None:
@@ -200,6 +221,10 @@ class ShareFetcher:
         if gaps:
             merge(self.pending.setdefault(node, {}), {tp: gaps})
         self.buffer.extend(got)
+        if got:
+            self._acquired = True
+        if self.buffer:
+            self._ready.set()
 
     # -- acknowledging ---------------------------------------------------------------------------
     def by_node(self, acks: Acks) -> dict[int, Acks]:
@@ -316,3 +341,4 @@ class ShareFetcher:
         self.closed = True
         self.buffer.clear()
         self._data.set()
+        self._ready.set()

@@ -132,3 +132,25 @@ async def test_with_records_still_buffered_acknowledgements_go_in_a_share_acknow
             assert sent[-1] == ("ShareAcknowledge", cluster.partition("t", first.partition).leader), sent
         accepted = sorted((e.details["partition"], e.details["offsets"]) for e in events(cluster, Kind.SHARE_ACKNOWLEDGE))
         assert accepted == [(0, [[0, 0]]), (1, [[0, 0]])]
+
+
+async def test_after_an_empty_poll_the_member_keeps_fetching_until_records_are_acquired(autojump_clock):
+    """As Java's ShareConsumeRequestManager (fetchMoreRecords): the ShareFetches go on in the
+    background after a poll that came back empty, until one acquires records; then they stop,
+    whether or not the application polls."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=BROKER) as cluster:
+        async with open_share_consumer(BOOT, connect=connect_to(cluster)) as c:
+            c.subscribe(["t"])
+            assert await c.poll(2.0) == []
+            await trio.sleep(10)                         # the application is away
+            produced_at = cluster.now_ms()
+            await produce(cluster, [b"late"])
+            await trio.sleep(10)
+            [acquired] = events(cluster, Kind.SHARE_ACQUIRE)
+            assert acquired.t_ms == produced_at          # a waiting ShareFetch took it at once
+            fetches = len([e for e in cluster.trace.query(kind=Kind.RECV) if e.api == "ShareFetch"])
+            await trio.sleep(10)
+            assert len([e for e in cluster.trace.query(kind=Kind.RECV) if e.api == "ShareFetch"]) == fetches
+            t0 = trio.current_time()
+            assert [(r.value, r.delivery_count) for r in await c.poll(5.0)] == [(b"late", 1)]
+            assert trio.current_time() == t0
