@@ -125,6 +125,10 @@ class AsyncShareConsumer:
         if self.membership.error is not None:
             raise self.membership.error
         deadline = trio.current_time() + max(timeout, 0.0)
+        if self.member is not None and self.member.poll_called(trio.current_time()):
+            # the member left at max.poll.interval.ms and the broker gave its records to the
+            # others: the last poll's records are no longer ours to acknowledge
+            self.in_flight, self._renewing = InFlight(), None
         self._settle_implicitly()
         waiting = self.in_flight.unacknowledged()
         if self.explicit and waiting and self._renewing is None:

@@ -10,7 +10,9 @@ groups have no revocation step), and leaves with epoch -1. FENCED_MEMBER_EPOCH a
 UNKNOWN_MEMBER_ID mean the broker dropped it: it rejoins at once with epoch 0 and the same member
 id. A coordinator error finds the coordinator again; a failed heartbeat is retried after
 retry.backoff.ms, doubling to retry.backoff.max.ms; any other error is fatal and the next poll
-raises it.
+raises it. As every member of Java's ``AbstractHeartbeatRequestManager``, it leaves the group
+when the application has not polled for max.poll.interval.ms (the broker gives its records to the
+others at once) and joins again, as a new epoch 0, on the next poll.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import trio
 from client.consumer.coordinator import CoordinatorClient
 from client.consumer.membership848 import FENCED, new_member_id
 from client.consumer.records import TopicPartition
-from client.errors import ErrorCode, KafkaError, error_for_code
+from client.errors import ErrorCode, KafkaError, UnsupportedVersionError, error_for_code
 from client.metadata import ClusterMetadata, MetadataUpdater
 from client.protocol import ApiKey
 from kafka_common.wakeup import Wakeup
@@ -48,6 +50,27 @@ class ShareMembership:
         self.due = now
         self.closed = False
         self.error: KafkaError | None = None     # fatal: raised by the next poll
+        self.max_poll_interval = config["max.poll.interval.ms"] / 1000
+        self.last_poll = now
+        self.left = False                        # left for max.poll.interval.ms; the next poll rejoins
+
+    def poll_called(self, now: float) -> bool:
+        """True when the member had left for max.poll.interval.ms and joins again now."""
+        self.last_poll = now
+        if not self.left:
+            return False
+        self.left, self.epoch, self.send_subscription, self.due = False, 0, True, now
+        return True
+
+    def poll_expired(self, now: float) -> bool:
+        return self.epoch > 0 and not self.left and now - self.last_poll >= self.max_poll_interval
+
+    def next_deadline(self) -> float:
+        if self.closed:
+            return math.inf
+        if self.left:
+            return math.inf
+        return min(self.due, self.last_poll + self.max_poll_interval) if self.epoch > 0 else self.due
 
     def subscribe(self, topics: list[str], now: float) -> None:
         self.topics, self.send_subscription, self.due = sorted(topics), True, now
@@ -98,6 +121,7 @@ class ShareMemberDriver:
         self.request_timeout = request_timeout
         self.on_assignment = on_assignment
         self.joined = trio.Event()   # set by the first answer that made this a member
+        self.left_reason: str | None = None
         self._wake = Wakeup()
 
     def wake(self) -> None:
@@ -107,9 +131,31 @@ class ShareMemberDriver:
         m = self.membership
         while not m.closed:
             self._wake.new_cycle()
-            if trio.current_time() >= m.due:
+            now = trio.current_time()
+            if m.poll_expired(now):
+                await self._leave_for_poll_timeout(now)
+            elif not m.left and now >= m.due:
                 await self._heartbeat()
-            await self._wake.sleep_until(m.due if not m.closed else math.inf)
+            await self._wake.sleep_until(m.next_deadline())
+
+    async def _leave_for_poll_timeout(self, now: float) -> None:
+        """Java's words: "Consumer poll timeout has expired. ..." — and the member leaves now."""
+        m = self.membership
+        self.left_reason = (f"consumer poll timeout has expired: {(now - m.last_poll) * 1000:.0f} ms since the last "
+                            f"poll, over max.poll.interval.ms={m.max_poll_interval * 1000:.0f}; the member left the "
+                            "share group and joins again at the next poll")
+        with contextlib.suppress(KafkaError):
+            await self.coordinator.request(ApiKey.SHARE_GROUP_HEARTBEAT, m.leave_request(), self.request_timeout)
+        m.left, m.assignment = True, []
+        self.joined = trio.Event()
+        self.on_assignment([])
+
+    def poll_called(self, now: float) -> bool:
+        """True when the member had left for max.poll.interval.ms and joins again now."""
+        if not self.membership.poll_called(now):
+            return False
+        self.wake()
+        return True
 
     async def _heartbeat(self) -> None:
         m = self.membership
@@ -119,6 +165,11 @@ class ShareMemberDriver:
             self.coordinator.note_error(answer.error_code)
             assigned = None if answer.error_code or answer.assignment is None else \
                 await self._by_name(answer.assignment.topic_partitions)
+        except UnsupportedVersionError as exc:   # Java's SHARE_PROTOCOL_VERSION_NOT_SUPPORTED_MSG
+            m.error, m.closed = UnsupportedVersionError(
+                "The cluster does not support the share group protocol using ShareGroupHeartbeat API version 1 or "
+                f"later. This version of the API was introduced in Apache Kafka v4.1. ({exc})"), True
+            return
         except KafkaError:
             m.failed(trio.current_time())
             return

@@ -87,3 +87,25 @@ async def test_the_delivery_count_limit_archives_a_poison_record(autojump_clock)
         [archived] = events(cluster, Kind.SHARE_ARCHIVE)
         assert (archived.details["offsets"], archived.details["reason"]) == ([[0, 0]], "delivery_count_limit")
         assert cluster.share.partitions[("sg", "t", 0)].start_offset == 2
+
+
+async def test_a_member_that_stops_polling_leaves_at_max_poll_interval_and_its_records_go_at_once(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=BROKER) as cluster:
+        earliest(cluster)
+        await produce(cluster, [b"a"])
+        async with open_share_consumer({**BOOT, "client.id": "slow", "max.poll.interval.ms": 20000},
+                                       connect=connect_to(cluster)) as slow, \
+                open_share_consumer({**BOOT, "client.id": "other"}, connect=connect_to(cluster)) as other:
+            slow.subscribe(["t"])
+            await poll_until_records(slow)
+            polled = cluster.now_ms()
+            other.subscribe(["t"])
+            again = await poll_until_records(other, rounds=40)
+            # at max.poll.interval.ms, before the 30 s lock: the leave released the record
+            assert [(r.value, r.delivery_count) for r in again] == [(b"a", 2)]
+            [released] = events(cluster, Kind.SHARE_RELEASE)
+            assert released.t_ms == polled + 20000 and released.details["reason"] == "left"
+            assert "consumer poll timeout has expired" in slow.member.left_reason
+            assert list(cluster.share.groups["sg"].members) == [other.member_id]
+            assert await slow.poll(3.0) == []              # joins again
+            assert sorted(cluster.share.groups["sg"].members) == sorted([other.member_id, slow.member_id])
