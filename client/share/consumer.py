@@ -182,7 +182,9 @@ class AsyncShareConsumer:
         if not self._renewing.is_set():
             return []   # still on its way: the next poll hands them out
         self._renewing = None
-        records, self._renewed = self._renewed, []
+        # those the application acknowledged again while the renewal was on its way are settled
+        records = [r for r in self._renewed if (r.topic, r.partition, r.offset) in self.in_flight.types]
+        self._renewed = []
         self.in_flight = InFlight(records)
         return records
 
