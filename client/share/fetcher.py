@@ -150,38 +150,41 @@ class ShareFetcher:
     async def _fetch(self, node: int, wanted: dict[TopicPartition, Any]) -> None:
         try:
             async with self._lock(node):
-                if self.closed:
-                    return
-                session = self.session(node)
-                acks = self.pending.pop(node, {})
-                body, carried = session.fetch_body(self.group, self.member_id, wanted, acks, self.config,
-                                                   self._topic_ids())
-                unsent = {tp: offsets for tp, offsets in acks.items() if tp not in carried}
-                if unsent:
-                    self.results.append((unsent, self._no_session(node, unsent)))
-                self.carrying[node] = carried
-                try:
-                    answer = await self.net.request(node, ApiKey.SHARE_FETCH, body)
-                except KafkaError as exc:
-                    session.restart()
-                    if carried:
-                        self.results.append((carried, exc))
-                    self.updater.request_update()
-                    await trio.sleep(self.backoff)
-                    return
-                session.answered(answer.error_code)
-                if answer.error_code:
-                    error = error_for_code(answer.error_code, f"ShareFetch to broker {node}: "
-                                                              f"{ErrorCode(answer.error_code).name}")
-                    if carried:
-                        self.results.append((carried, error))
-                    await trio.sleep(self.backoff)
-                    return
-                self._take_answer(node, answer, carried)
+                failed = not self.closed and not await self._fetch_once(node, wanted)
+            if failed:
+                await trio.sleep(self.backoff)   # outside the session: an acknowledgement need not wait for it
         finally:
             self.carrying.pop(node, None)
             self._fetching.discard(node)
             self._data.set()
+
+    async def _fetch_once(self, node: int, wanted: dict[TopicPartition, Any]) -> bool:
+        """One ShareFetch in the session with ``node``; False if it failed (the caller backs off)."""
+        session = self.session(node)
+        acks = self.pending.pop(node, {})
+        body, carried = session.fetch_body(self.group, self.member_id, wanted, acks, self.config, self._topic_ids())
+        unsent = {tp: offsets for tp, offsets in acks.items() if tp not in carried}
+        if unsent:
+            self.results.append((unsent, self._no_session(node, unsent)))
+        self.carrying[node] = carried
+        try:
+            answer = await self.net.request(node, ApiKey.SHARE_FETCH, body)
+        except KafkaError as exc:
+            session.restart()
+            if carried:
+                self.results.append((carried, exc))
+            self.updater.request_update()
+            return False
+        finally:
+            self.carrying.pop(node, None)
+        session.answered(answer.error_code)
+        if answer.error_code:
+            error = error_for_code(answer.error_code, f"ShareFetch to broker {node}: {ErrorCode(answer.error_code).name}")
+            if carried:
+                self.results.append((carried, error))
+            return False
+        self._take_answer(node, answer, carried)
+        return True
 
     def _no_session(self, node: int, acks: Acks) -> KafkaError:
         return KafkaError(f"no share session with broker {node} (its last request failed, so the next one opens a "
