@@ -25,7 +25,7 @@ from client.exceptions import NetworkThreadDied
 from client.network import Connect
 from client.share.acknowledgements import AcknowledgeType, ShareRecord
 from client.share.config import share_consumer_config
-from client.share.consumer import AckCallback, AsyncShareConsumer, open_share_consumer
+from client.share.consumer import AckCallback, AsyncShareConsumer, CommitCallback, open_share_consumer
 from client.share.fetcher import Results
 
 
@@ -76,13 +76,23 @@ class ShareConsumer(NetworkThreadFace):
 
     def commit_sync(self, timeout: float | None = None) -> Results:
         self._run_completed()
-        return self._call("commit_sync()", timeout, lambda c, t: c.commit_sync(t))
+        try:
+            return self._call("commit_sync()", timeout, lambda c, t: c.commit_sync(t))
+        finally:
+            self._run_completed()
 
     def commit_async(self, callback: AckCallback | None = None) -> None:
         """``callback(results, error)`` runs on this thread, in a later call, once answered."""
         self._run_completed()
         queued = None if callback is None else (lambda results, error: self._completed.put((callback, results, error)))
         self._call("commit_async()", 5.0, lambda c, t: _sync(c.commit_async, queued))
+
+    def set_acknowledgement_commit_callback(self, callback: CommitCallback | None) -> None:
+        """``callback(offsets, error)`` for every acknowledgement answered, run on this thread by
+        its next ``poll``, ``commit_sync``, ``commit_async`` or ``close`` (Java's AcknowledgementCommitCallback)."""
+        queued = None if callback is None else (lambda offsets, error: self._completed.put((callback, offsets, error)))
+        self._call("set_acknowledgement_commit_callback()", 5.0,
+                   lambda c, t: _sync(c.set_acknowledgement_commit_callback, queued))
 
     def acquisition_lock_timeout_ms(self) -> int | None:
         return self._call("acquisition_lock_timeout_ms()", 5.0, lambda c, t: _sync(c.acquisition_lock_timeout_ms))

@@ -37,6 +37,8 @@ from client.share.fetcher import Results, ShareFetcher
 from client.share.membership import ShareMemberDriver, ShareMembership
 
 AckCallback = Callable[[Results, "KafkaError | None"], Any]
+# Java's AcknowledgementCommitCallback.onComplete(offsets, exception)
+CommitCallback = Callable[[dict[TopicPartition, set[int]], "KafkaError | None"], Any]
 
 
 class AsyncShareConsumer:
@@ -60,6 +62,8 @@ class AsyncShareConsumer:
         self._poll_scope: trio.CancelScope | None = None
         self.closed = False
         self.close_report: list[str] = []    # what close could not do, in words
+        self._commit_callback: CommitCallback | None = None
+        self._outcomes: list[tuple[Acks, KafkaError | None]] = []   # for the commit callback
 
     # -- subscription ----------------------------------------------------------------------------
     def subscribe(self, topics: list[str]) -> None:
@@ -77,6 +81,7 @@ class AsyncShareConsumer:
         self.membership = ShareMembership(self.config, list(topics), now)
         self.fetcher = ShareFetcher(self.config, self.net, self.metadata, self.updater, self.nursery,
                                     self.membership.member_id)
+        self.fetcher.on_completed = self._note_outcome
         self.member = ShareMemberDriver(self.membership, self.coordinator, self.metadata, self.updater,
                                         self.request_timeout, self.fetcher.assign)
         self.nursery.start_soon(self.member.run)
@@ -96,6 +101,27 @@ class AsyncShareConsumer:
         return self.fetcher.lock_timeout_ms if self.fetcher is not None else None
 
     # -- acknowledging ---------------------------------------------------------------------------
+    def set_acknowledgement_commit_callback(self, callback: CommitCallback | None) -> None:
+        """``callback(offsets, error)`` for every acknowledgement the brokers answered (``offsets``:
+        partition -> offsets; ``error`` None, or why they were not taken), run by the next
+        ``poll``, ``commit_sync``, ``commit_async`` or ``close``, as Java's
+        AcknowledgementCommitCallback (not from inside the network's own tasks)."""
+        self._ensure_open()
+        self._commit_callback = callback
+        if callback is None:
+            self._outcomes.clear()
+
+    def _note_outcome(self, acks: Acks, error: KafkaError | None) -> None:
+        if self._commit_callback is not None:
+            self._outcomes.append((acks, error))
+
+    def _handle_completed(self) -> None:
+        """Java's handleCompletedAcknowledgements: the commit callback, once per outcome."""
+        outcomes, self._outcomes = self._outcomes, []
+        if self._commit_callback is not None:
+            for acks, error in outcomes:
+                self._commit_callback({tp: set(offsets) for tp, offsets in acks.items()}, error)
+
     def acknowledge(self, record: ShareRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         """Explicit mode: say what became of a record of the last poll (sent with the next poll or commit)."""
         self._ensure_open()
@@ -125,6 +151,7 @@ class AsyncShareConsumer:
         if self.membership.error is not None:
             raise self.membership.error
         deadline = trio.current_time() + max(timeout, 0.0)
+        self._handle_completed()
         if self.member is not None and self.member.poll_called(trio.current_time()):
             # the member left at max.poll.interval.ms and the broker gave its records to the
             # others: the last poll's records are no longer ours to acknowledge
@@ -212,16 +239,21 @@ class AsyncShareConsumer:
         if self.fetcher is None:
             return {}
         deadline = api_deadline(self.config, timeout)
+        self._handle_completed()
         acks = self._to_send()
         if not acks:
             return {}
-        return await self.fetcher.acknowledge(acks, deadline, "commit_sync()")
+        try:
+            return await self.fetcher.acknowledge(acks, deadline, "commit_sync()")
+        finally:
+            self._handle_completed()
 
     def commit_async(self, callback: AckCallback | None = None) -> None:
         """Send the acknowledgements so far in the background; ``callback(results, error)`` when done."""
         self._ensure_open()
         if self.fetcher is None:
             return
+        self._handle_completed()
         acks = self._to_send()
         if not acks:
             return
@@ -252,6 +284,7 @@ class AsyncShareConsumer:
             return []
         self.closed = True
         missed = await self._leave("close()", trio.current_time() + (30.0 if timeout is None else max(timeout, 0.0)))
+        self._handle_completed()
         self.net.close()
         self.close_report = missed
         return missed

@@ -18,7 +18,7 @@ commits (``acknowledge``), or when it closes (``close_sessions``, epoch -1).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import trio
@@ -53,6 +53,7 @@ class ShareFetcher:
         self.lock_timeout_ms: int | None = None        # the broker's, from its latest answer
         # the outcomes of acknowledgements sent in the background (with a fetch, a flush), newest last
         self.results: deque[tuple[Acks, KafkaError | None]] = deque(maxlen=1000)
+        self.on_completed: Callable[[Acks, KafkaError | None], None] | None = None   # every outcome, as it comes
         self.carrying: dict[int, Acks] = {}            # broker -> what its ShareFetch in flight carries
         self._fetching: set[int] = set()
         self._flushing: set[int] = set()
@@ -165,14 +166,14 @@ class ShareFetcher:
         body, carried = session.fetch_body(self.group, self.member_id, wanted, acks, self.config, self._topic_ids())
         unsent = {tp: offsets for tp, offsets in acks.items() if tp not in carried}
         if unsent:
-            self.results.append((unsent, self._no_session(node, unsent)))
+            self._completed(unsent, self._no_session(node, unsent))
         self.carrying[node] = carried
         try:
             answer = await self.net.request(node, ApiKey.SHARE_FETCH, body)
         except KafkaError as exc:
             session.restart()
             if carried:
-                self.results.append((carried, exc))
+                self._completed(carried, exc)
             self.updater.request_update()
             return False
         finally:
@@ -181,10 +182,15 @@ class ShareFetcher:
         if answer.error_code:
             error = error_for_code(answer.error_code, f"ShareFetch to broker {node}: {ErrorCode(answer.error_code).name}")
             if carried:
-                self.results.append((carried, error))
+                self._completed(carried, error)
             return False
         self._take_answer(node, answer, carried)
         return True
+
+    def _completed(self, acks: Acks, error: KafkaError | None) -> None:
+        self.results.append((acks, error))
+        if self.on_completed is not None:
+            self.on_completed(acks, error)
 
     def _no_session(self, node: int, acks: Acks) -> KafkaError:
         return KafkaError(f"no share session with broker {node} (its last request failed, so the next one opens a "
@@ -202,8 +208,8 @@ class ShareFetcher:
                 tp = TopicPartition(name, part.partition_index)
                 if tp in carried:
                     code = part.acknowledge_error_code
-                    self.results.append(({tp: carried[tp]}, error_for_code(code, part.acknowledge_error_message)
-                                         if code else None))
+                    self._completed({tp: carried[tp]}, error_for_code(code, part.acknowledge_error_message)
+                                    if code else None)
                 if part.error_code:
                     self.updater.request_update()   # NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_ID, ...
                     continue
@@ -255,8 +261,9 @@ class ShareFetcher:
             async with self._lock(node):
                 acks = self.pending.pop(node, {})
                 if acks and not self.closed:
-                    _, error = await self._acknowledge(node, acks, self.request_timeout)
-                    self.results.append((acks, error))
+                    results, _ = await self._acknowledge(node, acks, self.request_timeout)
+                    for tp, error in results.items():
+                        self._completed({tp: acks[tp]}, error)
         finally:
             self._flushing.discard(node)
 
@@ -293,6 +300,8 @@ class ShareFetcher:
                 late.append(f"the ShareFetch in flight to broker {node} had not come back (a share session runs one "
                             f"request at a time), so the acknowledgements for it were not sent: {describe(node_acks)}"
                             + (f" (that ShareFetch carries {describe(carried)})" if carried else ""))
+                if node_acks and not renew:
+                    self._completed(node_acks, TimeoutException(f"{call}: {late[-1]}"))
                 continue
             try:
                 timeout = min(max(deadline - trio.current_time(), 0.001), self.request_timeout)
@@ -302,6 +311,9 @@ class ShareFetcher:
             if isinstance(error, TimeoutException):
                 late.append(f"broker {node} did not answer ShareAcknowledge for {describe(node_acks)} ({error})")
             out.update(results)
+            if not renew:
+                for tp, outcome in results.items():
+                    self._completed({tp: node_acks[tp]}, outcome)
         if late:
             raise TimeoutException(f"{call} gave up after {(trio.current_time() - started) * 1000:.0f} ms: "
                                    + "; ".join(late))

@@ -75,10 +75,13 @@ def test_close_with_a_black_holed_acknowledgement_keeps_its_timeout_and_says_wha
         assert "did not leave the share group 'sg'" in c.close_report[1]
 
 
-def test_a_commit_async_callback_runs_on_the_application_thread():
+def test_commit_async_and_commit_callbacks_run_on_the_application_thread():
     with run_cluster_in_thread(brokers=1, topics=[("t", 1, 1)]) as tc:
         _prepare(tc, [b"a"])
         with ShareConsumer({"bootstrap.servers": tc.bootstrap, "group.id": "sg"}) as c:
+            heard = []
+            c.set_acknowledgement_commit_callback(lambda offsets, error: heard.append(
+                (threading.current_thread(), offsets, error)))
             c.subscribe(["t"])
             _poll_until(c)
             done = []
@@ -87,6 +90,8 @@ def test_a_commit_async_callback_runs_on_the_application_thread():
             while not done and time.monotonic() < end:
                 c.poll(0.1)                          # the callback runs in a call of this thread
             assert done == [(threading.current_thread(), {("t", 0): None}, None)]
+            c.poll(0)                                # the commit callback hears of it in the next call
+            assert heard == [(threading.current_thread(), {("t", 0): {0}}, None)]
 
 
 def test_wakeup_interrupts_a_poll_from_another_thread():

@@ -109,3 +109,27 @@ async def test_a_member_that_stops_polling_leaves_at_max_poll_interval_and_its_r
             assert list(cluster.share.groups["sg"].members) == [other.member_id]
             assert await slow.poll(3.0) == []              # joins again
             assert sorted(cluster.share.groups["sg"].members) == sorted([other.member_id, slow.member_id])
+
+
+async def test_the_acknowledgement_commit_callback_hears_of_every_outcome(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=BROKER) as cluster:
+        earliest(cluster)
+        await produce(cluster, [b"a", b"b"])
+        heard = []
+        async with open_share_consumer({**BOOT, "client.id": "slow"}, connect=connect_to(cluster)) as slow, \
+                open_share_consumer({**BOOT, "client.id": "other"}, connect=connect_to(cluster)) as other:
+            slow.set_acknowledgement_commit_callback(lambda offsets, error: heard.append((offsets, error)))
+            slow.subscribe(["t"])
+            await poll_until_records(slow)
+            other.subscribe(["t"])
+            await poll_until_records(other, rounds=60)        # slow's locks ran out
+            await slow.poll(0)                                # accepts slow's records: too late
+            assert heard == []                                # not heard until a later call
+            await trio.sleep(1)
+            await slow.poll(0)
+            [(offsets, error)] = heard
+            assert offsets == {("t", 0): {0, 1}} and isinstance(error, InvalidRecordStateError)
+            await produce(cluster, [b"c"])
+            await poll_until_records(slow)
+            assert await slow.commit_sync(5.0) == {("t", 0): None}
+            assert heard[1:] == [({("t", 0): {2}}, None)]     # commit_sync's outcome, heard on return
