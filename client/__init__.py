@@ -10,6 +10,10 @@
         c.assign([client.TopicPartition("orders", 0)])
         records = await c.poll(2.0)            # returns at its deadline, never raises a timeout
 
+    async with client.open_share_consumer({"bootstrap.servers": ..., "group.id": "sg"}) as c:  # KIP-932
+        c.subscribe(["orders"])
+        records = await c.poll(2.0)            # acquired for this member; each has its delivery_count
+
 Importing ``client`` (or the codec, ``client.protocol``, which the emulator uses) loads none of the
 client machinery: each public name is imported on first use (PEP 562), so ``import broker_emu``
 stays free of producer, consumer and network code (tests/structure checks it). Type checkers
@@ -33,13 +37,18 @@ _EXPORTS = {
     "AsyncProducer": "client.producer.async_producer", "open_producer": "client.producer.async_producer",
     "DeliveryFuture": "client.producer.batch", "RecordMetadata": "client.producer.batch",
     "Producer": "client.producer.blocking",
+    "ShareConsumer": "client.share.blocking", "AsyncShareConsumer": "client.share.consumer",
+    "open_share_consumer": "client.share.consumer", "AcknowledgeType": "client.share.acknowledgements",
+    "ShareRecord": "client.share.acknowledgements",
     "Admin": "client.admin_blocking", "AsyncAdmin": "client.admin", "NewTopic": "client.admin", "open_admin": "client.admin",
 }
 __all__ = [
+    "AcknowledgeType",
     "Admin",
     "AsyncAdmin",
     "AsyncConsumer",
     "AsyncProducer",
+    "AsyncShareConsumer",
     "ConnectionClosedError",
     "ConnectionSetupTimeoutException",
     "Consumer",
@@ -52,10 +61,13 @@ __all__ = [
     "Producer",
     "RecordMetadata",
     "RequestTimeoutException",
+    "ShareConsumer",
+    "ShareRecord",
     "TopicPartition",
     "open_admin",
     "open_consumer",
     "open_producer",
+    "open_share_consumer",
 ]
 
 def __getattr__(name: str) -> Any:

@@ -20,5 +20,10 @@ from client.producer.async_producer import open_producer as open_producer
 from client.producer.batch import DeliveryFuture as DeliveryFuture
 from client.producer.batch import RecordMetadata as RecordMetadata
 from client.producer.blocking import Producer as Producer
+from client.share.acknowledgements import AcknowledgeType as AcknowledgeType
+from client.share.acknowledgements import ShareRecord as ShareRecord
+from client.share.blocking import ShareConsumer as ShareConsumer
+from client.share.consumer import AsyncShareConsumer as AsyncShareConsumer
+from client.share.consumer import open_share_consumer as open_share_consumer
 
-__all__ = ["Admin", "AsyncAdmin", "AsyncConsumer", "AsyncProducer", "ConnectionClosedError", "ConnectionSetupTimeoutException", "Consumer", "ConsumerRecord", "DeliveryFuture", "DeliveryTimeoutException", "MaxBlockTimeoutException", "NetworkThreadDied", "NewTopic", "Producer", "RecordMetadata", "RequestTimeoutException", "TopicPartition", "open_admin", "open_consumer", "open_producer"]
+__all__ = ["AcknowledgeType", "Admin", "AsyncAdmin", "AsyncConsumer", "AsyncProducer", "AsyncShareConsumer", "ConnectionClosedError", "ConnectionSetupTimeoutException", "Consumer", "ConsumerRecord", "DeliveryFuture", "DeliveryTimeoutException", "MaxBlockTimeoutException", "NetworkThreadDied", "NewTopic", "Producer", "RecordMetadata", "RequestTimeoutException", "ShareConsumer", "ShareRecord", "TopicPartition", "open_admin", "open_consumer", "open_producer", "open_share_consumer"]
