@@ -27,6 +27,7 @@ class RequestContext:
     client_id: str | None
     connection: Any = None
     repeat: bytes | None = None   # the request's repeat key (broker_emu.repeated_requests), if it may repeat
+    lock_late_ms: float = 0.0     # a lock_late fault: the share locks this request takes expire so much late
 
     @property
     def broker_id(self) -> int:

@@ -312,6 +312,7 @@ class Connection:
         """faults -> answer (the backend's) -> quota and throttle -> encode -> send."""
         backend = self.backend
         decision = fault_steps.decide(self, ctx.api_key, ctx.api_version, topics, fields, body)
+        ctx.lock_late_ms = decision.lock_late_ms   # read by the ShareFetch handler as it acquires
         try:
             if not decision.applied:
                 answer = await backend.answer(ctx, header, body, frame)

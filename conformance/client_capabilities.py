@@ -82,6 +82,8 @@ CAPABILITIES: tuple[Capability, ...] = (
                                                            "Metadata answer helped for this long (KIP-1102)"),
     Capability("metadata.recovery.strategy", "a setting that turns rebootstrap off (none): the client then keeps the "
                                              "brokers it knows, however long they starve it (KIP-899)"),
+    Capability("share groups", "a share consumer (KIP-932): records acquired under the broker's locks, acknowledged "
+                               "one by one (accept, release, reject, renew), with commitSync and close deadlines"),
     Capability("in-memory connections", "the client can be handed the emulator's in-memory connections and run on "
                                         "its virtual clock (what a dropped connection attempt needs)"),
 )
@@ -125,6 +127,8 @@ def step_needs(step: Operation) -> set[str]:
             want.add(_DEADLINE[kind])
     if kind.startswith("kip848_"):
         want.add("KIP-848")
+    if kind.startswith("share_"):
+        want.add("share groups")
     return want
 
 
@@ -237,9 +241,10 @@ def declaration(adapter: Any) -> ClientCapabilities | None:
     return getattr(adapter, "capabilities", None)
 
 
-# capabilities no adapter's steps reveal (a setting every client is handed the same way): the declared lack alone
-# makes the scenarios that need them N/A (Adapter.supports_scenario)
-DECLARED_ONLY = REBOOTSTRAP
+# capabilities no adapter's steps reveal (a setting every client is handed the same way), and share groups, whose
+# steps an adapter without them has none of (its N/A would otherwise name a missing step, not the client's lack):
+# the declared lack alone makes the scenarios that need them N/A (Adapter.supports_scenario)
+DECLARED_ONLY = (*REBOOTSTRAP, "share groups")
 
 
 def declared_lack(adapter: Any, scenario: Scenario) -> str:

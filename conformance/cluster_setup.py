@@ -17,6 +17,12 @@ def scale_config(config: dict[str, Any], scale: float) -> dict[str, Any]:
     return {k: scaled_ms(v, scale) if k.endswith(MS_KEYS_SUFFIX) else v for k, v in config.items()}
 
 
+# a share group's record lock may be set as low as Kafka allows (its floor for this setting), so that
+# the share scenarios' group lock, scaled, is accepted (conformance/scenarios_share.py); not scaled:
+# Kafka refuses less than 1 s
+SHARE_LOCK_FLOOR, SHARE_LOCK_FLOOR_MS = "group.share.min.record.lock.duration.ms", 1000
+
+
 def kip848_timers(scale: float) -> dict[str, Any]:
     """KIP-848's broker-owned timers for a real-time run: Kafka's defaults (45 s session, 5 s
     heartbeat interval) scaled, with bounds low enough for any scaled scenario setting. The real
@@ -33,7 +39,7 @@ def real_time_broker_config(broker_config: dict[str, Any], scale: float) -> dict
     the clients' session timeouts, and KIP-848's timers scaled, as the real Kafka cluster of such
     runs is configured (conformance/upstreams.KAFKA_CLUSTER_CONFIG)."""
     return {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": scaled_ms(6000, scale),
-            **kip848_timers(scale), **scale_config(broker_config, scale)}
+            **kip848_timers(scale), SHARE_LOCK_FLOOR: SHARE_LOCK_FLOOR_MS, **scale_config(broker_config, scale)}
 
 
 def scale_fault(rule: dict[str, Any], scale: float) -> dict[str, Any]:

@@ -291,20 +291,56 @@ def _consumer_groups(trace: list[TraceEvent], spans: list[Span], marks: list[Mar
             marks.append(Mark("group coordinator", e.t_ms, f"{d['group']} group epoch {d['group_epoch']}: {reason}"))
 
 
+_SHARE_ENDS = (Kind.SHARE_ACKNOWLEDGE, Kind.SHARE_RELEASE, Kind.SHARE_ARCHIVE, Kind.SHARE_RENEW)
+
+
 def _share_partitions(trace: list[TraceEvent], spans: list[Span], marks: list[Mark], scale: float) -> None:
-    """KIP-932: each acquisition lock that ran out, from the acquisition to the broker taking the
-    records back (a server-side timeout the member did not beat), and what else became of records."""
-    for e in trace:
+    """KIP-932: the broker's lock clock. Each acquisition lock that ran out is a span from the
+    acquisition (or RENEW) to the broker taking the records back (a server-side timeout the
+    member did not beat); a lock the member ended in time (accepted, released, rejected, renewed)
+    is a span to that moment; releases, archives and renewals are marked."""
+    for i, e in enumerate(trace):
         d = e.details
         where = f"{d.get('group')}/{d.get('topic')}-{d.get('partition')} {d.get('offsets')}"
         if e.kind == Kind.SHARE_LOCK_EXPIRED:
             clock = f"share.record.lock.duration.ms = {_ms(d['lock_duration_ms'], scale)}"
+            late = f", {_ms(d['late_ms'], scale)} late (lock-late fault)" if d.get("late_ms") else ""
             spans.append(Span("share partitions", float(d["locked_at_ms"]), e.t_ms,
-                              f"{where}: locked for a member past {clock}, taken back (server side)",
-                              "timeout-server", clock))
-        elif e.kind in (Kind.SHARE_RELEASE, Kind.SHARE_ARCHIVE, Kind.SHARE_RENEW):
+                              f"{where}: locked for member {str(d.get('member'))[:8]} past {clock}{late}, taken back "
+                              f"(server side), delivery count {d.get('delivery_counts')}", "timeout-server", clock))
+        elif e.kind in (Kind.SHARE_ACQUIRE, Kind.SHARE_RENEW):
+            end = _lock_end(trace[i + 1:], e)
+            if end is not None:
+                how = {Kind.SHARE_RENEW: "renewed", Kind.SHARE_ACKNOWLEDGE: "accepted"}.get(
+                    end.kind, f"{end.kind.removeprefix('share_')}d ({end.details.get('reason')})")
+                spans.append(Span("share partitions", float(d["locked_at_ms"]), end.t_ms,
+                                  f"{where}: locked for member {str(d.get('member'))[:8]}"
+                                  + (f", delivery count {d['delivery_counts']}" if "delivery_counts" in d else "")
+                                  + f"; {how} before it ran out", "ok"))
+        if e.kind in (Kind.SHARE_RELEASE, Kind.SHARE_ARCHIVE, Kind.SHARE_RENEW):
             marks.append(Mark("share partitions", e.t_ms, f"{where}: {e.kind.removeprefix('share_')} "
                                                           f"({d.get('reason', 'renewed')})"))
+
+
+def _offsets(e: TraceEvent) -> set[int]:
+    return {o for first, last in e.details.get("offsets") or [] for o in range(first, last + 1)}
+
+
+def _lock_end(later: list[TraceEvent], lock: TraceEvent) -> TraceEvent | None:
+    """What ended ``lock`` (an acquire or renew) before it expired: the member's first later
+    acknowledgement, release, archive or renewal of one of its records; None if it expired or
+    still stood when the run ended."""
+    d, held = lock.details, _offsets(lock)
+    where = (d.get("group"), d.get("topic"), d.get("partition"))
+    for e in later:
+        x = e.details
+        if (x.get("group"), x.get("topic"), x.get("partition")) != where or not held & _offsets(e):
+            continue
+        if e.kind == Kind.SHARE_LOCK_EXPIRED and x.get("locked_at_ms") == d.get("locked_at_ms"):
+            return None
+        if e.kind in _SHARE_ENDS and x.get("member") == d.get("member"):
+            return e
+    return None
 
 
 # a member's id in a coordinator's reason: classic ids are "client.id-UUID", and a client.id may hold spaces

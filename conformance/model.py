@@ -93,6 +93,9 @@ class Contract:
     check: Callable[[Evidence], Verdict]
     side: str = "client"   # "client" (outcome) or "server" (trace)
     setting: str | None = None
+    # reads events only the emulator records inside its broker (share partitions' locks): through the
+    # proxy, in front of a real Kafka or not, there are none, so it is N/A there (conformance/on_kafka.py)
+    broker_internal: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from conformance.scenarios_failover import FAILOVER_SCENARIOS
 from conformance.scenarios_kip848 import KIP848_SCENARIOS
 from conformance.scenarios_rebootstrap import REBOOTSTRAP_SCENARIOS
 from conformance.scenarios_security import SECURITY_SCENARIOS
+from conformance.scenarios_share import SHARE_SCENARIOS
 from conformance.scenarios_txn import TXN_SCENARIOS
 from conformance.scenarios_txn_late import TXN_LATE_SCENARIOS
 
@@ -449,5 +450,5 @@ CATALOGUE += (
 )
 
 CATALOGUE += (FAILOVER_SCENARIOS + TXN_SCENARIOS + TXN_LATE_SCENARIOS + KIP848_SCENARIOS + SECURITY_SCENARIOS + ADMIN_SCENARIOS
-              + REBOOTSTRAP_SCENARIOS)
+              + REBOOTSTRAP_SCENARIOS + SHARE_SCENARIOS)
 BY_ID = {s.id: s for s in CATALOGUE}

@@ -167,6 +167,8 @@ def produce_tear(version: int) -> Contract:
 
 
 def _version_config(version: int) -> dict[str, Any]:
+    # named even for version 1: the emulator finalizes version 2 unless told otherwise (Kafka 4.x's default),
+    # and a client that reads the feature (franz-go, Java) would run version 2's protocol
     return {TXN_VERSION_KEY: version}
 
 

@@ -8,6 +8,9 @@ the same timeline as text for terminals. Two options in the marker:
 - ``vs CLIENT`` draws a second run below ours on the same time axis: the third-party CLIENT, run
   in real time with its timeouts divided by 30 and stretched back (a race whose other outcome no
   run of our client shows);
+- ``by CLIENT`` draws the third-party CLIENT's real-time run alone, for a scenario our client does
+  not drive yet (the share family: Java's KafkaShareConsumer); like ``vs``, it is regenerated and
+  checked only with ``--real-time``;
 - ``lanes=a,b`` keeps only those lanes (underscores for spaces), for runs with hundreds of requests.
 
 ``--check`` only compares (the test suite runs it): virtual-time figures must match byte for
@@ -27,8 +30,8 @@ from conformance.explain import LANES, Mark, Span, explain, render_svg, render_t
 
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs" / "teaching"
 FIGURES = DOCS / "figures"
-BLOCK = re.compile(r"(<!-- timeline:(?P<id>[\w.\-]+)(?: vs (?P<vs>[\w.\-]+))?(?: lanes=(?P<lanes>[\w,]+))? -->\n)"
-                   r"(?P<body>.*?)(<!-- /timeline -->)", re.S)
+BLOCK = re.compile(r"(<!-- timeline:(?P<id>[\w.\-]+)(?: (?P<how>vs|by) (?P<vs>[\w.\-]+))?(?: lanes=(?P<lanes>[\w,]+))? -->\n)"
+                   r"(?P<body>.*?)(?P<close><!-- /timeline -->)", re.S)
 # a real-time panel's timeouts are divided by this; its drawing is stretched back by it
 SCALE = 30.0
 RULE = "\n\n" + "-" * 64 + "\n\n"   # between the panels of a figure's text
@@ -41,10 +44,11 @@ class Figure:
     vs: str | None
     lanes: tuple[str, ...] | None
     panels: list[tuple[str, list[Span], list[Mark]]]
+    alone: bool = False   # ``by``: the third-party client's run is the only panel
 
     @property
     def name(self) -> str:
-        return self.scenario_id + (f"-vs-{self.vs}" if self.vs else "") + (
+        return self.scenario_id + (f"-{'by' if self.alone else 'vs'}-{self.vs}" if self.vs else "") + (
             "-" + "-".join(lane.replace(" ", "_") for lane in self.lanes) if self.lanes else "")
 
     def end(self) -> float:
@@ -76,7 +80,7 @@ def _only(spans: list[Span], marks: list[Mark], lanes: tuple[str, ...] | None) -
     return [s for s in spans if s.lane in lanes], [m for m in marks if m.lane in lanes]
 
 
-def figure(scenario_id: str, vs: str | None = None, lanes: str | None = None) -> Figure:
+def figure(scenario_id: str, vs: str | None = None, lanes: str | None = None, alone: bool = False) -> Figure:
     from conformance.scenarios import BY_ID
 
     scenario = BY_ID[scenario_id]
@@ -84,8 +88,13 @@ def figure(scenario_id: str, vs: str | None = None, lanes: str | None = None) ->
     unknown = [lane for lane in keep or () if lane not in LANES]
     if unknown:
         raise ValueError(f"{scenario_id}: no lane {unknown[0]!r} (lanes: {', '.join(LANES)})")
-    _, spans, marks = explain(scenario)
     title = f"{scenario.id}: {scenario.title}"
+    if vs and alone:
+        _, spans, marks = explain(scenario, vs, scale=SCALE)
+        used = scenario.scale_in(SCALE)
+        return Figure(scenario_id, vs, keep, [(f"{title} ({vs}, real time, its timeouts divided by {used:.0f}, drawn "
+                                               f"{used:.0f}x longer)", *_only(spans, marks, keep))], alone=True)
+    _, spans, marks = explain(scenario)
     panels = [(title + (" (broker-emu's client, virtual time)" if vs else ""), *_only(spans, marks, keep))]
     if vs:
         _, spans, marks = explain(scenario, vs, scale=SCALE)
@@ -98,7 +107,8 @@ def figure(scenario_id: str, vs: str | None = None, lanes: str | None = None) ->
 def block_body(fig: Figure) -> str:
     from conformance.scenarios import BY_ID
 
-    alt = f"{fig.scenario_id}: {BY_ID[fig.scenario_id].title}" + (f", broker-emu's client and {fig.vs}" if fig.vs else "")
+    alt = f"{fig.scenario_id}: {BY_ID[fig.scenario_id].title}" + (
+        f", {fig.vs}" if fig.alone else f", broker-emu's client and {fig.vs}" if fig.vs else "")
     return (f"![{alt}](figures/{fig.name}.svg)\n\n"
             "<details><summary>the same timeline as text</summary>\n\n"
             f"```\n{fig.text()}\n```\n\n</details>\n")
@@ -118,7 +128,9 @@ def essentials(text: str) -> list[str]:
             continue
         if not line.startswith("  |"):
             continue
-        label = re.sub(r"\d+\.\d{3}", "#", line.split("|", 2)[2]).strip()
+        # every measured figure masked: the lane's instants (3 decimals) and the durations a label
+        # gives (one decimal: "closed the connection after 19050.4 ms")
+        label = re.sub(r"\d+\.\d+", "#", line.split("|", 2)[2]).strip()
         label = re.sub(r"^#(-\s*#)? s\s+", "", label)
         if lane in _ESSENTIAL or (lane == "client requests" and ("->" in label or "unanswered" in label)):
             out.append(f"{lane}: {label}")
@@ -136,11 +148,12 @@ def _fresh_block(m: re.Match, page: str, check: bool, real_time: bool, stale: li
     goes to ``stale``."""
     if m.group("vs") and not real_time:
         return m.group(0)
-    fig = figure(m.group("id"), m.group("vs"), m.group("lanes"))
+    fig = figure(m.group("id"), m.group("vs"), m.group("lanes"), alone=m.group("how") == "by")
     path = FIGURES / f"{fig.name}.svg"
     if m.group("vs"):
-        stored = _panel_text(m.group("body"), 1)
-        if check and (not path.exists() or essentials(stored) != essentials(render_text(*fig.panels[1], end=fig.end()))):
+        panel = 0 if fig.alone else 1
+        stored = _panel_text(m.group("body"), panel)
+        if check and (not path.exists() or essentials(stored) != essentials(render_text(*fig.panels[panel], end=fig.end()))):
             stale.append(f"{page} ({fig.name})")
         if check:
             return m.group(0)
@@ -149,7 +162,7 @@ def _fresh_block(m: re.Match, page: str, check: bool, real_time: bool, stale: li
     if not check:
         FIGURES.mkdir(exist_ok=True)
         path.write_text(fig.svg())
-    return m.group(1) + block_body(fig) + m.group(6)
+    return m.group(1) + block_body(fig) + m.group("close")
 
 
 def regenerate(check: bool = False, real_time: bool = False) -> list[str]:

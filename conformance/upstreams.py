@@ -17,7 +17,14 @@ from typing import Any, Iterator, Protocol
 
 from broker_emu.runtime import run_cluster_in_thread
 from conformance.adapters.base import scaled_ms
-from conformance.cluster_setup import apply_setup, kip848_timers, real_time_broker_config, snapshot
+from conformance.cluster_setup import (
+    SHARE_LOCK_FLOOR,
+    SHARE_LOCK_FLOOR_MS,
+    apply_setup,
+    kip848_timers,
+    real_time_broker_config,
+    snapshot,
+)
 from conformance.model import Scenario
 
 # Settings every run on real Kafka starts its cluster with: what the scenarios need of a broker
@@ -41,6 +48,8 @@ KAFKA_CLUSTER_CONFIG: dict[str, Any] = {
     "broker.session.timeout.ms": 60_000,
     # KIP-848's broker-owned group timers, scaled as the emulator's are in real-time runs
     **kip848_timers(30),
+    # the share scenarios' scaled record locks are accepted as the emulator accepts them
+    SHARE_LOCK_FLOOR: SHARE_LOCK_FLOOR_MS,
 }
 RESUME_SETTLE_S = 1.0
 # broker settings a topic can carry instead (topic config name)

@@ -1,8 +1,9 @@
 """What the web console shows, as one JSON snapshot of the cluster (``GET /console/state``, and
 every few hundred milliseconds on ``GET /console/events``): brokers, topics and partitions,
 groups, connections with the requests they have in flight (age against the request's own
-timeout), the operations parked in the purgatories (time left before each expires) and the
-fault rules with their hit counts. Read-only: building it changes nothing.
+timeout), the operations parked in the purgatories (time left before each expires), each share
+partition's locked records (time left on each lock, KIP-932) and the fault rules with their hit
+counts. Read-only: building it changes nothing.
 
 The target is the cluster (``broker_emu.cluster.Cluster``); anything lacking a part (the proxy
 has no purgatory) shows that part empty.
@@ -33,7 +34,36 @@ def console_state(target: ControlTarget) -> dict[str, Any]:
     state["transactions"] = _transactions(target)
     state["connections"] = _connections(target, now_ms)
     state["purgatory_ops"] = _purgatory_ops(target, now_ms)
+    state["share_locks"] = _share_locks(target)
     return state
+
+
+def _share_locks(target: ControlTarget) -> list[dict[str, Any]]:
+    """Each share partition with records in flight, and its locks: the records one acquisition (or
+    RENEW) locked for a member, their delivery counts and the time left before the lock expires
+    (``left_ms``, to the deadline the client was told; ``late_ms``, a lock-late fault's extra)."""
+    share = getattr(target, "share", None)
+    if share is None:
+        return []
+    now = _clock_ms()
+    out = []
+    for (group, topic, index), sp in sorted(share.partitions.items()):
+        locks: dict[int, dict[str, Any]] = {}
+        for offset, rec in sorted(sp.records.items()):
+            lock = rec.lock
+            if lock is None or rec.state.name != "ACQUIRED":
+                continue
+            entry = locks.setdefault(id(lock), {
+                "member": lock.member, "offsets": [], "delivery_counts": [],
+                "lock_ms": round(lock.deadline_ms - lock.start_ms, 1),
+                "left_ms": max(0.0, round(lock.deadline_s * 1000 - now, 1)), "late_ms": lock.late_ms})
+            entry["offsets"].append(offset)
+            entry["delivery_counts"].append(rec.delivery_count)
+        if locks or sp.end_offset > sp.start_offset:
+            out.append({"group": group, "topic": topic, "partition": index, "start_offset": sp.start_offset,
+                        "end_offset": sp.end_offset,
+                        "locks": sorted(locks.values(), key=lambda lock: lock["left_ms"])})
+    return out
 
 
 def _transactions(target: ControlTarget) -> list[dict[str, Any]]:

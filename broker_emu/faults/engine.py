@@ -42,6 +42,7 @@ class Decision:
     throttle_ms: float = 0.0
     bytes_per_s: int = 0           # the slowest bandwidth rule: the response is held len / bytes_per_s
     stop_broker_ms: float | None = None   # stop the broker this long after the request was read
+    lock_late_ms: float = 0.0      # the locks a ShareFetch takes expire this long after their deadline
     terminal: Any = None           # the first terminal Action, if any
     hold: Rule | None = None       # the first hold rule: the request waits for its condition (faults/late.py)
     applied: list[Rule] = field(default_factory=list)
@@ -156,6 +157,8 @@ class FaultEngine(NamedFaults):
                                               else action.ms)
             elif action.type == "hold":
                 decision.hold = decision.hold or rule
+            elif action.type == "lock_late":
+                decision.lock_late_ms = max(decision.lock_late_ms, action.ms)
             elif decision.terminal is None:
                 decision.terminal = action
         return decision

@@ -93,6 +93,12 @@ NAMED: dict[str, Named] = {
     "metadata-starve": Named(("mode",), (), _starve,
                              "Metadata never helps: never answered (mode silent, the default: black_hole) or "
                              "answered with no brokers (mode no-brokers: no_brokers)", fixed=(("api", "Metadata"),)),
+    # KIP-932: the broker's lock clock itself, late (a busy timer, a paused broker): what the client
+    # was told (AcquisitionLockTimeoutMs) is not when the record goes back to the group
+    "lock-late": Named(("ms",), ("ms",), lambda ms: {"type": "lock_late", "ms": ms},
+                       "the records a matching ShareFetch acquires are locked ms past their deadline: the "
+                       "broker's expiry runs late, the answer still gives the group's lock: lock_late on api "
+                       "ShareFetch", fixed=(("api", "ShareFetch"),)),
 }
 
 
@@ -170,6 +176,10 @@ def late(until: str, ms: float = 0.0, **selectors: Any) -> dict[str, Any]:
 
 def rebootstrap(**selectors: Any) -> dict[str, Any]:
     return rule("rebootstrap", **selectors)
+
+
+def lock_late(ms: float, **selectors: Any) -> dict[str, Any]:
+    return rule("lock-late", ms=ms, **selectors)
 
 
 def metadata_starve(mode: str = "silent", **selectors: Any) -> dict[str, Any]:

@@ -30,6 +30,9 @@ REQUEST_ACTIONS = {
     "bandwidth": ("bytes_per_s",), # hold the response for its size / bytes_per_s, then write it
     "hold": ("until",),            # read it, leave it unhandled until ``until`` (faults/late.py), then handle
                                    # it even if the client has gone (its answer is dropped then)
+    "lock_late": ("ms",),          # the records a matching ShareFetch acquires: their lock expires ms after its
+                                   # deadline (the broker's expiry runs late; the answer still says the
+                                   # group's lock). Handled as usual otherwise; through the proxy it does nothing
     "stop_broker": ("ms",),        # the broker that read it stops: ms 0, before handling it (a crash on
                                    # receipt); ms > 0, that long after it was read (e.g. during a long
                                    # poll, or with a Produce parked in the purgatory)

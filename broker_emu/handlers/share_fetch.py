@@ -124,7 +124,7 @@ def _acquire(ctx: RequestContext, group: str, member: str, targets: list[Target]
             break
         sp = share.share_partition(group, t.name, t.index)
         acquired = sp.acquire(member, t.partition.high_watermark, budget, max_locks, lock_ms,
-                              t.partition.log.log_start_offset)
+                              t.partition.log.log_start_offset, late_ms=ctx.lock_late_ms)
         if not acquired:
             continue
         budget -= sum(a["last_offset"] - a["first_offset"] + 1 for a in acquired)

@@ -42,10 +42,11 @@ class AckType(enum.IntEnum):
 class Lock:
     """The acquisition lock of the records one acquire (or renew) handed to a member; its start
     and deadline in trace milliseconds come from one reading of the clock."""
-    __slots__ = ("member", "deadline_s", "start_ms", "deadline_ms", "timer")
+    __slots__ = ("member", "deadline_s", "start_ms", "deadline_ms", "timer", "late_ms")
 
-    def __init__(self, member: str, deadline_s: float, start_ms: float, deadline_ms: float):
+    def __init__(self, member: str, deadline_s: float, start_ms: float, deadline_ms: float, late_ms: float = 0.0):
         self.member, self.deadline_s, self.start_ms, self.deadline_ms = member, deadline_s, start_ms, deadline_ms
+        self.late_ms = late_ms   # a lock_late fault: the expiry runs this long after the deadline
         self.timer: Any = None
 
 
@@ -112,7 +113,7 @@ class SharePartition:
         return high_watermark > self.end_offset or any(r.state is State.AVAILABLE for r in self.records.values())
 
     def acquire(self, member: str, high_watermark: int, max_records: int, max_in_flight: int, lock_ms: int,
-                log_start: int = 0) -> list[dict[str, int]]:
+                log_start: int = 0, late_ms: float = 0.0) -> list[dict[str, int]]:
         """Lock up to ``max_records`` offsets for ``member``: available ones first (redeliveries),
         then new ones below the high watermark while fewer than ``max_in_flight`` are in flight
         (``share.partition.max.record.locks``). Returns the AcquiredRecords ranges, one per run of
@@ -138,7 +139,7 @@ class SharePartition:
             self.batches[first_new] = self.end_offset - 1
         if not taken:
             return []
-        lock = self._lock(member, lock_ms)
+        lock = self._lock(member, lock_ms, late_ms)
         out: list[dict[str, int]] = []
         for offset in taken:
             rec = self.records[offset]
@@ -151,15 +152,16 @@ class SharePartition:
                 out.append({"first_offset": offset, "last_offset": offset, "delivery_count": rec.delivery_count})
         self.hooks.emit("share_acquire", self._details(
             member=member, offsets=ranges(taken), delivery_counts=[r["delivery_count"] for r in out],
-            locked_at_ms=lock.start_ms, lock_deadline_ms=lock.deadline_ms, lock_duration_ms=lock_ms))
+            locked_at_ms=lock.start_ms, lock_deadline_ms=lock.deadline_ms, lock_duration_ms=lock_ms,
+            **({"late_ms": late_ms} if late_ms else {})))
         return out
 
-    def _lock(self, member: str, lock_ms: int) -> Lock:
+    def _lock(self, member: str, lock_ms: int, late_ms: float = 0.0) -> Lock:
         now_s = self.hooks.now_s()
         start_ms = self.hooks.ms_at(now_s)
         deadline_s = now_s + lock_ms / 1000.0
-        lock = Lock(member, deadline_s, start_ms, round(start_ms + lock_ms, 3))
-        lock.timer = self.hooks.call_at(deadline_s, lambda: self._expire(lock))
+        lock = Lock(member, deadline_s, start_ms, round(start_ms + lock_ms, 3), late_ms)
+        lock.timer = self.hooks.call_at(deadline_s + late_ms / 1000.0, lambda: self._expire(lock))
         return lock
 
     # -- letting go -------------------------------------------------------------------------------
@@ -186,7 +188,8 @@ class SharePartition:
         self.hooks.emit("share_lock_expired", self._details(
             member=lock.member, offsets=ranges(offsets), locked_at_ms=lock.start_ms, lock_deadline_ms=lock.deadline_ms,
             lock_duration_ms=round(lock.deadline_ms - lock.start_ms),
-            available=ranges(freed), delivery_counts=sorted({self.records[o].delivery_count for o in offsets})))
+            available=ranges(freed), delivery_counts=sorted({self.records[o].delivery_count for o in offsets}),
+            **({"late_ms": lock.late_ms} if lock.late_ms else {})))
         self._archived(archived, lock.member, "delivery_count_limit", limit)
         self._advance()
         if freed:
@@ -258,6 +261,11 @@ class SharePartition:
             kinds = [AckType(t) for t in types]
         except ValueError:
             raise AckError(E.INVALID_REQUEST, f"Invalid acknowledge type: {types}") from None
+        if last < self.start_offset:
+            # SharePartition.acknowledge: "All offsets in the acknowledgement batch are already archived": the
+            # batch is skipped, no error (a late acknowledgement of records another member settled is taken
+            # silently; seen against Kafka 4.4 through the differential)
+            return []
         cached_from = min(self.batches, default=self.start_offset)
         if first < cached_from and not first < self.start_offset <= last:
             # SharePartition.fetchSubMap: no cached batch at or before it, the start offset not inside it

@@ -100,6 +100,8 @@ CAPABILITIES = ClientCapabilities(
             f"aiokafka has no metadata_recovery_strategy (AIOKafkaProducer.__init__, {PRODUCER_PY}; AIOKafkaClient, "
             "aiokafka/client.py) and nothing in it handles REBOOTSTRAP_REQUIRED: it keeps asking the brokers it "
             "learnt of", "aiokafka/client.py"),
+        "share groups": Lack("aiokafka has no share consumer: AIOKafkaConsumer joins classic groups only (aiokafka/consumer/"
+                             "group_coordinator.py), no ShareFetch in its protocol", "aiokafka/consumer/group_coordinator.py"),
         "in-memory connections": real_sockets("aiokafka"),
     }),
 )

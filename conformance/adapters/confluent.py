@@ -88,7 +88,7 @@ CAPABILITIES = ClientCapabilities(
     has=("delivery.timeout.ms", "linger.ms", "calls on one client", "transactions", "poll(timeout)", "poll(0)",
          "consumer calls", "committed(timeout)", "offsets(timeout)", "list_topics(timeout)", "KIP-848",
          "max.poll.interval.ms", "create_topics(timeout)", "delete_records(timeout)", "SASL",
-         "socket.connection.setup.timeout.ms", *REBOOTSTRAP),
+         "socket.connection.setup.timeout.ms", *REBOOTSTRAP, "share groups"),
     lacks=MappingProxyType({
         "max.block.ms": Lack(
             "librdkafka has no max.block.ms (CONFIGURATION.md): produce() never waits for metadata, the record waits "
@@ -116,6 +116,9 @@ CAPABILITIES = ClientCapabilities(
             LIBRDKAFKA_CONFIGURATION, judged=f"a call given no deadline waits as librdkafka does; {_WATCHDOG}"),
         "in-memory connections": real_sockets("confluent-kafka (librdkafka)"),
     }),
+    not_driven=MappingProxyType({"share groups": (
+        "the confluent adapter does not drive confluent_kafka.ShareConsumer yet (librdkafka 2.16's preview: "
+        "acknowledge ACCEPT, RELEASE or REJECT, no RENEW; commit_sync, close)")}),
     notes=MappingProxyType({"delivery.timeout.ms": "librdkafka's alias of message.timeout.ms",
                             "linger.ms": "librdkafka's alias of queue.buffering.max.ms",
                             "list_topics(timeout)": "Consumer.list_topics(topic, timeout=)",

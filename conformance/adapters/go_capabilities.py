@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from conformance.adapters.py_common import JOIN_GROUP_HELD_NA, TXN_ABORT_THEN_COMMIT_NA
+from conformance.adapters.py_common import JOIN_GROUP_HELD_NA
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 
 GO_MOD = "conformance/adapters/go/go.mod"
@@ -94,8 +94,13 @@ SARAMA_NO_CLOSE = ("sarama's Consumer.Close() takes no deadline (consumer.go: `f
 
 # -- the declarations ------------------------------------------------------------------------------
 
+_GO_ABANDONED = ("a Go application gives a call that takes no context a deadline by waiting for it in a goroutine "
+                 "until then and abandoning it (the adapter's lineproto.WithinDeadline; the client is closed as the "
+                 "step ends): the matrix judges how the call ends and what the client sends meanwhile")
 _FRANZ_JUDGED_BLOCK = ("the adapter gives the scenario's max.block.ms to the contexts of Client.Produce, ProducerID and "
                        "EndTransaction (adapters/go/cmd/franzgo-adapter)")
+# kgo's share consumer (pkg/kgo/consumer_share.go, KIP-932) is there; the adapter's program has no share steps yet
+SHARE_NOT_DRIVEN = "the franz-go adapter does not drive kgo's share consumer (pkg/kgo/consumer_share.go) yet"
 FRANZ_CAPABILITIES = ClientCapabilities(
     client="franz-go", pin=Pin(GO_MOD, "github.com/twmb/franz-go"),
     source="https://github.com/twmb/franz-go/blob/{version}/{path}",
@@ -103,14 +108,14 @@ FRANZ_CAPABILITIES = ClientCapabilities(
          "poll(timeout)", "poll(0)", "consumer calls", "committed(timeout)", "offsets(timeout)", "list_topics(timeout)",
          "commit_sync(timeout)", "default.api.timeout.ms", "KIP-848", "create_topics(timeout)",
          "delete_records(timeout)", "SASL", "socket.connection.setup.timeout.ms",
-         "rebootstrap when brokers are gone", "REBOOTSTRAP_REQUIRED"),
+         "rebootstrap when brokers are gone", "REBOOTSTRAP_REQUIRED", "share groups"),
     lacks=MappingProxyType({
         "max.block.ms": Lack(
             "kgo has no max.block.ms option (pkg/kgo/config.go): canceling the context given to Client.Produce fails "
             "a record not yet written in a request (pkg/kgo/producer.go Client.Produce), and ProducerID and "
             "EndTransaction take a context of their own", "pkg/kgo/producer.go", judged=_FRANZ_JUDGED_BLOCK),
         "position(timeout)": Lack(FRANZ_NO_POSITION, "pkg/kgo/consumer.go"),
-        "close(timeout)": Lack(FRANZ_NO_CLOSE, "pkg/kgo/client.go"),
+        "close(timeout)": Lack(FRANZ_NO_CLOSE, "pkg/kgo/client.go", judged=_GO_ABANDONED),
         "max.poll.interval.ms": Lack(FRANZ_INEXPRESSIBLE["kip848.late-poll-leaves-and-rejoins"], "pkg/kgo/config.go"),
         **lacks_rebootstrap(
             "kgo has no metadata.recovery.strategy and no rebootstrap trigger (pkg/kgo/config.go): it cannot be told "
@@ -121,7 +126,7 @@ FRANZ_CAPABILITIES = ClientCapabilities(
             "pkg/kgo/client.go", names=("metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "in-memory connections": real_sockets("franz-go"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "share groups": SHARE_NOT_DRIVEN}),
     notes=MappingProxyType({"delivery.timeout.ms": "kgo.RecordDeliveryTimeout", "linger.ms": "kgo.ProducerLinger",
                             "default.api.timeout.ms": "kgo.RetryTimeout",
                             "KIP-848": "kgo.ServerSideBalancer() opts a group consumer in",
@@ -145,14 +150,18 @@ SARAMA_CAPABILITIES = ClientCapabilities(
         "delivery.timeout.ms": Lack(SARAMA_LACKS["delivery.timeout.ms"], "config.go"),
         "max.block.ms": Lack(SARAMA_LACKS["max.block.ms"], "config.go"),
         "committed(timeout)": Lack(f"sarama's ClusterAdmin.ListConsumerGroupOffsets (admin.go) {_SARAMA_NO_DEADLINE}",
-                                   "admin.go"),
+                                   "admin.go", judged=_GO_ABANDONED),
         "position(timeout)": Lack(SARAMA_NO_POSITION, "consumer.go"),
-        "offsets(timeout)": Lack(f"sarama's Client.GetOffset (client.go) {_SARAMA_NO_DEADLINE}", "client.go"),
-        "list_topics(timeout)": Lack(f"sarama's Client.RefreshMetadata (client.go) {_SARAMA_NO_DEADLINE}", "client.go"),
+        "offsets(timeout)": Lack(f"sarama's Client.GetOffset (client.go) {_SARAMA_NO_DEADLINE}", "client.go",
+                                 judged=_GO_ABANDONED),
+        "list_topics(timeout)": Lack(f"sarama's Client.RefreshMetadata (client.go) {_SARAMA_NO_DEADLINE}", "client.go",
+                                     judged=_GO_ABANDONED),
         "commit_sync(timeout)": Lack(f"sarama's Client.Coordinator (client.go) and Broker.CommitOffset (broker.go) each "
-                                     f"{_SARAMA_NO_DEADLINE}", "broker.go"),
-        "close(timeout)": Lack(SARAMA_NO_CLOSE, "consumer.go"),
-        "default.api.timeout.ms": Lack(SARAMA_LACKS["default.api.timeout.ms"], "client.go"),
+                                     f"{_SARAMA_NO_DEADLINE}", "broker.go", judged=_GO_ABANDONED),
+        "close(timeout)": Lack(SARAMA_NO_CLOSE, "consumer.go", judged=_GO_ABANDONED),
+        "default.api.timeout.ms": Lack(SARAMA_LACKS["default.api.timeout.ms"], "client.go",
+                                       judged="the call without a deadline, bounded as sarama bounds it (Net.ReadTimeout "
+                                              "per request, its retry counts)"),
         "KIP-848": Lack(SARAMA_NO_KIP848, "request.go"),
         "max.poll.interval.ms": Lack(
             "sarama has no max.poll.interval.ms (no such field in config.go): its ConsumerGroup hands partitions to "
@@ -164,9 +173,11 @@ SARAMA_CAPABILITIES = ClientCapabilities(
             "brokers again only once every discovered broker failed and was deregistered (client.go: "
             "LeastLoadedBroker, resurrectDeadBrokers)", "client.go",
             names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
+        "share groups": Lack("sarama has no share consumer: allocateBody knows no ShareGroupHeartbeat or ShareFetch "
+                             "(request.go)", "request.go"),
         "in-memory connections": real_sockets("sarama"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),
     notes=MappingProxyType({"linger.ms": "Producer.Flush.Frequency", "socket.connection.setup.timeout.ms": "Net.DialTimeout",
                             "create_topics(timeout)": "Admin.Timeout, the request's timeout_ms (no per-call deadline)",
                             "delete_records(timeout)": "Admin.Timeout, the request's timeout_ms (no per-call deadline)",

@@ -37,13 +37,10 @@ from conformance.adapters.base import MS_KEYS_SUFFIX, RunEnv
 from conformance.adapters.go_capabilities import (
     FRANZ_CAPABILITIES,
     FRANZ_INEXPRESSIBLE,
-    FRANZ_NO_CLOSE,
     FRANZ_NO_POSITION,
     SARAMA_CAPABILITIES,
     SARAMA_INEXPRESSIBLE,
     SARAMA_LACKS,
-    SARAMA_NO_CLOSE,
-    SARAMA_NO_DEADLINE,
     SARAMA_NO_KIP848,
     SARAMA_NO_POSITION,
 )
@@ -60,9 +57,9 @@ GO_OPERATIONS = frozenset({
 # franz-go's transactional and admin steps (Sarama's are SARAMA_OPERATIONS)
 KIP848_OPERATIONS = frozenset({"kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke",
                                "kip848_stale_commit", "kip848_coordinator_dies"})
-FRANZ_OPERATIONS = GO_OPERATIONS | KIP848_OPERATIONS | {"transaction", "txn_zombie", "read_committed_behind_open_txn",
+FRANZ_OPERATIONS = GO_OPERATIONS | KIP848_OPERATIONS | {"close", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
                                                         "create_topics", "delete_records"}
-SARAMA_OPERATIONS = GO_OPERATIONS | {"transaction", "txn_zombie", "read_committed_behind_open_txn",
+SARAMA_OPERATIONS = GO_OPERATIONS | {"close", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
                                      "create_topics", "delete_records"}
 # args in unscaled seconds (pauses): the program sleeps real seconds
 SCALED_ARGS_S = ("pause_s", "gap_s", "open_s")
@@ -117,7 +114,7 @@ class GoAdapter(LineProtocolAdapter):
             return False, JOIN_GROUP_HELD_NA
         if "position" in kinds:
             return False, self.no_position
-        if "close" in kinds:
+        if "close" in kinds and self.no_close:
             return False, self.no_close
         return super().supports(steps)
 
@@ -209,7 +206,7 @@ class FranzGoAdapter(GoAdapter):
     warm_up_calls = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",
                                "partitions_for", "commit_sync"})   # adminStep (offsets.go)
     no_position = FRANZ_NO_POSITION
-    no_close = FRANZ_NO_CLOSE
+    no_close = ""      # Client.Close() takes no context: the step's deadline is the application's (lineproto.WithinDeadline)
 
     def __init__(self, broker_has_kip848: bool | None = None) -> None:
         super().__init__()
@@ -284,11 +281,12 @@ class SaramaAdapter(GoAdapter):
         read_committed_behind_open_txn
                             Consumer.IsolationLevel = sarama.ReadCommitted behind an open transaction
 
-    N/A: position, close, every call of SARAMA_NO_DEADLINE (sarama cannot give one a deadline, and
-    has no default.api.timeout.ms), configure_producer (no delivery.timeout.ms to validate), the
+    N/A: position, configure_producer (no delivery.timeout.ms to validate), the
     scenarios of SARAMA_INEXPRESSIBLE (delivery.timeout.ms, max.block.ms), the kip848_* steps
     (SARAMA_NO_KIP848), join_group_held (py_common's reason); every reason cites sarama v1.61.1's
-    source. The programs still run every operation but the KIP-848 ones
+    source. A call that takes no deadline (committed, the offsets, list_topics, commit_sync, close)
+    is given the step's as a Go application would: waited for in a goroutine until then and abandoned
+    (lineproto.WithinDeadline). The programs still run every operation but the KIP-848 ones
     (tests/realclients/test_go_clients.py calls them without a deadline).
     Every sarama call is made on a client created before the timed call (sarama.NewClient loads
     the cluster's metadata); a client that cannot be created is the outcome.
@@ -301,17 +299,13 @@ class SaramaAdapter(GoAdapter):
     capabilities = SARAMA_CAPABILITIES
     sasl = True        # security.protocol SASL_PLAINTEXT, sasl.* -> Net.SASL (sasl.go; SCRAM through franz-go's)
     no_position = SARAMA_NO_POSITION
-    no_close = SARAMA_NO_CLOSE
+    no_close = ""      # Consumer.Close() takes no deadline: the step's is the application's (lineproto.WithinDeadline)
+    warm_up_calls = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",
+                               "partitions_for", "commit_sync"})   # clientStep (ops.go): the call once, untimed, first
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
         if any(s.kind.startswith("kip848_") for s in steps):
             return False, SARAMA_NO_KIP848
-        calls = sorted({s.kind for s in steps if s.kind in SARAMA_NO_DEADLINE})
-        if calls:
-            return False, (f"sarama's {', '.join(calls)} takes no deadline (no context, no timeout argument: client.go "
-                           "Client.GetOffset / RefreshMetadata / Coordinator, admin.go "
-                           "ClusterAdmin.ListConsumerGroupOffsets, broker.go Broker.CommitOffset) and sarama has no "
-                           "default.api.timeout.ms: only Net.ReadTimeout and its retry counts bound it")
         if any(s.kind == "configure_producer" for s in steps):
             return False, ("sarama has no delivery.timeout.ms (config.go's Config.Producer has none), so "
                            "Config.Validate has no rule tying it to linger.ms and request.timeout.ms")

@@ -25,6 +25,14 @@ around that call:
     admin_list_topics   Admin.listTopics(ListTopicsOptions.timeoutMs)     the step's timeout, else the admin's
                                                                           default.api.timeout.ms
 
+The share steps (``share_lock_expires``, ``share_renew``, ``share_ack_black_holed``,
+``share_delivery_limit``, ``share_close_pending``: conformance/scenarios_share.py) are stories told
+with KafkaShareConsumers of their own in explicit acknowledgement mode (ShareSteps.java): the
+group's configs set first (IncrementalAlterConfigs on the GROUP resource), the calls the contracts
+hold to a deadline timed inside (commitSync(Duration), close(Duration): the step's timeout), their
+Kafka-time durations (``process_ms``, ``renew_ms``, ``watch_ms``, ``close_ms`` and the group's
+``*.ms`` configs) scaled here.
+
 Consumer steps take ``warm_up: true`` (one untimed call first, so connections are up and the
 coordinator known when the timed call starts; kip266.timeout-zero-warm-attempts-once sets it). Further steps for
 tests/realclients/test_java_client.py (produce_batch, read_partition, group_consume, admin_*) are
@@ -77,7 +85,11 @@ JAVA_OPERATIONS = frozenset({
     "produce_pipelined", "transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit",
     "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit",
     "kip848_coordinator_dies", "create_topics", "delete_records",
+    # the share scenarios' stories (ShareSteps.java), each on KafkaShareConsumers of its own
+    "share_lock_expires", "share_renew", "share_ack_black_holed", "share_delivery_limit", "share_close_pending",
 })
+# the share steps' Kafka-time durations (args, and the group configs they set), which the program waits in real ms
+SHARE_SCALED_MS = ("process_ms", "renew_ms", "watch_ms", "close_ms")
 # what the Java client does through a consumer group's membership (KIP-848's ConsumerGroupHeartbeat
 # under group.protocol=consumer). Offsets by the coordinator (committed, commit_sync: FindCoordinator,
 # OffsetFetch, OffsetCommit without a member epoch) need no membership and run everywhere.
@@ -99,7 +111,9 @@ JAVA_CAPABILITIES = ClientCapabilities(
                                              "java-consumer-protocol adapter runs the KIP-848 steps")}))
 JAVA_CONSUMER_PROTOCOL_CAPABILITIES = ClientCapabilities(
     client="java-consumer-protocol", pin=_JAVA_PIN, source=_JAVA_SOURCE, has=_JAVA_HAS, lacks=_JAVA_LACKS,
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NOT_WRITTEN}))
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NOT_WRITTEN,
+                                 "share groups": ("KafkaShareConsumer has no group.protocol: the java adapter runs the "
+                                                  "share scenarios, the same client")}))
 
 
 def _java_config(env: RunEnv) -> dict[str, Any]:
@@ -125,6 +139,12 @@ def _scaled_step(step: Operation, scale: float) -> Operation:
     for key in ("run_ms", "stall_ms", "revoke_ms", "every_ms"):   # kip848 steps: Kafka-time ms, the program sleeps real ms
         if key in args:
             args[key] = args[key] / scale
+    if step.kind.startswith("share_"):
+        for key in SHARE_SCALED_MS:
+            if key in args:
+                args[key] = scaled_ms(args[key], scale)
+        args["group_config"] = {k: scaled_ms(v, scale) if k.endswith(".ms") else v
+                                for k, v in args.get("group_config", {}).items()}
     if step.kind == "produce_pipelined":   # ours waits 10 ms (virtual) between the sends by default
         args["gap_s"] = max(args.get("gap_s", 0.0) / scale, MIN_GAP_S)
     if step.kind == "close":   # long enough, in real time, to connect and have the Fetch in flight
@@ -193,6 +213,8 @@ class JavaConsumerProtocolAdapter(JavaAdapter):
         self.broker_has_kip848 = broker_has_kip848
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
+        if any(s.kind.startswith("share_") for s in steps):
+            return False, "share groups not run by this adapter: " + JAVA_CONSUMER_PROTOCOL_CAPABILITIES.not_driven["share groups"]
         group_ops = sorted({s.kind for s in steps} & GROUP_OPERATIONS)
         has_848 = self.broker_has_kip848 if self.broker_has_kip848 is not None else emulator_has_kip848()
         if group_ops and not has_848:

@@ -26,13 +26,13 @@ from __future__ import annotations
 import importlib.util
 import threading
 import time
+from dataclasses import replace
 from types import MappingProxyType
 
 from conformance.adapters import admin_steps, py_txn
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.py_common import (
-    JOIN_GROUP_HELD_NA,
     NO_SETUP_TIMEOUT,
     lacks_setup_timeout,
     not_created,
@@ -47,7 +47,7 @@ from conformance.adapters.py_common import (
 )
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 from conformance.extras import client_missing
-from conformance.model import Operation, Outcome, Scenario
+from conformance.model import SILENT_MEMBER, Operation, Outcome, Scenario
 
 
 def _error_type(exc: BaseException) -> str:
@@ -91,9 +91,10 @@ CAPABILITIES = ClientCapabilities(
             f"kafka-python has no metadata_recovery_strategy: neither KafkaProducer.DEFAULT_CONFIG ({PRODUCER_PY}) "
             "nor KafkaConsumer.DEFAULT_CONFIG has it or a rebootstrap trigger, and nothing in the client handles "
             "REBOOTSTRAP_REQUIRED: it keeps asking the brokers it learnt of", PRODUCER_PY),
+        "share groups": Lack("kafka-python has no share consumer: KafkaConsumer only (kafka/consumer/group.py); ShareFetch and "
+                             "ShareGroupHeartbeat appear only as API key names (kafka/protocol/api_key.py)", "kafka/protocol/api_key.py"),
         "in-memory connections": real_sockets("kafka-python"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),
     notes=MappingProxyType({
         "max.block.ms": "max_block_ms bounds send()'s wait for metadata; the transactional calls wait for the "
                         "coordinator regardless (py_txn.py)",
@@ -106,7 +107,8 @@ class KafkaPythonAdapter(RealTimeAdapter):
     sasl = True
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics", "configure_producer", "produce_pipelined"}) | py_txn.TXN_OPERATIONS | ADMIN_OPERATIONS
+                            "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"}) \
+        | py_txn.TXN_OPERATIONS | ADMIN_OPERATIONS
     warm_up_calls = frozenset({"committed"})
     capabilities = CAPABILITIES
 
@@ -244,8 +246,43 @@ class KafkaPythonAdapter(RealTimeAdapter):
         extra["session_timeout_ms"] = env.config.get("session.timeout.ms", scaled_ms(own["session_timeout_ms"], env.scale))
         extra["heartbeat_interval_ms"] = env.config.get("heartbeat.interval.ms",
                                                         scaled_ms(own["heartbeat_interval_ms"], env.scale))
+        if "max.poll.interval.ms" in env.config:
+            extra["max_poll_interval_ms"] = env.config["max.poll.interval.ms"]
         return KafkaConsumer(**self._common(env), group_id=group, enable_auto_commit=False,
                              fetch_max_wait_ms=env.config.get("fetch.max.wait.ms", 500), **extra)
+
+    def _join_group_held(self, step: Operation, env: RunEnv) -> Outcome:
+        """A first member (client.id SILENT_MEMBER: the scenario black-holes its heartbeats) joins
+        and is not polled again; timed: the second member's wait for its assignment, polled. kafka-python
+        sends JoinGroup like any request (kafka/coordinator/base.py ``_send_join_group_request`` ->
+        ``KafkaClient.send``), under request_timeout_ms unless the client gives it more."""
+        group, topic, limit = step.args.get("group", "held"), step.args.get("topic", "t"), step.timeout_s or 60.0
+
+        def member(client_id: str):
+            consumer = self._consumer(replace(env, client_id=client_id), group)
+            consumer.subscribe([topic])
+            return consumer
+
+        def assigned(consumer) -> bool:
+            start = env.clock()
+            while not consumer.assignment() and env.clock() - start < limit:
+                consumer.poll(timeout_ms=50)
+            return bool(consumer.assignment())
+
+        first = member(SILENT_MEMBER)
+        try:
+            if not assigned(first):
+                return Outcome("join_group_held", False, 0.0, "TimeoutException", "the first member never got an assignment")
+            second = member(env.client_id)
+            try:
+                start = env.clock()
+                ok = assigned(second)
+                return Outcome("join_group_held", ok, env.clock() - start, None if ok else "TimeoutException",
+                               None if ok else "the second member never got an assignment")
+            finally:
+                second.close(autocommit=False)
+        finally:
+            first.close(autocommit=False)
 
     def _poll(self, step: Operation, env: RunEnv) -> Outcome:
         from kafka import TopicPartition

@@ -65,7 +65,7 @@ DRIVER = Path(__file__).resolve().parent / "node" / "kafkajs-adapter.js"
 KAFKAJS_OPERATIONS = frozenset({
     "produce", "produce_pipelined", "poll", "committed", "end_offsets", "beginning_offsets", "offsets_for_times",
     "list_topics", "partitions_for", "commit_sync", "admin_list_topics", "create_topics", "delete_records",
-    "transaction", "txn_zombie", "read_committed_behind_open_txn", "join_group_held",
+    "transaction", "txn_zombie", "read_committed_behind_open_txn", "join_group_held", "close",
 })
 # calls kafkajs gives no deadline (no timeout argument, no default.api.timeout.ms)
 NO_DEADLINE = MappingProxyType({
@@ -78,7 +78,6 @@ NO_DEADLINE = MappingProxyType({
 })
 NOT_THERE = MappingProxyType({
     "position": "kafkajs has no position(): its consumer resolves fetch offsets inside consumer.run()",
-    "close": "kafkajs's consumer.disconnect() takes no deadline (it stops the runner, waiting for the fetch in flight)",
     "configure_producer": ("kafkajs has no delivery.timeout.ms and no linger.ms, so no rule tying them to "
                            "request.timeout.ms to validate"),
 })
@@ -100,16 +99,25 @@ CONSUMER_JS, PRODUCER_JS, ADMIN_JS = "src/consumer/index.js", "src/producer/inde
 _CONTRACTS_NA = "their other contracts judge kafkajs"
 
 
+_ABANDONED = ("a Node application gives a promise that takes no deadline one by racing it against a timer and "
+              "abandoning it then (the adapter's withinDeadline, kafkajs-ops.js; the client is disconnected as the step "
+              "ends): the matrix judges how the call ends and what kafkajs sends meanwhile")
+
+
 def _no_deadline(*steps: str) -> Lack:
     calls = " and ".join(dict.fromkeys(NO_DEADLINE[s] for s in steps))
     verb = "take" if " and " in calls else "takes"
     return Lack(f"kafkajs's {calls} {verb} no deadline (no timeout argument) and kafkajs has no default.api.timeout.ms: "
-                "only requestTimeout and its retrier bound it", CONSUMER_JS if steps == ("commit_sync",) else ADMIN_JS)
+                "only requestTimeout and its retrier bound it", CONSUMER_JS if steps == ("commit_sync",) else ADMIN_JS,
+                judged=_ABANDONED)
 
 
 CAPABILITIES = ClientCapabilities(
     client="kafkajs", pin=Pin("package.json", "kafkajs"), source="https://github.com/tulios/kafkajs/blob/v{version}/{path}",
-    not_driven=MappingProxyType({"txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),
+    not_driven=MappingProxyType({"txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA,
+                                 "kip266.timeout-zero-warm-attempts-once": (
+                                     "the kafkajs adapter cannot warm up its consumer before committed (the same call "
+                                     "once, untimed, on the same admin client first): not written in its program yet")}),
     has=("calls on one client", "transactions", "transaction.timeout.ms < 1 s", "consumer calls", "create_topics(timeout)",
          "SASL", "socket.connection.setup.timeout.ms", "rebootstrap when brokers are gone"),
     lacks=MappingProxyType({
@@ -126,7 +134,8 @@ CAPABILITIES = ClientCapabilities(
         "offsets(timeout)": _no_deadline("end_offsets", "offsets_for_times"),
         "list_topics(timeout)": _no_deadline("list_topics"),
         "commit_sync(timeout)": _no_deadline("commit_sync"),
-        "close(timeout)": Lack(f"{NOT_THERE['close']} ({CONSUMER_JS} disconnect)", CONSUMER_JS),
+        "close(timeout)": Lack("kafkajs's consumer.disconnect() takes no deadline (it stops the runner, waiting for the "
+                               f"fetch in flight: {CONSUMER_JS} disconnect)", CONSUMER_JS, judged=_ABANDONED),
         "default.api.timeout.ms": Lack(KAFKAJS_LACKS["default.api.timeout.ms"], ADMIN_JS, judged=_CONTRACTS_NA),
         "KIP-848": Lack(KIP848_NA, "src/protocol/requests"),
         "max.poll.interval.ms": Lack(
@@ -141,6 +150,8 @@ CAPABILITIES = ClientCapabilities(
             "setting nor a rebootstrap trigger, and its error codes (src/protocol/error.js) stop before "
             "REBOOTSTRAP_REQUIRED", "src/protocol/error.js",
             names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
+        "share groups": Lack("kafkajs has no share consumer: its requests stop short of ShareGroupHeartbeat and "
+                             "ShareFetch (src/protocol/requests/index.js)", "src/protocol/requests/index.js"),
         "in-memory connections": real_sockets("kafkajs"),
     }),
     notes=MappingProxyType({"create_topics(timeout)": "admin.createTopics({timeout})",
@@ -199,8 +210,10 @@ class KafkajsAdapter(LineProtocolAdapter):
                 return False, NOT_THERE[step.kind]
             if step.kind == "poll" and not step.timeout_s:
                 return False, POLL_NA
-            if step.kind in NO_DEADLINE and step.timeout_s is not None:
-                return False, (f"kafkajs's {NO_DEADLINE[step.kind]} takes no deadline (no timeout argument) and kafkajs "
+            # the step's deadline of a call that takes none is the application's (kafkajs-ops.js withinDeadline);
+            # DeleteRecords' is the operation timeout it sends, which kafkajs cannot set
+            if step.kind == "delete_records" and step.timeout_s is not None:
+                return False, (f"kafkajs's {NO_DEADLINE[step.kind]} takes no timeout (no timeout argument) and kafkajs "
                                "has no default.api.timeout.ms: only requestTimeout and its retrier bound it")
         return super().supports(steps)
 

@@ -67,6 +67,7 @@ CAPABILITIES = ClientCapabilities(
             f"librdkafka {KCAT_LIBRDKAFKA} has no metadata.recovery.strategy (CONFIGURATION.md): it came with a later "
             "librdkafka (KIP-899), the REBOOTSTRAP_REQUIRED answer and its trigger after it (KIP-1102)",
             CONFIGURATION),
+        "share groups": Lack(f"kcat has no share consumer; {MODES} (kcat -G joins a classic consumer group)", "kcat.c"),
         "in-memory connections": real_sockets("kcat (librdkafka)"),
     }),
     not_driven=MappingProxyType({

@@ -2,8 +2,8 @@
 Java adapter program's ``share_consume`` and ``share_explicit`` steps) against the emulator, in
 real time with the record lock scaled down to 2 s. Two members of one share group: the first
 receives the records and stops polling; when its locks run out on the broker the second receives
-them again and accepts them; the first's late acknowledgement is refused
-(InvalidRecordStateException). One member reads a topic from three leaders. Explicit
+them again and accepts them; the first's late acknowledgement changes nothing (taken silently, as
+Kafka takes an acknowledgement of records behind the share partition's start offset). One member reads a topic from three leaders. Explicit
 acknowledgements: ACCEPT, RELEASE (the record comes back at once, delivery count 2), REJECT."""
 
 from __future__ import annotations
@@ -57,7 +57,10 @@ def test_a_record_not_acknowledged_before_its_lock_expires_is_delivered_again(ja
         # the client saw the redelivery no sooner than the lock, and not long after (generous bound)
         assert out["redelivered_after_ms"] <= (counts[0] - 1) * LOCK_MS + 15_000
         assert out["second_commit"] == {"shared-0": ""}
-        assert out["first_commit"] == {"shared-0": "InvalidRecordStateException"}
+        # the second member accepted them first: the start offset is past them, and Kafka 4.4's
+        # SharePartition.acknowledge skips a batch wholly behind it, without an error (checked against
+        # Kafka through the share family's differential, docs/differences.md 20)
+        assert out["first_commit"] == {"shared-0": ""}
         events = tc.call(lambda: [(e.kind, e.t_ms, e.details) for e in tc.cluster.trace.query(
             kind=(Kind.SHARE_ACQUIRE, Kind.SHARE_LOCK_EXPIRED, Kind.SHARE_ACKNOWLEDGE))])
         acquires = [e for e in events if e[0] == Kind.SHARE_ACQUIRE]

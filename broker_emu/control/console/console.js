@@ -92,6 +92,7 @@ function render() {
   $("#groups").innerHTML = renderGroups(state.groups);
   renderConnections();
   renderPurgatory();
+  renderShareLocks();
   renderFaults();
   renderClients();
 }
@@ -183,6 +184,20 @@ function renderPurgatory() {
     const countdown = left === null ? "—" : bar(left / op.timeout_ms, `${(left / 1000).toFixed(1)} s of ${(op.timeout_ms / 1000).toFixed(1)} s`, "countdown");
     return `<tr data-testid="op-${esc(op.client_id)}-${op.correlation_id}"><td>${esc(op.purgatory)}</td><td>${esc(op.client_id)}</td><td>${op.conn}</td><td>${waits}</td><td>${countdown}</td></tr>`;
   }).join("") || `<tr><td colspan="5" data-testid="purgatory-empty">nothing parked</td></tr>`;
+}
+
+function renderShareLocks() {
+  const since = performance.now() - stateAt;
+  const rows = [];
+  for (const sp of state.share_locks || []) {
+    for (const lock of sp.locks) {
+      const left = Math.max(0, lock.left_ms - since);
+      const late = lock.late_ms ? ` (+${(lock.late_ms / 1000).toFixed(1)} s late)` : "";
+      const countdown = bar(left / lock.lock_ms, `${(left / 1000).toFixed(1)} s of ${(lock.lock_ms / 1000).toFixed(1)} s${late}`, "countdown");
+      rows.push(`<tr data-testid="lock-${esc(sp.group)}-${esc(sp.topic)}-${sp.partition}-${lock.offsets[0]}"><td>${esc(sp.group)}</td><td>${esc(sp.topic)}-${sp.partition}</td><td>${lock.offsets.join(", ")}</td><td>${esc(lock.member)}</td><td>${lock.delivery_counts.join(", ")}</td><td>${countdown}</td></tr>`);
+    }
+  }
+  $('[data-testid="share-locks"] tbody').innerHTML = rows.join("") || `<tr><td colspan="6" data-testid="share-locks-empty">no record locked</td></tr>`;
 }
 
 function renderFaults() {
@@ -283,5 +298,5 @@ $("#timeline-client").addEventListener("change", renderTimeline);
 $("#timeline-conn").addEventListener("change", renderTimeline);
 
 // countdowns and ages move between snapshots
-setInterval(() => { if (state) { renderConnections(); renderPurgatory(); renderTransactions(); } }, 100);
+setInterval(() => { if (state) { renderConnections(); renderPurgatory(); renderShareLocks(); renderTransactions(); } }, 100);
 stream();

@@ -53,7 +53,8 @@ const JAVA_NAMES = {
 // .exception())"); a transactional step reads 47 that way
 const TXN_NAMES = { 47: 'ProducerFencedException' }
 const WRAPPERS = new Set(['KafkaJSNumberOfRetriesExceeded', 'KafkaJSNonRetriableError'])
-const TIMEOUTS = new Set(['KafkaJSRequestTimeoutError', 'KafkaJSTimeout', 'KafkaJSLockTimeout'])
+// AbandonedAtDeadline: the application's own deadline on a call that takes none (kafkajs-ops.js withinDeadline)
+const TIMEOUTS = new Set(['KafkaJSRequestTimeoutError', 'KafkaJSTimeout', 'KafkaJSLockTimeout', 'AbandonedAtDeadline'])
 
 // the errors from the outermost to the one the call failed on
 function chain (err) {

@@ -1,7 +1,8 @@
 // The conformance operations as kafkajs's own calls (kafkajs 2.2.4). Each step makes its clients from
 // the run's config (kafkajs-config.js), times the client's call with performance.now() in this
-// process, and disconnects them. A call kafkajs gives no deadline is timed as it comes; the Python
-// side (conformance/adapters/kafkajs_client.py) makes a step N/A when the scenario gives one.
+// process, and disconnects them. A call kafkajs gives no deadline is timed as it comes; when the step
+// gives one, it is the application's: the call is raced against a timer (withinDeadline), as a Node
+// application gives a promise a deadline, and abandoned there (the client is disconnected as the step ends).
 //
 //   operation           kafkajs call                                     timed
 //   produce             producer.send({topic, acks, timeout, messages})  the sends (after connect())
@@ -155,6 +156,26 @@ async function poll (step, ctx) {
   })
 }
 
+// A call kafkajs gives no deadline, abandoned at the step's: its promise raced against a timer. The call
+// goes on until the client under it is disconnected, which the step does as it returns.
+class AbandonedAtDeadline extends Error {
+  constructor (ms) {
+    super(`the application stopped waiting at the step's deadline (${ms} ms): the call takes no deadline of its own ` +
+      'and was left running until the client was disconnected')
+    this.name = 'AbandonedAtDeadline'
+  }
+}
+
+function withinDeadline (step, promise) {
+  if (step.timeout_ms === null || step.timeout_ms === undefined) return promise
+  promise.catch(() => {}) // a rejection after the deadline is nobody's to read
+  let timer
+  const deadline = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new AbandonedAtDeadline(step.timeout_ms)), step.timeout_ms)
+  })
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer))
+}
+
 // one admin call, timed after connect() (and an untimed set-up call); the value is shaped after the clock stops
 function adminCall (call, shape = (x) => x, setUp = async () => {}) {
   return async (step, ctx) => withClient(ctx, ctx.admin(), async (admin) => {
@@ -163,7 +184,7 @@ function adminCall (call, shape = (x) => x, setUp = async () => {}) {
       await admin.connect()
       await setUp(admin, step.args)
       start = now()
-      const got = await call(admin, step.args)
+      const got = await withinDeadline(step, call(admin, step.args))
       const elapsed = now() - start
       return ok(step, elapsed, shape(got, step.args))
     } catch (err) {
@@ -237,12 +258,34 @@ async function commitSync (step, ctx) {
       await c.subscribe({ topics: [a.topic || 't'] })
       await c.run({ autoCommit: false, eachBatch: async () => {} })
       start = now()
-      await c.commitOffsets([{ topic: a.topic || 't', partition: a.partition || 0, offset: String(a.offset || 0) }])
+      await withinDeadline(step, c.commitOffsets([{ topic: a.topic || 't', partition: a.partition || 0, offset: String(a.offset || 0) }]))
       return ok(step, now() - start)
     } catch (err) {
       return failed(step, now() - start, err)
     }
   })
+}
+
+// close: a consumer of its own group fetching (poll_first_s after run() starts), then disconnect(),
+// which stops the runner and waits for the fetch in flight; it takes no deadline: the step's is the
+// application's (withinDeadline)
+async function closeStep (step, ctx) {
+  const a = step.args
+  const consumer = ctx.consumer(ctx.group('close'))
+  let start = now()
+  try {
+    await consumer.connect()
+    await consumer.subscribe({ topics: [a.topic || 't'], fromBeginning: true })
+    await consumer.run({ autoCommit: false, eachBatch: async () => {} })
+    await sleep((a.poll_first_s ?? 0.3) * 1000)
+    start = now()
+    await withinDeadline(step, consumer.disconnect())
+    return ok(step, now() - start)
+  } catch (err) {
+    const out = failed(step, now() - start, err)
+    await close(ctx, consumer)
+    return out
+  }
 }
 
 module.exports = {
@@ -268,6 +311,7 @@ module.exports = {
     list_topics: listTopics,
     partitions_for: partitionsFor,
     commit_sync: commitSync,
+    close: closeStep,
     admin_list_topics: adminListTopics,
     create_topics: createTopics,
     delete_records: deleteRecords

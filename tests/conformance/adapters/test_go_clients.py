@@ -11,12 +11,8 @@ from conformance.adapters.go_clients import (
     SaramaAdapter,
     _scaled_step,
 )
-from conformance.client_capabilities import name_the_capability
 from conformance.model import Operation
 from conformance.scenarios import BY_ID, CATALOGUE
-
-# scenarios whose step the Go programs do not write yet (declared not_driven: the adapter's gap, not the client's)
-NOT_WRITTEN = ("txn.late-produce", "txn.late-produce-v2")
 
 TXN = [s for s in CATALOGUE if s.id.startswith("txn.")]
 KIP848 = [s for s in CATALOGUE if s.id.startswith("kip848.")]
@@ -27,10 +23,7 @@ def test_franz_go_expresses_transactions_admin_and_kip848_but_the_late_poll():
     franz = FranzGoAdapter(broker_has_kip848=True)
     for scenario in TXN + ADMIN + KIP848:
         ok, why = franz.supports_scenario(scenario)
-        if scenario.id in NOT_WRITTEN:   # the report's words: the declared reason
-            why = name_the_capability(franz, scenario, why)
-            assert not ok and "txn_abort_then_commit" in why and "not written in this adapter's program yet" in why
-        elif scenario.id in FRANZ_INEXPRESSIBLE:
+        if scenario.id in FRANZ_INEXPRESSIBLE:
             assert not ok and "no max.poll.interval.ms" in why and "config.go" in why
         else:
             assert ok, (scenario.id, why)
@@ -41,19 +34,16 @@ def test_franz_go_needs_a_broker_serving_kip848():
     assert not ok and "ConsumerGroupHeartbeat v1" in why and "should848" in why
 
 
-def test_franz_go_close_stays_na_with_the_reason_cited():
-    ok, why = FranzGoAdapter().supports_scenario(BY_ID["kip266.close-timeout"])
-    assert not ok and "func (cl *Client) Close()" in why and "client.go" in why
+def test_franz_go_close_runs_with_the_applications_deadline():
+    """kgo's Client.Close() takes no context: the step's deadline is the application's."""
+    assert FranzGoAdapter().supports_scenario(BY_ID["kip266.close-timeout"]) == (True, "")
 
 
 def test_sarama_expresses_transactions_and_admin_but_not_those_timed_by_max_block():
     sarama = SaramaAdapter()
     for scenario in TXN + ADMIN:
         ok, why = sarama.supports_scenario(scenario)
-        if scenario.id in NOT_WRITTEN:   # the report's words: the declared reason
-            why = name_the_capability(sarama, scenario, why)
-            assert not ok and "txn_abort_then_commit" in why and "not written in this adapter's program yet" in why
-        elif scenario.id in ("txn.commit-endtxn-black-hole", "txn.init-coordinator-unreachable"):
+        if scenario.id in ("txn.commit-endtxn-black-hole", "txn.init-coordinator-unreachable"):
             assert not ok and "no max.block.ms" in why and "transaction_manager.go" in why
         else:
             assert ok, (scenario.id, why)
@@ -68,11 +58,11 @@ def test_sarama_has_no_kip848_and_says_where():
 def test_every_sarama_reason_cites_its_source():
     """Each N/A reason names the sarama code (file: function) that makes it so."""
     sarama = SaramaAdapter()
-    for why in [*SARAMA_INEXPRESSIBLE.values(), *sarama.lacks.values(), sarama.no_position, sarama.no_close]:
+    for why in [*SARAMA_INEXPRESSIBLE.values(), *sarama.lacks.values(), sarama.no_position]:
         assert ".go" in why, why
     for scenario in CATALOGUE:
         ok, why = sarama.supports_scenario(scenario)
-        if not ok and "join_group_held" not in why and "txn_abort_then_commit" not in why and "in-memory" not in why \
+        if not ok and "join_group_held" not in why and "in-memory" not in why \
                 and "SASL" not in why:
             assert ".go" in why, (scenario.id, why)
 
@@ -84,3 +74,15 @@ def test_pauses_and_kip848_times_are_scaled_for_the_program():
     assert step.args == {"revoke_ms": 4000.0, "group": "g"}
     for key in ("run_ms", "stall_ms", "every_ms"):
         assert _scaled_step(Operation("kip848_late_poll", {key: 3000}), 30.0).args[key] == 100.0
+
+
+def test_sarama_runs_the_calls_that_take_no_deadline_with_the_applications_deadline():
+    """committed, the offsets, list_topics, commit_sync and close take no deadline in sarama: the
+    matrix runs them with the step's as a Go application gives one (lineproto.WithinDeadline) and
+    judges what happens; position stays N/A (sarama has no such call)."""
+    sarama = SaramaAdapter()
+    for sid in ("kip266.committed-coordinator-black-hole", "kip266.list-topics-black-hole", "kip266.close-timeout",
+                "kip266.commit-sync-coordinator-black-hole", "kip266.offsets-for-times-black-hole"):
+        assert sarama.supports_scenario(BY_ID[sid]) == (True, ""), sid
+    ok, why = sarama.supports_scenario(BY_ID["kip266.position-leader-black-hole"])
+    assert not ok and "no position()" in why

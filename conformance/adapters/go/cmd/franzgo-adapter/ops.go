@@ -218,9 +218,9 @@ func closeStep(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), lineproto.Seconds(lineproto.ArgFloat(step.Args, "poll_first_s", 0.3)))
 	cl.PollFetches(ctx)
 	cancel()
-	start := time.Now()
-	cl.Close()
-	return lineproto.Ok(step.Kind, time.Since(start), nil)
+	// Client.Close takes no context: the step's deadline is the application's (lineproto.WithinDeadline)
+	return lineproto.Timed(step.Kind, lineproto.WithinDeadline(step, func() (any, error) { cl.Close(); return nil, nil }),
+		errorName)
 }
 
 // adminListTopics: kadm.Client.ListTopics, repeat times on one client, pause_s (real seconds) apart.

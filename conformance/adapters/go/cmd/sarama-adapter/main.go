@@ -22,7 +22,7 @@ import (
 // Operations are the conformance operations (conformance/adapters/base.py) this program maps.
 var Operations = []string{"produce", "produce_pipelined", "configure_producer", "poll", "committed",
 	"end_offsets", "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync",
-	"close", "admin_list_topics", "transaction", "txn_zombie", "read_committed_behind_open_txn",
+	"close", "admin_list_topics", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
 	"create_topics", "delete_records"}
 
 type saramaClient struct{}
@@ -75,6 +75,10 @@ func errorName(err error) (string, string) {
 	if errors.As(err, &pe) && pe.Err != nil {
 		name, msg := errorName(pe.Err)
 		return name, "sarama.ProducerError: " + msg
+	}
+	var abandoned lineproto.Abandoned
+	if errors.As(err, &abandoned) {
+		return "TimeoutException", "abandoned: " + err.Error()
 	}
 	var ke sarama.KError
 	var ce sarama.ConfigurationError

@@ -29,6 +29,7 @@ var ops = map[string]func(*lineproto.Run, lineproto.Step) lineproto.Outcome{
 	"commit_sync":                    clientStep(commitSync),
 	"transaction":                    transaction,
 	"txn_zombie":                     txnZombie,
+	"txn_abort_then_commit":          txnAbortThenCommit,
 	"read_committed_behind_open_txn": readCommittedBehindOpenTxn,
 	"create_topics":                  createTopics,
 	"delete_records":                 deleteRecords,
@@ -202,7 +203,8 @@ func poll(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
 	return lineproto.Ok(step.Kind, time.Since(start), n)
 }
 
-// closeStep: Consumer.Close() (no deadline) with a fetch in flight (a short wait first).
+// closeStep: Consumer.Close() (no deadline of its own: the step's is the application's, lineproto.WithinDeadline)
+// with a fetch in flight (a short wait first).
 func closeStep(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
 	start := time.Now()
 	client, err := newClient(run, config(run))
@@ -219,7 +221,7 @@ func closeStep(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
 		return failed(step.Kind, start, err)
 	}
 	time.Sleep(lineproto.Seconds(lineproto.ArgFloat(step.Args, "poll_first_s", 0.3)))
-	return lineproto.Timed(step.Kind, func() (any, error) { return nil, consumer.Close() }, errorName)
+	return lineproto.Timed(step.Kind, lineproto.WithinDeadline(step, func() (any, error) { return nil, consumer.Close() }), errorName)
 }
 
 // adminListTopics: ClusterAdmin.ListTopics (Metadata for all topics, then DescribeConfigs),
@@ -261,11 +263,27 @@ func adminListTopics(run *lineproto.Run, step lineproto.Step) lineproto.Outcome 
 
 type clientCall func(client sarama.Client, cfg *sarama.Config, args map[string]any) (any, error)
 
-// clientStep: one call on a fresh sarama client (created before the timed call), timed around it.
+// clientStep: one call on a fresh sarama client, timed around it. sarama's calls take no deadline:
+// a step's deadline is the application's (lineproto.WithinDeadline), and it covers creating the
+// client too, since sarama.NewClient is itself a Metadata call (a list_topics whose Metadata is
+// black-holed blocks there). Without a deadline, or warmed up (the call once, untimed, on the same
+// client first), the client is created before the timed call and a client that cannot be created
+// is the outcome.
 func clientStep(call clientCall) func(*lineproto.Run, lineproto.Step) lineproto.Outcome {
 	return func(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
 		start := time.Now()
 		cfg := config(run)
+		_, deadline := step.Timeout()
+		if deadline && !lineproto.ArgBool(step.Args, "warm_up", false) {
+			return lineproto.Timed(step.Kind, lineproto.WithinDeadline(step, func() (any, error) {
+				client, err := newClient(run, cfg)
+				if err != nil {
+					return nil, err
+				}
+				defer closeSoon("client", client.Close)
+				return call(client, cfg, step.Args)
+			}), errorName)
+		}
 		client, err := newClient(run, cfg)
 		if err != nil {
 			return notCreated(step.Kind, start, err)
@@ -274,7 +292,8 @@ func clientStep(call clientCall) func(*lineproto.Run, lineproto.Step) lineproto.
 		if lineproto.ArgBool(step.Args, "warm_up", false) {
 			_, _ = call(client, cfg, step.Args)
 		}
-		return lineproto.Timed(step.Kind, func() (any, error) { return call(client, cfg, step.Args) }, errorName)
+		return lineproto.Timed(step.Kind, lineproto.WithinDeadline(step, func() (any, error) { return call(client, cfg, step.Args) }),
+			errorName)
 	}
 }
 

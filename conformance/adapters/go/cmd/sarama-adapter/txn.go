@@ -231,3 +231,36 @@ func readCommittedBehindOpenTxn(run *lineproto.Run, step lineproto.Step) linepro
 		}
 	}
 }
+
+// txnAbortThenCommit: a transaction whose one record ("txn-1") fails is aborted, and the next
+// commits one record ("txn-2"), on one producer, as Txn.java's abortThenCommit. Timed: from the
+// abort to the commit; the value is how the first record ended (nil: delivered).
+func txnAbortThenCommit(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
+	start := time.Now()
+	producer, closeAll, err := txnProducer(run, run.ClientID)
+	if err != nil {
+		return txnFailed(step.Kind, start, fmt.Errorf("initialising the transactional producer: %w", err))
+	}
+	defer closeAll()
+	if err := producer.BeginTxn(); err != nil {
+		return txnFailed(step.Kind, start, err)
+	}
+	var first any
+	if _, _, err := producer.SendMessage(txnMessage(step.Args, "txn-1")); err != nil {
+		first, _ = txnErrorName(err)
+	}
+	start = time.Now()
+	if err := producer.AbortTxn(); err != nil {
+		return txnFailed(step.Kind, start, fmt.Errorf("aborting the first transaction: %w", err))
+	}
+	if err := producer.BeginTxn(); err != nil {
+		return txnFailed(step.Kind, start, err)
+	}
+	if _, _, err := producer.SendMessage(txnMessage(step.Args, "txn-2")); err != nil {
+		return txnFailed(step.Kind, start, err)
+	}
+	if err := producer.CommitTxn(); err != nil {
+		return txnFailed(step.Kind, start, err)
+	}
+	return lineproto.Ok(step.Kind, time.Since(start), first)
+}

@@ -474,3 +474,42 @@ func (o *Outcomes) Drain() []any {
 	}
 	return out
 }
+
+// Abandoned is the error of a call the application stopped waiting for at its deadline
+// (WithinDeadline): the client's call takes no deadline of its own.
+type Abandoned struct{ After time.Duration }
+
+func (a Abandoned) Error() string {
+	return fmt.Sprintf("the application stopped waiting at the step's deadline (%v): the call takes no deadline of its own "+
+		"and was left running until the client was closed", a.After)
+}
+
+// WithinDeadline runs fn, a client call that takes no context or timeout, the way a Go application
+// gives such a call a deadline: in a goroutine of its own, waited for until the step's deadline
+// and abandoned then (fn goes on until the client under it is closed, which the step does when it
+// returns). Without a deadline it is fn itself.
+func WithinDeadline(step Step, fn func() (any, error)) func() (any, error) {
+	deadline, ok := step.Timeout()
+	if !ok {
+		return fn
+	}
+	return func() (any, error) {
+		type result struct {
+			value any
+			err   error
+		}
+		done := make(chan result, 1)
+		go func() {
+			v, err := fn()
+			done <- result{v, err}
+		}()
+		timer := time.NewTimer(deadline)
+		defer timer.Stop()
+		select {
+		case r := <-done:
+			return r.value, r.err
+		case <-timer.C:
+			return nil, Abandoned{deadline}
+		}
+	}
+}

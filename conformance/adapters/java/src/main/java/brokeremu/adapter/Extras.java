@@ -32,6 +32,8 @@ final class Extras {
             "admin_create_topics", "admin_delete_topics", "admin_describe_cluster", "admin_list_groups",
             "admin_describe_groups", "admin_describe_topics", "txn_commit_abort", "admin_calls", "share_consume",
             "share_explicit");
+    static final List<String> ALL = java.util.stream.Stream.concat(OPERATIONS.stream(), ShareSteps.OPERATIONS.stream())
+            .toList();
 
     private Extras() {
     }
@@ -43,7 +45,8 @@ final class Extras {
     static ObjectNode perform(Run run, String kind, JsonNode args, Long timeoutMs) {
         long start = System.nanoTime();
         try {
-            JsonNode value = body(run, kind, args).run();
+            JsonNode value = ShareSteps.OPERATIONS.contains(kind) ? ShareSteps.perform(run, kind, args, timeoutMs)
+                    : body(run, kind, args).run();
             return Outcomes.ok(kind, Outcomes.elapsedMs(start), value);
         } catch (Exception e) {
             return Outcomes.failed(kind, Outcomes.elapsedMs(start), e);

@@ -79,7 +79,7 @@ public final class Main {
         ArrayNode ops = node.putArray("operations");
         Ops.OPERATIONS.forEach(ops::add);
         ArrayNode extras = node.putArray("extras");
-        Extras.OPERATIONS.forEach(extras::add);
+        Extras.ALL.forEach(extras::add);
         ObjectNode settings = node.putObject("settings");
         settings.put("request_timeout", "request.timeout.ms (NetworkClient: per request, then the connection is closed)");
         settings.put("delivery_timeout", "delivery.timeout.ms (RecordAccumulator / Sender: the record's whole life)");
