@@ -295,8 +295,11 @@ class TransactionManager:
                 code = error_of(answer) if error_of is not None else answer.error_code
                 action = txn_errors.action_for(api, code, aborting=aborting)
             except KafkaError as exc:
-                if not exc.retriable:   # e.g. UnsupportedVersion: fatal, as Java's maybeTransitionToErrorState has it
-                    self._fail(txn_errors.classed(exc, FATAL), fatal=True)
+                if not exc.retriable:
+                    # FindCoordinatorHandler: a group not authorized is abortable; anything else (an
+                    # unauthorized transactional.id, UnsupportedVersion) fatal
+                    txn_class = ABORTABLE if exc.code == E.GROUP_AUTHORIZATION_FAILED else FATAL
+                    self._fail(txn_errors.classed(exc, txn_class), fatal=txn_class == FATAL)
                     raise
                 action = Action.REFIND
             if action == Action.DONE:

@@ -177,3 +177,46 @@ async def test_transaction_abortable_on_txn_offset_commit_under_version_2(autoju
             await p.abort_transaction()
             await commit_one(p)
         assert received(cluster, "AddOffsetsToTxn") == []
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_an_authorization_error_on_init_is_abortable_and_the_abort_recovers(autojump_clock, version):
+    """InitProducerIdHandler: TRANSACTIONAL_ID_AUTHORIZATION_FAILED is abortable there (the ACL may
+    be granted meanwhile). Under version 1 the abort leaves the producer uninitialized and init
+    runs again. Under version 2 the abort is where the transaction version is first read (a
+    failed init never read it), and turning to version 2 asks for an epoch bump, an
+    InitProducerId, which initializes the producer (Java's maybeUpdateTransactionV2Enabled in
+    beginCompletingTransaction, then clientSideEpochBumpRequired)."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config={"transaction.version": version}) as cluster:
+        async with open_producer(BOOT, connect=connect_to(cluster)) as p:
+            answer_error(cluster, "InitProducerId", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", times=1)
+            with pytest.raises(KafkaError, match="TRANSACTIONAL_ID_AUTHORIZATION_FAILED") as raised:
+                await p.init_transactions()
+            assert raised.value.txn_class == "abortable" and p.txn.state == State.ABORTABLE_ERROR
+            await p.abort_transaction()
+            if version == 1:
+                assert p.txn.state == State.UNINITIALIZED
+                await p.init_transactions()
+            assert p.txn.state == State.READY and len(received(cluster, "InitProducerId")) == 2
+            await commit_one(p)
+
+
+@pytest.mark.parametrize(("error", "txn_class"), [("GROUP_AUTHORIZATION_FAILED", "abortable"),
+                                                  ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "fatal")])
+async def test_find_coordinator_refused_for_the_offsets_group(autojump_clock, error, txn_class):
+    """FindCoordinatorHandler: the group's coordinator lookup refused for the group is abortable,
+    anything else not retriable fatal."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        async with open_producer(BOOT, connect=connect_to(cluster)) as p:
+            await p.init_transactions()
+            p.begin_transaction()
+            await (await p.send("t", b"x", partition=0)).get()
+            answer_error(cluster, "FindCoordinator", error, times=1)
+            with pytest.raises(KafkaError, match=error) as raised:
+                await p.send_offsets_to_transaction({("t", 0): 1}, "g")
+            assert raised.value.txn_class == txn_class
+            if txn_class == "abortable":
+                await p.abort_transaction()
+                await commit_one(p)
+            else:
+                await assert_fatal_after(p)

@@ -149,3 +149,14 @@ def test_dropped_connection_attempts_are_named_by_the_setup_timeout_window_they_
     assert all(s.clock.startswith("socket.connection.setup.timeout.ms = 10000 ms") for s in attempts)
     first = [m.label for m in marks if m.lane == "who gave up first"]
     assert first and "socket.connection.setup.timeout.ms" in first[0]
+
+
+def test_a_held_request_and_its_late_answer_are_drawn():
+    """The hold fault's request: held on the broker lane until released, then handled with its
+    answer dropped; under version 1 the late EndTxn is answered without error, under 2 fenced."""
+    for sid, answer in (("txn.late-end-txn", "without error"), ("txn.late-end-txn-v2", "PRODUCER_FENCED (90)")):
+        _, spans, marks = explain(BY_ID[sid])
+        held = [s for s in spans if s.lane == "broker" and s.label.startswith("EndTxn held by the broker")]
+        assert len(held) == 1 and held[0].end - held[0].start > 3000 and "its client gone" in held[0].label
+        late = [m.label for m in marks if m.lane == "broker" and m.label.startswith("late EndTxn handled")]
+        assert late == [f"late EndTxn handled: answered {answer}, the answer dropped (no connection left to send it on)"]
