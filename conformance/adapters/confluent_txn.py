@@ -131,10 +131,9 @@ class ConfluentTransactions:
         topic, partition = step.args["topic"], step.args.get("partition", 0)
         block = self._block_s(env)
         p = self._txn_producer(env, env.client_id)
-        reports: list[Any] = []
 
         def send() -> None:
-            reports.clear()
+            reports: list[Any] = []   # this record's own report (an earlier record's may still come in)
             p.produce(topic, b"txn", partition=partition, on_delivery=lambda err, msg: reports.append(err))
             p.flush(max(block, INIT_SETUP_S))
             if not reports:

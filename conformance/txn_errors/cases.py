@@ -136,7 +136,7 @@ def classify(o: Outcome) -> Cell:
     v: dict[str, Any] = o.value if isinstance(o.value, dict) else {}
     if o.ok:
         slowest = str(v.get("slowest") or "?")
-        return Cell(ABSORBED, slowest, o.elapsed_s, None, f"{slowest} succeeded after {o.elapsed_s:.2f} s")
+        return Cell(ABSORBED, slowest, o.elapsed_s, None, "no call failed")
     call = str(v.get("call") or "?")
     retry, abort, nxt = v.get("retry"), v.get("abort"), v.get("next")
     detail = f"again: {retry}" + (f"; abort: {abort}" if abort else "") + (f"; next: {nxt}" if nxt else "")
