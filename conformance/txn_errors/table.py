@@ -61,8 +61,10 @@ def _kafka_ms(cell: Cell, scale: float) -> str:
 
 
 def render_cell(cell: Cell, scale: float) -> str:
-    if cell.klass in ("n/a", "error"):
-        return f"{cell.klass} ({cell.detail[:80]})" if cell.detail else cell.klass
+    if cell.klass == "n/a":
+        return "n/a"   # the reason is listed under the table (``not_run``)
+    if cell.klass == "error":
+        return f"error ({cell.detail[:80]})" if cell.detail else "error"
     call = CALL_NAMES.get(cell.call, cell.call)
     error = f" `{cell.error}`" if cell.error else ""
     return f"**{cell.klass}** · {call} · {_kafka_ms(cell, scale)}{error} · {cell.detail}"
@@ -81,7 +83,13 @@ def table(results: list[Result], clients: list[str]) -> str:
             r = by.get((scenario_id(case), client))
             row.append(render_cell(cell_of(r), _scale(r)) if r is not None else "not run")
         lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + not_run(results))
+
+
+def not_run(results: list[Result]) -> list[str]:
+    """Why a client's cells are N/A, once per client and reason."""
+    why = dict.fromkeys((r.client, r.message) for r in results if r.status is Status.NA)
+    return ([""] + [f"- N/A for {client}: {message}" for client, message in why]) if why else []
 
 
 def legend() -> str:
