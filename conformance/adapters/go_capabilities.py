@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from conformance.adapters.py_common import JOIN_GROUP_HELD_NA, TXN_ABORT_THEN_COMMIT_NA, TXN_ERROR_PROBE_NA
+from conformance.adapters.py_common import JOIN_GROUP_HELD_NA, TXN_ABORT_THEN_COMMIT_NA
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 
 GO_MOD = "conformance/adapters/go/go.mod"
@@ -121,8 +121,7 @@ FRANZ_CAPABILITIES = ClientCapabilities(
             "pkg/kgo/client.go", names=("metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "in-memory connections": real_sockets("franz-go"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA,
-                                 "txn_error_probe": TXN_ERROR_PROBE_NA}),
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),
     notes=MappingProxyType({"delivery.timeout.ms": "kgo.RecordDeliveryTimeout", "linger.ms": "kgo.ProducerLinger",
                             "default.api.timeout.ms": "kgo.RetryTimeout",
                             "KIP-848": "kgo.ServerSideBalancer() opts a group consumer in",
@@ -167,8 +166,7 @@ SARAMA_CAPABILITIES = ClientCapabilities(
             names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "in-memory connections": real_sockets("sarama"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA,
-                                 "txn_error_probe": TXN_ERROR_PROBE_NA}),
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA}),
     notes=MappingProxyType({"linger.ms": "Producer.Flush.Frequency", "socket.connection.setup.timeout.ms": "Net.DialTimeout",
                             "create_topics(timeout)": "Admin.Timeout, the request's timeout_ms (no per-call deadline)",
                             "delete_records(timeout)": "Admin.Timeout, the request's timeout_ms (no per-call deadline)",

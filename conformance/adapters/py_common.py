@@ -180,9 +180,6 @@ def not_created(step: Operation, elapsed_s: float, exc: BaseException, what: str
 TXN_ABORT_THEN_COMMIT_NA = ("txn_abort_then_commit (a transaction whose record fails is aborted, the next commits) is "
                             "not written in this adapter's program yet; the adapters of our client, Java, "
                             "confluent-kafka, kafka-python and aiokafka run it")
-TXN_ERROR_PROBE_NA = ("txn_error_probe (a transaction through a held error, then the call again, an abort and a new "
-                      "transaction: conformance/txn_errors/) is not written in this adapter's program yet; the adapters "
-                      "of our client, Java, confluent-kafka, kafka-python, aiokafka and kafkajs run it")
 JOIN_GROUP_HELD_NA = ("join_group_held (a silent first member, client.id SILENT_MEMBER, then a second member's timed "
                       "join) is not written for this adapter yet; the adapters of our client, confluent-kafka, "
                       "aiokafka and kafkajs run it")
