@@ -97,7 +97,7 @@ _DEADLINE = {"committed": "committed(timeout)", "position": "position(timeout)",
              "list_topics": "list_topics(timeout)", "partitions_for": "list_topics(timeout)",
              "commit_sync": "commit_sync(timeout)", "close": "close(timeout)"}
 _STEP = {"transaction": "transactions", "txn_zombie": "transactions", "read_committed_behind_open_txn": "transactions",
-         "txn_abort_then_commit": "transactions",
+         "txn_abort_then_commit": "transactions", "txn_error_probe": "transactions",
          "produce_pipelined": "calls on one client", "create_topics": "create_topics(timeout)",
          "delete_records": "delete_records(timeout)"}
 

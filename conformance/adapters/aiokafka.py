@@ -137,6 +137,9 @@ class AiokafkaAdapter(RealTimeAdapter):
     async def _transaction(self, step: Operation, env: RunEnv) -> Outcome:
         return await py_txn.ak_transaction(self, step, env)
 
+    async def _txn_error_probe(self, step: Operation, env: RunEnv) -> Outcome:
+        return await py_txn.ak_error_probe(self, step, env)
+
     async def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         return await py_txn.ak_zombie(self, step, env)
 

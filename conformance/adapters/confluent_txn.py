@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from conformance.adapters import txn_probe
 from conformance.adapters.base import RunEnv, scaled_ms
 from conformance.model import Operation, Outcome
 
-TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "txn_abort_then_commit"})
+TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "txn_abort_then_commit", "txn_error_probe"})
 
 
 def _name(exc: BaseException) -> str:
@@ -26,6 +27,22 @@ def _name(exc: BaseException) -> str:
         if err.code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._MSG_TIMED_OUT):
             return "TimeoutException"
         return err.name()
+    return type(exc).__name__
+
+
+class DeliveryFailed(Exception):
+    """A record's delivery report carried this KafkaError."""
+
+
+def flagged_name(exc: BaseException) -> str:
+    """librdkafka's error name with the class it gives it (KafkaError.retriable, txn_requires_abort, fatal)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    if isinstance(exc, (KafkaException, DeliveryFailed)) and exc.args and isinstance(exc.args[0], KafkaError):
+        err = exc.args[0]
+        flags = [f for f, on in (("retriable", err.retriable()), ("txn_requires_abort", err.txn_requires_abort()),
+                                 ("fatal", err.fatal())) if on]
+        return err.name() + (f" ({', '.join(flags)})" if flags else "")
     return type(exc).__name__
 
 
@@ -106,6 +123,27 @@ class ConfluentTransactions:
             return Outcome("txn_abort_then_commit", True, env.clock() - start, value=first)
         except Exception as exc:  # noqa: BLE001 - librdkafka's errors become the outcome
             return Outcome("txn_abort_then_commit", False, env.clock() - start, _name(exc), str(exc), value=first)
+
+    def _txn_error_probe(self, step: Operation, env: RunEnv) -> Outcome:
+        """The probe of conformance/adapters/txn_probe.py: each call bounded by the scenario's
+        max.block.ms; the error named with librdkafka's own class flags (retriable, abortable,
+        fatal), which the table shows beside what the probe found the producer could still do."""
+        topic, partition = step.args["topic"], step.args.get("partition", 0)
+        block = self._block_s(env)
+        p = self._txn_producer(env, env.client_id)
+
+        def send() -> None:
+            reports: list[Any] = []   # this record's own report (an earlier record's may still come in)
+            p.produce(topic, b"txn", partition=partition, on_delivery=lambda err, msg: reports.append(err))
+            p.flush(max(block, INIT_SETUP_S))
+            if not reports:
+                raise TimeoutError("no delivery report")
+            if reports[0] is not None:
+                raise DeliveryFailed(reports[0])
+
+        calls = {"init": lambda: p.init_transactions(block), "begin": p.begin_transaction, "send": send,
+                 "commit": lambda: p.commit_transaction(block), "abort": lambda: p.abort_transaction(block)}
+        return txn_probe.run(calls, flagged_name, env.clock, time.sleep, step.args["clear_s"] / env.scale)
 
     def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         topic, partition = step.args["topic"], step.args.get("partition", 0)

@@ -57,12 +57,14 @@ GO_OPERATIONS = frozenset({
 # franz-go's transactional and admin steps (Sarama's are SARAMA_OPERATIONS)
 KIP848_OPERATIONS = frozenset({"kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke",
                                "kip848_stale_commit", "kip848_coordinator_dies"})
-FRANZ_OPERATIONS = GO_OPERATIONS | KIP848_OPERATIONS | {"close", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
+FRANZ_OPERATIONS = GO_OPERATIONS | KIP848_OPERATIONS | {"close", "transaction", "txn_zombie", "txn_abort_then_commit",
+                                                        "read_committed_behind_open_txn", "txn_error_probe",
                                                         "create_topics", "delete_records"}
 SARAMA_OPERATIONS = GO_OPERATIONS | {"close", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
+                                     "txn_error_probe",
                                      "create_topics", "delete_records"}
 # args in unscaled seconds (pauses): the program sleeps real seconds
-SCALED_ARGS_S = ("pause_s", "gap_s", "open_s")
+SCALED_ARGS_S = ("pause_s", "gap_s", "open_s", "clear_s")
 # args in Kafka-time ms (the kip848 steps): the program sleeps real ms
 SCALED_ARGS_MS = ("run_ms", "stall_ms", "revoke_ms", "every_ms")
 MIN_GAP_S = 0.05   # produce_pipelined: the first batch must leave before the second record is sent

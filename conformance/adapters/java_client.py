@@ -73,7 +73,7 @@ JAVA_DEFAULTS_MS = {
     "socket.connection.setup.timeout.ms": 10_000, "socket.connection.setup.timeout.max.ms": 30_000,
 }
 # args given in unscaled seconds (pauses between calls): the program sleeps real seconds
-SCALED_ARGS_S = ("pause_s", "gap_s", "open_s")
+SCALED_ARGS_S = ("pause_s", "gap_s", "open_s", "clear_s")
 # produce_pipelined's gap lets the first batch leave before the second record is sent; scaled
 # below this (real seconds) the Java sender thread has not yet connected to the leader and both
 # records join one batch (the scenario wants two Produce requests on one connection)
@@ -83,6 +83,7 @@ JAVA_OPERATIONS = frozenset({
     "produce", "poll", "committed", "position", "end_offsets", "beginning_offsets", "offsets_for_times",
     "list_topics", "partitions_for", "commit_sync", "close", "admin_list_topics", "configure_producer",
     "produce_pipelined", "transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit",
+    "txn_error_probe",
     "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit",
     "kip848_coordinator_dies", "create_topics", "delete_records",
     # the share scenarios' stories (ShareSteps.java), each on KafkaShareConsumers of its own

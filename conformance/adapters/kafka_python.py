@@ -125,6 +125,9 @@ class KafkaPythonAdapter(RealTimeAdapter):
     def _transaction(self, step: Operation, env: RunEnv) -> Outcome:
         return py_txn.kp_transaction(self, step, env)
 
+    def _txn_error_probe(self, step: Operation, env: RunEnv) -> Outcome:
+        return py_txn.kp_error_probe(self, step, env)
+
     def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         return py_txn.kp_zombie(self, step, env)
 

@@ -65,7 +65,7 @@ DRIVER = Path(__file__).resolve().parent / "node" / "kafkajs-adapter.js"
 KAFKAJS_OPERATIONS = frozenset({
     "produce", "produce_pipelined", "poll", "committed", "end_offsets", "beginning_offsets", "offsets_for_times",
     "list_topics", "partitions_for", "commit_sync", "admin_list_topics", "create_topics", "delete_records",
-    "transaction", "txn_zombie", "read_committed_behind_open_txn", "join_group_held", "close",
+    "transaction", "txn_zombie", "read_committed_behind_open_txn", "join_group_held", "close", "txn_error_probe",
 })
 # calls kafkajs gives no deadline (no timeout argument, no default.api.timeout.ms)
 NO_DEADLINE = MappingProxyType({
@@ -93,7 +93,7 @@ KAFKAJS_LACKS = MappingProxyType({
     "default.api.timeout.ms": "kafkajs has no default.api.timeout.ms: its admin and consumer calls take no deadline",
 })
 # args in unscaled seconds (pauses between calls): the program sleeps real seconds
-SCALED_ARGS_S = ("pause_s", "gap_s", "open_s")
+SCALED_ARGS_S = ("pause_s", "gap_s", "open_s", "clear_s")
 
 CONSUMER_JS, PRODUCER_JS, ADMIN_JS = "src/consumer/index.js", "src/producer/index.js", "src/admin/index.js"
 _CONTRACTS_NA = "their other contracts judge kafkajs"

@@ -8,6 +8,7 @@ import trio
 from broker_emu.broker_set import connect_front_door
 from client.errors import KafkaError
 from client.producer.async_producer import open_producer
+from conformance.adapters import txn_probe
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.app_calls import step_ended, step_started, timed_start
 from conformance.adapters.base import Adapter, RunEnv
@@ -40,7 +41,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics",
                             "transaction", "txn_zombie", "read_committed_behind_open_txn",
-                            "txn_abort_then_commit"}) | KIP848_OPERATIONS | ADMIN_OPERATIONS
+                            "txn_abort_then_commit", "txn_error_probe"}) | KIP848_OPERATIONS | ADMIN_OPERATIONS
     warm_up_calls = frozenset({"committed"})
     capabilities = OURS_ASYNC
 
@@ -240,6 +241,19 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                 return Outcome("txn_abort_then_commit", False, trio.current_time() - start, error_name(exc), str(exc),
                                value=first)
             return Outcome("txn_abort_then_commit", True, trio.current_time() - start, value=first)
+
+    async def _txn_error_probe(self, step: Operation, env: RunEnv) -> Outcome:
+        """A transaction under a fault that answers one error, then what the producer can still do
+        (conformance/adapters/txn_probe.py)."""
+        topic, partition = step.args["topic"], step.args.get("partition")
+        async with open_producer(self._txn_config(env, env.client_id), connect=self._connect(env)) as producer:
+            async def send() -> None:
+                await (await producer.send(topic, b"txn", partition=partition)).get()
+
+            calls: dict[str, txn_probe.ACall] = {
+                "init": producer.init_transactions, "begin": producer.begin_transaction, "send": send,
+                "commit": producer.commit_transaction, "abort": producer.abort_transaction}
+            return await txn_probe.run_async(calls, error_name, trio.current_time, trio.sleep, step.args["clear_s"])
 
     def _txn_config(self, env: RunEnv, client_id: str) -> dict:
         return txn_settings(env, client_id)

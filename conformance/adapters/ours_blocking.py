@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from client.errors import KafkaError
 from client.transport import Connect
+from conformance.adapters import txn_probe
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import CONSUMER_CALLS, RealTimeAdapter, RunEnv, list_rounds
 from conformance.adapters.memory_bridge import memory_connect
@@ -34,7 +35,8 @@ from conformance.adapters.ours_common import (
 from conformance.adapters.py_common import short, warm_step
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
-TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit"})
+TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit",
+                            "txn_error_probe"})
 RETRIED_COMMIT_S = 60.0   # a timed-out commit called again: long enough for the retried EndTxn
 MIN_GAP_S = 0.05          # produce_pipelined: the next send after the first is surely in flight (real time)
 
@@ -223,6 +225,15 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
             except KafkaError as exc:
                 return Outcome("txn_abort_then_commit", False, env.clock() - start, error_name(exc), str(exc), value=first)
             return Outcome("txn_abort_then_commit", True, env.clock() - start, value=first)
+
+    def _txn_error_probe(self, step: Operation, env: RunEnv) -> Outcome:
+        """The probe of conformance/adapters/txn_probe.py on the blocking face (clear_s scaled)."""
+        topic, partition = step.args["topic"], step.args.get("partition")
+        with self._producer(env, self._txn_config(env, env.client_id)) as producer:
+            calls = {"init": producer.init_transactions, "begin": producer.begin_transaction,
+                     "send": lambda: producer.send(topic, b"txn", partition=partition).result(),
+                     "commit": producer.commit_transaction, "abort": producer.abort_transaction}
+            return txn_probe.run(calls, error_name, env.clock, time.sleep, step.args["clear_s"] / env.scale)
 
     def _txn_zombie(self, step: Operation, env: RunEnv) -> Outcome:
         """A producer opens a transaction; a new instance with the same transactional.id starts

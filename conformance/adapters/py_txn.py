@@ -14,11 +14,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from conformance.adapters import txn_probe
 from conformance.adapters.base import RunEnv, scaled_ms
 from conformance.adapters.py_common import NoReturn, call_in_thread, no_return, watchdog_s
 from conformance.model import Operation, Outcome
 
-TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit"})
+TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit",
+                            "txn_error_probe"})
 HUNG, AFTER = b"in the open transaction", b"after it"
 FIRST, SECOND = b"txn-1", b"txn-2"   # txn_abort_then_commit: the aborted transaction's record, the committed one's
 
@@ -87,6 +89,49 @@ def kp_abort_then_commit(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
         return Outcome("txn_abort_then_commit", True, env.clock() - clock["start"], value=first)
 
     return _guarded(step, env, "txn_abort_then_commit", run, clock)
+
+
+def kp_error_probe(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
+    """The probe of conformance/adapters/txn_probe.py with kafka-python (its errors by class name)."""
+    clock: dict[str, float] = {"start": env.clock()}
+    topic, partition = step.args["topic"], step.args.get("partition", 0)
+
+    def run() -> Outcome:
+        p = kafka_python_producer(adapter, env, env.client_id)
+        calls = {"init": p.init_transactions, "begin": p.begin_transaction,
+                 "send": lambda: p.send(topic, b"txn", partition=partition).get(timeout=60),
+                 "commit": p.commit_transaction, "abort": p.abort_transaction}
+        return txn_probe.run(calls, _raw_name, env.clock, time.sleep, step.args["clear_s"] / env.scale)
+
+    return _guarded(step, env, txn_probe.OP, run, clock)
+
+
+def _raw_name(exc: BaseException) -> str:
+    """The client's own exception class (the table shows it as raised), a timeout as Kafka's name."""
+    name = type(exc).__name__
+    return f"TimeoutException ({name})" if "Timeout" in name and name != "TimeoutException" else name
+
+
+async def ak_error_probe(adapter: Any, step: Operation, env: RunEnv) -> Outcome:
+    """The probe with aiokafka (begin_transaction is a plain call; the others are awaited)."""
+    clock = {"start": env.clock()}
+    topic, partition = step.args["topic"], step.args.get("partition", 0)
+
+    async def run() -> Outcome:
+        p = _ak_producer(adapter, env, env.client_id)
+
+        async def init() -> None:
+            await p.start()   # aiokafka's start() is its initTransactions (InitProducerId)
+
+        try:
+            calls = {"init": init, "begin": p.begin_transaction,
+                     "send": lambda: p.send_and_wait(topic, b"txn", partition=partition),
+                     "commit": p.commit_transaction, "abort": p.abort_transaction}
+            return await txn_probe.run_async(calls, _raw_name, env.clock, asyncio.sleep, step.args["clear_s"] / env.scale)
+        finally:
+            await p.stop()
+
+    return await _ak_guarded(step, env, txn_probe.OP, run, clock)
 
 
 def kp_zombie(adapter: Any, step: Operation, env: RunEnv) -> Outcome:

@@ -347,6 +347,24 @@ async def test_injected_errors_of_the_other_apis(autojump_clock):
         assert trio.current_time() == 0
 
 
+async def test_injected_errors_of_the_transaction_apis_name_every_partition(autojump_clock):
+    """AddPartitionsToTxn (below v4) and TxnOffsetCommit answer the error per partition, as their
+    getErrorResponse does; an answer without the partitions is one a client cannot read."""
+    async with open_cluster(1, topics=[("t", 2, 1)], listen=False) as cluster:
+        w = WireClient(cluster.connect(0))
+        for api in ("AddPartitionsToTxn", "TxnOffsetCommit"):
+            cluster.faults.add({"match": {"api": api}, "action": {"type": "error", "error": "CONCURRENT_TRANSACTIONS"},
+                                "times": 1}, 0)
+        r = await w.call(24, 3, {"v3_and_below_transactional_id": "tx", "v3_and_below_producer_id": 1,
+                                 "v3_and_below_producer_epoch": 0, "v3_and_below_topics": [{"name": "t", "partitions": [0, 1]}]})
+        assert [(t.name, [(p.partition_index, p.partition_error_code) for p in t.results_by_partition])
+                for t in r.results_by_topic_v3_and_below] == [("t", [(0, 51), (1, 51)])]
+        r = await w.call(28, 3, {"transactional_id": "tx", "group_id": "g", "producer_id": 1, "producer_epoch": 0,
+                                 "topics": [{"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 5,
+                                                                          "committed_metadata": None}]}]})
+        assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics] == [("t", [(1, 51)])]
+
+
 async def test_metadata_v10_with_a_null_topic_name_is_answered_invalid_request(autojump_clock):
     """Found by the fuzz campaign (docs/fuzzing.md): v10-11 may not name topics by id
     (KafkaApis.handleTopicMetadataRequest), and the answer is MetadataRequest.getErrorResponse's."""

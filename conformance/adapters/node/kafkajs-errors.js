@@ -91,4 +91,4 @@ function message (err) {
   return `${links.map((e) => e.name).join(' <- ')}${type}: ${last.message}`
 }
 
-module.exports = { javaName, message, JAVA_NAMES }
+module.exports = { javaName, message, chain, JAVA_NAMES }

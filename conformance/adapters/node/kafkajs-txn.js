@@ -4,7 +4,7 @@
 // See kafkajs-ops.js for what each step times.
 'use strict'
 
-const { javaName } = require('./kafkajs-errors')
+const { javaName, chain } = require('./kafkajs-errors')
 const { now, sleep, ok, failed, close, withClient, asBytes, consumeUntil, SILENT_MEMBER, HUNG, AFTER } = require('./kafkajs-ops')
 
 async function sendOne (txn, a, value) {
@@ -45,6 +45,55 @@ async function commitAgain (txn) {
   } catch (err) {
     return `called again: ${javaName(err, { transactional: true })}: ${err.message}`
   }
+}
+
+// txn_error_probe (conformance/adapters/txn_probe.py, the same sequence): a transaction under a fault
+// that answers one error; the first call that fails is recorded; once the fault is over (clear_s after
+// the start, scaled by the Python side) the same call again, abort(), then a new transaction. The
+// error is named as kafkajs raised it (its class, the protocol error's type, whether it says retriable).
+function ownName (err) {
+  const last = chain(err).pop()
+  const retriable = last.retriable ? ' (retriable)' : ''
+  return `${last.name}${last.type ? ` ${last.type}` : ''}${retriable}`
+}
+
+async function txnErrorProbe (step, ctx) {
+  const a = step.args
+  return withClient(ctx, ctx.transactional(), async (p) => {
+    let txn = null
+    const calls = {
+      init: () => p.connect(), // InitProducerId (producer/index.js connect())
+      begin: async () => { txn = await p.transaction() },
+      send: () => sendOne(txn, a, 'txn'),
+      commit: () => txn.commit(),
+      abort: () => txn.abort()
+    }
+    const attempt = async (...keys) => {
+      for (const key of keys) {
+        try { await calls[key]() } catch (err) { return ownName(err) }
+      }
+      return 'ok'
+    }
+    const t0 = now()
+    const took = {}
+    let first = null
+    for (const key of ['init', 'begin', 'send', 'commit']) {
+      const start = now()
+      try { await calls[key]() } catch (err) { first = { key, err, after: now() - start } }
+      took[key] = (now() - start) / 1000
+      if (first) break
+    }
+    if (!first) {
+      const slowest = Object.keys(took).reduce((x, y) => (took[y] > took[x] ? y : x))
+      return ok(step, took[slowest] * 1000, { call: null, slowest, took })
+    }
+    await sleep(t0 + (a.clear_s || 0) * 1000 - now())
+    const retry = await attempt(first.key === 'init' ? 'init' : 'commit')
+    const abort = first.key !== 'init' && retry !== 'ok' ? await attempt('abort') : null
+    const next = (first.key === 'init' && retry === 'ok') || abort === 'ok' ? await attempt('begin', 'send', 'commit') : null
+    const out = failed(step, first.after, first.err, { call: first.key, took, retry, abort, next })
+    return { ...out, error_type: ownName(first.err) }
+  })
 }
 
 async function txnZombie (step, ctx) {
@@ -150,6 +199,7 @@ module.exports = {
   operations: {
     transaction,
     txn_zombie: txnZombie,
+    txn_error_probe: txnErrorProbe,
     read_committed_behind_open_txn: readCommittedBehindOpenTxn,
     join_group_held: joinGroupHeld
   }

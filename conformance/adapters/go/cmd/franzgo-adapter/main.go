@@ -22,7 +22,7 @@ import (
 // Operations are the conformance operations (conformance/adapters/base.py) this program maps.
 var Operations = []string{"produce", "produce_pipelined", "configure_producer", "poll", "committed",
 	"end_offsets", "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync",
-	"close", "admin_list_topics", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
+	"close", "admin_list_topics", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn", "txn_error_probe",
 	"create_topics", "delete_records", "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash",
 	"kip848_slow_revoke", "kip848_stale_commit", "kip848_coordinator_dies"}
 
@@ -93,6 +93,8 @@ func (franz) Perform(run *lineproto.Run, step lineproto.Step) lineproto.Outcome 
 		return txnZombie(run, step)
 	case "txn_abort_then_commit":
 		return txnAbortThenCommit(run, step)
+	case "txn_error_probe":
+		return txnErrorProbe(run, step)
 	case "read_committed_behind_open_txn":
 		return readCommittedBehindOpenTxn(run, step)
 	case "create_topics":

@@ -330,3 +330,50 @@ func txnAbortThenCommit(run *lineproto.Run, step lineproto.Step) lineproto.Outco
 	}
 	return lineproto.Ok(step.Kind, time.Since(start), first)
 }
+
+// txnErrorProbe: lineproto.TxnProbe with kgo's calls: init ProducerID, begin BeginTransaction,
+// send ProduceSync, commit EndTransaction(TryCommit), abort AbortBufferedRecords then
+// EndTransaction(TryAbort) (kgo's documented abort); each bounded by max.block.ms as above.
+func txnErrorProbe(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
+	cl, err := txnClient(run, run.ClientID)
+	if err != nil {
+		return notCreated(step.Kind, err)
+	}
+	defer closeSoon(cl)
+	bounded := func(call func(context.Context) error) func() error {
+		return func() error {
+			ctx, cancel := blockContext(run)
+			defer cancel()
+			return call(ctx)
+		}
+	}
+	calls := lineproto.TxnCalls{
+		"init":   bounded(func(ctx context.Context) error { _, _, err := cl.ProducerID(ctx); return err }),
+		"begin":  cl.BeginTransaction,
+		"send":   func() error { return produceOne(cl, txnRecord(step.Args, "txn")) },
+		"commit": bounded(func(ctx context.Context) error { return cl.EndTransaction(ctx, kgo.TryCommit) }),
+		"abort": bounded(func(ctx context.Context) error {
+			if err := cl.AbortBufferedRecords(ctx); err != nil {
+				return err
+			}
+			return cl.EndTransaction(ctx, kgo.TryAbort)
+		}),
+	}
+	return lineproto.TxnProbe(step, calls, ownErrorName)
+}
+
+// ownErrorName: the error as franz-go returned it: kerr's name (and whether kerr calls it
+// retriable), or the Go error's type.
+func ownErrorName(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		if ke.Retriable {
+			return "kerr." + ke.Message + " (retriable)"
+		}
+		return "kerr." + ke.Message
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "context.DeadlineExceeded"
+	}
+	return fmt.Sprintf("%T", err)
+}

@@ -28,6 +28,7 @@ var ops = map[string]func(*lineproto.Run, lineproto.Step) lineproto.Outcome{
 	"partitions_for":                 clientStep(partitionsFor),
 	"commit_sync":                    clientStep(commitSync),
 	"transaction":                    transaction,
+	"txn_error_probe":                txnErrorProbe,
 	"txn_zombie":                     txnZombie,
 	"txn_abort_then_commit":          txnAbortThenCommit,
 	"read_committed_behind_open_txn": readCommittedBehindOpenTxn,

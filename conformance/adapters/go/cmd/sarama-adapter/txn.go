@@ -264,3 +264,36 @@ func txnAbortThenCommit(run *lineproto.Run, step lineproto.Step) lineproto.Outco
 	}
 	return lineproto.Ok(step.Kind, time.Since(start), first)
 }
+
+// txnErrorProbe: lineproto.TxnProbe with sarama's calls: init is building the producer (its
+// transaction manager sends InitProducerId; init again builds another one), begin BeginTxn,
+// send SendMessage, commit CommitTxn, abort AbortTxn.
+func txnErrorProbe(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
+	var producer sarama.SyncProducer
+	closeAll := func() {}
+	defer func() { closeAll() }()
+	calls := lineproto.TxnCalls{
+		"init": func() error {
+			p, c, err := txnProducer(run, run.ClientID)
+			if err == nil {
+				closeAll()
+				producer, closeAll = p, c
+			}
+			return err
+		},
+		"begin":  func() error { return producer.BeginTxn() },
+		"send":   func() error { _, _, err := producer.SendMessage(txnMessage(step.Args, "txn")); return err },
+		"commit": func() error { return producer.CommitTxn() },
+		"abort":  func() error { return producer.AbortTxn() },
+	}
+	return lineproto.TxnProbe(step, calls, ownErrorName)
+}
+
+// ownErrorName: the error as sarama returned it: its KError's name, or the Go error's type and text.
+func ownErrorName(err error) string {
+	var ke sarama.KError
+	if errors.As(err, &ke) {
+		return fmt.Sprintf("sarama.KError(%d)", int16(ke))
+	}
+	return fmt.Sprintf("%T: %.80s", err, err.Error())
+}

@@ -34,7 +34,7 @@ final class Ops {
     static final List<String> OPERATIONS = List.of("produce", "poll", "committed", "position", "end_offsets",
             "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
             "admin_list_topics", "configure_producer", "produce_pipelined", "transaction", "txn_zombie",
-            "read_committed_behind_open_txn", "txn_abort_then_commit", "kip848_heartbeats", "kip848_late_poll",
+            "read_committed_behind_open_txn", "txn_abort_then_commit", "txn_error_probe", "kip848_heartbeats", "kip848_late_poll",
             "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit", "kip848_coordinator_dies",
             "create_topics", "delete_records");
 
@@ -55,6 +55,7 @@ final class Ops {
             case "transaction" -> Txn.transaction(run, args);
             case "txn_zombie" -> Txn.zombie(run, args);
             case "txn_abort_then_commit" -> Txn.abortThenCommit(run, args);
+            case "txn_error_probe" -> TxnProbe.probe(run, args);
             case "kip848_heartbeats" -> Kip848.heartbeats(run, args, timeoutMs);
             case "kip848_late_poll" -> Kip848.latePoll(run, args, timeoutMs);
             case "kip848_member_crash" -> Kip848.memberCrash(run, args, timeoutMs);
