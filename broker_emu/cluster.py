@@ -273,6 +273,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         self.leadership.broker_stopped(broker_id)
         follow_coordinators(self)
         self.groups.broker_stopped(broker_id)
+        self.txn.coordinators_moved()
 
     async def start_broker(self, broker_id: int) -> None:
         b = self.roster.mark_started(broker_id)
@@ -283,6 +284,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
             await self.tasks.start(self.tasks.listen, self, b, b.port)
         self.replication.resync_all()
         follow_coordinators(self)
+        self.txn.coordinators_moved()
 
     # -- in-memory connections --------------------------------------------------------------------
     def connect(self, broker_id: int, protocol: str | None = None) -> trio.abc.Stream:

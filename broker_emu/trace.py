@@ -72,6 +72,8 @@ class Kind(enum.StrEnum):
     # transactions (details: transactional_id, producer_id, epoch, from, to, reason)
     TXN_STATE = "txn_state"
     TXN_MARKER = "txn_marker"          # details: topic, partition, offset, commit, producer_id, epoch
+    TXN_LOG_LOAD = "txn_log_load"      # a new coordinator loads a __transaction_state partition: log_partition,
+                                       # from, until_ms, transactional_ids
     PRODUCER_EXPIRED = "producer_expired"   # topic, partition, producer_ids: producer.id.expiration.ms passed
     # the application's own calls, recorded by the conformance adapter of our client
     APP_CALL = "app_call"

@@ -246,6 +246,11 @@ def _transactions(trace: list[TraceEvent], spans: list[Span], marks: list[Mark],
                 spans.append(Span("transaction coordinator", began.pop(tid), e.t_ms, label,
                                   "timeout-server" if clock else "ok", clock))
             marks.append(Mark("transaction coordinator", e.t_ms, f"{tid} {e.details['from']} -> {to} ({reason}), epoch {e.details['epoch']}"))
+        elif e.kind == Kind.TXN_LOG_LOAD:
+            d = e.details
+            spans.append(Span("transaction coordinator", e.t_ms, float(d["until_ms"]),
+                              f"broker {e.broker} loads __transaction_state-{d['log_partition']} (coordinator moved from "
+                              f"broker {d['from']}): COORDINATOR_LOAD_IN_PROGRESS", "ok", ""))
         elif e.kind == Kind.TXN_MARKER:
             kind = "commit" if e.details["commit"] else "abort"
             marks.append(Mark("transaction coordinator", e.t_ms,
