@@ -311,8 +311,8 @@ def _share_partitions(trace: list[TraceEvent], spans: list[Span], marks: list[Ma
         elif e.kind in (Kind.SHARE_ACQUIRE, Kind.SHARE_RENEW):
             end = _lock_end(trace[i + 1:], e)
             if end is not None:
-                how = {Kind.SHARE_RENEW: "renewed", Kind.SHARE_ACKNOWLEDGE: "accepted"}.get(
-                    end.kind, f"{end.kind.removeprefix('share_')}d ({end.details.get('reason')})")
+                ended: dict[str, str] = {Kind.SHARE_RENEW: "renewed", Kind.SHARE_ACKNOWLEDGE: "accepted"}
+                how = ended.get(end.kind, f"{end.kind.removeprefix('share_')}d ({end.details.get('reason')})")
                 spans.append(Span("share partitions", float(d["locked_at_ms"]), end.t_ms,
                                   f"{where}: locked for member {str(d.get('member'))[:8]}"
                                   + (f", delivery count {d['delivery_counts']}" if "delivery_counts" in d else "")
