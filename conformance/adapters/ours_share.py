@@ -59,9 +59,20 @@ async def told(step: Operation, face: Any, timeout_s: float | None) -> Outcome:
     start = trio.current_time()
     try:
         value = await tell(face, step, timeout_s)
-    except KafkaError as exc:
-        return Outcome(step.kind, False, trio.current_time() - start, error_name(exc), str(exc))
+    except (KafkaError, BaseExceptionGroup) as exc:
+        error = _kafka_error(exc)
+        if error is None:
+            raise
+        return Outcome(step.kind, False, trio.current_time() - start, error_name(error), str(error))
     return Outcome(step.kind, True, trio.current_time() - start, value=value)
+
+
+def _kafka_error(exc: BaseException) -> KafkaError | None:
+    """The client's error that ended a story, also when it came out through a consumer's nursery
+    (an exception group of it alone); None for anything else, which is a bug to raise."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, KafkaError) else None
 
 
 # -- the async face ------------------------------------------------------------------------------
