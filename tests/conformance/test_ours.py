@@ -317,9 +317,10 @@ def test_the_renew_contracts_fail_when_renew_is_never_sent(monkeypatch):
     """A RENEW the client takes as done without sending it: the lock runs out, the other member gets the record."""
     from client.share.consumer import AsyncShareConsumer
 
-    def renewed_in_its_head(self, renew):
-        self._renewing, self._renewed = trio.Event(), self.in_flight.renewed(renew)
+    def renewed_in_its_head(self, renew, deadline=None, call="renew"):
+        self._renewing, self._renewed, self._renew_outcome = trio.Event(), self.in_flight.renewed(renew), {}
         self._renewing.set()
+        return self._renewing
 
     monkeypatch.setattr(AsyncShareConsumer, "_start_renewal", renewed_in_its_head)
     statuses, result = _share_statuses("share.renew-keeps-the-lock")
@@ -401,3 +402,13 @@ def test_the_lock_expiry_contracts_fail_when_the_holder_accepts_at_once(monkeypa
     assert statuses["the record redelivered to the other member, delivery count 2 or 3, at a lock's expiry"] is Status.FAIL
     assert statuses["the lock expires at its deadline on the broker's clock, and only then is the record "
                     "acquired again"] is Status.FAIL, result.contracts
+
+
+def test_the_blocking_face_keeps_the_share_family_in_real_time():
+    """The same stories (conformance/adapters/share_stories.py) told with client.ShareConsumer's
+    blocking calls over loopback TCP, every time divided by the family's scale (a 3 s lock)."""
+    from conformance.adapters.ours import OurBlockingAdapter
+
+    family = [s for s in CATALOGUE if s.family == "share"]
+    results = run_plan(Plan(family, [OurBlockingAdapter()], scale=10.0))
+    assert [(r.scenario, r.status, r.message) for r in results if r.status is not Status.PASS] == []
