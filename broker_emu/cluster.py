@@ -261,6 +261,11 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         the cluster's nursery: it outlives its connection."""
         self.tasks.start_soon(fn, why="the cluster is not running (open_cluster / run_cluster_in_thread)")
 
+    def connection_ended(self, broker_id: int, conn_id: int) -> None:
+        """What a closed connection takes with it beyond the connection: the share sessions it
+        opened (``ShareCoordinator.connection_closed``)."""
+        self.share.connection_closed(broker_id, conn_id)
+
     async def stop_broker(self, broker_id: int) -> None:
         """Close the listener and every connection; the controller moves leadership to a live
         ISR member and drops the broker from ISRs at once (faster than Kafka's session timeout,

@@ -124,6 +124,9 @@ class Connection:
         finally:
             self.broker.connections.discard(self)
             self.closed_by("broker", "connection ended")
+            ended = getattr(self.cluster, "connection_ended", None)   # the emulator's cluster; not the proxy's
+            if ended is not None:
+                ended(self.broker.id, self.id)
             if self._held_big_buffer:
                 release_free_memory()   # else the allocator keeps a big partial frame's pages
             try:

@@ -66,7 +66,7 @@ class Kind(enum.StrEnum):
     SHARE_ACQUIRE = "share_acquire"                # delivery_counts, lock_deadline_ms, lock_duration_ms
     SHARE_ACKNOWLEDGE = "share_acknowledge"        # an ACCEPT; type "accept"
     SHARE_RENEW = "share_renew"                    # lock_deadline_ms, lock_duration_ms (KIP-1222)
-    SHARE_RELEASE = "share_release"                # reason: released | left | session timeout; available
+    SHARE_RELEASE = "share_release"                # reason: released | left | session timeout | disconnect; available
     SHARE_LOCK_EXPIRED = "share_lock_expired"      # lock_deadline_ms, available, delivery_counts
     SHARE_ARCHIVE = "share_archive"                # reason: rejected | delivery_count_limit
     # transactions (details: transactional_id, producer_id, epoch, from, to, reason)
