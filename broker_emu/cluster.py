@@ -313,6 +313,9 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
     # -- purgatory trace ------------------------------------------------------------------------
     def _purgatory_event(self, kind: str, op: DelayedOperation) -> None:
         ctx = getattr(op, "ctx", None)
+        if ctx is not None and type(kind) is Kind:   # a request's own event: the positional path
+            self.trace.emit_request(kind, ctx.trace_fields(), op.describe())
+            return
         fields = ctx.trace_fields() if ctx is not None else {}
         self.trace.emit(kind, **fields, details=op.describe() if hasattr(op, "describe") else {})
 
