@@ -44,6 +44,7 @@ from conformance.adapters.py_common import (
     warm_step,
     warm_up_failed,
 )
+from conformance.adapters.share_stories import SHARE_OPERATIONS
 from conformance.client_capabilities import REBOOTSTRAP, ClientCapabilities, Lack, Pin, real_sockets
 from conformance.extras import client_missing
 from conformance.model import SILENT_MEMBER, Operation, Outcome
@@ -116,9 +117,9 @@ CAPABILITIES = ClientCapabilities(
             LIBRDKAFKA_CONFIGURATION, judged=f"a call given no deadline waits as librdkafka does; {_WATCHDOG}"),
         "in-memory connections": real_sockets("confluent-kafka (librdkafka)"),
     }),
-    not_driven=MappingProxyType({"share groups": (
-        "the confluent adapter does not drive confluent_kafka.ShareConsumer yet (librdkafka 2.16's preview: "
-        "acknowledge ACCEPT, RELEASE or REJECT, no RENEW; commit_sync, close)")}),
+    not_driven=MappingProxyType({"share.renew-keeps-the-lock": (
+        "librdkafka 2.16's share consumer (a preview) has no RENEW: confluent_kafka.AcknowledgeType is ACCEPT, "
+        "RELEASE or REJECT (KIP-1222's RENEW came after it)")}),
     notes=MappingProxyType({"delivery.timeout.ms": "librdkafka's alias of message.timeout.ms",
                             "linger.ms": "librdkafka's alias of queue.buffering.max.ms",
                             "list_topics(timeout)": "Consumer.list_topics(topic, timeout=)",
@@ -130,7 +131,8 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
     name = "confluent-kafka"
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
-                            "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"}) | TXN_OPERATIONS | KIP848_OPERATIONS | ADMIN_OPERATIONS
+                            "admin_list_topics", "configure_producer", "produce_pipelined", "join_group_held"}) \
+        | TXN_OPERATIONS | KIP848_OPERATIONS | ADMIN_OPERATIONS | (SHARE_OPERATIONS - {"share_renew"})   # no RENEW
     warm_up_calls = frozenset({"committed"})
     capabilities = CAPABILITIES
 
@@ -151,7 +153,16 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
                 "request.timeout.ms": c.get("request.timeout.ms", scaled_ms(30_000, env.scale)), **passed}
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
-        return [getattr(self, f"_{s.kind}")(s, env) for s in steps]
+        return [self._share(s, env) if s.kind in SHARE_OPERATIONS else getattr(self, f"_{s.kind}")(s, env)
+                for s in steps]
+
+    def _share(self, step: Operation, env: RunEnv) -> Outcome:
+        """A share story told with confluent_kafka.ShareConsumer (conformance/adapters/confluent_share.py)."""
+        from conformance.adapters.confluent_share import confluent_share_step
+
+        settings = {k: v for k, v in self._common(env).items() if k != "client.id"}
+        settings["fetch.wait.max.ms"] = env.config.get("fetch.max.wait.ms", 500)
+        return confluent_share_step(step, env, settings, _exc_type)
 
     def _producer_conf(self, env: RunEnv) -> dict:
         c = env.config

@@ -2,7 +2,8 @@
 step's deadline is the call's timeout_ms, so a controller slower than the call answers
 REQUEST_TIMED_OUT at that deadline, reported as Kafka's TimeoutException, and creates nothing;
 delete_records moves the low watermark. And aiokafka's join_group_held cell: its JoinGroup is an
-ordinary request under request_timeout_ms, so it abandons the held join (docs/findings.md)."""
+ordinary request under request_timeout_ms, so it abandons the held join (docs/findings.md). And
+confluent-kafka's share consumer telling the share family's stories."""
 
 import importlib
 
@@ -68,3 +69,17 @@ def test_aiokafka_abandons_a_held_join_group_at_its_request_timeout():
     assert verdicts["join_group_held outcome"][0] is Status.PASS
     status, detail = verdicts["JoinGroup held without a client disconnect"]
     assert status is Status.FAIL and "into the wait" in detail, detail
+
+
+def test_confluent_kafkas_share_consumer_runs_the_share_stories():
+    """librdkafka 2.16's share consumer (a preview) told the share stories (conformance/adapters/
+    confluent_share.py): the record held past its lock goes to the other member with delivery count 2
+    at the lock's expiry, judged by the same contracts as Java's and ours; RENEW, which it lacks, is
+    N/A with the reason."""
+    from conformance.runner import Plan, run_plan
+    from conformance.scenarios import BY_ID
+
+    adapter = _adapter("confluent-kafka")
+    done, renew = run_plan(Plan([BY_ID["share.lock-expires-redelivered"], BY_ID["share.renew-keeps-the-lock"]], [adapter]))
+    assert done.status is Status.PASS, done.contracts
+    assert renew.status is Status.NA and "no RENEW" in renew.message
