@@ -136,7 +136,7 @@ def _resolve(args: argparse.Namespace) -> tuple[Callable[..., SeedResult], range
     return run_seed, range(args.first_seed, args.first_seed + seeds), params
 
 
-TXN_PLANTS = ("aborted-read", "lso-past-open", "fenced-epoch")   # they act on transactions
+TXN_PLANTS = ("aborted-read", "lso-past-open", "fenced-epoch", "lso-at-high")   # they act on transactions
 
 
 def plant_options(args: argparse.Namespace) -> dict | None:

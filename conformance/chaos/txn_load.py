@@ -159,19 +159,21 @@ async def _retried(call) -> None:
 
 
 class CommittedReader:
-    """Where the read_committed consumer stands, and whether it reached the partitions' ends."""
+    """Where the read_committed consumer stands, and whether it reached the partitions' ends
+    (by topic and partition: it reads the consume-transform-produce topic too)."""
 
     def __init__(self) -> None:
-        self.ends: dict[int, int] | None = None
+        self.ends: dict[tuple[str, int], int] | None = None
         self.reached = trio.Event()
         self.stop = trio.Event()
 
 
-async def consume_committed(config: dict, connect, partitions: int, reader: CommittedReader,
+async def consume_committed(config: dict, connect, topics: list[str], partitions: int, reader: CommittedReader,
                             history: History) -> None:
-    """Assigned to every partition of the topic, read_committed; commits its positions after each
-    poll that returned records (a failed commit is recorded and let be)."""
-    tps = [client.TopicPartition(TXN_TOPIC, p) for p in range(partitions)]
+    """Assigned to every partition of ``topics``, read_committed; commits its positions after each
+    poll that returned records (a failed commit is recorded and let be). It reads to the end, so
+    every committed write is read by some poll (the checker's lost-write and unseen)."""
+    tps = [client.TopicPartition(topic, p) for topic in topics for p in range(partitions)]
     async with client.open_consumer({**config, **READER_CONFIG}, connect=connect) as ours:
         consumer = RecordedConsumer(ours, history, "txn-reader", isolation="read_committed")
         consumer.assign(tps)
@@ -184,7 +186,7 @@ async def consume_committed(config: dict, connect, partitions: int, reader: Comm
                 except KafkaError:
                     pass   # recorded (info); the next poll's commit covers it
             if reader.ends is not None and positions is not None and \
-                    all(pos >= reader.ends[tp.partition] for pos, tp in zip(positions, tps)):
+                    all(pos >= reader.ends[tp.topic, tp.partition] for pos, tp in zip(positions, tps)):
                 reader.reached.set()
 
 

@@ -44,7 +44,7 @@ def test_two_values_at_one_offset_name_both_claims():
 
 @pytest.mark.parametrize("acks, idempotence, expected", [
     ("all", True, ANOMALIES),
-    ("1", False, ("poll-skip", "nonmonotonic-poll", "aborted-read", "uncommitted-read", "fenced-write")),
+    ("1", False, ("poll-skip", "nonmonotonic-poll", "aborted-read", "uncommitted-read", "fenced-write", "G1c")),
     ("all", False, tuple(k for k in ANOMALIES if k != "duplicate")),
 ])
 def test_what_the_producers_settings_promise_is_judged(acks, idempotence, expected):
