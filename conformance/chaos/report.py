@@ -139,7 +139,7 @@ def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str]) 
 
 # -- render: the figures as markdown --------------------------------------------------------------
 
-def timeline(witness: list[str], width: int = 44) -> list[str]:
+def timeline(witness: list[str], width: int = 56) -> list[str]:
     """A witness (its line, then ``#index t=... process what`` per operation) as one lane per
     process on one time axis, in a code block."""
     ops = [m.groupdict() for m in map(WITNESS.match, witness[1:]) if m]
