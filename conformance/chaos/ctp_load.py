@@ -24,7 +24,7 @@ import trio
 import client
 from client.errors import KafkaError
 from conformance.chaos.history import History, RecordedConsumer, RecordedProducer
-from conformance.chaos.txn_load import _retried, _try
+from conformance.chaos.txn_load import retried, try_end
 
 CTP_TOPIC = "chaos-ctp"
 WORKERS = ("a", "b")
@@ -49,7 +49,7 @@ async def ctp_worker(name: str, seed: int, config: dict, consumer_config: dict, 
             producer, consumer = await _open(stack, process, name, seed, life, config, consumer_config, connect,
                                              partitions, history)
             try:
-                await _retried(producer.init_transactions)
+                await retried(producer.init_transactions)
                 while trio.current_time() < deadline:
                     counter = await _transaction(producer, consumer, name, counter, other, rng, partitions, interval)
                 return
@@ -89,6 +89,6 @@ async def _transaction(producer: RecordedProducer, consumer: RecordedConsumer, n
     counter += 1
     # jittered, as txn_load's: two ends at one virtual instant are not ordered by a history
     await trio.sleep(interval * rng.uniform(0.2, 0.6))
-    if rng.randrange(ABORT_ONE_IN) == 0 or not await _try(producer.commit_transaction):
-        await _retried(producer.abort_transaction)
+    if rng.randrange(ABORT_ONE_IN) == 0 or not await try_end(producer.commit_transaction):
+        await retried(producer.abort_transaction)
     return counter
