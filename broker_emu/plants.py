@@ -24,6 +24,9 @@ name and seed), so nothing else the cluster draws changes when one is set.
   past the fetch offset — the records of a transaction not yet committed (or later aborted) reach
   a read_committed consumer (Kafka bounds that read by ``LogOffsetMetadata`` of the first
   unstable offset, ``UnifiedLog.lastStableOffset``).
+- ``lso-at-high``: as ``lso-past-open``, but for a run of read_committed Fetches (``TIMES``), as
+  a broker whose last stable offset is not kept for a while would answer: consume-transform-produce
+  transactions read each other's open writes, a cycle of write-read edges (G1c).
 - ``fenced-epoch``: a transactional batch from a producer epoch older than the one the
   coordinator last gave that producer id is appended instead of refused with
   INVALID_PRODUCER_EPOCH (``ProducerAppendInfo.checkProducerEpoch`` skipped): a zombie's write
@@ -45,11 +48,14 @@ PLANTS = {
     "aborted-read": "answer a read_committed fetch without its aborted transactions",
     "lso-past-open": "read a read_committed fetch past the last stable offset, into an open transaction",
     "fenced-epoch": "append a transactional batch from a fenced (older) producer epoch",
+    "lso-at-high": "read a run of read_committed fetches past the last stable offset, into open transactions",
 }
 # eligible events let pass before firing (drawn from this range), and how many firings at most
 SKIP = {"lose-ack": (5, 40), "dup-retry": (0, 0), "reuse-offset": (5, 40), "aborted-read": (0, 2),
-        "lso-past-open": (0, 2), "fenced-epoch": (0, 0)}
-TIMES = {"lose-ack": 1, "dup-retry": 1, "reuse-offset": 1, "aborted-read": 1, "lso-past-open": 1, "fenced-epoch": 1}
+        "lso-past-open": (0, 2), "fenced-epoch": (0, 0), "lso-at-high": (0, 10)}
+TIMES = {"lose-ack": 1, "dup-retry": 1, "reuse-offset": 1, "aborted-read": 1, "lso-past-open": 1, "fenced-epoch": 1,
+         "lso-at-high": 150}
+PAST_STABLE = ("lso-past-open", "lso-at-high")
 
 
 class Plant:
@@ -137,9 +143,10 @@ def read_past_stable(cluster: PlantedWithTransactions, p: "Partition", fetch_off
         return False
     open_here = {pid for pid, first in p.txns.ongoing.items() if first < high}
     ongoing = any(meta.producer_id in open_here and meta.state.value == "Ongoing" for meta in cluster.txn.txns.values())
-    return ongoing and planted(cluster, "lso-past-open", f"{p.topic}-{p.index}: read_committed fetch from {fetch_offset} "
-                                                         f"read to the high watermark {high}, past the open transaction "
-                                                         f"at {stable}")
+    name = cluster.plant.name if cluster.plant is not None else ""
+    return ongoing and name in PAST_STABLE and planted(
+        cluster, name, f"{p.topic}-{p.index}: read_committed fetch from {fetch_offset} read to the high watermark "
+                       f"{high}, past the open transaction at {stable}")
 
 
 def accept_fenced(cluster: Planted, header: Any, where: str, current: int) -> bool:

@@ -4,8 +4,8 @@ rows of the campaign's schema, so the same Spark job, Parquet and SQL carry them
 A matrix's ``chaos:`` groups (conformance/campaign/matrix.py) expand to one run per client,
 parameter set and seed, with scenario ``chaos`` and family ``Chaos``; ``params`` is the canonical
 JSON of the seed's parameters (``duration``, ``interval``, ``producers``, ``partitions``, every
-one resolved, and the producers' ``acks`` / ``enable.idempotence`` when given: the complete
-replay key).
+one resolved, the producers' ``acks`` / ``enable.idempotence`` when given, and ``txn: true``
+for our client's transactional workload, ``--txn``: the complete replay key).
 
 A seed's run row carries the accounting of conformance/chaos/accounting.py (sent, acknowledged,
 lost, misplaced, duplicated within / across producer epochs, reordered, failed, the consumer's
@@ -49,7 +49,7 @@ def run_limit_s(params: str) -> float:
     return float(json.loads(params).get("duration", 60.0)) + REAL_TIME_SLACK_S
 
 
-PARAMS = ("duration", "interval", "producers", "partitions", "acks", "enable.idempotence")
+PARAMS = ("duration", "interval", "producers", "partitions", "acks", "enable.idempotence", "txn")
 SETTINGS = ("acks", "enable.idempotence")   # the producers' settings; in params only when given
 # what each broken guarantee is called in the violations table
 GUARANTEES = {"lost": "no acknowledged record lost", "misplaced": "no acknowledged record misplaced",
@@ -86,7 +86,10 @@ def resolve_params(client: str, given: dict[str, Any]) -> dict[str, Any]:
         raise ChaosParamError(f"chaos parameters are numbers: {exc}") from None
     if numbers["duration"] < 2 or numbers["interval"] <= 0 or numbers["producers"] < 1 or numbers["partitions"] < 1:
         raise ChaosParamError(f"chaos needs duration >= 2, interval > 0, producers and partitions >= 1: {numbers}")
-    return {**numbers, **_settings(given)}
+    if "txn" in given and (not isinstance(given["txn"], bool) or (given["txn"] and name != "ours")):
+        raise ChaosParamError(f"txn is true or false, and true only for our client (its transactional workload), "
+                              f"not {given['txn']!r} for {name}")
+    return {**numbers, **_settings(given), **({"txn": True} if given.get("txn") else {})}
 
 
 def _settings(given: dict[str, Any]) -> dict[str, Any]:

@@ -46,6 +46,9 @@ read_committed consumer.
   zombie fencing — the successor's InitProducerId bumps the epoch and every write of the older
   epoch is refused. Not one of Jepsen's Kafka classes (its workload has no second producer per
   transactional id); the guarantee is KIP-98's.
+- **G1c** (and, informational, **G0** and **G1c-ww**): cycles between committed transactions
+  of write-write and write-read edges, conformance/chaos/cycles.py; only the cycle of write-read
+  edges alone is an anomaly under read_committed.
 - **unseen**: acknowledged writes no poll read by the end, reported apart (not an anomaly by
   itself: a consumer may stop early; the chaos consumer reads to the end, so it should be 0).
 """
@@ -57,11 +60,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from conformance.chaos import cycles
 from conformance.chaos.history import INVOKE, OK, History, Op
 
 ANOMALIES = ("lost-write", "duplicate", "inconsistent-offsets", "poll-skip", "nonmonotonic-poll",
-             "nonmonotonic-send", "aborted-read", "uncommitted-read", "fenced-write")
-CONSUMER_SIDE = ("poll-skip", "nonmonotonic-poll", "aborted-read", "uncommitted-read")
+             "nonmonotonic-send", "aborted-read", "uncommitted-read", "fenced-write", *cycles.JUDGED)
+INFORMATIONAL = cycles.INFORMATIONAL     # named with a witness, not anomalies: Kafka allows them
+CONSUMER_SIDE = ("poll-skip", "nonmonotonic-poll", "aborted-read", "uncommitted-read", *cycles.JUDGED)
 ALWAYS_JUDGED = (*CONSUMER_SIDE, "fenced-write")     # transactional guarantees: acks=all is implied
 Key = tuple[str, int]
 COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
@@ -107,12 +112,13 @@ class ReadAt:
 @dataclass
 class Anomaly:
     kind: str
-    key: Key
+    key: Key | None
     what: str
     ops: list[Op]
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "topic": self.key[0], "partition": self.key[1], "what": self.what,
+        topic, partition = self.key if self.key is not None else (None, None)
+        return {"kind": self.kind, "topic": topic, "partition": partition, "what": self.what,
                 "witness": [op.describe() for op in sorted(self.ops, key=lambda op: op.index)]}
 
 
@@ -120,9 +126,11 @@ class Anomaly:
 class Check:
     anomalies: dict[str, list[Anomaly]] = field(default_factory=lambda: {kind: [] for kind in ANOMALIES})
     unseen: list[Write] = field(default_factory=list)
+    informational: dict[str, list[Anomaly]] = field(default_factory=lambda: {kind: [] for kind in INFORMATIONAL})
 
     def counts(self) -> dict[str, int]:
-        return {kind: len(found) for kind, found in self.anomalies.items()} | {"unseen": len(self.unseen)}
+        return ({kind: len(found) for kind, found in self.anomalies.items()} | {"unseen": len(self.unseen)}
+                | {kind: len(found) for kind, found in self.informational.items()})
 
     def named(self) -> list[str]:
         """The anomaly classes found (unseen apart)."""
@@ -131,12 +139,14 @@ class Check:
     def bad(self) -> int:
         return sum(len(found) for found in self.anomalies.values())
 
-    def add(self, kind: str, key: Key, what: str, ops: Iterable[Op]) -> None:
-        self.anomalies[kind].append(Anomaly(kind, key, what, list({op.index: op for op in ops}.values())))
+    def add(self, kind: str, key: Key | None, what: str, ops: Iterable[Op]) -> None:
+        where = self.anomalies if kind in self.anomalies else self.informational
+        where[kind].append(Anomaly(kind, key, what, list({op.index: op for op in ops}.values())))
 
     def as_dict(self, examples: int = 3) -> dict:
+        found_all = self.anomalies | self.informational
         return {"counts": self.counts(),
-                "examples": {kind: [a.as_dict() for a in found[:examples]] for kind, found in self.anomalies.items()
+                "examples": {kind: [a.as_dict() for a in found[:examples]] for kind, found in found_all.items()
                              if found},
                 "unseen_examples": [f"{w.key}: {w.value!r} acknowledged at {w.offset}" for w in self.unseen[:examples]]}
 
@@ -284,6 +294,10 @@ def check(history: History | list[Op]) -> Check:
     _aborted_reads(ops, writes, reads, isolation, result)
     _uncommitted_reads(ops, writes, reads, isolation, result)
     _fenced_writes(ops, writes, result)
+    graph = cycles.build(ops, writes, order, isolation)
+    for cycle in cycles.cycles(graph):
+        what, key, witness = cycles.describe(graph, cycle)
+        result.add(cycle.kind, key, what, witness)
     return result
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.chaos.checker import ANOMALIES
+from conformance.chaos.checker import ANOMALIES, INFORMATIONAL
+from conformance.chaos.checker_spark_cycles import cycles_frame
 
 RUN = "client, seed, plant"
 KEY = "topic, partition"
@@ -68,8 +69,8 @@ VIEWS: list[tuple[str, str]] = [
         WHERE i.f = 'send' AND i.type = 'invoke'"""),
     # every record a poll returned (checker.reads_of)
     ("chaos_h_reads", f"""
-        SELECT {RUN}, process, index, pos, r.topic, r.partition, r.offset, r.value
-        FROM (SELECT {RUN}, process, index, posexplode(records) AS (pos, r) FROM chaos_h_ops
+        SELECT {RUN}, process, index, txn, pos, r.topic, r.partition, r.offset, r.value
+        FROM (SELECT {RUN}, process, index, txn, posexplode(records) AS (pos, r) FROM chaos_h_ops
               WHERE f = 'poll' AND type = 'ok')"""),
     ("chaos_h_read_values", f"SELECT DISTINCT {RUN}, {KEY}, value FROM chaos_h_reads"),
     # must have committed (checker.mark_committed)
@@ -212,7 +213,8 @@ UNSEEN = f"""
 def check_histories(spark, histories: Any):
     """Every anomaly of every run in ``histories`` (a Parquet path or a DataFrame of history
     rows): a DataFrame of (client, seed, plant, kind, topic, partition, ops, what), ``ops`` the
-    witness's operation indices; ``kind`` "unseen" for acknowledged writes never read."""
+    witness's operation indices; ``kind`` "unseen" for acknowledged writes never read, G0 and
+    G1c-ww for the cycles Kafka allows (conformance/chaos/checker_spark_cycles.py)."""
     frame = spark.read.parquet(histories) if isinstance(histories, str) else histories
     frame.createOrReplaceTempView("chaos_h_ops")
     for name, query in VIEWS + PAIR_VIEWS:
@@ -220,15 +222,18 @@ def check_histories(spark, histories: Any):
     parts = [f"SELECT {RUN}, '{kind}' AS kind, {KEY}, array_sort(ops) AS ops, what FROM ({query})"
              for kind, query in ANOMALY_QUERIES.items()]
     parts.append(f"SELECT {RUN}, 'unseen' AS kind, {KEY}, ops, what FROM ({UNSEEN})")
-    return spark.sql(" UNION ALL ".join(parts))
+    return spark.sql(" UNION ALL ".join(parts)).unionByName(cycles_frame(spark))
+
+
+KINDS = (*ANOMALIES, "unseen", *INFORMATIONAL)     # the pure checker's Check.counts()
 
 
 def per_run(found, runs) -> dict[tuple[str, int, str], dict[str, int]]:
     """Counts per run and anomaly (every kind present, 0 when none), for ``runs`` (the
     (client, seed, plant) triples checked: a run without anomalies has no row in ``found``)."""
-    out = {run: dict.fromkeys((*ANOMALIES, "unseen"), 0) for run in runs}
+    out = {run: dict.fromkeys(KINDS, 0) for run in runs}
     for row in found.groupBy("client", "seed", "plant", "kind").count().collect():
-        out.setdefault((row["client"], row["seed"], row["plant"]), dict.fromkeys((*ANOMALIES, "unseen"), 0))
+        out.setdefault((row["client"], row["seed"], row["plant"]), dict.fromkeys(KINDS, 0))
         out[row["client"], row["seed"], row["plant"]][row["kind"]] = row["count"]
     return out
 
@@ -241,22 +246,23 @@ def runs_of(spark, histories: str) -> list[tuple[str, int, str]]:
 def check_directory(directory: str, master: str | None = None, out=print) -> int:
     """``broker-emu chaos --check-histories DIR``: every history in DIR checked on Spark; one
     line per run with anomalies, the totals, and the first witnesses. Exit status 1 if any run
-    has an anomaly (unseen writes apart)."""
+    has an anomaly (unseen writes and the informational cycles apart)."""
     from conformance.spark_session import get_session
 
     spark = get_session(master, "broker-emu chaos histories")
     found = check_histories(spark, directory).cache()
     runs = runs_of(spark, directory)
     counts = per_run(found, runs)
-    totals = dict.fromkeys((*ANOMALIES, "unseen"), 0)
+    totals = dict.fromkeys(KINDS, 0)
     for run, by_kind in sorted(counts.items()):
         for kind, n in by_kind.items():
             totals[kind] += n
-        named = [f"{kind} {n}" for kind, n in by_kind.items() if n and kind != "unseen"]
+        named = [f"{kind} {n}" for kind, n in by_kind.items() if n and kind in ANOMALIES]
         if named:
             out(f"{run[0]} seed {run[1]}" + (f" plant {run[2]}" if run[2] else "") + f": {', '.join(named)}")
     out(f"{len(runs)} histories: " + ", ".join(f"{kind} {n}" for kind, n in totals.items()))
-    for row in found.where("kind <> 'unseen'").orderBy("client", "seed", "plant", "kind").limit(5).collect():
+    judged = ", ".join(f"'{kind}'" for kind in ANOMALIES)
+    for row in found.where(f"kind IN ({judged})").orderBy("client", "seed", "plant", "kind").limit(5).collect():
         out(f"  e.g. {row['client']} seed {row['seed']} {row['kind']} {row['topic']}-{row['partition']} "
             f"{row['what']}: operations {list(row['ops'])}")
-    return 1 if any(n for kind, n in totals.items() if kind != "unseen") else 0
+    return 1 if any(totals[kind] for kind in ANOMALIES) else 0

@@ -136,7 +136,7 @@ def _resolve(args: argparse.Namespace) -> tuple[Callable[..., SeedResult], range
     return run_seed, range(args.first_seed, args.first_seed + seeds), params
 
 
-TXN_PLANTS = ("aborted-read", "lso-past-open", "fenced-epoch")   # they act on transactions
+TXN_PLANTS = ("aborted-read", "lso-past-open", "fenced-epoch", "lso-at-high")   # they act on transactions
 
 
 def plant_options(args: argparse.Namespace) -> dict | None:
@@ -270,13 +270,17 @@ def print_summary(client: str, results: list[SeedResult], replay: str = "broker-
     print(f"  actions: {', '.join(f'{k} {v}' for k, v in sorted(actions.items()))}")
     checked = [r.check for r in results if r.check is not None]
     if checked:
-        from conformance.chaos.checker import ANOMALIES
+        from conformance.chaos.checker import ANOMALIES, INFORMATIONAL
 
         found: Counter = Counter()
+        seeds_with: Counter = Counter()
         for c in checked:
             found.update(c.counts())
+            seeds_with.update(kind for kind in INFORMATIONAL if c.counts()[kind])
         print(f"  history checker ({len(checked)} histories): "
-              + ", ".join(f"{kind} {found[kind]}" for kind in (*ANOMALIES, "unseen")))
+              + ", ".join(f"{kind} {found[kind]}" for kind in (*ANOMALIES, "unseen"))
+              + "; informational (Kafka allows them): "
+              + ", ".join(f"{kind} {found[kind]} in {seeds_with[kind]} seeds" for kind in INFORMATIONAL))
     promised = results[0].judged if results else ()
     if bad:
         print(f"  BAD seeds: {bad[:20]}; replay one with: {replay} {bad[0]}")

@@ -12,7 +12,10 @@ injected clock: trio's virtual clock in a virtual-time run). A completion names 
   (``ok``) or the error (``info``: a Kafka producer's error says nothing certain about the write);
   ``txn`` is the producer's transaction number when it sends inside one;
 - ``poll``: the completion the records returned (``records``: topic, partition, offset, key,
-  value), an empty list for an empty poll;
+  value), an empty list for an empty poll; ``txn`` when the consumer polls inside its process's
+  transaction (a consume-transform-produce loop, conformance/chaos/ctp_load.py: the consumer is
+  recorded under its producer's process, so what it read and what that transaction wrote are one
+  node of the checker's dependency graph, conformance/chaos/cycles.py);
 - ``assign`` / ``seek``: the consumer's partitions (``detail``: isolation level and partitions)
   or the offset it moved to — after them a consumer may legitimately jump;
 - ``commit``: the offsets committed (``detail``), ``ok`` or ``info`` with the error;
@@ -162,8 +165,13 @@ class ProducerRecording:
 class ConsumerRecording:
     """The recording a consumer wrapper does, whichever face it wraps."""
 
-    def __init__(self, consumer: Any, history: History, process: str, isolation: str = "read_uncommitted"):
+    def __init__(self, consumer: Any, history: History, process: str, isolation: str = "read_uncommitted",
+                 in_txn: Callable[[], int | None] | None = None):
         self.consumer, self.history, self.process, self.isolation = consumer, history, process, isolation
+        self.in_txn = in_txn      # the open transaction of the producer this consumer polls for, if any
+
+    def _polling(self) -> Op:
+        return self.history.invoke(self.process, "poll", txn=self.in_txn() if self.in_txn is not None else None)
 
     def assign(self, partitions: list[Any]) -> None:
         self.consumer.assign(partitions)
@@ -233,7 +241,7 @@ class RecordedConsumer(ConsumerRecording):
     """``client.AsyncConsumer`` with every assign, seek, poll and commit recorded."""
 
     async def poll(self, timeout: float = 0.0) -> list[Any]:
-        invocation = self.history.invoke(self.process, "poll")
+        invocation = self._polling()
         try:
             records = await self.consumer.poll(timeout)
         except BaseException as exc:

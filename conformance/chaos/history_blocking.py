@@ -51,7 +51,7 @@ class RecordedBlockingConsumer(ConsumerRecording):
     """``client.Consumer`` with every assign, seek, poll and commit recorded."""
 
     def poll(self, timeout: float = 0.0) -> list[Any]:
-        invocation = self.history.invoke(self.process, "poll")
+        invocation = self._polling()
         try:
             records = self.consumer.poll(timeout)
         except BaseException as exc:

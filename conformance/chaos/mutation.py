@@ -26,7 +26,7 @@ from conformance.chaos.readback import SeedResult
 EXPECTED: dict[str, tuple[str, ...]] = {
     "lose-ack": ("lost-write",), "dup-retry": ("duplicate",), "reuse-offset": ("inconsistent-offsets",),
     "aborted-read": ("aborted-read",), "lso-past-open": ("uncommitted-read", "aborted-read"),
-    "fenced-epoch": ("fenced-write",)}
+    "fenced-epoch": ("fenced-write",), "lso-at-high": ("G1c",)}
 
 
 @dataclass

@@ -17,6 +17,7 @@ from broker_emu.plants import Plant
 from broker_emu.runtime import open_cluster
 from conformance.chaos.accounting import Sent, account, judged, record_value
 from conformance.chaos.checker import check, judged_anomalies
+from conformance.chaos.ctp_load import CTP_TOPIC, WORKERS, ctp_worker
 from conformance.chaos.history import History, RecordedConsumer, RecordedProducer
 from conformance.chaos.plan import Chaos, make_plan
 from conformance.chaos.readback import SeedResult, committed, join
@@ -69,7 +70,7 @@ async def _run(o: Options, say: Callable[[str], None] | None) -> SeedResult:
     # refused by the coordinator's verification before the partition's epoch check, the one the
     # fenced-epoch plant skips (ProducerAppendInfo.checkProducerEpoch), so that bug would never show
     config = {**CLUSTER_CONFIG, "emu.seed": o.seed, **({TXN_VERSION: 1} if o.txn else {})}
-    topics = [(TOPIC, o.partitions, 3)] + ([(TXN_TOPIC, o.partitions, 3)] if o.txn else [])
+    topics = [(TOPIC, o.partitions, 3)] + ([(TXN_TOPIC, o.partitions, 3), (CTP_TOPIC, o.partitions, 3)] if o.txn else [])
     async with open_cluster(3, topics=topics, config=config, listen=False) as cluster:
         if o.plant:
             cluster.plant = Plant(o.plant, o.seed)    # Python only: no request or config reaches it
@@ -88,8 +89,8 @@ async def _run(o: Options, say: Callable[[str], None] | None) -> SeedResult:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_consume, bootstrap["bootstrap.servers"], connect, o.partitions, reader, history)
             if o.txn:
-                nursery.start_soon(consume_committed, {**CONSUMER_CONFIG, **bootstrap}, connect, o.partitions,
-                                   txn_reader, history)
+                nursery.start_soon(consume_committed, {**CONSUMER_CONFIG, **bootstrap}, connect,
+                                   [TXN_TOPIC, CTP_TOPIC], o.partitions, txn_reader, history)
             async with trio.open_nursery() as work:
                 _start_writers(work, o, chaos, bootstrap, connect, sent, notes, history)
             await _read_to_the_end(cluster, o, reader, txn_reader)
@@ -112,6 +113,9 @@ def _start_writers(work: trio.Nursery, o: Options, chaos: Chaos, bootstrap: dict
     if o.txn:   # transactions need acks=all and idempotence, whatever the other producers use
         work.start_soon(produce_txns, o.seed, {**PRODUCER_CONFIG, **bootstrap}, connect, o.partitions, o.duration,
                         o.interval * 2, history, notes)
+        for name in WORKERS:   # consume-transform-produce: transactions that read (conformance/chaos/ctp_load.py)
+            work.start_soon(ctp_worker, name, o.seed, {**PRODUCER_CONFIG, **bootstrap}, {**CONSUMER_CONFIG, **bootstrap},
+                            connect, o.partitions, o.duration, o.interval * 2, history, notes)
 
 
 async def _read_to_the_end(cluster, o: Options, reader: Reader, txn_reader: CommittedReader) -> None:
@@ -119,7 +123,8 @@ async def _read_to_the_end(cluster, o: Options, reader: Reader, txn_reader: Comm
     partition's end (at most SETTLE_S), then stop."""
     reader.read_up_to({p.index: p.high_watermark for p in cluster.topics[TOPIC].partitions})
     if o.txn:
-        txn_reader.ends = {p.index: p.high_watermark for p in cluster.topics[TXN_TOPIC].partitions}
+        txn_reader.ends = {(topic, p.index): p.high_watermark for topic in (TXN_TOPIC, CTP_TOPIC)
+                           for p in cluster.topics[topic].partitions}
     with trio.move_on_after(SETTLE_S):
         await reader.reached.wait()
         if o.txn:

@@ -93,7 +93,7 @@ async def _session(run: TxnRun, producer: RecordedProducer, initialized: bool
     fatal error: its InitProducerId fences this one)."""
     try:
         if not initialized:
-            await _retried(producer.init_transactions)
+            await retried(producer.init_transactions)
         while trio.current_time() < run.deadline:
             producer.begin_transaction()
             run.txns += 1
@@ -108,8 +108,8 @@ async def _session(run: TxnRun, producer: RecordedProducer, initialized: bool
                 run.fence_in = None
                 return await _fenced_by_a_successor(run, producer, partition), True
             abort = run.rng.randrange(ABORT_ONE_IN) == 0
-            if abort or not await _try(producer.commit_transaction):
-                await _retried(producer.abort_transaction)
+            if abort or not await try_end(producer.commit_transaction):
+                await retried(producer.abort_transaction)
         return None
     except KafkaError as exc:
         run.notes.append(f"{producer.process}: {type(exc).__name__}: {exc} (replaced)")
@@ -123,18 +123,18 @@ async def _fenced_by_a_successor(run: TxnRun, zombie: RecordedProducer, partitio
     ``TransactionCoordinator.handleInitProducerId`` bumps the epoch and aborts the open
     transaction; the partition then refuses the old epoch)."""
     successor = await run.new_producer()
-    await _retried(successor.init_transactions)
+    await retried(successor.init_transactions)
     value, _ = run.next_value()
     try:
         await zombie.send(TXN_TOPIC, value, partition=partition)
         await zombie.flush()
-        await _try(zombie.commit_transaction)
+        await try_end(zombie.commit_transaction)
     except KafkaError as exc:
         run.notes.append(f"{zombie.process}: fenced as it should be ({type(exc).__name__})")
     return successor
 
 
-async def _try(call) -> bool:
+async def try_end(call) -> bool:
     """The end of a transaction, called again after a timeout (it completes the same end);
     False if it failed otherwise (the transaction must be aborted)."""
     for _ in range(10):
@@ -148,7 +148,7 @@ async def _try(call) -> bool:
     return False
 
 
-async def _retried(call) -> None:
+async def retried(call) -> None:
     for attempt in range(10):
         try:
             await call()
@@ -159,19 +159,21 @@ async def _retried(call) -> None:
 
 
 class CommittedReader:
-    """Where the read_committed consumer stands, and whether it reached the partitions' ends."""
+    """Where the read_committed consumer stands, and whether it reached the partitions' ends
+    (by topic and partition: it reads the consume-transform-produce topic too)."""
 
     def __init__(self) -> None:
-        self.ends: dict[int, int] | None = None
+        self.ends: dict[tuple[str, int], int] | None = None
         self.reached = trio.Event()
         self.stop = trio.Event()
 
 
-async def consume_committed(config: dict, connect, partitions: int, reader: CommittedReader,
+async def consume_committed(config: dict, connect, topics: list[str], partitions: int, reader: CommittedReader,
                             history: History) -> None:
-    """Assigned to every partition of the topic, read_committed; commits its positions after each
-    poll that returned records (a failed commit is recorded and let be)."""
-    tps = [client.TopicPartition(TXN_TOPIC, p) for p in range(partitions)]
+    """Assigned to every partition of ``topics``, read_committed; commits its positions after each
+    poll that returned records (a failed commit is recorded and let be). It reads to the end, so
+    every committed write is read by some poll (the checker's lost-write and unseen)."""
+    tps = [client.TopicPartition(topic, p) for topic in topics for p in range(partitions)]
     async with client.open_consumer({**config, **READER_CONFIG}, connect=connect) as ours:
         consumer = RecordedConsumer(ours, history, "txn-reader", isolation="read_committed")
         consumer.assign(tps)
@@ -184,7 +186,7 @@ async def consume_committed(config: dict, connect, partitions: int, reader: Comm
                 except KafkaError:
                     pass   # recorded (info); the next poll's commit covers it
             if reader.ends is not None and positions is not None and \
-                    all(pos >= reader.ends[tp.partition] for pos, tp in zip(positions, tps)):
+                    all(pos >= reader.ends[tp.topic, tp.partition] for pos, tp in zip(positions, tps)):
                 reader.reached.set()
 
 

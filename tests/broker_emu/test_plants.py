@@ -69,4 +69,5 @@ def test_a_plant_lets_its_drawn_events_pass_then_fires_its_times_only():
     assert plant.fired == 1 and plant.log == [f"event {skip}"]
     with pytest.raises(ValueError, match="no planted bug"):
         Plant("eat-the-log")
-    assert set(PLANTS) == {"lose-ack", "dup-retry", "reuse-offset", "aborted-read", "lso-past-open", "fenced-epoch"}
+    assert set(PLANTS) == {"lose-ack", "dup-retry", "reuse-offset", "aborted-read", "lso-past-open", "fenced-epoch",
+                           "lso-at-high"}

@@ -28,8 +28,8 @@ class Script:
     def assign(self, process: str = "c", isolation: str = "read_uncommitted", partitions=((T, 0),)) -> None:
         self.h.event(process, "assign", detail=detail(isolation=isolation, partitions=[list(p) for p in partitions]))
 
-    def poll(self, *records: tuple[int, str], partition: int = 0, process: str = "c") -> Op:
-        inv = self.h.invoke(process, "poll")
+    def poll(self, *records: tuple[int, str], partition: int = 0, process: str = "c", txn: int | None = None) -> Op:
+        inv = self.h.invoke(process, "poll", txn=txn)
         return self.h.complete(inv, OK, records=[Read(T, partition, o, None, v.encode()) for o, v in records])
 
     def init(self, process: str = "tp", transactional_id: str = "tx") -> None:
@@ -200,10 +200,73 @@ def sends_go_back(s: Script) -> dict:
     return {"nonmonotonic-send": 1, "inconsistent-offsets": 1, "lost-write": 1, "unseen": 1}
 
 
+BOTH = ((T, 0), (T, 1))
+
+
+def _read_all(s: Script, p0: tuple[tuple[int, str], ...], p1: tuple[tuple[int, str], ...]) -> None:
+    """A read_committed consumer outside any transaction reads both partitions to the end."""
+    s.poll(*p0, process="c")
+    s.poll(*p1, partition=1, process="c")
+
+
+def write_cycle(s: Script) -> dict:
+    """G0: ta's write before tb's on partition 0, after it on partition 1. Kafka allows it."""
+    for who in ("c", "ta", "tb"):
+        s.assign(process=who, isolation="read_committed", partitions=BOTH)
+    s.begin(1, process="ta")
+    s.begin(1, process="tb")
+    s.send("a0", 0, partition=0, process="ta", txn=1)
+    s.send("b0", 1, partition=0, process="tb", txn=1)
+    s.send("b1", 0, partition=1, process="tb", txn=1)
+    s.send("a1", 1, partition=1, process="ta", txn=1)
+    s.end("commit_txn", 1, process="ta")
+    s.end("commit_txn", 1, process="tb")
+    _read_all(s, ((0, "a0"), (1, "b0")), ((0, "b1"), (1, "a1")))
+    return {"G0": 1}
+
+
+def read_cycle(s: Script) -> dict:
+    """G1c: each of two consume-transform-produce transactions read the other's write, which
+    read_committed cannot show before a commit (both reads are uncommitted reads too)."""
+    for who in ("c", "ta", "tb"):
+        s.assign(process=who, isolation="read_committed", partitions=BOTH)
+    s.begin(1, process="ta")
+    s.begin(1, process="tb")
+    s.send("a", 0, partition=0, process="ta", txn=1)
+    s.send("b", 0, partition=1, process="tb", txn=1)
+    s.poll((0, "b"), partition=1, process="ta", txn=1)
+    s.poll((0, "a"), partition=0, process="tb", txn=1)
+    s.end("commit_txn", 1, process="ta")
+    s.end("commit_txn", 1, process="tb")
+    _read_all(s, ((0, "a"),), ((0, "b"),))
+    return {"G1c": 1, "uncommitted-read": 2}
+
+
+def read_cycle_through_a_write(s: Script) -> dict:
+    """G1c-ww: tb wrote partition 1 before ta did, then read what ta committed: allowed (writes
+    are not isolated), informational. Then a chain of reads of committed writes: no cycle."""
+    for who in ("c", "ta", "tb"):
+        s.assign(process=who, isolation="read_committed", partitions=BOTH)
+    s.begin(1, process="tb")
+    s.send("b", 0, partition=1, process="tb", txn=1)
+    s.begin(1, process="ta")
+    s.send("a0", 0, partition=0, process="ta", txn=1)
+    s.send("a1", 1, partition=1, process="ta", txn=1)
+    s.end("commit_txn", 1, process="ta")
+    s.poll((0, "a0"), partition=0, process="tb", txn=1)
+    s.end("commit_txn", 1, process="tb")
+    s.begin(2, process="ta")
+    s.poll((0, "b"), (1, "a1"), partition=1, process="ta", txn=2)
+    s.send("a2", 1, partition=0, process="ta", txn=2)
+    s.end("commit_txn", 2, process="ta")
+    _read_all(s, ((0, "a0"), (1, "a2")), ((0, "b"), (1, "a1")))
+    return {"G1c-ww": 1}
+
+
 SCENARIOS: dict[str, Callable[[Script], dict]] = {f.__name__: f for f in (
     clean, lost, unseen_at_the_end, indeterminate_send, two_values_at_one_offset, duplicate, skips_and_goes_back,
     seek_and_reassign, markers_and_aborted_records, aborted_read, read_before_commit, zombie, commit_unknown,
-    sends_go_back)}
+    sends_go_back, write_cycle, read_cycle, read_cycle_through_a_write)}
 
 
 def build(name: str) -> tuple[History, dict]:

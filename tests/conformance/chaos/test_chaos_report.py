@@ -1,0 +1,72 @@
+"""The generated chaos report (conformance/chaos/report.py): docs/chaos.md holds what its stored
+figures render to, and the figures are read right from a campaign's Parquet, chaos --json files
+and planted-bug runs."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from conformance.chaos import report
+
+
+def test_the_page_holds_what_the_stored_figures_render_to():
+    assert report.main(["check"]) == 0
+
+
+SCHEMA = pa.schema([("run_id", pa.int64()), ("client", pa.string()), ("params", pa.string()), ("seed", pa.int64()),
+                    ("status", pa.string()), ("actions", pa.string()), ("kind", pa.string()), ("details", pa.string())])
+
+
+def _campaign(tmp_path):
+    """Three chaos seeds as a campaign writes them: one with a lost write, one with an error."""
+    runs = [{"run_id": i, "client": "broker-emu (async)", "params": json.dumps({"duration": 8, "txn": i == 2}),
+             "seed": i, "status": status, "actions": json.dumps(actions), "kind": None, "details": None}
+            for i, status, actions in ((0, "pass", {"leader": 2, "bounce": 1}), (1, "fail", {"leader": 1}),
+                                       (2, "error", {}))]
+    witness = ["b'x' acknowledged at offset 3, never read", "#4 t=0.500 producer-0 ok send chaos-0 @3 b'x'",
+               "#9 t=0.100 consumer ok poll [0@4=b'y']"]
+    events = [{"run_id": 1, "client": "broker-emu (async)", "params": "{}", "seed": 1, "status": None,
+               "actions": None, "kind": "violation",
+               "details": json.dumps({"contract": "client history: no lost-write", "count": 1, "detail": witness})},
+              {"run_id": 0, "client": "broker-emu (async)", "params": "{}", "seed": 0, "status": None,
+               "actions": None, "kind": "chaos_action", "details": "{}"}]
+    for record, rows in (("run", runs), ("event", events)):
+        folder = tmp_path / "traces" / f"record={record}" / "family=Chaos"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), folder / "part-0.parquet")
+    return witness
+
+
+def test_a_campaign_is_counted_per_client_workload_and_fault_kind(tmp_path):
+    witness = _campaign(tmp_path)
+    (default, txn) = report.summarize(report.campaign_seeds(str(tmp_path)))
+    assert (default["workload"], default["seeds"], default["with_anomaly"], default["errors"]) == ("default", 2, 1, 0)
+    assert default["classes"] == {"lost-write": 1}
+    assert default["kinds"]["leader"] == [2, 1] and default["kinds"]["bounce"] == [1, 0]
+    assert default["witnesses"]["lost-write"] == {"seed": 1, "witness": witness}
+    assert (txn["workload"], txn["seeds"], txn["errors"]) == ("txn", 1, 1)
+    page = report.render({"clients": [default, txn], "mutation": []})
+    assert "| broker-emu (async) | default | 2 (0–1) | **1** | 0 | lost-write 1 |" in page
+    assert "| broker-emu (async) | default | 2 (1) | 0 (0) | 1 (0) |" in page
+
+
+def test_a_witness_is_drawn_as_lanes_on_one_time_axis():
+    lines = report.timeline(["what", "#9 t=0.500 c ok poll [0@1=b'a']", "#4 t=0.100 p ok send t-0 @1 b'a'"], width=24)
+    assert lines[0] == "```" and lines[1] == "what" and lines[3].split() == ["t", "(s)", "c", "p"]
+    assert lines[4] == "   0.100  " + " " * 24 + "#4 ok send t-0 @1 b'a'"   # p's lane, first in time
+    assert lines[5] == "   0.500  #9 ok poll [0@1=b'a']" and lines[6] == "```"
+    assert report.timeline(["w", "#4 t=0.100 p ok send t-0 @1 b'a'"], width=12)[4] == "   0.100  #4 ok send…"
+
+
+def test_a_planted_bug_row_counts_fired_named_and_missed(tmp_path):
+    def seed(n, fired, counts):
+        examples = {k: [{"what": f"{k} here", "witness": ["#1 t=0.000 p ok send t-0 @0 b'a'"]}] for k in counts}
+        return {"seed": n, "plant": {"name": "lso-at-high", "fired": ["x"] if fired else []},
+                "history_check": {"counts": counts, "judged": ["G1c", "uncommitted-read"], "examples": examples}}
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([seed(0, True, {"G1c": 2, "uncommitted-read": 1, "G0": 3}),
+                                seed(1, True, {"uncommitted-read": 1}), seed(2, False, {})]))
+    row = report.mutation_row(str(path), {"lso-at-high": ("G1c",)})
+    assert (row["seeds"], row["fired"], row["named"], row["any"], row["missed"]) == (3, 2, 1, 2, [1])
+    assert row["other"] == {"uncommitted-read": 2} and row["witness"][0] == "G1c here"
