@@ -294,23 +294,6 @@ def _alter_scram_error(version: int, request: Any, code: int) -> dict[str, Any]:
     return {"results": [{"user": u, "error_code": code, "error_message": kafka_message(code)} for u in users]}
 
 
-
-def _add_partitions_to_txn_error(version: int, request: Any, code: int) -> dict[str, Any]:
-    # AddPartitionsToTxnRequest.getErrorResponse: below v4 every partition with the error, v4+ the top-level code
-    if version >= 4:
-        return {"error_code": code, "results_by_transaction": []}
-    return {"results_by_topic_v3_and_below": [{"name": t["name"], "results_by_partition": [
-        {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]}
-        for t in request["v3_and_below_topics"]]}
-
-
-def _txn_offset_commit_error(version: int, request: Any, code: int) -> dict[str, Any]:
-    # TxnOffsetCommitRequest.getErrorResponse: every partition it names with the error
-    return {"topics": [{"name": t.get("name", ""), "topic_id": t.get("topic_id"), "partitions": [
-        {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
-        for t in request["topics"]]}
-
-
 def _share_group_describe_error(version: int, request: Any, code: int) -> dict[str, Any]:
     # ShareGroupDescribeRequest.getErrorResponse: every group with the error
     return {"groups": [{"group_id": g, "error_code": code} for g in request["group_ids"]]}
