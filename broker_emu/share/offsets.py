@@ -12,7 +12,11 @@ partition's whole in-flight state, as Kafka's InitializeShareGroupState writes a
   that does not exist comes back with the zero topic id and start offset -1, a partition without
   state with start offset -1 and leader epoch 0, and lag (v1) is the high watermark minus the start
   offset minus the records already acknowledged or archived past it
-  (``computeShareGroupLagAndBuildResponse``), -1 while the start offset is -1. With a null topic
+  (``computeShareGroupLagAndBuildResponse``), -1 while the start offset is -1. Both come from the
+  share coordinator's copy of the state, which the leader writes when records are acknowledged,
+  released or expire, with the start offset from before that change moved it: so a partition only
+  fetched from shows no start offset yet, and one whose records were all acknowledged in one go
+  still shows the old start offset, with those records counted as delivered. With a null topic
   list (``describeShareGroupAllOffsets``) every initialized share partition; an unknown group has
   none;
 - alter (``GroupMetadataManager.alterShareGroupOffsets``): the group is made if it does not exist,
@@ -32,7 +36,6 @@ from typing import Any
 
 from broker_emu.share.coordinator import ShareCoordinator
 from broker_emu.share.groups import ShareGroup
-from broker_emu.share.partition import State
 from client.errors import ErrorCode as E
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -87,11 +90,11 @@ def _described_topic(coord: ShareCoordinator, group_id: str, topic: Any, partiti
 
 def _described_partition(coord: ShareCoordinator, group_id: str, topic: Any, index: int) -> dict[str, Any]:
     sp = coord.partitions.get((group_id, topic.name, index))
-    if sp is None or sp.topic_id != topic.topic_id or not 0 <= index < len(topic.partitions):
+    if sp is None or sp.topic_id != topic.topic_id or sp.persisted is None or not 0 <= index < len(topic.partitions):
         return _partition(index, UNINITIALIZED, 0, UNINITIALIZED)
+    start, complete = sp.persisted   # the share coordinator's copy, one write behind the leader
     p = coord.cluster.partition(topic.name, index)
-    complete = sum(1 for r in sp.records.values() if r.state in (State.ACKNOWLEDGED, State.ARCHIVED))
-    return _partition(index, sp.start_offset, p.leader_epoch, p.high_watermark - sp.start_offset - complete)
+    return _partition(index, start, p.leader_epoch, p.high_watermark - start - complete)
 
 
 def _partition(index: int, start: int, leader_epoch: int, lag: int) -> dict[str, Any]:
@@ -137,6 +140,7 @@ def _set_start(coord: ShareCoordinator, group: ShareGroup, topic: Any, index: in
     if start >= 0:
         sp = coord.share_partition(group.group_id, topic.name, index)
         sp.start_offset = sp.end_offset = start
+        sp.persisted = (start, 0)   # InitializeShareGroupState writes it
     coord.cluster.trace.emit("share_offsets_altered", details={
         "group": group.group_id, "topic": topic.name, "partition": index, "start_offset": start,
         "previous_start_offset": old.start_offset if old is not None else None})

@@ -48,13 +48,17 @@ async def test_describe_shows_the_start_offset_and_the_lag_a_member_leaves(autoj
         await m.beat()
         await produce(cluster, [b"a", b"b", b"c", b"d", b"e"])
         assert acquired(await m.fetch(partitions=(0, 1), max_records=3, max_wait_ms=0)) == [(0, 2, 1)]
-        # every partition of the subscribed topic is initialized; partition 1 was never fetched
-        assert rows(await describe(w)) == {("t", 0): (0, 0, 5, 0), ("t", 1): (-1, 0, -1, 0)}
+        # every partition of the subscribed topic is initialized; an acquisition writes no state
+        # (Kafka's SharePartition writes on acknowledgements and expiries), so no start offset yet
+        assert rows(await describe(w)) == {("t", 0): (-1, 0, -1, 0), ("t", 1): (-1, 0, -1, 0)}
         await m.acknowledge({0: [(0, 0, [ACCEPT]), (2, 2, [ACCEPT])]})
-        # offset 0 settled moves the start; offset 2 settled past it counts as delivered (KIP-1226)
-        assert rows(await describe(w, topics=[{"topic_name": "t", "partitions": [0]}])) == {("t", 0): (1, 0, 3, 0)}
-        v0 = await describe(w, topics=[{"topic_name": "t", "partitions": [0]}], version=0)
-        assert rows(v0) == {("t", 0): (1, 0, -1, 0)}          # no lag before v1: its default
+        # written with the start offset from before the acknowledgement moved it, offsets 0 and 2
+        # counted as delivered (KIP-1226): lag 5 - 0 - 2
+        only0 = [{"topic_name": "t", "partitions": [0]}]
+        assert rows(await describe(w, topics=only0)) == {("t", 0): (0, 0, 3, 0)}
+        assert rows(await describe(w, topics=only0, version=0)) == {("t", 0): (0, 0, -1, 0)}   # no lag before v1
+        await m.acknowledge({0: [(1, 1, [ACCEPT])]})
+        assert rows(await describe(w, topics=only0)) == {("t", 0): (1, 0, 2, 0)}   # the next write carries start 1
         unknown = await describe(w, topics=[{"topic_name": "gone", "partitions": [0, 1]}, {"topic_name": "t",
                                                                                            "partitions": [7]}])
         assert [(t.topic_name, t.topic_id) for t in unknown.topics] == [("gone", ZERO), ("t", m.topic_id())]
