@@ -151,3 +151,42 @@ async def test_group_level_refusals(autojump_clock):
         # asked partitions do not need the coordinator (GroupCoordinatorService reads the persister)
         g = await describe(other, topics=[{"topic_name": "t", "partitions": [0]}])
         assert g.error_code == 0 and rows(g) == {("t", 0): (-1, 0, -1, 0)}
+
+
+async def test_the_authorizer_checks_group_and_topics_as_kafka_apis(autojump_clock):
+    from tests.broker_emu.test_acls import CREATE_ACLS, GROUP, READ, SECURED, TOPIC, acl, login
+    DESCRIBE_OP = 8
+    async with open_cluster(1, topics=[("t", 1, 1), ("secret", 1, 1)], listen=False, config=SECURED) as cluster:
+        su = await login(cluster, "admin", "a")
+        made = await su.call(CREATE_ACLS, 3, {"creations": [
+            acl(GROUP, "sg", READ), acl(GROUP, "sg", DESCRIBE_OP), acl(TOPIC, "t", READ), acl(TOPIC, "t", DESCRIBE_OP)]})
+        assert [r.error_code for r in made.results] == [0, 0, 0, 0]
+        alice = await login(cluster, "alice", "b")
+        # alter: READ on the group, then each topic; a topic refused comes first, then the rest
+        r = await alice.call(ALTER, 0, {"group_id": "sg", "topics": [
+            {"topic_name": "t", "partitions": [{"partition_index": 0, "start_offset": 0}]},
+            {"topic_name": "secret", "partitions": [{"partition_index": 0, "start_offset": 0}]}]})
+        assert r.error_code == 0
+        assert [(t.topic_name, [(p.error_code, p.error_message) for p in t.partitions]) for t in r.responses] == [
+            ("secret", [(E.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")]), ("t", [(0, None)])]
+        r = await alice.call(ALTER, 0, {"group_id": "other", "topics": []})
+        assert (r.error_code, r.error_message) == (E.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+        # delete needs DELETE on the group, which alice lacks
+        r = await alice.call(DELETE, 0, {"group_id": "sg", "topics": [{"topic_name": "t"}]})
+        assert r.error_code == E.GROUP_AUTHORIZATION_FAILED
+        # describe: a group refused alone; a topic refused answered with the error, after the others
+        r = await alice.call(DESCRIBE, 1, {"groups": [
+            {"group_id": "sg", "topics": [{"topic_name": "secret", "partitions": [0]}, {"topic_name": "t", "partitions": [0]}]},
+            {"group_id": "other", "topics": None}]})
+        sg, other = r.groups
+        assert other.error_code == E.GROUP_AUTHORIZATION_FAILED
+        assert [(t.topic_name, t.partitions[0].start_offset, t.partitions[0].error_code) for t in sg.topics] == [
+            ("t", 0, 0), ("secret", -1, E.TOPIC_AUTHORIZATION_FAILED)]
+        # all the group's partitions: those of topics it may not describe are left out
+        r = await su.call(ALTER, 0, {"group_id": "sg", "topics": [
+            {"topic_name": "secret", "partitions": [{"partition_index": 0, "start_offset": 0}]}]})
+        assert r.responses[0].partitions[0].error_code == 0
+        su_view = await describe(su)
+        alice_view = await describe(alice)
+        assert sorted(t.topic_name for t in su_view.topics) == ["secret", "t"]
+        assert [t.topic_name for t in alice_view.topics] == ["t"]
