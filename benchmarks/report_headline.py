@@ -34,16 +34,19 @@ def round_trip_section(rt: dict, plots: Path, chart: Callable[[str, str, dict[st
           "produced (linger 0) and flushed, acks=1 and acks=all (one partition replicated 3 ways); and a "
           "record produced by one client until another client's consumer, its Fetch long-polling with "
           "fetch.min.bytes=1, returns it. Cells: p50 and p99, and in brackets the emulator's p50 ÷ that "
-          "broker's (above 1×: the emulator is slower).", "",
+          "broker's (above 1×: the emulator is slower)."
+          + (" A column marked (own run) was measured in a run of its own beside the emulator (three idle "
+             "JVMs would slow every other target on two cores); its ratio is against that run's emulator."
+             if any(label.endswith("(own run)") for label in labels) else ""), "",
           "| round trip | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
     asleep: list[str] = []
     for kind, results in rt["kinds"].items():
-        base = results[0]["p50"]
         cells = []
         for i, r in enumerate(results):
             parked = kind == "fetch" and r["p50"] >= PARKED_MS
             if parked:
                 asleep.append(labels[i])
+            base = r.get("base", results[0]["p50"])   # a run of its own: the emulator of that run
             ratio = "" if i == 0 else " (—)" if parked else f" ({base / r['p50']:.2f}×)"
             cells.append(f"{r['p50']:.3f} / {r['p99']:.3f} ms{ratio}")
         md.append(f"| {kind} | " + " | ".join(cells) + " |")
@@ -55,6 +58,22 @@ def round_trip_section(rt: dict, plots: Path, chart: Callable[[str, str, dict[st
     md += [""] + [f"![{kind}](performance/round-trip-{kind.replace(' ', '-').replace('=', '')}.svg)"
                   for kind in rt["kinds"]] + [""]
     return md
+
+
+def with_own_runs(rt: dict, others: list[dict]) -> dict:
+    """``rt`` with the other targets of runs of their own (Apache Kafka: its three idle JVMs would
+    slow every other target on two cores) as more columns, each ratio against the emulator of its
+    own run (``base``). A kind such a run did not measure leaves its columns out."""
+    out = {**rt, "targets": list(rt["targets"]), "kinds": {k: list(v) for k, v in rt["kinds"].items()}}
+    for run in others:
+        extra = range(1, len(run["targets"]))
+        if not all(kind in run["kinds"] for kind in out["kinds"]):
+            continue
+        out["targets"] += [f"{run['targets'][i]} (own run)" for i in extra]
+        for kind, results in out["kinds"].items():
+            theirs = run["kinds"][kind]
+            results += [{**theirs[i], "base": theirs[0]["p50"]} for i in extra]
+    return out
 
 
 def startup_label(key: str, st: dict) -> str:

@@ -14,6 +14,7 @@ kafka), started the same way.
 
 Run: .venv/bin/python -m benchmarks.round_trips [--targets emulator,mock,kfake] [--rounds 10]
      [--per-round 100] [--json out/perf/round-trips.json]
+Before and after a change, in one run: --targets emulator,emulator-before --before EARLIER_CHECKOUT
 """
 
 from __future__ import annotations
@@ -175,6 +176,7 @@ def main() -> None:
     parser.add_argument("--per-round", type=int, default=100)
     parser.add_argument("--json", help="write the figures here too (benchmarks.report reads out/perf/round-trips.json)")
     parser.add_argument("--emulator-config", action="append", metavar="KEY=VALUE")
+    parser.add_argument("--before", metavar="DIR", help="another checkout, served as the target emulator-before")
     args = parser.parse_args()
     keys = args.targets.split(",")
     unknown = [k for k in keys if k not in TARGETS]

@@ -261,6 +261,11 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         the cluster's nursery: it outlives its connection."""
         self.tasks.start_soon(fn, why="the cluster is not running (open_cluster / run_cluster_in_thread)")
 
+    def connection_ended(self, broker_id: int, conn_id: int) -> None:
+        """What a closed connection takes with it beyond the connection: the share sessions it
+        opened (``ShareCoordinator.connection_closed``)."""
+        self.share.connection_closed(broker_id, conn_id)
+
     async def stop_broker(self, broker_id: int) -> None:
         """Close the listener and every connection; the controller moves leadership to a live
         ISR member and drops the broker from ISRs at once (faster than Kafka's session timeout,
@@ -273,6 +278,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         self.leadership.broker_stopped(broker_id)
         follow_coordinators(self)
         self.groups.broker_stopped(broker_id)
+        self.txn.coordinators_moved()
 
     async def start_broker(self, broker_id: int) -> None:
         b = self.roster.mark_started(broker_id)
@@ -283,6 +289,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
             await self.tasks.start(self.tasks.listen, self, b, b.port)
         self.replication.resync_all()
         follow_coordinators(self)
+        self.txn.coordinators_moved()
 
     # -- in-memory connections --------------------------------------------------------------------
     def connect(self, broker_id: int, protocol: str | None = None) -> trio.abc.Stream:
@@ -306,6 +313,9 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
     # -- purgatory trace ------------------------------------------------------------------------
     def _purgatory_event(self, kind: str, op: DelayedOperation) -> None:
         ctx = getattr(op, "ctx", None)
+        if ctx is not None and type(kind) is Kind:   # a request's own event: the positional path
+            self.trace.emit_request(kind, ctx.trace_fields(), op.describe())
+            return
         fields = ctx.trace_fields() if ctx is not None else {}
         self.trace.emit(kind, **fields, details=op.describe() if hasattr(op, "describe") else {})
 

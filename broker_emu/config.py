@@ -68,8 +68,12 @@ DEFAULTS: dict[str, Any] = {
     # off by default here, DIFFERS_FROM_KAFKA below)
     "transaction.partition.verification.enable": False,
     "add.partitions.to.txn.retry.backoff.max.ms": 100,
-    "emu.txn.marker.delay.ms": 0,
-    "emu.controller.delay.ms": 0,             # how long the controller takes to get to an admin write (timeout_ms)             # how long the coordinator takes to write its markers after EndTxn
+    "emu.txn.marker.delay.ms": 0,             # how long the coordinator takes to write its markers after EndTxn
+    # how long a broker that becomes a __transaction_state partition's leader takes to load it
+    # (Kafka: TransactionStateManager.loadTransactionsForTxnTopicPartition, as long as its log is);
+    # meanwhile its transactional ids are answered COORDINATOR_LOAD_IN_PROGRESS
+    "emu.txn.load.ms": 0,
+    "emu.controller.delay.ms": 0,             # how long the controller takes to get to an admin write (timeout_ms)
     "offsets.topic.replication.factor": 3,     # capped at the cluster's size, as a dev Kafka's broker config does
     "log.retention.bytes": -1,                 # Kafka's: unlimited per partition (emu.log.memory.bytes bounds all)
     "log.message.timestamp.type": "CreateTime",
@@ -131,7 +135,7 @@ VALIDATORS: dict[str, Validator] = {
     "group.share.partition.max.record.locks": at_least(100), "group.share.session.timeout.ms": at_least(1),
     "group.share.heartbeat.interval.ms": at_least(1),
     "transaction.state.log.num.partitions": at_least(1), "transaction.max.timeout.ms": at_least(1),
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": at_least(1), "emu.txn.marker.delay.ms": at_least(0),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": at_least(1), "emu.txn.marker.delay.ms": at_least(0), "emu.txn.load.ms": at_least(0),
     "transaction.version": between(0, 2), "add.partitions.to.txn.retry.backoff.ms": at_least(1),
     "add.partitions.to.txn.retry.backoff.max.ms": at_least(0), "transactional.id.expiration.ms": at_least(1), "producer.id.expiration.ms": at_least(1),
     "transaction.remove.expired.transaction.cleanup.interval.ms": at_least(1),

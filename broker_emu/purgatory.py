@@ -4,7 +4,8 @@ Semantics kept from the broker (Kafka's DelayedOperation and DelayedOperationPur
 
 - ``try_complete_else_watch`` checks once, registers the operation under its keys, checks again
   (closing the race with events in between), and only then starts its timer — so the timeout
-  counts from after the local append, not from when the request arrived.
+  counts from after the local append, not from when the request arrived. A caller that has just
+  checked in the same step (the Fetch handler) skips both checks: no event can come in between.
 - ``check_and_complete(key)`` re-runs ``try_complete`` for every operation watching ``key``; the
   cluster calls it when a high watermark moves, a leader changes or a partition goes away.
 - An operation completes exactly once, by a successful check or by expiry (``on_expire`` then
@@ -130,16 +131,20 @@ class Purgatory:
                 "watch_entries": sum(len(ops) for ops in self.watchers.values())}
 
     # -- entering ---------------------------------------------------------------------------------
-    def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
-        """True if completed at once; otherwise the operation waits (``await op.wait()``)."""
-        if op.try_complete():  # nothing to wait for: never watched, no trace event
+    def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable], checked: bool = False) -> bool:
+        """True if completed at once; otherwise the operation waits (``await op.wait()``).
+        ``checked``: the caller found, in this same step, that it cannot complete yet (the Fetch
+        handler reads what is available before it parks, as ``ReplicaManager.fetchMessages``
+        does): Kafka's two checks around the watch close a race between threads, which one trio
+        step cannot have, so they are skipped."""
+        if not checked and op.try_complete():  # nothing to wait for: never watched, no trace event
             self.completed_count += 1
             return op.force_complete()
         op.keys = tuple(keys)
         for key in op.keys:
             self.watchers.setdefault(key, []).append(op)
         self._live += 1
-        if op.try_complete() and self._complete(op):
+        if not checked and op.try_complete() and self._complete(op):
             return True
         op._purgatory = self
         op._timer = self.scheduler.call_later(op.timeout_s, op._fire)

@@ -130,6 +130,8 @@ class Replication:
     def after_append(self, p: "Partition", previous_leo: int | None = None) -> None:
         """The leader's log grew (or modes changed): every follower fetches per its mode."""
         now = trio.current_time()
+        if self._copy_all_at_once(p, now):
+            return
         if previous_leo is not None:
             self._touch_fetching(p, previous_leo, now)
         target = p.log_end_offset
@@ -137,6 +139,28 @@ class Replication:
             if follower != p.leader:
                 self._schedule_copy(p, follower, target, now)
         self._schedule_isr_check(p)
+
+    def _copy_all_at_once(self, p: "Partition", now: float) -> bool:
+        """The common case in one step: no modes, cuts or delay, and every follower alive and
+        in the ISR. Each then copies to the log end now (caught up now, nothing lags, the ISR
+        does not change), so what the per-follower path would do comes down to moving the high
+        watermark once and waking the purgatories once. False: take the per-follower path."""
+        if self.modes or self.cuts or self.config.get("emu.replication.delay.ms", 0):
+            return False
+        leader, isr = p.leader, p.isr
+        followers = [b for b in p.replicas if b != leader]
+        for b in followers:
+            if b not in isr or not self.alive(b):
+                return False
+        target = p.log.log_end_offset
+        leo, caught = p.follower_leo, p.last_caught_up
+        for b in followers:
+            if leo.get(b, 0) < target:
+                leo[b] = target
+            caught[b] = max(caught.get(b, now), now)
+        if p.update_high_watermark():
+            self.on_change(p)
+        return True
 
     def log_start_moved(self, p: "Partition") -> None:
         """DeleteRecords moved the leader's log start: each follower learns it on its next fetch

@@ -23,8 +23,6 @@ from typing import Any, Callable
 
 import trio
 
-from kafka_common.wakeup import Wakeup
-
 _COMPACT_MIN = 1024
 
 
@@ -110,23 +108,31 @@ class TimerHeap:
 
 class DeadlineLoop:
     """The emulator's driver loop: run ``handle_timeouts(now)``, then sleep until
-    ``next_deadline()`` or ``wake()`` — the client's loops' wait (``kafka_common.wakeup``)."""
+    ``next_deadline()``. ``wake()`` says an earlier deadline arrived (a heap's ``on_earlier``):
+    the sleep's own deadline is moved there, without a task switch — a Fetch that parks (a
+    deadline max_wait_ms away) used to wake this task once only for it to go back to sleep."""
 
-    __slots__ = ("_handle_timeouts", "_next_deadline", "_wakeup")
+    __slots__ = ("_handle_timeouts", "_next_deadline", "_sleep")
 
     def __init__(self, handle_timeouts: Callable[[float], object], next_deadline: Callable[[], float]) -> None:
         self._handle_timeouts, self._next_deadline = handle_timeouts, next_deadline
-        self._wakeup = Wakeup()
+        self._sleep: trio.CancelScope | None = None   # while the loop sleeps
 
     def wake(self) -> None:
-        self._wakeup.set()
+        # Not sleeping: the loop is running timers and reads next_deadline() before it sleeps.
+        # (trio's deadline setter is not free: a Fetch parked behind another's later timer skips it)
+        if self._sleep is not None:
+            deadline = self._next_deadline()
+            if deadline < self._sleep.deadline:
+                self._sleep.deadline = deadline
 
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         while True:
             self._handle_timeouts(trio.current_time())
-            self._wakeup.new_cycle()
-            await self._wakeup.sleep_until(self._next_deadline())
+            with trio.CancelScope(deadline=self._next_deadline()) as self._sleep:
+                await trio.sleep_forever()
+            self._sleep = None
 
 
 class Scheduler(TimerHeap):

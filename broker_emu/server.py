@@ -39,7 +39,7 @@ from broker_emu.memory import BIG_BUFFER_BYTES, release_free_memory
 from broker_emu.repeated_requests import decoded_before, encode_with_errors, remember_decoded, repeat_key, request_facts
 from broker_emu.sasl_gate import raw_sasl_token, sasl_admits
 from broker_emu.security.session import SaslSession
-from broker_emu.trace import Kind
+from broker_emu.trace import RECV, SEND, Kind
 from client.errors import ErrorCode
 from client.protocol import ApiKey
 from client.protocol.codec import RequestHeader, decode_request, decode_request_header, encode_response
@@ -124,6 +124,9 @@ class Connection:
         finally:
             self.broker.connections.discard(self)
             self.closed_by("broker", "connection ended")
+            ended = getattr(self.cluster, "connection_ended", None)   # the emulator's cluster; not the proxy's
+            if ended is not None:
+                ended(self.broker.id, self.id)
             if self._held_big_buffer:
                 release_free_memory()   # else the allocator keeps a big partial frame's pages
             try:
@@ -377,7 +380,7 @@ class Connection:
             # connection): when it reached the broker is what the client did, ``t_ms`` is when
             # the broker got to it
             details["arrived_ms"] = arrived_ms
-        return topics, cluster.trace.emit_request(Kind.RECV, fields, details).t_ms
+        return topics, cluster.trace.emit_request(RECV, fields, details).t_ms
 
     def encode(self, ctx: RequestContext, body: Any, response: Mapping[str, Any]) -> tuple[bytes, list[int]] | None:
         """The answer's bytes and error codes; an answer this version cannot carry gets Kafka's
@@ -425,7 +428,7 @@ class Connection:
         fields = fields or {"broker": self.broker.id, "conn": self.id, "client_id": self.client_id,
                             "client_addr": self.addr, "correlation_id": correlation_id, "api_key": api_key,
                             "api": ApiKey(api_key).api_name, "api_version": version}
-        self.cluster.trace.emit_request(Kind.SEND, fields, {"errors": sorted(set(errors))} if errors else None)
+        self.cluster.trace.emit_request(SEND, fields, {"errors": sorted(set(errors))} if errors else None)
         try:
             await socket_io.send_all(self.stream, out)
         except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -66,7 +66,7 @@ class Kind(enum.StrEnum):
     SHARE_ACQUIRE = "share_acquire"                # delivery_counts, lock_deadline_ms, lock_duration_ms
     SHARE_ACKNOWLEDGE = "share_acknowledge"        # an ACCEPT; type "accept"
     SHARE_RENEW = "share_renew"                    # lock_deadline_ms, lock_duration_ms (KIP-1222)
-    SHARE_RELEASE = "share_release"                # reason: released | left | session timeout; available
+    SHARE_RELEASE = "share_release"                # reason: released | left | session timeout | disconnect; available
     SHARE_LOCK_EXPIRED = "share_lock_expired"      # lock_deadline_ms, available, delivery_counts
     SHARE_ARCHIVE = "share_archive"                # reason: rejected | delivery_count_limit
     SHARE_OFFSETS_ALTERED = "share_offsets_altered"  # AlterShareGroupOffsets: start_offset, previous_start_offset
@@ -74,11 +74,18 @@ class Kind(enum.StrEnum):
     # transactions (details: transactional_id, producer_id, epoch, from, to, reason)
     TXN_STATE = "txn_state"
     TXN_MARKER = "txn_marker"          # details: topic, partition, offset, commit, producer_id, epoch
+    TXN_LOG_LOAD = "txn_log_load"      # a new coordinator loads a __transaction_state partition: log_partition,
+                                       # from, until_ms, transactional_ids
     PRODUCER_EXPIRED = "producer_expired"   # topic, partition, producer_ids: producer.id.expiration.ms passed
     # the application's own calls, recorded by the conformance adapter of our client
     APP_CALL = "app_call"
 
 
+
+
+# an enum member read through its class costs a few hundred ns; these run on every request
+_HANDLER_ERROR = Kind.HANDLER_ERROR
+RECV, SEND = Kind.RECV, Kind.SEND
 
 
 class HandlerErrors:
@@ -171,7 +178,7 @@ class Trace:
                                     f["correlation_id"], f["api_key"], f["api"], f["api_version"], details or {}))
 
     def _add(self, event: TraceEvent) -> TraceEvent:
-        if event.kind is Kind.HANDLER_ERROR:
+        if event.kind is _HANDLER_ERROR:
             HANDLER_ERRORS.record(event)
         size = event_bytes(event)
         self.events.append(event)

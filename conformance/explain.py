@@ -246,6 +246,11 @@ def _transactions(trace: list[TraceEvent], spans: list[Span], marks: list[Mark],
                 spans.append(Span("transaction coordinator", began.pop(tid), e.t_ms, label,
                                   "timeout-server" if clock else "ok", clock))
             marks.append(Mark("transaction coordinator", e.t_ms, f"{tid} {e.details['from']} -> {to} ({reason}), epoch {e.details['epoch']}"))
+        elif e.kind == Kind.TXN_LOG_LOAD:
+            d = e.details
+            spans.append(Span("transaction coordinator", e.t_ms, float(d["until_ms"]),
+                              f"broker {e.broker} loads __transaction_state-{d['log_partition']} (coordinator moved from "
+                              f"broker {d['from']}): COORDINATOR_LOAD_IN_PROGRESS", "ok", ""))
         elif e.kind == Kind.TXN_MARKER:
             kind = "commit" if e.details["commit"] else "abort"
             marks.append(Mark("transaction coordinator", e.t_ms,
@@ -299,14 +304,21 @@ def _share_partitions(trace: list[TraceEvent], spans: list[Span], marks: list[Ma
     acquisition (or RENEW) to the broker taking the records back (a server-side timeout the
     member did not beat); a lock the member ended in time (accepted, released, rejected, renewed)
     is a span to that moment; releases, archives and renewals are marked."""
+    names: dict[str, str] = {}   # member ids are random UUIDs (the member makes its own): name members by order of arrival
+
+    def member(d: dict) -> str:
+        return names.setdefault(str(d.get("member")), f"member-{len(names) + 1}")
+
     for i, e in enumerate(trace):
         d = e.details
+        if e.kind == Kind.SHARE_ACQUIRE:
+            member(d)   # named when it first acquires, whatever ends its lock
         where = f"{d.get('group')}/{d.get('topic')}-{d.get('partition')} {d.get('offsets')}"
         if e.kind == Kind.SHARE_LOCK_EXPIRED:
             clock = f"share.record.lock.duration.ms = {_ms(d['lock_duration_ms'], scale)}"
             late = f", {_ms(d['late_ms'], scale)} late (lock-late fault)" if d.get("late_ms") else ""
             spans.append(Span("share partitions", float(d["locked_at_ms"]), e.t_ms,
-                              f"{where}: locked for member {str(d.get('member'))[:8]} past {clock}{late}, taken back "
+                              f"{where}: locked for {member(d)} past {clock}{late}, taken back "
                               f"(server side), delivery count {d.get('delivery_counts')}", "timeout-server", clock))
         elif e.kind in (Kind.SHARE_ACQUIRE, Kind.SHARE_RENEW):
             end = _lock_end(trace[i + 1:], e)
@@ -314,7 +326,7 @@ def _share_partitions(trace: list[TraceEvent], spans: list[Span], marks: list[Ma
                 ended: dict[str, str] = {Kind.SHARE_RENEW: "renewed", Kind.SHARE_ACKNOWLEDGE: "accepted"}
                 how = ended.get(end.kind, f"{end.kind.removeprefix('share_')}d ({end.details.get('reason')})")
                 spans.append(Span("share partitions", float(d["locked_at_ms"]), end.t_ms,
-                                  f"{where}: locked for member {str(d.get('member'))[:8]}"
+                                  f"{where}: locked for {member(d)}"
                                   + (f", delivery count {d['delivery_counts']}" if "delivery_counts" in d else "")
                                   + f"; {how} before it ran out", "ok"))
         if e.kind in (Kind.SHARE_RELEASE, Kind.SHARE_ARCHIVE, Kind.SHARE_RENEW):

@@ -209,16 +209,33 @@ def _internal(name: str, check: Any) -> Contract:
     return Contract(name, check, side="server", broker_internal=True)
 
 
-def lock_expires_at_deadline(offset: int = 0, *, count: int = 2) -> Contract:
+def lock_expires_at_deadline(offset: int = 0, *, count: int = 2, or_disconnect: bool = False) -> Contract:
     """The lock of the first acquisition of ``offset`` expired at its deadline (acquisition + lock,
     on the cluster clock), and only then was it acquired again, with delivery count ``count``
     (SharePartition's AcquisitionLockTimerTask), by whichever member had a ShareFetch waiting: a
     KafkaShareConsumer keeps one in flight while its application processes, so it may be the
-    stalled member itself (the figure says which)."""
+    stalled member itself (the figure says which). ``or_disconnect``: the lock may also end before
+    its deadline, when the connection that opened the holder's share session closes (a client that
+    gives up on its request closes it): Kafka then releases the member's records at once
+    (ShareSessionCache's ClientConnectionDisconnectListener), and the emulator does too."""
 
     def check(ev: Evidence) -> Verdict:
         acquires = [e for e in _share(ev, Kind.SHARE_ACQUIRE) if _holds(e, offset)]
         expiries = [e for e in _share(ev, Kind.SHARE_LOCK_EXPIRED) if _holds(e, offset)]
+        if or_disconnect and acquires:   # the holder's share session ended with its connection, before the lock
+            released = [e for e in _share(ev, Kind.SHARE_RELEASE) if _holds(e, offset)
+                        and e.details.get("reason") == "disconnect" and e.t_ms >= acquires[0].t_ms]
+            closed = [e.t_ms for e in ev.trace if e.kind == Kind.CONN_CLOSE]
+            if released and (not expiries or released[0].t_ms < expiries[0].t_ms):
+                first, gone = acquires[0], released[0]
+                figure = (f"lock of {first.details['lock_duration_ms']} ms from {first.details['locked_at_ms']:.0f} ms "
+                          f"ended at {gone.t_ms:.0f} ms, {first.details['lock_deadline_ms'] - gone.t_ms:.0f} ms early: "
+                          "the holder's connection closed")
+                # the release follows the close in the connection's own teardown (the same step in
+                # virtual time; a few ms later in real time)
+                if not any(0 <= gone.t_ms - t <= ev.slack_ms for t in closed) or gone.t_ms > first.details["lock_deadline_ms"]:
+                    return Verdict(False, figure, f"{figure}, but no connection closed then, or after the deadline")
+                return _acquired_again(acquires, gone, first.details, figure, count)
         if not acquires or not expiries:
             return Verdict(False, f"{len(acquires)} acquire(s), {len(expiries)} expiry(ies)",
                            f"offset {offset}: no acquisition and expiry in the trace")
@@ -229,20 +246,29 @@ def lock_expires_at_deadline(offset: int = 0, *, count: int = 2) -> Contract:
                   f"({late:+.1f} ms)")
         if round(d["lock_deadline_ms"] - d["locked_at_ms"]) != round(_lock_ms(ev)) or not 0 <= late <= ev.slack_ms:
             return Verdict(False, figure, f"{figure}: expected a lock of {_lock_ms(ev):.0f} ms expiring at its deadline")
-        again = next((e for e in acquires[1:] if e.t_ms >= expiry.t_ms), None)
-        early = [e for e in acquires[1:] if e.t_ms < expiry.t_ms]
-        if early:
-            return Verdict(False, figure, f"{figure}: acquired again at {early[0].t_ms:.0f} ms, before the expiry")
-        if again is None:
-            return Verdict(False, figure, f"{figure}: never acquired again")
-        who = "another member" if again.details["member"] != d["member"] else "the same member"
-        figure += f"; acquired again {again.t_ms - expiry.t_ms:.0f} ms later by {who}, counts {again.details['delivery_counts']}"
-        if again.details["delivery_counts"] != [count]:
-            return Verdict(False, figure, f"{figure}: expected delivery count {count}")
-        return Verdict(True, figure, timing=Timing(expiry.t_ms - d["locked_at_ms"], _lock_ms(ev)))
+        verdict = _acquired_again(acquires, expiry, d, figure, count)
+        if verdict.passed:
+            return Verdict(True, verdict.figure, timing=Timing(expiry.t_ms - d["locked_at_ms"], _lock_ms(ev)))
+        return verdict
+    name = ("the lock expires at its deadline on the broker's clock (or ends earlier with the holder's connection), "
+            "and only then is the record acquired again" if or_disconnect else
+            "the lock expires at its deadline on the broker's clock, and only then is the record acquired again")
+    return _internal(name, check)
 
-    return _internal("the lock expires at its deadline on the broker's clock, and only then is the record "
-                     "acquired again", check)
+
+def _acquired_again(acquires: list[TraceEvent], end: TraceEvent, d: dict[str, Any], figure: str, count: int) -> Verdict:
+    """The record acquired again only once its lock ended (``end``), with delivery count ``count``."""
+    again = next((e for e in acquires[1:] if e.t_ms >= end.t_ms), None)
+    early = [e for e in acquires[1:] if e.t_ms < end.t_ms]
+    if early:
+        return Verdict(False, figure, f"{figure}: acquired again at {early[0].t_ms:.0f} ms, before the lock ended")
+    if again is None:
+        return Verdict(False, figure, f"{figure}: never acquired again")
+    who = "another member" if again.details["member"] != d["member"] else "the same member"
+    figure += f"; acquired again {again.t_ms - end.t_ms:.0f} ms later by {who}, counts {again.details['delivery_counts']}"
+    if again.details["delivery_counts"] != [count]:
+        return Verdict(False, figure, f"{figure}: expected delivery count {count}")
+    return Verdict(True, figure)
 
 
 def accepted_by_the_last_holder(offset: int = 0) -> Contract:
@@ -386,14 +412,16 @@ SHARE_SCENARIOS: tuple[Scenario, ...] = (
         **_COMMON),
     Scenario(
         id="share.ack-black-holed",
-        title="ShareAcknowledge black-holed: commitSync returns at its deadline, the lock expires and the record "
-              "is redelivered, delivery count 2",
+        title="ShareAcknowledge black-holed: commitSync returns at its deadline, the record goes back (at the lock's "
+              "expiry, or with the member's connection) and is redelivered, delivery count 2",
         teaching=("A member accepts its record and commits with commitSync(10 s), but every ShareAcknowledge is "
                   "swallowed: nothing answers. The call is bounded by its own deadline (KIP-266's rule, which the "
                   "share consumer keeps): it returns at 10 s, its result a timeout, not an acceptance. On the "
-                  "broker the record is still acquired, so at the lock's deadline (30 s after it was handed out) "
-                  "it goes back to the group, and the other member receives it with delivery count 2. An "
-                  "acknowledgement that never arrives is the same as none."),
+                  "broker the record is still acquired: it goes back to the group at the lock's deadline (30 s "
+                  "after it was handed out), or sooner if the member's connection closes (a client that gives up "
+                  "on its request closes it, and Kafka then ends the member's share session and releases what it "
+                  "holds), and the other member receives it with delivery count 2. An acknowledgement that never "
+                  "arrives is the same as none."),
         steps=(_produce(b"lost-ack-0"), Operation("share_ack_black_holed", {
             "topic": "t", "group": GROUP, "group_config": _group_config(), "close_ms": 10_000, "max_ms": 60_000},
             timeout_s=COMMIT_TIMEOUT_S)),
@@ -401,7 +429,7 @@ SHARE_SCENARIOS: tuple[Scenario, ...] = (
         contracts=(call_returns_at("share_ack_black_holed", "first_commit", COMMIT_TIMEOUT_S * 1000, early_ms=100,
                                    late_ms=1000, errors={"TimeoutException"}),
                    redelivered_to_other("share_ack_black_holed", at_lock=False), ack_swallowed(),
-                   lock_expires_at_deadline(), never_accepted()),
+                   lock_expires_at_deadline(or_disconnect=True), never_accepted()),
         **_COMMON),
     Scenario(
         id="share.delivery-limit-archives",

@@ -9,8 +9,7 @@ the same timeline as text for terminals. Two options in the marker:
   in real time with its timeouts divided by 30 and stretched back (a race whose other outcome no
   run of our client shows);
 - ``by CLIENT`` draws the third-party CLIENT's real-time run alone, for a scenario our client does
-  not drive yet (the share family: Java's KafkaShareConsumer); like ``vs``, it is regenerated and
-  checked only with ``--real-time``;
+  not drive; like ``vs``, it is regenerated and checked only with ``--real-time``;
 - ``lanes=a,b`` keeps only those lanes (underscores for spaces), for runs with hundreds of requests.
 
 ``--check`` only compares (the test suite runs it): virtual-time figures must match byte for

@@ -297,14 +297,8 @@ def _alter_scram_error(version: int, request: Any, code: int) -> dict[str, Any]:
     return {"results": [{"user": u, "error_code": code, "error_message": kafka_message(code)} for u in users]}
 
 
-def _share_group_describe_error(version: int, request: Any, code: int) -> dict[str, Any]:
-    # ShareGroupDescribeRequest.getErrorResponse: every group with the error
-    return {"groups": [{"group_id": g, "error_code": code} for g in request["group_ids"]]}
-
-
 def _add_partitions_to_txn_error(version: int, request: Any, code: int) -> dict[str, Any]:
-    # AddPartitionsToTxnRequest.getErrorResponse: a client's request (v3 and below) gets the error
-    # in every partition it names; a broker's batch (v4+) one top-level error
+    # AddPartitionsToTxnRequest.getErrorResponse: below v4 every partition with the error, v4+ the top-level code
     if version >= 4:
         return {"error_code": code}
     return {"results_by_topic_v3_and_below": [{"name": t["name"], "results_by_partition": [
@@ -313,10 +307,15 @@ def _add_partitions_to_txn_error(version: int, request: Any, code: int) -> dict[
 
 
 def _txn_offset_commit_error(version: int, request: Any, code: int) -> dict[str, Any]:
-    # TxnOffsetCommitRequest.getErrorResponse: the error in every partition
+    # TxnOffsetCommitRequest.getErrorResponse: every partition it names with the error
     return {"topics": [{"name": t["name"], "partitions": [
-        {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]} for t in request["topics"]]}
+        {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
+        for t in request["topics"]]}
 
+
+def _share_group_describe_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # ShareGroupDescribeRequest.getErrorResponse: every group with the error
+    return {"groups": [{"group_id": g, "error_code": code} for g in request["group_ids"]]}
 
 
 def _describe_share_group_offsets_error(version: int, request: Any, code: int) -> dict[str, Any]:

@@ -171,6 +171,6 @@ async def fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     if req.max_wait_ms > 0 and plan.entries and not errored and available < req.min_bytes:
         op = DelayedFetch(ctx, plan, req.min_bytes, req.max_wait_ms)
         keys = {(n, pr.partition) for n, _, pr in plan.entries}
-        if not ctx.cluster.fetch_purgatory.try_complete_else_watch(op, keys):
+        if not ctx.cluster.fetch_purgatory.try_complete_else_watch(op, keys, checked=True):
             await op.wait()
     return plan.read()

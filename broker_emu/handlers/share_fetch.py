@@ -200,7 +200,8 @@ async def share_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     acknowledging = any(p["acknowledgement_batches"] for t in req["topics"] for p in t["partitions"])
     share = ctx.cluster.share
     try:
-        session = share.sessions.for_fetch(ctx.broker_id, group, member, epoch, named, forgotten, acknowledging)
+        session = share.sessions.for_fetch(ctx.broker_id, group, member, epoch, named, forgotten, acknowledging,
+                                           conn=ctx.conn_id)
     except ShareSessionError as exc:
         return _top_error(exc.code)
     acks = _acknowledge(ctx, group, member, req["topics"])

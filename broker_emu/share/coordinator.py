@@ -176,6 +176,19 @@ class ShareCoordinator:
             if g == group.group_id:
                 sp.release_member(member_id, reason)
 
+    def connection_closed(self, broker_id: int, conn: int) -> None:
+        """A member's share session ends with the connection that opened it, and the member's
+        acquired records on that broker's share partitions go back at once, not at their locks'
+        expiry: Kafka's ShareSessionCache.ClientConnectionDisconnectListener ->
+        maybeRemoveAndNotifyListenersOnMemberLeave -> SharePartitionManager's ShareGroupListener
+        (measured on Kafka 4.4: a client that gave up on a ShareAcknowledge and closed its
+        connection had its record redelivered before the lock ran out)."""
+        for group_id, member in self.sessions.connection_closed(broker_id, conn):
+            for (g, topic, index), sp in self.partitions.items():
+                p = self.cluster.partition(topic, index)
+                if g == group_id and p is not None and p.leader == broker_id:
+                    sp.release_member(member, "disconnect")
+
     def describe(self, group_id: str, broker_id: int) -> dict[str, Any]:
         base: dict[str, Any] = {"error_code": E.NONE, "error_message": None, "group_id": group_id, "group_state": "",
                 "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": []}

@@ -34,6 +34,7 @@ class ShareSession:
     member: str
     epoch: int = 1
     partitions: list[TopicPartitionId] = field(default_factory=list)
+    conn: int | None = None      # the connection that opened it (ShareSessionCache.connectionIdToSessionMap)
 
     def update(self, added: list[TopicPartitionId], forgotten: list[TopicPartitionId]) -> None:
         for tp in added:
@@ -53,7 +54,7 @@ class ShareSessions:
         self.by_key: dict[tuple[int, str, str], ShareSession] = {}
 
     def for_fetch(self, broker: int, group: str, member: str, epoch: int, named: list[TopicPartitionId],
-                  forgotten: list[TopicPartitionId], acknowledging: bool) -> ShareSession | None:
+                  forgotten: list[TopicPartitionId], acknowledging: bool, conn: int | None = None) -> ShareSession | None:
         """The session this ShareFetch runs in, its epoch moved on; None for a final fetch (the
         session is closed after its acknowledgements). ShareSessionError otherwise."""
         key = (broker, group, member)
@@ -64,7 +65,7 @@ class ShareSessions:
         if epoch == INITIAL_EPOCH:
             if acknowledging:
                 raise ShareSessionError(E.INVALID_REQUEST)
-            opened = ShareSession(broker, group, member)
+            opened = ShareSession(broker, group, member, conn=conn)
             opened.update(named, [])
             self.by_key[key] = opened
             return opened
@@ -96,6 +97,15 @@ class ShareSessions:
         """A member that left the group: its sessions on every broker go (``ShareGroupListener``)."""
         for key in [k for k in self.by_key if k[1:] == (group, member)]:
             del self.by_key[key]
+
+    def connection_closed(self, broker: int, conn: int) -> list[tuple[str, str]]:
+        """The sessions ``conn`` opened on ``broker`` end with it, as Kafka's ShareSessionCache's
+        ClientConnectionDisconnectListener ends them (a session opened again since on another
+        connection is not this one's, the "stale" case): their (group, member)s."""
+        gone = [key for key, session in self.by_key.items() if key[0] == broker and session.conn == conn]
+        for key in gone:
+            del self.by_key[key]
+        return [(group, member) for _, group, member in gone]
 
     def describe(self) -> list[dict[str, Any]]:
         return [{"broker": s.broker, "group": s.group, "member": s.member, "epoch": s.epoch,

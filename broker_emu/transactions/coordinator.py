@@ -75,6 +75,9 @@ class TransactionCoordinator:
         self.cluster = cluster
         self.txns: dict[str, TxnMetadata] = {}
         self.marker_delay_ms: float | None = None   # None: emu.txn.marker.delay.ms (a control can set it)
+        # each __transaction_state partition's coordinator as last seen, and when it is done loading it
+        self._loaded_by: dict[int, int] = {}
+        self._loading_until_ms: dict[int, float] = {}
 
     def start(self) -> None:
         """Start the timeout check and the transactional-id expiration (on the cluster's
@@ -83,15 +86,43 @@ class TransactionCoordinator:
         self._schedule_expiration()
 
     # -- placement -------------------------------------------------------------------------------
+    def log_partition(self, transactional_id: str) -> int:
+        return key_partition(transactional_id, self.cluster.config["transaction.state.log.num.partitions"])
+
     def coordinator_for(self, transactional_id: str) -> int:
-        n = self.cluster.config["transaction.state.log.num.partitions"]
-        return self.cluster.offsets_partition_leader(key_partition(transactional_id, n))
+        return self.cluster.offsets_partition_leader(self.log_partition(transactional_id))
 
     def not_coordinator(self, transactional_id: str, broker_id: int) -> int | None:
         owner = self.coordinator_for(transactional_id)
         if owner < 0:
             return E.COORDINATOR_NOT_AVAILABLE
-        return None if owner == broker_id else E.NOT_COORDINATOR
+        if owner != broker_id:
+            return E.NOT_COORDINATOR
+        p = self.log_partition(transactional_id)
+        self._loaded_by.setdefault(p, owner)   # a partition's first coordinator has nothing to load
+        if self.now_ms() < self._loading_until_ms.get(p, float("-inf")):
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        return None
+
+    def coordinators_moved(self) -> None:
+        """After a broker stops or starts: a broker that now leads a ``__transaction_state``
+        partition its transactions were not on loads them (Kafka's new coordinator reads the
+        partition, ``TransactionStateManager.loadTransactionsForTxnTopicPartition``, and completes
+        the commits and aborts it finds prepared). The emulator keeps the coordinator's state in
+        memory, so what is loaded is exactly what was written: an open transaction stays open, a
+        prepared one gets its markers. What shows is the load: for ``emu.txn.load.ms`` the new
+        coordinator answers those transactional ids COORDINATOR_LOAD_IN_PROGRESS, as Kafka does
+        until its load is done (``TransactionStateManager.getTransactionState``)."""
+        load_ms = self.cluster.config["emu.txn.load.ms"]
+        for p in sorted({self.log_partition(tid) for tid in self.txns}):
+            owner = self.cluster.offsets_partition_leader(p)
+            before = self._loaded_by.get(p)
+            self._loaded_by[p] = owner
+            if before is not None and owner >= 0 and owner != before:
+                self._loading_until_ms[p] = self.now_ms() + load_ms
+                self.cluster.trace.emit(Kind.TXN_LOG_LOAD, broker=owner, details={
+                    "log_partition": p, "from": before, "until_ms": self._loading_until_ms[p],
+                    "transactional_ids": sorted(t for t in self.txns if self.log_partition(t) == p)})
 
     # -- the state machine ---------------------------------------------------------------------------
     def now_ms(self) -> float:

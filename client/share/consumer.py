@@ -58,6 +58,7 @@ class AsyncShareConsumer:
         self.in_flight = InFlight()
         self._renewing: trio.Event | None = None
         self._renewed: list[ShareRecord] = []
+        self._renew_outcome: Results | KafkaError = {}   # the latest renewal's, for the commit that sent it
         self._wakeup = False
         self._poll_scope: trio.CancelScope | None = None
         self.closed = False
@@ -180,18 +181,23 @@ class AsyncShareConsumer:
         self.in_flight = InFlight(records)
         return records
 
-    def _start_renewal(self, renew: Acks) -> None:
+    def _start_renewal(self, renew: Acks, deadline: float | None = None, call: str = "renew") -> trio.Event:
         """RENEW (KIP-1222): the records stay this member's, their locks start over; the poll
-        hands them out again once the broker has said so."""
+        hands them out again once the broker has said so. ``deadline``: the calling commit's
+        (else the request timeout's); the event is set when the broker answered or it passed,
+        the outcome in ``_renew_outcome`` (each partition's, or the error that failed them)."""
         done = self._renewing = trio.Event()
         fetcher = self.fetcher
         assert fetcher is not None
+        until = trio.current_time() + self.request_timeout if deadline is None else deadline
 
         async def run() -> None:
             try:
-                results = await fetcher.acknowledge(renew, trio.current_time() + self.request_timeout, "renew", renew=True)
-            except KafkaError:
+                results = await fetcher.acknowledge(renew, until, call, renew=True)
+                self._renew_outcome = results
+            except KafkaError as exc:
                 results = {tp: KafkaError("renew failed") for tp in renew}
+                self._renew_outcome = exc
             ok = {tp: offsets for tp, offsets in renew.items() if results.get(tp) is None}
             self._renewed = self.in_flight.renewed(ok)
             lost = {(r.topic, r.partition, r.offset) for r in self.in_flight.records} - \
@@ -201,6 +207,14 @@ class AsyncShareConsumer:
             done.set()
 
         self.nursery.start_soon(run)
+        return done
+
+    def _renew_with_commit(self, deadline: float, call: str) -> trio.Event | None:
+        """A commit sends the RENEW marks too, as Java's commitSync and commitAsync do
+        (ShareInFlightBatch.takeAcknowledgedRecords takes them with the others): a member that goes
+        on processing without polling keeps its records; the next poll hands them out again."""
+        _, renew = self.in_flight.take()   # the final ones were taken already (_to_send)
+        return self._start_renewal(renew, deadline, call) if renew else None
 
     async def _renewal_outcome(self, deadline: float) -> list[ShareRecord]:
         assert self._renewing is not None
@@ -233,18 +247,29 @@ class AsyncShareConsumer:
     async def commit_sync(self, timeout: float | None = None) -> Results:
         """Send the acknowledgements so far and wait for them, at most ``timeout``
         (default.api.timeout.ms): each partition's outcome (None: done; else the error, e.g.
-        InvalidRecordStateError for a record whose lock had run out). TimeoutException, naming
-        what was pending, if a broker did not answer in time."""
+        InvalidRecordStateError for a record whose lock had run out). RENEW marks go too: their
+        records come back from the next poll. TimeoutException, naming what was pending, if a
+        broker did not answer in time."""
         self._ensure_open()
         if self.fetcher is None:
             return {}
         deadline = api_deadline(self.config, timeout)
         self._handle_completed()
         acks = self._to_send()
-        if not acks:
+        renewing = self._renew_with_commit(deadline, "commit_sync()")
+        if not acks and renewing is None:
             return {}
         try:
-            return await self.fetcher.acknowledge(acks, deadline, "commit_sync()")
+            results = await self.fetcher.acknowledge(acks, deadline, "commit_sync()") if acks else {}
+            if renewing is not None:
+                with trio.move_on_at(deadline):
+                    await renewing.wait()
+                outcome = self._renew_outcome if renewing.is_set() else TimeoutException(
+                    "commit_sync(): the renewal (RENEW) had no answer by the call's deadline")
+                if isinstance(outcome, KafkaError):
+                    raise outcome
+                results.update(outcome)
+            return results
         finally:
             self._handle_completed()
 
@@ -255,6 +280,7 @@ class AsyncShareConsumer:
             return
         self._handle_completed()
         acks = self._to_send()
+        self._renew_with_commit(api_deadline(self.config, None), "commit_async()")
         if not acks:
             return
         fetcher = self.fetcher

@@ -27,7 +27,9 @@ from conformance.adapters.ours_common import (
     txn_settings,
 )
 from conformance.adapters.ours_kip848 import KIP848_OPERATIONS, OursKip848
+from conformance.adapters.ours_share import AsyncFace, told
 from conformance.adapters.py_common import short, warm_step
+from conformance.adapters.share_stories import SHARE_OPERATIONS
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 __all__ = ["OurAdapter", "OurBlockingAdapter"]   # the blocking face's adapter lives in ours_blocking.py
@@ -41,7 +43,7 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "configure_producer", "join_group_held", "produce_pipelined", "admin_list_topics",
                             "transaction", "txn_zombie", "read_committed_behind_open_txn",
-                            "txn_abort_then_commit", "txn_error_probe"}) | KIP848_OPERATIONS | ADMIN_OPERATIONS
+                            "txn_abort_then_commit", "txn_error_probe"}) | KIP848_OPERATIONS | ADMIN_OPERATIONS | SHARE_OPERATIONS
     warm_up_calls = frozenset({"committed"})
     capabilities = OURS_ASYNC
 
@@ -56,7 +58,10 @@ class OurAdapter(OursKip848, OursAdmin, Adapter):
         outcomes = []
         for s in steps:
             step_started(env, s)
-            outcome = await getattr(self, f"_{s.kind}")(s, env)
+            if s.kind in SHARE_OPERATIONS:   # a share story (conformance/adapters/share_stories.py)
+                outcome = await told(s, AsyncFace(env, self._connect(env)), s.timeout_s)
+            else:
+                outcome = await getattr(self, f"_{s.kind}")(s, env)
             step_ended(env, s, outcome)
             outcomes.append(outcome)
         return outcomes

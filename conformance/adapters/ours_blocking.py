@@ -32,7 +32,9 @@ from conformance.adapters.ours_common import (
     transaction_failed,
     txn_settings,
 )
+from conformance.adapters.ours_share import blocking_share_step
 from conformance.adapters.py_common import short, warm_step
+from conformance.adapters.share_stories import SHARE_OPERATIONS
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 TXN_OPERATIONS = frozenset({"transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit",
@@ -49,11 +51,12 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "join_group_held", "configure_producer",
-                            "produce_pipelined"}) | TXN_OPERATIONS | KIP848_OPERATIONS | ADMIN_OPERATIONS
+                            "produce_pipelined"}) | TXN_OPERATIONS | KIP848_OPERATIONS | ADMIN_OPERATIONS | SHARE_OPERATIONS
     warm_up_calls = CONSUMER_CALLS
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:
-        return [getattr(self, f"_{s.kind}", self._consumer_step)(s, env) for s in steps]
+        return [blocking_share_step(s, env, self._connect(env)) if s.kind in SHARE_OPERATIONS
+                else getattr(self, f"_{s.kind}", self._consumer_step)(s, env) for s in steps]
 
     # -- clients -----------------------------------------------------------------------------------
     def _connect(self, env: RunEnv) -> Connect | None:

@@ -1,6 +1,7 @@
 """Our client's capabilities (conformance/client_capabilities.py), for the adapters of its two faces in
 conformance/adapters/ours.py and ours_blocking.py. The client has every capability of the table, on
-both faces; its share consumer (client/share/) is not driven by these adapters yet."""
+both faces, its share consumer (client/share/) included: the share scenarios' stories are
+conformance/adapters/share_stories.py, told with either face (conformance/adapters/ours_share.py)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,16 @@ from types import MappingProxyType
 from conformance.client_capabilities import NAMES, ClientCapabilities, Pin
 
 PIN = Pin("pyproject.toml", "broker-emu")
-SHARE_NOT_DRIVEN = MappingProxyType({"share groups": "the adapters of our client do not drive its share consumer "
-                                                     "(client/share/) yet"})
 SOURCE = "../{path}"      # our own files, from docs/
 
 OURS_ASYNC = ClientCapabilities(client="broker-emu (async)", pin=PIN, source=SOURCE, has=NAMES, lacks=MappingProxyType({}),
-                                not_driven=SHARE_NOT_DRIVEN, notes=MappingProxyType({
+                                notes=MappingProxyType({
                                     "in-memory connections": "open_producer / open_consumer take a connect function "
                                                              "(client/transport.py); the adapter hands them the "
                                                              "emulator's in-memory connections"}))
 
 OURS_BLOCKING = ClientCapabilities(
     client="broker-emu (blocking)", pin=PIN, source=SOURCE, has=NAMES, lacks=MappingProxyType({}),
-    not_driven=SHARE_NOT_DRIVEN,
     notes=MappingProxyType({
         "in-memory connections": "the blocking faces run their network on a trio thread of their own, in real "
                                  "time (kafka_common/trio_thread.py); the adapter hands them socket pairs relayed to the "

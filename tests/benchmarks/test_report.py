@@ -151,3 +151,21 @@ def test_a_rerun_of_one_benchmark_keeps_the_other_sections_as_they_were(tmp_path
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "## Producer" not in report.build(empty, tmp_path / "fresh")   # no earlier page: left out
+
+
+def test_apache_kafka_measured_apart_is_a_round_trip_column_against_its_own_runs_emulator(tmp_path):
+    figures = _figures(tmp_path)
+    kinds = ("metadata", "fetch")
+    (figures / "round-trips.json").write_text(json.dumps({
+        "cores": 2, "rounds": 5, "per_round": 100, "targets": ["broker-emu", "franz-go kfake"],
+        "kinds": {k: [{"p50": 0.2, "p99": 0.5}, {"p50": 0.1, "p99": 0.3}] for k in kinds}}))
+    (figures / "round-trips-kafka.json").write_text(json.dumps({
+        "cores": 2, "rounds": 3, "per_round": 100, "targets": ["broker-emu", "Apache Kafka 4.4"],
+        "kinds": {k: [{"p50": 0.3, "p99": 0.6}, {"p50": 1.2, "p99": 2.0}] for k in kinds}}))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    text = report.build(figures, docs)
+    assert "| round trip | broker-emu | franz-go kfake | Apache Kafka 4.4 (own run) |" in text
+    # kfake's ratio against this run's emulator (0.2 / 0.1), Kafka's against its own run's (0.3 / 1.2)
+    assert "| metadata | 0.200 / 0.500 ms | 0.100 / 0.300 ms (2.00×) | 1.200 / 2.000 ms (0.25×) |" in text
+    assert "its ratio is against that run's emulator" in text

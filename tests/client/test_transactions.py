@@ -169,3 +169,24 @@ async def test_an_abort_after_a_failed_send_bumps_the_epoch_as_java_does(autojum
 
         headers = [h for h in (parse_batch_header(b.data) for b in cluster.partition("t", 0).log.batches) if not h.is_control]
         assert [(h.producer_epoch, h.base_sequence) for h in headers][-1] == (1, 0)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_commit_outlives_its_coordinator_moving_and_loading(autojump_clock, version):
+    """The broker coordinating the transaction stops with it open; the one that takes over loads
+    the transaction log for emu.txn.load.ms, answering COORDINATOR_LOAD_IN_PROGRESS meanwhile: the
+    client finds the new coordinator, retries until the load is done and commits, inside max.block.ms."""
+    config = {"emu.txn.load.ms": 3000, "transaction.version": version}
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False, config=config) as cluster:
+        async with txn_producer(cluster, **{"max.block.ms": 20000}) as p:
+            await p.init_transactions()
+            p.begin_transaction()
+            await (await p.send("t", b"x", partition=0)).get()
+            await cluster.stop_broker(cluster.txn.coordinator_for("tx"))
+            start = trio.current_time()
+            await p.commit_transaction()
+            assert 3.0 <= trio.current_time() - start < 4.0
+        assert markers(cluster) == [("t", 0, True)]
+        refused = [e for e in cluster.trace.query(kind=Kind.SEND) if e.api == "EndTxn"
+                   and "COORDINATOR_LOAD_IN_PROGRESS" in str(e.details.get("errors"))]
+        assert refused, "EndTxn was never answered COORDINATOR_LOAD_IN_PROGRESS"

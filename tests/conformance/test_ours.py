@@ -4,6 +4,7 @@ deliberately broken variant, so no contract is vacuous."""
 from dataclasses import replace
 
 import pytest
+import trio
 
 from conformance.adapters.ours import OurAdapter
 from conformance.model import Status
@@ -291,3 +292,123 @@ def test_the_async_face_queues_nothing_behind_a_parked_produce():
     answer, as the blocking face's is, and the contract says so instead of passing on the tie."""
     [result] = run_plan(Plan([BY_ID["server.parked-produce-blocks-the-connection"]], [OurAdapter()]))
     assert result.status is Status.FAIL and "no Produce arrived on conn" in result.message, result.contracts
+
+
+# -- the share family (conformance/scenarios_share.py): each contract fails on a share consumer broken on purpose
+
+def _share_statuses(scenario_id, adapter=None):
+    statuses, result = _contract_status(scenario_id, adapter)
+    assert result.status is not Status.ERROR, result.message
+    return statuses, result
+
+
+def test_the_share_commit_deadline_contract_fails_when_commit_sync_waits_for_the_request_timeout(monkeypatch):
+    """Java's KafkaShareConsumer (docs/findings.md): commitSync's own deadline not kept, the call
+    waiting for the ShareAcknowledge to time out at request.timeout.ms instead."""
+    import client.share.consumer as share_consumer
+
+    monkeypatch.setattr(share_consumer, "api_deadline",
+                        lambda config, timeout: trio.current_time() + config["request.timeout.ms"] / 1000)
+    statuses, result = _share_statuses("share.ack-black-holed")
+    assert statuses["first commit returns at its deadline"] is Status.FAIL, result.contracts
+
+
+def test_the_renew_contracts_fail_when_renew_is_never_sent(monkeypatch):
+    """A RENEW the client takes as done without sending it: the lock runs out, the other member gets the record."""
+    from client.share.consumer import AsyncShareConsumer
+
+    def renewed_in_its_head(self, renew, deadline=None, call="renew"):
+        self._renewing, self._renewed, self._renew_outcome = trio.Event(), self.in_flight.renewed(renew), {}
+        self._renewing.set()
+        return self._renewing
+
+    monkeypatch.setattr(AsyncShareConsumer, "_start_renewal", renewed_in_its_head)
+    statuses, result = _share_statuses("share.renew-keeps-the-lock")
+    assert statuses["RENEW keeps the record: no redelivery, every acknowledgement accepted"] is Status.FAIL, result.contracts
+    assert statuses["each RENEW restarts the lock; no lock expires"] is Status.FAIL, result.contracts
+
+
+def test_a_share_story_broken_by_the_client_is_a_failed_step_not_an_error(monkeypatch):
+    """The consumer's own refusal (here: the renewed record not handed back, so acknowledging it
+    again is refused) ends the step with the client's error: the contracts fail, the run is no error."""
+    from client.share.acknowledgements import InFlight
+
+    take = InFlight.take
+    monkeypatch.setattr(InFlight, "take", lambda self, renewals=True: (take(self, renewals)[0], {}))
+    statuses, result = _share_statuses("share.renew-keeps-the-lock")
+    assert result.status is Status.FAIL and set(statuses.values()) == {Status.FAIL}, result.contracts
+    outcome = result.evidence.outcomes[-1]
+    assert (outcome.ok, outcome.error_type) == (False, "IllegalStateError"), outcome
+
+
+def test_the_delivery_limit_contracts_fail_when_release_goes_out_as_accept(monkeypatch):
+    from client.share import acknowledgements
+
+    acknowledge = acknowledgements.InFlight.acknowledge
+    monkeypatch.setattr(acknowledgements.InFlight, "acknowledge", lambda self, t, p, o, kind: acknowledge(
+        self, t, p, o, acknowledgements.AcknowledgeType.ACCEPT if kind == acknowledgements.AcknowledgeType.RELEASE else kind))
+    statuses, result = _share_statuses("share.delivery-limit-archives")
+    assert statuses["a released record delivered 3 times, then no more"] is Status.FAIL, result.contracts
+    assert statuses["archived at share.delivery.count.limit (3)"] is Status.FAIL, result.contracts
+
+
+def test_the_close_contracts_fail_when_close_sends_no_share_acknowledge(monkeypatch):
+    """A close that neither sends the pending acknowledgement nor closes the share session."""
+    from client.share.fetcher import ShareFetcher
+
+    acknowledge = ShareFetcher.acknowledge
+
+    async def no_final(self, acks, deadline, call, *, renew=False, final=False):
+        return {} if final else await acknowledge(self, acks, deadline, call, renew=renew, final=final)
+
+    monkeypatch.setattr(ShareFetcher, "acknowledge", no_final)
+    statuses, result = _share_statuses("share.close-with-pending-acks")
+    assert statuses["a ShareAcknowledge carried the pending acknowledgement and was answered"] is Status.FAIL
+    assert statuses["the pending acknowledgement reaches the broker: accepted once"] is Status.FAIL, result.contracts
+    statuses, result = _share_statuses("share.close-acks-black-holed")
+    assert statuses["the ShareAcknowledge reached the broker and was black-holed"] is Status.FAIL, result.contracts
+    assert statuses["close returns at its deadline"] is Status.FAIL, result.contracts   # at once: too early
+
+
+def test_the_share_close_deadline_contract_fails_on_a_close_that_overstays():
+    class Overstays(OurAdapter):
+        name = "broken-overstays"
+
+        async def run(self, steps, env):
+            return await super().run(tuple(replace(s, timeout_s=(s.timeout_s or 0) + 3.0) for s in steps), env)
+
+    statuses, result = _share_statuses("share.close-acks-black-holed", Overstays())
+    assert statuses["close returns at its deadline"] is Status.FAIL, result.contracts
+    statuses, result = _share_statuses("share.close-with-pending-acks", Overstays())
+    assert result.status is Status.PASS, result.contracts   # answered at 3 s: a longer deadline changes nothing
+
+
+def test_the_lock_expiry_contracts_fail_when_the_holder_accepts_at_once(monkeypatch):
+    """A holder that accepts what it received at once (as if implicit): the record never comes back."""
+    from client.share.consumer import AsyncShareConsumer
+
+    poll = AsyncShareConsumer.poll
+
+    async def accepting_poll(self, timeout=0.0):
+        records = await poll(self, timeout)
+        for r in records:
+            self.acknowledge(r)
+        if records:
+            await self.commit_sync(5.0)
+        return records
+
+    monkeypatch.setattr(AsyncShareConsumer, "poll", accepting_poll)
+    statuses, result = _share_statuses("share.lock-expires-redelivered")
+    assert statuses["the record redelivered to the other member, delivery count 2 or 3, at a lock's expiry"] is Status.FAIL
+    assert statuses["the lock expires at its deadline on the broker's clock, and only then is the record "
+                    "acquired again"] is Status.FAIL, result.contracts
+
+
+def test_the_blocking_face_keeps_the_share_family_in_real_time():
+    """The same stories (conformance/adapters/share_stories.py) told with client.ShareConsumer's
+    blocking calls over loopback TCP, every time divided by the family's scale (a 3 s lock)."""
+    from conformance.adapters.ours import OurBlockingAdapter
+
+    family = [s for s in CATALOGUE if s.family == "share"]
+    results = run_plan(Plan(family, [OurBlockingAdapter()], scale=10.0))
+    assert [(r.scenario, r.status, r.message) for r in results if r.status is not Status.PASS] == []

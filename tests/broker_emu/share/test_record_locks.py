@@ -19,6 +19,7 @@ from tests.broker_emu.share.member import (
     produce,
     values,
 )
+from tests.broker_emu.wire import WireClient
 
 LONG_SESSIONS = {"group.share.session.timeout.ms": 600_000}   # the members here do not heartbeat while they wait
 
@@ -212,3 +213,34 @@ async def test_the_groups_own_lock_duration_and_delivery_limit_set_on_the_wire(a
         r = await a.fetch(max_wait_ms=20000)      # the second lock runs out at 30 s: the limit of 2 archives it
         assert acquired(r) == [] and trio.current_time() - t0 == 35.0
         assert [e.details["reason"] for e in events(cluster, Kind.SHARE_ARCHIVE)] == ["delivery_count_limit"]
+
+
+async def test_a_closed_connection_gives_its_share_sessions_records_back_at_once(autojump_clock):
+    """The connection that opened a member's share session ends the session when it closes, and
+    the member's acquired records go back then, not at their locks' deadline (Kafka's
+    ShareSessionCache.ClientConnectionDisconnectListener; measured on Kafka 4.4). A session the
+    member opened again on another connection is not the closed one's: nothing is released."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=LONG_SESSIONS) as cluster:
+        a, b = await two_members_with_records(cluster)
+        assert acquired(await a.fetch()) == [(0, 2, 1)]
+        t0 = trio.current_time()
+        await trio.sleep(5)
+        await a.leader.stream.aclose()
+        waiting = await b.fetch()             # the records are free as a's connection goes
+        assert trio.current_time() - t0 == 5.0 and acquired(waiting) == [(0, 2, 2)]
+        [released] = events(cluster, Kind.SHARE_RELEASE)
+        assert (released.details["member"], released.details["reason"], released.details["offsets"]) == (
+            a.member_id, "disconnect", [[0, 2]])
+        assert events(cluster, Kind.SHARE_LOCK_EXPIRED) == []
+
+
+async def test_a_session_opened_again_elsewhere_outlives_the_first_connection(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=LONG_SESSIONS) as cluster:
+        a, _ = await two_members_with_records(cluster)
+        first = a.leader
+        a.leader = WireClient(cluster.connect(0), client_id="share")
+        a.session_epoch = 0
+        assert acquired(await a.fetch()) == [(0, 2, 1)]    # the session opened again, on the new connection
+        await first.stream.aclose()
+        await trio.sleep(1)
+        assert events(cluster, Kind.SHARE_RELEASE) == [] and cluster.share.sessions.describe() != []

@@ -23,6 +23,7 @@ from tests.broker_emu.transactions.helpers import (
 from tests.broker_emu.wire import WireClient
 
 CONCURRENT, FENCED, INVALID_EPOCH, NOT_ENOUGH_REPLICAS, INVALID_MAPPING = 51, 90, 47, 19, 49
+LOAD_IN_PROGRESS = 14
 
 
 async def produce12(w: WireClient, tid: str | None, topic: str, partition: int, batch: bytes):
@@ -207,8 +208,8 @@ async def test_the_transaction_survives_its_coordinator_moving(autojump_clock):
     """The coordinator's state is the cluster's, not a broker's: stopping the broker that leads
     the id's __transaction_state partition moves the coordinator (as an election would) and the
     next one answers from the same state, markers still on their way (Kafka reloads it from the
-    replicated log and resends pending markers; its COORDINATOR_LOAD_IN_PROGRESS while loading is
-    not emulated)."""
+    replicated log and resends pending markers; the load itself takes emu.txn.load.ms, 0 by
+    default: test_the_new_coordinator_answers_load_in_progress_while_it_loads)."""
     async with open_cluster(3, topics=[("t", 1, 3)], listen=False, config={"emu.txn.marker.delay.ms": 500}) as cluster:
         first = cluster.txn.coordinator_for("tx")
         w, _, pid, epoch = await started(cluster)
@@ -244,3 +245,30 @@ async def test_version_1_verification_when_enabled_answers_as_kafka_4_4(autojump
         r = await broker.call(PRODUCE, 11, {"transactional_id": "tx", "acks": -1, "timeout_ms": 30000, "topic_data": [
             {"name": "t", "partition_data": [{"index": 0, "records": txn_batch(pid, epoch, 0, [b"a"])}]}]})
         assert r.responses[0].partition_responses[0].error_code == 0
+
+
+async def test_the_new_coordinator_answers_load_in_progress_while_it_loads(autojump_clock):
+    """emu.txn.load.ms: the broker that takes over an id's __transaction_state partition answers
+    COORDINATOR_LOAD_IN_PROGRESS until its load is done (Kafka's TransactionStateManager while it
+    loads), then from the state it loaded: the open transaction is still open, its commit works.
+    Ids of other partitions, and the first coordinator of a partition, have nothing to wait for."""
+    load = 2000
+    async with open_cluster(3, topics=[("t", 1, 3)], listen=False, config={"emu.txn.load.ms": load}) as cluster:
+        first = cluster.txn.coordinator_for("tx")
+        w, _, pid, epoch = await started(cluster)      # the first coordinator loads nothing
+        leader = WireClient(cluster.connect(cluster.partition("t", 0).leader))
+        assert (await produce12(leader, "tx", "t", 0, txn_batch(pid, epoch, 0, [b"a"]))).error_code == 0
+        await cluster.stop_broker(first)
+        stopped_at = trio.current_time()
+        moved = await coordinator(cluster, "tx")
+        assert await end5(moved, "tx", pid, epoch, commit=True) == (LOAD_IN_PROGRESS, -1, -1)
+        await trio.sleep(load / 1000 - 0.01 - (trio.current_time() - stopped_at))
+        assert await end5(moved, "tx", pid, epoch, commit=True) == (LOAD_IN_PROGRESS, -1, -1)
+        await trio.sleep(0.02)
+        assert cluster.txn.describe("tx").state.value == "Ongoing"
+        assert await end5(moved, "tx", pid, epoch, commit=True) == (0, pid, epoch + 1)
+        await trio.lowlevel.checkpoint()
+        assert markers(cluster) == [("t", 0, pid, epoch + 1, True)]
+        (loaded,) = cluster.trace.query(kind=Kind.TXN_LOG_LOAD)
+        assert loaded.details["from"] == first and loaded.details["transactional_ids"] == ["tx"]
+        assert loaded.details["until_ms"] - loaded.t_ms == load

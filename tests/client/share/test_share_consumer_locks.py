@@ -69,6 +69,40 @@ async def test_renew_keeps_the_record_and_its_lock_starts_over(autojump_clock):
         assert [e.details["offsets"] for e in events(cluster, Kind.SHARE_ACKNOWLEDGE)] == [[[0, 0]]]
 
 
+async def test_commit_sync_sends_a_renew_at_once_without_waiting_for_the_next_poll(autojump_clock):
+    """As Java's commitSync (ShareInFlightBatch.takeAcknowledgedRecords takes RENEW with the
+    others): the renewal leaves with the commit, whose result names the partition; a member that
+    goes on processing without polling keeps the record; the next poll hands it out again."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config=BROKER) as cluster:
+        earliest(cluster)
+        await produce(cluster, [b"a"])
+        async with open_share_consumer(EXPLICIT, connect=connect_to(cluster)) as keeper, \
+                open_share_consumer({**BOOT, "client.id": "other"}, connect=connect_to(cluster)) as other:
+            keeper.subscribe(["t"])
+            [record] = await poll_until_records(keeper)
+            t0 = cluster.now_ms()
+            other.subscribe(["t"])
+            got = []
+            async with trio.open_nursery() as nursery:
+                async def other_polls():
+                    for _ in range(60):
+                        got.extend(await other.poll(1.0))
+                nursery.start_soon(other_polls)
+                await trio.sleep(20)
+                keeper.acknowledge(record, AcknowledgeType.RENEW)
+                assert await keeper.commit_sync(5.0) == {("t", 0): None}
+                [renew] = events(cluster, Kind.SHARE_RENEW)
+                assert renew.t_ms == t0 + 20000 and renew.details["lock_deadline_ms"] == t0 + 50000
+                await trio.sleep(25)                      # processing on, no poll: past the first lock's 30 s
+                [again] = await keeper.poll(0.0)          # the renewed record, handed out again
+                assert (again.offset, again.delivery_count) == (0, 1)
+                keeper.acknowledge(again, AcknowledgeType.ACCEPT)
+                assert await keeper.commit_sync(5.0) == {("t", 0): None}
+            assert got == []                              # never redelivered
+        assert events(cluster, Kind.SHARE_LOCK_EXPIRED) == []
+        assert [e.details["offsets"] for e in events(cluster, Kind.SHARE_ACKNOWLEDGE)] == [[[0, 0]]]
+
+
 async def test_the_delivery_count_limit_archives_a_poison_record(autojump_clock):
     async with open_cluster(1, topics=[("t", 1, 1)], listen=False,
                             config={**BROKER, "group.share.delivery.count.limit": 3}) as cluster:
