@@ -37,6 +37,9 @@ WHOLE: dict[int, tuple[int, int, Callable[[Any], str]]] = {
     # KafkaApis: READ on the share group, else GROUP_AUTHORIZATION_FAILED for the whole request
     ApiKey.SHARE_GROUP_HEARTBEAT: (A.GROUP, A.READ, _group), ApiKey.SHARE_FETCH: (A.GROUP, A.READ, _share_group),
     ApiKey.SHARE_ACKNOWLEDGE: (A.GROUP, A.READ, _share_group),
+    # KafkaApis: READ on the group to alter share-group offsets, DELETE to delete them
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (A.GROUP, A.READ, _group),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (A.GROUP, A.DELETE, _group),
     ApiKey.ADD_OFFSETS_TO_TXN: (A.TRANSACTIONAL_ID, A.WRITE, _txn), ApiKey.END_TXN: (A.TRANSACTIONAL_ID, A.WRITE, _txn),
     ApiKey.TXN_OFFSET_COMMIT: (A.TRANSACTIONAL_ID, A.WRITE, _txn),
     ApiKey.CREATE_ACLS: (A.CLUSTER, A.ALTER, _cluster), ApiKey.DELETE_ACLS: (A.CLUSTER, A.ALTER, _cluster),

@@ -26,6 +26,7 @@ def register_all() -> None:
         sasl,
         share_fetch,
         share_groups,
+        share_offsets,
         transaction_listings,
     )
     from broker_emu.handlers import groups as group_handlers  # noqa: F401

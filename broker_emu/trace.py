@@ -69,6 +69,8 @@ class Kind(enum.StrEnum):
     SHARE_RELEASE = "share_release"                # reason: released | left | session timeout | disconnect; available
     SHARE_LOCK_EXPIRED = "share_lock_expired"      # lock_deadline_ms, available, delivery_counts
     SHARE_ARCHIVE = "share_archive"                # reason: rejected | delivery_count_limit
+    SHARE_OFFSETS_ALTERED = "share_offsets_altered"  # AlterShareGroupOffsets: start_offset, previous_start_offset
+    SHARE_OFFSETS_DELETED = "share_offsets_deleted"  # DeleteShareGroupOffsets: a topic's partitions
     # transactions (details: transactional_id, producer_id, epoch, from, to, reason)
     TXN_STATE = "txn_state"
     TXN_MARKER = "txn_marker"          # details: topic, partition, offset, commit, producer_id, epoch

@@ -41,6 +41,7 @@ _EXPORTS = {
     "open_share_consumer": "client.share.consumer", "AcknowledgeType": "client.share.acknowledgements",
     "ShareRecord": "client.share.acknowledgements",
     "Admin": "client.admin_blocking", "AsyncAdmin": "client.admin", "NewTopic": "client.admin", "open_admin": "client.admin",
+    "ShareOffset": "client.admin_share",
 }
 __all__ = [
     "AcknowledgeType",
@@ -62,6 +63,7 @@ __all__ = [
     "RecordMetadata",
     "RequestTimeoutException",
     "ShareConsumer",
+    "ShareOffset",
     "ShareRecord",
     "TopicPartition",
     "open_admin",

@@ -4,6 +4,7 @@ from client.admin import AsyncAdmin as AsyncAdmin
 from client.admin import NewTopic as NewTopic
 from client.admin import open_admin as open_admin
 from client.admin_blocking import Admin as Admin
+from client.admin_share import ShareOffset as ShareOffset
 from client.consumer.async_consumer import AsyncConsumer as AsyncConsumer
 from client.consumer.async_consumer import open_consumer as open_consumer
 from client.consumer.blocking import Consumer as Consumer
@@ -26,4 +27,4 @@ from client.share.blocking import ShareConsumer as ShareConsumer
 from client.share.consumer import AsyncShareConsumer as AsyncShareConsumer
 from client.share.consumer import open_share_consumer as open_share_consumer
 
-__all__ = ["AcknowledgeType", "Admin", "AsyncAdmin", "AsyncConsumer", "AsyncProducer", "AsyncShareConsumer", "ConnectionClosedError", "ConnectionSetupTimeoutException", "Consumer", "ConsumerRecord", "DeliveryFuture", "DeliveryTimeoutException", "MaxBlockTimeoutException", "NetworkThreadDied", "NewTopic", "Producer", "RecordMetadata", "RequestTimeoutException", "ShareConsumer", "ShareRecord", "TopicPartition", "open_admin", "open_consumer", "open_producer", "open_share_consumer"]
+__all__ = ["AcknowledgeType", "Admin", "AsyncAdmin", "AsyncConsumer", "AsyncProducer", "AsyncShareConsumer", "ConnectionClosedError", "ConnectionSetupTimeoutException", "Consumer", "ConsumerRecord", "DeliveryFuture", "DeliveryTimeoutException", "MaxBlockTimeoutException", "NetworkThreadDied", "NewTopic", "Producer", "RecordMetadata", "RequestTimeoutException", "ShareConsumer", "ShareOffset", "ShareRecord", "TopicPartition", "open_admin", "open_consumer", "open_producer", "open_share_consumer"]

@@ -24,6 +24,7 @@ from typing import Any
 import trio
 
 from client.admin_cluster import RETRY_ITEM, ClusterAdminCalls
+from client.admin_share import ShareAdminCalls
 from client.config import COMMON, parse_config
 from client.consumer.deadlines import api_deadline, attempt_then_check
 from client.errors import ErrorCode, KafkaError, TimeoutException, error_for_code
@@ -52,7 +53,7 @@ class _Retry(KafkaError):
     retriable = True
 
 
-class AsyncAdmin(ClusterAdminCalls):
+class AsyncAdmin(ClusterAdminCalls, ShareAdminCalls):
     def __init__(self, config: Mapping[str, Any], nursery: trio.Nursery, connect: Connect | None = None, *,
                  broker_margin_s: float = BROKER_MARGIN_S):
         """``broker_margin_s``: how much sooner than the call's deadline a write's ``timeout_ms``

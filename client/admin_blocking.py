@@ -21,7 +21,8 @@ CALLS = ("create_topics", "delete_topics", "create_partitions", "delete_records"
          "incremental_alter_configs", "describe_cluster", "delete_groups", "create_acls", "describe_acls", "delete_acls",
          "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments", "describe_log_dirs",
          "delete_group_offsets", "describe_client_quotas", "alter_client_quotas", "describe_user_scram_credentials",
-         "alter_user_scram_credentials")
+         "alter_user_scram_credentials", "list_share_group_offsets", "alter_share_group_offsets",
+         "delete_share_group_offsets")
 
 
 class Admin:

@@ -54,6 +54,8 @@ CALLS = [
     ("SCRAM credentials", ["DescribeUserScramCredentials", "AlterUserScramCredentials"]),
     ("share groups (KIP-932: KafkaShareConsumer)", ["ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch",
                                                     "ShareAcknowledge"]),
+    ("share-group offsets (KIP-932 admin)", ["DescribeShareGroupOffsets", "AlterShareGroupOffsets",
+                                            "DeleteShareGroupOffsets"]),
 ]
 
 

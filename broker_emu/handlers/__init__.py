@@ -110,6 +110,9 @@ KAFKA_MESSAGES = {
     31: "Cluster authorization failed.",
     53: "Transactional Id authorization failed.",
     54: "Security features are disabled.",
+    24: "The group id is invalid.",
+    68: "The group is not empty.",
+    69: "The group id does not exist.",
     85: "No partition reassignment is in progress.",
     100: "This server does not host this topic ID.",
 }
@@ -315,6 +318,17 @@ def _share_group_describe_error(version: int, request: Any, code: int) -> dict[s
     return {"groups": [{"group_id": g, "error_code": code} for g in request["group_ids"]]}
 
 
+def _describe_share_group_offsets_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # DescribeShareGroupOffsetsResponse(throttle, groupIds, exception): every group with the error
+    return {"groups": [{"group_id": g["group_id"], "error_code": code, "error_message": kafka_message(code)}
+                       for g in request["groups"]]}
+
+
+def _top_level_error(version: int, request: Any, code: int) -> dict[str, Any]:
+    # Alter/DeleteShareGroupOffsetsRequest.getErrorResponse: the top-level error and its Errors message
+    return {"error_code": code, "error_message": kafka_message(code)}
+
+
 _ERROR_BUILDERS = {
     ApiKey.PRODUCE: _produce_error, ApiKey.FETCH: _fetch_error, ApiKey.LIST_OFFSETS: _list_offsets_error,
     ApiKey.METADATA: _metadata_error, ApiKey.OFFSET_COMMIT: _offset_commit_error,
@@ -328,5 +342,7 @@ _ERROR_BUILDERS = {
     ApiKey.DELETE_RECORDS: _delete_records_error, ApiKey.ALTER_CONFIGS: _alter_configs_error,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs_error, ApiKey.SHARE_GROUP_DESCRIBE: _share_group_describe_error,
     ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn_error, ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit_error,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _describe_share_group_offsets_error,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _top_level_error, ApiKey.DELETE_SHARE_GROUP_OFFSETS: _top_level_error,
 }
 

@@ -114,6 +114,7 @@ class ShareCoordinator:
         if epoch == 0:
             member.sent_epoch = -1
         self._reassign(group)
+        self._initialize(group)
         self._touch(group, member)
         if member.epoch != group.epoch:
             member.previous_epoch, member.epoch = member.epoch, group.epoch
@@ -140,6 +141,14 @@ class ShareCoordinator:
                 "group": group.group_id, "assignment_epoch": group.epoch, "assignor": "simple", "type": "share",
                 "targets": {m: {str(t): ps for t, ps in a.items()} for m, a in target.items()}})
         group.assignment_epoch = group.epoch
+
+    def _initialize(self, group: ShareGroup) -> None:
+        """Every partition of the topics the members subscribe to gets share-group state
+        (``maybeCreateInitializeShareGroupStateRequest``), kept after the members go."""
+        for name in {t for m in group.members.values() for t in m.subscribed}:
+            topic = self.cluster.topics.get(name)
+            if topic is not None:
+                group.initialized.setdefault(topic.topic_id, set()).update(range(len(topic.partitions)))
 
     def _touch(self, group: ShareGroup, member: ShareMember) -> None:
         if member.timer is not None:

@@ -43,6 +43,10 @@ class ShareGroup:
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
+    # the share partitions the group coordinator has initialized state for (topic id -> partitions):
+    # every partition of a topic a member subscribes to, and those AlterShareGroupOffsets set;
+    # DeleteShareGroupOffsets removes a topic (GroupMetadataManager's initialized topics)
+    initialized: dict[Any, set[int]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:

@@ -100,6 +100,12 @@ class SharePartition:
     # the runs of new offsets each acquisition took (first -> last), as Kafka's cached in-flight
     # batches: one is dropped when the start offset has passed its last offset
     batches: dict[int, int] = field(default_factory=dict)
+    # what the share coordinator holds (start offset, records acknowledged or archived past it), as
+    # of the last write: Kafka's SharePartition writes its state when records are acknowledged,
+    # released or their lock expires, with the start offset from before that change moved it
+    # (maybeUpdateCachedStateAndOffsets runs once the write is done), and never on acquisition.
+    # None: nothing written yet, so DescribeShareGroupOffsets shows no start offset
+    persisted: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if self.end_offset < self.start_offset:
@@ -191,6 +197,7 @@ class SharePartition:
             available=ranges(freed), delivery_counts=sorted({self.records[o].delivery_count for o in offsets}),
             **({"late_ms": lock.late_ms} if lock.late_ms else {})))
         self._archived(archived, lock.member, "delivery_count_limit", limit)
+        self._persist()
         self._advance()
         if freed:
             self.hooks.available()
@@ -209,6 +216,7 @@ class SharePartition:
         self.hooks.emit("share_release", self._details(member=member, offsets=ranges(offsets), reason=reason,
                                                         available=ranges(freed)))
         self._archived(archived, member, "delivery_count_limit", limit)
+        self._persist()
         self._advance()
         if freed:
             self.hooks.available()
@@ -218,6 +226,12 @@ class SharePartition:
             self.hooks.emit("share_archive", self._details(
                 member=member, offsets=ranges(offsets), reason=reason, delivery_count_limit=limit,
                 delivery_counts=sorted({self.records[o].delivery_count for o in offsets})))
+
+    def _persist(self) -> None:
+        """The share coordinator's copy, written before the start offset moves."""
+        done = sum(1 for o, r in self.records.items()
+                   if o >= self.start_offset and r.state in (State.ACKNOWLEDGED, State.ARCHIVED))
+        self.persisted = (self.start_offset, done)
 
     def _advance(self) -> None:
         while self.start_offset < self.end_offset:
@@ -250,8 +264,10 @@ class SharePartition:
             self._archived(gone, member, "rejected", limit)
         if by_type.get(AckType.RENEW):
             self._renew(member, by_type[AckType.RENEW], lock_ms)
-        if by_type.get(AckType.RELEASE):
+        if by_type.get(AckType.RELEASE):   # last: its write covers the other types' changes too
             self._release(by_type[AckType.RELEASE], member, "released")
+        elif set(by_type) - {AckType.RENEW}:
+            self._persist()
         self._advance()
 
     def _check(self, member: str, first: int, last: int, types: list[int]) -> list[tuple[int, AckType]]:

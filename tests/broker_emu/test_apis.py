@@ -35,6 +35,7 @@ ADVERTISED = {  # the issue's ranges; old librdkafka needs Produce and the group
     "DESCRIBE_USER_SCRAM_CREDENTIALS": (0, 0), "ALTER_USER_SCRAM_CREDENTIALS": (0, 0),
     # KIP-932 share groups (broker_emu.handlers.share_groups, share_fetch): Kafka 4.4's versions
     "SHARE_GROUP_HEARTBEAT": (1, 1), "SHARE_GROUP_DESCRIBE": (1, 1), "SHARE_FETCH": (1, 2), "SHARE_ACKNOWLEDGE": (1, 2),
+    "DESCRIBE_SHARE_GROUP_OFFSETS": (0, 1), "ALTER_SHARE_GROUP_OFFSETS": (0, 0), "DELETE_SHARE_GROUP_OFFSETS": (0, 0),
 }
 SOFTWARE = {"client_software_name": "broker-emu-tests", "client_software_version": "1.0"}
 

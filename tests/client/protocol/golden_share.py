@@ -1,7 +1,8 @@
-"""Golden cases of the share-group APIs (KIP-932; KIP-1222's renew and acquisition lock in v2),
-worked out by hand from Kafka 4.4.0's message JSON, as test_golden.py's: ShareGroupHeartbeat,
-ShareGroupDescribe, ShareFetch, ShareAcknowledge. Each value names every field; fields absent
-from the version hold their defaults. All four are flexible in every version."""
+"""Golden cases of the share-group APIs (KIP-932; KIP-1222's renew and acquisition lock in v2;
+KIP-1226's lag in DescribeShareGroupOffsets v1), worked out by hand from Kafka 4.4.0's message
+JSON, as test_golden.py's: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge,
+and the admin calls Describe-, Alter- and DeleteShareGroupOffsets. Each value names every field;
+fields absent from the version hold their defaults. All seven are flexible in every version."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import uuid
 from tests.client.protocol.strategies import NO_TAGS, boolean, carr, cbytes, cstr, i8, i16, i32, i64, uuid_
 
 NULL = b"\x00"
-FLEXIBLE_FROM_SHARE = {76: 0, 77: 0, 78: 0, 79: 0}
+FLEXIBLE_FROM_SHARE = {76: 0, 77: 0, 78: 0, 79: 0, 90: 0, 91: 0, 92: 0}
 RECORDS = bytes(range(10))
 
 
@@ -108,4 +109,59 @@ def share_cases(Case):
              {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "acquisition_lock_timeout_ms": 30000,
               "responses": [], "node_endpoints": []},
              i32(0) + i16(0) + NULL + i32(30000) + carr([]) + carr([]) + NO_TAGS),
+
+        # -- DescribeShareGroupOffsets (90): v0, v1 (lag) ---------------------------------------------
+        Case(90, 0, "request",
+             {"groups": [{"group_id": "sg", "topics": [{"topic_name": "events", "partitions": [0, 2]}]},
+                         {"group_id": "all", "topics": None}]},
+             carr([cstr("sg") + carr([cstr("events") + carr([i32(0), i32(2)]) + NO_TAGS]) + NO_TAGS,
+                   cstr("all") + NULL + NO_TAGS]) + NO_TAGS),
+        Case(90, 1, "request", {"groups": [{"group_id": "sg", "topics": None}]},
+             carr([cstr("sg") + NULL + NO_TAGS]) + NO_TAGS),
+        Case(90, 0, "response",
+             {"throttle_time_ms": 0, "groups": [{
+                 "group_id": "sg", "error_code": 0, "error_message": None, "topics": [{
+                     "topic_name": "events", "topic_id": U(0x11), "partitions": [
+                         {"partition_index": 0, "start_offset": 7, "leader_epoch": 3, "lag": -1, "error_code": 0,
+                          "error_message": None}]}]}]},
+             i32(0) + carr([cstr("sg") + carr([cstr("events") + uuid_(0x11)
+                                              + carr([i32(0) + i64(7) + i32(3) + i16(0) + NULL + NO_TAGS])
+                                              + NO_TAGS])
+                            + i16(0) + NULL + NO_TAGS]) + NO_TAGS),
+        Case(90, 1, "response",
+             {"throttle_time_ms": 0, "groups": [
+                 {"group_id": "sg", "error_code": 0, "error_message": None, "topics": [{
+                     "topic_name": "events", "topic_id": U(0x11), "partitions": [
+                         {"partition_index": 1, "start_offset": 7, "leader_epoch": 0, "lag": 5, "error_code": 0,
+                          "error_message": None}]}]},
+                 {"group_id": "gone", "error_code": 69, "error_message": "Group gone not found.", "topics": []}]},
+             i32(0) + carr([cstr("sg") + carr([cstr("events") + uuid_(0x11)
+                                              + carr([i32(1) + i64(7) + i32(0) + i64(5) + i16(0) + NULL + NO_TAGS])
+                                              + NO_TAGS])
+                            + i16(0) + NULL + NO_TAGS,
+                            cstr("gone") + carr([]) + i16(69) + cstr("Group gone not found.") + NO_TAGS]) + NO_TAGS),
+
+        # -- AlterShareGroupOffsets (91): v0 only -----------------------------------------------------
+        Case(91, 0, "request",
+             {"group_id": "sg", "topics": [{"topic_name": "events", "partitions": [
+                 {"partition_index": 0, "start_offset": 42}, {"partition_index": 1, "start_offset": -1}]}]},
+             cstr("sg") + carr([cstr("events") + carr([i32(0) + i64(42) + NO_TAGS, i32(1) + i64(-1) + NO_TAGS])
+                                + NO_TAGS]) + NO_TAGS),
+        Case(91, 0, "response",
+             {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": [{
+                 "topic_name": "events", "topic_id": U(0x11), "partitions": [
+                     {"partition_index": 0, "error_code": 0, "error_message": None},
+                     {"partition_index": 9, "error_code": 3, "error_message": "gone"}]}]},
+             i32(0) + i16(0) + NULL
+             + carr([cstr("events") + uuid_(0x11) + carr([i32(0) + i16(0) + NULL + NO_TAGS,
+                                                          i32(9) + i16(3) + cstr("gone") + NO_TAGS]) + NO_TAGS])
+             + NO_TAGS),
+
+        # -- DeleteShareGroupOffsets (92): v0 only ----------------------------------------------------
+        Case(92, 0, "request", {"group_id": "sg", "topics": [{"topic_name": "events"}, {"topic_name": "more"}]},
+             cstr("sg") + carr([cstr("events") + NO_TAGS, cstr("more") + NO_TAGS]) + NO_TAGS),
+        Case(92, 0, "response",
+             {"throttle_time_ms": 0, "error_code": 68, "error_message": "busy", "responses": [
+                 {"topic_name": "events", "topic_id": U(0x11), "error_code": 0, "error_message": None}]},
+             i32(0) + i16(68) + cstr("busy") + carr([cstr("events") + uuid_(0x11) + i16(0) + NULL + NO_TAGS]) + NO_TAGS),
     ]

@@ -77,7 +77,7 @@ def test_every_api_and_version_range_is_exercised():
                 # served since the transactions issue
                 24: (0, 3), 25: (0, 4), 26: (0, 5), 28: (0, 5), 61: (0, 0), 65: (0, 0), 66: (0, 2), 37: (0, 3), 21: (0, 2),
                 # share groups (KIP-932, KIP-1222)
-                76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}
+                76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
     have = {(k, v, d) for k, v, d in CASES}
     missing = [(k, v, d) for k, (lo, hi) in required.items() for v in range(lo, hi + 1)
                for d in ("request", "response") if (k, v, d) not in have]

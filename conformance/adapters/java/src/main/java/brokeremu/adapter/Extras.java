@@ -31,7 +31,7 @@ final class Extras {
     static final List<String> OPERATIONS = List.of("produce_batch", "read_partition", "group_consume",
             "admin_create_topics", "admin_delete_topics", "admin_describe_cluster", "admin_list_groups",
             "admin_describe_groups", "admin_describe_topics", "txn_commit_abort", "admin_calls", "share_consume",
-            "share_explicit");
+            "share_explicit", "share_admin");
     static final List<String> ALL = java.util.stream.Stream.concat(OPERATIONS.stream(), ShareSteps.OPERATIONS.stream())
             .toList();
 
@@ -86,6 +86,7 @@ final class Extras {
             case "admin_calls" -> () -> AdminCalls.all(run, args, cfg);
             case "share_consume" -> () -> Share.consume(run, args);
             case "share_explicit" -> () -> Share.explicit(run, args);
+            case "share_admin" -> () -> ShareAdmin.run(run, args, cfg);
             default -> throw new IllegalArgumentException("no operation " + kind);
         };
     }
