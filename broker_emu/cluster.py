@@ -43,6 +43,7 @@ from broker_emu.share.coordinator import ShareCoordinator
 from broker_emu.topics import Topic, TopicCatalog
 from broker_emu.trace import Kind, Trace
 from broker_emu.transactions.coordinator import TransactionCoordinator
+from broker_emu.transactions.markers import lost_marker, write_marker
 from broker_emu.version_profiles import ProfileError, VersionProfile
 from broker_emu.waits import Waits
 
@@ -77,7 +78,7 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         self.replication = Replication(self.scheduler, self.config, self.is_alive, self._partition_changed,
                                        self._isr_changed, partitions=self.all_partitions, emit=self.trace.emit)
         self.leadership = Leadership(self.catalog, self.roster, self.config, self.trace, self.replication,
-                                     self._partition_changed)
+                                     self._partition_changed, self._batches_dropped)
         self.coordinators = CoordinatorPlacement(self.roster.ids, self.is_alive, self.config)
         self.producer_ids = ProducerIds()
         # the coordinator's view (InitProducerId); sequences live per partition, in its log
@@ -221,6 +222,21 @@ class Cluster(Waits):   # Waits: cluster.wait_for(...)
         self.replication.after_append(p, previous_leo)
         if p.update_high_watermark():
             self._partition_changed(p)
+
+    def _batches_dropped(self, p: Partition, dropped: list[bytes]) -> None:
+        """A new leader that had less truncated the log: the transaction markers it lost are
+        written again on it, as the coordinator's marker channel retries a WriteTxnMarkers the old
+        leader never answered with the marker replicated (Kafka appends markers with acks=all:
+        ``TransactionMarkerChannelManager``, ``ReplicaManager.appendRecords``)."""
+        for data in dropped:
+            marker = lost_marker(data)
+            if marker is None:
+                continue
+            pid, epoch, commit = marker
+            offset = write_marker(self, p, pid, epoch, commit)
+            self.trace.emit(Kind.TXN_MARKER, broker=p.leader, details={
+                "topic": p.topic, "partition": p.index, "offset": offset, "commit": commit, "producer_id": pid,
+                "epoch": epoch, "rewritten": "the new leader did not have it"})
 
     def _partition_changed(self, p: Partition) -> None:
         self.produce_purgatory.check_and_complete(p.key)

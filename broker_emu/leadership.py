@@ -19,12 +19,15 @@ from broker_emu.trace import Kind, Trace
 
 class Leadership:
     """``partition_changed`` hears of every partition whose leader or high watermark may have
-    moved (the purgatories re-check what waits on it)."""
+    moved (the purgatories re-check what waits on it); ``batches_dropped`` of the batches a new
+    leader did not have (the transaction markers among them are written again)."""
 
     def __init__(self, catalog: TopicCatalog, roster: BrokerRoster, config: Mapping[str, Any], trace: Trace,
-                 replication: Replication, partition_changed: Callable[[Partition], None]):
+                 replication: Replication, partition_changed: Callable[[Partition], None],
+                 batches_dropped: Callable[[Partition, list[bytes]], None] = lambda p, dropped: None):
         self._catalog, self._roster, self._config, self._trace = catalog, roster, config, trace
         self._replication, self._partition_changed = replication, partition_changed
+        self._batches_dropped = batches_dropped
 
     def move_leader(self, topic: str, partition: int, broker_id: int) -> None:
         p = self._catalog.partition(topic, partition)
@@ -37,11 +40,13 @@ class Leadership:
         if p.leader == broker_id:
             return
         old = p.leader
-        p.become_leader(broker_id, trio.current_time())
+        dropped = p.become_leader(broker_id, trio.current_time())
         self._trace.emit(Kind.LEADER_CHANGE, broker=broker_id, details={"topic": topic, "partition": partition, "from": old,
                                                                      "to": broker_id, "leader_epoch": p.leader_epoch})
         self._partition_changed(p)
         self._replication.resync(p)
+        if dropped:
+            self._batches_dropped(p, dropped)
 
     def broker_stopped(self, broker_id: int) -> None:
         """The controller drops the broker from ISRs at once and moves leadership to a live ISR

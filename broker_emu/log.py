@@ -185,11 +185,14 @@ class PartitionLog:
         self._drop_front(self._first_index(offset))
         self.log_start_offset = max(self.log_start_offset, offset)
 
-    def truncate_to(self, offset: int) -> None:
+    def truncate_to(self, offset: int) -> list[StoredBatch]:
         """Drop everything at or above ``offset`` (a new leader that had less), and rewind the
-        producer state to what is left (``UnifiedLog.truncateTo`` → ``rebuildProducerState``)."""
+        producer state to what is left (``UnifiedLog.truncateTo`` → ``rebuildProducerState``);
+        the batches dropped, oldest first."""
+        dropped: list[StoredBatch] = []
         while self.batches and self.batches[-1].base_offset >= offset:
             gone = self.batches.pop()
+            dropped.append(gone)
             self._bases.pop()
             self._lasts.pop()
             self._cum.pop()
@@ -199,6 +202,7 @@ class PartitionLog:
             offset = self.batches[-1].last_offset + 1  # a straddling batch stays whole
         self.log_end_offset = max(min(self.log_end_offset, offset), self.log_start_offset)
         self.producers.truncate(self.log_end_offset, self.batches)
+        return dropped[::-1]
 
     def _first_index(self, offset: int) -> int:
         """Index of the batch holding ``offset`` (or the first after it)."""

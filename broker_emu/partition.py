@@ -120,15 +120,19 @@ class Partition:
         known = [(s, e) for e, s in self.epoch_starts.items() if s <= offset]
         return max(known)[1] if known else -1
 
-    def become_leader(self, broker: int, now: float) -> None:
-        """Leadership moves to ``broker`` (an ISR member if possible); its log is what counts."""
+    def become_leader(self, broker: int, now: float) -> list[bytes]:
+        """Leadership moves to ``broker`` (an ISR member if possible); its log is what counts. The
+        batches the new leader did not have are dropped (returned, oldest first): the caller writes
+        again the transaction markers among them, as the coordinator's marker channel would."""
         new_leo = self.leo_of(broker)
         old_leo = self.log.log_end_offset
         old_leader = self.leader
         self.leader = broker
         self.leader_epoch += 1
+        dropped: list[bytes] = []
         if new_leo < old_leo:
-            self.log.truncate_to(new_leo)
+            dropped = [b.data for b in self.log.truncate_to(new_leo)]
+            self.txns.truncate_to(self.log.log_end_offset)
         self.assign_epoch(self.leader_epoch, self.log.log_end_offset)
         self.follower_leo.pop(broker, None)
         self.follower_leo[old_leader] = min(old_leo, self.log.log_end_offset)
@@ -141,3 +145,4 @@ class Partition:
             self.isr.append(broker)
             self.isr.sort()
             cluster_shape.changed()
+        return dropped

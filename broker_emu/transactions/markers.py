@@ -13,7 +13,7 @@ import struct
 from typing import TYPE_CHECKING
 
 from broker_emu.transactions.cluster_view import MarkerLog
-from client.protocol.records import Record, encode_batch, parse_batch_header
+from client.protocol.records import Record, decode_batch, encode_batch, parse_batch_header
 
 if TYPE_CHECKING:
     from broker_emu.partition import Partition
@@ -39,3 +39,13 @@ def write_marker(cluster: MarkerLog, p: "Partition", producer_id: int, epoch: in
     p.txns.marker_appended(producer_id, base, commit)
     cluster.after_append(p, previous)
     return base
+
+
+def lost_marker(data: bytes) -> tuple[int, int, bool] | None:
+    """(producer id, epoch, commit) of a marker batch, None for any other batch."""
+    header = parse_batch_header(data)
+    if not header.is_control:
+        return None
+    _, records = decode_batch(data, check_crc=False)
+    kind = _KEY.unpack(bytes(records[0].key))[1] if records and records[0].key is not None else ABORT
+    return header.producer_id, header.producer_epoch, kind == COMMIT
