@@ -195,6 +195,10 @@ def test_the_setup_timeout_contract_fails_on_a_client_whose_setup_timeout_never_
     assert statuses["connection setup timeout grows per attempt (KIP-601)"] is Status.FAIL, result.contracts
 
 
+# alone: real time, judged on the gaps between connection attempts as the broker's trace records
+# them; beside four workers (CI, 2026-11-28) one attempt's event was recorded late, so the next gap
+# read 642 ms against a lower bound of 650 (passes alone, 3 runs of 3)
+@pytest.mark.alone
 @pytest.mark.parametrize("broken", [False, True])
 def test_the_blocking_face_runs_the_in_memory_only_scenario_over_the_bridge(monkeypatch, broken):
     """kip19.connection-setup-timeout needs attempts the emulator drops (on loopback TCP the
