@@ -66,7 +66,7 @@ class Kind(enum.StrEnum):
     SHARE_ACQUIRE = "share_acquire"                # delivery_counts, lock_deadline_ms, lock_duration_ms
     SHARE_ACKNOWLEDGE = "share_acknowledge"        # an ACCEPT; type "accept"
     SHARE_RENEW = "share_renew"                    # lock_deadline_ms, lock_duration_ms (KIP-1222)
-    SHARE_RELEASE = "share_release"                # reason: released | left | session timeout | disconnect; available
+    SHARE_RELEASE = "share_release"                # reason: released | session closed | disconnect; available
     SHARE_LOCK_EXPIRED = "share_lock_expired"      # lock_deadline_ms, available, delivery_counts
     SHARE_ARCHIVE = "share_archive"                # reason: rejected | delivery_count_limit
     SHARE_OFFSETS_ALTERED = "share_offsets_altered"  # AlterShareGroupOffsets: start_offset, previous_start_offset

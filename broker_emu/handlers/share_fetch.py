@@ -210,7 +210,7 @@ async def share_fetch(ctx: RequestContext, req: Message) -> dict[str, Any]:
     fetched: dict[tuple[Any, int], tuple[bytes, list]] = {}
     errors: dict[tuple[Any, int], Target] = {}
     if session is None:
-        share.sessions.close(ctx.broker_id, group, member)
+        share.session_closed(ctx.broker_id, group, member)
     elif not (ctx.api_version >= 2 and req["is_renew_ack"]):
         errors, fetched = await _fetch(ctx, group, member, session.partitions, req)
         if epoch == 0:   # the opening fetch answers for every partition of the session (a full context)
@@ -240,7 +240,7 @@ async def share_acknowledge(ctx: RequestContext, req: Message) -> dict[str, Any]
         return _top_error(exc.code)
     acks = _acknowledge(ctx, group, member, req["topics"])
     if epoch == FINAL_EPOCH:
-        share.sessions.close(ctx.broker_id, group, member)
+        share.session_closed(ctx.broker_id, group, member)
     parts: dict[Any, list[dict[str, Any]]] = {}
     leaders: set[int] = set()
     for (tid, index), (code, message, target) in acks.items():

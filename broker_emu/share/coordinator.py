@@ -165,16 +165,29 @@ class ShareCoordinator:
             self.remove_member(group, member_id, "session timeout")
 
     def remove_member(self, group: ShareGroup, member_id: str, reason: str) -> None:
-        """A member that left or was fenced: its records go back, its share session closes."""
+        """A member that left or was fenced, at the group coordinator: the group is assigned again.
+        Nothing on the partition leaders hears of it (in Kafka 4.4 only ``ShareSessionCache``
+        notifies ``SharePartitionManager``'s ``ShareGroupListener``): the member's share sessions
+        stay until their final epoch (``session_closed``) or their connection closes
+        (``connection_closed``), and the records it holds until then, or until their locks run out."""
         member = group.members.pop(member_id)
         if member.timer is not None:
             member.timer.cancel()
         self._trace_epoch(group, f"member {reason}")
         self._reassign(group)
-        self.sessions.close_member(group.group_id, member_id)
-        for (g, _, _), sp in self.partitions.items():
-            if g == group.group_id:
-                sp.release_member(member_id, reason)
+
+    def session_closed(self, broker_id: int, group_id: str, member: str) -> None:
+        """A ShareFetch or ShareAcknowledge at the final epoch, its acknowledgements applied: the
+        session ends and what the member still holds on this broker's share partitions goes back
+        (KafkaApis calls ``SharePartitionManager.releaseSession`` at epoch -1)."""
+        self.sessions.close(broker_id, group_id, member)
+        self._release_on(broker_id, group_id, member, "session closed")
+
+    def _release_on(self, broker_id: int, group_id: str, member: str, reason: str) -> None:
+        for (g, topic, index), sp in self.partitions.items():
+            p = self.cluster.partition(topic, index)
+            if g == group_id and p is not None and p.leader == broker_id:
+                sp.release_member(member, reason)
 
     def connection_closed(self, broker_id: int, conn: int) -> None:
         """A member's share session ends with the connection that opened it, and the member's
@@ -184,10 +197,7 @@ class ShareCoordinator:
         (measured on Kafka 4.4: a client that gave up on a ShareAcknowledge and closed its
         connection had its record redelivered before the lock ran out)."""
         for group_id, member in self.sessions.connection_closed(broker_id, conn):
-            for (g, topic, index), sp in self.partitions.items():
-                p = self.cluster.partition(topic, index)
-                if g == group_id and p is not None and p.leader == broker_id:
-                    sp.release_member(member, "disconnect")
+            self._release_on(broker_id, group_id, member, "disconnect")
 
     def describe(self, group_id: str, broker_id: int) -> dict[str, Any]:
         base: dict[str, Any] = {"error_code": E.NONE, "error_message": None, "group_id": group_id, "group_state": "",

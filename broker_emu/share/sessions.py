@@ -93,11 +93,6 @@ class ShareSessions:
     def close(self, broker: int, group: str, member: str) -> None:
         self.by_key.pop((broker, group, member), None)
 
-    def close_member(self, group: str, member: str) -> None:
-        """A member that left the group: its sessions on every broker go (``ShareGroupListener``)."""
-        for key in [k for k in self.by_key if k[1:] == (group, member)]:
-            del self.by_key[key]
-
     def connection_closed(self, broker: int, conn: int) -> list[tuple[str, str]]:
         """The sessions ``conn`` opened on ``broker`` end with it, as Kafka's ShareSessionCache's
         ClientConnectionDisconnectListener ends them (a session opened again since on another
