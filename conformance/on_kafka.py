@@ -16,6 +16,9 @@ itself does (answers, purgatory expiries, group waits) is Kafka's own.
   answered late (past ``PARKED_MS``) is a stay that completed. The log snapshot comes from the
   real cluster's high watermarks.
 - ``kafka_support`` says whether a scenario can run there, and if not why (the report shows it).
+- A feature a scenario finalizes (``transaction.version=1``) is fixed when a cluster's storage is
+  formatted (StorageTool's --feature), so the scenarios are grouped by the levels they need and each
+  group gets a cluster formatted with them; Kafka 4.4's own levels need no group of their own.
 """
 
 from __future__ import annotations
@@ -93,10 +96,22 @@ def _rule_support(rule: dict[str, Any], brokers: int) -> str:
     return ""
 
 
+# the levels StorageTool formats a Kafka 4.4 cluster with when it is given none (Features'
+# defaults for the release's metadata version): transaction version 2 is the default since 4.0
+KAFKA_DEFAULT_FEATURES: dict[str, int] = {"transaction.version": 2}
+
+
+def cluster_features(scenario: Scenario) -> dict[str, int]:
+    """The feature levels the scenario's cluster must be formatted with, beyond Kafka 4.4's own."""
+    return {key: int(value) for key, value in scenario.broker_config.items()
+            if key in KAFKA_DEFAULT_FEATURES and int(value) != KAFKA_DEFAULT_FEATURES[key]}
+
+
 def _config_support(config: dict[str, Any]) -> str:
-    """Broker settings the shared cluster already has (KAFKA_CLUSTER_CONFIG), or a topic can carry."""
+    """Broker settings the shared cluster already has (KAFKA_CLUSTER_CONFIG), or a topic can carry, or
+    a feature its storage is formatted with (``cluster_features``)."""
     for key, value in config.items():
-        if key in TOPIC_LEVEL:
+        if key in TOPIC_LEVEL or key in KAFKA_DEFAULT_FEATURES:
             continue
         have = KAFKA_CLUSTER_CONFIG.get(key, "unset")
         if have != value:
@@ -362,42 +377,71 @@ def run_cells(scenarios: list[Scenario], adapters: list[Adapter], scale: float, 
 
 
 @contextlib.contextmanager
-def kafka_upstream(brokers: int) -> Iterator[KafkaUpstream]:
-    """One real cluster for the whole run, with the settings the scenarios share."""
+def kafka_upstream(brokers: int, features: dict[str, int] | None = None) -> Iterator[KafkaUpstream]:
+    """One real cluster for the run (or for the scenarios that need ``features``), with the
+    settings the scenarios share."""
     launcher = importlib.import_module("conformance.realkafka.cluster")   # the launcher (bash dev/install-kafka)
 
-    with launcher.apache_kafka_cluster(brokers=brokers, config=dict(KAFKA_CLUSTER_CONFIG)) as k:
+    with launcher.apache_kafka_cluster(brokers=brokers, config=dict(KAFKA_CLUSTER_CONFIG), features=features) as k:
         up = KafkaUpstream(k)
         up.warm_up()
         yield up
 
 
+def by_features(scenarios: list[Scenario], brokers: int) -> list[tuple[dict[str, int], list[Scenario]]]:
+    """The scenarios grouped by the feature levels their cluster needs, Kafka's own levels first; a
+    scenario that cannot run on Kafka anyway (its N/A says why) goes with the first group rather
+    than starting a cluster of its own."""
+    groups: dict[tuple[tuple[str, int], ...], list[Scenario]] = {}
+    for scenario in scenarios:
+        features = {} if kafka_support(scenario, brokers) else cluster_features(scenario)
+        groups.setdefault(tuple(sorted(features.items())), []).append(scenario)
+    return [(dict(key), group) for key, group in sorted(groups.items(), key=lambda kv: len(kv[0]))]
+
+
+def _in_order(scenarios: list[Scenario], adapters: list[Adapter], results: list[Result]) -> list[Result]:
+    """Results of several clusters back in one run's order: client by client, scenario by scenario."""
+    by_cell = {(r.scenario, r.client): r for r in results}
+    return [by_cell[(s.id, a.name)] for a in adapters for s in scenarios if (s.id, a.name) in by_cell]
+
+
 def run_on_kafka(scenarios: list[Scenario], adapters: list[Adapter], scale: float, brokers: int,
                  progress: Callable[[int, int, Result], None] | None = None) -> list[Result]:
-    with kafka_upstream(brokers) as up:
-        return run_cells(scenarios, adapters, scale, up, progress)
+    results: list[Result] = []
+    for features, group in by_features(scenarios, brokers):
+        with kafka_upstream(brokers, features) as up:
+            results += run_cells(group, adapters, scale, up, progress)
+    return _in_order(scenarios, adapters, results)
 
 
 def run_differential(scenarios: list[Scenario], adapters: list[Adapter], scale: float, brokers: int, reruns: int = 2,
                      progress: Callable[[int, int, Result], None] | None = None) -> tuple[list[Result], list[Result], list[Any]]:
-    """The differential: every cell on one real cluster, then on the emulator of the same size,
-    both through the proxy; each cell with a difference run ``reruns`` times more on both sides
-    (``differential.settle``). Returns the Kafka results, the emulator's and the settled rows."""
+    """The differential: every cell on one real cluster (one per group of feature levels), then on
+    the emulator of the same size, both through the proxy; each cell with a difference run
+    ``reruns`` times more on both sides (``differential.settle``). Returns the Kafka results, the
+    emulator's and the settled rows."""
     from conformance import differential as D
 
-    with kafka_upstream(brokers) as up:
-        kafka = run_cells(scenarios, adapters, scale, up, progress)
-        emulator = run_cells(scenarios, adapters, scale, EmulatorUpstream(brokers), progress)
-        rows = D.differential(emulator, kafka)
-        by_id = {s.id: s for s in scenarios}
-        by_name = {a.name: a for a in adapters}
-        again: dict[tuple[str, str], list[tuple[Result, Result]]] = {}
-        for sid, client in D.to_confirm(rows):
-            for _ in range(reruns):
-                k = run_cells([by_id[sid]], [by_name[client]], scale, up)[0]
-                e = run_cells([by_id[sid]], [by_name[client]], scale, EmulatorUpstream(brokers))[0]
-                again.setdefault((sid, client), []).append((e, k))
-    return kafka, emulator, D.settle(rows, again)
+    kafka: list[Result] = []
+    emulator: list[Result] = []
+    rows: list[Any] = []
+    for features, group in by_features(scenarios, brokers):
+        with kafka_upstream(brokers, features) as up:
+            k_group = run_cells(group, adapters, scale, up, progress)
+            e_group = run_cells(group, adapters, scale, EmulatorUpstream(brokers), progress)
+            group_rows = D.differential(e_group, k_group)
+            by_id = {s.id: s for s in group}
+            by_name = {a.name: a for a in adapters}
+            again: dict[tuple[str, str], list[tuple[Result, Result]]] = {}
+            for sid, client in D.to_confirm(group_rows):
+                for _ in range(reruns):
+                    k = run_cells([by_id[sid]], [by_name[client]], scale, up)[0]
+                    e = run_cells([by_id[sid]], [by_name[client]], scale, EmulatorUpstream(brokers))[0]
+                    again.setdefault((sid, client), []).append((e, k))
+        kafka += k_group
+        emulator += e_group
+        rows += D.settle(group_rows, again)
+    return _in_order(scenarios, adapters, kafka), _in_order(scenarios, adapters, emulator), rows
 
 
 def support_table(scenarios: list[Scenario], brokers: int) -> list[tuple[str, str]]:

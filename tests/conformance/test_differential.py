@@ -8,6 +8,9 @@ from conformance import differential as D
 from conformance.model import Evidence, Operation, Outcome, Result, Status
 from conformance.on_kafka import (
     BrokerNumbers,
+    _in_order,
+    by_features,
+    cluster_features,
     derive_purgatory,
     kafka_support,
     rename,
@@ -94,6 +97,25 @@ def test_every_scenario_says_whether_it_runs_on_kafka():
     assert "stops a broker" in reasons["failover.bootstrap-broker-dies-metadata"]
     weird = BY_ID["kip266.poll-zero"].__class__(**{**BY_ID["kip266.poll-zero"].__dict__, "broker_config": {"num.io.threads": 1}})
     assert "num.io.threads" in kafka_support(weird, 1)
+
+
+def test_a_feature_level_formats_a_cluster_of_its_own():
+    from dataclasses import replace
+
+    plain = BY_ID["kip19.produce-black-hole"]
+    v1 = replace(plain, id="v1", broker_config={"transaction.version": 1, "log.retention.ms": 1000})
+    v2 = replace(plain, id="v2", broker_config={"transaction.version": 2})   # Kafka 4.4's own level
+    elsewhere = replace(BY_ID["txn.late-end-txn"], id="not-on-kafka")   # names version 1, N/A on Kafka anyway
+    assert cluster_features(v1) == {"transaction.version": 1} and cluster_features(v2) == {}
+    assert kafka_support(v1, 1) == ""   # a feature is no per-scenario broker setting: the format sets it
+    groups = by_features([v1, plain, elsewhere, v2], 1)
+    assert [(f, [s.id for s in g]) for f, g in groups] == [
+        ({}, [plain.id, "not-on-kafka", "v2"]), ({"transaction.version": 1}, ["v1"])]
+    # results from two clusters come back in one run's order: client by client, scenario by scenario
+    results = [Result(s, c, Status.PASS) for s, c in [("b", "y"), ("a", "y"), ("b", "x"), ("a", "x")]]
+    ordered = _in_order([replace(plain, id="a"), replace(plain, id="b")],
+                        [type("A", (), {"name": n})() for n in ("x", "y")], results)   # type: ignore[list-item]
+    assert [(r.scenario, r.client) for r in ordered] == [("a", "x"), ("b", "x"), ("a", "y"), ("b", "y")]
 
 
 def test_a_scenario_naming_brokers_runs_on_a_cluster_that_has_them():
