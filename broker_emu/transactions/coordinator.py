@@ -36,6 +36,7 @@ from client.errors import ErrorCode as E
 
 MAX_EPOCH = 32767 - 1   # Short.MaxValue - 1: past it InitProducerId hands out a new producer id
 NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
 FIRST_ADDED = "first partition or group added"
 
 
@@ -67,6 +68,10 @@ class TxnMetadata:
     # from EndTxn v5, so a retried EndTxn is told apart from the next one by the epoch bump
     tv2: bool = False
     previous_producer_id: int = NO_PRODUCER_ID   # before a rotation at epoch exhaustion
+    # TransactionMetadata.lastProducerEpoch: the epoch before the last bump that a retried
+    # InitProducerId may still name (its answer was lost); NO_PRODUCER_EPOCH once another producer
+    # fenced this one, so that producer's retry is fenced too
+    last_epoch: int = NO_PRODUCER_EPOCH
     next_producer_id: int = NO_PRODUCER_ID       # allocated by a version 2 end at exhaustion, taken at Complete
 
 
@@ -136,15 +141,27 @@ class TransactionCoordinator:
                                                          "epoch": meta.epoch, "from": before.value, "to": state.value,
                                                          "reason": reason, **extra})
 
-    def _bump(self, meta: TxnMetadata) -> None:
-        if meta.epoch >= MAX_EPOCH:
+    def _bump(self, meta: TxnMetadata, last_epoch: int = NO_PRODUCER_EPOCH) -> None:
+        meta.last_epoch = last_epoch
+        if meta.epoch >= MAX_EPOCH:   # prepareProducerIdRotation: the old id stays for a retry to name
+            meta.previous_producer_id = meta.producer_id
             meta.producer_id, meta.epoch = self.cluster.init_producer_id()
         else:
             meta.epoch += 1
             self.cluster.producer_epochs[meta.producer_id] = meta.epoch
 
+    def _fence_for_abort(self, meta: TxnMetadata, tv2: bool) -> None:
+        """The epoch bump that aborts an open transaction behind its producer's back (an
+        InitProducerId, the timeout check). Kafka 4.4: ``prepareFenceProducerEpoch``, then under
+        version 1 ``endTransactionWithTV1`` takes the fenced epoch and clears the last epoch, so a
+        retry naming the old epoch is fenced; under version 2 ``endTransaction`` leaves both to
+        ``prepareAbortOrCommit``, which bumps once and keeps the old epoch as the last, so the
+        producer's own retry of InitProducerId is accepted (TransactionMetadata.prepareIncrementProducerEpoch)."""
+        self._bump(meta, last_epoch=meta.epoch if tv2 else NO_PRODUCER_EPOCH)
+
     def init_producer_id(self, tid: str, timeout_ms: int, pid: int, epoch: int) -> tuple[int, int, int]:
-        """(error, producer id, epoch). ``pid``/``epoch`` are what a v3+ client says it had."""
+        """(error, producer id, epoch). ``pid``/``epoch`` are what a v3+ client says it had (-1: none).
+        Kafka 4.4's ``TransactionCoordinator.prepareInitProducerIdTransit``."""
         if not 0 < timeout_ms <= self.cluster.config["transaction.max.timeout.ms"]:
             return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
         meta = self.txns.get(tid)
@@ -155,16 +172,26 @@ class TransactionCoordinator:
             return E.NONE, meta.producer_id, meta.epoch
         if meta.state in PREPARING:
             return E.CONCURRENT_TRANSACTIONS, -1, -1
-        if pid >= 0 and (pid, epoch) != (meta.producer_id, meta.epoch):
-            # KIP-360: only the current producer may ask for a bump of its own epoch
+        given = pid >= 0
+        if given and pid != meta.producer_id and not (pid == meta.previous_producer_id and epoch >= MAX_EPOCH):
+            # isValidProducerId: only the producer id is checked here, its epoch below
             return E.PRODUCER_FENCED, -1, -1
         if meta.state == TxnState.ONGOING:
             # an unfinished transaction of a previous session: abort it with a new epoch (fencing
-            # that session); the caller retries once the markers are written
-            self._bump(meta)
+            # that session); the caller retries once the markers are written. The version is the
+            # cluster's (txnManager.transactionVersionLevel), the request being no EndTxn.
+            self._fence_for_abort(meta, tv2=self.cluster.config["transaction.version"] >= 2)
             self._end(meta, commit=False, reason="aborted by InitProducerId")
             return E.CONCURRENT_TRANSACTIONS, -1, -1
-        self._bump(meta)
+        if meta.epoch >= MAX_EPOCH and (not given or epoch == meta.epoch):
+            self._bump(meta, last_epoch=meta.epoch if given else NO_PRODUCER_EPOCH)   # a new producer id
+        elif not given:
+            self._bump(meta)
+        elif epoch == meta.epoch:
+            self._bump(meta, last_epoch=meta.epoch)   # going on after an error: current and last move
+        elif epoch != meta.last_epoch:
+            return E.PRODUCER_FENCED, -1, -1
+        # else a retry of a bump whose answer was lost: the current epoch again, no bump
         meta.timeout_ms = timeout_ms
         self._to(meta, TxnState.EMPTY, "init")
         return E.NONE, meta.producer_id, meta.epoch
@@ -211,6 +238,7 @@ class TransactionCoordinator:
             # exhausted: the bump takes the last epoch (32767) and a new id waits for Complete
             meta.next_producer_id = self.cluster.init_producer_id()[0] if meta.epoch >= MAX_EPOCH else NO_PRODUCER_ID
             if not (meta.epoch == MAX_EPOCH + 1 and not commit):   # prepareAbortOrCommit never passes Short.MaxValue
+                meta.last_epoch = meta.epoch
                 meta.epoch += 1
             meta.tv2 = True
             self.cluster.producer_epochs[meta.producer_id] = meta.epoch
@@ -296,7 +324,7 @@ class TransactionCoordinator:
         now = self.now_ms()
         for meta in list(self.txns.values()):
             if meta.state == TxnState.ONGOING and now - meta.start_ms > meta.timeout_ms:
-                self._bump(meta)
+                self._fence_for_abort(meta, tv2=meta.tv2)   # the transaction's own version decides here
                 interval = self.cluster.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
                 self._end(meta, commit=False, reason=f"timed out: open {now - meta.start_ms:.0f} ms, "
                                                      f"transaction.timeout.ms {meta.timeout_ms}", check_interval_ms=interval,

@@ -172,3 +172,49 @@ async def test_the_control_delays_the_markers(autojump_clock):
         assert (await init(w, "tx")).error_code == CONCURRENT
         await trio.sleep(0.2)
         assert [e.t_ms for e in cluster.trace.query(kind=Kind.TXN_MARKER)] == [3000.0]
+
+
+async def _producer_bumps_its_own_open_transaction(version: int) -> tuple[int, int, list]:
+    """A producer at epoch E with a transaction open sends InitProducerId naming (its id, E) — what
+    franz-go does to abort after an error (KIP-360) — then retries it with the same epoch once the
+    abort's markers are written. Returns E, and each answer as (error, epoch)."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False, config={"transaction.version": version}) as cluster:
+        w, pid, epoch = await open_txn(cluster, "tx")
+        answers = []
+        for _ in range(3):
+            r = await init(w, "tx", pid=pid, epoch=epoch)
+            answers.append((r.error_code, r.producer_epoch))
+            await trio.sleep(0.1)   # the abort's markers
+        return epoch, pid, answers
+
+
+async def test_a_producer_retrying_the_init_that_aborted_its_transaction_is_fenced_under_version_1(autojump_clock):
+    # Kafka 4.4, endTransactionWithTV1: the fence takes the bumped epoch and clears the last
+    # epoch, so the retry naming the old one is fenced (measured through the proxy on a Kafka
+    # formatted with transaction.version=1: franz-go's next transaction meets PRODUCER_FENCED)
+    epoch, _, answers = await _producer_bumps_its_own_open_transaction(1)
+    assert answers == [(CONCURRENT, -1), (FENCED, -1), (FENCED, -1)]
+
+
+async def test_a_producer_retrying_the_init_that_aborted_its_transaction_goes_on_under_version_2(autojump_clock):
+    # Kafka 4.4, endTransaction: prepareAbortOrCommit bumps once and keeps the old epoch as the
+    # last, which prepareIncrementProducerEpoch takes for a retry (measured through the proxy on
+    # Kafka 4.4: franz-go's NOT_COORDINATOR case aborts and its next transaction commits)
+    epoch, _, answers = await _producer_bumps_its_own_open_transaction(2)
+    assert answers == [(CONCURRENT, -1), (0, epoch + 1), (0, epoch + 1)]
+
+
+async def test_a_retried_init_whose_answer_was_lost_gets_the_same_epoch_and_a_stale_one_is_fenced(autojump_clock):
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        w = await coordinator(cluster, "tx")
+        first = await init(w, "tx")
+        pid, e = first.producer_id, first.producer_epoch
+        bumped = await init(w, "tx", pid=pid, epoch=e)        # going on after an error: E+1, last E
+        again = await init(w, "tx", pid=pid, epoch=e)         # its answer lost: the same E+1, no bump
+        assert [(r.error_code, r.producer_epoch) for r in (bumped, again)] == [(0, e + 1), (0, e + 1)]
+        assert (await init(w, "tx", pid=pid, epoch=e + 1)).producer_epoch == e + 2
+        assert (await init(w, "tx", pid=pid, epoch=e)).error_code == FENCED             # neither current nor last
+        assert (await init(w, "tx", pid=pid + 7, epoch=e + 2)).error_code == FENCED     # another producer id
+        fresh = await init(w, "tx")                            # a new producer: bump, and the last epoch cleared
+        assert (fresh.error_code, fresh.producer_epoch) == (0, e + 3)
+        assert (await init(w, "tx", pid=pid, epoch=e + 2)).error_code == FENCED
