@@ -203,6 +203,16 @@ class MetadataUpdater:
         if self.metadata.need_update:
             self._wanted.set()
 
+    async def refresh_for_fetch(self, request_timeout: float) -> None:
+        """A fetcher's refresh when a partition it should fetch has no known leader: no sooner
+        than the refresh backoff allows, bounded by one request timeout. A failure is left to the
+        backoff ``refresh`` applied: the fetcher's next look tries again."""
+        try:
+            await trio.sleep_until(self.metadata.allowed_at)
+            await self.refresh(deadline=trio.current_time() + request_timeout)
+        except KafkaError:
+            pass
+
     async def refresh(self, topics: Iterable[str] | None = None, deadline: float | None = None, *,
                       all_topics: bool = False) -> Any:
         """One Metadata round: the best candidate first (``NetworkClient.candidates``: a live,

@@ -279,12 +279,8 @@ class Fetcher:
             self._data.set()
 
     async def _metadata_for_fetch(self) -> None:
-        """Refresh the assigned topics' metadata, no sooner than the refresh backoff allows."""
         try:
-            await trio.sleep_until(self.metadata.allowed_at)
-            await self.updater.refresh(deadline=trio.current_time() + self.request_timeout)
-        except KafkaError:
-            pass   # the updater applied the refresh backoff; the next look tries again
+            await self.updater.refresh_for_fetch(self.request_timeout)
         finally:
             self._fetching.discard(_METADATA)
             self._data.set()
