@@ -99,8 +99,6 @@ _GO_ABANDONED = ("a Go application gives a call that takes no context a deadline
                  "step ends): the matrix judges how the call ends and what the client sends meanwhile")
 _FRANZ_JUDGED_BLOCK = ("the adapter gives the scenario's max.block.ms to the contexts of Client.Produce, ProducerID and "
                        "EndTransaction (adapters/go/cmd/franzgo-adapter)")
-# kgo's share consumer (pkg/kgo/consumer_share.go, KIP-932) is there; the adapter's program has no share steps yet
-SHARE_NOT_DRIVEN = "the franz-go adapter does not drive kgo's share consumer (pkg/kgo/consumer_share.go) yet"
 FRANZ_CAPABILITIES = ClientCapabilities(
     client="franz-go", pin=Pin(GO_MOD, "github.com/twmb/franz-go"),
     source="https://github.com/twmb/franz-go/blob/{version}/{path}",
@@ -126,8 +124,10 @@ FRANZ_CAPABILITIES = ClientCapabilities(
             "pkg/kgo/client.go", names=("metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "in-memory connections": real_sockets("franz-go"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "share groups": SHARE_NOT_DRIVEN}),
-    notes=MappingProxyType({"delivery.timeout.ms": "kgo.RecordDeliveryTimeout", "linger.ms": "kgo.ProducerLinger",
+    notes=MappingProxyType({"share groups": "kgo.ShareGroup (pkg/kgo/consumer_share.go): Record.Ack(AckAccept, "
+                                            "AckRelease, AckReject, AckRenew), FlushAcks(ctx) as commitSync(timeout), "
+                                            "LeaveGroupContext(ctx) then Close() as close(timeout)",
+                            "delivery.timeout.ms": "kgo.RecordDeliveryTimeout", "linger.ms": "kgo.ProducerLinger",
                             "default.api.timeout.ms": "kgo.RetryTimeout",
                             "KIP-848": "kgo.ServerSideBalancer() opts a group consumer in",
                             "socket.connection.setup.timeout.ms": "kgo.DialTimeout",

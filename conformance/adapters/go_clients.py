@@ -46,6 +46,7 @@ from conformance.adapters.go_capabilities import (
 )
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.adapters.py_common import JOIN_GROUP_HELD_NA
+from conformance.adapters.share_stories import SHARE_OPERATIONS, share_args
 from conformance.cache_dir import cache_dir, install_hint
 from conformance.model import Operation, Outcome, Scenario
 
@@ -57,9 +58,9 @@ GO_OPERATIONS = frozenset({
 # franz-go's transactional and admin steps (Sarama's are SARAMA_OPERATIONS)
 KIP848_OPERATIONS = frozenset({"kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke",
                                "kip848_stale_commit", "kip848_coordinator_dies"})
-FRANZ_OPERATIONS = GO_OPERATIONS | KIP848_OPERATIONS | {"close", "transaction", "txn_zombie", "txn_abort_then_commit",
-                                                        "read_committed_behind_open_txn", "txn_error_probe",
-                                                        "create_topics", "delete_records"}
+FRANZ_OPERATIONS = GO_OPERATIONS | KIP848_OPERATIONS | SHARE_OPERATIONS | {
+    "close", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn", "txn_error_probe",
+    "create_topics", "delete_records", "join_group_held"}
 SARAMA_OPERATIONS = GO_OPERATIONS | {"close", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
                                      "txn_error_probe",
                                      "create_topics", "delete_records"}
@@ -71,6 +72,8 @@ MIN_GAP_S = 0.05   # produce_pipelined: the first batch must leave before the se
 
 
 def _scaled_step(step: Operation, scale: float) -> Operation:
+    if step.kind in SHARE_OPERATIONS:   # Kafka-time ms and the group's *.ms configs, waited in real ms
+        return share_args(step, scale)
     args = dict(step.args)
     for key in SCALED_ARGS_S:
         if key in args:
@@ -112,7 +115,7 @@ class GoAdapter(LineProtocolAdapter):
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
         kinds = {s.kind for s in steps}
-        if "join_group_held" in kinds:
+        if "join_group_held" in kinds and "join_group_held" not in self.operations:
             return False, JOIN_GROUP_HELD_NA
         if "position" in kinds:
             return False, self.no_position
@@ -190,14 +193,23 @@ class FranzGoAdapter(GoAdapter):
                             ConsumerGroupHeartbeat v1); members tracked by their OnPartitions*
                             callbacks; kip848_member_crash's first member is this program run as
                             `franzgo-adapter member ...`, killed (kip848.go)
+        join_group_held     a classic-protocol member (client id SILENT_MEMBER) joins and is polled no
+                            more; timed: a second member's start until it owns partitions (joingroup.go)
+        share_*             the share stories (share_stories.py, ShareSteps.java) with kgo's share
+                            consumer, kgo.ShareGroup (share.go): Record.Ack(kgo.AckAccept, AckRelease,
+                            AckReject, AckRenew); commitSync(timeout) is Client.FlushAcks(ctx), its
+                            per-partition results kgo.ShareAckCallback's; close(timeout) is
+                            Client.LeaveGroupContext(ctx) (the final-epoch ShareAcknowledge, then the
+                            leave) and Close(). kgo's next poll accepts a renewed record, so the renew
+                            story's holder renews without polling
 
     Errors (errorName, main.go; txnErrorName, txn.go): Kafka's Java name where kerr's code has one
     (lineproto.JavaNames: PRODUCER_FENCED -> ProducerFencedException), INVALID_PRODUCER_EPOCH from a
     transactional call -> ProducerFencedException (as Java's TransactionManager.EndTxnHandler treats
     it), context.DeadlineExceeded and socket deadlines -> TimeoutException.
 
-    N/A: position, close, join_group_held (py_common's reason), and the scenarios of
-    FRANZ_INEXPRESSIBLE; every reason cites franz-go v1.22.2's source.
+    N/A: position, and the scenarios of FRANZ_INEXPRESSIBLE; every reason cites franz-go v1.22.2's
+    source.
     """
 
     name = "franz-go"

@@ -86,3 +86,25 @@ def test_sarama_runs_the_calls_that_take_no_deadline_with_the_applications_deadl
         assert sarama.supports_scenario(BY_ID[sid]) == (True, ""), sid
     ok, why = sarama.supports_scenario(BY_ID["kip266.position-leader-black-hole"])
     assert not ok and "no position()" in why
+
+
+def test_franz_go_runs_every_share_scenario_and_join_group_held_sarama_not_the_latter():
+    """kgo v1.22.2 has a share consumer with RENEW (pkg/kgo/consumer_share.go AckRenew) and a close with
+    a context (LeaveGroupContext): all six share scenarios run; join_group_held is in its program
+    (joingroup.go), not in sarama's."""
+    franz = FranzGoAdapter()
+    for scenario in (s for s in CATALOGUE if s.family == "share"):
+        assert franz.supports_scenario(scenario) == (True, ""), scenario.id
+    assert franz.supports_scenario(BY_ID["server.joingroup-held"]) == (True, "")
+    ok, why = SaramaAdapter().supports_scenario(BY_ID["server.joingroup-held"])
+    assert not ok and "join_group_held" in why
+
+
+def test_share_steps_are_scaled_as_the_stories_expect():
+    """The share steps' Kafka-time ms and the group's *.ms configs reach the program in real ms."""
+    step = _scaled_step(Operation("share_renew", {
+        "topic": "t", "group": "sg", "process_ms": 75_000, "renew_ms": 10_000, "max_ms": 60_000,
+        "group_config": {"share.record.lock.duration.ms": 30_000, "share.delivery.count.limit": 3}}), 10.0)
+    assert step.args["process_ms"] == 7_500 and step.args["renew_ms"] == 1_000
+    assert step.args["max_ms"] == 60_000   # a bound on the story, not a Kafka time
+    assert step.args["group_config"] == {"share.record.lock.duration.ms": 3_000, "share.delivery.count.limit": 3}

@@ -57,9 +57,23 @@ type groupMember struct {
 
 func newGroupMember(run *lineproto.Run, clientID, group, topic string, slow time.Duration) (*groupMember, error) {
 	m := &groupMember{topic: topic, slow: slow, stop: make(chan struct{})}
+	opts := append(m.opts(run, clientID, group), kgo.ServerSideBalancer())
+	if run.Str("group.remote.assignor", "uniform") == "range" {
+		opts = append(opts, kgo.Balancers(kgo.RangeBalancer()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	m.cl = cl
+	return m, err
+}
+
+// opts: a group consumer of m's topic with auto-commit off, the start as reset offset, and m
+// tracking what it owns through the partition callbacks (the classic protocol unless the caller
+// adds kgo.ServerSideBalancer()).
+func (m *groupMember) opts(run *lineproto.Run, clientID, group string) []kgo.Opt {
+	topic := m.topic
 	r := *run
 	r.ClientID = clientID
-	opts := append(consumerOpts(&r), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
+	return append(consumerOpts(&r), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { m.change(a[topic], nil) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
@@ -72,12 +86,6 @@ func newGroupMember(run *lineproto.Run, clientID, group, topic string, slow time
 			m.change(nil, r[topic])
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, l map[string][]int32) { m.change(nil, l[topic]) }))
-	if run.Str("group.remote.assignor", "uniform") == "range" {
-		opts = append(opts, kgo.Balancers(kgo.RangeBalancer()))
-	}
-	cl, err := kgo.NewClient(opts...)
-	m.cl = cl
-	return m, err
 }
 
 func (m *groupMember) change(added, removed []int32) {

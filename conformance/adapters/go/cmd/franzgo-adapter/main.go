@@ -24,7 +24,8 @@ var Operations = []string{"produce", "produce_pipelined", "configure_producer", 
 	"end_offsets", "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync",
 	"close", "admin_list_topics", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn", "txn_error_probe",
 	"create_topics", "delete_records", "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash",
-	"kip848_slow_revoke", "kip848_stale_commit", "kip848_coordinator_dies"}
+	"kip848_slow_revoke", "kip848_stale_commit", "kip848_coordinator_dies", "join_group_held",
+	"share_lock_expires", "share_renew", "share_ack_black_holed", "share_delivery_limit", "share_close_pending"}
 
 // kip848Calls are the KIP-848 steps (kip848.go).
 var kip848Calls = map[string]func(*lineproto.Run, lineproto.Step) lineproto.Outcome{
@@ -101,6 +102,11 @@ func (franz) Perform(run *lineproto.Run, step lineproto.Step) lineproto.Outcome 
 		return createTopics(run, step)
 	case "delete_records":
 		return deleteRecords(run, step)
+	case "join_group_held":
+		return joinGroupHeld(run, step)
+	}
+	if _, ok := shareStories[step.Kind]; ok {
+		return shareStep(run, step)
 	}
 	if call, ok := kip848Calls[step.Kind]; ok {
 		return call(run, step)
