@@ -177,7 +177,6 @@ SARAMA_CAPABILITIES = ClientCapabilities(
                              "(request.go)", "request.go"),
         "in-memory connections": real_sockets("sarama"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),
     notes=MappingProxyType({"linger.ms": "Producer.Flush.Frequency", "socket.connection.setup.timeout.ms": "Net.DialTimeout",
                             "create_topics(timeout)": "Admin.Timeout, the request's timeout_ms (no per-call deadline)",
                             "delete_records(timeout)": "Admin.Timeout, the request's timeout_ms (no per-call deadline)",

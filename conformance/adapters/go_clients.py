@@ -61,8 +61,7 @@ FRANZ_OPERATIONS = GO_OPERATIONS | KIP848_OPERATIONS | {"close", "transaction", 
                                                         "read_committed_behind_open_txn", "txn_error_probe",
                                                         "create_topics", "delete_records"}
 SARAMA_OPERATIONS = GO_OPERATIONS | {"close", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
-                                     "txn_error_probe",
-                                     "create_topics", "delete_records"}
+                                     "txn_error_probe", "create_topics", "delete_records", "join_group_held"}
 # args in unscaled seconds (pauses): the program sleeps real seconds
 SCALED_ARGS_S = ("pause_s", "gap_s", "open_s", "clear_s")
 # args in Kafka-time ms (the kip848 steps): the program sleeps real ms
@@ -112,7 +111,7 @@ class GoAdapter(LineProtocolAdapter):
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
         kinds = {s.kind for s in steps}
-        if "join_group_held" in kinds:
+        if "join_group_held" in kinds and "join_group_held" not in self.operations:
             return False, JOIN_GROUP_HELD_NA
         if "position" in kinds:
             return False, self.no_position

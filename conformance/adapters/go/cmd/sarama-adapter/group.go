@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"brokeremu/goadapters/internal/lineproto"
+)
+
+// silentMember is conformance.model.SILENT_MEMBER: the client id of join_group_held's first member,
+// whose heartbeats the scenario black-holes.
+const silentMember = "conformance-silent-member"
+
+// joinGroupHeld: a first member (client id silentMember) joins the group and is left alone; a
+// second member of the same group joins, timed until its session holds partitions. Each member is
+// a sarama.ConsumerGroup on a client of its own (the classic protocol: JoinGroup, SyncGroup,
+// consumer_group.go newSession), with the range strategy and no auto-commit.
+//
+// How a sarama application drives a group: Consume(ctx, topics, handler) is one generation; it
+// returns when the session ends (a rebalance, a failed heartbeat) or when joining failed, and the
+// application calls it again (ConsumerGroup's doc: "should be called inside an infinite loop"). A
+// JoinGroup is read under Net.ReadTimeout like any request (broker.go readFull); a network error
+// there ends the call at once (consumer_group.go joinSync returns it, no retry), so the second
+// member calls Consume again until it holds partitions or the step's deadline passes, logging the
+// errors, as an application would. The first member's Consume is called once: it stays in the
+// group until its session ends and is not driven again (the other adapters stop polling it).
+func joinGroupHeld(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
+	group, topic := lineproto.ArgStr(step.Args, "group", "held"), lineproto.ArgStr(step.Args, "topic", "t")
+	limit := 60 * time.Second
+	if d, ok := step.Timeout(); ok {
+		limit = d
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	first, err := newHeldMember(run, silentMember, group)
+	if err != nil {
+		return notCreated(step.Kind, time.Now(), err)
+	}
+	defer closeSoon("first member", first.group.Close)
+	first.consume(ctx, topic, false)
+	if !first.waitAssigned(limit) {
+		return lineproto.Failed(step.Kind, 0, "TimeoutException", "the first member never got an assignment"+first.lastError())
+	}
+
+	start := time.Now()
+	second, err := newHeldMember(run, run.ClientID, group)
+	if err != nil {
+		return notCreated(step.Kind, start, err)
+	}
+	defer closeSoon("second member", second.group.Close)
+	second.consume(ctx, topic, true)
+	if !second.waitAssigned(limit) {
+		return lineproto.Failed(step.Kind, time.Since(start), "TimeoutException",
+			"the second member never got an assignment"+second.lastError())
+	}
+	return lineproto.Ok(step.Kind, time.Since(start), nil)
+}
+
+// heldMember: one ConsumerGroup and what its sessions tell the step.
+type heldMember struct {
+	name     string
+	group    sarama.ConsumerGroup
+	assigned chan struct{} // closed by the first session that holds partitions
+	errs     chan error    // Consume's errors, the last few
+}
+
+func newHeldMember(run *lineproto.Run, clientID, group string) (*heldMember, error) {
+	r := *run
+	r.ClientID = clientID
+	cfg := config(&r)
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Return.Errors = false // the group's own errors (a failed heartbeat) go to the log: nothing reads Errors()
+	// sarama's own 2 s between join attempts after a retriable answer, scaled like its other timers
+	cfg.Consumer.Group.Rebalance.Retry.Backoff = own(run, 2*time.Second)
+	g, err := sarama.NewConsumerGroup(run.Brokers(), group, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &heldMember{name: clientID, group: g, assigned: make(chan struct{}), errs: make(chan error, 8)}, nil
+}
+
+// consume calls Consume in a goroutine: once, or (again) until ctx ends or a session held partitions.
+func (m *heldMember) consume(ctx context.Context, topic string, again bool) {
+	h := &heldHandler{assigned: m.assigned}
+	go func() {
+		for ctx.Err() == nil {
+			err := m.group.Consume(ctx, []string{topic}, h)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "sarama-adapter: join_group_held: %s: Consume: %v\n", m.name, err)
+				select {
+				case m.errs <- err:
+				default:
+				}
+			}
+			if !again || errors.Is(err, sarama.ErrClosedConsumerGroup) || h.held() {
+				return
+			}
+		}
+	}()
+}
+
+func (m *heldMember) waitAssigned(limit time.Duration) bool {
+	select {
+	case <-m.assigned:
+		return true
+	case <-time.After(limit):
+		return false
+	}
+}
+
+// lastError: what Consume last returned, for the outcome's message ("" when nothing).
+func (m *heldMember) lastError() string {
+	var last error
+	for more := true; more; {
+		select {
+		case err := <-m.errs:
+			last = err
+		default:
+			more = false
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	return " (Consume returned: " + last.Error() + ")"
+}
+
+// heldHandler: Setup reports a session that holds partitions; ConsumeClaim reads until the claim ends.
+type heldHandler struct {
+	assigned chan struct{}
+}
+
+func (h *heldHandler) held() bool {
+	select {
+	case <-h.assigned:
+		return true
+	default:
+		return false
+	}
+}
+
+func (h *heldHandler) Setup(sess sarama.ConsumerGroupSession) error {
+	for _, parts := range sess.Claims() {
+		if len(parts) > 0 && !h.held() {
+			close(h.assigned)
+			break
+		}
+	}
+	return nil
+}
+
+func (h *heldHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (h *heldHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for {
+		select {
+		case _, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+		case <-sess.Context().Done():
+			return nil
+		}
+	}
+}
