@@ -29,6 +29,15 @@ const silentMember = "conformance-silent-member"
 // member calls Consume again until it holds partitions or the step's deadline passes, logging the
 // errors, as an application would. The first member's Consume is called once: it stays in the
 // group until its session ends and is not driven again (the other adapters stop polling it).
+//
+// When the first member holds its partitions is asked of the coordinator (DescribeGroups, from a
+// ClusterAdmin of its own, client id + "-watch"): the group Stable, that member with partitions
+// assigned. Its own Setup comes too late for that: sarama starts a session's heartbeat loop before
+// it fetches the claims' offsets (consumer_group_session.go newConsumerGroupSession: heartbeatLoop,
+// then manageClaims, then handler.Setup), so the black-holed first Heartbeat holds the OffsetFetch
+// queued behind it on the coordinator connection, and Setup runs only after the session is lost.
+// Both members' clients are made first (NewConsumerGroup loads the metadata): the second member's
+// time is its Consume calls'.
 func joinGroupHeld(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
 	group, topic := lineproto.ArgStr(step.Args, "group", "held"), lineproto.ArgStr(step.Args, "topic", "t")
 	limit := 60 * time.Second
@@ -37,29 +46,63 @@ func joinGroupHeld(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-
+	start := time.Now()
 	first, err := newHeldMember(run, silentMember, group)
 	if err != nil {
-		return notCreated(step.Kind, time.Now(), err)
+		return notCreated(step.Kind, start, err)
 	}
 	defer closeSoon("first member", first.group.Close)
-	first.consume(ctx, topic, false)
-	if !first.waitAssigned(limit) {
-		return lineproto.Failed(step.Kind, 0, "TimeoutException", "the first member never got an assignment"+first.lastError())
-	}
-
-	start := time.Now()
 	second, err := newHeldMember(run, run.ClientID, group)
 	if err != nil {
 		return notCreated(step.Kind, start, err)
 	}
 	defer closeSoon("second member", second.group.Close)
+	watch, err := newWatch(run)
+	if err != nil {
+		return notCreated(step.Kind, start, err)
+	}
+	defer closeSoon("watch", watch.Close)
+
+	first.consume(ctx, topic, false)
+	if !first.waitAssigned(limit, func() bool { return holdsPartitions(watch, group, silentMember) }) {
+		return lineproto.Failed(step.Kind, 0, "TimeoutException", "the first member never got an assignment"+first.lastError())
+	}
+	start = time.Now()
 	second.consume(ctx, topic, true)
-	if !second.waitAssigned(limit) {
+	if !second.waitAssigned(limit, nil) {
 		return lineproto.Failed(step.Kind, time.Since(start), "TimeoutException",
 			"the second member never got an assignment"+second.lastError())
 	}
 	return lineproto.Ok(step.Kind, time.Since(start), nil)
+}
+
+// newWatch: the ClusterAdmin that asks the coordinator about the group.
+func newWatch(run *lineproto.Run) (sarama.ClusterAdmin, error) {
+	r := *run
+	r.ClientID = run.ClientID + "-watch"
+	return sarama.NewClusterAdmin(run.Brokers(), config(&r))
+}
+
+// holdsPartitions: the coordinator describes group as Stable, and its member with clientID has
+// partitions assigned (its SyncGroup was answered with them).
+func holdsPartitions(admin sarama.ClusterAdmin, group, clientID string) bool {
+	groups, err := admin.DescribeConsumerGroups([]string{group})
+	if err != nil || len(groups) != 1 || groups[0].State != "Stable" {
+		return false
+	}
+	for _, m := range groups[0].Members {
+		if m.ClientId != clientID {
+			continue
+		}
+		if a, err := m.GetMemberAssignment(); err == nil && a != nil {
+			for _, parts := range a.Topics {
+				if len(parts) > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // heldMember: one ConsumerGroup and what its sessions tell the step.
@@ -106,12 +149,22 @@ func (m *heldMember) consume(ctx context.Context, topic string, again bool) {
 	}()
 }
 
-func (m *heldMember) waitAssigned(limit time.Duration) bool {
-	select {
-	case <-m.assigned:
-		return true
-	case <-time.After(limit):
-		return false
+// waitAssigned: until a session of the member holds partitions, or asked (every 10 ms) says so.
+func (m *heldMember) waitAssigned(limit time.Duration, asked func() bool) bool {
+	deadline := time.After(limit)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.assigned:
+			return true
+		case <-deadline:
+			return false
+		case <-tick.C:
+			if asked != nil && asked() {
+				return true
+			}
+		}
 	}
 }
 
