@@ -30,11 +30,12 @@ const silentMember = "conformance-silent-member"
 // errors, as an application would. The first member's Consume is called once: it stays in the
 // group until its session ends and is not driven again (the other adapters stop polling it).
 //
-// When the first member holds its partitions is asked of the coordinator (DescribeGroups, from a
-// ClusterAdmin of its own, client id + "-watch"): the group Stable, that member with partitions
-// assigned. Its own Setup comes too late for that: sarama starts a session's heartbeat loop before
-// it fetches the claims' offsets (consumer_group_session.go newConsumerGroupSession: heartbeatLoop,
-// then manageClaims, then handler.Setup), so the black-holed first Heartbeat holds the OffsetFetch
+// When the first member holds its partitions is read from its own metrics: a SyncGroup answered
+// without an error (sarama.go's documented counters consumer-group-sync-total-<group> and
+// consumer-group-sync-failed-<group>; alone in the group, it is given every partition). Its
+// Setup comes too late for that: sarama starts a session's heartbeat loop before it fetches the
+// claims' offsets (consumer_group_session.go newConsumerGroupSession: heartbeatLoop, then
+// manageClaims, then handler.Setup), so the black-holed first Heartbeat holds the OffsetFetch
 // queued behind it on the coordinator connection, and Setup runs only after the session is lost.
 // Both members' clients are made first (NewConsumerGroup loads the metadata): the second member's
 // time is its Consume calls'.
@@ -57,14 +58,9 @@ func joinGroupHeld(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
 		return notCreated(step.Kind, start, err)
 	}
 	defer closeSoon("second member", second.group.Close)
-	watch, err := newWatch(run)
-	if err != nil {
-		return notCreated(step.Kind, start, err)
-	}
-	defer closeSoon("watch", watch.Close)
 
 	first.consume(ctx, topic, false)
-	if !first.waitAssigned(limit, func() bool { return holdsPartitions(watch, group, silentMember) }) {
+	if !first.waitAssigned(limit, func() bool { return first.synced(group) }) {
 		return lineproto.Failed(step.Kind, 0, "TimeoutException", "the first member never got an assignment"+first.lastError())
 	}
 	start = time.Now()
@@ -76,41 +72,13 @@ func joinGroupHeld(run *lineproto.Run, step lineproto.Step) lineproto.Outcome {
 	return lineproto.Ok(step.Kind, time.Since(start), nil)
 }
 
-// newWatch: the ClusterAdmin that asks the coordinator about the group.
-func newWatch(run *lineproto.Run) (sarama.ClusterAdmin, error) {
-	r := *run
-	r.ClientID = run.ClientID + "-watch"
-	return sarama.NewClusterAdmin(run.Brokers(), config(&r))
-}
-
-// holdsPartitions: the coordinator describes group as Stable, and its member with clientID has
-// partitions assigned (its SyncGroup was answered with them).
-func holdsPartitions(admin sarama.ClusterAdmin, group, clientID string) bool {
-	groups, err := admin.DescribeConsumerGroups([]string{group})
-	if err != nil || len(groups) != 1 || groups[0].State != "Stable" {
-		return false
-	}
-	for _, m := range groups[0].Members {
-		if m.ClientId != clientID {
-			continue
-		}
-		if a, err := m.GetMemberAssignment(); err == nil && a != nil {
-			for _, parts := range a.Topics {
-				if len(parts) > 0 {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
 // heldMember: one ConsumerGroup and what its sessions tell the step.
 type heldMember struct {
 	name     string
 	group    sarama.ConsumerGroup
-	assigned chan struct{} // closed by the first session that holds partitions
-	errs     chan error    // Consume's errors, the last few
+	metrics  interface{ Get(string) any } // its Config.MetricRegistry
+	assigned chan struct{}                // closed by the first session that holds partitions
+	errs     chan error                   // Consume's errors, the last few
 }
 
 func newHeldMember(run *lineproto.Run, clientID, group string) (*heldMember, error) {
@@ -126,7 +94,23 @@ func newHeldMember(run *lineproto.Run, clientID, group string) (*heldMember, err
 	if err != nil {
 		return nil, err
 	}
-	return &heldMember{name: clientID, group: g, assigned: make(chan struct{}), errs: make(chan error, 8)}, nil
+	return &heldMember{name: clientID, group: g, metrics: cfg.MetricRegistry, assigned: make(chan struct{}), errs: make(chan error, 8)}, nil
+}
+
+// counter is what a go-metrics counter in the member's Config.MetricRegistry offers.
+type counter interface{ Count() int64 }
+
+func (m *heldMember) count(name string) int64 {
+	if c, ok := m.metrics.Get(name).(counter); ok {
+		return c.Count()
+	}
+	return 0
+}
+
+// synced: a SyncGroup of the member was answered without an error (sarama counts each attempt,
+// and each failed one, consumer_group.go joinSync).
+func (m *heldMember) synced(group string) bool {
+	return m.count("consumer-group-sync-total-"+group) > m.count("consumer-group-sync-failed-"+group)
 }
 
 // consume calls Consume in a goroutine: once, or (again) until ctx ends or a session held partitions.
