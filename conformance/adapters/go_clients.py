@@ -39,8 +39,8 @@ from conformance.adapters.go_capabilities import (
     FRANZ_INEXPRESSIBLE,
     FRANZ_NO_POSITION,
     SARAMA_CAPABILITIES,
-    SARAMA_NO_CONFIG_RULE,
     SARAMA_LACKS,
+    SARAMA_NO_CONFIG_RULE,
     SARAMA_NO_KIP848,
     SARAMA_NO_POSITION,
 )
