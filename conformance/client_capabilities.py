@@ -14,7 +14,8 @@ Each adapter declares its client's capabilities (``Adapter.capabilities``, a ``C
 every capability is either had or lacked, and each lack says why with the client's own docs or
 source (file: function), linked at the pinned version. A lack either takes the scenarios that need
 it out of the client's column (N/A, naming the capability), or, when the lack says what stands in
-for it (``Lack.judged``), the matrix runs them and judges what the client does instead. An N/A that
+for it (``Lack.judged``), the matrix runs them and judges what the client does instead (save the
+scenarios of its ``Lack.not_in``, whose every contract is about the capability itself). An N/A that
 no lack explains is named as an exception (``ClientCapabilities.not_driven``): the client has what
 the scenario needs, the adapter does not drive it (yet). The N/As that are about the run, not the
 client (a client not installed, ``--bootstrap``, ``--broker kafka``), are ``ENVIRONMENT``.
