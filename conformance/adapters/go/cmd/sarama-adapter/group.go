@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -78,7 +79,7 @@ type heldMember struct {
 	group    sarama.ConsumerGroup
 	metrics  interface{ Get(string) any } // its Config.MetricRegistry
 	assigned chan struct{}                // closed by the first session that holds partitions
-	errs     chan error                   // Consume's errors, the last few
+	lastErr  atomic.Pointer[error]        // what Consume last returned, if an error
 }
 
 func newHeldMember(run *lineproto.Run, clientID, group string) (*heldMember, error) {
@@ -94,7 +95,7 @@ func newHeldMember(run *lineproto.Run, clientID, group string) (*heldMember, err
 	if err != nil {
 		return nil, err
 	}
-	return &heldMember{name: clientID, group: g, metrics: cfg.MetricRegistry, assigned: make(chan struct{}), errs: make(chan error, 8)}, nil
+	return &heldMember{name: clientID, group: g, metrics: cfg.MetricRegistry, assigned: make(chan struct{})}, nil
 }
 
 // counter is what a go-metrics counter in the member's Config.MetricRegistry offers.
@@ -121,13 +122,13 @@ func (m *heldMember) consume(ctx context.Context, topic string, again bool) {
 			err := m.group.Consume(ctx, []string{topic}, h)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "sarama-adapter: join_group_held: %s: Consume: %v\n", m.name, err)
-				select {
-				case m.errs <- err:
-				default:
-				}
+				m.lastErr.Store(&err)
 			}
 			if !again || errors.Is(err, sarama.ErrClosedConsumerGroup) || h.held() {
 				return
+			}
+			if err != nil {
+				time.Sleep(10 * time.Millisecond) // no hot loop when the coordinator refuses at once
 			}
 		}
 	}()
@@ -154,19 +155,10 @@ func (m *heldMember) waitAssigned(limit time.Duration, asked func() bool) bool {
 
 // lastError: what Consume last returned, for the outcome's message ("" when nothing).
 func (m *heldMember) lastError() string {
-	var last error
-	for more := true; more; {
-		select {
-		case err := <-m.errs:
-			last = err
-		default:
-			more = false
-		}
+	if err := m.lastErr.Load(); err != nil {
+		return " (Consume returned: " + (*err).Error() + ")"
 	}
-	if last == nil {
-		return ""
-	}
-	return " (Consume returned: " + last.Error() + ")"
+	return ""
 }
 
 // heldHandler: Setup reports a session that holds partitions; ConsumeClaim reads until the claim ends.
