@@ -14,7 +14,8 @@ Each adapter declares its client's capabilities (``Adapter.capabilities``, a ``C
 every capability is either had or lacked, and each lack says why with the client's own docs or
 source (file: function), linked at the pinned version. A lack either takes the scenarios that need
 it out of the client's column (N/A, naming the capability), or, when the lack says what stands in
-for it (``Lack.judged``), the matrix runs them and judges what the client does instead. An N/A that
+for it (``Lack.judged``), the matrix runs them and judges what the client does instead (save the
+scenarios of its ``Lack.not_in``, whose every contract is about the capability itself). An N/A that
 no lack explains is named as an exception (``ClientCapabilities.not_driven``): the client has what
 the scenario needs, the adapter does not drive it (yet). The N/As that are about the run, not the
 client (a client not installed, ``--bootstrap``, ``--broker kafka``), are ``ENVIRONMENT``.
@@ -155,11 +156,18 @@ class Lack:
     """Why a client lacks a capability, in its own terms. ``source``: where its docs or source say
     so, a path in the client's repository (linked at the pinned version) or a URL. ``judged``:
     empty, the scenarios that need it are N/A for the client; else what stands in for it, and the
-    matrix runs those scenarios and judges what the client does instead."""
+    matrix runs those scenarios and judges what the client does instead, except in ``not_in``:
+    (scenario id, why) pairs of the scenarios where nothing stands in (every contract of the
+    scenario is about the capability itself), N/A all the same."""
 
     reason: str
     source: str
     judged: str = ""
+    not_in: tuple[tuple[str, str], ...] = ()
+
+    def stands_in(self, scenario: Scenario) -> bool:
+        """Whether something stands in for the capability in ``scenario`` (the matrix runs it)."""
+        return bool(self.judged) and all(scenario.id != id_ for id_, _ in self.not_in)
 
 
 @dataclass(frozen=True)
@@ -198,7 +206,7 @@ class ClientCapabilities:
 
     def missing(self, scenario: Scenario) -> list[str]:
         """The capabilities ``scenario`` needs that the client lacks, with nothing standing in."""
-        return [name for name in needs(scenario) if name in self.lacks and not self.lacks[name].judged]
+        return [name for name in needs(scenario) if name in self.lacks and not self.lacks[name].stands_in(scenario)]
 
     def exception(self, scenario: Scenario) -> tuple[str, str] | None:
         """The adapter's own reason not to run ``scenario`` (``not_driven``), if one applies."""

@@ -37,8 +37,8 @@ SARAMA_RETRIES = ("a record fails once it has been retried Producer.Retry.Max ti
                   "while connecting, Producer.Retry.Backoff apart")
 
 # The settings sarama has no counterpart for: a contract holding a client to one is N/A for sarama
-# (Contract.setting), the scenario's other contracts still judge it. Where such a setting is the
-# scenario's whole point, SARAMA_INEXPRESSIBLE takes out the scenario.
+# (Contract.setting), the scenario's other contracts still judge it (SARAMA_CAPABILITIES says what
+# stands in for each).
 SARAMA_LACKS = MappingProxyType({
     "delivery.timeout.ms": (f"sarama has no delivery.timeout.ms (no such field in config.go's Config.Producer): "
                             f"{SARAMA_RETRIES}, so when it fails depends on how many attempts fit"),
@@ -51,26 +51,19 @@ SARAMA_LACKS = MappingProxyType({
                                "Client.GetOffset, admin.go ClusterAdmin.ListConsumerGroupOffsets take no context "
                                "or timeout)"),
 })
-
-SARAMA_INEXPRESSIBLE = {
-    "kip91.delivery-timeout-in-flight": (f"sarama has no delivery.timeout.ms: {SARAMA_RETRIES} (at Kafka's "
-                                         "defaults that is 4 x 30 s = 120 s, the same figure by coincidence)"),
-    "kip91.max-block-missing-topic": ("sarama has no max.block.ms: SendMessage gives up on a missing topic after "
-                                      "Metadata.Retry.Max (3) refreshes, Metadata.Retry.Backoff apart (client.go "
-                                      "tryRefreshMetadata)"),
-    "txn.commit-endtxn-black-hole": ("sarama has no max.block.ms and CommitTxn takes no deadline (async_producer.go "
-                                     "CommitTxn() error): transaction_manager.go endTxn retries EndTxn on a network "
-                                     "error up to Producer.Transaction.Retry.Max (50) times, each bounded by "
-                                     "Net.ReadTimeout, so the black-holed EndTxn is dropped at request.timeout.ms and "
-                                     "the commit completes (run by hand: ok after 0.34 s, 1 commit marker), "
-                                     "with no TimeoutException for the scenario to time"),
-    "txn.init-coordinator-unreachable": ("sarama has no initTransactions call and no max.block.ms: InitProducerId is "
-                                         "sent inside NewSyncProducer (async_producer.go NewAsyncProducerFromClient -> "
-                                         "transaction_manager.go newTransactionManager -> initProducerId), retried up "
-                                         "to Producer.Transaction.Retry.Max (50) times, each bounded by Net.ReadTimeout, "
-                                         "Producer.Transaction.Retry.Backoff apart (run by hand: an i/o timeout after "
-                                         "3.8 s of the scenario's 0.17 s max.block.ms)"),
-}
+# what stands in for them, and where nothing does
+SARAMA_DELIVERY_STAND_IN = (
+    "Producer.Retry.Max retries, each bounded by Net.ReadTimeout (the scenario's request.timeout.ms), stand in: the "
+    "contract timing the record against delivery.timeout.ms is N/A, the others (how the record ends, what reaches "
+    "the log) judge sarama")
+SARAMA_BLOCK_STAND_IN = (
+    "Metadata.Retry.Max refreshes stand in for a send waiting for metadata, and Producer.Transaction.Retry.Max "
+    "attempts of InitProducerId and EndTxn, each bounded by Net.ReadTimeout, for the transactional calls "
+    "(NewSyncProducer, which sends InitProducerId, and CommitTxn, which take no deadline): the contract timing the "
+    "call against max.block.ms is N/A, the others (how the call ends, the commit markers written) judge sarama")
+SARAMA_NO_CONFIG_RULE = ("sarama has no delivery.timeout.ms (config.go's Config.Producer has none), so Config.Validate "
+                         "has no rule tying it to linger.ms and request.timeout.ms: the scenario's two contracts (a "
+                         "ConfigException naming the three settings) are that rule")
 
 # sarama v1.61.1 has no KIP-848 consumer: request.go allocateBody lists "68: ConsumerGroupHeartbeatRequest"
 # only as a comment (no such request type), and its ConsumerGroup joins with JoinGroup/SyncGroup
@@ -147,8 +140,9 @@ SARAMA_CAPABILITIES = ClientCapabilities(
          "consumer calls", "create_topics(timeout)", "delete_records(timeout)", "SASL",
          "socket.connection.setup.timeout.ms", "rebootstrap when brokers are gone"),
     lacks=MappingProxyType({
-        "delivery.timeout.ms": Lack(SARAMA_LACKS["delivery.timeout.ms"], "config.go"),
-        "max.block.ms": Lack(SARAMA_LACKS["max.block.ms"], "config.go"),
+        "delivery.timeout.ms": Lack(SARAMA_LACKS["delivery.timeout.ms"], "config.go", judged=SARAMA_DELIVERY_STAND_IN,
+                                    not_in=(("kip91.config-validation", SARAMA_NO_CONFIG_RULE),)),
+        "max.block.ms": Lack(SARAMA_LACKS["max.block.ms"], "config.go", judged=SARAMA_BLOCK_STAND_IN),
         "committed(timeout)": Lack(f"sarama's ClusterAdmin.ListConsumerGroupOffsets (admin.go) {_SARAMA_NO_DEADLINE}",
                                    "admin.go", judged=_GO_ABANDONED),
         "position(timeout)": Lack(SARAMA_NO_POSITION, "consumer.go"),
@@ -177,7 +171,6 @@ SARAMA_CAPABILITIES = ClientCapabilities(
                              "(request.go)", "request.go"),
         "in-memory connections": real_sockets("sarama"),
     }),
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),
     notes=MappingProxyType({"linger.ms": "Producer.Flush.Frequency", "socket.connection.setup.timeout.ms": "Net.DialTimeout",
                             "create_topics(timeout)": "Admin.Timeout, the request's timeout_ms (no per-call deadline)",
                             "delete_records(timeout)": "Admin.Timeout, the request's timeout_ms (no per-call deadline)",

@@ -39,8 +39,8 @@ from conformance.adapters.go_capabilities import (
     FRANZ_INEXPRESSIBLE,
     FRANZ_NO_POSITION,
     SARAMA_CAPABILITIES,
-    SARAMA_INEXPRESSIBLE,
     SARAMA_LACKS,
+    SARAMA_NO_CONFIG_RULE,
     SARAMA_NO_KIP848,
     SARAMA_NO_POSITION,
 )
@@ -62,8 +62,7 @@ FRANZ_OPERATIONS = GO_OPERATIONS | KIP848_OPERATIONS | SHARE_OPERATIONS | {
     "close", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn", "txn_error_probe",
     "create_topics", "delete_records", "join_group_held"}
 SARAMA_OPERATIONS = GO_OPERATIONS | {"close", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn",
-                                     "txn_error_probe",
-                                     "create_topics", "delete_records"}
+                                     "txn_error_probe", "create_topics", "delete_records", "join_group_held"}
 # args in unscaled seconds (pauses): the program sleeps real seconds
 SCALED_ARGS_S = ("pause_s", "gap_s", "open_s", "clear_s")
 # args in Kafka-time ms (the kip848 steps): the program sleeps real ms
@@ -290,15 +289,20 @@ class SaramaAdapter(GoAdapter):
                             (request.timeout.ms) stays longer, so the broker's answer comes back
         delete_records      ClusterAdmin.DeleteRecords, likewise
         transaction         Producer.Transaction.ID (client id + "-tx"), Idempotent: the SyncProducer's
-                            construction (InitProducerId), BeginTxn, SendMessage, CommitTxn (txn.go)
+                            construction (InitProducerId), BeginTxn, SendMessage, CommitTxn (txn.go);
+                            retry_commit: CommitTxn again after one that timed out
         txn_zombie          two producers with one Transaction.ID; the first's CommitTxn is timed
         read_committed_behind_open_txn
                             Consumer.IsolationLevel = sarama.ReadCommitted behind an open transaction
+        join_group_held     two ConsumerGroups of one group, the first with client id SILENT_MEMBER;
+                            the second's Consume (called again after a failed join) timed until a
+                            session holds partitions (group.go)
 
-    N/A: position, configure_producer (no delivery.timeout.ms to validate), the
-    scenarios of SARAMA_INEXPRESSIBLE (delivery.timeout.ms, max.block.ms), the kip848_* steps
-    (SARAMA_NO_KIP848), join_group_held (py_common's reason); every reason cites sarama v1.61.1's
-    source. A call that takes no deadline (committed, the offsets, list_topics, commit_sync, close)
+    The scenarios about delivery.timeout.ms and max.block.ms run with sarama's retry budgets
+    standing in (SARAMA_CAPABILITIES): their timing contracts are N/A (Adapter.lacks), the others
+    judge sarama. N/A: position, configure_producer (no delivery.timeout.ms to validate:
+    SARAMA_NO_CONFIG_RULE), the kip848_* steps (SARAMA_NO_KIP848); every reason cites sarama
+    v1.61.1's source. A call that takes no deadline (committed, the offsets, list_topics, commit_sync, close)
     is given the step's as a Go application would: waited for in a goroutine until then and abandoned
     (lineproto.WithinDeadline). The programs still run every operation but the KIP-848 ones
     (tests/realclients/test_go_clients.py calls them without a deadline).
@@ -321,14 +325,8 @@ class SaramaAdapter(GoAdapter):
         if any(s.kind.startswith("kip848_") for s in steps):
             return False, SARAMA_NO_KIP848
         if any(s.kind == "configure_producer" for s in steps):
-            return False, ("sarama has no delivery.timeout.ms (config.go's Config.Producer has none), so "
-                           "Config.Validate has no rule tying it to linger.ms and request.timeout.ms")
+            return False, SARAMA_NO_CONFIG_RULE
         return super().supports(steps)
-
-    def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:
-        if scenario.id in SARAMA_INEXPRESSIBLE:
-            return False, SARAMA_INEXPRESSIBLE[scenario.id]
-        return super().supports_scenario(scenario)
 
 
 def go_adapters() -> list[GoAdapter]:

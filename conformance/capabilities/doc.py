@@ -89,6 +89,7 @@ def _reasons(declared: list[ClientCapabilities], contracts_na: dict[str, set[str
         lines += [f"### {cli_name(d.client)} {version_of(d)}", "", f"Pinned in {pinned}.", ""]
         for names, lack in _grouped_lacks(d):
             judged = f" The matrix runs its scenarios anyway: {lack.judged}." if lack.judged else ""
+            judged += "".join(f" Not in {id_}, where nothing stands in: {why}." for id_, why in lack.not_in)
             if any(name in contracts_na[d.client] for name in names):
                 judged += " A contract holding the client to it is N/A wherever it runs (Adapter.lacks)."
             anchors = "".join(f"<a id=\"{anchor(d.client, name)}\"></a>" for name in names)

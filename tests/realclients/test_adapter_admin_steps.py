@@ -2,10 +2,12 @@
 step's deadline is the call's timeout_ms, so a controller slower than the call answers
 REQUEST_TIMED_OUT at that deadline, reported as Kafka's TimeoutException, and creates nothing;
 delete_records moves the low watermark. And aiokafka's join_group_held cell: its JoinGroup is an
-ordinary request under request_timeout_ms, so it abandons the held join (docs/findings.md). And
+ordinary request under request_timeout_ms, so it abandons the held join (docs/findings.md), and
+Sarama's, under Net.ReadTimeout. And
 confluent-kafka's share consumer telling the share family's stories."""
 
 import importlib
+import os
 
 import pytest
 
@@ -69,6 +71,32 @@ def test_aiokafka_abandons_a_held_join_group_at_its_request_timeout():
     assert verdicts["join_group_held outcome"][0] is Status.PASS
     status, detail = verdicts["JoinGroup held without a client disconnect"]
     assert status is Status.FAIL and "into the wait" in detail, detail
+
+
+def test_sarama_abandons_a_held_join_group_at_net_read_timeout():
+    """The same cell for Sarama (its program's join_group_held, group.go): every request, JoinGroup
+    included, is read under Net.ReadTimeout (request.timeout.ms, 333 ms scaled), so the held join is
+    dropped and Consume, called again, joins on a new connection once the silent member is expelled."""
+    from conformance.adapters.go_clients import SaramaAdapter
+    from conformance.runner import Plan, run_plan
+    from conformance.scenarios import BY_ID
+
+    adapter = SaramaAdapter()
+    ok, why = adapter.available()
+    if not ok:   # as require_client: CI must run it
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    try:
+        [result] = run_plan(Plan([BY_ID["server.joingroup-held"]], [adapter]))
+    finally:
+        adapter.shutdown()
+    verdicts = {name: (status, detail) for name, status, detail in result.contracts}
+    assert verdicts["join_group_held outcome"][0] is Status.PASS, verdicts
+    status, detail = verdicts["JoinGroup held without a client disconnect"]
+    assert status is Status.FAIL and "into the wait" in detail, detail
+    waited = float(detail.split(" ms into the wait")[0].rsplit(" ", 1)[1])
+    assert 200 <= waited < 600, detail   # about Net.ReadTimeout (10 s / 30), well short of the 20 s session (667 ms)
 
 
 def test_confluent_kafkas_share_consumer_runs_the_share_stories():

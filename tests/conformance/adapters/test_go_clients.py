@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from conformance.adapters.go_clients import (
     FRANZ_INEXPRESSIBLE,
-    SARAMA_INEXPRESSIBLE,
+    SARAMA_NO_CONFIG_RULE,
     FranzGoAdapter,
     SaramaAdapter,
     _scaled_step,
@@ -39,14 +39,32 @@ def test_franz_go_close_runs_with_the_applications_deadline():
     assert FranzGoAdapter().supports_scenario(BY_ID["kip266.close-timeout"]) == (True, "")
 
 
-def test_sarama_expresses_transactions_and_admin_but_not_those_timed_by_max_block():
+def test_sarama_expresses_transactions_and_admin_those_timed_by_max_block_with_its_retry_budget():
+    """sarama has no max.block.ms: its scenarios run with the timing contract N/A (Adapter.lacks), the
+    outcome and the commit markers judging sarama."""
     sarama = SaramaAdapter()
     for scenario in TXN + ADMIN:
-        ok, why = sarama.supports_scenario(scenario)
-        if scenario.id in ("txn.commit-endtxn-black-hole", "txn.init-coordinator-unreachable"):
-            assert not ok and "no max.block.ms" in why and "transaction_manager.go" in why
-        else:
-            assert ok, (scenario.id, why)
+        assert sarama.supports_scenario(scenario) == (True, ""), scenario.id
+    assert "max.block.ms" in sarama.lacks and "transaction_manager.go" in sarama.lacks["max.block.ms"]
+    for sid in ("txn.commit-endtxn-black-hole", "txn.init-coordinator-unreachable", "kip91.max-block-missing-topic"):
+        settings = [c.setting for c in BY_ID[sid].contracts]
+        assert "max.block.ms" in settings and any(s is None for s in settings), sid
+
+
+def test_sarama_runs_the_delivery_timeout_scenario_but_not_the_config_rule():
+    sarama = SaramaAdapter()
+    assert sarama.supports_scenario(BY_ID["kip91.delivery-timeout-in-flight"]) == (True, "")
+    ok, why = sarama.supports_scenario(BY_ID["kip91.config-validation"])
+    assert not ok and why == SARAMA_NO_CONFIG_RULE and "config.go" in why
+    declared = sarama.capabilities
+    assert declared.missing(BY_ID["kip91.config-validation"]) == ["delivery.timeout.ms"]
+    assert declared.missing(BY_ID["kip91.delivery-timeout-in-flight"]) == []
+
+
+def test_sarama_drives_join_group_held_and_franz_go_does_not_yet():
+    assert SaramaAdapter().supports_scenario(BY_ID["server.joingroup-held"]) == (True, "")
+    ok, why = FranzGoAdapter().supports_scenario(BY_ID["server.joingroup-held"])
+    assert not ok and "join_group_held" in why
 
 
 def test_sarama_has_no_kip848_and_says_where():
@@ -58,12 +76,11 @@ def test_sarama_has_no_kip848_and_says_where():
 def test_every_sarama_reason_cites_its_source():
     """Each N/A reason names the sarama code (file: function) that makes it so."""
     sarama = SaramaAdapter()
-    for why in [*SARAMA_INEXPRESSIBLE.values(), *sarama.lacks.values(), sarama.no_position]:
+    for why in [SARAMA_NO_CONFIG_RULE, *sarama.lacks.values(), sarama.no_position]:
         assert ".go" in why, why
     for scenario in CATALOGUE:
         ok, why = sarama.supports_scenario(scenario)
-        if not ok and "join_group_held" not in why and "in-memory" not in why \
-                and "SASL" not in why:
+        if not ok and "in-memory" not in why and "SASL" not in why:
             assert ".go" in why, (scenario.id, why)
 
 

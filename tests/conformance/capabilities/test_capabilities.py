@@ -87,9 +87,22 @@ def test_every_lack_has_a_reason_and_a_source_and_every_exception_a_key_that_mea
         declared = adapter.capabilities
         for name, lack in declared.lacks.items():
             assert lack.reason.strip() and lack.source.strip(), (adapter.name, name)
+            for id_, why in lack.not_in:
+                assert lack.judged and id_ in ids and name in needs(BY_ID[id_]) and why.strip(), (adapter.name, name)
         for key, why in declared.not_driven.items():
             assert key in kinds | ids | set(NAMES) and why.strip(), (adapter.name, key)
         assert set(declared.notes) <= set(declared.has), adapter.name
+
+
+def test_a_lack_something_stands_in_for_is_missing_where_nothing_does():
+    """Lack.not_in: a scenario whose every contract is about the capability stays N/A, and the page says why."""
+    rule = Lack("no such setting", "src", judged="its retries stand in", not_in=(("kip91.config-validation", "the rule"),))
+    assert not rule.stands_in(BY_ID["kip91.config-validation"])
+    assert rule.stands_in(BY_ID["kip91.delivery-timeout-in-flight"])
+    assert not Lack("no such setting", "src").stands_in(BY_ID["kip91.delivery-timeout-in-flight"])
+    sarama = next(a for a in ADAPTERS if a.name == "sarama")
+    assert sarama.capabilities.missing(BY_ID["kip91.config-validation"]) == ["delivery.timeout.ms"]
+    assert "Not in kip91.config-validation, where nothing stands in" in PAGE.read_text()
 
 
 def test_a_declaration_classifies_every_capability_once():

@@ -23,7 +23,7 @@ import (
 var Operations = []string{"produce", "produce_pipelined", "configure_producer", "poll", "committed",
 	"end_offsets", "beginning_offsets", "offsets_for_times", "list_topics", "partitions_for", "commit_sync",
 	"close", "admin_list_topics", "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn", "txn_error_probe",
-	"create_topics", "delete_records"}
+	"create_topics", "delete_records", "join_group_held"}
 
 type saramaClient struct{}
 

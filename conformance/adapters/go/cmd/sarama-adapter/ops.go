@@ -34,6 +34,7 @@ var ops = map[string]func(*lineproto.Run, lineproto.Step) lineproto.Outcome{
 	"read_committed_behind_open_txn": readCommittedBehindOpenTxn,
 	"create_topics":                  createTopics,
 	"delete_records":                 deleteRecords,
+	"join_group_held":                joinGroupHeld,
 }
 
 // closeSoon closes something without letting a black-holed connection hold the next step up.
