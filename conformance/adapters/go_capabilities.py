@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from conformance.adapters.py_common import JOIN_GROUP_HELD_NA
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 
 GO_MOD = "conformance/adapters/go/go.mod"

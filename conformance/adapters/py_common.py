@@ -182,7 +182,7 @@ TXN_ABORT_THEN_COMMIT_NA = ("txn_abort_then_commit (a transaction whose record f
                             "confluent-kafka, kafka-python and aiokafka run it")
 JOIN_GROUP_HELD_NA = ("join_group_held (a silent first member, client.id SILENT_MEMBER, then a second member's timed "
                       "join) is not written for this adapter yet; the adapters of our client, confluent-kafka, "
-                      "kafka-python, aiokafka, kafkajs and Sarama run it")
+                      "kafka-python, aiokafka, kafkajs, franz-go and Sarama run it")
 
 
 def supports_here(adapter: Adapter, steps: tuple[Operation, ...]) -> tuple[bool, str]:

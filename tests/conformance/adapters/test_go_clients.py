@@ -61,10 +61,9 @@ def test_sarama_runs_the_delivery_timeout_scenario_but_not_the_config_rule():
     assert declared.missing(BY_ID["kip91.delivery-timeout-in-flight"]) == []
 
 
-def test_sarama_drives_join_group_held_and_franz_go_does_not_yet():
-    assert SaramaAdapter().supports_scenario(BY_ID["server.joingroup-held"]) == (True, "")
-    ok, why = FranzGoAdapter().supports_scenario(BY_ID["server.joingroup-held"])
-    assert not ok and "join_group_held" in why
+def test_both_go_programs_drive_join_group_held():
+    for adapter in (SaramaAdapter(), FranzGoAdapter()):
+        assert adapter.supports_scenario(BY_ID["server.joingroup-held"]) == (True, ""), adapter.name
 
 
 def test_sarama_has_no_kip848_and_says_where():
@@ -105,16 +104,14 @@ def test_sarama_runs_the_calls_that_take_no_deadline_with_the_applications_deadl
     assert not ok and "no position()" in why
 
 
-def test_franz_go_runs_every_share_scenario_and_join_group_held_sarama_not_the_latter():
+def test_franz_go_runs_every_share_scenario_sarama_none():
     """kgo v1.22.2 has a share consumer with RENEW (pkg/kgo/consumer_share.go AckRenew) and a close with
-    a context (LeaveGroupContext): all six share scenarios run; join_group_held is in its program
-    (joingroup.go), not in sarama's."""
+    a context (LeaveGroupContext): all six share scenarios run; sarama has no share consumer."""
     franz = FranzGoAdapter()
     for scenario in (s for s in CATALOGUE if s.family == "share"):
         assert franz.supports_scenario(scenario) == (True, ""), scenario.id
-    assert franz.supports_scenario(BY_ID["server.joingroup-held"]) == (True, "")
-    ok, why = SaramaAdapter().supports_scenario(BY_ID["server.joingroup-held"])
-    assert not ok and "join_group_held" in why
+        ok, why = SaramaAdapter().supports_scenario(scenario)
+        assert not ok and "share" in why, scenario.id
 
 
 def test_share_steps_are_scaled_as_the_stories_expect():
