@@ -56,7 +56,7 @@ from types import MappingProxyType
 
 from conformance.adapters.base import RunEnv
 from conformance.adapters.line_protocol import LineProtocolAdapter
-from conformance.adapters.py_common import TXN_ABORT_THEN_COMMIT_NA, watchdog_s
+from conformance.adapters.py_common import watchdog_s
 from conformance.cache_dir import cache_dir, install_hint, source_checkout
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 from conformance.model import Operation, Outcome
@@ -65,7 +65,7 @@ DRIVER = Path(__file__).resolve().parent / "node" / "kafkajs-adapter.js"
 KAFKAJS_OPERATIONS = frozenset({
     "produce", "produce_pipelined", "poll", "committed", "end_offsets", "beginning_offsets", "offsets_for_times",
     "list_topics", "partitions_for", "commit_sync", "admin_list_topics", "create_topics", "delete_records",
-    "transaction", "txn_zombie", "read_committed_behind_open_txn", "join_group_held", "close", "txn_error_probe",
+    "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn", "join_group_held", "close", "txn_error_probe",
 })
 # calls kafkajs gives no deadline (no timeout argument, no default.api.timeout.ms)
 NO_DEADLINE = MappingProxyType({
@@ -114,8 +114,7 @@ def _no_deadline(*steps: str) -> Lack:
 
 CAPABILITIES = ClientCapabilities(
     client="kafkajs", pin=Pin("package.json", "kafkajs"), source="https://github.com/tulios/kafkajs/blob/v{version}/{path}",
-    not_driven=MappingProxyType({"txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA,
-                                 "kip266.timeout-zero-warm-attempts-once": (
+    not_driven=MappingProxyType({"kip266.timeout-zero-warm-attempts-once": (
                                      "the kafkajs adapter cannot warm up its consumer before committed (the same call "
                                      "once, untimed, on the same admin client first): not written in its program yet")}),
     has=("calls on one client", "transactions", "transaction.timeout.ms < 1 s", "consumer calls", "create_topics(timeout)",

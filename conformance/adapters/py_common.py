@@ -177,9 +177,6 @@ def not_created(step: Operation, elapsed_s: float, exc: BaseException, what: str
 # sarama), though each can join a group: the operation (two consumers of one group, the first with
 # client.id SILENT_MEMBER, whose heartbeats the scenario black-holes) is written for our two faces,
 # confluent-kafka, aiokafka and kafkajs so far
-TXN_ABORT_THEN_COMMIT_NA = ("txn_abort_then_commit (a transaction whose record fails is aborted, the next commits) is "
-                            "not written in this adapter's program yet; the adapters of our client, Java, "
-                            "confluent-kafka, kafka-python and aiokafka run it")
 JOIN_GROUP_HELD_NA = ("join_group_held (a silent first member, client.id SILENT_MEMBER, then a second member's timed "
                       "join) is not written for this adapter yet; the adapters of our client, confluent-kafka, "
                       "aiokafka and kafkajs run it")

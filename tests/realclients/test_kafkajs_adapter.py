@@ -120,6 +120,23 @@ def test_cells_of_the_matrix(kafkajs):
     assert "KafkaJSNumberOfRetriesExceeded <- KafkaJSRequestTimeoutError" in verdicts["produce outcome"][1]
 
 
+def test_a_late_produce_commits_the_aborted_record_in_place_of_the_next_one(kafkajs):
+    """txn.late-produce (transaction version 1): the first record fails after kafkajs's 5 retries
+    (each queued behind the held Produce on the connection it keeps), the application aborts, and
+    the next transaction's AddPartitionsToTxn releases the held Produce into it. kafkajs gave the
+    failed attempt's sequence back (producer/sendMessages.js updateSequence(-n)), so the next record
+    goes with the same epoch and sequence and is answered as a duplicate of the late one: the commit
+    succeeds with txn-1 in it and without txn-2 (docs/findings.md; the same on Kafka 4.4,
+    tests/realkafka/test_late_txn.py)."""
+    [late] = run_plan(Plan([BY_ID["txn.late-produce"]], [kafkajs]))
+    assert late.status is Status.PASS, late.message   # version 1: the tear is the protocol's, an observation
+    verdicts = {name: detail for name, _, detail in late.contracts}
+    assert "its connection still open" in verdicts["the late Produce lands inside the next transaction"]
+    assert verdicts["the late Produce tears the next transaction (an observation)"].endswith("(read_committed reads ['txn-1'])")
+    [outcome] = late.evidence.outcomes
+    assert outcome.ok and outcome.value == "TimeoutException", outcome
+
+
 def test_a_call_that_never_returns_is_reported_and_its_program_replaced(kafkajs, silent):
     """kafkajs's calls cannot be cancelled: past the step's watchdog the program reports NoReturn,
     asks to be restarted, and the adapter starts a fresh one for the next run."""

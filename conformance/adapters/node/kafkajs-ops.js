@@ -29,6 +29,8 @@
 //                       timeout                                          an idempotent producer sends)
 //   txn_zombie          a second producer of the same transactionalId   the zombie's commit()
 //                       fences the first
+//   txn_abort_then_commit  a transaction whose record (txn-1) fails is   from the abort to the commit;
+//                       aborted, the next sends txn-2 and commits       value: how txn-1 ended (null: sent)
 //   read_committed_behind_open_txn  an open transaction, a plain record  until a record is seen
 //                       after it, a read-committed consumer
 //   join_group_held     a first member (client id SILENT_MEMBER) joins,  the second member's run() until

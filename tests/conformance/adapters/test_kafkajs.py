@@ -16,9 +16,6 @@ from conformance.scenarios import BY_ID, CATALOGUE
 
 # scenario id -> a phrase of its N/A reason
 NOT_APPLICABLE = {
-    # not the client's lack: the adapter's program does not write the step yet (declared not_driven)
-    **{sid: "txn_abort_then_commit (a transaction whose record fails is aborted, the next commits) is not written"
-       for sid in ("txn.late-produce", "txn.late-produce-v2")},
     "kip266.position-leader-black-hole": "kafkajs has no position()",
     "kip266.poll-zero": "kafkajs has no poll()",
     "kip266.timeout-zero-warm-attempts-once": "cannot warm up its consumer before committed",
