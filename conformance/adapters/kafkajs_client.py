@@ -114,9 +114,6 @@ def _no_deadline(*steps: str) -> Lack:
 
 CAPABILITIES = ClientCapabilities(
     client="kafkajs", pin=Pin("package.json", "kafkajs"), source="https://github.com/tulios/kafkajs/blob/v{version}/{path}",
-    not_driven=MappingProxyType({"kip266.timeout-zero-warm-attempts-once": (
-                                     "the kafkajs adapter cannot warm up its consumer before committed (the same call "
-                                     "once, untimed, on the same admin client first): not written in its program yet")}),
     has=("calls on one client", "transactions", "transaction.timeout.ms < 1 s", "consumer calls", "create_topics(timeout)",
          "SASL", "socket.connection.setup.timeout.ms", "rebootstrap when brokers are gone"),
     lacks=MappingProxyType({
@@ -182,6 +179,9 @@ class KafkajsAdapter(LineProtocolAdapter):
     operations = KAFKAJS_OPERATIONS
     lacks = KAFKAJS_LACKS
     capabilities = CAPABILITIES
+    # the same call once, untimed, on the same admin client (or member) first: kafkajs-ops.js adminCall, commitSync
+    warm_up_calls = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",
+                               "partitions_for", "commit_sync"})
 
     def command(self) -> list[str] | None:
         node = shutil.which("node")

@@ -18,7 +18,6 @@ from conformance.scenarios import BY_ID, CATALOGUE
 NOT_APPLICABLE = {
     "kip266.position-leader-black-hole": "kafkajs has no position()",
     "kip266.poll-zero": "kafkajs has no poll()",
-    "kip266.timeout-zero-warm-attempts-once": "cannot warm up its consumer before committed",
     "kip91.config-validation": "no delivery.timeout.ms and no linger.ms",
     "kip19.connection-setup-timeout": "need in-memory connections",
     "admin.delete-records-purgatory": "always carries timeout_ms 5000",
