@@ -129,12 +129,15 @@ def test_a_late_produce_commits_the_aborted_record_in_place_of_the_next_one(kafk
     failed attempt's sequence back (producer/sendMessages.js updateSequence(-n)), so the next record
     goes with the same epoch and sequence and is answered as a duplicate of the late one: the commit
     succeeds with txn-1 in it and without txn-2 (docs/findings.md; the same on Kafka 4.4,
-    tests/realkafka/test_late_txn.py)."""
+    tests/realkafka/test_late_txn.py). The version-1 tear passes as an observation; the lost record
+    fails kafkajs."""
     [late] = run_plan(Plan([BY_ID["txn.late-produce"]], [kafkajs]))
-    assert late.status is Status.PASS, late.message   # version 1: the tear is the protocol's, an observation
-    verdicts = {name: detail for name, _, detail in late.contracts}
-    assert "its connection still open" in verdicts["the late Produce lands inside the next transaction"]
-    assert verdicts["the late Produce tears the next transaction (an observation)"].endswith("(read_committed reads ['txn-1'])")
+    verdicts = {name: (status, detail) for name, status, detail in late.contracts}
+    assert late.status is Status.FAIL and [n for n, (st, _) in verdicts.items() if st is not Status.PASS] == [
+        "the committed transaction holds its own record"], late.contracts
+    assert "its connection still open" in verdicts["the late Produce lands inside the next transaction"][1]
+    assert verdicts["the late Produce tears the next transaction (an observation)"][1].endswith("(read_committed reads ['txn-1'])")
+    assert late.figures["the committed transaction holds its own record"] == "read_committed reads ['txn-1']"
     [outcome] = late.evidence.outcomes
     assert outcome.ok and outcome.value == "TimeoutException", outcome
 
