@@ -11,7 +11,8 @@ then handles it, its client having given up and closed the connection.
 
 Whose fault is a tear? Under version 1 the client did nothing wrong: it timed out, retried or
 aborted as Kafka's protocol tells it to, and the broker followed the same protocol. So the
-scenarios hold the client only to what it controls (its calls report the outcome they should),
+scenarios hold the client only to what it controls (its calls report the outcome they should, and
+a transaction it committed holds the record it sent in it),
 check that the fault did what the scenario says (the request really landed inside the next
 transaction, after its client had gone), and record the tear as an observation of the protocol:
 a contract that passes under version 1 whether or not the transaction tore, with a figure that
