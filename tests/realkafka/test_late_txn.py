@@ -172,8 +172,9 @@ def test_our_client_on_kafka_with_transaction_version_2_fences_the_late_end_txn(
     assert _read_committed(kafka.bootstrap) == [b"n", b"n+1 first", b"n+1 second"]
 
 
-def test_kafkajs_on_kafka_with_transaction_version_1_commits_the_aborted_record_instead_of_its_own(kafka_factory):
-    """txn.late-produce on Kafka 4.4 (version 1, three nodes) with kafkajs 2.2.4, through the proxy:
+@pytest.mark.parametrize("version", [1, 2])
+def test_kafkajs_on_kafka_commits_the_aborted_record_instead_of_its_own(kafka_factory, version):
+    """txn.late-produce on Kafka 4.4 (three nodes) with kafkajs 2.2.4, through the proxy:
     the first transaction's Produce is held; kafkajs keeps the connection after each request timeout,
     its retries queue behind the held one, and the record fails after 5 retries. The application
     aborts and begins the next transaction; its AddPartitionsToTxn releases the held Produce into it.
@@ -182,7 +183,9 @@ def test_kafkajs_on_kafka_with_transaction_version_1_commits_the_aborted_record_
     (ProducerStateManager's duplicate check) and appends nothing. The commit succeeds, and
     read_committed reads the aborted transaction's record, not the committed one's. The partition's
     leader is not the transaction coordinator, as in the scenario: kafkajs has one connection per
-    broker, and behind the held Produce its abort's FindCoordinator would wait too."""
+    broker, and behind the held Produce its abort's FindCoordinator would wait too. The same under
+    transaction version 2: kafkajs speaks version 1 (Produce v7, EndTxn v1), and Kafka decides the
+    version by the request (TransactionVersion.transactionVersionForEndTxn)."""
     from broker_emu.proxy.proxy import run_proxy_in_thread
     from conformance.adapters.base import RunEnv
     from conformance.adapters.kafkajs_client import KafkajsAdapter
@@ -192,12 +195,12 @@ def test_kafkajs_on_kafka_with_transaction_version_1_commits_the_aborted_record_
     ready, why = adapter.available()
     if not ready:
         pytest.skip(why)
-    kafka = kafka_factory(brokers=3, features={"transaction.version": 1})
+    kafka = kafka_factory(brokers=3, features={"transaction.version": version})
     kafka.create_topic(TOPIC, 3, 1)
     kafka.create_topic("warm", 1, 1)
     with run_proxy_in_thread(kafka.bootstrap) as proxy:
         # unscaled: kafkajs's own backoffs (300 ms doubling, retry/defaults.js); a 3 s request timeout
-        env = RunEnv(proxy.bootstrap, "late-kafkajs", {"request.timeout.ms": 3000}, 1.0)
+        env = RunEnv(proxy.bootstrap, f"late-kafkajs-v{version}", {"request.timeout.ms": 3000}, 1.0)
         try:
             # a first transaction on another topic, until the coordinator is up (a fresh Kafka creates
             # __transaction_state on the first FindCoordinator, a JVM on a loaded machine)
@@ -208,7 +211,7 @@ def test_kafkajs_on_kafka_with_transaction_version_1_commits_the_aborted_record_
             coordinator = next(e.broker for e in events(proxy, "recv") if e.api == "EndTxn")
             partition = next(p for p in range(3) if kafka.partition_replicas(TOPIC, p)[0].node_id != coordinator)
             add_fault(proxy, {"match": {"api": "Produce"}, "times": 1,
-                              "action": {"type": "hold", "until": "next_add_partitions", "ms": 60_000}})
+                              "action": {"type": "hold", "until": "next_txn_start", "ms": 60_000}})
             [outcome] = adapter.run_blocking((Operation("txn_abort_then_commit", {"topic": TOPIC, "partition": partition}),),
                                              env)
         finally:
