@@ -51,6 +51,7 @@ def test_every_operation_against_the_emulator(kafkajs, cluster):
         Operation("produce_pipelined", {"topic": "t", "partition": 1, "value": b"v", "count": 2}),
         Operation("transaction", {"topic": "t", "partition": 2, "count": 2}),
         Operation("committed", {**w, "warm_up": True}),            # the same call once first, untimed
+        Operation("txn_abort_then_commit", {"topic": "t", "partition": 2}),
     )
     env = RunEnv(cluster.bootstrap, "kjs-ops", {"acks": "all", "fetch.max.wait.ms": 100}, 1.0)
     outcomes = kafkajs.run_blocking(steps, env)
@@ -62,7 +63,7 @@ def test_every_operation_against_the_emulator(kafkajs, cluster):
     assert got[8] == [0, 1, 2] and "t" in got[9] and "t" in got[10]
     assert got[11] is True and got[13]["0"] == 1              # created; records before offset 1 deleted
     assert got[14] == [0, 1]                                  # two Produce requests, two offsets
-    assert got[16] == 2
+    assert got[16] == 2 and got[17] is None                  # the aborted transaction's record was delivered
 
 
 ERRORS_JS = r"""
