@@ -11,7 +11,8 @@ then handles it, its client having given up and closed the connection.
 
 Whose fault is a tear? Under version 1 the client did nothing wrong: it timed out, retried or
 aborted as Kafka's protocol tells it to, and the broker followed the same protocol. So the
-scenarios hold the client only to what it controls (its calls report the outcome they should),
+scenarios hold the client only to what it controls (its calls report the outcome they should, and
+a transaction it committed holds the record it sent in it),
 check that the fault did what the scenario says (the request really landed inside the next
 transaction, after its client had gone), and record the tear as an observation of the protocol:
 a contract that passes under version 1 whether or not the transaction tore, with a figure that
@@ -166,6 +167,29 @@ def produce_tear(version: int) -> Contract:
     return Contract("the late Produce tears the next transaction (an observation)", check, side="server")
 
 
+def committed_holds_its_own() -> Contract:
+    """The transaction the client committed holds the record it sent in it: read_committed reads
+    txn-2 once the call said it committed. Whatever the late Produce did, losing the next
+    transaction's own record is the client's doing, under any transaction version: a client that
+    gives a failed attempt's sequence back sends its next record with the epoch and sequence the late
+    one carries, and the broker answers it as a duplicate, appending nothing
+    (``ProducerStateEntry.findDuplicateBatch`` compares only the epoch and the sequence range)."""
+
+    def check(ev: Evidence) -> Verdict:
+        call = next((o for o in ev.outcomes if o.operation == "txn_abort_then_commit"), None)
+        if call is None or not call.ok:
+            return Verdict(True, "the call did not say it committed: nothing to hold it to")
+        visible = (ev.cluster or {}).get("read_committed", {}).get("t-0")
+        if visible is None:
+            return Verdict(False, "no log", "the run kept no read_committed view of t-0")
+        if SECOND not in visible:
+            return Verdict(False, f"read_committed reads {visible}",
+                           f"the commit succeeded, yet its record {SECOND!r} is not among what read_committed reads")
+        return Verdict(True, f"read_committed reads {visible}")
+
+    return Contract("the committed transaction holds its own record", check, side="server")
+
+
 def _version_config(version: int) -> dict[str, Any]:
     # named even for version 1: the emulator finalizes version 2 unless told otherwise (Kafka 4.x's default),
     # and a client that reads the feature (franz-go, Java) would run version 2's protocol
@@ -217,7 +241,8 @@ def late_scenarios(version: int = 1) -> tuple[Scenario, ...]:
             # delivery.timeout.ms = linger.ms + request.timeout.ms (the least Java accepts, also once scaled by 30):
             # the batch's one attempt times out at its delivery timeout, so nothing retries it inside the first transaction
             client_config={"request.timeout.ms": 3000, "linger.ms": 30, "delivery.timeout.ms": 3030, "max.block.ms": 20_000},
-            contracts=(C.outcome_is("txn_abort_then_commit", ok=True), landed_inside_next("Produce"), produce_tear(version)),
+            contracts=(C.outcome_is("txn_abort_then_commit", ok=True), landed_inside_next("Produce"), produce_tear(version),
+                       committed_holds_its_own()),
         ),
     )
 

@@ -23,20 +23,19 @@ client's exception names; each file cites the kafkajs source it relies on:
 N/A, from what kafkajs 2.2.4 does not have:
 
     position              no such call: the consumer resolves its fetch offsets inside consumer.run()
-    close                 consumer.disconnect() / stop() take no deadline
     configure_producer    no delivery.timeout.ms and no linger.ms, so no rule tying them together
     poll with timeout 0   no poll(): records come to consumer.run()'s callback, nothing returns "what
                           is already fetched" at once (a poll with a deadline is run() until it, then stop())
-    a deadline on         admin.fetchOffsets, fetchTopicOffsets(ByTimestamp), fetchTopicMetadata,
-    committed, offsets,   deleteTopicRecords and consumer.commitOffsets take no timeout, and kafkajs has
-    list_topics,          no default.api.timeout.ms: requestTimeout and the retrier bound them (as for
-    partitions_for,       sarama, the step runs only when the scenario gives it no deadline).
-    commit_sync,          deleteTopicRecords' DeleteRecords always carries timeout_ms 5000
-    delete_records        (protocol/requests/deleteRecords/v0/request.js), which nothing sets
     kip848_*              kafkajs speaks the classic group protocol only (no ConsumerGroupHeartbeat
                           among protocol/requests)
 
-and the settings it lacks (``KAFKAJS_LACKS``): a contract holding a client to one is N/A for
+Calls that take no deadline (admin.fetchOffsets, fetchTopicOffsets(ByTimestamp), fetchTopicMetadata,
+deleteTopicRecords, consumer.commitOffsets, consumer.disconnect; kafkajs has no default.api.timeout.ms)
+run with the step's deadline as the application's: the program races the promise against a timer and
+abandons it (kafkajs-ops.js withinDeadline). deleteTopicRecords' DeleteRecords always carries timeout_ms
+5000 (protocol/requests/deleteRecords/v0/request.js), which the purgatory contract judges as sent.
+
+N/A also for the settings it lacks (``KAFKAJS_LACKS``): a contract holding a client to one is N/A for
 kafkajs, its other contracts still judge it. admin_list_topics runs without the step's deadline
 (admin.listTopics() takes none): its scenarios judge the listing and the broker's side.
 
@@ -56,7 +55,7 @@ from types import MappingProxyType
 
 from conformance.adapters.base import RunEnv
 from conformance.adapters.line_protocol import LineProtocolAdapter
-from conformance.adapters.py_common import TXN_ABORT_THEN_COMMIT_NA, watchdog_s
+from conformance.adapters.py_common import watchdog_s
 from conformance.cache_dir import cache_dir, install_hint, source_checkout
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 from conformance.model import Operation, Outcome
@@ -65,7 +64,7 @@ DRIVER = Path(__file__).resolve().parent / "node" / "kafkajs-adapter.js"
 KAFKAJS_OPERATIONS = frozenset({
     "produce", "produce_pipelined", "poll", "committed", "end_offsets", "beginning_offsets", "offsets_for_times",
     "list_topics", "partitions_for", "commit_sync", "admin_list_topics", "create_topics", "delete_records",
-    "transaction", "txn_zombie", "read_committed_behind_open_txn", "join_group_held", "close", "txn_error_probe",
+    "transaction", "txn_zombie", "txn_abort_then_commit", "read_committed_behind_open_txn", "join_group_held", "close", "txn_error_probe",
 })
 # calls kafkajs gives no deadline (no timeout argument, no default.api.timeout.ms)
 NO_DEADLINE = MappingProxyType({
@@ -114,10 +113,6 @@ def _no_deadline(*steps: str) -> Lack:
 
 CAPABILITIES = ClientCapabilities(
     client="kafkajs", pin=Pin("package.json", "kafkajs"), source="https://github.com/tulios/kafkajs/blob/v{version}/{path}",
-    not_driven=MappingProxyType({"txn_abort_then_commit": TXN_ABORT_THEN_COMMIT_NA,
-                                 "kip266.timeout-zero-warm-attempts-once": (
-                                     "the kafkajs adapter cannot warm up its consumer before committed (the same call "
-                                     "once, untimed, on the same admin client first): not written in its program yet")}),
     has=("calls on one client", "transactions", "transaction.timeout.ms < 1 s", "consumer calls", "create_topics(timeout)",
          "SASL", "socket.connection.setup.timeout.ms", "rebootstrap when brokers are gone"),
     lacks=MappingProxyType({
@@ -144,7 +139,9 @@ CAPABILITIES = ClientCapabilities(
             CONSUMER_JS),
         "delete_records(timeout)": Lack(
             f"kafkajs's {NO_DEADLINE['delete_records']} takes no timeout (no timeout argument: {ADMIN_JS} "
-            "deleteTopicRecords)", "src/protocol/requests/deleteRecords/v0/request.js"),
+            "deleteTopicRecords)", "src/protocol/requests/deleteRecords/v0/request.js",
+            judged=_ABANDONED + "; the DeleteRecords it sends carries its fixed 5000 ms, which the purgatory contract "
+                                "still judges against the call's deadline"),
         **lacks_rebootstrap(
             "kafkajs has no metadata recovery strategy: the Kafka client's options (src/index.js) have no such "
             "setting nor a rebootstrap trigger, and its error codes (src/protocol/error.js) stop before "
@@ -183,6 +180,9 @@ class KafkajsAdapter(LineProtocolAdapter):
     operations = KAFKAJS_OPERATIONS
     lacks = KAFKAJS_LACKS
     capabilities = CAPABILITIES
+    # the same call once, untimed, on the same admin client (or member) first: kafkajs-ops.js adminCall, commitSync
+    warm_up_calls = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",
+                               "partitions_for", "commit_sync"})
 
     def command(self) -> list[str] | None:
         node = shutil.which("node")
@@ -210,11 +210,6 @@ class KafkajsAdapter(LineProtocolAdapter):
                 return False, NOT_THERE[step.kind]
             if step.kind == "poll" and not step.timeout_s:
                 return False, POLL_NA
-            # the step's deadline of a call that takes none is the application's (kafkajs-ops.js withinDeadline);
-            # DeleteRecords' is the operation timeout it sends, which kafkajs cannot set
-            if step.kind == "delete_records" and step.timeout_s is not None:
-                return False, (f"kafkajs's {NO_DEADLINE[step.kind]} takes no timeout (no timeout argument) and kafkajs "
-                               "has no default.api.timeout.ms: only requestTimeout and its retrier bound it")
         return super().supports(steps)
 
     def run_blocking(self, steps: tuple[Operation, ...], env: RunEnv) -> list[Outcome]:

@@ -173,13 +173,10 @@ def not_created(step: Operation, elapsed_s: float, exc: BaseException, what: str
                    f"{what} failed before {step.kind} could be called: {type(exc).__name__}: {exc}")
 
 
-# why join_group_held stays N/A for the clients whose adapter lacks it (franz-go), though each can
-# join a group: the operation (two consumers of one group, the first with client.id SILENT_MEMBER,
-# whose heartbeats the scenario black-holes) is written for our two faces, confluent-kafka,
-# kafka-python, aiokafka, kafkajs and Sarama so far
-TXN_ABORT_THEN_COMMIT_NA = ("txn_abort_then_commit (a transaction whose record fails is aborted, the next commits) is "
-                            "not written in this adapter's program yet; the adapters of our client, Java, "
-                            "confluent-kafka, kafka-python and aiokafka run it")
+# why join_group_held is N/A for an adapter that lacks the step though its client can join a
+# group: the operation (two consumers of one group, the first with client.id SILENT_MEMBER, whose
+# heartbeats the scenario black-holes) is written for our two faces, confluent-kafka, kafka-python,
+# aiokafka, kafkajs, franz-go and Sarama
 JOIN_GROUP_HELD_NA = ("join_group_held (a silent first member, client.id SILENT_MEMBER, then a second member's timed "
                       "join) is not written for this adapter yet; the adapters of our client, confluent-kafka, "
                       "kafka-python, aiokafka, kafkajs, franz-go and Sarama run it")

@@ -17,6 +17,7 @@ from conformance.scenarios_txn_late import TXN_LATE_SCENARIOS, TXN_VERSION_KEY, 
 
 TEAR_END_TXN = "the late EndTxn tears the next transaction (an observation)"
 TEAR_PRODUCE = "the late Produce tears the next transaction (an observation)"
+OWN_RECORD = "the committed transaction holds its own record"
 
 
 def run(scenario, adapter=None):
@@ -63,7 +64,7 @@ def test_under_version_2_our_client_on_both_faces_is_never_torn(adapter):
     end_txn, produce = results["txn.late-end-txn-v2"].figures, results["txn.late-produce-v2"].figures
     assert end_txn[TEAR_END_TXN] == "not torn: the late EndTxn was answered PRODUCER_FENCED and ended no transaction"
     assert "released 0 ms into the next transaction" in end_txn["the late EndTxn lands inside the next transaction"] \
-        or adapter.name == "ours-blocking"   # real time: released when the next transaction's first Produce is answered
+        or isinstance(adapter, OurBlockingAdapter)   # real time: released when the next transaction's first Produce is answered
     assert produce[TEAR_PRODUCE].startswith("not torn: the late Produce was refused with INVALID_PRODUCER_EPOCH")
     assert produce[TEAR_PRODUCE].endswith("read_committed reads ['txn-2']")
 
@@ -86,6 +87,48 @@ def test_the_same_tears_fail_the_version_2_contracts():
         statuses = {name: status for name, status, _ in verdict.contracts}
         assert statuses[contract] is Status.FAIL, verdict.contracts
         assert statuses[f"the late {'EndTxn' if 'end' in sid else 'Produce'} lands inside the next transaction"] is Status.PASS
+
+
+class GivesSequenceBack(NoEpochBump):
+    """Broken on purpose (as kafkajs 2.2.4 is, producer/sendMessages.js): no epoch bump, and an
+    expired batch gives its sequence numbers back, so the next record reuses the late one's."""
+
+    name = "broken-gives-sequence-back"
+
+    async def run(self, steps, env):
+        from client.producer.sender import Sender
+
+        expire = Sender._expire
+
+        def give_back(sender, now):
+            expired = [b for b in sender.acc.batches() if b.sequence >= 0]
+            expire(sender, now)
+            for b in expired:
+                if b.done:
+                    sender.sequences[b.tp] = b.sequence
+
+        Sender._expire = give_back
+        try:
+            return await super().run(steps, env)
+        finally:
+            Sender._expire = expire
+
+
+def test_a_client_that_gives_its_sequence_back_loses_the_committed_record():
+    """The late Produce lands in the next transaction with the epoch and sequence the next record
+    then reuses: that record is answered as a duplicate and never appended, the commit succeeds
+    without it. The version-1 tear is an observation; the lost record fails the client."""
+    result = run(BY_ID["txn.late-produce"], GivesSequenceBack())
+    statuses = {name: (status, detail) for name, status, detail in result.contracts}
+    assert statuses["txn_abort_then_commit outcome"][0] is Status.PASS
+    assert statuses[TEAR_PRODUCE][0] is Status.PASS and "read_committed reads ['txn-1']" in statuses[TEAR_PRODUCE][1]
+    assert statuses[OWN_RECORD] == (Status.FAIL, "the commit succeeded, yet its record 'txn-2' is not among what "
+                                                 "read_committed reads"), result.contracts
+    assert result.figures[OWN_RECORD] == "read_committed reads ['txn-1']"
+    assert result.status is Status.FAIL
+    # the same client without the give-back keeps its record (torn, both committed)
+    kept = {name: status for name, status, _ in run(BY_ID["txn.late-produce"], NoEpochBump()).contracts}
+    assert kept[OWN_RECORD] is Status.PASS
 
 
 class NeverGivesUp(OurAdapter):

@@ -50,6 +50,8 @@ def test_every_operation_against_the_emulator(kafkajs, cluster):
         Operation("beginning_offsets", w),
         Operation("produce_pipelined", {"topic": "t", "partition": 1, "value": b"v", "count": 2}),
         Operation("transaction", {"topic": "t", "partition": 2, "count": 2}),
+        Operation("committed", {**w, "warm_up": True}),            # the same call once first, untimed
+        Operation("txn_abort_then_commit", {"topic": "t", "partition": 2}),
     )
     env = RunEnv(cluster.bootstrap, "kjs-ops", {"acks": "all", "fetch.max.wait.ms": 100}, 1.0)
     outcomes = kafkajs.run_blocking(steps, env)
@@ -61,6 +63,7 @@ def test_every_operation_against_the_emulator(kafkajs, cluster):
     assert got[8] == [0, 1, 2] and "t" in got[9] and "t" in got[10]
     assert got[11] is True and got[13]["0"] == 1              # created; records before offset 1 deleted
     assert got[14] == [0, 1]                                  # two Produce requests, two offsets
+    assert got[16] == 2 and got[17] is None                  # the aborted transaction's record was delivered
 
 
 ERRORS_JS = r"""
@@ -118,6 +121,26 @@ def test_cells_of_the_matrix(kafkajs):
     assert status is Status.FAIL and (detail == "Produce was not sent again"
                                       or detail.endswith("without a Metadata request first")), detail
     assert "KafkaJSNumberOfRetriesExceeded <- KafkaJSRequestTimeoutError" in verdicts["produce outcome"][1]
+
+
+def test_a_late_produce_commits_the_aborted_record_in_place_of_the_next_one(kafkajs):
+    """txn.late-produce (transaction version 1): the first record fails after kafkajs's 5 retries
+    (each queued behind the held Produce on the connection it keeps), the application aborts, and
+    the next transaction's AddPartitionsToTxn releases the held Produce into it. kafkajs gave the
+    failed attempt's sequence back (producer/sendMessages.js updateSequence(-n)), so the next record
+    goes with the same epoch and sequence and is answered as a duplicate of the late one: the commit
+    succeeds with txn-1 in it and without txn-2 (docs/findings.md; the same on Kafka 4.4,
+    tests/realkafka/test_late_txn.py). The version-1 tear passes as an observation; the lost record
+    fails kafkajs."""
+    [late] = run_plan(Plan([BY_ID["txn.late-produce"]], [kafkajs]))
+    verdicts = {name: (status, detail) for name, status, detail in late.contracts}
+    assert late.status is Status.FAIL and [n for n, (st, _) in verdicts.items() if st is not Status.PASS] == [
+        "the committed transaction holds its own record"], late.contracts
+    assert "its connection still open" in verdicts["the late Produce lands inside the next transaction"][1]
+    assert verdicts["the late Produce tears the next transaction (an observation)"][1].endswith("(read_committed reads ['txn-1'])")
+    assert late.figures["the committed transaction holds its own record"] == "read_committed reads ['txn-1']"
+    [outcome] = late.evidence.outcomes
+    assert outcome.ok and outcome.value == "TimeoutException", outcome
 
 
 def test_a_call_that_never_returns_is_reported_and_its_program_replaced(kafkajs, silent):

@@ -26,11 +26,11 @@ def _wait_for(proxy, kind: str, bound_s: float = 30.0) -> list:
     return got
 
 
-def _read_committed(bootstrap: str) -> list[bytes]:
+def _read_committed(bootstrap: str, partition: int = 0) -> list[bytes]:
     consumer = client.Consumer({"bootstrap.servers": bootstrap, "group.id": None, "isolation.level": "read_committed",
                                 "auto.offset.reset": "earliest", "client.id": "late-reader"})
     try:
-        consumer.assign([(TOPIC, 0)])
+        consumer.assign([(TOPIC, partition)])
         seen: list[bytes] = []
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -170,3 +170,53 @@ def test_our_client_on_kafka_with_transaction_version_2_fences_the_late_end_txn(
     assert {e.api_version for e in received if e.api == "EndTxn"} == {5}
     assert answers and set(answers[0].details.get("errors") or []) & {90, 47, 51}, answers
     assert _read_committed(kafka.bootstrap) == [b"n", b"n+1 first", b"n+1 second"]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_kafkajs_on_kafka_commits_the_aborted_record_instead_of_its_own(kafka_factory, version):
+    """txn.late-produce on Kafka 4.4 (three nodes) with kafkajs 2.2.4, through the proxy:
+    the first transaction's Produce is held; kafkajs keeps the connection after each request timeout,
+    its retries queue behind the held one, and the record fails after 5 retries. The application
+    aborts and begins the next transaction; its AddPartitionsToTxn releases the held Produce into it.
+    kafkajs gave the failed attempt's sequence back (producer/sendMessages.js), so the next record
+    carries the same epoch and sequence: Kafka takes it for a duplicate of the late one
+    (ProducerStateManager's duplicate check) and appends nothing. The commit succeeds, and
+    read_committed reads the aborted transaction's record, not the committed one's. The partition's
+    leader is not the transaction coordinator, as in the scenario: kafkajs has one connection per
+    broker, and behind the held Produce its abort's FindCoordinator would wait too. The same under
+    transaction version 2: kafkajs speaks version 1 (Produce v7, EndTxn v1), and Kafka decides the
+    version by the request (TransactionVersion.transactionVersionForEndTxn)."""
+    from broker_emu.proxy.proxy import run_proxy_in_thread
+    from conformance.adapters.base import RunEnv
+    from conformance.adapters.kafkajs_client import KafkajsAdapter
+    from conformance.model import Operation
+
+    adapter = KafkajsAdapter()
+    ready, why = adapter.available()
+    if not ready:
+        pytest.skip(why)
+    kafka = kafka_factory(brokers=3, features={"transaction.version": version})
+    kafka.create_topic(TOPIC, 3, 1)
+    kafka.create_topic("warm", 1, 1)
+    with run_proxy_in_thread(kafka.bootstrap) as proxy:
+        # unscaled: kafkajs's own backoffs (300 ms doubling, retry/defaults.js); a 3 s request timeout
+        env = RunEnv(proxy.bootstrap, f"late-kafkajs-v{version}", {"request.timeout.ms": 3000}, 1.0)
+        try:
+            # a first transaction on another topic, until the coordinator is up (a fresh Kafka creates
+            # __transaction_state on the first FindCoordinator, a JVM on a loaded machine)
+            warm = [adapter.run_blocking((Operation("transaction", {"topic": "warm", "partition": 0}),), env)[0]]
+            while not warm[-1].ok and len(warm) < 5:
+                warm.append(adapter.run_blocking((Operation("transaction", {"topic": "warm", "partition": 0}),), env)[0])
+            assert warm[-1].ok, warm
+            coordinator = next(e.broker for e in events(proxy, "recv") if e.api == "EndTxn")
+            partition = next(p for p in range(3) if kafka.partition_replicas(TOPIC, p)[0].node_id != coordinator)
+            add_fault(proxy, {"match": {"api": "Produce"}, "times": 1,
+                              "action": {"type": "hold", "until": "next_txn_start", "ms": 60_000}})
+            [outcome] = adapter.run_blocking((Operation("txn_abort_then_commit", {"topic": TOPIC, "partition": partition}),),
+                                             env)
+        finally:
+            adapter.shutdown()
+        release = events(proxy, "late_release")
+    assert outcome.ok and outcome.value == "TimeoutException", outcome   # the first record failed, the commit did not
+    assert release and release[0].details["connection_open"] is True, release   # kafkajs never closed it
+    assert _read_committed(kafka.bootstrap, partition) == [b"txn-1"]

@@ -13,8 +13,11 @@
 //                                                                                 onConnect, before any SASL)
 //   retry.backoff.ms, retry.backoff.max.ms  Kafka retry.initialRetryTime (300),   retry/index.js: backoff x2
 //                                        retry.maxRetryTime (30000)               (+-20 %), capped per retry
-//   retries                              producer retry.retries (5; idempotent:   producer/index.js
-//                                        Number.MAX_SAFE_INTEGER)
+//   retries                              producer retry.retries (5, idempotent    index.js producer(),
+//                                        or not: Kafka.producer() always hands    retry/defaults.js
+//                                        createProducer a retry object, so its
+//                                        idempotent default, MAX_SAFE_INTEGER,
+//                                        never applies)
 //   acks                                 send({acks}) (-1)                        producer/messageProducer.js
 //   enable.idempotence                   producer idempotent (false)              producer/index.js
 //   transaction.timeout.ms               producer transactionTimeout (60000)      producer/eosManager

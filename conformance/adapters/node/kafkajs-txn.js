@@ -5,6 +5,8 @@
 'use strict'
 
 const { javaName, chain } = require('./kafkajs-errors')
+const FIRST = 'txn-1' // conformance/scenarios_txn_late.py: what read_committed must not read
+const SECOND = 'txn-2'
 const { now, sleep, ok, failed, close, withClient, asBytes, consumeUntil, SILENT_MEMBER, HUNG, AFTER } = require('./kafkajs-ops')
 
 async function sendOne (txn, a, value) {
@@ -31,6 +33,38 @@ async function transaction (step, ctx) {
         }
       }
       return ok(step, now() - start)
+    } catch (err) {
+      return failed(step, now() - start, err)
+    }
+  })
+}
+
+// txn_abort_then_commit: a transaction whose one record (txn-1) fails is aborted, the next writes txn-2
+// and commits, as kafkajs's documentation writes a transaction (send, then abort() on an error, commit()
+// otherwise). Timed from the abort to the commit; the value is how the first record ended (null: delivered).
+// kafkajs has no delivery.timeout.ms: the record fails when the producer's retrier gives up (5 retries, each
+// bounded by requestTimeout: retry/defaults.js, as Kafka.producer() hands every producer a retry object).
+// A failed attempt gives its sequence numbers back (producer/sendMessages.js: updateSequence(-n)), so the
+// next transaction's record reuses the failed one's sequence with the same epoch (docs/findings.md)
+async function txnAbortThenCommit (step, ctx) {
+  const a = step.args
+  return withClient(ctx, ctx.transactional(), async (p) => {
+    let start = now()
+    try {
+      await p.connect()
+      const first = await p.transaction()
+      let outcome = null
+      try {
+        await sendOne(first, a, FIRST)
+      } catch (err) {
+        outcome = javaName(err, { transactional: true })
+      }
+      start = now()
+      await first.abort()
+      const next = await p.transaction()
+      await sendOne(next, a, SECOND)
+      await next.commit()
+      return ok(step, now() - start, outcome)
     } catch (err) {
       return failed(step, now() - start, err)
     }
@@ -199,6 +233,7 @@ module.exports = {
   operations: {
     transaction,
     txn_zombie: txnZombie,
+    txn_abort_then_commit: txnAbortThenCommit,
     txn_error_probe: txnErrorProbe,
     read_committed_behind_open_txn: readCommittedBehindOpenTxn,
     join_group_held: joinGroupHeld

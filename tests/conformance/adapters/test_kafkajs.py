@@ -16,15 +16,10 @@ from conformance.scenarios import BY_ID, CATALOGUE
 
 # scenario id -> a phrase of its N/A reason
 NOT_APPLICABLE = {
-    # not the client's lack: the adapter's program does not write the step yet (declared not_driven)
-    **{sid: "txn_abort_then_commit (a transaction whose record fails is aborted, the next commits) is not written"
-       for sid in ("txn.late-produce", "txn.late-produce-v2")},
     "kip266.position-leader-black-hole": "kafkajs has no position()",
     "kip266.poll-zero": "kafkajs has no poll()",
-    "kip266.timeout-zero-warm-attempts-once": "cannot warm up its consumer before committed",
     "kip91.config-validation": "no delivery.timeout.ms and no linger.ms",
     "kip19.connection-setup-timeout": "need in-memory connections",
-    "admin.delete-records-purgatory": "always carries timeout_ms 5000",
     **{s.id: "classic group protocol only" for s in CATALOGUE if s.family.startswith("KIP-848")},
     **{s.id: "lacks share groups: kafkajs has no share consumer" for s in CATALOGUE if s.id.startswith("share.")},
     "rebootstrap.required-answer": "lacks REBOOTSTRAP_REQUIRED",
@@ -76,13 +71,16 @@ def test_the_settings_kafkajs_lacks_make_only_their_contracts_na():
 def test_a_call_that_takes_no_deadline_runs_with_the_applications():
     """kafkajs's admin and commit calls take no deadline: a step's is the application's (the
     program races the call against a timer), so the step runs; DeleteRecords' timeout is the one it
-    sends, which kafkajs cannot set, so that stays N/A."""
+    sends, which kafkajs cannot set: its fixed 5000 ms is what the purgatory contract judges (the
+    scenario's max_scale keeps the scaled call longer than it)."""
     adapter = KafkajsAdapter()
     assert adapter.supports((Operation("committed", {"group": "g", "topic": "t"}),)) == (True, "")
     assert adapter.supports((Operation("committed", {"group": "g", "topic": "t"}, timeout_s=5.0),)) == (True, "")
     assert adapter.supports((Operation("close", {"topic": "t"}, timeout_s=1.0),)) == (True, "")
-    ok, why = adapter.supports((Operation("delete_records", {"topic": "t"}, timeout_s=5.0),))
-    assert not ok and "no default.api.timeout.ms" in why
+    assert adapter.supports((Operation("delete_records", {"topic": "t"}, timeout_s=5.0),)) == (True, "")
+    scenario = BY_ID["admin.delete-records-purgatory"]
+    (call_s,) = [s.timeout_s for s in scenario.steps if s.kind == "delete_records"]
+    assert call_s / scenario.scale_in(30.0) >= 5.0   # kafkajs's fixed timeout_ms 5000 fits in the call at scale 30
     assert adapter.supports((Operation("poll", {"topic": "t"}, timeout_s=2.0),)) == (True, "")
 
 
