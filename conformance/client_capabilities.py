@@ -51,8 +51,6 @@ CAPABILITIES: tuple[Capability, ...] = (
                                       "before the next, two sends in flight, a topic listing twice"),
     Capability("transactions", "a transactional producer the application drives: init, begin, send, commit, each a "
                                "call of its own"),
-    Capability("transaction.timeout.ms < 1 s", "the client accepts a transaction.timeout.ms under one second (the txn "
-                                               "scenarios' 3 s, divided by the real-time runs' scale of 30, is 100 ms)"),
     Capability("poll(timeout)", "a poll that returns the records fetched by its deadline"),
     Capability("poll(0)", "a poll that returns at once with what is already fetched"),
     Capability("consumer calls", "the calls besides poll: committed offsets, offsets by watermark or time, topic "
@@ -89,8 +87,10 @@ CAPABILITIES: tuple[Capability, ...] = (
                                         "its virtual clock (what a dropped connection attempt needs)"),
 )
 NAMES: tuple[str, ...] = tuple(c.name for c in CAPABILITIES)
-SUB_SECOND_TXN = "transaction.timeout.ms < 1 s"
-TXN_SCALE = 30.0   # the default --scale, by which the confluent adapter judges transaction.timeout.ms
+# the default --scale; librdkafka refuses a transaction.timeout.ms under 1000 ms, so a scenario's
+# own, divided by the scale its real-time runs use, must stay at 1 s or more (its max_scale)
+TXN_SCALE = 30.0
+TXN_TIMEOUT_FLOOR_MS = 1000
 
 # the capability each consumer call needs when its step has a deadline
 _DEADLINE = {"committed": "committed(timeout)", "position": "position(timeout)", "end_offsets": "offsets(timeout)",
@@ -146,8 +146,9 @@ def needs(scenario: Scenario) -> tuple[str, ...]:
     if scenario.in_memory_only:
         want.add("in-memory connections")
     txn_timeout = scenario.client_config.get("transaction.timeout.ms")
-    if txn_timeout is not None and txn_timeout / TXN_SCALE < 1000:
-        want.add(SUB_SECOND_TXN)
+    if txn_timeout is not None and txn_timeout / scenario.scale_in(TXN_SCALE) < TXN_TIMEOUT_FLOOR_MS:
+        raise ValueError(f"{scenario.id}: transaction.timeout.ms={txn_timeout} scaled by {scenario.scale_in(TXN_SCALE):g} is "
+                         f"under {TXN_TIMEOUT_FLOOR_MS} ms, which librdkafka refuses: give the scenario a max_scale")
     return tuple(name for name in NAMES if name in want)
 
 

@@ -117,6 +117,11 @@ def visible_when_the_coordinator_aborts(operation: str) -> Contract:
 NOT_ON_KAFKA = ("its contracts read the transaction coordinator's own trace (txn_state, txn_marker), which a proxy "
                 "in front of Kafka cannot see; tests/realclients/test_transactions.py runs the clients on Kafka instead")
 
+# the two scenarios with a 3 s transaction.timeout.ms run real-time clients at most 3x faster: at
+# the default 30x it would be 100 ms, which librdkafka refuses (its transaction.timeout.ms ranges
+# from 1000 ms), so confluent-kafka could not run them at all
+SUB_SECOND_FLOOR = 3.0
+
 TXN_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="txn.coordinator-aborts-at-check-interval",
@@ -131,6 +136,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
         steps=(Operation("transaction", {"topic": "t", "partition": 0, "open_s": 12.0}),),
         broker_config={**V1, INTERVAL_KEY: 10_000},
         client_config={"transaction.timeout.ms": 3000},
+        max_scale=SUB_SECOND_FLOOR,
         contracts=(C.outcome_is("transaction", error=FENCED), aborted_at_first_check_after_timeout(),
                    commit_markers(0)),
     ),
@@ -192,6 +198,7 @@ TXN_SCENARIOS: tuple[Scenario, ...] = (
         steps=(Operation("read_committed_behind_open_txn", {"topic": "t", "partition": 0}, timeout_s=60.0),),
         broker_config={**V1, INTERVAL_KEY: 10_000},
         client_config={"transaction.timeout.ms": 3000},
+        max_scale=SUB_SECOND_FLOOR,
         contracts=(C.outcome_is("read_committed_behind_open_txn", ok=True),
                    visible_when_the_coordinator_aborts("read_committed_behind_open_txn"),
                    aborted_at_first_check_after_timeout()),

@@ -66,7 +66,7 @@ def _no_timeout(call: str) -> Lack:
 CAPABILITIES = ClientCapabilities(
     client="aiokafka", pin=Pin("pyproject.toml", "aiokafka"),
     source="https://github.com/aio-libs/aiokafka/blob/v{version}/{path}",
-    has=("linger.ms", "calls on one client", "transactions", "transaction.timeout.ms < 1 s", "poll(timeout)", "poll(0)",
+    has=("linger.ms", "calls on one client", "transactions", "poll(timeout)", "poll(0)",
          "consumer calls", "max.poll.interval.ms", "create_topics(timeout)", "delete_records(timeout)", "SASL"),
     lacks=MappingProxyType({
         "delivery.timeout.ms": Lack(

@@ -97,9 +97,6 @@ CAPABILITIES = ClientCapabilities(
             "(init_transactions(timeout), commit_transaction(timeout))", LIBRDKAFKA_CONFIGURATION,
             judged="the adapter gives message.timeout.ms the smaller of delivery.timeout.ms and max.block.ms, and each "
                    "transactional call the scenario's max.block.ms (confluent.py _producer_conf, confluent_txn.py)"),
-        "transaction.timeout.ms < 1 s": Lack(
-            "librdkafka's transaction.timeout.ms ranges from 1000 ms (CONFIGURATION.md: 1000 .. 2147483647)",
-            LIBRDKAFKA_CONFIGURATION),
         "position(timeout)": Lack(
             "Consumer.position(partitions) takes no timeout and sends nothing: it returns the fetch position "
             f"librdkafka holds locally ({CONSUMER_C} Consumer_position)", CONSUMER_C,

@@ -94,7 +94,7 @@ _FRANZ_JUDGED_BLOCK = ("the adapter gives the scenario's max.block.ms to the con
 FRANZ_CAPABILITIES = ClientCapabilities(
     client="franz-go", pin=Pin(GO_MOD, "github.com/twmb/franz-go"),
     source="https://github.com/twmb/franz-go/blob/{version}/{path}",
-    has=("delivery.timeout.ms", "linger.ms", "calls on one client", "transactions", "transaction.timeout.ms < 1 s",
+    has=("delivery.timeout.ms", "linger.ms", "calls on one client", "transactions",
          "poll(timeout)", "poll(0)", "consumer calls", "committed(timeout)", "offsets(timeout)", "list_topics(timeout)",
          "commit_sync(timeout)", "default.api.timeout.ms", "KIP-848", "create_topics(timeout)",
          "delete_records(timeout)", "SASL", "socket.connection.setup.timeout.ms",
@@ -135,7 +135,7 @@ _SARAMA_NO_DEADLINE = ("takes no deadline (no context, no timeout argument) and 
                        "only Net.ReadTimeout and its retry counts bound it")
 SARAMA_CAPABILITIES = ClientCapabilities(
     client="sarama", pin=Pin(GO_MOD, "github.com/IBM/sarama"), source="https://github.com/IBM/sarama/blob/{version}/{path}",
-    has=("linger.ms", "calls on one client", "transactions", "transaction.timeout.ms < 1 s", "poll(timeout)", "poll(0)",
+    has=("linger.ms", "calls on one client", "transactions", "poll(timeout)", "poll(0)",
          "consumer calls", "create_topics(timeout)", "delete_records(timeout)", "SASL",
          "socket.connection.setup.timeout.ms", "rebootstrap when brokers are gone"),
     lacks=MappingProxyType({

@@ -66,7 +66,7 @@ CAPABILITIES = ClientCapabilities(
     client="kafka-python", pin=Pin("pyproject.toml", "kafka-python"),
     source="https://github.com/dpkp/kafka-python/blob/{version}/{path}",
     has=("delivery.timeout.ms", "max.block.ms", "linger.ms", "calls on one client", "transactions",
-         "transaction.timeout.ms < 1 s", "poll(timeout)", "poll(0)", "consumer calls", "committed(timeout)",
+         "poll(timeout)", "poll(0)", "consumer calls", "committed(timeout)",
          "position(timeout)", "offsets(timeout)", "commit_sync(timeout)", "close(timeout)", "max.poll.interval.ms",
          "create_topics(timeout)", "delete_records(timeout)", "SASL"),
     lacks=MappingProxyType({

@@ -113,7 +113,7 @@ def _no_deadline(*steps: str) -> Lack:
 
 CAPABILITIES = ClientCapabilities(
     client="kafkajs", pin=Pin("package.json", "kafkajs"), source="https://github.com/tulios/kafkajs/blob/v{version}/{path}",
-    has=("calls on one client", "transactions", "transaction.timeout.ms < 1 s", "consumer calls", "create_topics(timeout)",
+    has=("calls on one client", "transactions", "consumer calls", "create_topics(timeout)",
          "SASL", "socket.connection.setup.timeout.ms", "rebootstrap when brokers are gone"),
     lacks=MappingProxyType({
         "delivery.timeout.ms": Lack(KAFKAJS_LACKS["delivery.timeout.ms"], PRODUCER_JS, judged=_CONTRACTS_NA),

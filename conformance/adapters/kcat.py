@@ -41,9 +41,6 @@ CAPABILITIES = ClientCapabilities(
             "kcat -P wraps its whole input in one transaction when given transactional.id, begun at start and "
             "committed when the input ends (kcat.c producer_run): no init, begin or commit an application calls "
             "and times, no second producer with the same id", "kcat.c"),
-        "transaction.timeout.ms < 1 s": Lack(
-            f"librdkafka's transaction.timeout.ms ranges from 1000 ms (CONFIGURATION.md of {KCAT_LIBRDKAFKA})",
-            CONFIGURATION),
         "poll(timeout)": Lack(f"kcat -C prints records until -c, -e or a signal ends it: no poll with a deadline; {MODES}",
                               "kcat.c"),
         "poll(0)": Lack(f"kcat -C has no poll that returns what is already fetched; {MODES}", "kcat.c"),

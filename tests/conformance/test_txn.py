@@ -74,7 +74,7 @@ def test_a_coordinator_that_aborts_at_the_timeout_fails_the_check_interval_contr
 def test_a_coordinator_that_never_fences_fails_the_fenced_outcome(monkeypatch):
     from broker_emu.transactions import coordinator
 
-    monkeypatch.setattr(coordinator.TransactionCoordinator, "_bump", lambda self, meta: None)
+    monkeypatch.setattr(coordinator.TransactionCoordinator, "_bump", lambda self, meta, last_epoch=-1: None)
     assert statuses("txn.coordinator-aborts-at-check-interval")["transaction outcome"] is Status.FAIL
 
 
@@ -93,7 +93,7 @@ def test_a_client_that_takes_concurrent_transactions_as_fatal_fails_the_retry_co
 def test_a_coordinator_that_never_fences_lets_the_zombie_commit(monkeypatch):
     from broker_emu.transactions import coordinator
 
-    monkeypatch.setattr(coordinator.TransactionCoordinator, "_bump", lambda self, meta: None)
+    monkeypatch.setattr(coordinator.TransactionCoordinator, "_bump", lambda self, meta, last_epoch=-1: None)
     assert statuses("txn.zombie-fenced-after-restart")["txn_zombie outcome"] is Status.FAIL
 
 

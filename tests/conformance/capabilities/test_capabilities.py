@@ -117,7 +117,12 @@ def test_scenarios_need_what_their_steps_and_their_point_say():
     assert needs(BY_ID["kip266.poll-zero"]) == ("poll(0)",)
     assert needs(BY_ID["kip266.committed-coordinator-black-hole"]) == ("consumer calls", "committed(timeout)")
     assert needs(BY_ID["kip266.committed-default-api-timeout"]) == ("consumer calls", "default.api.timeout.ms")
-    assert needs(BY_ID["txn.coordinator-aborts-at-check-interval"]) == ("transactions", "transaction.timeout.ms < 1 s")
+    assert needs(BY_ID["txn.coordinator-aborts-at-check-interval"]) == ("transactions",)
+    from dataclasses import replace
+
+    too_fast = replace(BY_ID["txn.coordinator-aborts-at-check-interval"], max_scale=None)   # 3 s / 30: 100 ms
+    with pytest.raises(ValueError, match="max_scale"):
+        needs(too_fast)
     assert needs(BY_ID["security.sasl-handshake-stall"]) == ("SASL", "socket.connection.setup.timeout.ms")
     assert needs(BY_ID["kip19.connection-setup-timeout"]) == ("socket.connection.setup.timeout.ms", "in-memory connections")
     assert needs(BY_ID["admin.delete-records-purgatory"]) == ("calls on one client", "delete_records(timeout)")
