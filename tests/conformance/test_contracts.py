@@ -248,3 +248,19 @@ def test_held_request_abandoned_at_the_request_timeout_fails_as_abandoned():
     v = C.held_without_disconnect("JoinGroup", "request.timeout.ms").check(
         Evidence([], answered, {"request.timeout.ms": 333}, scale=30.0, client_id="c", slack_ms=150.0))
     assert not v.passed and "did not exercise a held request" in v.message
+
+
+def test_a_refusal_names_the_settings_in_kafkas_spelling_or_the_clients_keyword_spelling():
+    """kafka-python refuses delivery_timeout_ms < linger_ms + request_timeout_ms naming the settings as
+    its application wrote them; a message that leaves one out still fails."""
+    names = C.error_names("configure_producer", "delivery.timeout.ms", "linger.ms", "request.timeout.ms")
+
+    def refused(message):
+        return evidence([], [Outcome("configure_producer", False, 0.0, "ConfigException", message)])
+
+    kafka_python = "KafkaConfigurationError: Must set delivery_timeout_ms higher than linger_ms + request_timeout_ms"
+    assert names.check(refused(kafka_python)).passed
+    java = "delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"
+    assert names.check(refused(java)).passed
+    v = names.check(refused("Must set delivery_timeout_ms higher than linger_ms"))
+    assert not v.passed and "request.timeout.ms" in v.message
