@@ -264,3 +264,21 @@ def test_a_refusal_names_the_settings_in_kafkas_spelling_or_the_clients_keyword_
     assert names.check(refused(java)).passed
     v = names.check(refused("Must set delivery_timeout_ms higher than linger_ms"))
     assert not v.passed and "request.timeout.ms" in v.message
+
+
+def test_max_block_is_judged_where_librdkafkas_one_second_scan_is_inside_the_tolerance():
+    """librdkafka fails an unknown topic's record at message.timeout.ms (its max.block.ms stand-in), found
+    by a scan once a second. The scenario runs unscaled whatever the run's scale, where up to a second late
+    passes; at scale 30 (333 ms) the same second failed confluent-kafka and kcat, and still would."""
+    from conformance.scenarios import CATALOGUE
+
+    scenario = next(s for s in CATALOGUE if s.id == "kip91.max-block-missing-topic")
+    (contract,) = [c for c in scenario.contracts if c.name == "produce returns at its deadline"]
+
+    def run(scale):
+        want = scenario.client_config["max.block.ms"] / scale
+        late = Outcome("produce", False, (want + 990.0) / 1000, "TimeoutException", "Local: Message timed out")
+        return contract.check(Evidence([late], [], {"max.block.ms": want}, scale=scale, client_id="c", slack_ms=150.0))
+
+    assert run(scenario.scale_in(30.0)).passed
+    assert not run(30.0).passed
