@@ -332,14 +332,22 @@ def nothing_outlives_the_call(api: str, operation: str, *, min_attempts: int = 2
     return Contract(f"no {api} attempt outlives {operation}", check, side="server")
 
 
+def _names_setting(message: str, setting: str) -> bool:
+    """Whether ``message`` names ``setting`` as Kafka spells it (``delivery.timeout.ms``) or as a
+    client whose settings are keyword arguments does (kafka-python's ``delivery_timeout_ms``): an
+    application reads the name it wrote in its own configuration."""
+    return setting in message or setting.replace(".", "_") in message
+
+
 def error_names(operation: str, *words: str) -> Contract:
-    """The failure explains itself: its message names each of ``words`` (the settings involved)."""
+    """The failure explains itself: its message names each of ``words`` (the settings involved),
+    in Kafka's spelling or in the client's own keyword spelling."""
 
     def check(ev: Evidence) -> Verdict:
         o = _outcome(ev, operation)
         if o is None or o.ok:
             return Verdict(False, message=f"{operation} did not fail")
-        missing = [w for w in words if w not in (o.error_message or "")]
+        missing = [w for w in words if not _names_setting(o.error_message or "", w)]
         figure = f"names {', '.join(w for w in words if w not in missing)}"
         if missing:
             return Verdict(False, figure, f"the message does not name {', '.join(missing)}: {o.error_message!r}")

@@ -224,6 +224,10 @@ CATALOGUE += (
         needs_faults=False,
         client_config={"max.block.ms": 10_000, "request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT},
         needs=("max.block.ms",),
+        # unscaled: librdkafka (which has no max.block.ms: its message.timeout.ms stands in) finds expired
+        # records by a scan once a second, 10 % of max.block.ms here but 300 % of it at scale 30, where
+        # confluent-kafka and kcat failed by 0.7 s and passed at full length (docs/findings.md)
+        max_scale=1.0,
         contracts=(C.outcome_is("produce", error="TimeoutException"),
                    C.returns_within("produce", "max.block.ms", early_ms=100, late_fraction=0.2)),
     ),

@@ -248,3 +248,37 @@ def test_held_request_abandoned_at_the_request_timeout_fails_as_abandoned():
     v = C.held_without_disconnect("JoinGroup", "request.timeout.ms").check(
         Evidence([], answered, {"request.timeout.ms": 333}, scale=30.0, client_id="c", slack_ms=150.0))
     assert not v.passed and "did not exercise a held request" in v.message
+
+
+def test_a_refusal_names_the_settings_in_kafkas_spelling_or_the_clients_keyword_spelling():
+    """kafka-python refuses delivery_timeout_ms < linger_ms + request_timeout_ms naming the settings as
+    its application wrote them; a message that leaves one out still fails."""
+    names = C.error_names("configure_producer", "delivery.timeout.ms", "linger.ms", "request.timeout.ms")
+
+    def refused(message):
+        return evidence([], [Outcome("configure_producer", False, 0.0, "ConfigException", message)])
+
+    kafka_python = "KafkaConfigurationError: Must set delivery_timeout_ms higher than linger_ms + request_timeout_ms"
+    assert names.check(refused(kafka_python)).passed
+    java = "delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"
+    assert names.check(refused(java)).passed
+    v = names.check(refused("Must set delivery_timeout_ms higher than linger_ms"))
+    assert not v.passed and "request.timeout.ms" in v.message
+
+
+def test_max_block_is_judged_where_librdkafkas_one_second_scan_is_inside_the_tolerance():
+    """librdkafka fails an unknown topic's record at message.timeout.ms (its max.block.ms stand-in), found
+    by a scan once a second. The scenario runs unscaled whatever the run's scale, where up to a second late
+    passes; at scale 30 (333 ms) the same second failed confluent-kafka and kcat, and still would."""
+    from conformance.scenarios import CATALOGUE
+
+    scenario = next(s for s in CATALOGUE if s.id == "kip91.max-block-missing-topic")
+    (contract,) = [c for c in scenario.contracts if c.name == "produce returns at its deadline"]
+
+    def run(scale):
+        want = scenario.client_config["max.block.ms"] / scale
+        late = Outcome("produce", False, (want + 990.0) / 1000, "TimeoutException", "Local: Message timed out")
+        return contract.check(Evidence([late], [], {"max.block.ms": want}, scale=scale, client_id="c", slack_ms=150.0))
+
+    assert run(scenario.scale_in(30.0)).passed
+    assert not run(30.0).passed

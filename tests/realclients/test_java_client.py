@@ -149,3 +149,29 @@ def test_consumer_protocol_calls_without_membership(cluster):
         assert one(adapter, cluster.bootstrap, "committed", 5.0, group="cpg", topic="t", partition=1).value == 1
     finally:
         adapter.shutdown()
+
+
+def test_a_new_jvm_produces_polls_and_commits_once_on_a_cluster_of_its_own_before_its_first_run():
+    """A cold JVM loaded the consumer inside the timed call (poll(67 ms) returned 0.5-7 s late), so
+    each new adapter program warms up first; its requests go to a throwaway cluster, and each
+    warm-up step must succeed, or the JVM is left as cold as before."""
+    adapter = JavaAdapter()
+    sent: list[tuple[dict, dict]] = []
+    call = adapter._call
+
+    def recording(request, timeout_s):
+        answer = call(request, timeout_s)
+        sent.append((request, answer))
+        return answer
+
+    adapter._call = recording   # type: ignore[method-assign]
+    try:
+        _require_java(adapter)
+        adapter.hello()   # already started: no second warm-up
+    finally:
+        adapter.shutdown()
+    runs = [(q, a) for q, a in sent if q["cmd"] == "run"]
+    assert [q["cmd"] for q, _ in sent] == ["hello", "run"]
+    (request, answer), = runs
+    assert [s["kind"] for s in request["steps"]] == ["produce", "poll", "transaction"]
+    assert [o["ok"] for o in answer["outcomes"]] == [True, True, True], answer["outcomes"]
