@@ -24,6 +24,8 @@ around that call:
     close               KafkaConsumer.close(CloseOptions.timeout(d))      the step's timeout, else close()'s own 30 s
     admin_list_topics   Admin.listTopics(ListTopicsOptions.timeoutMs)     the step's timeout, else the admin's
                                                                           default.api.timeout.ms
+    join_group_held     subscribe + poll: a silent member, then the       JoinGroup's own: max.poll.interval.ms + 5 s
+                        timed one, until it owns partitions               (classic protocol only: JoinGroupHeld.java)
 
 The share steps (``share_lock_expires``, ``share_renew``, ``share_ack_black_holed``,
 ``share_delivery_limit``, ``share_close_pending``: conformance/scenarios_share.py) are stories told
@@ -86,7 +88,7 @@ JAVA_OPERATIONS = frozenset({
     "produce_pipelined", "transaction", "txn_zombie", "read_committed_behind_open_txn", "txn_abort_then_commit",
     "txn_error_probe",
     "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit",
-    "kip848_coordinator_dies", "create_topics", "delete_records",
+    "kip848_coordinator_dies", "create_topics", "delete_records", "join_group_held",
     # the share scenarios' stories (ShareSteps.java), each on KafkaShareConsumers of its own
     "share_lock_expires", "share_renew", "share_ack_black_holed", "share_delivery_limit", "share_close_pending",
 })
@@ -95,10 +97,14 @@ SHARE_SCALED_MS = ("process_ms", "renew_ms", "watch_ms", "close_ms")
 # what the Java client does through a consumer group's membership (KIP-848's ConsumerGroupHeartbeat
 # under group.protocol=consumer). Offsets by the coordinator (committed, commit_sync: FindCoordinator,
 # OffsetFetch, OffsetCommit without a member epoch) need no membership and run everywhere.
-GROUP_OPERATIONS = frozenset({"join_group_held", "kip848_heartbeats", "kip848_late_poll", "kip848_member_crash",
+GROUP_OPERATIONS = frozenset({"kip848_heartbeats", "kip848_late_poll", "kip848_member_crash",
                               "kip848_slow_revoke", "kip848_stale_commit", "kip848_coordinator_dies"})
-JOIN_GROUP_HELD_NOT_WRITTEN = ("join_group_held (a silent first member, client.id SILENT_MEMBER, then a second member's timed join) "
-                 "is not in the Java program yet")
+# server.joingroup-held is about a classic JoinGroup the coordinator holds (DelayedJoin): under
+# group.protocol=consumer the Java client sends none (AsyncKafkaConsumer's membership is
+# ConsumerGroupHeartbeat; only ClassicKafkaConsumer's AbstractCoordinator builds a JoinGroupRequest)
+JOIN_GROUP_HELD_CLASSIC_ONLY = ("join_group_held times a classic JoinGroup the coordinator holds; under group.protocol=consumer "
+                                "kafka-clients sends no JoinGroup (AsyncKafkaConsumer joins by ConsumerGroupHeartbeat): the "
+                                "java adapter runs it, the same client with group.protocol=classic")
 
 
 # kafka-clients has every capability of the table; what it lacks is the emulator's in-memory connections
@@ -108,12 +114,11 @@ _JAVA_HAS = tuple(n for n in NAMES if n != "in-memory connections")
 _JAVA_LACKS = MappingProxyType({"in-memory connections": real_sockets("kafka-clients")})
 JAVA_CAPABILITIES = ClientCapabilities(
     client="java", pin=_JAVA_PIN, source=_JAVA_SOURCE, has=_JAVA_HAS, lacks=_JAVA_LACKS,
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NOT_WRITTEN,
-                                 "KIP-848": ("this adapter runs kafka-clients with group.protocol=classic: the "
+    not_driven=MappingProxyType({"KIP-848": ("this adapter runs kafka-clients with group.protocol=classic: the "
                                              "java-consumer-protocol adapter runs the KIP-848 steps")}))
 JAVA_CONSUMER_PROTOCOL_CAPABILITIES = ClientCapabilities(
     client="java-consumer-protocol", pin=_JAVA_PIN, source=_JAVA_SOURCE, has=_JAVA_HAS, lacks=_JAVA_LACKS,
-    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NOT_WRITTEN,
+    not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_CLASSIC_ONLY,
                                  "share groups": ("KafkaShareConsumer has no group.protocol: the java adapter runs the "
                                                   "share scenarios, the same client")}))
 
@@ -186,8 +191,8 @@ class JavaAdapter(LineProtocolAdapter):
         return f"the Java adapter is not built ({adapter_jar()} missing): {install_hint('dev/build-adapters/java')}"
 
     def supports(self, steps: tuple[Operation, ...]) -> tuple[bool, str]:
-        if any(s.kind == "join_group_held" for s in steps):
-            return False, JOIN_GROUP_HELD_NOT_WRITTEN
+        if self.group_protocol != "classic" and any(s.kind == "join_group_held" for s in steps):
+            return False, JOIN_GROUP_HELD_CLASSIC_ONLY
         if self.group_protocol == "classic" and any(s.kind.startswith("kip848_") for s in steps):
             return False, "a KIP-848 step: the java-consumer-protocol adapter runs it (group.protocol=consumer)"
         return super().supports(steps)

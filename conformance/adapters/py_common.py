@@ -176,10 +176,10 @@ def not_created(step: Operation, elapsed_s: float, exc: BaseException, what: str
 # why join_group_held is N/A for an adapter that lacks the step though its client can join a
 # group: the operation (two consumers of one group, the first with client.id SILENT_MEMBER, whose
 # heartbeats the scenario black-holes) is written for our two faces, confluent-kafka, kafka-python,
-# aiokafka, kafkajs, franz-go and Sarama
+# aiokafka, kafkajs, franz-go, Sarama and the Java client (group.protocol=classic)
 JOIN_GROUP_HELD_NA = ("join_group_held (a silent first member, client.id SILENT_MEMBER, then a second member's timed "
                       "join) is not written for this adapter yet; the adapters of our client, confluent-kafka, "
-                      "kafka-python, aiokafka, kafkajs, franz-go and Sarama run it")
+                      "kafka-python, aiokafka, kafkajs, franz-go, Sarama and java run it")
 
 
 def supports_here(adapter: Adapter, steps: tuple[Operation, ...]) -> tuple[bool, str]:

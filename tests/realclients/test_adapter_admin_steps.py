@@ -3,7 +3,8 @@ step's deadline is the call's timeout_ms, so a controller slower than the call a
 REQUEST_TIMED_OUT at that deadline, reported as Kafka's TimeoutException, and creates nothing;
 delete_records moves the low watermark. And aiokafka's join_group_held cell: its JoinGroup is an
 ordinary request under request_timeout_ms, so it abandons the held join (docs/findings.md), and
-Sarama's, under Net.ReadTimeout. And
+Sarama's, under Net.ReadTimeout; the Java client's (classic protocol) waits it out, and its
+group.protocol=consumer column, which sends no JoinGroup, stays out of the cell. And
 confluent-kafka's share consumer telling the share family's stories."""
 
 import importlib
@@ -98,6 +99,49 @@ def test_sarama_abandons_a_held_join_group_at_net_read_timeout():
     waited = float(detail.split(" ms into the wait")[0].rsplit(" ", 1)[1])
     # about Net.ReadTimeout (10 s / 10: the scenario's max_scale), well short of the 20 s session (2 s)
     assert 800 <= waited < 1800, detail
+
+
+def test_java_waits_out_a_held_join_group():
+    """The same cell for the Java client (JoinGroupHeld.java, group.protocol=classic): it reads
+    JoinGroup for max.poll.interval.ms + 5 s (AbstractCoordinator.JOIN_GROUP_TIMEOUT_LAPSE), so the
+    held join is answered on its connection when the coordinator expels the silent member."""
+    from conformance.adapters.java_client import JavaAdapter
+    from conformance.runner import Plan, run_plan
+    from conformance.scenarios import BY_ID
+    from tests.realclients.test_java_client import _require_java
+
+    adapter = JavaAdapter()
+    _require_java(adapter)
+    try:
+        [result] = run_plan(Plan([BY_ID["server.joingroup-held"]], [adapter]))
+    finally:
+        adapter.shutdown()
+    verdicts = {name: (status, detail) for name, status, detail in result.contracts}
+    assert result.status is Status.PASS, verdicts
+    detail = verdicts["JoinGroup held without a client disconnect"][1]
+    held_s = float(detail.split("JoinGroup held ")[1].split(" ")[0])
+    # past request.timeout.ms (10 s / 10, the scenario's max_scale), ended by the 20 s session (2 s)
+    assert 1.0 < held_s <= 2.5, detail
+
+
+def test_java_consumer_protocol_has_no_join_group_to_hold():
+    """Under group.protocol=consumer kafka-clients joins by ConsumerGroupHeartbeat: the cell is N/A
+    and says so, and the program, asked anyway, refuses rather than time another protocol's join."""
+    from conformance.adapters.java_client import JavaConsumerProtocolAdapter
+    from conformance.scenarios import BY_ID
+    from tests.realclients.test_java_client import _require_java
+
+    adapter = JavaConsumerProtocolAdapter(broker_has_kip848=True)
+    ok, why = adapter.supports_scenario(BY_ID["server.joingroup-held"])
+    assert not ok and "sends no JoinGroup" in why, why
+    _require_java(adapter)
+    try:
+        # no broker is needed: the step refuses before it builds a consumer
+        [outcome] = adapter.run_blocking((Operation("join_group_held", {}, 5.0),), RunEnv("127.0.0.1:9", "j848", {}))
+    finally:
+        adapter.shutdown()
+    assert (outcome.ok, outcome.error_type) == (False, "IllegalArgumentException"), outcome
+    assert "group.protocol=consumer" in (outcome.error_message or ""), outcome
 
 
 def test_confluent_kafkas_share_consumer_runs_the_share_stories():

@@ -36,7 +36,7 @@ final class Ops {
             "admin_list_topics", "configure_producer", "produce_pipelined", "transaction", "txn_zombie",
             "read_committed_behind_open_txn", "txn_abort_then_commit", "txn_error_probe", "kip848_heartbeats", "kip848_late_poll",
             "kip848_member_crash", "kip848_slow_revoke", "kip848_stale_commit", "kip848_coordinator_dies",
-            "create_topics", "delete_records");
+            "create_topics", "delete_records", JoinGroupHeld.KIND);
 
     static final Duration CLOSE_AFTER_STEP = Duration.ofSeconds(1);
 
@@ -63,6 +63,7 @@ final class Ops {
             case "kip848_stale_commit" -> Kip848.staleCommit(run, args, timeoutMs);
             case "kip848_coordinator_dies" -> Kip848.coordinatorDies(run, args, timeoutMs);
             case "read_committed_behind_open_txn" -> Txn.readCommittedBehindOpenTxn(run, args, timeoutMs);
+            case JoinGroupHeld.KIND -> JoinGroupHeld.run(run, args, timeoutMs);
             case "configure_producer" -> configureProducer(run);
             case "admin_list_topics" -> adminListTopics(run, args, timeoutMs);
             case "create_topics" -> AdminOps.createTopics(run, args, timeoutMs);
