@@ -38,7 +38,7 @@ from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
 from conformance.adapters.py_common import (
     NO_SETUP_TIMEOUT,
-    lacks_setup_timeout,
+    SETUP_TIMEOUT_JUDGED,
     not_created,
     offsets_value,
     python_sasl,
@@ -52,7 +52,7 @@ from conformance.adapters.py_common import (
 )
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 from conformance.extras import client_missing
-from conformance.model import SILENT_MEMBER, Operation, Outcome, Scenario
+from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 CONSUMER_PY, PRODUCER_PY = "aiokafka/consumer/consumer.py", "aiokafka/producer/producer.py"
 _CANCELLED = ("an asyncio application cancels it at its deadline: the adapter gives the step's with asyncio.timeout "
@@ -95,7 +95,8 @@ CAPABILITIES = ClientCapabilities(
             f"aiokafka has no group.protocol setting (AIOKafkaConsumer, {CONSUMER_PY}): its consumer joins with "
             "JoinGroup/SyncGroup (aiokafka/consumer/group_coordinator.py CoordinatorGroupRebalance)",
             "aiokafka/consumer/group_coordinator.py"),
-        "socket.connection.setup.timeout.ms": Lack(NO_SETUP_TIMEOUT["aiokafka"], "aiokafka/conn.py"),
+        "socket.connection.setup.timeout.ms": Lack(NO_SETUP_TIMEOUT["aiokafka"], "aiokafka/conn.py",
+                                                   judged=SETUP_TIMEOUT_JUDGED),
         **lacks_rebootstrap(
             f"aiokafka has no metadata_recovery_strategy (AIOKafkaProducer.__init__, {PRODUCER_PY}; AIOKafkaClient, "
             "aiokafka/client.py) and nothing in it handles REBOOTSTRAP_REQUIRED: it keeps asking the brokers it "
@@ -189,9 +190,6 @@ class AiokafkaAdapter(RealTimeAdapter):
         acks = c.get("acks", "all")
         return AIOKafkaProducer(**self._common(env), acks="all" if acks in ("all", "-1", -1) else int(acks),
                                 enable_idempotence=bool(c.get("enable.idempotence", False)), **{"linger_ms": 0, **settings})
-
-    def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:
-        return lacks_setup_timeout(self, scenario) or super().supports_scenario(scenario)
 
     async def _configure_producer(self, step: Operation, env: RunEnv) -> Outcome:
         """AIOKafkaProducer(**config) with the scenario's settings under aiokafka's names. It has

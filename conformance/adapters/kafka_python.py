@@ -34,7 +34,7 @@ from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.py_common import (
     NO_SETUP_TIMEOUT,
-    lacks_setup_timeout,
+    SETUP_TIMEOUT_JUDGED,
     not_created,
     offsets_value,
     python_sasl,
@@ -47,7 +47,7 @@ from conformance.adapters.py_common import (
 )
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
 from conformance.extras import client_missing
-from conformance.model import SILENT_MEMBER, Operation, Outcome, Scenario
+from conformance.model import SILENT_MEMBER, Operation, Outcome
 
 
 def _error_type(exc: BaseException) -> str:
@@ -86,7 +86,7 @@ CAPABILITIES = ClientCapabilities(
             "kafka/coordinator/base.py"),
         "socket.connection.setup.timeout.ms": Lack(
             f"{NO_SETUP_TIMEOUT['kafka-python']}; neither KafkaProducer.DEFAULT_CONFIG ({PRODUCER_PY}) nor "
-            "KafkaConsumer.DEFAULT_CONFIG has such a setting", PRODUCER_PY),
+            "KafkaConsumer.DEFAULT_CONFIG has such a setting", PRODUCER_PY, judged=SETUP_TIMEOUT_JUDGED),
         **lacks_rebootstrap(
             f"kafka-python has no metadata_recovery_strategy: neither KafkaProducer.DEFAULT_CONFIG ({PRODUCER_PY}) "
             "nor KafkaConsumer.DEFAULT_CONFIG has it or a rebootstrap trigger, and nothing in the client handles "
@@ -136,9 +136,6 @@ class KafkaPythonAdapter(RealTimeAdapter):
 
     def _read_committed_behind_open_txn(self, step: Operation, env: RunEnv) -> Outcome:
         return py_txn.kp_read_committed(self, step, env)
-
-    def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:
-        return lacks_setup_timeout(self, scenario) or super().supports_scenario(scenario)
 
     def _common(self, env: RunEnv) -> dict:
         c = env.config
