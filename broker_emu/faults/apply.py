@@ -61,10 +61,13 @@ class FaultedConnection(Protocol):
 
 async def on_connect(conn: FaultedConnection) -> bool:
     """The connection rules, as the connection opens; False: it was refused (and is closed)."""
-    in_memory = conn.addr.startswith("memory:")   # drop_connects was decided before connecting
+    # drop_connects was decided before connecting: in memory by Cluster.open_connection, on a
+    # broker's TCP listener by its SYN gate (broker_emu/dropped_connects.py); only the front
+    # door's TCP listener still has it act as accept_never_read
+    via_bootstrap = getattr(conn, "via_bootstrap", False)
+    decided = conn.addr.startswith("memory:") or not via_bootstrap
     for rule in conn.cluster.faults.on_connect(conn.broker.id, conn.id, conn.cluster.now_ms(),
-                                               skip="drop_connects" if in_memory else None,
-                                               bootstrap=getattr(conn, "via_bootstrap", False)):
+                                               skip="drop_connects" if decided else None, bootstrap=via_bootstrap):
         conn.trace(Kind.FAULT_APPLIED, details={"rule": rule.id, "action": rule.action.to_dict()})
         kind = rule.action.type
         if kind == "refuse_connections":
