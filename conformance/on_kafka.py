@@ -58,8 +58,6 @@ BROKER_INTERNAL = ("reads the emulator's events inside its broker (share partiti
 
 def kafka_support(scenario: Scenario, brokers: int) -> str:
     """"" when the scenario can run on a real ``brokers``-node cluster behind the proxy, else why not."""
-    if scenario.in_memory_only:
-        return scenario.in_memory_only
     if scenario.not_on_kafka:
         return scenario.not_on_kafka
     named = max(BrokerNumbers.named(scenario), default=-1)

@@ -37,8 +37,7 @@ def run_real_time(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
         cluster = tc.cluster
         assert cluster is not None  # start() returned: the cluster is up
         tc.call(apply_setup, cluster, scenario, scale)
-        env = RunEnv(tc.call(bootstrap_of, cluster, scenario), client_id, scale_config(scenario.client_config, scale), scale,
-                     memory=tc if scenario.in_memory_only and adapter.in_memory else None)
+        env = RunEnv(tc.call(bootstrap_of, cluster, scenario), client_id, scale_config(scenario.client_config, scale), scale)
         steps = tuple(replace(s, timeout_s=None if s.timeout_s is None else s.timeout_s / scale) for s in scenario.steps)
         outcomes = _run_blocking(adapter, steps, env)
         trace = tc.call(lambda: list(cluster.trace.events))
@@ -119,8 +118,6 @@ def applicable(scenario: Scenario, adapter: Adapter) -> tuple[bool, str]:
     why_not = why_not if ok else name_the_capability(adapter, scenario, why_not)   # "lacks X: ..." (docs/clients.md)
     if ok and needs_sasl(scenario) and not adapter.sasl:
         ok, why_not = False, f"the {adapter.name} adapter does not pass SASL settings to its client yet"
-    if ok and scenario.in_memory_only and not (adapter.virtual_time or adapter.in_memory):
-        ok, why_not = False, scenario.in_memory_only
     return ok, why_not
 
 

@@ -50,7 +50,7 @@ from conformance.adapters.py_common import (
     warm_up_failed,
     watchdog_s,
 )
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap
 from conformance.extras import client_missing
 from conformance.model import SILENT_MEMBER, Operation, Outcome, Scenario
 
@@ -102,7 +102,7 @@ CAPABILITIES = ClientCapabilities(
             "learnt of", "aiokafka/client.py"),
         "share groups": Lack("aiokafka has no share consumer: AIOKafkaConsumer joins classic groups only (aiokafka/consumer/"
                              "group_coordinator.py), no ShareFetch in its protocol", "aiokafka/consumer/group_coordinator.py"),
-        "in-memory connections": real_sockets("aiokafka"),
+        "socket.connection.setup.timeout.max.ms": Lack(NO_SETUP_TIMEOUT["aiokafka"], "aiokafka/conn.py"),
     }),
 )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from conformance.adapters.py_common import JOIN_GROUP_HELD_NA
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, fixed_setup_timeout, lacks_rebootstrap
 
 GO_MOD = "conformance/adapters/go/go.mod"
 
@@ -124,7 +124,8 @@ FRANZ_CAPABILITIES = ClientCapabilities(
             "OnRebootstrapRequired, pkg/kgo/config.go), and a Metadata answer with no brokers wipes every broker it "
             "discovered, falling back to its seeds at once (Client.updateBrokers, pkg/kgo/client.go)",
             "pkg/kgo/client.go", names=("metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
-        "in-memory connections": real_sockets("franz-go"),
+        "socket.connection.setup.timeout.max.ms": fixed_setup_timeout("kgo", "DialTimeout (a net.Dialer's Timeout: pkg/kgo/config.go, "
+                                                  "pkg/kgo/client.go)", "pkg/kgo/config.go"),
     }),
     not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA, "share groups": SHARE_NOT_DRIVEN}),
     notes=MappingProxyType({"delivery.timeout.ms": "kgo.RecordDeliveryTimeout", "linger.ms": "kgo.ProducerLinger",
@@ -175,7 +176,7 @@ SARAMA_CAPABILITIES = ClientCapabilities(
             names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "share groups": Lack("sarama has no share consumer: allocateBody knows no ShareGroupHeartbeat or ShareFetch "
                              "(request.go)", "request.go"),
-        "in-memory connections": real_sockets("sarama"),
+        "socket.connection.setup.timeout.max.ms": fixed_setup_timeout("sarama", "Net.DialTimeout (a net.Dialer's Timeout: config.go)", "config.go"),
     }),
     not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NA}),
     notes=MappingProxyType({"linger.ms": "Producer.Flush.Frequency", "socket.connection.setup.timeout.ms": "Net.DialTimeout",

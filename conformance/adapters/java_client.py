@@ -62,7 +62,7 @@ from typing import Any
 from conformance.adapters.base import CONSUMER_CALLS, RunEnv, scaled_ms
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.cache_dir import cache_dir, install_hint
-from conformance.client_capabilities import NAMES, ClientCapabilities, Pin, real_sockets
+from conformance.client_capabilities import NAMES, ClientCapabilities, Pin
 from conformance.model import Operation, Outcome
 
 # Kafka's defaults (ms) for the Java client's timers, scaled with the run unless the scenario sets them
@@ -100,11 +100,11 @@ JOIN_GROUP_HELD_NOT_WRITTEN = ("join_group_held (a silent first member, client.i
                  "is not in the Java program yet")
 
 
-# kafka-clients has every capability of the table; what it lacks is the emulator's in-memory connections
+# kafka-clients has every capability of the table
 _JAVA_PIN = Pin("conformance/adapters/java/pom.xml", "kafka.version")
 _JAVA_SOURCE = "https://github.com/apache/kafka/blob/{version}/{path}"
-_JAVA_HAS = tuple(n for n in NAMES if n != "in-memory connections")
-_JAVA_LACKS = MappingProxyType({"in-memory connections": real_sockets("kafka-clients")})
+_JAVA_HAS = NAMES
+_JAVA_LACKS: MappingProxyType = MappingProxyType({})
 JAVA_CAPABILITIES = ClientCapabilities(
     client="java", pin=_JAVA_PIN, source=_JAVA_SOURCE, has=_JAVA_HAS, lacks=_JAVA_LACKS,
     not_driven=MappingProxyType({"join_group_held": JOIN_GROUP_HELD_NOT_WRITTEN,

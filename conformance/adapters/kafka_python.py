@@ -45,7 +45,7 @@ from conformance.adapters.py_common import (
     warm_step,
     warm_up_failed,
 )
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap
 from conformance.extras import client_missing
 from conformance.model import SILENT_MEMBER, Operation, Outcome, Scenario
 
@@ -93,7 +93,7 @@ CAPABILITIES = ClientCapabilities(
             "REBOOTSTRAP_REQUIRED: it keeps asking the brokers it learnt of", PRODUCER_PY),
         "share groups": Lack("kafka-python has no share consumer: KafkaConsumer only (kafka/consumer/group.py); ShareFetch and "
                              "ShareGroupHeartbeat appear only as API key names (kafka/protocol/api_key.py)", "kafka/protocol/api_key.py"),
-        "in-memory connections": real_sockets("kafka-python"),
+        "socket.connection.setup.timeout.max.ms": Lack(NO_SETUP_TIMEOUT["kafka-python"], PRODUCER_PY),
     }),
     notes=MappingProxyType({
         "max.block.ms": "max_block_ms bounds send()'s wait for metadata; the transactional calls wait for the "

@@ -26,6 +26,7 @@ from typing import Any, Awaitable, Callable, Iterable
 
 from client.consumer.records import TopicPartition
 from conformance.adapters.base import Adapter, RunEnv
+from conformance.client_capabilities import needs
 from conformance.model import Operation, Outcome
 
 # the unscaled defaults a real-time run divides by its scale when the scenario sets neither
@@ -55,7 +56,7 @@ NO_SETUP_TIMEOUT = {
 
 def lacks_setup_timeout(adapter: Adapter, scenario: Any) -> tuple[bool, str] | None:
     """n/a for the scenarios whose contract is the connection setup timeout, which these clients lack."""
-    if scenario.id == "security.sasl-handshake-stall":
+    if "socket.connection.setup.timeout.ms" in needs(scenario):
         return False, NO_SETUP_TIMEOUT[adapter.name]
     return None
 

@@ -106,7 +106,8 @@ def test_scenarios_need_what_their_steps_and_their_point_say():
     assert needs(BY_ID["kip266.committed-default-api-timeout"]) == ("consumer calls", "default.api.timeout.ms")
     assert needs(BY_ID["txn.coordinator-aborts-at-check-interval"]) == ("transactions", "transaction.timeout.ms < 1 s")
     assert needs(BY_ID["security.sasl-handshake-stall"]) == ("SASL", "socket.connection.setup.timeout.ms")
-    assert needs(BY_ID["kip19.connection-setup-timeout"]) == ("socket.connection.setup.timeout.ms", "in-memory connections")
+    assert needs(BY_ID["kip19.connection-setup-timeout"]) == ("socket.connection.setup.timeout.ms",
+                                                              "socket.connection.setup.timeout.max.ms")
     assert needs(BY_ID["admin.delete-records-purgatory"]) == ("calls on one client", "delete_records(timeout)")
     every = {name for s in CATALOGUE for name in needs(s)}
     assert every == set(NAMES), f"no scenario needs {set(NAMES) - every}"
