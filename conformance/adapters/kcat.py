@@ -153,7 +153,8 @@ class KcatAdapter(RealTimeAdapter):
 def _passed_through(config: dict) -> list[str]:
     """The scenario's settings librdkafka takes under Kafka's names (its sasl.mechanism is an
     alias of sasl.mechanisms)."""
-    keys = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "socket.connection.setup.timeout.ms")
+    keys = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "socket.connection.setup.timeout.ms",
+            "reconnect.backoff.ms", "reconnect.backoff.max.ms")
     return [arg for k in keys if k in config for arg in ("-X", f"{k}={config[k]}")]
 
 
