@@ -86,8 +86,6 @@ def _rule_support(rule: dict[str, Any], brokers: int) -> str:
     if kind == "stop_broker":
         return ("stops a broker: through the proxy that is only a network partition, the real broker keeps "
                 "its leaderships, so no failover happens")
-    if kind == "drop_connects":
-        return "drops connection attempts: needs in-memory connections"
     return ""
 
 

@@ -420,7 +420,9 @@ CATALOGUE += (
                   "(30 s). The record fails at delivery.timeout.ms, still in the accumulator."),
         references=("KIP-19", "KIP-601", "KIP-91"),
         steps=(PRODUCE,),
-        faults=({"match": {"broker": 1}, "action": "drop_connects"},),
+        # the leader placed at the start, so that through the proxy a real cluster's leader is broker 1 too
+        faults=({"move_leader": {"topic": "t", "partition": 0, "broker": 1}, "at_ms": 0},
+                {"match": {"broker": 1}, "action": "drop_connects"}),
         client_config={"request.timeout.ms": REQUEST_TIMEOUT, "delivery.timeout.ms": DELIVERY_TIMEOUT, "acks": "all",
                        "socket.connection.setup.timeout.ms": 10_000, "socket.connection.setup.timeout.max.ms": 30_000,
                        "reconnect.backoff.max.ms": 1_000},

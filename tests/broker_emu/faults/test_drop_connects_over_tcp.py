@@ -114,3 +114,27 @@ def test_a_stopped_broker_a_restart_and_a_rule_lifted_twice():
         assert _api_versions_answered(port)
         tc.acall(tc.cluster.stop_broker, 1)           # stopping it again closes nothing twice
         assert tc.call(lambda: [e for e in tc.cluster.trace.events if e.kind == "handler_error"]) == []
+
+
+def test_which_rules_cover_a_brokers_listener():
+    """Pure: the window and times hold; a rule for one connection id or for the bootstrap address
+    never covers a broker's own listener (an attempt has no id, and it is not the front door)."""
+    from broker_emu.faults.engine import FaultEngine
+
+    engine = FaultEngine(brokers={0, 1})
+    seen: list[int] = []
+    unwatch = engine.watch(lambda: seen.append(len(engine.rules)))
+    windowed = engine.add({"action": "drop_connects", "at_ms": 100, "duration_ms": 50}, 0.0)
+    engine.add({"match": {"connection": 3}, "action": "drop_connects"}, 0.0)
+    engine.add({"match": {"bootstrap": True}, "action": "drop_connects"}, 0.0)
+    counted = engine.add({"match": {"broker": 1}, "action": "drop_connects", "times": 2}, 0.0)
+    assert [r.id for r in engine.syn_drop_rules(0, 120.0)] == [windowed.id]
+    assert [r.id for r in engine.syn_drop_rules(1, 10.0)] == [counted.id]
+    assert engine.next_syn_drop_change_ms(10.0) == 100 and engine.next_syn_drop_change_ms(120.0) == 150
+    counted.applied = 2                       # two attempts seen: the rule is spent
+    assert engine.syn_drop_rules(1, 10.0) == []
+    assert seen == [1, 2, 3, 4]               # each add told the watchers
+    unwatch()
+    unwatch()                                 # twice: harmless
+    engine.clear()
+    assert seen == [1, 2, 3, 4]
