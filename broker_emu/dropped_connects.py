@@ -44,15 +44,18 @@ class DropKeeper:
         self.host, self.broker_id, self.gates = host, broker_id, list(gates)
         self.closed = False
         self._seen: set[tuple[int, int]] = set()
+        self._failed: set[int] = set()   # rules whose gates would not close (not Linux)
         self._wake = trio.Event()
         self._unwatch = host.faults.watch(self.update)
 
     def update(self) -> None:
         """Close or open the gates as the rules say now."""
         rules = self.host.faults.syn_drop_rules(self.broker_id, self.host.now_ms())
-        if rules and not self.closed:
+        if rules and not self.closed and {rule.id for rule in rules} - self._failed:
             shut = [gate for gate in self.gates if gate.close()]
             self.closed = bool(shut)
+            if not shut:   # the kernel completes handshakes anyway: told once, not at every change
+                self._failed |= {rule.id for rule in rules}
             for rule in rules:
                 self.host.trace.emit(Kind.FAULT_APPLIED, broker=self.broker_id, details={
                     "rule": rule.id, "action": rule.action.to_dict(), "ports": [g.port for g in shut],

@@ -19,10 +19,14 @@ import errno
 import select
 import socket
 import struct
+import sys
 from typing import Awaitable, Callable
 
 import trio
 
+# Linux's accept-queue rule is what the gate relies on; elsewhere drop_connects on TCP acts as
+# accept_never_read (faults/apply.on_connect)
+DROPS_SYNS = sys.platform.startswith("linux")
 BACKLOG = 0xFFFF        # trio.open_tcp_listeners' default: the kernel caps it at somaxconn
 MAX_FILLERS = 8         # the queue of a backlog-0 listener holds one; more means SYNs are not dropped
 _ACCEPT_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}   # as trio.serve_listeners sleeps them off
@@ -56,6 +60,8 @@ class SynGate:
         anyway (not Linux's accept-queue rule)."""
         if self.closed:
             return True
+        if not DROPS_SYNS:
+            return False
         sock = self.listener.socket
         sock.listen(0)
         address = sock.getsockname()[:2]

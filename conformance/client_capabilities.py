@@ -111,6 +111,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
                             "than the run's cluster)"),
     ("the broker does not serve KIP-848", "java-consumer-protocol's and franz-go's KIP-848 steps against a broker "
                                           "without ConsumerGroupHeartbeat"),
+    ("dropped connection attempts need Linux", "over TCP the emulator has the kernel drop the client's SYNs with a "
+                                               "full accept queue (broker_emu/syn_gate.py), which is Linux's rule"),
 )
 
 

@@ -14,6 +14,7 @@ from typing import Callable, Iterable
 
 import trio
 
+from broker_emu import syn_gate
 from broker_emu.runtime import run_cluster_in_thread
 from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv
 from conformance.client_capabilities import name_the_capability
@@ -126,6 +127,8 @@ def _run_cell(plan: Plan, adapter: Adapter, scenario: Scenario) -> Result:
     if ok and plan.bootstrap and (adapter.virtual_time or not external_ok(scenario)):
         ok, why_not = False, ("virtual time needs the embedded emulator" if adapter.virtual_time
                               else "needs fault injection or broker settings")
+    if ok and not adapter.virtual_time and not syn_gate.DROPS_SYNS and any(_drops_connects(rule) for rule in scenario.faults):
+        ok, why_not = False, "dropped connection attempts need Linux"
     if not ok:
         return Result(scenario.id, adapter.name, Status.NA, message=why_not)
     try:
@@ -133,6 +136,11 @@ def _run_cell(plan: Plan, adapter: Adapter, scenario: Scenario) -> Result:
                 else run_one(scenario, adapter, plan.scale))
     except Exception as exc:  # the run broke: an error cell, never a silent pass
         return Result(scenario.id, adapter.name, Status.ERROR, message=f"{type(exc).__name__}: {exc}")
+
+
+def _drops_connects(rule: dict) -> bool:
+    action = rule.get("action")
+    return (action.get("type") if isinstance(action, dict) else action) == "drop_connects"
 
 
 def run_one(scenario: Scenario, adapter: Adapter, scale: float) -> Result:

@@ -138,3 +138,25 @@ def test_which_rules_cover_a_brokers_listener():
     unwatch()                                 # twice: harmless
     engine.clear()
     assert seen == [1, 2, 3, 4]
+
+
+def test_where_the_kernel_keeps_no_such_rule_the_fault_accepts_and_never_reads(monkeypatch):
+    """Not Linux (simulated): the gate stays open, the connection completes, and drop_connects acts
+    as accept_never_read, as before; the matrix marks a real-time client N/A for the scenario."""
+    from broker_emu import syn_gate
+    from conformance.adapters.confluent import ConfluentAdapter
+    from conformance.model import Status
+    from conformance.runner import Plan, run_plan
+    from conformance.scenarios import BY_ID
+
+    monkeypatch.setattr(syn_gate, "DROPS_SYNS", False)
+    with run_cluster_in_thread(brokers=1) as tc:
+        tc.call(lambda: tc.cluster.faults.add({"action": "drop_connects"}, 0.0))
+        with socket.create_connection(("127.0.0.1", _port(tc, 0)), timeout=2) as s:
+            s.sendall(struct.pack(">i", len(API_VERSIONS_V0)) + API_VERSIONS_V0)
+            s.settimeout(0.5)
+            with pytest.raises(TimeoutError):
+                s.recv(8)
+        assert _events(tc, "fault_applied", 0)[0].details["syn_drop"] is False
+    (result,) = run_plan(Plan([BY_ID["kip19.connection-setup-timeout"]], [ConfluentAdapter()]))
+    assert (result.status, result.message) == (Status.NA, "dropped connection attempts need Linux")
