@@ -11,17 +11,20 @@ from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
 import trio
 
 from broker_emu import cluster_shape
+from broker_emu.dropped_connects import DropHost, DropKeeper
 from broker_emu.security.settings import tls_on
 from broker_emu.server import Connection
+from broker_emu.syn_gate import SynGate
 
 if TYPE_CHECKING:
     from broker_emu.cluster import Cluster
     from broker_emu.security.settings import Security
 
 
-class ListenerHost(Protocol):
+class ListenerHost(DropHost, Protocol):
     """What ``serve_broker`` needs of what it serves for (the cluster, or the proxy): the
-    listeners' security; it hands itself to each ``connection``."""
+    listeners' security, and the fault rules, trace and clock its drop_connects keeper reads; it
+    hands itself to each ``connection``."""
 
     @property
     def security(self) -> "Security": ...
@@ -72,14 +75,21 @@ async def serve_broker(cluster: ListenerHost, broker: ListenedBroker, port: int 
                 await connection(cluster, broker, wrapped, addr, protocol).run()
         return handle
 
-    with trio.CancelScope() as scope:
-        broker.listener_scope = scope
-        async with trio.open_nursery() as nursery:
-            for protocol, listener in served:
-                nursery.start_soon(trio.serve_listeners, handler(protocol), [listener])
-            task_status.started(broker.port)
-    for _, listener in served:
-        await listener.aclose()
+    gates = [(protocol, SynGate(listener)) for protocol, listener in served]
+    keeper = DropKeeper(cluster, broker.id, [gate for _, gate in gates])
+    try:
+        keeper.update()   # a drop_connects rule already there closes the gates before the port is known
+        with trio.CancelScope() as scope:
+            broker.listener_scope = scope
+            async with trio.open_nursery() as nursery:
+                for protocol, gate in gates:
+                    nursery.start_soon(gate.serve, handler(protocol), nursery)
+                nursery.start_soon(keeper.run)
+                task_status.started(broker.port)
+    finally:
+        keeper.stop()
+        for _, listener in served:
+            listener.socket.close()   # not aclose: under cancellation its checkpoint would leave the others open
 
 
 def connect_in_memory(cluster: "Cluster", broker_id: int, protocol: str | None = None) -> trio.abc.Stream:

@@ -5,8 +5,8 @@ call with a deadline (committed(timeout)), a protocol (KIP-848), a way of being 
 one client). ``CAPABILITIES`` lists them, in the order docs/clients.md shows them.
 
 A scenario **needs** the capabilities of its steps (``needs``: a committed step with a deadline
-needs committed(timeout), a transaction step transactions...), those its set-up implies (SASL, the
-in-memory connections of ``in_memory_only``, a sub-second transaction.timeout.ms once scaled) and
+needs committed(timeout), a transaction step transactions...), those its set-up implies (SASL, a
+sub-second transaction.timeout.ms once scaled) and
 those it names itself (``Scenario.needs``: the setting it is about, as kip91.delivery-timeout-in-
 flight is about delivery.timeout.ms).
 
@@ -83,8 +83,8 @@ CAPABILITIES: tuple[Capability, ...] = (
                                              "brokers it knows, however long they starve it (KIP-899)"),
     Capability("share groups", "a share consumer (KIP-932): records acquired under the broker's locks, acknowledged "
                                "one by one (accept, release, reject, renew), with commitSync and close deadlines"),
-    Capability("in-memory connections", "the client can be handed the emulator's in-memory connections and run on "
-                                        "its virtual clock (what a dropped connection attempt needs)"),
+    Capability("socket.connection.setup.timeout.max.ms", "each consecutive failed connection attempt to a broker gets "
+                                                         "twice the setup timeout (±20 %), up to this (KIP-601)"),
 )
 NAMES: tuple[str, ...] = tuple(c.name for c in CAPABILITIES)
 # the default --scale; librdkafka refuses a transaction.timeout.ms under 1000 ms, so a scenario's
@@ -112,6 +112,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
                             "than the run's cluster)"),
     ("the broker does not serve KIP-848", "java-consumer-protocol's and franz-go's KIP-848 steps against a broker "
                                           "without ConsumerGroupHeartbeat"),
+    ("dropped connection attempts need Linux", "over TCP the emulator has the kernel drop the client's SYNs with a "
+                                               "full accept queue (broker_emu/syn_gate.py), which is Linux's rule"),
 )
 
 
@@ -143,8 +145,6 @@ def needs(scenario: Scenario) -> tuple[str, ...]:
         want |= step_needs(step)
     if needs_sasl(scenario):
         want.add("SASL")
-    if scenario.in_memory_only:
-        want.add("in-memory connections")
     txn_timeout = scenario.client_config.get("transaction.timeout.ms")
     if txn_timeout is not None and txn_timeout / scenario.scale_in(TXN_SCALE) < TXN_TIMEOUT_FLOOR_MS:
         raise ValueError(f"{scenario.id}: transaction.timeout.ms={txn_timeout} scaled by {scenario.scale_in(TXN_SCALE):g} is "
@@ -239,11 +239,12 @@ def lacks_rebootstrap(reason: str, source: str, names: tuple[str, ...] = REBOOTS
     return {name: Lack(reason, source) for name in names}
 
 
-def real_sockets(client: str) -> Lack:
-    """Why a third-party client has no in-memory connections: it opens its own sockets."""
-    return Lack(f"{client} opens its own sockets on the real clock: the matrix runs it over loopback TCP, where the "
-                "kernel completes every handshake; a scenario that needs in-memory connections runs on our async face "
-                "only (conformance/runner.py applicable: in_memory_only)", REPO + "conformance/runner.py")
+def fixed_setup_timeout(client: str, setting: str, source: str) -> Lack:
+    """Why a client lacks KIP-601's growing setup timeout: one fixed bound per attempt. The
+    scenario still runs: its other contracts judge the client, the growth contract is N/A."""
+    return Lack(f"{client} has no socket.connection.setup.timeout.max.ms: it bounds every connection attempt by the "
+                f"same {setting}, which nothing makes grow per failed attempt (KIP-601)", source,
+                judged="the scenario runs with the fixed bound; the contract on the growth is N/A (Adapter.lacks)")
 
 
 def declaration(adapter: Any) -> ClientCapabilities | None:

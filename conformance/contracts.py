@@ -399,7 +399,9 @@ def setup_timeout_grows(broker: int) -> Contract:
     """KIP-601: a connection attempt that never completes is abandoned at
     socket.connection.setup.timeout.ms, the next gets twice as long (±20 % jitter), up to
     socket.connection.setup.timeout.max.ms. Read from the broker's side: the gaps between the
-    attempts it saw (each gap = one setup timeout plus a short reconnect backoff)."""
+    attempts it saw (each gap = one setup timeout plus a short reconnect backoff); on TCP, where
+    the kernel drops the SYNs, the attempts are the client's sockets in SYN_SENT towards the
+    broker, read from this host's socket table (broker_emu/dropped_connects.py)."""
 
     def check(ev: Evidence) -> Verdict:
         attempts = [e.t_ms for e in ev.trace if e.kind == "connect_dropped" and e.broker == broker]
@@ -418,7 +420,8 @@ def setup_timeout_grows(broker: int) -> Contract:
                                               f"{low:.0f}..{high:.0f} ms (setup timeout {want:.0f} ms ±20 % plus backoff)")
         return Verdict(True, figure)
 
-    return Contract("connection setup timeout grows per attempt (KIP-601)", check, side="server")
+    return Contract("connection setup timeout grows per attempt (KIP-601)", check, side="server",
+                    setting="socket.connection.setup.timeout.max.ms")
 
 
 def replies_in_order_behind(parked_api: str, api: str) -> Contract:

@@ -186,7 +186,9 @@ def _broker(trace: list[TraceEvent], spans: list[Span], marks: list[Mark]) -> No
         if e.kind in (Kind.LATE_HOLD, Kind.LATE_RELEASE, Kind.LATE_ANSWER):
             _late(e, held, spans, marks)
         elif e.kind == Kind.FAULT_APPLIED:
-            marks.append(Mark("broker", e.t_ms, f"fault: {e.details['action']['type']} on {e.api}"))
+            # a connection rule names no API: on broker N (a SYN gate closing, broker_emu/dropped_connects.py)
+            on = e.api if e.api is not None else f"broker {e.broker}"
+            marks.append(Mark("broker", e.t_ms, f"fault: {e.details['action']['type']} on {on}"))
         elif e.kind == Kind.ISR_CHANGE and "shrink" in e.details and "replica_lag_time_max_ms" in e.details:
             d = e.details
             marks.append(Mark("broker", e.t_ms, f"ISR of {d['topic']}-{d['partition']} shrank to {d['isr']}: follower(s) "

@@ -37,8 +37,6 @@ def kfake_binary() -> Path:
 
 def kfake_support(scenario: Scenario) -> str:
     """"" when the scenario can run on kfake behind the proxy, else why not."""
-    if scenario.in_memory_only:
-        return scenario.in_memory_only
     if scenario.not_on_kafka:   # what a real Kafka behind the proxy cannot play, kfake cannot either
         return scenario.not_on_kafka
     for rule in scenario.faults:

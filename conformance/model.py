@@ -113,7 +113,6 @@ class Scenario:
     client_config: dict[str, Any] = field(default_factory=dict)
     faults: tuple[dict[str, Any], ...] = ()
     needs_faults: bool = True   # False: can run against any bootstrap (a real Kafka)
-    in_memory_only: str = ""    # why only in-memory connections can run it, if so (virtual time, or Adapter.in_memory)
     not_on_kafka: str = ""      # why it cannot be judged through the proxy in front of Apache Kafka, if so
     bootstrap_brokers: tuple[int, ...] = ()   # the client's bootstrap.servers: these brokers only (all if empty)
     # the client's bootstrap.servers is an address of its own leading to broker 0 (a DNS name, a load balancer:

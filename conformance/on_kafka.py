@@ -61,8 +61,6 @@ BROKER_INTERNAL = ("reads the emulator's events inside its broker (share partiti
 
 def kafka_support(scenario: Scenario, brokers: int) -> str:
     """"" when the scenario can run on a real ``brokers``-node cluster behind the proxy, else why not."""
-    if scenario.in_memory_only:
-        return scenario.in_memory_only
     if scenario.not_on_kafka:
         return scenario.not_on_kafka
     named = max(BrokerNumbers.named(scenario), default=-1)
@@ -91,8 +89,6 @@ def _rule_support(rule: dict[str, Any], brokers: int) -> str:
     if kind == "stop_broker":
         return ("stops a broker: through the proxy that is only a network partition, the real broker keeps "
                 "its leaderships, so no failover happens")
-    if kind == "drop_connects":
-        return "drops connection attempts: needs in-memory connections"
     return ""
 
 

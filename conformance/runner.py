@@ -14,6 +14,7 @@ from typing import Callable, Iterable
 
 import trio
 
+from broker_emu import syn_gate
 from broker_emu.runtime import run_cluster_in_thread
 from conformance.adapters.base import Adapter, RealTimeAdapter, RunEnv
 from conformance.client_capabilities import name_the_capability
@@ -37,8 +38,7 @@ def run_real_time(scenario: Scenario, adapter: Adapter, scale: float) -> Result:
         cluster = tc.cluster
         assert cluster is not None  # start() returned: the cluster is up
         tc.call(apply_setup, cluster, scenario, scale)
-        env = RunEnv(tc.call(bootstrap_of, cluster, scenario), client_id, scale_config(scenario.client_config, scale), scale,
-                     memory=tc if scenario.in_memory_only and adapter.in_memory else None)
+        env = RunEnv(tc.call(bootstrap_of, cluster, scenario), client_id, scale_config(scenario.client_config, scale), scale)
         steps = tuple(replace(s, timeout_s=None if s.timeout_s is None else s.timeout_s / scale) for s in scenario.steps)
         outcomes = _run_blocking(adapter, steps, env)
         trace = tc.call(lambda: list(cluster.trace.events))
@@ -119,8 +119,6 @@ def applicable(scenario: Scenario, adapter: Adapter) -> tuple[bool, str]:
     why_not = why_not if ok else name_the_capability(adapter, scenario, why_not)   # "lacks X: ..." (docs/clients.md)
     if ok and needs_sasl(scenario) and not adapter.sasl:
         ok, why_not = False, f"the {adapter.name} adapter does not pass SASL settings to its client yet"
-    if ok and scenario.in_memory_only and not (adapter.virtual_time or adapter.in_memory):
-        ok, why_not = False, scenario.in_memory_only
     return ok, why_not
 
 
@@ -129,6 +127,8 @@ def _run_cell(plan: Plan, adapter: Adapter, scenario: Scenario) -> Result:
     if ok and plan.bootstrap and (adapter.virtual_time or not external_ok(scenario)):
         ok, why_not = False, ("virtual time needs the embedded emulator" if adapter.virtual_time
                               else "needs fault injection or broker settings")
+    if ok and not adapter.virtual_time and not syn_gate.DROPS_SYNS and any(_drops_connects(rule) for rule in scenario.faults):
+        ok, why_not = False, "dropped connection attempts need Linux"
     if not ok:
         return Result(scenario.id, adapter.name, Status.NA, message=why_not)
     try:
@@ -136,6 +136,11 @@ def _run_cell(plan: Plan, adapter: Adapter, scenario: Scenario) -> Result:
                 else run_one(scenario, adapter, plan.scale))
     except Exception as exc:  # the run broke: an error cell, never a silent pass
         return Result(scenario.id, adapter.name, Status.ERROR, message=f"{type(exc).__name__}: {exc}")
+
+
+def _drops_connects(rule: dict) -> bool:
+    action = rule.get("action")
+    return (action.get("type") if isinstance(action, dict) else action) == "drop_connects"
 
 
 def run_one(scenario: Scenario, adapter: Adapter, scale: float) -> Result:

@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable, Protocol
 
 import trio
 
-from broker_emu import socket_io
+from broker_emu import socket_io, syn_gate
 from broker_emu.connection_close import CloseConnection
 from broker_emu.faults import late
 from broker_emu.faults.engine import Decision, FaultEngine, RequestFacts
@@ -61,10 +61,14 @@ class FaultedConnection(Protocol):
 
 async def on_connect(conn: FaultedConnection) -> bool:
     """The connection rules, as the connection opens; False: it was refused (and is closed)."""
-    in_memory = conn.addr.startswith("memory:")   # drop_connects was decided before connecting
+    # drop_connects was decided before connecting: in memory by Cluster.open_connection, on a
+    # broker's TCP listener by its SYN gate (broker_emu/dropped_connects.py) where the kernel
+    # drops SYNs (Linux); the front door's TCP listener, and any elsewhere, have it act as
+    # accept_never_read
+    via_bootstrap = getattr(conn, "via_bootstrap", False)
+    decided = conn.addr.startswith("memory:") or (not via_bootstrap and syn_gate.DROPS_SYNS)
     for rule in conn.cluster.faults.on_connect(conn.broker.id, conn.id, conn.cluster.now_ms(),
-                                               skip="drop_connects" if in_memory else None,
-                                               bootstrap=getattr(conn, "via_bootstrap", False)):
+                                               skip="drop_connects" if decided else None, bootstrap=via_bootstrap):
         conn.trace(Kind.FAULT_APPLIED, details={"rule": rule.id, "action": rule.action.to_dict()})
         kind = rule.action.type
         if kind == "refuse_connections":

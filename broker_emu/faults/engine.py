@@ -88,6 +88,17 @@ class FaultEngine(NamedFaults):
         self.held_requests = LateRequests()
         self._rngs: dict[int, random.Random] = {}
         self._next_id = 1
+        self._watchers: list[Callable[[], None]] = []
+
+    def watch(self, changed: Callable[[], None]) -> Callable[[], None]:
+        """Call ``changed`` after every change of the rules (the TCP listeners' SYN gates,
+        broker_emu/dropped_connects.py, act on it before ``add`` returns); returns the unwatch."""
+        self._watchers.append(changed)
+        return lambda: self._watchers.remove(changed) if changed in self._watchers else None
+
+    def _changed(self) -> None:
+        for changed in list(self._watchers):
+            changed()
 
     def add(self, raw: Mapping[str, Any] | Rule, now_ms: float) -> Rule:
         """Validate and add a rule (all-or-nothing: a bad rule changes nothing). A ``Rule`` built
@@ -104,16 +115,22 @@ class FaultEngine(NamedFaults):
         self._next_id += 1
         self.rules[rule.id] = rule
         self._rngs[rule.id] = random.Random(f"{self.seed}:{rule.id}")
+        self._changed()
         return rule
 
     def remove(self, rule_id: int) -> bool:
         self._rngs.pop(rule_id, None)
-        return self.rules.pop(rule_id, None) is not None
+        removed = self.rules.pop(rule_id, None) is not None
+        if removed:
+            self._changed()
+        return removed
 
     def clear(self) -> int:
         n = len(self.rules)
         self.rules.clear()
         self._rngs.clear()
+        if n:
+            self._changed()
         return n
 
     def _fires(self, rule: Rule, now_ms: float) -> bool:
@@ -181,3 +198,23 @@ class FaultEngine(NamedFaults):
             if self._fires(rule, now_ms):
                 fired.append(rule)
         return fired
+
+    def syn_drop_rules(self, broker: int, now_ms: float) -> list[Rule]:
+        """The drop_connects rules that cover ``broker``'s own TCP listeners now (the kernel drops
+        the SYNs: broker_emu/dropped_connects.py). The rule's window and ``times`` (counted over
+        the attempts seen) hold; ``after`` and ``probability`` cannot be drawn per attempt, since
+        no attempt is seen before its SYN is dropped; a rule matching one connection id or only
+        the bootstrap address never covers a broker's listener (an attempt has no id yet)."""
+        return [rule for rule in self.rules.values()
+                if rule.action.type == "drop_connects" and rule.active(now_ms) and rule.match.connection is None
+                and rule.match.broker in (None, broker) and rule.match.bootstrap is not True]
+
+    def next_syn_drop_change_ms(self, now_ms: float) -> float | None:
+        """The next time a drop_connects rule's window opens or closes, if one will."""
+        times = []
+        for rule in self.rules.values():
+            if rule.action.type != "drop_connects":
+                continue
+            ends = rule.start_ms + rule.duration_ms if rule.duration_ms is not None else None
+            times += [t for t in (rule.start_ms, ends) if t is not None and t > now_ms]
+        return min(times, default=None)

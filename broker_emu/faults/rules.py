@@ -42,9 +42,9 @@ CONNECTION_ACTIONS = {
     "accept_never_read": (),       # accept, never read a byte
     "slow_accept": ("ms",),        # accept, then wait before reading
     "drop_connects": (),           # the connection attempt never completes (SYNs dropped): the
-                                   # client's socket.connection.setup.timeout.ms must fire. In-memory
-                                   # connections only; a TCP handshake completes in the kernel, so on
-                                   # TCP it acts as accept_never_read
+                                   # client's socket.connection.setup.timeout.ms must fire. On a
+                                   # broker's TCP listener the kernel drops the SYNs (a full accept
+                                   # queue: broker_emu/syn_gate.py)
     "slow_close": ("ms",),         # when the connection ends (either side), the broker's end closes ms later
 }
 ACTIONS = {**REQUEST_ACTIONS, **CONNECTION_ACTIONS}

@@ -37,6 +37,7 @@ from conformance.adapters import admin_steps, py_txn
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
 from conformance.adapters.py_common import (
+    NO_GROWTH_JUDGED,
     NO_SETUP_TIMEOUT,
     SETUP_TIMEOUT_JUDGED,
     not_created,
@@ -50,7 +51,7 @@ from conformance.adapters.py_common import (
     warm_up_failed,
     watchdog_s,
 )
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap
 from conformance.extras import client_missing
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
@@ -103,7 +104,8 @@ CAPABILITIES = ClientCapabilities(
             "learnt of", "aiokafka/client.py"),
         "share groups": Lack("aiokafka has no share consumer: AIOKafkaConsumer joins classic groups only (aiokafka/consumer/"
                              "group_coordinator.py), no ShareFetch in its protocol", "aiokafka/consumer/group_coordinator.py"),
-        "in-memory connections": real_sockets("aiokafka"),
+        "socket.connection.setup.timeout.max.ms": Lack(NO_SETUP_TIMEOUT["aiokafka"], "aiokafka/conn.py",
+                                                       judged=NO_GROWTH_JUDGED),
     }),
 )
 
@@ -122,6 +124,9 @@ class AiokafkaAdapter(RealTimeAdapter):
                   | py_txn.TXN_OPERATIONS | ADMIN_OPERATIONS)
     warm_up_calls = frozenset({"committed"})
     capabilities = CAPABILITIES
+    # no setup timeout, so none that grows: that contract is N/A, the others judge the client
+    lacks = MappingProxyType({"socket.connection.setup.timeout.max.ms":
+                              CAPABILITIES.lacks["socket.connection.setup.timeout.max.ms"].reason})
 
     def available(self):
         ok = importlib.util.find_spec("aiokafka") is not None

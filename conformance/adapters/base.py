@@ -62,9 +62,6 @@ class RunEnv:
     cluster: Any = None               # in-process cluster (our client uses its in-memory connect)
     clock: Callable[[], float] = time.perf_counter   # seconds; real-time adapters time calls with it
     extras: dict[str, Any] = field(default_factory=dict)
-    # a real-time run of an in_memory_only scenario: the cluster's thread (ThreadedCluster), whose
-    # in-memory connections an ``in_memory`` adapter opens (conformance/adapters/memory_bridge.py)
-    memory: Any = None
 
 
 class Adapter(abc.ABC):
@@ -72,7 +69,6 @@ class Adapter(abc.ABC):
     virtual_time: bool = False        # True: runs under trio's MockClock over in-memory streams
     operations: frozenset[str] = frozenset()
     sasl: bool = False                # passes security.protocol and sasl.* from the scenario to its client
-    in_memory: bool = False           # real time, but can connect its client over RunEnv.memory: runs in_memory_only scenarios
     # client settings it has no counterpart for -> why; a contract about one (Contract.setting) is N/A
     lacks: Mapping[str, str] = MappingProxyType({})
     # consumer calls for which it honours ``warm_up: true`` (the same call made once, untimed, on the

@@ -45,7 +45,7 @@ from conformance.adapters.py_common import (
     warm_up_failed,
 )
 from conformance.adapters.share_stories import SHARE_OPERATIONS
-from conformance.client_capabilities import REBOOTSTRAP, ClientCapabilities, Lack, Pin, real_sockets
+from conformance.client_capabilities import REBOOTSTRAP, ClientCapabilities, Lack, Pin, fixed_setup_timeout
 from conformance.extras import client_missing
 from conformance.model import SILENT_MEMBER, Operation, Outcome
 
@@ -53,7 +53,7 @@ TIMEOUT_CODES = {"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_TIMED_OU
 
 
 PASSED_THROUGH = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password",
-                  "socket.connection.setup.timeout.ms", "socket.timeout.ms",
+                  "socket.connection.setup.timeout.ms", "socket.timeout.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
                   "metadata.recovery.strategy", "metadata.recovery.rebootstrap.trigger.ms")
 
 
@@ -112,7 +112,8 @@ CAPABILITIES = ClientCapabilities(
         "default.api.timeout.ms": Lack(
             f"{NO_DEADLINE} (CONFIGURATION.md has no such property: a call given no timeout passes -1)",
             LIBRDKAFKA_CONFIGURATION, judged=f"a call given no deadline waits as librdkafka does; {_WATCHDOG}"),
-        "in-memory connections": real_sockets("confluent-kafka (librdkafka)"),
+        "socket.connection.setup.timeout.max.ms": fixed_setup_timeout(f"librdkafka {LIBRDKAFKA}", "socket.connection.setup.timeout.ms "
+                                                               "(CONFIGURATION.md has no .max.ms)", LIBRDKAFKA_CONFIGURATION),
     }),
     not_driven=MappingProxyType({"share.renew-keeps-the-lock": (
         "librdkafka 2.16's share consumer (a preview) has no RENEW: confluent_kafka.AcknowledgeType is ACCEPT, "
@@ -132,6 +133,7 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
         | TXN_OPERATIONS | KIP848_OPERATIONS | ADMIN_OPERATIONS | (SHARE_OPERATIONS - {"share_renew"})   # no RENEW
     warm_up_calls = frozenset({"committed"})
     capabilities = CAPABILITIES
+    lacks = MappingProxyType({"socket.connection.setup.timeout.max.ms": CAPABILITIES.lacks["socket.connection.setup.timeout.max.ms"].reason})
 
     def available(self):
         ok = importlib.util.find_spec("confluent_kafka") is not None

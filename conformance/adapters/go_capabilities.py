@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, fixed_setup_timeout, lacks_rebootstrap
 
 GO_MOD = "conformance/adapters/go/go.mod"
 
@@ -114,7 +114,8 @@ FRANZ_CAPABILITIES = ClientCapabilities(
             "OnRebootstrapRequired, pkg/kgo/config.go), and a Metadata answer with no brokers wipes every broker it "
             "discovered, falling back to its seeds at once (Client.updateBrokers, pkg/kgo/client.go)",
             "pkg/kgo/client.go", names=("metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
-        "in-memory connections": real_sockets("franz-go"),
+        "socket.connection.setup.timeout.max.ms": fixed_setup_timeout("kgo", "DialTimeout (a net.Dialer's Timeout: pkg/kgo/config.go, "
+                                                  "pkg/kgo/client.go)", "pkg/kgo/config.go"),
     }),
     notes=MappingProxyType({"share groups": "kgo.ShareGroup (pkg/kgo/consumer_share.go): Record.Ack(AckAccept, "
                                             "AckRelease, AckReject, AckRenew), FlushAcks(ctx) as commitSync(timeout), "
@@ -168,7 +169,7 @@ SARAMA_CAPABILITIES = ClientCapabilities(
             names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "share groups": Lack("sarama has no share consumer: allocateBody knows no ShareGroupHeartbeat or ShareFetch "
                              "(request.go)", "request.go"),
-        "in-memory connections": real_sockets("sarama"),
+        "socket.connection.setup.timeout.max.ms": fixed_setup_timeout("sarama", "Net.DialTimeout (a net.Dialer's Timeout: config.go)", "config.go"),
     }),
     notes=MappingProxyType({"linger.ms": "Producer.Flush.Frequency", "socket.connection.setup.timeout.ms": "Net.DialTimeout",
                             "create_topics(timeout)": "Admin.Timeout, the request's timeout_ms (no per-call deadline)",

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 from conformance.adapters.base import MS_KEYS_SUFFIX, RunEnv
 from conformance.adapters.go_capabilities import (
@@ -216,6 +217,7 @@ class FranzGoAdapter(GoAdapter):
     sasl = True        # security.protocol SASL_PLAINTEXT, sasl.* -> kgo.SASL (options.go)
     program = "franzgo-adapter"
     capabilities = FRANZ_CAPABILITIES
+    lacks = MappingProxyType({"socket.connection.setup.timeout.max.ms": FRANZ_CAPABILITIES.lacks["socket.connection.setup.timeout.max.ms"].reason})
     warm_up_calls = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",
                                "partitions_for", "commit_sync"})   # adminStep (offsets.go)
     no_position = FRANZ_NO_POSITION
@@ -313,7 +315,7 @@ class SaramaAdapter(GoAdapter):
     name = "sarama"
     program = "sarama-adapter"
     operations = SARAMA_OPERATIONS
-    lacks = SARAMA_LACKS
+    lacks = MappingProxyType({**SARAMA_LACKS, "socket.connection.setup.timeout.max.ms": SARAMA_CAPABILITIES.lacks["socket.connection.setup.timeout.max.ms"].reason})
     capabilities = SARAMA_CAPABILITIES
     sasl = True        # security.protocol SASL_PLAINTEXT, sasl.* -> Net.SASL (sasl.go; SCRAM through franz-go's)
     no_position = SARAMA_NO_POSITION

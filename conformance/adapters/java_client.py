@@ -65,7 +65,7 @@ from typing import Any
 from conformance.adapters.base import CONSUMER_CALLS, RunEnv, scaled_ms
 from conformance.adapters.line_protocol import LineProtocolAdapter, encode_args
 from conformance.cache_dir import cache_dir, install_hint
-from conformance.client_capabilities import NAMES, ClientCapabilities, Pin, real_sockets
+from conformance.client_capabilities import NAMES, ClientCapabilities, Pin
 from conformance.model import Operation, Outcome
 
 # Kafka's defaults (ms) for the Java client's timers, scaled with the run unless the scenario sets them
@@ -107,11 +107,11 @@ JOIN_GROUP_HELD_CLASSIC_ONLY = ("join_group_held times a classic JoinGroup the c
                                 "java adapter runs it, the same client with group.protocol=classic")
 
 
-# kafka-clients has every capability of the table; what it lacks is the emulator's in-memory connections
+# kafka-clients has every capability of the table
 _JAVA_PIN = Pin("conformance/adapters/java/pom.xml", "kafka.version")
 _JAVA_SOURCE = "https://github.com/apache/kafka/blob/{version}/{path}"
-_JAVA_HAS = tuple(n for n in NAMES if n != "in-memory connections")
-_JAVA_LACKS = MappingProxyType({"in-memory connections": real_sockets("kafka-clients")})
+_JAVA_HAS = NAMES
+_JAVA_LACKS: MappingProxyType = MappingProxyType({})
 JAVA_CAPABILITIES = ClientCapabilities(
     client="java", pin=_JAVA_PIN, source=_JAVA_SOURCE, has=_JAVA_HAS, lacks=_JAVA_LACKS,
     not_driven=MappingProxyType({"KIP-848": ("this adapter runs kafka-clients with group.protocol=classic: the "

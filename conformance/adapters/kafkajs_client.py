@@ -57,7 +57,7 @@ from conformance.adapters.base import RunEnv
 from conformance.adapters.line_protocol import LineProtocolAdapter
 from conformance.adapters.py_common import watchdog_s
 from conformance.cache_dir import cache_dir, install_hint, source_checkout
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, fixed_setup_timeout, lacks_rebootstrap
 from conformance.model import Operation, Outcome
 
 DRIVER = Path(__file__).resolve().parent / "node" / "kafkajs-adapter.js"
@@ -149,7 +149,8 @@ CAPABILITIES = ClientCapabilities(
             names=("REBOOTSTRAP_REQUIRED", "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy")),
         "share groups": Lack("kafkajs has no share consumer: its requests stop short of ShareGroupHeartbeat and "
                              "ShareFetch (src/protocol/requests/index.js)", "src/protocol/requests/index.js"),
-        "in-memory connections": real_sockets("kafkajs"),
+        "socket.connection.setup.timeout.max.ms": fixed_setup_timeout("kafkajs", "connectionTimeout (one setTimeout per connect: "
+                                                     "src/network/connection.js)", "src/network/connection.js"),
     }),
     notes=MappingProxyType({"create_topics(timeout)": "admin.createTopics({timeout})",
                             "rebootstrap when brokers are gone": "BrokerPool.findConnectedBroker "
@@ -178,7 +179,7 @@ class KafkajsAdapter(LineProtocolAdapter):
     name = "kafkajs"
     sasl = True      # security.protocol SASL_* and sasl.* -> new Kafka({sasl: {mechanism, username, password}})
     operations = KAFKAJS_OPERATIONS
-    lacks = KAFKAJS_LACKS
+    lacks = MappingProxyType({**KAFKAJS_LACKS, "socket.connection.setup.timeout.max.ms": CAPABILITIES.lacks["socket.connection.setup.timeout.max.ms"].reason})
     capabilities = CAPABILITIES
     # the same call once, untimed, on the same admin client (or member) first: kafkajs-ops.js adminCall, commitSync
     warm_up_calls = frozenset({"committed", "end_offsets", "beginning_offsets", "offsets_for_times", "list_topics",

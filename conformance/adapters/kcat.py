@@ -10,7 +10,7 @@ import subprocess
 from types import MappingProxyType
 
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
-from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap, real_sockets
+from conformance.client_capabilities import ClientCapabilities, Lack, Pin, fixed_setup_timeout, lacks_rebootstrap
 from conformance.model import Operation, Outcome
 
 # Debian's kcat package, which dev/install-clients installs (kcat -V: "Version 1.7.1 ... librdkafka 2.0.2")
@@ -65,7 +65,8 @@ CAPABILITIES = ClientCapabilities(
             "librdkafka (KIP-899), the REBOOTSTRAP_REQUIRED answer and its trigger after it (KIP-1102)",
             CONFIGURATION),
         "share groups": Lack(f"kcat has no share consumer; {MODES} (kcat -G joins a classic consumer group)", "kcat.c"),
-        "in-memory connections": real_sockets("kcat (librdkafka)"),
+        "socket.connection.setup.timeout.max.ms": fixed_setup_timeout(f"librdkafka {KCAT_LIBRDKAFKA}", "socket.connection.setup.timeout.ms "
+                                                               "(CONFIGURATION.md has no .max.ms)", CONFIGURATION),
     }),
     not_driven=MappingProxyType({
         "join_group_held": "kcat -G joins a group as a balanced consumer, but the kcat adapter has no join_group_held step",
@@ -81,6 +82,7 @@ class KcatAdapter(RealTimeAdapter):
     operations = frozenset({"produce", "admin_list_topics"})
     sasl = True
     capabilities = CAPABILITIES
+    lacks = MappingProxyType({"socket.connection.setup.timeout.max.ms": CAPABILITIES.lacks["socket.connection.setup.timeout.max.ms"].reason})
 
     def available(self):
         ok = shutil.which("kcat") is not None
@@ -148,7 +150,8 @@ class KcatAdapter(RealTimeAdapter):
 def _passed_through(config: dict) -> list[str]:
     """The scenario's settings librdkafka takes under Kafka's names (its sasl.mechanism is an
     alias of sasl.mechanisms)."""
-    keys = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "socket.connection.setup.timeout.ms")
+    keys = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "socket.connection.setup.timeout.ms",
+            "reconnect.backoff.ms", "reconnect.backoff.max.ms")
     return [arg for k in keys if k in config for arg in ("-X", f"{k}={config[k]}")]
 
 

@@ -16,7 +16,6 @@ from client.transport import Connect
 from conformance.adapters import txn_probe
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import CONSUMER_CALLS, RealTimeAdapter, RunEnv, list_rounds
-from conformance.adapters.memory_bridge import memory_connect
 from conformance.adapters.ours_admin import OursBlockingAdmin
 from conformance.adapters.ours_blocking_kip848 import KIP848_OPERATIONS, OursBlockingKip848
 from conformance.adapters.ours_capabilities import OURS_BLOCKING
@@ -28,7 +27,6 @@ from conformance.adapters.ours_common import (
     plain_producer_settings,
     producer_settings,
     real_time_backoffs,
-    secured,
     transaction_failed,
     txn_settings,
 )
@@ -47,7 +45,6 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
     name = "broker-emu (blocking)"
     capabilities = OURS_BLOCKING
     sasl = True   # security.protocol and sasl.* are producer settings: the client connects with them itself
-    in_memory = True   # an in_memory_only scenario's connections go to the cluster's thread (memory_bridge.py)
     operations = frozenset({"produce", "poll", "committed", "position", "end_offsets", "beginning_offsets",
                             "offsets_for_times", "list_topics", "partitions_for", "commit_sync", "close",
                             "admin_list_topics", "join_group_held", "configure_producer",
@@ -60,9 +57,8 @@ class OurBlockingAdapter(OursBlockingKip848, OursBlockingAdmin, RealTimeAdapter)
 
     # -- clients -----------------------------------------------------------------------------------
     def _connect(self, env: RunEnv) -> Connect | None:
-        """None: the client's own connect (TCP, with the scenario's TLS and SASL); in a run of an
-        in_memory_only scenario, the cluster's in-memory connections, SASL around them."""
-        return None if env.memory is None else secured(env, memory_connect(env.memory))
+        """None: the client's own connect (TCP, with the scenario's TLS and SASL)."""
+        return None
 
     def _consumer(self, env: RunEnv, config: dict, connect: Connect | None = None) -> Any:
         from client import Consumer

@@ -12,15 +12,7 @@ from conformance.client_capabilities import NAMES, ClientCapabilities, Pin
 PIN = Pin("pyproject.toml", "broker-emu")
 SOURCE = "../{path}"      # our own files, from docs/
 
-OURS_ASYNC = ClientCapabilities(client="broker-emu (async)", pin=PIN, source=SOURCE, has=NAMES, lacks=MappingProxyType({}),
-                                notes=MappingProxyType({
-                                    "in-memory connections": "open_producer / open_consumer take a connect function "
-                                                             "(client/transport.py); the adapter hands them the "
-                                                             "emulator's in-memory connections"}))
+OURS_ASYNC = ClientCapabilities(client="broker-emu (async)", pin=PIN, source=SOURCE, has=NAMES, lacks=MappingProxyType({}))
 
 OURS_BLOCKING = ClientCapabilities(
-    client="broker-emu (blocking)", pin=PIN, source=SOURCE, has=NAMES, lacks=MappingProxyType({}),
-    notes=MappingProxyType({
-        "in-memory connections": "the blocking faces run their network on a trio thread of their own, in real "
-                                 "time (kafka_common/trio_thread.py); the adapter hands them socket pairs relayed to the "
-                                 "emulator's in-memory connections (conformance/adapters/memory_bridge.py)"}))
+    client="broker-emu (blocking)", pin=PIN, source=SOURCE, has=NAMES, lacks=MappingProxyType({}))

@@ -56,6 +56,8 @@ NO_SETUP_TIMEOUT = {
 # what stands in for the missing setting: nothing. The scenarios about it run, and the contract that
 # a stalled handshake is abandoned at the setup timeout judges what these clients do instead (they
 # wait on, until a request or delivery timeout ends the record): a finding, not an N/A
+NO_GROWTH_JUDGED = ("the scenario runs with whatever ends the attempt (nothing of the client's own bounds it); the "
+                    "contract on the setup timeout's growth is N/A (Adapter.lacks)")
 SETUP_TIMEOUT_JUDGED = ("what the client does with a stalled connection set-up: the matrix judges it against "
                         "socket.connection.setup.timeout.ms, which nothing of its own enforces")
 

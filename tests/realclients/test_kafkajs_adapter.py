@@ -80,6 +80,9 @@ const cases = {
   deleteRecords: new e.KafkaJSDeleteTopicRecordsError({ topic: 't', partitions: [{ partition: 0, offset: '-1', error: createErrorFromCode(7) }] }),
   lock: new e.KafkaJSLockTimeout('Timeout while acquiring lock'),
   closed: new e.KafkaJSConnectionClosedError('Closed connection', { host: 'h', port: 1 }),
+  connectTimeout: new e.KafkaJSNumberOfRetriesExceeded(new e.KafkaJSConnectionError('Connection timeout', { broker: 'h:1' }),
+    { retryCount: 5, retryTime: 300 }),
+  refused: new e.KafkaJSConnectionError('Connection error: connect ECONNREFUSED 127.0.0.1:1', { broker: 'h:1' }),
   epoch: createErrorFromCode(47),
   fenced: createErrorFromCode(90),
 }
@@ -101,6 +104,8 @@ def test_kafkajs_errors_under_javas_names(kafkajs):
     assert "(UNKNOWN_TOPIC_OR_PARTITION)" in got["unknownTopic"][2]
     assert got["createTopics"][0] == got["deleteRecords"][0] == got["lock"][0] == "TimeoutException"
     assert got["closed"][0] == "KafkaJSConnectionClosedError"   # no Java exception is clearly the same
+    assert got["connectTimeout"][0] == "TimeoutException"       # connectionTimeout passed (network/connection.js)
+    assert got["refused"][0] == "KafkaJSConnectionError"
     assert got["epoch"][:2] == ["InvalidProducerEpochException", "ProducerFencedException"]
     assert got["fenced"][:2] == ["ProducerFencedException", "ProducerFencedException"]
 

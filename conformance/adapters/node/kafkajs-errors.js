@@ -20,6 +20,10 @@
 //                             read back from there.
 //   errors.js                 KafkaJSTimeout / KafkaJSLockTimeout: a deadline of kafkajs's own (waitFor's
 //                             maxWait, the broker lock while connecting) -> TimeoutException.
+//   network/connection.js     KafkaJSConnectionError "Connection timeout": connect() not done within
+//                             connectionTimeout (its onTimeout timer) -> TimeoutException, as the Go
+//                             programs name a dial that hit its deadline (lineproto/errors.go IsTimeout);
+//                             any other KafkaJSConnectionError (refused, closed) keeps its name.
 'use strict'
 
 // Kafka error code -> the Java client's exception for it (the table of the Go programs,
@@ -55,6 +59,7 @@ const TXN_NAMES = { 47: 'ProducerFencedException' }
 const WRAPPERS = new Set(['KafkaJSNumberOfRetriesExceeded', 'KafkaJSNonRetriableError'])
 // AbandonedAtDeadline: the application's own deadline on a call that takes none (kafkajs-ops.js withinDeadline)
 const TIMEOUTS = new Set(['KafkaJSRequestTimeoutError', 'KafkaJSTimeout', 'KafkaJSLockTimeout', 'AbandonedAtDeadline'])
+const CONNECT_TIMEOUT = 'Connection timeout'   // network/connection.js onTimeout: connectionTimeout passed
 
 // the errors from the outermost to the one the call failed on
 function chain (err) {
@@ -75,6 +80,7 @@ function javaName (err, { transactional = false } = {}) {
   if (!err || typeof err !== 'object') return 'Error'
   const e = chain(err).pop()
   if (TIMEOUTS.has(e.name)) return 'TimeoutException'
+  if (e.name === 'KafkaJSConnectionError' && e.message === CONNECT_TIMEOUT) return 'TimeoutException'
   if (typeof e.code === 'number' && e.type) {
     const unknown = e.type === 'KAFKAJS_UNKNOWN_ERROR_CODE' && /Unknown error code (-?\d+)/.exec(e.message || '')
     const code = unknown ? Number(unknown[1]) : e.code

@@ -19,7 +19,6 @@ NOT_APPLICABLE = {
     "kip266.position-leader-black-hole": "kafkajs has no position()",
     "kip266.poll-zero": "kafkajs has no poll()",
     "kip91.config-validation": "no delivery.timeout.ms and no linger.ms",
-    "kip19.connection-setup-timeout": "need in-memory connections",
     **{s.id: "classic group protocol only" for s in CATALOGUE if s.family.startswith("KIP-848")},
     **{s.id: "lacks share groups: kafkajs has no share consumer" for s in CATALOGUE if s.id.startswith("share.")},
     "rebootstrap.required-answer": "lacks REBOOTSTRAP_REQUIRED",
@@ -60,10 +59,11 @@ def test_na_exactly_where_kafkajs_lacks_the_call_the_deadline_or_the_setting(sce
 
 
 def test_the_settings_kafkajs_lacks_make_only_their_contracts_na():
-    """A scenario that runs still has its contract about delivery.timeout.ms, max.block.ms or
-    default.api.timeout.ms judged N/A for kafkajs, with the reason (Contract.setting)."""
+    """A scenario that runs still has its contract about delivery.timeout.ms, max.block.ms,
+    default.api.timeout.ms or socket.connection.setup.timeout.max.ms judged N/A for kafkajs, with
+    the reason (Contract.setting)."""
     lacked = {c.setting for s in CATALOGUE for c in s.contracts if c.setting in KafkajsAdapter.lacks}
-    assert lacked == {"delivery.timeout.ms", "max.block.ms", "default.api.timeout.ms"}
+    assert lacked == {"delivery.timeout.ms", "max.block.ms", "default.api.timeout.ms", "socket.connection.setup.timeout.max.ms"}
     for reason in KafkajsAdapter.lacks.values():
         assert reason.startswith("kafkajs has no ")
 

@@ -124,7 +124,8 @@ def test_scenarios_need_what_their_steps_and_their_point_say():
     with pytest.raises(ValueError, match="max_scale"):
         needs(too_fast)
     assert needs(BY_ID["security.sasl-handshake-stall"]) == ("SASL", "socket.connection.setup.timeout.ms")
-    assert needs(BY_ID["kip19.connection-setup-timeout"]) == ("socket.connection.setup.timeout.ms", "in-memory connections")
+    assert needs(BY_ID["kip19.connection-setup-timeout"]) == ("socket.connection.setup.timeout.ms",
+                                                              "socket.connection.setup.timeout.max.ms")
     assert needs(BY_ID["admin.delete-records-purgatory"]) == ("calls on one client", "delete_records(timeout)")
     every = {name for s in CATALOGUE for name in needs(s)}
     assert every == set(NAMES), f"no scenario needs {set(NAMES) - every}"
