@@ -15,10 +15,12 @@ from typing import Any, Callable, Iterable
 
 from conformance.adapters.line_protocol import LineProtocolAdapter, decode_value
 from conformance.chaos.accounting import Sent
+from conformance.chaos.kits_txn import ConfluentTxnConsumer, ConfluentTxnProducer
 from conformance.chaos.ours import CONSUMER_CONFIG as OUR_CONSUMER
 from conformance.chaos.ours import PRODUCER_CONFIG as OUR_PRODUCER
 from conformance.chaos.ours import TOPIC
 from conformance.chaos.realtime import Kit
+from conformance.chaos.realtime_txn import TxnKit
 from conformance.extras import client_missing
 
 LINE_START_S = 120.0     # a JVM starting on a busy 2-core machine
@@ -332,7 +334,9 @@ def _program_available(make: Callable[[], LineProtocolAdapter]) -> Callable[[], 
 
 KITS = {
     "confluent-kafka": Kit("confluent-kafka", _installed("confluent_kafka", "confluent-kafka"),
-                           ConfluentProducer, ConfluentConsumer),
+                           ConfluentProducer, ConfluentConsumer,
+                           TxnKit(lambda *args: ConfluentTxnProducer(CONFLUENT_PRODUCER, *args),
+                                  lambda *args: ConfluentTxnConsumer(CONFLUENT_CONSUMER, *args))),
     "kafka-python": Kit("kafka-python", _installed("kafka", "kafka-python"), KafkaPythonProducer, KafkaPythonConsumer),
     "aiokafka": Kit("aiokafka", _installed("aiokafka", "aiokafka"), AiokafkaProducer, AiokafkaConsumer),
     "java": _program_kit("java", _java),

@@ -1,0 +1,138 @@
+"""How each third-party client takes part in a real-time ``--txn`` seed
+(conformance/chaos/realtime_txn.py): a transactional producer whose errors say whether to call
+again, abort or give up (``TxnError``), and a read_committed consumer assigned to every partition
+of its topics from the beginning.
+
+Settings mirror the default workload's kits (conformance/chaos/kits.py) and our client's
+transactional load (conformance/chaos/txn_load.py: ``transaction.timeout.ms`` 30 s,
+``max.block.ms`` 10 s).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from conformance.chaos.realtime_txn import CALL_S, Outcome, TxnError
+
+# --- confluent-kafka (librdkafka) --------------------------------------------------------------
+CONFLUENT_TXN = {"transaction.timeout.ms": 30_000, "message.timeout.ms": 30_000}   # librdkafka: message <= transaction
+
+
+def _confluent_error(exc: Exception) -> TxnError:
+    """librdkafka's KafkaError as the driver's: ``retriable()``, ``txn_requires_abort()``,
+    ``fatal()`` (rdkafka.h, "Transactional producer API": what each means for the next call).
+    ``exc`` is a KafkaException carrying one, or the KafkaError itself (``flush`` raises a fatal
+    error as it is)."""
+    err: Any = exc if hasattr(exc, "retriable") else (exc.args[0] if exc.args else None)
+    if err is None or not hasattr(err, "retriable"):
+        return TxnError(f"{type(exc).__name__}: {exc}", fatal=True)
+    return TxnError(f"{err.name()}: {err.str()}", retriable=err.retriable(), abortable=err.txn_requires_abort(),
+                    fatal=err.fatal())
+
+
+class ConfluentTxnProducer:
+    """``base``: the default workload's settings (conformance/chaos/kits.py)."""
+
+    def __init__(self, base: dict, bootstrap: str, transactional_id: str, client_id: str) -> None:
+        from confluent_kafka import Producer
+
+        self._producer = Producer({**base, **CONFLUENT_TXN, "bootstrap.servers": bootstrap,
+                                   "transactional.id": transactional_id, "client.id": client_id})
+
+        # delivery reports, recorded once the call that served them returned: a callback only
+        # appends (librdkafka may raise a fatal error out of the call serving it, mid-callback,
+        # and a callback holding the history's lock then would leave it held)
+        self._reports: list[tuple[Outcome, int | None, str | None]] = []
+
+    def _do(self, call: Any, *args: Any) -> Any:
+        from confluent_kafka import KafkaError, KafkaException
+
+        try:
+            return call(*args)
+        except (KafkaException, KafkaError) as exc:
+            raise _confluent_error(exc) from None
+        finally:
+            self._deliver()
+
+    def _deliver(self) -> None:
+        while self._reports:
+            outcome, offset, error = self._reports.pop(0)
+            outcome(offset, error)
+
+    def init(self) -> None:
+        self._do(self._producer.init_transactions, CALL_S)
+
+    def begin(self) -> None:
+        self._do(self._producer.begin_transaction)
+
+    def send(self, topic: str, partition: int, value: bytes, outcome: Outcome) -> None:
+        reports = self._reports
+
+        def on_delivery(err, msg) -> None:
+            if err is not None:
+                reports.append((outcome, None, f"{err.name()}: {err.str()}"))
+            else:
+                reports.append((outcome, msg.offset() if msg.offset() is not None else -1, None))
+        try:
+            self._do(self._producer.produce, topic, value, None, partition, on_delivery)
+        except BufferError as exc:
+            raise TxnError(f"BufferError: {exc}", retriable=True) from None
+        self._do(self._producer.poll, 0)
+
+    def flush(self, timeout_s: float) -> None:
+        self._do(self._producer.flush, timeout_s)
+
+    def commit(self) -> None:
+        self._do(self._producer.commit_transaction, CALL_S)
+        self._do(self._producer.poll, 0)   # the delivery reports the commit's flush received
+
+    def abort(self) -> None:
+        self._do(self._producer.abort_transaction, CALL_S)
+        self._do(self._producer.poll, 0)
+
+    def close(self) -> None:
+        """Every pending delivery report served now (purged ones fail), not by rd_kafka_destroy
+        in whichever thread the garbage collector runs."""
+        try:
+            self._do(self._producer.purge)
+            self._do(self._producer.flush, CALL_S)
+        except TxnError:
+            pass     # a fenced producer's flush raises its fatal error; the reports are served
+
+
+class ConfluentTxnConsumer:
+    def __init__(self, base: dict, bootstrap: str, topics: list[str], partitions: int, client_id: str,
+                 group: str) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        self._consumer = Consumer({**base, "bootstrap.servers": bootstrap, "client.id": client_id,
+                                   "group.id": group, "isolation.level": "read_committed"})
+        self._tps = [TopicPartition(t, p, OFFSET_BEGINNING) for t in topics for p in range(partitions)]
+        self._consumer.assign(self._tps)
+
+    def poll(self, timeout_s: float) -> Iterable[tuple[str, int, int, bytes | None]]:
+        out = []
+        for msg in self._consumer.consume(500, timeout_s):
+            if not msg.error():
+                out.append((msg.topic(), msg.partition(), msg.offset(), msg.value()))
+        return out
+
+    def positions(self) -> dict[tuple[str, int], int] | None:
+        from confluent_kafka import TopicPartition
+
+        found = self._consumer.position([TopicPartition(tp.topic, tp.partition) for tp in self._tps])
+        # OFFSET_INVALID: nothing consumed there yet, so the next offset is the first
+        return {(tp.topic, tp.partition): max(tp.offset, 0) for tp in found}
+
+    def commit(self, offsets: dict[tuple[str, int], int]) -> None:
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+        try:
+            self._consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                                  asynchronous=False)
+        except (KafkaException, KafkaError) as exc:
+            raise _confluent_error(exc) from None
+
+    def close(self) -> None:
+        self._consumer.close()
+
