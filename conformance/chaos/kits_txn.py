@@ -136,3 +136,101 @@ class ConfluentTxnConsumer:
     def close(self) -> None:
         self._consumer.close()
 
+
+
+# --- programs of the line protocol (conformance/adapters/line_protocol.py): the Java client -----
+# One program per transactional producer and one per read_committed consumer (ChaosTxn.java);
+# the settings are the default workload's (Kafka's own names) and our client's transactional ones.
+LINE_TXN = {"transaction.timeout.ms": 30_000, "max.block.ms": 10_000}
+LINE_START_S = 120.0     # a JVM starting on a busy 2-core machine
+LINE_CALL_S = 60.0       # a call bounded by the client's own timeouts (max.block.ms), with a wide margin
+
+
+class LineTxnProducer:
+    """``base``: the default workload's producer settings; ``make``: a new program."""
+
+    def __init__(self, make: Any, base: dict, bootstrap: str, transactional_id: str, client_id: str) -> None:
+        self._adapter = make()
+        self._outcomes: dict[int, Outcome] = {}
+        self._n = 0
+        self._call("chaos_txn_producer", bootstrap=bootstrap, client_id=client_id, timeout_s=LINE_START_S,
+                   config={**base, **LINE_TXN, "transactional.id": transactional_id, "client.id": client_id})
+
+    def _call(self, cmd: str, timeout_s: float = LINE_CALL_S, **fields: Any) -> dict:
+        answer = self._adapter.request({"cmd": cmd, **fields}, timeout_s)
+        for n, offset, error in answer.get("outcomes", []):
+            outcome = self._outcomes.pop(n, None)
+            if outcome is not None:
+                outcome(offset if error is None else None, error)
+        if answer.get("fatal"):
+            raise TxnError(f"{cmd}: {answer['fatal']}", fatal=True)
+        if not answer.get("ok"):
+            kind = answer.get("kind", "fatal")
+            raise TxnError(str(answer.get("error")), retriable=kind == "retriable", abortable=kind == "abortable",
+                           fatal=kind == "fatal")
+        return answer
+
+    def init(self) -> None:
+        self._call("chaos_txn_init")
+
+    def begin(self) -> None:
+        self._call("chaos_txn_begin")
+
+    def send(self, topic: str, partition: int, value: bytes, outcome: Outcome) -> None:
+        self._n += 1
+        self._outcomes[self._n] = outcome
+        self._call("chaos_txn_send", n=self._n, topic=topic, partition=partition, value=value)
+
+    def flush(self, timeout_s: float) -> None:
+        self._call("chaos_txn_flush")
+
+    def commit(self) -> None:
+        self._call("chaos_txn_commit")
+
+    def abort(self) -> None:
+        self._call("chaos_txn_abort")
+
+    def close(self) -> None:
+        try:
+            self._call("chaos_txn_close")
+        except TxnError:
+            pass     # closing after a fatal error; the outcomes it reported are recorded
+        finally:
+            self._adapter.shutdown()
+
+
+class LineTxnConsumer:
+    def __init__(self, make: Any, base: dict, bootstrap: str, topics: list[str], partitions: int, client_id: str,
+                 group: str) -> None:
+        self._adapter = make()
+        self._call("chaos_txn_consumer", LINE_START_S, bootstrap=bootstrap, client_id=client_id, topics=topics,
+                   partitions=partitions, config={**base, "group.id": group, "isolation.level": "read_committed"})
+
+    def _call(self, cmd: str, timeout_s: float = LINE_CALL_S, **fields: Any) -> dict:
+        answer = self._adapter.request({"cmd": cmd, **fields}, timeout_s)
+        if answer.get("fatal") or not answer.get("ok"):
+            raise TxnError(str(answer.get("fatal") or answer.get("error")), retriable=answer.get("kind") == "retriable")
+        return answer
+
+    def poll(self, timeout_s: float) -> Iterable[tuple[str, int, int, bytes | None]]:
+        from conformance.adapters.line_protocol import decode_value
+
+        answer = self._call("chaos_txn_poll", timeout_s + LINE_CALL_S, timeout_ms=int(timeout_s * 1000))
+        return [(t, p, o, decode_value(v)) for t, p, o, v in answer.get("records", [])]
+
+    def positions(self) -> dict[tuple[str, int], int] | None:
+        try:
+            return {(t, p): o for t, p, o in self._call("chaos_txn_positions")["positions"]}
+        except TxnError:
+            return None
+
+    def commit(self, offsets: dict[tuple[str, int], int]) -> None:
+        self._call("chaos_txn_commit_offsets", offsets=[[t, p, o] for (t, p), o in offsets.items()])
+
+    def close(self) -> None:
+        try:
+            self._call("chaos_txn_consumer_close")
+        except TxnError:
+            pass
+        finally:
+            self._adapter.shutdown()

@@ -174,7 +174,7 @@ class TxnLoad:
                  history: History, notes: list[str]):
         self.kit, self.seed, self.bootstrap, self.partitions = kit, seed, bootstrap, partitions
         self.interval, self.history, self.notes = interval, history, notes
-        self.deadline = time.monotonic() + duration
+        self.duration = duration     # of each writer's transactions, from when its client started (a JVM takes seconds)
         self.ends: dict[tuple[str, int], int] | None = None     # set once the writers are done
         self.stop = threading.Event()
         self.producers: list[threading.Thread] = []
@@ -202,13 +202,15 @@ class TxnLoad:
         lives: list[Recorded] = []
         counter, txns = 0, 0
         producer = self._life("txn-producer-1", TXN_ID, lives)
+        deadline: float | None = None      # duration from the first init that completed
         initialized = False
         try:
-            while time.monotonic() < self.deadline and len(lives) <= MAX_LIVES:
+            while (deadline is None or time.monotonic() < deadline) and len(lives) <= MAX_LIVES:
                 try:
                     if not initialized:
                         retried(producer.init)
                         initialized = True
+                        deadline = deadline or time.monotonic() + self.duration
                     producer.begin()
                     txns += 1
                     partition = 0
@@ -263,6 +265,7 @@ class TxnLoad:
         other = b"ctp-" + WORKERS[1 - WORKERS.index(name)].encode()
         counter = 0
         lives: list[Recorded] = []
+        deadline: float | None = None
         for life in range(1, MAX_LIVES + 1):
             process = f"ctp-{name}" + (f"-{life}" if life > 1 else "")
             producer = self._life(process, f"chaos-ctp-{name}", lives)
@@ -271,7 +274,8 @@ class TxnLoad:
             self._assigned(process, [CTP_TOPIC])
             try:
                 retried(producer.init)
-                while time.monotonic() < self.deadline:
+                deadline = deadline or time.monotonic() + self.duration
+                while time.monotonic() < deadline:
                     try:
                         counter = self._ctp_transaction(producer, consumer, name, counter, other, rng)
                     except TxnError as exc:
