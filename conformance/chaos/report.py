@@ -130,7 +130,7 @@ def summarize(seeds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str], txn_jsons: list[str] = (),
+def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str], txn_jsons: tuple[str, ...] | list[str] = (),
             keep: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report's figures from these outputs; with ``keep`` (the figures extracted before), its
     rows of the clients and workloads these outputs do not have, and its mutation table unless
