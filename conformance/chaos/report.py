@@ -71,8 +71,10 @@ def json_seeds(path: str, workload: str = "default") -> list[dict[str, Any]]:
         broken = {k: r["totals"][k] for k in r.get("judged", []) if r.get("totals", {}).get(k)}
         broken |= {k: r[k] for k in ("consumer_missed", "consumer_wrong") if r.get(k)}
         named |= {f"accounting: {k}": {"count": n, "witness": []} for k, n in broken.items()}
+        # a seed in which no record was sent tested nothing (its clients did not start): an error
+        status = "fail" if named else "error" if not r.get("totals", {}).get("sent", 1) else "pass"
         out.append({"client": r["client"], "workload": workload, "seed": r["seed"],
-                    "status": "fail" if named else "pass", "actions": r["actions"], "anomalies": named})
+                    "status": status, "actions": r["actions"], "anomalies": named})
     return out
 
 
