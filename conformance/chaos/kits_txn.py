@@ -42,7 +42,7 @@ class ConfluentTxnProducer:
         # delivery reports, recorded once the call that served them returned: a callback only
         # appends (librdkafka may raise a fatal error out of the call serving it, mid-callback,
         # and a callback holding the history's lock then would leave it held)
-        self._reports: list[tuple[Outcome, int | None, str | None]] = []
+        self._reports: list[tuple[Outcome, Any, Any]] = []     # (outcome, KafkaError or None, Message)
 
     def _do(self, call: Any, *args: Any) -> Any:
         from confluent_kafka import KafkaError, KafkaException
@@ -56,8 +56,11 @@ class ConfluentTxnProducer:
 
     def _deliver(self) -> None:
         while self._reports:
-            outcome, offset, error = self._reports.pop(0)
-            outcome(offset, error)
+            outcome, err, msg = self._reports.pop(0)
+            if err is not None:
+                outcome(None, f"{err.name()}: {err.str()}")
+            else:
+                outcome(msg.offset() if msg.offset() is not None else -1, None)
 
     def init(self) -> None:
         self._do(self._producer.init_transactions, CALL_S)
@@ -69,10 +72,9 @@ class ConfluentTxnProducer:
         reports = self._reports
 
         def on_delivery(err, msg) -> None:
-            if err is not None:
-                reports.append((outcome, None, f"{err.name()}: {err.str()}"))
-            else:
-                reports.append((outcome, msg.offset() if msg.offset() is not None else -1, None))
+            # nothing called on err or msg here: with a fatal error pending, a method call inside the
+            # callback raises SystemError ("returned a result with an exception set")
+            reports.append((outcome, err, msg))
         try:
             self._do(self._producer.produce, topic, value, None, partition, on_delivery)
         except BufferError as exc:
