@@ -5,7 +5,7 @@ A matrix's ``chaos:`` groups (conformance/campaign/matrix.py) expand to one run 
 parameter set and seed, with scenario ``chaos`` and family ``Chaos``; ``params`` is the canonical
 JSON of the seed's parameters (``duration``, ``interval``, ``producers``, ``partitions``, every
 one resolved, the producers' ``acks`` / ``enable.idempotence`` when given, and ``txn: true``
-for our client's transactional workload, ``--txn``: the complete replay key).
+for the transactional workload, ``--txn``, of the clients that have one: the complete replay key).
 
 A seed's run row carries the accounting of conformance/chaos/accounting.py (sent, acknowledged,
 lost, misplaced, duplicated within / across producer epochs, reordered, failed, the consumer's
@@ -24,7 +24,7 @@ import json
 import time
 from typing import Any
 
-from conformance.chaos.cli import DEFAULTS, seed_line, seed_runner
+from conformance.chaos.cli import DEFAULTS, TXN_CLIENTS, seed_line, seed_runner
 from conformance.chaos.readback import SeedResult
 from conformance.chaos.realtime import READ_UP_S, SETTLE_S
 
@@ -86,9 +86,9 @@ def resolve_params(client: str, given: dict[str, Any]) -> dict[str, Any]:
         raise ChaosParamError(f"chaos parameters are numbers: {exc}") from None
     if numbers["duration"] < 2 or numbers["interval"] <= 0 or numbers["producers"] < 1 or numbers["partitions"] < 1:
         raise ChaosParamError(f"chaos needs duration >= 2, interval > 0, producers and partitions >= 1: {numbers}")
-    if "txn" in given and (not isinstance(given["txn"], bool) or (given["txn"] and name != "ours")):
-        raise ChaosParamError(f"txn is true or false, and true only for our client (its transactional workload), "
-                              f"not {given['txn']!r} for {name}")
+    if "txn" in given and (not isinstance(given["txn"], bool) or (given["txn"] and name not in TXN_CLIENTS)):
+        raise ChaosParamError(f"txn is true or false, and true only for {', '.join(TXN_CLIENTS)} (the clients with "
+                              f"a transactional workload), not {given['txn']!r} for {name}")
     return {**numbers, **_settings(given), **({"txn": True} if given.get("txn") else {})}
 
 

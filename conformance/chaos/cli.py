@@ -22,6 +22,7 @@ if TYPE_CHECKING:   # the chaos machinery loads when a chaos command runs, not w
     from conformance.chaos.readback import SeedResult
 
 CLIENTS = ("ours", "confluent-kafka", "kafka-python", "aiokafka", "java", "franz-go", "sarama")
+TXN_CLIENTS = ("ours", "confluent-kafka", "java")    # the clients with a transactional load (conformance/chaos/kits_txn.py)
 REAL_TIME = (10, 60.0, 0.02)
 DEFAULTS = {  # (seeds, duration s, interval s): virtual time is cheap, real time is not
     "ours": (100, 8.0, 0.1),
@@ -54,7 +55,8 @@ def add_chaos(sub) -> None:
     c.add_argument("--no-idempotence", dest="idempotence", action="store_false",
                    help="producers without idempotence (duplicates within an epoch counted, not judged)")
     c.add_argument("--txn", action="store_true",
-                   help="ours: a transactional producer and a read_committed consumer too, on a topic of their own")
+                   help="a transactional producer, consume-transform-produce workers and a read_committed consumer "
+                        "too, on topics of their own (ours and " + ", ".join(TXN_CLIENTS[1:]) + ")")
     c.add_argument("--plant", metavar="NAME",
                    help="plant a bug in the cluster (broker_emu/plants.py) to show the history checker catching it "
                         "(a third-party client: the plants without transactions); 'list' names them; 'all' measures "
@@ -122,9 +124,12 @@ def _resolve(args: argparse.Namespace) -> tuple[Callable[..., SeedResult], range
     if run_seed is None:
         print(f"error: {why}", file=sys.stderr)
         return 2
-    if (args.txn or args.plant == "all") and args.client != "ours":
-        print("error: --txn and --plant all run with --client ours (the transactional load is our client's, and the "
-              "mutation table is measured with it)", file=sys.stderr)
+    if args.plant == "all" and args.client != "ours":
+        print("error: --plant all runs with --client ours (the mutation table is measured with it)", file=sys.stderr)
+        return 2
+    if args.txn and args.client not in TXN_CLIENTS:
+        print(f"error: --txn runs with --client {' or '.join(TXN_CLIENTS)} (the clients with a transactional kit)",
+              file=sys.stderr)
         return 2
     if args.plant == "list":
         from conformance.chaos.mutation import list_plants
@@ -146,15 +151,15 @@ def plant_options(args: argparse.Namespace) -> dict | None:
     if args.plant and args.plant not in PLANTS:
         print(f"error: no planted bug {args.plant!r}; --plant list names them", file=sys.stderr)
         return None
-    if args.client != "ours":   # a third-party kit records its history only when asked: it costs the wall clock
-        if args.plant in TXN_PLANTS:
-            print(f"error: --plant {args.plant} with --client {args.client}: the third-party kits send no transactions; "
-                  f"plant one of {', '.join(p for p in PLANTS if p not in TXN_PLANTS)}", file=sys.stderr)
-            return None
-        return {"history": bool(args.history or args.plant), "plant": args.plant or ""}
+    if args.plant in TXN_PLANTS and args.client not in TXN_CLIENTS:
+        print(f"error: --plant {args.plant} with --client {args.client}: its kit sends no transactions; "
+              f"plant one of {', '.join(p for p in PLANTS if p not in TXN_PLANTS)}", file=sys.stderr)
+        return None
     if args.plant in TXN_PLANTS and not args.txn:
         print(f"chaos: --plant {args.plant} acts on transactions: --txn added", file=sys.stderr)
         args.txn = True
+    if args.client != "ours":   # a third-party kit records its history only when asked: it costs the wall clock
+        return {"history": bool(args.history or args.plant), "plant": args.plant or "", "txn": args.txn}
     return {"txn": args.txn, "plant": args.plant or ""}
 
 

@@ -15,10 +15,12 @@ from typing import Any, Callable, Iterable
 
 from conformance.adapters.line_protocol import LineProtocolAdapter, decode_value
 from conformance.chaos.accounting import Sent
+from conformance.chaos.kits_txn import ConfluentTxnConsumer, ConfluentTxnProducer, LineTxnConsumer, LineTxnProducer
 from conformance.chaos.ours import CONSUMER_CONFIG as OUR_CONSUMER
 from conformance.chaos.ours import PRODUCER_CONFIG as OUR_PRODUCER
 from conformance.chaos.ours import TOPIC
 from conformance.chaos.realtime import Kit
+from conformance.chaos.realtime_txn import TxnKit
 from conformance.extras import client_missing
 
 LINE_START_S = 120.0     # a JVM starting on a busy 2-core machine
@@ -315,10 +317,13 @@ def _sarama() -> LineProtocolAdapter:
     return SaramaAdapter()
 
 
-def _program_kit(name: str, make: Callable[[], LineProtocolAdapter]) -> Kit:
+def _program_kit(name: str, make: Callable[[], LineProtocolAdapter], txn: bool = False) -> Kit:
+    """``txn``: the program has the transactional commands too (``chaos_txn_*``)."""
     return Kit(name, _program_available(make),
                lambda index, bootstrap, errors, settings: LineProducer(make(), index, bootstrap, errors, settings),
-               lambda bootstrap, partitions, errors: LineConsumer(make(), bootstrap, partitions, errors))
+               lambda bootstrap, partitions, errors: LineConsumer(make(), bootstrap, partitions, errors),
+               TxnKit(lambda *args: LineTxnProducer(make, OUR_PRODUCER, *args),
+                      lambda *args: LineTxnConsumer(make, OUR_CONSUMER, *args)) if txn else None)
 
 
 def _program_available(make: Callable[[], LineProtocolAdapter]) -> Callable[[], tuple[bool, str]]:
@@ -332,10 +337,12 @@ def _program_available(make: Callable[[], LineProtocolAdapter]) -> Callable[[], 
 
 KITS = {
     "confluent-kafka": Kit("confluent-kafka", _installed("confluent_kafka", "confluent-kafka"),
-                           ConfluentProducer, ConfluentConsumer),
+                           ConfluentProducer, ConfluentConsumer,
+                           TxnKit(lambda *args: ConfluentTxnProducer(CONFLUENT_PRODUCER, *args),
+                                  lambda *args: ConfluentTxnConsumer(CONFLUENT_CONSUMER, *args))),
     "kafka-python": Kit("kafka-python", _installed("kafka", "kafka-python"), KafkaPythonProducer, KafkaPythonConsumer),
     "aiokafka": Kit("aiokafka", _installed("aiokafka", "aiokafka"), AiokafkaProducer, AiokafkaConsumer),
-    "java": _program_kit("java", _java),
+    "java": _program_kit("java", _java, txn=True),
     "franz-go": _program_kit("franz-go", _franz_go),
     "sarama": _program_kit("sarama", _sarama),
 }

@@ -28,10 +28,13 @@ from broker_emu.plants import Plant
 from broker_emu.runtime import run_cluster_in_thread
 from conformance.chaos.accounting import Sent, account, judged, record_value
 from conformance.chaos.checker import check, judged_anomalies
+from conformance.chaos.ctp_load import CTP_TOPIC
 from conformance.chaos.history import INFO, OK, History, Read, detail
-from conformance.chaos.ours import CLUSTER_CONFIG, TOPIC
+from conformance.chaos.ours import CLUSTER_CONFIG, TOPIC, TXN_VERSION
 from conformance.chaos.plan import Chaos, make_plan
 from conformance.chaos.readback import SeedResult, committed, join
+from conformance.chaos.realtime_txn import TxnKit, TxnLoad
+from conformance.chaos.txn_load import TXN_TOPIC
 
 SETTLE_S = 150.0          # after the chaos: how long producers get to learn every record's outcome
 READ_UP_S = 60.0          # then how long the consumer gets to reach every partition's high watermark
@@ -62,25 +65,29 @@ class Kit:
     available: Callable[[], tuple[bool, str]]
     producer: Callable[[int, str, list[str], dict], ChaosProducer]   # (index, bootstrap, errors, settings)
     consumer: Callable[[str, int, list[str]], ChaosConsumer]      # (bootstrap, partitions, errors)
+    txn: TxnKit | None = None          # the transactional workload's (``--txn``), if the client has one
 
 
 def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3, producers: int = 3,
              interval: float = 0.02, acks: str = "all", idempotence: bool = True,
              say: Callable[[str], None] | None = None, progress: Callable[[str], None] | None = None,
-             progress_every: float = 10.0, history: bool = False, plant: str = "") -> SeedResult:
+             progress_every: float = 10.0, history: bool = False, plant: str = "", txn: bool = False) -> SeedResult:
     """One seed in real time (``say`` gets each chaos action, ``progress`` a line every
     ``progress_every`` seconds). ``acks`` and ``idempotence`` are the producers' settings
     (Kafka's names in ``settings``; each kit says them in its client's words). ``history``:
     record the clients' operations and check them (``SeedResult.history``, ``.check``).
     ``plant``: a planted bug (broker_emu/plants.py, not one that needs transactions: the kits
-    send none) in the cluster, set before any client connects; it implies ``history``."""
+    send none) in the cluster, set before any client connects; it implies ``history``. ``txn``:
+    the transactional load too (conformance/chaos/realtime_txn.py, the client's ``TxnKit``), on
+    topics of its own; it implies ``history`` (only the history judges it)."""
     settings = {"acks": acks, "enable.idempotence": idempotence}
     say = say or (lambda line: None)
     progress = progress or (lambda line: None)
     wall = time.perf_counter()
-    recorded = History(time.monotonic) if history or plant else None
-    config = {**CLUSTER_CONFIG, "emu.seed": seed}
-    with run_cluster_in_thread(brokers=3, topics=[(TOPIC, partitions, 3)], config=config) as tc:
+    recorded = History(time.monotonic) if history or plant or txn else None
+    config = {**CLUSTER_CONFIG, "emu.seed": seed, **({TXN_VERSION: 1} if txn else {})}
+    topics = [(TOPIC, partitions, 3)] + ([(TXN_TOPIC, partitions, 3), (CTP_TOPIC, partitions, 3)] if txn else [])
+    with run_cluster_in_thread(brokers=3, topics=topics, config=config) as tc:
         cluster = tc.cluster
         assert cluster is not None   # started
         if plant:
@@ -101,8 +108,13 @@ def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3
                                   name="chaos-consumer")
         for t in [chaos_thread, reader, *threads]:
             t.start()
-        _report_until_done(seed, wall, threads + [chaos_thread], sent, progress, progress_every)
+        load = _txn_load(kit, seed, tc.bootstrap, partitions, duration, interval, recorded, errors) if txn else None
+        _report_until_done(seed, wall, threads + [chaos_thread] + (load.producers if load else []), sent, progress,
+                           progress_every)
         ends = tc.call(lambda: {p.index: p.high_watermark for p in cluster.topics[TOPIC].partitions})
+        if load is not None:
+            load.read_to_the_end(tc.call(lambda: {(t, p.index): p.high_watermark for t in (TXN_TOPIC, CTP_TOPIC)
+                                                  for p in cluster.topics[t].partitions}), READ_UP_S)
         deadline = time.monotonic() + READ_UP_S
         while time.monotonic() < deadline and reader.is_alive() and any(_upto(consumed, p) < end
                                                                         for p, end in ends.items()):
@@ -121,6 +133,16 @@ def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3
         result.judged_anomalies = judged_anomalies(acks, idempotence)
     result.plant, result.plant_log = plant, plant_log
     return result
+
+
+def _txn_load(kit: Kit, seed: int, bootstrap: str, partitions: int, duration: float, interval: float,
+              history: History | None, errors: list[str]) -> TxnLoad:
+    """The transactional producer, the consume-transform-produce workers and the read_committed
+    reader, started (their transactions twice ``interval`` apart, as ours)."""
+    assert history is not None and kit.txn is not None
+    load = TxnLoad(kit.txn, seed, bootstrap, partitions, duration, interval * 2, history, errors)
+    load.start(_guarded, errors)
+    return load
 
 
 def _guarded(who: str, errors: list[str], body: Callable[..., None], *args) -> None:

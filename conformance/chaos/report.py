@@ -71,8 +71,10 @@ def json_seeds(path: str, workload: str = "default") -> list[dict[str, Any]]:
         broken = {k: r["totals"][k] for k in r.get("judged", []) if r.get("totals", {}).get(k)}
         broken |= {k: r[k] for k in ("consumer_missed", "consumer_wrong") if r.get(k)}
         named |= {f"accounting: {k}": {"count": n, "witness": []} for k, n in broken.items()}
+        # a seed in which no record was sent tested nothing (its clients did not start): an error
+        status = "fail" if named else "error" if not r.get("totals", {}).get("sent", 1) else "pass"
         out.append({"client": r["client"], "workload": workload, "seed": r["seed"],
-                    "status": "fail" if named else "pass", "actions": r["actions"], "anomalies": named})
+                    "status": status, "actions": r["actions"], "anomalies": named})
     return out
 
 
@@ -130,11 +132,23 @@ def summarize(seeds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str]) -> dict[str, Any]:
+def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str], txn_jsons: tuple[str, ...] | list[str] = (),
+            keep: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report's figures from these outputs; with ``keep`` (the figures extracted before), its
+    rows of the clients and workloads these outputs do not have, and its mutation table unless
+    ``mutations`` gives one: a campaign of some clients adds to the report, not replaces it."""
     from conformance.chaos.mutation import EXPECTED
 
-    seeds = [s for d in campaigns for s in campaign_seeds(d)] + [s for f in chaos_jsons for s in json_seeds(f)]
-    return {"clients": summarize(seeds), "mutation": [mutation_row(f, EXPECTED) for f in mutations]}
+    seeds = [s for d in campaigns for s in campaign_seeds(d)] + [s for f in chaos_jsons for s in json_seeds(f)] \
+        + [s for f in txn_jsons for s in json_seeds(f, "txn")]
+    clients = summarize(seeds)
+    mutation = [mutation_row(f, EXPECTED) for f in mutations]
+    if keep is not None:
+        fresh = {(c["client"], c["workload"]) for c in clients}
+        clients = sorted(clients + [c for c in keep["clients"] if (c["client"], c["workload"]) not in fresh],
+                         key=lambda c: (c["client"], c["workload"]))
+        mutation = mutation or keep["mutation"]
+    return {"clients": clients, "mutation": mutation}
 
 
 # -- render: the figures as markdown --------------------------------------------------------------
@@ -218,12 +232,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("step", choices=("extract", "write", "check"))
     p.add_argument("--campaign", action="append", default=[], help="a campaign output directory (extract)")
     p.add_argument("--chaos-json", action="append", default=[], help="broker-emu chaos --json of a client (extract)")
+    p.add_argument("--chaos-json-txn", action="append", default=[],
+                   help="broker-emu chaos --txn --json of a client: its transactional workload (extract)")
+    p.add_argument("--keep", action="store_true",
+                   help="extract: keep the rows of --data for the clients and workloads not in these outputs")
     p.add_argument("--mutation", action="append", default=[], help="broker-emu chaos --plant X --json (extract)")
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--page", default=str(PAGE))
     args = p.parse_args(argv)
     if args.step == "extract":
-        data = extract(args.campaign, args.chaos_json, args.mutation)
+        keep = json.loads(pathlib.Path(args.data).read_text()) if args.keep else None
+        data = extract(args.campaign, args.chaos_json, args.mutation, args.chaos_json_txn, keep)
         pathlib.Path(args.data).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         return 0
     data = json.loads(pathlib.Path(args.data).read_text())

@@ -82,3 +82,36 @@ def test_a_real_clients_history_is_checked_and_a_planted_lost_write_is_named(pla
     assert counts["lost-write"] >= 1, counts
     witness = result.check.anomalies["lost-write"][0]
     assert any(op.process.startswith("producer-") and op.type == "ok" for op in witness.ops), witness.as_dict()
+
+
+@pytest.mark.parametrize("client, plant", [("confluent-kafka", ""), ("confluent-kafka", "aborted-read"), ("java", "")])
+def test_transactions_of_a_real_client_are_recorded_and_judged(client, plant):
+    """``--txn`` with confluent-kafka or the Java client (conformance/chaos/realtime_txn.py): the transactional
+    producer's begins, commits and aborts, its zombie fenced by a successor, the
+    consume-transform-produce workers' polls inside their transactions and the read_committed
+    reader's polls are in the history; nothing judged on the emulator, and a planted bug that shows
+    an aborted record to read_committed named by the checker."""
+    _require(client)
+    from conformance.chaos import realtime
+
+    # a program per client (eleven JVMs for java) is slow to start on a loaded machine: the Java
+    # client's transactions get longer, so the transaction a successor interrupts (the 2nd-4th) comes
+    duration = DURATION if client != "java" else 20.0
+    result = realtime.run_seed(KITS[client], SEED, duration=duration, txn=True, plant=plant)
+    ops = result.history.ops
+    done = {(op.process.rstrip("-0123456789"), op.f) for op in ops if op.type == "ok"}
+    assert {("txn-producer", "begin"), ("txn-producer", "commit_txn"), ("txn-producer", "init_txn"),
+            ("ctp-a", "commit_txn"), ("ctp-b", "commit_txn"), ("txn-reader", "commit")} <= done, sorted(done)
+    assert any(f == "abort_txn" for _, f in done), sorted(done)
+    assert sum(op.f == "init_txn" and op.type == "ok" and op.process.startswith("txn-producer") for op in ops) >= 2
+    assert any(op.f == "poll" and op.txn is not None and op.records for op in ops if op.process.startswith("ctp-"))
+    assert any("fenced as it should be" in note for note in result.notes), result.notes
+    read = {(r.topic, r.value) for op in ops if op.process == "txn-reader" and op.f == "poll" and op.records
+            for r in op.records}
+    assert any(topic == "chaos-txn" for topic, _ in read)
+    counts = result.check.counts()
+    if not plant:
+        assert result.anomalies() == 0 and counts["unseen"] == 0, (counts, result.notes)
+        return
+    assert result.plant_log, "the plant never fired"
+    assert counts["aborted-read"] >= 1, counts

@@ -70,3 +70,22 @@ def test_a_planted_bug_row_counts_fired_named_and_missed(tmp_path):
     row = report.mutation_row(str(path), {"lso-at-high": ("G1c",)})
     assert (row["seeds"], row["fired"], row["named"], row["any"], row["missed"]) == (3, 2, 1, 2, [1])
     assert row["other"] == {"uncommitted-read": 2} and row["witness"][0] == "G1c here"
+
+
+def test_new_outputs_add_to_the_stored_figures_and_a_txn_json_is_its_own_workload(tmp_path):
+    """``extract --keep``: rows of clients and workloads the new outputs lack stay (earlier campaigns'
+    outputs need not be kept to regenerate the page); ``--chaos-json-txn`` is the --txn workload; a
+    seed that sent nothing is an error."""
+    def seed(n, duplicate):
+        return {"seed": n, "client": "confluent-kafka", "actions": {"leader": 1}, "judged": ["lost"],
+                "totals": {"lost": 0}, "history_check": {"counts": {"duplicate": duplicate}, "judged": ["duplicate"],
+                                                          "examples": {}}}
+    path = tmp_path / "txn.json"
+    path.write_text(json.dumps([seed(0, 0), seed(1, 2), {**seed(2, 0), "totals": {"lost": 0, "sent": 0}}]))
+    old = {"clients": [{"client": "ours", "workload": "txn", "seeds": 5},
+                       {"client": "confluent-kafka", "workload": "txn", "seeds": 1}], "mutation": [{"plant": "x"}]}
+    data = report.extract([], [], [], [str(path)], keep=old)
+    assert [(c["client"], c["workload"], c["seeds"]) for c in data["clients"]] == [
+        ("confluent-kafka", "txn", 3), ("ours", "txn", 5)]
+    assert data["clients"][0]["errors"] == 1     # seed 2 sent nothing: its clients never started
+    assert data["clients"][0]["classes"] == {"duplicate": 1} and data["mutation"] == [{"plant": "x"}]

@@ -43,7 +43,8 @@ public final class Main {
                 answer = switch (cmd) {
                     case "hello" -> hello();
                     case "run" -> run(request);
-                    default -> Chaos.handles(cmd) ? Chaos.handle(cmd, request) : fatal("unknown cmd " + cmd);
+                    default -> ChaosTxn.handles(cmd) ? ChaosTxn.handle(cmd, request)
+                            : Chaos.handles(cmd) ? Chaos.handle(cmd, request) : fatal("unknown cmd " + cmd);
                 };
             } catch (Exception e) {   // a broken request: say so, keep serving
                 answer = fatal(e.getClass().getSimpleName() + ": " + e.getMessage());
