@@ -37,9 +37,9 @@ from conformance.adapters import admin_steps, py_txn
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, scaled_ms
 from conformance.adapters.py_common import (
-    NO_GROWTH_JUDGED,
     NO_SETUP_TIMEOUT,
     SETUP_TIMEOUT_JUDGED,
+    lacks_growing_setup_timeout,
     not_created,
     offsets_value,
     python_sasl,
@@ -53,7 +53,7 @@ from conformance.adapters.py_common import (
 )
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap
 from conformance.extras import client_missing
-from conformance.model import SILENT_MEMBER, Operation, Outcome
+from conformance.model import SILENT_MEMBER, Operation, Outcome, Scenario
 
 CONSUMER_PY, PRODUCER_PY = "aiokafka/consumer/consumer.py", "aiokafka/producer/producer.py"
 _CANCELLED = ("an asyncio application cancels it at its deadline: the adapter gives the step's with asyncio.timeout "
@@ -104,8 +104,7 @@ CAPABILITIES = ClientCapabilities(
             "learnt of", "aiokafka/client.py"),
         "share groups": Lack("aiokafka has no share consumer: AIOKafkaConsumer joins classic groups only (aiokafka/consumer/"
                              "group_coordinator.py), no ShareFetch in its protocol", "aiokafka/consumer/group_coordinator.py"),
-        "socket.connection.setup.timeout.max.ms": Lack(NO_SETUP_TIMEOUT["aiokafka"], "aiokafka/conn.py",
-                                                       judged=NO_GROWTH_JUDGED),
+        "socket.connection.setup.timeout.max.ms": Lack(NO_SETUP_TIMEOUT["aiokafka"], "aiokafka/conn.py"),
     }),
 )
 
@@ -124,9 +123,9 @@ class AiokafkaAdapter(RealTimeAdapter):
                   | py_txn.TXN_OPERATIONS | ADMIN_OPERATIONS)
     warm_up_calls = frozenset({"committed"})
     capabilities = CAPABILITIES
-    # no setup timeout, so none that grows: that contract is N/A, the others judge the client
-    lacks = MappingProxyType({"socket.connection.setup.timeout.max.ms":
-                              CAPABILITIES.lacks["socket.connection.setup.timeout.max.ms"].reason})
+
+    def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:
+        return lacks_growing_setup_timeout(self, scenario) or super().supports_scenario(scenario)
 
     def available(self):
         ok = importlib.util.find_spec("aiokafka") is not None

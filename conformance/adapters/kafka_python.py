@@ -33,9 +33,9 @@ from conformance.adapters import admin_steps, py_txn
 from conformance.adapters.admin_steps import ADMIN_OPERATIONS
 from conformance.adapters.base import RealTimeAdapter, RunEnv, list_rounds, scaled_ms
 from conformance.adapters.py_common import (
-    NO_GROWTH_JUDGED,
     NO_SETUP_TIMEOUT,
     SETUP_TIMEOUT_JUDGED,
+    lacks_growing_setup_timeout,
     not_created,
     offsets_value,
     python_sasl,
@@ -48,7 +48,7 @@ from conformance.adapters.py_common import (
 )
 from conformance.client_capabilities import ClientCapabilities, Lack, Pin, lacks_rebootstrap
 from conformance.extras import client_missing
-from conformance.model import SILENT_MEMBER, Operation, Outcome
+from conformance.model import SILENT_MEMBER, Operation, Outcome, Scenario
 
 
 def _error_type(exc: BaseException) -> str:
@@ -94,8 +94,7 @@ CAPABILITIES = ClientCapabilities(
             "REBOOTSTRAP_REQUIRED: it keeps asking the brokers it learnt of", PRODUCER_PY),
         "share groups": Lack("kafka-python has no share consumer: KafkaConsumer only (kafka/consumer/group.py); ShareFetch and "
                              "ShareGroupHeartbeat appear only as API key names (kafka/protocol/api_key.py)", "kafka/protocol/api_key.py"),
-        "socket.connection.setup.timeout.max.ms": Lack(NO_SETUP_TIMEOUT["kafka-python"], PRODUCER_PY,
-                                                       judged=NO_GROWTH_JUDGED),
+        "socket.connection.setup.timeout.max.ms": Lack(NO_SETUP_TIMEOUT["kafka-python"], PRODUCER_PY),
     }),
     notes=MappingProxyType({
         "max.block.ms": "max_block_ms bounds send()'s wait for metadata; the transactional calls wait for the "
@@ -113,9 +112,9 @@ class KafkaPythonAdapter(RealTimeAdapter):
         | py_txn.TXN_OPERATIONS | ADMIN_OPERATIONS
     warm_up_calls = frozenset({"committed"})
     capabilities = CAPABILITIES
-    # no setup timeout, so none that grows: that contract is N/A, the others judge the client
-    lacks = MappingProxyType({"socket.connection.setup.timeout.max.ms":
-                              CAPABILITIES.lacks["socket.connection.setup.timeout.max.ms"].reason})
+
+    def supports_scenario(self, scenario: Scenario) -> tuple[bool, str]:
+        return lacks_growing_setup_timeout(self, scenario) or super().supports_scenario(scenario)
 
     def available(self):
         ok = importlib.util.find_spec("kafka") is not None

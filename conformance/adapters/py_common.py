@@ -26,6 +26,7 @@ from typing import Any, Awaitable, Callable, Iterable
 
 from client.consumer.records import TopicPartition
 from conformance.adapters.base import Adapter, RunEnv
+from conformance.client_capabilities import needs
 from conformance.model import Operation, Outcome
 
 # the unscaled defaults a real-time run divides by its scale when the scenario sets neither
@@ -56,8 +57,15 @@ NO_SETUP_TIMEOUT = {
 # what stands in for the missing setting: nothing. The scenarios about it run, and the contract that
 # a stalled handshake is abandoned at the setup timeout judges what these clients do instead (they
 # wait on, until a request or delivery timeout ends the record): a finding, not an N/A
-NO_GROWTH_JUDGED = ("the scenario runs with whatever ends the attempt (nothing of the client's own bounds it); the "
-                    "contract on the setup timeout's growth is N/A (Adapter.lacks)")
+def lacks_growing_setup_timeout(adapter: Adapter, scenario: Any) -> tuple[bool, str] | None:
+    """N/A where the scenario is about KIP-601's growing setup timeout: these clients have no setup
+    timeout at all, so nothing of theirs can grow (the stalled-handshake scenario, about the setup
+    timeout alone, runs and judges what they do instead: SETUP_TIMEOUT_JUDGED)."""
+    if "socket.connection.setup.timeout.max.ms" in needs(scenario):
+        return False, f"lacks socket.connection.setup.timeout.max.ms: {NO_SETUP_TIMEOUT[adapter.name]}"
+    return None
+
+
 SETUP_TIMEOUT_JUDGED = ("what the client does with a stalled connection set-up: the matrix judges it against "
                         "socket.connection.setup.timeout.ms, which nothing of its own enforces")
 
