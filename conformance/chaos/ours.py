@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 import trio
 import trio.testing
@@ -51,6 +51,14 @@ def run_seed(seed: int, *, duration: float = 8.0, partitions: int = 3, producers
     result.judged_anomalies = judged_anomalies(acks, idempotence)
     result.wall_s = time.perf_counter() - wall
     return result
+
+
+class ChaosRun(Protocol):
+    """A plan being applied: the emulator's (plan.Chaos) or Apache Kafka's (kafka_faults.KafkaChaos)."""
+
+    async def run(self) -> None: ...
+
+    async def heal_all(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -104,7 +112,7 @@ async def _run(o: Options, say: Callable[[str], None] | None) -> SeedResult:
         return result
 
 
-def _start_writers(work: trio.Nursery, o: Options, chaos: Chaos, bootstrap: dict, connect, sent: list[Sent],
+def _start_writers(work: trio.Nursery, o: Options, chaos: ChaosRun, bootstrap: dict, connect, sent: list[Sent],
                    notes: list[str], history: History) -> None:
     work.start_soon(_chaos_then_heal, chaos)
     for i in range(o.producers):
@@ -156,7 +164,7 @@ class Reader:
         return max((o + 1 for (p, o) in self.consumed if p == partition), default=0)
 
 
-async def _chaos_then_heal(chaos: Chaos) -> None:
+async def _chaos_then_heal(chaos: ChaosRun) -> None:
     await chaos.run()
     await chaos.heal_all()   # then everything converges: producers finish, the consumer catches up
 
