@@ -191,7 +191,7 @@ class KafkaChaos:
 
     async def _delay(self, step: Step):
         ms = round(50 + step.draw * 1450)
-        self._rule(step, {"action": "delay_response", "ms": ms, "duration_ms": step.duration * 1000},
+        self._rule(step, {"action": {"type": "delay_response", "ms": ms}, "duration_ms": step.duration * 1000},
                    f"node {{node}}: every answer held {ms} ms for {step.duration:.1f}s")
 
     # -- the end ------------------------------------------------------------------------------
