@@ -108,7 +108,8 @@ def run_chaos_command(args: argparse.Namespace) -> int:
     print_summary(args.client, results, replay_command(args.client, {**params, **extra, "broker": args.broker}))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump([r.as_dict() for r in results], f, indent=1)
+            json.dump([{**r.as_dict(), "workload": "txn" if args.txn else "default", "broker": args.broker}
+                       for r in results], f, indent=1)
     return 1 if any(r.bad() for r in results) else 0
 
 

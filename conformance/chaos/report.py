@@ -3,15 +3,21 @@ and fault kind, the mutation table, and witnesses as timelines.
 
 Two steps, so the check is cheap. ``extract`` reads what the runs left — campaign outputs
 (``broker-emu campaign ... --out DIR``: the run rows and violation events under
-``DIR/traces``), ``broker-emu chaos --json`` files of real-time clients, and ``--json`` files of
-planted-bug runs — and stores the figures the report needs in ``docs/chaos-report.json``
+``DIR/traces``), ``broker-emu chaos --json`` files of real-time clients, ``--json`` files of
+planted-bug runs (the mutation table: one file per planted bug, and the runs with nothing
+planted), and ``broker-emu chaos --broker kafka --json`` files (Apache Kafka) — and stores the figures the report needs in ``docs/chaos-report.json``
 (small: counts and a few witnesses). ``write`` renders that file into docs/chaos.md between
 ``<!-- chaos-report -->`` and ``<!-- /chaos-report -->``; ``check`` renders and compares (exit 1
 when the page is stale; tests/conformance/chaos/test_chaos_report.py runs it).
 
     python -m conformance.chaos.report extract --campaign out/scale/out-default \\
         --chaos-json out/real/java.json --mutation out/lso-at-high-100.json
+    python -m conformance.chaos.report extract --update --mutation out/mutation/lose-ack.json ... \
+        --kafka-json out/kafka-chaos/default.json --kafka-json out/kafka-chaos/txn.json
     python -m conformance.chaos.report write
+
+``--update`` keeps the stored sections no input was given for (the campaign figures when only
+the mutation table and the Kafka runs are measured again).
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ DATA = ROOT / "docs" / "chaos-report.json"
 BLOCK = re.compile(r"(<!-- chaos-report -->\n)(.*?)(<!-- /chaos-report -->)", re.S)
 HISTORY = "client history: no "
 KINDS = ("leader", "truncate", "bounce", "black_hole", "lost_answer", "stall", "lag", "cut")
+# on Apache Kafka (conformance/chaos/kafka_faults.py KAFKA_KINDS, in the report's order)
+KAFKA_KINDS = ("leader", "bounce", "pause", "black_hole", "lost_answer", "lost_request", "delay", "isolate")
 WITNESS = re.compile(r"#(?P<index>\d+) t=(?P<t>[\d.]+) (?P<process>\S+) (?P<rest>.*)")
 
 
@@ -71,7 +79,7 @@ def json_seeds(path: str, workload: str = "default") -> list[dict[str, Any]]:
         broken = {k: r["totals"][k] for k in r.get("judged", []) if r.get("totals", {}).get(k)}
         broken |= {k: r[k] for k in ("consumer_missed", "consumer_wrong") if r.get(k)}
         named |= {f"accounting: {k}": {"count": n, "witness": []} for k, n in broken.items()}
-        out.append({"client": r["client"], "workload": workload, "seed": r["seed"],
+        out.append({"client": r["client"], "workload": r.get("workload", workload), "seed": r["seed"],
                     "status": "fail" if named else "pass", "actions": r["actions"], "anomalies": named})
     return out
 
@@ -87,9 +95,14 @@ def mutation_row(path: str, expected: dict[str, tuple[str, ...]]) -> dict[str, A
     seeds = json.loads(pathlib.Path(path).read_text())
     plant = next((r["plant"]["name"] for r in seeds if r.get("plant")), "")
     want = expected.get(plant, ())
-    row: dict[str, Any] = {"plant": plant, "expected": list(want), "seeds": len(seeds), "fired": 0, "named": 0,
-                           "any": 0, "other": Counter(), "missed": [], "witness": []}
+    # the runs say their workload (broker-emu chaos --json); older ones did not: every plant ran with --txn
+    workload = next((r["workload"] for r in seeds if r.get("workload")), "txn" if plant else "default")
+    row: dict[str, Any] = {"plant": plant, "workload": workload, "expected": list(want), "seeds": len(seeds),
+                           "fired": 0, "named": 0, "any": 0, "old": 0, "other": Counter(), "missed": [], "witness": []}
     for r in seeds:
+        # the old counters: the accounting's judged counts, or the consumer against the log
+        row["old"] += bool(any(r.get("totals", {}).get(k) for k in r.get("judged", []))
+                           or r.get("consumer_missed") or r.get("consumer_wrong"))
         check = r.get("history_check", {})
         named = {k for k, n in check.get("counts", {}).items() if n and k in check.get("judged", [])}
         row["any"] += bool(named)
@@ -106,7 +119,7 @@ def mutation_row(path: str, expected: dict[str, tuple[str, ...]]) -> dict[str, A
     return row
 
 
-def summarize(seeds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def summarize(seeds: list[dict[str, Any]], kind_names: tuple[str, ...] = KINDS) -> list[dict[str, Any]]:
     """Per client and workload: seeds, failed, errors, the anomaly classes (seeds naming each),
     per fault kind the seeds it fired in and how many of those named an anomaly; and the first
     witness of each class."""
@@ -116,7 +129,7 @@ def summarize(seeds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (client, workload), group in sorted(groups.items()):
         kinds = {kind: [sum(1 for s in group if s["actions"].get(kind)),
-                        sum(1 for s in group if s["actions"].get(kind) and s["anomalies"])] for kind in KINDS}
+                        sum(1 for s in group if s["actions"].get(kind) and s["anomalies"])] for kind in kind_names}
         classes: Counter = Counter(k for s in group for k in s["anomalies"])
         witnesses: dict[str, dict[str, Any]] = {}
         for s in sorted(group, key=lambda s: s["seed"]):
@@ -130,11 +143,14 @@ def summarize(seeds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str]) -> dict[str, Any]:
+def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str],
+            kafka_jsons: list[str] = ()) -> dict[str, Any]:
     from conformance.chaos.mutation import EXPECTED
 
     seeds = [s for d in campaigns for s in campaign_seeds(d)] + [s for f in chaos_jsons for s in json_seeds(f)]
-    return {"clients": summarize(seeds), "mutation": [mutation_row(f, EXPECTED) for f in mutations]}
+    kafka = [s for f in kafka_jsons for s in json_seeds(f)]
+    return {"clients": summarize(seeds), "mutation": [mutation_row(f, EXPECTED) for f in mutations],
+            "kafka": summarize(kafka, KAFKA_KINDS)}
 
 
 # -- render: the figures as markdown --------------------------------------------------------------
@@ -175,21 +191,46 @@ def render(data: dict[str, Any]) -> str:
     for c in data["clients"]:
         cells = " | ".join(f"{fired} ({bad})" for fired, bad in (c["kinds"][k] for k in KINDS))
         out.append(f"| {c['client']} | {c['workload']} | {cells} |")
-    out += _mutation(data["mutation"]) + _witnesses(data)
+    out += _mutation(data["mutation"]) + _kafka(data.get("kafka", [])) + _witnesses(data)
     return "\n".join(out) + "\n"
 
 
 def _mutation(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-    out = ["", "**Planted bugs** (`broker-emu chaos --txn --plant NAME --json FILE`):", "",
-           "| planted bug | seeds | fired in | named (expected class) | seeds with any anomaly | other classes named "
-           "(seeds) | fired, not named |", "|---|---|---|---|---|---|---|"]
+    out = ["", "**Planted bugs** (`broker-emu chaos --txn --plant NAME --json FILE`; nothing planted: "
+           "`broker-emu chaos [--txn] --json FILE`). *Old counters*: seeds the accounting or the consumer check "
+           "flagged too:", "",
+           "| planted bug | workload | seeds | fired in | named (expected class) | seeds with any anomaly | "
+           "other classes named (seeds) | fired, not named | old counters |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         other = ", ".join(f"{k} {n}" for k, n in r["other"].items()) or "—"
         missed = ", ".join(map(str, r["missed"])) or "—"
-        out.append(f"| `{r['plant']}` | {r['seeds']} | {r['fired']} | **{r['named']}/{r['fired']}** "
-                   f"({' or '.join(r['expected'])}) | {r['any']} | {other} | {missed} |")
+        workload = r.get("workload", "txn")
+        old = r.get("old", "—")
+        if not r["plant"]:
+            out.append(f"| none | {workload} | {r['seeds']} | — | — | **{r['any']}** | {other} | — | {old} |")
+            continue
+        out.append(f"| `{r['plant']}` | {workload} | {r['seeds']} | {r['fired']} | **{r['named']}/{r['fired']}** "
+                   f"({' or '.join(r['expected'])}) | {r['any']} | {other} | {missed} | {old} |")
+    return out
+
+
+def _kafka(groups: list[dict[str, Any]]) -> list[str]:
+    if not groups:
+        return []
+    out = ["", "**On Apache Kafka 4.4** (`broker-emu chaos --broker kafka [--txn] --json FILE`: a fresh 3-node "
+           "cluster per seed behind the proxy, real time), seeds and anomalies as above:", "",
+           "| client | workload | seeds | seeds with an anomaly | errors | classes named (seeds) |", "|---|---|---|---|---|---|"]
+    for c in groups:
+        classes = ", ".join(f"{k} {n}" for k, n in c["classes"].items()) or "—"
+        out.append(f"| {c['client']} | {c['workload']} | {_seeds(c)} | **{c['with_anomaly']}** | {c['errors']} "
+                   f"| {classes} |")
+    out += ["", "Per fault kind on Kafka (seeds it fired in, and how many of those named an anomaly):", "",
+            "| client | workload | " + " | ".join(f"`{k}`" for k in KAFKA_KINDS) + " |", "|---|---|" + "---|" * len(KAFKA_KINDS)]
+    for c in groups:
+        cells = " | ".join(f"{fired} ({bad})" for fired, bad in (c["kinds"].get(k, [0, 0]) for k in KAFKA_KINDS))
+        out.append(f"| {c['client']} | {c['workload']} | {cells} |")
     return out
 
 
@@ -198,6 +239,10 @@ def _witnesses(data: dict[str, Any]) -> list[str]:
     for c in data["clients"]:
         for kind, found in c["witnesses"].items():
             out += ["", f"**{kind}**, {c['client']} ({c['workload']}), seed {found['seed']}:", "",
+                    *timeline(found["witness"])]
+    for c in data.get("kafka", []):
+        for kind, found in c["witnesses"].items():
+            out += ["", f"**{kind}** on Apache Kafka, {c['client']} ({c['workload']}), seed {found['seed']}:", "",
                     *timeline(found["witness"])]
     for r in data["mutation"]:
         if r["witness"]:
@@ -219,11 +264,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--campaign", action="append", default=[], help="a campaign output directory (extract)")
     p.add_argument("--chaos-json", action="append", default=[], help="broker-emu chaos --json of a client (extract)")
     p.add_argument("--mutation", action="append", default=[], help="broker-emu chaos --plant X --json (extract)")
+    p.add_argument("--kafka-json", action="append", default=[], help="broker-emu chaos --broker kafka --json (extract)")
+    p.add_argument("--update", action="store_true",
+                   help="extract: keep the stored sections that no input above was given for")
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--page", default=str(PAGE))
     args = p.parse_args(argv)
     if args.step == "extract":
-        data = extract(args.campaign, args.chaos_json, args.mutation)
+        data = extract(args.campaign, args.chaos_json, args.mutation, args.kafka_json)
+        if args.update and pathlib.Path(args.data).exists():
+            stored = json.loads(pathlib.Path(args.data).read_text())
+            given = {"clients": args.campaign or args.chaos_json, "mutation": args.mutation, "kafka": args.kafka_json}
+            data = {key: data[key] if given[key] else stored.get(key, data[key]) for key in data}
         pathlib.Path(args.data).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         return 0
     data = json.loads(pathlib.Path(args.data).read_text())

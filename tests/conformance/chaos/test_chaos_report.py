@@ -70,3 +70,36 @@ def test_a_planted_bug_row_counts_fired_named_and_missed(tmp_path):
     row = report.mutation_row(str(path), {"lso-at-high": ("G1c",)})
     assert (row["seeds"], row["fired"], row["named"], row["any"], row["missed"]) == (3, 2, 1, 2, [1])
     assert row["other"] == {"uncommitted-read": 2} and row["witness"][0] == "G1c here"
+
+
+def test_the_mutation_table_has_its_rows_with_nothing_planted_and_the_old_counters(tmp_path):
+    clean = {"seed": 0, "workload": "default", "judged": ["lost"], "totals": {"lost": 0}, "consumer_missed": 0,
+             "consumer_wrong": 0, "history_check": {"counts": {"G0": 2}, "judged": ["lost-write"], "examples": {}}}
+    lost = {**clean, "seed": 1, "totals": {"lost": 1}, "history_check": {
+        "counts": {"lost-write": 1}, "judged": ["lost-write"],
+        "examples": {"lost-write": [{"what": "lost", "witness": ["#1 t=0.000 p ok send t-0 @0 b'a'"]}]}}}
+    path = tmp_path / "none.json"
+    path.write_text(json.dumps([clean, lost]))
+    row = report.mutation_row(str(path), {})
+    assert (row["plant"], row["workload"], row["seeds"], row["any"], row["old"]) == ("", "default", 2, 1, 1)
+    page = report.render({"clients": [], "mutation": [row]})
+    assert "| none | default | 2 | — | — | **1** | lost-write 1 | — | 1 |" in page
+
+
+def test_kafka_runs_are_a_section_of_their_own_and_update_keeps_the_rest(tmp_path):
+    run = {"seed": 3, "client": "ours", "workload": "txn", "broker": "kafka", "judged": ["lost"], "totals": {"lost": 0},
+           "actions": {"pause": 1, "leader": 2}, "consumer_missed": 0, "consumer_wrong": 0,
+           "history_check": {"counts": {}, "judged": [], "examples": {}}}
+    runs = tmp_path / "kafka.json"
+    runs.write_text(json.dumps([run]))
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps({"clients": [{"kept": True}], "mutation": [], "kafka": []}))
+    assert report.main(["extract", "--update", "--kafka-json", str(runs), "--data", str(data)]) == 0
+    stored = json.loads(data.read_text())
+    assert stored["clients"] == [{"kept": True}] and stored["mutation"] == []
+    (kafka,) = stored["kafka"]
+    assert (kafka["client"], kafka["workload"], kafka["seeds"], kafka["with_anomaly"]) == ("ours", "txn", 1, 0)
+    assert kafka["kinds"]["pause"] == [1, 0] and kafka["kinds"]["leader"] == [1, 0]
+    page = report.render({"clients": [], "mutation": [], "kafka": [kafka]})
+    assert "| ours | txn | 1 (3–3) | **0** | 0 | — |" in page
+    assert "| ours | txn | 1 (0) | 0 (0) | 1 (0) |" in page   # leader, bounce, pause
