@@ -144,7 +144,7 @@ def summarize(seeds: list[dict[str, Any]], kind_names: tuple[str, ...] = KINDS) 
 
 
 def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str],
-            kafka_jsons: list[str] = ()) -> dict[str, Any]:
+            kafka_jsons: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
     from conformance.chaos.mutation import EXPECTED
 
     seeds = [s for d in campaigns for s in campaign_seeds(d)] + [s for f in chaos_jsons for s in json_seeds(f)]
