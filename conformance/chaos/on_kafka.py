@@ -66,15 +66,28 @@ def run_seed(seed: int, *, duration: float = 30.0, partitions: int = 3, producer
     wall = time.perf_counter()
     options = Options(seed, duration, partitions, producers, interval, {"acks": acks, "enable.idempotence": idempotence},
                       txn)
-    with apache_kafka_cluster(brokers=3, config=kafka_config(), timeout=START_S) as kafka:
-        for topic in [TOPIC] + ([TXN_TOPIC, CTP_TOPIC] if txn else []):
-            kafka.create_topic(topic, partitions, 3)
-        result = trio.run(_run, kafka, options, say or (lambda line: None), progress or (lambda line: None))
+    try:
+        with apache_kafka_cluster(brokers=3, config=kafka_config(), timeout=START_S) as kafka:
+            for topic in [TOPIC] + ([TXN_TOPIC, CTP_TOPIC] if txn else []):
+                kafka.create_topic(topic, partitions, 3)
+            result = trio.run(_run, kafka, options, say or (lambda line: None), progress or (lambda line: None))
+    except Exception as exc:  # noqa: BLE001 - a seed that could not finish is an error of that seed, the next one runs
+        why = _innermost(exc)
+        result = SeedResult(seed=seed, client="ours", accounting=account([], []),
+                            consumer={"consumer_missed": 0, "consumer_wrong": 0, "consumer_examples": []}, actions={},
+                            seconds=0.0, wall_s=0.0, notes=[f"error: {why}"], error=why)
     result.judged = judged(acks, idempotence)
-    result.check = check(result.history)
+    result.check = check(result.history) if result.history is not None else None
     result.judged_anomalies = judged_anomalies(acks, idempotence)
     result.wall_s = time.perf_counter() - wall
     return result
+
+
+def _innermost(exc: BaseException) -> str:
+    """The first leaf of a trio nursery's exception group: what really raised."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
 
 
 async def _run(kafka, o: Options, say: Callable[[str], None], progress: Callable[[str], None]) -> SeedResult:

@@ -80,7 +80,8 @@ def json_seeds(path: str, workload: str = "default") -> list[dict[str, Any]]:
         broken |= {k: r[k] for k in ("consumer_missed", "consumer_wrong") if r.get(k)}
         named |= {f"accounting: {k}": {"count": n, "witness": []} for k, n in broken.items()}
         out.append({"client": r["client"], "workload": r.get("workload", workload), "seed": r["seed"],
-                    "status": "fail" if named else "pass", "actions": r["actions"], "anomalies": named})
+                    "status": "error" if r.get("error") else "fail" if named else "pass", "actions": r["actions"],
+                    "anomalies": named})
     return out
 
 
