@@ -13,7 +13,7 @@ import trio
 import trio.testing
 
 import client
-from broker_emu.plants import Plant
+from broker_emu.plants import Plant, arm
 from broker_emu.runtime import open_cluster
 from conformance.chaos.accounting import Sent, account, judged, record_value
 from conformance.chaos.checker import check, judged_anomalies
@@ -82,6 +82,7 @@ async def _run(o: Options, say: Callable[[str], None] | None) -> SeedResult:
     async with open_cluster(3, topics=topics, config=config, listen=False) as cluster:
         if o.plant:
             cluster.plant = Plant(o.plant, o.seed)    # Python only: no request or config reaches it
+            arm(cluster, cluster.plant, TOPIC)
 
         async def connect(node: int, host: str, port: int) -> trio.abc.Stream:
             return await cluster.open_connection(node if node >= 0 else -1 - node)   # bootstrap i is broker i
