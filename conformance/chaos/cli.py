@@ -103,13 +103,18 @@ def run_chaos_command(args: argparse.Namespace) -> int:
 
         return run_table(seeds, params, sys.argv[1:], to_stderr)
     keep = functools.partial(keep_history, args.history, args.client) if args.history else None
+    written: list[dict] = []
+
+    def after(r: SeedResult) -> None:
+        if keep is not None:
+            keep(r)
+        if args.json:   # after every seed: a long run stopped midway leaves the seeds it ran
+            written.append({**r.as_dict(), "workload": "txn" if args.txn else "default", "broker": args.broker})
+            with open(args.json, "w") as f:
+                json.dump(written, f, indent=1)
     results = run_seeds(run_seed, seeds, {**params, **extra}, say=to_stderr if args.verbose else None,
-                        progress=to_stderr, out=lambda line: print(line, file=sys.stderr, flush=True), after=keep)
+                        progress=to_stderr, out=lambda line: print(line, file=sys.stderr, flush=True), after=after)
     print_summary(args.client, results, replay_command(args.client, {**params, **extra, "broker": args.broker}))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump([{**r.as_dict(), "workload": "txn" if args.txn else "default", "broker": args.broker}
-                       for r in results], f, indent=1)
     return 1 if any(r.bad() for r in results) else 0
 
 
