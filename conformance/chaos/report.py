@@ -90,10 +90,18 @@ def _example(check: dict, kind: str) -> list[str]:
     return [found[0]["what"], *found[0]["witness"]] if found else []
 
 
-def mutation_row(path: str, expected: dict[str, tuple[str, ...]]) -> dict[str, Any]:
-    """A planted bug's row from its runs' ``--json``: seeds, fired, named, other classes, and
-    the first witness of the expected class."""
-    seeds = json.loads(pathlib.Path(path).read_text())
+def mutation_row(paths: str | list[str], expected: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+    """A planted bug's row from its runs' ``--json`` (one file, or several runs of the same plant
+    and workload over parts of the seeds: a seed run twice counts once, its first run — in
+    virtual time a seed's counts are a function of its number): seeds, fired, named, other
+    classes, and the first witness of the expected class."""
+    seeds, seen = [], set()
+    for path in [paths] if isinstance(paths, str) else paths:
+        for r in json.loads(pathlib.Path(path).read_text()):
+            if r["seed"] not in seen:
+                seen.add(r["seed"])
+                seeds.append(r)
+    seeds.sort(key=lambda r: r["seed"])
     plant = next((r["plant"]["name"] for r in seeds if r.get("plant")), "")
     want = expected.get(plant, ())
     # the runs say their workload (broker-emu chaos --json); older ones did not: every plant ran with --txn
@@ -150,8 +158,19 @@ def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str],
 
     seeds = [s for d in campaigns for s in campaign_seeds(d)] + [s for f in chaos_jsons for s in json_seeds(f)]
     kafka = [s for f in kafka_jsons for s in json_seeds(f)]
-    return {"clients": summarize(seeds), "mutation": [mutation_row(f, EXPECTED) for f in mutations],
+    return {"clients": summarize(seeds), "mutation": [mutation_row(fs, EXPECTED) for fs in _by_row(mutations)],
             "kafka": summarize(kafka, KAFKA_KINDS)}
+
+
+def _by_row(paths: list[str]) -> list[list[str]]:
+    """The ``--mutation`` files grouped by (planted bug, workload), in the order first given."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    for path in paths:
+        seeds = json.loads(pathlib.Path(path).read_text())
+        first = seeds[0] if seeds else {}
+        key = (first.get("plant", {}).get("name", ""), first.get("workload", ""))
+        rows.setdefault(key, []).append(path)
+    return list(rows.values())
 
 
 # -- render: the figures as markdown --------------------------------------------------------------

@@ -103,3 +103,14 @@ def test_kafka_runs_are_a_section_of_their_own_and_update_keeps_the_rest(tmp_pat
     page = report.render({"clients": [], "mutation": [], "kafka": [kafka]})
     assert "| ours | txn | 1 (3–3) | **0** | 0 | — |" in page
     assert "| ours | txn | 1 (0) | 0 (0) | 1 (0) |" in page   # leader, bounce, pause
+
+
+def test_runs_of_one_plant_over_parts_of_the_seeds_make_one_row(tmp_path):
+    def seed(n):
+        return {"seed": n, "workload": "txn", "plant": {"name": "dup-retry", "fired": ["x"]},
+                "history_check": {"counts": {"duplicate": 1}, "judged": ["duplicate"], "examples": {}}}
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps([seed(0), seed(1), seed(2)]))
+    second.write_text(json.dumps([seed(2), seed(3)]))    # seed 2 ran in both: counted once
+    (row,) = report.extract([], [], [str(first), str(second)])["mutation"]
+    assert (row["plant"], row["seeds"], row["fired"], row["named"]) == ("dup-retry", 4, 4, 4)
