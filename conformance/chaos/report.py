@@ -162,6 +162,21 @@ def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str],
             "kafka": summarize(kafka, KAFKA_KINDS)}
 
 
+def _row_key(row: dict[str, Any]) -> tuple[str, str]:
+    return row["plant"], row.get("workload", "txn")   # rows stored before the workload was kept: every plant ran --txn
+
+
+def _merge_rows(stored: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The new rows, and the stored rows of planted bugs not measured again; nothing planted
+    first, then the planted bugs in broker_emu/plants.py's order."""
+    from broker_emu.plants import PLANTS
+
+    rows = {_row_key(r): r for r in stored} | {_row_key(r): r for r in new}
+    order = ["", *PLANTS]
+    return sorted(rows.values(), key=lambda r: (order.index(r["plant"]) if r["plant"] in order else len(order),
+                                                r.get("workload", "txn")))
+
+
 def _by_row(paths: list[str]) -> list[list[str]]:
     """The ``--mutation`` files grouped by (planted bug, workload), in the order first given."""
     rows: dict[tuple[str, str], list[str]] = {}
@@ -296,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
             stored = json.loads(pathlib.Path(args.data).read_text())
             given = {"clients": args.campaign or args.chaos_json, "mutation": args.mutation, "kafka": args.kafka_json}
             data = {key: data[key] if given[key] else stored.get(key, data[key]) for key in data}
+            if args.mutation:   # a stored row no run was given for stays (a planted bug not measured again)
+                data["mutation"] = _merge_rows(stored.get("mutation", []), data["mutation"])
         pathlib.Path(args.data).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         return 0
     data = json.loads(pathlib.Path(args.data).read_text())

@@ -114,3 +114,15 @@ def test_runs_of_one_plant_over_parts_of_the_seeds_make_one_row(tmp_path):
     second.write_text(json.dumps([seed(2), seed(3)]))    # seed 2 ran in both: counted once
     (row,) = report.extract([], [], [str(first), str(second)])["mutation"]
     assert (row["plant"], row["seeds"], row["fired"], row["named"]) == ("dup-retry", 4, 4, 4)
+
+
+def test_update_keeps_the_stored_rows_of_planted_bugs_not_measured_again(tmp_path):
+    stored = {"plant": "lso-at-high", "expected": ["G1c"], "seeds": 100, "fired": 100, "named": 100, "any": 100,
+              "other": {}, "missed": [], "witness": []}
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps({"clients": [], "mutation": [stored], "kafka": []}))
+    runs = tmp_path / "none.json"
+    runs.write_text(json.dumps([{"seed": 0, "workload": "default", "history_check": {"counts": {}, "judged": []}}]))
+    assert report.main(["extract", "--update", "--mutation", str(runs), "--data", str(data)]) == 0
+    rows = json.loads(data.read_text())["mutation"]
+    assert [(r["plant"], r.get("workload")) for r in rows] == [("", "default"), ("lso-at-high", None)]
