@@ -25,6 +25,7 @@ Every step runs on the seed's trio loop; signals and restarts of a JVM go to a w
 from __future__ import annotations
 
 import random
+import time
 from typing import Any, Callable
 
 import trio
@@ -208,16 +209,10 @@ class KafkaChaos:
                 await trio.to_thread.run_sync(node.start)
         for held in (self.killed, self.paused, self.isolated, self.down):
             held.clear()
-        await trio.to_thread.run_sync(lambda: self.kafka.wait_ready(_monotonic() + RESTART_READY_S))
+        await trio.to_thread.run_sync(lambda: self.kafka.wait_ready(time.monotonic() + RESTART_READY_S))
 
 
 def _kill(node) -> None:
     if node.running():
         node.proc.kill()
         node.proc.wait(timeout=30)
-
-
-def _monotonic() -> float:
-    import time
-
-    return time.monotonic()
