@@ -13,7 +13,11 @@ name and seed), so nothing else the cluster draws changes when one is set.
   at that same offset (Kafka's broker appends first and answers after replication).
 - ``dup-retry``: an idempotent producer's exact retry of a batch the log holds (not
   transactional: an aborted transaction would hide both copies) is appended again instead of
-  answered with the original offset (``ProducerStateEntry.findDuplicateBatch`` ignored).
+  answered with the original offset (``ProducerStateEntry.findDuplicateBatch`` ignored). A retry
+  of a stored batch needs a lost answer, which the chaos faults cause in only some seeds, so
+  ``arm`` also loses the answer of one Produce request to the chaos topic, after a drawn number
+  (the fault engine's ``close_after``, as a network that drops an answer does): the producer
+  resends, and the bug has its event in every seed.
 - ``reuse-offset``: a batch (not transactional) is appended at the offset of the log's last
   record, once that record is committed (below the high watermark: a truncation cannot take it
   back), so two records share the offset (the log end offset assigned one too low).
@@ -56,6 +60,7 @@ SKIP = {"lose-ack": (5, 40), "dup-retry": (0, 0), "reuse-offset": (5, 40), "abor
 TIMES = {"lose-ack": 1, "dup-retry": 1, "reuse-offset": 1, "aborted-read": 1, "lso-past-open": 1, "fenced-epoch": 1,
          "lso-at-high": 150}
 PAST_STABLE = ("lso-past-open", "lso-at-high")
+LOST_ANSWER_AFTER = (5, 30)   # dup-retry: Produce requests to the topic answered before the one whose answer is lost
 
 
 class Plant:
@@ -79,6 +84,16 @@ class Plant:
         self.fired += 1
         self.log.append(what)
         return True
+
+
+def arm(cluster: Any, plant: Plant, topic: str) -> None:
+    """What ``plant`` needs the cluster to do for its event to come, set with it (Python only, on
+    the cluster's thread). ``dup-retry``: the answer of one Produce request to ``topic`` lost
+    (the connection closed after the append), so a producer resends a batch the log holds."""
+    if plant.name == "dup-retry":
+        after = plant.rng.randint(*LOST_ANSWER_AFTER)
+        cluster.faults.add({"match": {"api": "Produce", "topic": topic}, "action": "close_after", "times": 1,
+                            "after": after}, cluster.now_ms())
 
 
 class Planted(Protocol):

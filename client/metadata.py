@@ -259,7 +259,11 @@ class MetadataUpdater:
         starving = self.net.describe_starving()
         self.last_error = (str(last) if last else "no broker could be asked") + (f"; {starving}" if starving else "")
         self._fetching(False)   # no longer due (backoff): whoever held back may go on
-        raise last or KafkaError("no broker to ask for metadata")
+        # no broker asked at all: the round's time was up before the first (a poll's last
+        # millisecond) or none is known yet. Retriable, as Java's metadata wait simply goes on
+        # until the caller's timer expires; a poll's position reset then ends in the timeout it
+        # swallows, not in an error out of poll()
+        raise last or RetriableError("no broker to ask for metadata")
 
     async def _ask(self, node: int, body: dict[str, Any], deadline: float | None) -> Any:
         """One Metadata request, given up when the client is due to rebootstrap (it closes the

@@ -322,6 +322,12 @@ class Fetcher:
                 start = fetched_at[tp]
                 if self.positions.get(tp) != start:
                     continue  # seeked meanwhile: this data is stale
+                if (tp.topic, tp.partition) in self._buffered:
+                    # another fetch from the same position answered first (one to the old leader was
+                    # in flight when the leader moved): these records are buffered already. Java drops
+                    # such a completed fetch when it is drained, its offset no longer the position
+                    # (FetchCollector, "Discarding stale fetch response")
+                    continue
                 self._buffer_records(tp, part.records or b"", start, part.aborted_transactions)
         return clean
 

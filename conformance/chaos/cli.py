@@ -1,6 +1,6 @@
 """`broker-emu chaos [--client ours|confluent-kafka|kafka-python|aiokafka|java|franz-go|sarama]
-[--seeds N] [--first-seed S] [--duration SECONDS] [--acks all|1] [--no-idempotence] [--json FILE]
-[--verbose]`: failover chaos with accounting (docs/chaos.md).
+[--broker emulator|kafka] [--seeds N] [--first-seed S] [--duration SECONDS] [--acks all|1]
+[--no-idempotence] [--json FILE] [--verbose]`: failover chaos with accounting (docs/chaos.md).
 
 Exit status 0 when no seed broke what the producers' settings promise (acks=all: no acknowledged
 record lost or misplaced; idempotence: none duplicated within a producer epoch) and the consumer
@@ -28,6 +28,7 @@ DEFAULTS = {  # (seeds, duration s, interval s): virtual time is cheap, real tim
     "ours": (100, 8.0, 0.1),
     **{client: REAL_TIME for client in CLIENTS[1:]},
 }
+KAFKA_DEFAULTS = (10, 30.0, 0.05)   # --broker kafka: a cluster per seed, so shorter seeds than the emulator's real time
 
 
 def _short_name(name: str) -> str:
@@ -43,6 +44,9 @@ def add_chaos(sub) -> None:
     c = sub.add_parser("chaos", help="failover chaos: count lost, duplicated and reordered records per partition")
     c.add_argument("--client", choices=CLIENTS, default="ours", type=_short_name,
                    help="ours: client.AsyncProducer/AsyncConsumer in virtual time; the others in real time")
+    c.add_argument("--broker", choices=("emulator", "kafka"), default="emulator",
+                   help="kafka: a fresh 3-node Apache Kafka per seed behind the proxy, with the faults it can be "
+                        "given (conformance/chaos/kafka_faults.py); our client only, real time")
     c.add_argument("--seeds", type=int, help="how many seeds (default 100 for ours, 10 for the others)")
     c.add_argument("--first-seed", type=int, default=0)
     c.add_argument("--duration", type=float, help="seconds of chaos per seed (default 8 virtual / 60 real)")
@@ -89,8 +93,10 @@ def run_chaos_command(args: argparse.Namespace) -> int:
     extra = plant_options(args) if args.plant != "all" else {}
     if extra is None:
         return 2
+    where = ("real time, Apache Kafka behind the proxy" if args.broker == "kafka"
+             else "virtual time" if args.client == "ours" else "real time")
     print(f"chaos: {args.client}, seeds {seeds.start}..{seeds.stop - 1}, {params['duration']:g} s each "
-          f"({'virtual' if args.client == 'ours' else 'real'} time), {args.producers} producers, "
+          f"({where}), {args.producers} producers, "
           f"{args.partitions} partitions, acks={args.acks}, enable.idempotence={str(args.idempotence).lower()}, "
           "min.insync.replicas=2" + (", transactions too" if args.txn else "")
           + (f", planted bug {args.plant}" if args.plant and args.plant != "all" else ""), file=sys.stderr)
@@ -99,19 +105,25 @@ def run_chaos_command(args: argparse.Namespace) -> int:
 
         return run_table(seeds, params, sys.argv[1:], to_stderr)
     keep = functools.partial(keep_history, args.history, args.client) if args.history else None
+    written: list[dict] = []
+
+    def after(r: SeedResult) -> None:
+        if keep is not None:
+            keep(r)
+        if args.json:   # after every seed: a long run stopped midway leaves the seeds it ran
+            written.append({**r.as_dict(), "workload": "txn" if args.txn else "default", "broker": args.broker})
+            with open(args.json, "w") as f:
+                json.dump(written, f, indent=1)
     results = run_seeds(run_seed, seeds, {**params, **extra}, say=to_stderr if args.verbose else None,
-                        progress=to_stderr, out=lambda line: print(line, file=sys.stderr, flush=True), after=keep)
-    print_summary(args.client, results, replay_command(args.client, {**params, **extra}))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump([r.as_dict() for r in results], f, indent=1)
+                        progress=to_stderr, out=lambda line: print(line, file=sys.stderr, flush=True), after=after)
+    print_summary(args.client, results, replay_command(args.client, {**params, **extra, "broker": args.broker}))
     return 1 if any(r.bad() for r in results) else 0
 
 
 def _resolve(args: argparse.Namespace) -> tuple[Callable[..., SeedResult], range, dict] | int:
     """(the client's run_seed, the seeds, the parameters), or an exit status (2: bad arguments;
     0: ``--plant list`` answered)."""
-    seeds, duration, interval = DEFAULTS[args.client]
+    seeds, duration, interval = KAFKA_DEFAULTS if args.broker == "kafka" else DEFAULTS[args.client]
     seeds = args.seeds if args.seeds is not None else seeds
     duration = args.duration if args.duration is not None else duration
     interval = args.interval if args.interval is not None else interval
@@ -120,7 +132,10 @@ def _resolve(args: argparse.Namespace) -> tuple[Callable[..., SeedResult], range
         return 2
     if args.acks != "all" and args.idempotence:
         args.idempotence = False     # Kafka refuses idempotence without acks=all (ProducerConfig)
-    run_seed, why = seed_runner(args.client)
+    if args.broker == "kafka" and (args.client != "ours" or args.plant not in (None, "list")):
+        print("error: --broker kafka runs our client with no planted bug (the plants are the emulator's)", file=sys.stderr)
+        return 2
+    run_seed, why = seed_runner(args.client, args.broker)
     if run_seed is None:
         print(f"error: {why}", file=sys.stderr)
         return 2
@@ -163,9 +178,19 @@ def plant_options(args: argparse.Namespace) -> dict | None:
     return {"txn": args.txn, "plant": args.plant or ""}
 
 
-def seed_runner(client: str) -> tuple[Callable[..., SeedResult] | None, str]:
+def seed_runner(client: str, broker: str = "emulator") -> tuple[Callable[..., SeedResult] | None, str]:
     """The per-seed function of ``client`` (one of ``CLIENTS``): ``run_seed(seed, *, duration,
-    partitions, producers, interval)``, or None and why (the client is not installed)."""
+    partitions, producers, interval)``, or None and why (the client is not installed; on
+    ``broker`` kafka, Kafka is not)."""
+    if broker == "kafka":
+        from conformance.realkafka.install import KafkaNotInstalled, check_installed
+
+        try:
+            check_installed()
+        except KafkaNotInstalled as exc:
+            return None, f"--broker kafka: {exc}"
+        from conformance.chaos.on_kafka import run_seed as on_kafka
+        return on_kafka, ""
     if client == "ours":
         from conformance.chaos.ours import run_seed
         return run_seed, ""
@@ -183,7 +208,8 @@ def replay_command(client: str, params: dict, seed: int | None = None) -> str:
     """``broker-emu chaos`` for one seed with ``params`` (duration, interval, producers,
     partitions, and acks / idempotence when not the defaults), every action printed; without
     ``seed``, up to ``--first-seed`` (append one)."""
-    args = ["broker-emu", "chaos", "--client", client, "--seeds", "1"]
+    args = ["broker-emu", "chaos", "--client", client] + (["--broker", "kafka"] if params.get("broker") == "kafka" else [])
+    args += ["--seeds", "1"]
     for key in ("duration", "interval", "producers", "partitions"):
         value = params[key]
         args += [f"--{key}", f"{value:g}" if isinstance(value, float) else str(value)]

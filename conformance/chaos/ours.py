@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 import trio
 import trio.testing
 
 import client
-from broker_emu.plants import Plant
+from broker_emu.plants import Plant, arm
 from broker_emu.runtime import open_cluster
 from conformance.chaos.accounting import Sent, account, judged, record_value
 from conformance.chaos.checker import check, judged_anomalies
@@ -53,6 +53,14 @@ def run_seed(seed: int, *, duration: float = 8.0, partitions: int = 3, producers
     return result
 
 
+class ChaosRun(Protocol):
+    """A plan being applied: the emulator's (plan.Chaos) or Apache Kafka's (kafka_faults.KafkaChaos)."""
+
+    async def run(self) -> None: ...
+
+    async def heal_all(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Options:
     seed: int
@@ -74,6 +82,7 @@ async def _run(o: Options, say: Callable[[str], None] | None) -> SeedResult:
     async with open_cluster(3, topics=topics, config=config, listen=False) as cluster:
         if o.plant:
             cluster.plant = Plant(o.plant, o.seed)    # Python only: no request or config reaches it
+            arm(cluster, cluster.plant, TOPIC)
 
         async def connect(node: int, host: str, port: int) -> trio.abc.Stream:
             return await cluster.open_connection(node if node >= 0 else -1 - node)   # bootstrap i is broker i
@@ -104,7 +113,7 @@ async def _run(o: Options, say: Callable[[str], None] | None) -> SeedResult:
         return result
 
 
-def _start_writers(work: trio.Nursery, o: Options, chaos: Chaos, bootstrap: dict, connect, sent: list[Sent],
+def _start_writers(work: trio.Nursery, o: Options, chaos: ChaosRun, bootstrap: dict, connect, sent: list[Sent],
                    notes: list[str], history: History) -> None:
     work.start_soon(_chaos_then_heal, chaos)
     for i in range(o.producers):
@@ -156,7 +165,7 @@ class Reader:
         return max((o + 1 for (p, o) in self.consumed if p == partition), default=0)
 
 
-async def _chaos_then_heal(chaos: Chaos) -> None:
+async def _chaos_then_heal(chaos: ChaosRun) -> None:
     await chaos.run()
     await chaos.heal_all()   # then everything converges: producers finish, the consumer catches up
 

@@ -59,17 +59,19 @@ class Plan:
         return out
 
 
-def make_plan(seed: int, topic: str, duration: float, mean_gap: float = 1.5) -> Plan:
-    """Steps from 0.5 s to ``duration`` - 1 s, ``mean_gap`` apart on average."""
+def make_plan(seed: int, topic: str, duration: float, mean_gap: float = 1.5,
+              kinds: dict[str, int] | None = None) -> Plan:
+    """Steps from 0.5 s to ``duration`` - 1 s, ``mean_gap`` apart on average, of ``kinds`` (kind ->
+    weight; the emulator's ``KINDS`` by default, conformance/chaos/kafka_faults.py's on Kafka)."""
     rng = random.Random(f"chaos:{seed}")
-    kinds, weights = zip(*KINDS.items())
+    names, weights = zip(*(kinds or KINDS).items())
     steps: list[Step] = []
     t = 0.5
     while True:
         t += rng.uniform(0.3, 2 * mean_gap - 0.3)
         if t > duration - 1.0:
             return Plan(seed, topic, steps)
-        kind = rng.choices(kinds, weights)[0]
+        kind = rng.choices(names, weights)[0]
         steps.append(Step(round(t, 3), kind, round(rng.uniform(0.5, 6.0), 3), rng.random()))
 
 

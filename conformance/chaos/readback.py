@@ -53,6 +53,7 @@ class SeedResult:
     judged_anomalies: tuple[str, ...] = ()   # the anomalies the producers' settings forbid
     plant: str = ""                     # the bug planted in the cluster (broker_emu/plants.py), if any
     plant_log: list[str] = field(default_factory=list)   # what it did, each time it fired
+    error: str = ""                     # the seed could not be run to its end (a client or the cluster raised)
 
     def anomalies(self) -> int:
         """Judged anomalies the history checker named (0 without a history)."""
@@ -63,12 +64,14 @@ class SeedResult:
 
     def bad(self) -> int:
         return (self.accounting.bad(self.judged) + self.consumer["consumer_missed"] + self.consumer["consumer_wrong"]
-                + self.anomalies())
+                + self.anomalies() + bool(self.error))
 
     def as_dict(self) -> dict:
         out = {"seed": self.seed, "client": self.client, **self.accounting.as_dict(), **self.consumer,
                "actions": self.actions, "seconds": round(self.seconds, 3), "wall_s": round(self.wall_s, 3),
                "notes": self.notes, "judged": list(self.judged)}
+        if self.error:
+            out["error"] = self.error
         if self.plant:
             out["plant"] = {"name": self.plant, "fired": self.plant_log}
         if self.check is not None:

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
-from broker_emu.plants import Plant
+from broker_emu.plants import Plant, arm
 from broker_emu.runtime import run_cluster_in_thread
 from conformance.chaos.accounting import Sent, account, judged, record_value
 from conformance.chaos.checker import check, judged_anomalies
@@ -93,6 +93,7 @@ def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3
         if plant:
             planted = Plant(plant, seed)    # Python only, on the cluster's thread: no request or config reaches it
             tc.call(lambda: setattr(cluster, "plant", planted))
+            tc.call(arm, cluster, planted, TOPIC)
         plan = make_plan(seed, TOPIC, duration, mean_gap=3.0)
         chaos = Chaos(cluster, plan, lambda line: say(f"seed {seed} {line}"))
         sent: list[list[Sent]] = [[] for _ in range(producers)]

@@ -89,3 +89,59 @@ def test_new_outputs_add_to_the_stored_figures_and_a_txn_json_is_its_own_workloa
         ("confluent-kafka", "txn", 3), ("ours", "txn", 5)]
     assert data["clients"][0]["errors"] == 1     # seed 2 sent nothing: its clients never started
     assert data["clients"][0]["classes"] == {"duplicate": 1} and data["mutation"] == [{"plant": "x"}]
+
+
+def test_the_mutation_table_has_its_rows_with_nothing_planted_and_the_old_counters(tmp_path):
+    clean = {"seed": 0, "workload": "default", "judged": ["lost"], "totals": {"lost": 0}, "consumer_missed": 0,
+             "consumer_wrong": 0, "history_check": {"counts": {"G0": 2}, "judged": ["lost-write"], "examples": {}}}
+    lost = {**clean, "seed": 1, "totals": {"lost": 1}, "history_check": {
+        "counts": {"lost-write": 1}, "judged": ["lost-write"],
+        "examples": {"lost-write": [{"what": "lost", "witness": ["#1 t=0.000 p ok send t-0 @0 b'a'"]}]}}}
+    path = tmp_path / "none.json"
+    path.write_text(json.dumps([clean, lost]))
+    row = report.mutation_row(str(path), {})
+    assert (row["plant"], row["workload"], row["seeds"], row["any"], row["old"]) == ("", "default", 2, 1, 1)
+    page = report.render({"clients": [], "mutation": [row]})
+    assert "| none | default | 2 | — | — | **1** | lost-write 1 | — | 1 |" in page
+
+
+def test_kafka_runs_are_a_section_of_their_own_and_update_keeps_the_rest(tmp_path):
+    run = {"seed": 3, "client": "ours", "workload": "txn", "broker": "kafka", "judged": ["lost"], "totals": {"lost": 0},
+           "actions": {"pause": 1, "leader": 2}, "consumer_missed": 0, "consumer_wrong": 0,
+           "history_check": {"counts": {}, "judged": [], "examples": {}}}
+    runs = tmp_path / "kafka.json"
+    runs.write_text(json.dumps([run]))
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps({"clients": [{"kept": True}], "mutation": [], "kafka": []}))
+    assert report.main(["extract", "--update", "--kafka-json", str(runs), "--data", str(data)]) == 0
+    stored = json.loads(data.read_text())
+    assert stored["clients"] == [{"kept": True}] and stored["mutation"] == []
+    (kafka,) = stored["kafka"]
+    assert (kafka["client"], kafka["workload"], kafka["seeds"], kafka["with_anomaly"]) == ("ours", "txn", 1, 0)
+    assert kafka["kinds"]["pause"] == [1, 0] and kafka["kinds"]["leader"] == [1, 0]
+    page = report.render({"clients": [], "mutation": [], "kafka": [kafka]})
+    assert "| ours | txn | 1 (3–3) | **0** | 0 | — |" in page
+    assert "| ours | txn | 1 (0) | 0 (0) | 1 (0) |" in page   # leader, bounce, pause
+
+
+def test_runs_of_one_plant_over_parts_of_the_seeds_make_one_row(tmp_path):
+    def seed(n):
+        return {"seed": n, "workload": "txn", "plant": {"name": "dup-retry", "fired": ["x"]},
+                "history_check": {"counts": {"duplicate": 1}, "judged": ["duplicate"], "examples": {}}}
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps([seed(0), seed(1), seed(2)]))
+    second.write_text(json.dumps([seed(2), seed(3)]))    # seed 2 ran in both: counted once
+    (row,) = report.extract([], [], [str(first), str(second)])["mutation"]
+    assert (row["plant"], row["seeds"], row["fired"], row["named"]) == ("dup-retry", 4, 4, 4)
+
+
+def test_update_keeps_the_stored_rows_of_planted_bugs_not_measured_again(tmp_path):
+    stored = {"plant": "lso-at-high", "expected": ["G1c"], "seeds": 100, "fired": 100, "named": 100, "any": 100,
+              "other": {}, "missed": [], "witness": []}
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps({"clients": [], "mutation": [stored], "kafka": []}))
+    runs = tmp_path / "none.json"
+    runs.write_text(json.dumps([{"seed": 0, "workload": "default", "history_check": {"counts": {}, "judged": []}}]))
+    assert report.main(["extract", "--update", "--mutation", str(runs), "--data", str(data)]) == 0
+    rows = json.loads(data.read_text())["mutation"]
+    assert [(r["plant"], r.get("workload")) for r in rows] == [("", "default"), ("lso-at-high", None)]

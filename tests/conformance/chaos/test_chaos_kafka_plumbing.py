@@ -1,0 +1,162 @@
+"""`broker-emu chaos --broker kafka` without a Kafka: the plan it draws, each fault kind applied
+through fakes of the harness and the admin and the proxy's own fault engine (which validates
+every rule), the read-back of the logs over the wire (checked against the emulator's logs, over
+TCP), and the command line's refusals. tests/realkafka/test_chaos_on_kafka.py runs a seed on
+Apache Kafka itself."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import trio
+
+import client
+from broker_emu.faults.engine import FaultEngine
+from conformance.chaos import kafka_faults
+from conformance.chaos.cli import replay_command
+from conformance.chaos.kafka_faults import KAFKA_KINDS, NOT_ON_KAFKA, KafkaChaos
+from conformance.chaos.kafka_readback import committed_on_kafka
+from conformance.chaos.plan import KINDS, Plan, Step, make_plan
+from conformance.chaos.readback import committed
+from conformance.main import main
+
+
+def test_the_kafka_plan_draws_only_kinds_kafka_can_be_given_and_says_why_not_the_others():
+    drawn = set()
+    for seed in range(60):
+        plan = make_plan(seed, "chaos", 30.0, mean_gap=3.0, kinds=KAFKA_KINDS)
+        drawn |= {s.kind for s in plan.steps}
+    assert drawn == set(KAFKA_KINDS)
+    assert set(KINDS) <= set(KAFKA_KINDS) | set(NOT_ON_KAFKA) and not set(KAFKA_KINDS) & set(NOT_ON_KAFKA)
+    # the emulator's plans are drawn as before: its seeds replay
+    assert make_plan(7, "chaos", 8.0) == make_plan(7, "chaos", 8.0, kinds=KINDS)
+
+
+class FakeNode:
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+        self.ports = SimpleNamespace(broker_port=9000 + node_id)
+        self.alive, self.paused = True, False
+        self.proc = SimpleNamespace(kill=self._kill, wait=lambda timeout: 0)
+
+    def _kill(self) -> None:
+        self.alive = False
+
+    def running(self) -> bool:
+        return self.alive
+
+    def start(self) -> None:
+        self.alive = True
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+
+
+class FakeKafka:
+    def __init__(self) -> None:
+        self.nodes = [FakeNode(i) for i in (1, 2, 3)]
+        self.ready_waits = 0
+
+    def node(self, node_id: int) -> FakeNode:
+        return self.nodes[node_id - 1]
+
+    def wait_ready(self, deadline: float) -> None:
+        assert all(n.alive and not n.paused for n in self.nodes)
+        self.ready_waits += 1
+
+
+class FakeProxy:
+    def __init__(self) -> None:
+        self.faults = FaultEngine(seed=0, brokers={1, 2, 3}, clock=lambda: 0.0)   # parses every rule as the proxy does
+        self.stopped: set[int] = set()
+
+    def now_ms(self) -> float:
+        return 0.0
+
+    async def stop_broker(self, node_id: int) -> None:
+        self.stopped.add(node_id)
+
+    async def start_broker(self, node_id: int) -> None:
+        self.stopped.discard(node_id)
+
+
+class FakeAdmin:
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    async def alter_partition_reassignments(self, targets, timeout=None):
+        self.calls.append(("reassign", dict(targets)))
+        return {tp: None for tp in targets}
+
+    async def elect_leaders(self, partitions, timeout=None):
+        self.calls.append(("elect", list(partitions)))
+        return {tp: None for tp in partitions}
+
+
+@pytest.fixture
+def metadata(monkeypatch):
+    """Partition 0 led by node 1, replicas 1 2 3, all in sync, as a node's Metadata says."""
+    part = SimpleNamespace(partition_index=0, leader_id=1, replica_nodes=[1, 2, 3], isr_nodes=[1, 2, 3])
+    meta = SimpleNamespace(topics=[SimpleNamespace(partitions=[part])])
+    monkeypatch.setattr(kafka_faults.wire, "metadata", lambda host, port, topics, timeout=5.0: meta)
+
+
+@pytest.mark.parametrize("kind", sorted(KAFKA_KINDS))
+async def test_each_kind_acts_through_the_harness_the_proxy_or_the_admin_and_is_healed(kind, metadata, autojump_clock):
+    kafka, proxy, admin = FakeKafka(), FakeProxy(), FakeAdmin()
+    plan = Plan(3, "chaos", [Step(0.5, kind, 1000.0, 0.4)])   # healed long after the checks below
+    fired = trio.Event()
+    chaos = KafkaChaos(kafka, proxy, admin, plan, lambda line: fired.set())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(chaos.run)
+        await fired.wait()          # the step fired (signals and Metadata go through a worker thread)
+        note = plan.steps[0].note
+        assert note and not note.startswith("skipped"), note
+        node = kafka.node(2)        # draw 0.4 of nodes 1-3
+        rules = [r.action.type for r in proxy.faults.rules.values()]
+        expected = {"bounce": lambda: not node.alive, "pause": lambda: node.paused,
+                    "isolate": lambda: proxy.stopped == {2},
+                    "black_hole": lambda: rules == ["black_hole"], "lost_answer": lambda: rules == ["close_after"],
+                    "lost_request": lambda: rules == ["close_before"], "delay": lambda: rules == ["delay_response"],
+                    "leader": lambda: [c[0] for c in admin.calls] == ["reassign", "elect"]
+                    and admin.calls[0][1][("chaos", 0)][0] in (2, 3)}
+        assert expected[kind](), (kind, note, rules, admin.calls)
+        nursery.cancel_scope.cancel()
+    await chaos.heal_all()
+    assert all(n.alive and not n.paused for n in kafka.nodes) and not proxy.stopped and not proxy.faults.rules
+    assert kafka.ready_waits == 1 and chaos.plan.counts() == {kind: 1}
+
+
+async def test_one_node_down_at_a_time(metadata, autojump_clock):
+    kafka, proxy, admin = FakeKafka(), FakeProxy(), FakeAdmin()
+    plan = Plan(3, "chaos", [Step(0.5, "bounce", 5.0, 0.1), Step(1.0, "pause", 1.0, 0.9)])
+    await KafkaChaos(kafka, proxy, admin, plan).run()
+    assert plan.steps[1].note.startswith("skipped: node 1 is already down")
+    assert all(n.alive and not n.paused for n in kafka.nodes)
+
+
+def test_the_read_back_over_the_wire_is_what_the_logs_hold():
+    from broker_emu.runtime import run_cluster_in_thread
+
+    with run_cluster_in_thread(brokers=3, topics=[("t", 2, 3)]) as tc:
+        with client.Producer({"bootstrap.servers": tc.bootstrap, "acks": "all", "enable.idempotence": True}) as p:
+            for i in range(40):
+                p.send("t", b"v%d" % i, partition=i % 2)
+            assert p.flush(30) == 0
+        ports = tc.call(lambda: {b.id: b.port for b in tc.cluster.brokers.values()})
+        truth = tc.call(committed, tc.cluster, "t")
+        read, ends = committed_on_kafka(ports, "t", 2)
+    assert read == truth and len(read) == 40 and ends == {0: 20, 1: 20}
+    assert all(s.producer_id >= 0 and s.producer_epoch == 0 for s in read.values())
+
+
+def test_the_command_line_refuses_what_kafka_cannot_run(capsys):
+    assert main(["chaos", "--broker", "kafka", "--client", "confluent-kafka"]) == 2
+    assert main(["chaos", "--broker", "kafka", "--plant", "lose-ack"]) == 2
+    assert "the plants are the emulator's" in capsys.readouterr().err
+    params = dict(duration=30.0, interval=0.05, producers=3, partitions=3, broker="kafka", txn=True)
+    assert replay_command("ours", params, 4).startswith("broker-emu chaos --client ours --broker kafka --seeds 1")
