@@ -43,8 +43,8 @@ def test_a_classic_confluent_member_joins_a_consumer_group_and_leaves_it(cluster
     modern.c.close()
 
 
-# alone: kafka-python's eager rebalance in real time; beside four test workers on two cores it once
-# held no partition after 60 s (CI, 2026-11-28, and once in a helper's loaded run); alone it passes
+# alone: kafka-python's eager rebalance in real time. Its one recorded failure (no partition after
+# 60 s, in CI and in a loaded run) was kafka-python's lost join answer, avoided below.
 @pytest.mark.alone
 def test_our_consumer_upgrades_a_kafka_python_group_and_leaving_downgrades_it(cluster):
     """kafka-python (classic, eager) owns a classic group; our consumer joins with
@@ -54,12 +54,27 @@ def test_our_consumer_upgrades_a_kafka_python_group_and_leaving_downgrades_it(cl
     require_client("confluent-kafka")
     from kafka import KafkaConsumer
 
-    import client
-
     _setup(cluster.bootstrap)
-    kp = KafkaConsumer(TOPIC, bootstrap_servers=cluster.bootstrap, group_id="gmig", client_id="kafka-python",
+    kp = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="gmig", client_id="kafka-python",
                        auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=10000,
                        heartbeat_interval_ms=500)
+    try:
+        _kafka_python_takes_the_group_then_gives_half_to_ours(kp, cluster.bootstrap)
+    finally:
+        kp.close()   # a consumer left open keeps reconnecting to the stopped cluster, leaking sockets
+
+
+def _kafka_python_takes_the_group_then_gives_half_to_ours(kp, bootstrap: str) -> None:
+    import client
+
+    # The topic's metadata first: kafka-python 3.0.12 that joins before it knows the topic assigns
+    # nothing, rejoins when the metadata arrives, and if poll's timeout ends that second join
+    # while it is in flight, never applies its answer (its join loop asks need_rejoin(), which the
+    # leader's own assignment has already made False; the Java client also waits while a join is
+    # pending). Measured under load: 7 of 100 subscriptions held no partition after 20 s this way,
+    # 0 of 100 with the metadata fetched first. docs/findings.md has the report.
+    assert kp.partitions_for_topic(TOPIC) == set(range(PARTITIONS))
+    kp.subscribe([TOPIC])
 
     def kp_owned() -> list[int]:
         kp.poll(timeout_ms=100)
@@ -69,7 +84,7 @@ def test_our_consumer_upgrades_a_kafka_python_group_and_leaving_downgrades_it(cl
     while time.monotonic() < end and kp_owned() != list(range(PARTITIONS)):
         pass
     assert kp_owned() == list(range(PARTITIONS))
-    ours = client.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "gmig", "group.protocol": "consumer",
+    ours = client.Consumer({"bootstrap.servers": bootstrap, "group.id": "gmig", "group.protocol": "consumer",
                             "client.id": "ours", "auto.offset.reset": "earliest"})
     try:
         ours.subscribe([TOPIC])
@@ -86,4 +101,3 @@ def test_our_consumer_upgrades_a_kafka_python_group_and_leaving_downgrades_it(cl
     while time.monotonic() < end and kp_owned() != list(range(PARTITIONS)):
         pass
     assert kp_owned() == list(range(PARTITIONS))
-    kp.close()
