@@ -147,6 +147,10 @@ class ConfluentAdapter(ConfluentTransactions, ConfluentKip848, RealTimeAdapter):
     def _common(self, env: RunEnv) -> dict:
         c = env.config
         passed = {k: c[k] for k in PASSED_THROUGH if k in c}   # librdkafka's names are Kafka's here
+        if "reconnect.backoff.max.ms" in passed and "reconnect.backoff.ms" not in passed:
+            # librdkafka refuses a reconnect.backoff.max.ms below reconnect.backoff.ms (100 ms by
+            # default): a scaled 1 s cap is 33 ms, so the base goes under it, scaled like the rest
+            passed["reconnect.backoff.ms"] = min(scaled_ms(100, env.scale), passed["reconnect.backoff.max.ms"])
         return {"bootstrap.servers": env.bootstrap, "client.id": env.client_id,
                 "socket.timeout.ms": scaled_ms(60_000, env.scale), "log_level": 0,
                 "request.timeout.ms": c.get("request.timeout.ms", scaled_ms(30_000, env.scale)), **passed}

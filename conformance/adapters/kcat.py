@@ -152,6 +152,9 @@ def _passed_through(config: dict) -> list[str]:
     alias of sasl.mechanisms)."""
     keys = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "socket.connection.setup.timeout.ms",
             "reconnect.backoff.ms", "reconnect.backoff.max.ms")
+    if "reconnect.backoff.max.ms" in config and "reconnect.backoff.ms" not in config:
+        # librdkafka refuses a cap below its 100 ms default base (confluent.py _common)
+        config = {**config, "reconnect.backoff.ms": min(100, config["reconnect.backoff.max.ms"])}
     return [arg for k in keys if k in config for arg in ("-X", f"{k}={config[k]}")]
 
 
