@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from broker_emu.runtime import run_cluster_in_thread
+from tests.realkafka.conftest import SHARE_LOCKS
 from tests.broker_emu.wire import WireClient, produce_body
 
 # alone: in CI beside four workers on two cores Kafka once answered the ShareFetch waiting on the lock at its expiry
@@ -22,8 +23,8 @@ from tests.broker_emu.wire import WireClient, produce_body
 pytestmark = [pytest.mark.realkafka, pytest.mark.alone]
 HB, DESCRIBE, FETCH, ACK = 76, 77, 78, 79
 CREATE_TOPICS, METADATA, INCREMENTAL, FIND_COORDINATOR = 19, 3, 44, 10
-RETRIABLE = {14, 15, 16}
-LOCK_MS = 15_000   # the least a group may set under Kafka's default group.share.min.record.lock.duration.ms   # the coordinator loading, not available, not this one: ask again
+RETRIABLE = {14, 15, 16}   # the coordinator loading, not available, not this one: ask again
+LOCK_MS = 3_000    # kafka1 and the emulator here let a group set 1 s (conftest.SHARE_LOCKS)
 
 
 def _fetch_body(group, member, epoch, topic_id, *, acks=(), max_wait_ms=0, renew=False, limits=True):
@@ -174,7 +175,7 @@ def test_share_groups_answer_as_kafka(kafka1):
     debug_theirs: list = []
     debug_ours: list = []
     theirs = script(host, int(port), debug_theirs)
-    with run_cluster_in_thread(brokers=1) as tc:
+    with run_cluster_in_thread(brokers=1, config={k: int(v) for k, v in SHARE_LOCKS.items()}) as tc:
         emu_host, emu_port = tc.bootstrap.split(",")[0].split(":")
         ours = script(emu_host, int(emu_port), debug_ours)
     assert len(ours) == len(theirs)
