@@ -54,17 +54,19 @@ import (
 //     is nil. This program does that, so a transaction with a failed record answers `abortable`
 //     without an EndTxn, as Java's commitTransaction does.
 //   - A produce answered INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_ID_MAPPING or
-//     OUT_OF_ORDER_SEQUENCE_NUMBER fails the record and the producer ID (sink.go, "For the
-//     transactional producer, we always fail the producerID"), not the producer: whether that is
-//     fatal kgo decides at the next BeginTransaction (txn.go maybeRecoverProducerID: under
-//     KIP-890 part 2 only UNKNOWN_PRODUCER_ID and TRANSACTION_ABORTABLE are recovered, by a new
-//     InitProducerId; before it also INVALID_PRODUCER_ID_MAPPING and INVALID_PRODUCER_EPOCH).
-//     Java raises its fatal ProducerFencedException / InvalidProducerEpochException /
-//     OutOfOrderSequenceException at once. So here an end call's Kafka error is `abortable`
-//     (kgo's TryAbort then returns nil, txn.go EndTransaction) and kgo's own verdict comes from
-//     chaos_txn_begin ("producer ID has a fatal, unrecoverable error"), answered `fatal`. Only
-//     PRODUCER_FENCED, which kgo never recovers from a coordinator ("PRODUCER_FENCED from
-//     coordinator paths is not recoverable", txn.go), is `fatal` at once.
+//     OUT_OF_ORDER_SEQUENCE_NUMBER fails the record and kgo's producer ID (sink.go, "For the
+//     transactional producer, we always fail the producerID"); whether the producer goes on, kgo
+//     decides at the next BeginTransaction (txn.go maybeRecoverProducerID: under KIP-890 part 2
+//     only UNKNOWN_PRODUCER_ID and TRANSACTION_ABORTABLE are recovered, by a new InitProducerId;
+//     before it also INVALID_PRODUCER_ID_MAPPING and INVALID_PRODUCER_EPOCH). The Java client makes
+//     all of them but INVALID_PRODUCER_ID_MAPPING an abortable error, bumping the epoch itself
+//     where needed (TransactionManager.maybeTransitionToErrorState, kafka-clients 4.4.0), so after
+//     INVALID_PRODUCER_EPOCH or OUT_OF_ORDER_SEQUENCE_NUMBER under KIP-890 part 2 Java aborts and
+//     goes on where kgo refuses the next transaction. Here an end call's Kafka error is `abortable`
+//     (kgo's TryAbort then recovers the ID or ends the transaction, txn.go EndTransaction) and
+//     kgo's own verdict comes from chaos_txn_begin ("producer ID has a fatal, unrecoverable
+//     error"), answered `fatal`. Only PRODUCER_FENCED, which kgo never recovers from a coordinator
+//     ("PRODUCER_FENCED from coordinator paths is not recoverable", txn.go), is `fatal` at once.
 type chaosTxnState struct {
 	producer *kgo.Client
 	block    time.Duration        // max.block.ms
