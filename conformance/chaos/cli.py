@@ -22,7 +22,7 @@ if TYPE_CHECKING:   # the chaos machinery loads when a chaos command runs, not w
     from conformance.chaos.readback import SeedResult
 
 CLIENTS = ("ours", "confluent-kafka", "kafka-python", "aiokafka", "java", "franz-go", "sarama")
-TXN_CLIENTS = ("ours", "confluent-kafka", "java")    # the clients with a transactional load (conformance/chaos/kits_txn.py)
+TXN_CLIENTS = ("ours", "confluent-kafka", "java", "franz-go")    # the clients with a transactional load (conformance/chaos/kits_txn.py)
 REAL_TIME = (10, 60.0, 0.02)
 DEFAULTS = {  # (seeds, duration s, interval s): virtual time is cheap, real time is not
     "ours": (100, 8.0, 0.1),

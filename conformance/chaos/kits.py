@@ -343,6 +343,6 @@ KITS = {
     "kafka-python": Kit("kafka-python", _installed("kafka", "kafka-python"), KafkaPythonProducer, KafkaPythonConsumer),
     "aiokafka": Kit("aiokafka", _installed("aiokafka", "aiokafka"), AiokafkaProducer, AiokafkaConsumer),
     "java": _program_kit("java", _java, txn=True),
-    "franz-go": _program_kit("franz-go", _franz_go),
+    "franz-go": _program_kit("franz-go", _franz_go, txn=True),
     "sarama": _program_kit("sarama", _sarama),
 }

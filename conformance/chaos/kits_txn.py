@@ -140,8 +140,9 @@ class ConfluentTxnConsumer:
 
 
 
-# --- programs of the line protocol (conformance/adapters/line_protocol.py): the Java client -----
-# One program per transactional producer and one per read_committed consumer (ChaosTxn.java);
+# --- programs of the line protocol (conformance/adapters/line_protocol.py): the Java client and franz-go
+# One program per transactional producer and one per read_committed consumer (ChaosTxn.java, and
+# franzgo-adapter's chaostxn.go with the same commands);
 # the settings are the default workload's (Kafka's own names) and our client's transactional ones.
 LINE_TXN = {"transaction.timeout.ms": 30_000, "max.block.ms": 10_000}
 LINE_START_S = 120.0     # a JVM starting on a busy 2-core machine

@@ -84,9 +84,10 @@ def test_a_real_clients_history_is_checked_and_a_planted_lost_write_is_named(pla
     assert any(op.process.startswith("producer-") and op.type == "ok" for op in witness.ops), witness.as_dict()
 
 
-@pytest.mark.parametrize("client, plant", [("confluent-kafka", ""), ("confluent-kafka", "aborted-read"), ("java", "")])
+@pytest.mark.parametrize("client, plant", [("confluent-kafka", ""), ("confluent-kafka", "aborted-read"), ("java", ""),
+                                           ("franz-go", ""), ("franz-go", "aborted-read")])
 def test_transactions_of_a_real_client_are_recorded_and_judged(client, plant):
-    """``--txn`` with confluent-kafka or the Java client (conformance/chaos/realtime_txn.py): the transactional
+    """``--txn`` with confluent-kafka, the Java client or franz-go (conformance/chaos/realtime_txn.py): the transactional
     producer's begins, commits and aborts, its zombie fenced by a successor, the
     consume-transform-produce workers' polls inside their transactions and the read_committed
     reader's polls are in the history; nothing judged on the emulator, and a planted bug that shows

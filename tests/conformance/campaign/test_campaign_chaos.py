@@ -40,8 +40,9 @@ def test_chaos_groups_expand_to_one_run_per_client_parameters_and_seed():
     real = expand({"chaos": {"clients": ["kafka-python", "aiokafka", "confluent-kafka@2.12.0"], "seeds": [3]}})
     assert [(r.client, json.loads(r.params)["duration"]) for r in real] == \
         [("kafka-python", 60.0), ("aiokafka", 60.0), ("confluent-kafka@2.12.0", 60.0)]   # real time: 60 s seeds
-    txn = expand({"chaos": {"clients": ["confluent-kafka", "java"], "seeds": [0], "txn": True}})
-    assert [(r.client, json.loads(r.params)["txn"]) for r in txn] == [("confluent-kafka", True), ("java", True)]
+    txn = expand({"chaos": {"clients": ["confluent-kafka", "java", "franz-go"], "seeds": [0], "txn": True}})
+    assert [(r.client, json.loads(r.params)["txn"]) for r in txn] == \
+        [("confluent-kafka", True), ("java", True), ("franz-go", True)]
     mixed = expand({"seeds": [1], "scenarios": ["kip19.produce-black-hole"], "chaos": {"seeds": [5, 6]}})
     assert [(r.family, r.seed) for r in mixed] == [("KIP-19", 1), ("Chaos", 5), ("Chaos", 6)]
 
@@ -54,7 +55,7 @@ def test_chaos_groups_expand_to_one_run_per_client_parameters_and_seed():
     ({"grid": {"linger.ms": [5]}}, "unknown chaos parameter"),
     ({"seed": [1]}, "unknown key"),
     ({"interval": "fast"}, "numbers"),
-    ({"clients": ["franz-go"], "txn": True}, "the clients with a transactional workload"),
+    ({"clients": ["sarama"], "txn": True}, "the clients with a transactional workload"),
     ({"txn": "yes"}, "true or false"),
 ])
 def test_bad_chaos_groups_are_refused_before_any_run(chaos, words):

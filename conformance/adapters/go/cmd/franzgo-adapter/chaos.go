@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -23,6 +24,9 @@ type chaosState struct {
 var chaos chaosState
 
 func (franz) Command(cmd string, req map[string]any) map[string]any {
+	if strings.HasPrefix(cmd, "chaos_txn_") { // the transactional load (chaostxn.go)
+		return chaosTxnCommand(cmd, req)
+	}
 	ok := map[string]any{"ok": true}
 	switch cmd {
 	case "chaos_producer":
