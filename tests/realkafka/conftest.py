@@ -23,12 +23,6 @@ def require_kafka() -> None:
         pytest.skip(reason)
 
 
-# Share-group locks as short as Kafka lets a broker allow (ShareGroupConfig: the minimum lies in
-# 1000..30000, 15000 by default): each test that waits for a lock to run out then waits seconds,
-# not 15 s. The emulator's side of an A/B is given the same.
-SHARE_LOCKS = {"group.share.min.record.lock.duration.ms": "1000"}
-
-
 @pytest.fixture(scope="session")
 def kafka1():
     """One Apache Kafka node (broker+controller) for the whole session, stopped at its end even
@@ -37,7 +31,7 @@ def kafka1():
     from conformance.realkafka.cluster import apache_kafka_cluster
     from conformance.realkafka.config import HARNESS
 
-    with apache_kafka_cluster(brokers=1, config={**HARNESS, **SHARE_LOCKS}) as k:
+    with apache_kafka_cluster(brokers=1, config=HARNESS) as k:
         yield k
 
 
