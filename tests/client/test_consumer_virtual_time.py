@@ -198,14 +198,17 @@ async def test_a_polling_consumer_refreshes_metadata_every_metadata_max_age(auto
     """Java's NetworkClient.poll asks DefaultMetadataUpdater.maybeUpdate on every poll, and
     Metadata.timeToNextUpdate is due metadata.max.age.ms after the last refresh whatever the
     consumer's mode: with assign() the assigned topics are the subscription
-    (SubscriptionState.assignFromUser -> changeSubscription), so a leader that moved without an
-    error the consumer could see is still found."""
+    (SubscriptionState.assignFromUser -> changeSubscription), so a consumer that meets no error
+    still hears of the cluster's changes at that age."""
     async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
         config = {**BOOT, "auto.offset.reset": "earliest", "metadata.max.age.ms": 5000}
         if group:
             config["group.id"] = "g1"
         async with open_consumer(config, connect=connect_to(cluster)) as c:
-            c.subscribe(["t"]) if group else c.assign([TP])
+            if group:
+                c.subscribe(["t"])
+            else:
+                c.assign([TP])
             while not c.assignment():   # a group's join reads the topic's metadata too
                 await c.poll(0.5)
             assert await c.poll(0.5) == []
