@@ -105,6 +105,11 @@ class ClusterMetadata:
             if any(t not in self.topics for t in new):
                 self.need_update = True
 
+    def expired(self, now: float) -> bool:
+        """metadata.max.age.ms has passed since the last successful refresh (Java's
+        ``Metadata.timeToNextUpdate`` reaching 0 without anyone asking)."""
+        return now >= self.last_success + self.max_age_s
+
     def next_update_at(self) -> float:
         """When the next refresh is due (``-inf``: now)."""
         due = float("-inf") if self.need_update else self.last_success + self.max_age_s

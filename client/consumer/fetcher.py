@@ -248,7 +248,9 @@ class Fetcher:
     def start_fetches(self) -> None:
         """A Fetch to each leader of fetchable partitions, or a metadata refresh first."""
         by_leader: dict[int, list[TopicPartition]] = {}
-        need_metadata = self.metadata.need_update
+        # asked for, or metadata.max.age.ms old: Java's consumer refreshes at that age in every mode, assign()
+        # included (NetworkClient.poll -> DefaultMetadataUpdater.maybeUpdate -> Metadata.timeToNextUpdate)
+        need_metadata = self.metadata.need_update or self.metadata.expired(trio.current_time())
         buffered = self._buffered
         for tp, pos in self.positions.items():
             if pos is None or tp in self.paused or (tp.topic, tp.partition) in buffered:

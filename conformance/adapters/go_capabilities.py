@@ -120,7 +120,13 @@ FRANZ_CAPABILITIES = ClientCapabilities(
     notes=MappingProxyType({"share groups": "kgo.ShareGroup (pkg/kgo/consumer_share.go): Record.Ack(AckAccept, "
                                             "AckRelease, AckReject, AckRenew), FlushAcks(ctx) as commitSync(timeout), "
                                             "LeaveGroupContext(ctx) then Close() as close(timeout)",
-                            "delivery.timeout.ms": "kgo.RecordDeliveryTimeout", "linger.ms": "kgo.ProducerLinger",
+                            "delivery.timeout.ms": "kgo.RecordDeliveryTimeout, checked only when kgo builds its next "
+                                                   "Produce request (pkg/kgo/config.go: \"only evaluated before writing a "
+                                                   "request or after a produce response\"): with the leader unreachable "
+                                                   "a record fails when the attempt in flight ends, up to two DialTimeouts "
+                                                   "and a backoff late, or four when a Metadata request to that broker was "
+                                                   "queued ahead of it (docs/findings.md)",
+                            "linger.ms": "kgo.ProducerLinger",
                             "default.api.timeout.ms": "kgo.RetryTimeout",
                             "KIP-848": "kgo.ServerSideBalancer() opts a group consumer in",
                             "socket.connection.setup.timeout.ms": "kgo.DialTimeout",

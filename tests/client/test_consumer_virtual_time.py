@@ -191,3 +191,32 @@ async def test_a_fetch_whose_partition_was_revoked_before_it_started_asks_for_no
             assert c.assignment() == []
             c.assign([TP])
             assert await c.poll(1) == [] and len(recvs(cluster, "Fetch")) > fetches   # still alive and fetching
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["assign", "subscribe"])
+async def test_a_polling_consumer_refreshes_metadata_every_metadata_max_age(autojump_clock, group):
+    """Java's NetworkClient.poll asks DefaultMetadataUpdater.maybeUpdate on every poll, and
+    Metadata.timeToNextUpdate is due metadata.max.age.ms after the last refresh whatever the
+    consumer's mode: with assign() the assigned topics are the subscription
+    (SubscriptionState.assignFromUser -> changeSubscription), so a consumer that meets no error
+    still hears of the cluster's changes at that age."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        config = {**BOOT, "auto.offset.reset": "earliest", "metadata.max.age.ms": 5000}
+        if group:
+            config["group.id"] = "g1"
+        async with open_consumer(config, connect=connect_to(cluster)) as c:
+            if group:
+                c.subscribe(["t"])
+            else:
+                c.assign([TP])
+            while not c.assignment():   # a group's join reads the topic's metadata too
+                await c.poll(0.5)
+            assert await c.poll(0.5) == []
+            first = recvs(cluster, "Metadata")[-1].t_ms
+            end = trio.current_time() + 11.0
+            while trio.current_time() < end:
+                await c.poll(0.5)
+            later = [e.t_ms for e in recvs(cluster, "Metadata") if e.t_ms > first]
+            assert len(later) == 2, later   # at 5 s and 10 s after the first, within a fetch's hold
+            assert later[0] - first == pytest.approx(5000, abs=600)
+            assert later[1] - later[0] == pytest.approx(5000, abs=600)
