@@ -117,3 +117,16 @@ async def test_a_lone_pattern_member_picks_up_a_new_topic_and_drops_a_deleted_on
                              MAX_AGE_MS / 1000 + 5)
             cluster.delete_topic("orders-eu")
             await poll_until([c], lambda: c.assignment() == [TopicPartition("orders-us", 0)], MAX_AGE_MS / 1000 + 5)
+
+
+async def test_the_leader_drops_a_deleted_topic_from_the_assignment(autojump_clock):
+    """The leader's refresh no longer shows a subscribed topic: its snapshot changed, it rejoins
+    and assigns what is left (Java's rejoinNeededOrPending: "owned-but-no-longer-existed
+    partitions" go with the rebalance)."""
+    async with open_cluster(1, topics=[("a", 1, 1), ("b", 1, 1)], listen=False) as cluster:
+        config = {**GROUP, "client.id": "c", "metadata.max.age.ms": MAX_AGE_MS, "allow.auto.create.topics": False}
+        async with open_consumer(config, connect=connect_to(cluster)) as c:
+            c.subscribe(["a", "b"])
+            await poll_until([c], lambda: len(c.assignment()) == 2, 30)
+            cluster.delete_topic("b")
+            await poll_until([c], lambda: c.assignment() == [TopicPartition("a", 0)], MAX_AGE_MS / 1000 + 5)
