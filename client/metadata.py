@@ -306,6 +306,10 @@ class MetadataUpdater:
         self._changed.set()
         self._changed = trio.Event()
 
+    async def wait_for_update(self) -> None:
+        """Until the next Metadata answer is applied (or an out-of-band change is noted)."""
+        await self._changed.wait()
+
     def note_changed(self) -> None:
         """Wake waiters after an out-of-band change (a KIP-951 leader hint)."""
         self._changed.set()

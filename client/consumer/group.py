@@ -86,6 +86,18 @@ class GroupDriver:
         if self.membership.poll_called(now):
             self.wake()
 
+    def watches_metadata(self) -> bool:
+        """Watching the metadata is the classic member's job; under KIP-848 (the subclass driving
+        Membership848) the broker assigns, and watches, itself."""
+        return isinstance(self.membership, Membership)
+
+    def metadata_updated(self) -> None:
+        """A refresh landed while the application waits in poll: Java's classic poll loop runs
+        ConsumerCoordinator.poll again after each response its network client waited for."""
+        self._note_metadata()
+        if self.watches_metadata() and self.membership.rejoin_if_needed():
+            self.wake()
+
     def subscribe(self, topics: list[str] | None, pattern: re.Pattern | None, on_assign: Callback | None,
                   on_revoke: Callback | None, now: float) -> None:
         self.membership.subscribe(topics, pattern, now)
@@ -193,21 +205,16 @@ class GroupDriver:
     def _partition_counts(self) -> dict[str, int]:
         return {t: len(parts) for t, parts in self.metadata.topics.items()}
 
-    def _classic(self) -> bool:
-        """Watching the metadata is the classic member's job; under KIP-848 (the subclass driving
-        Membership848) the broker assigns, and watches, itself."""
-        return isinstance(self.membership, Membership)
-
     def _note_metadata(self) -> None:
         """Java's ConsumerCoordinator.maybeUpdateSubscriptionMetadata (acts when the metadata's
         version moved)."""
-        if self._classic():
+        if self.watches_metadata():
             self.membership.on_metadata(self.metadata.version, self._partition_counts())
 
     def _match_all_topics(self) -> None:
         """A classic pattern is matched against every topic, so its refreshes ask for all (Java's
         ConsumerMetadata.newMetadataRequestBuilder: MetadataRequest.Builder.allTopics)."""
-        if self._classic():
+        if self.watches_metadata():
             self.metadata.all_topics = self.membership.state != CLOSED and self.membership.pattern is not None
 
     async def _assigned(self, tps: list[TopicPartition]) -> None:

@@ -120,13 +120,18 @@ class Membership:
 
     def poll_called(self, now: float) -> bool:
         """The application polled: the poll interval restarts; a member that left for it rejoins,
-        and so does a stable one whose metadata asks for it (Java's ConsumerCoordinator.poll:
-        rejoinNeededOrPending, after the driver fed the metadata to ``on_metadata``). True:
-        wake the driver."""
+        and so does a stable one whose metadata asks for it (``rejoin_if_needed``). True: wake
+        the driver."""
         self.last_poll = now
         if self.state == LEFT:
             self.state = UNJOINED
             return True
+        return self.rejoin_if_needed()
+
+    def rejoin_if_needed(self) -> bool:
+        """Java's ConsumerCoordinator.rejoinNeededOrPending, after the driver fed the metadata to
+        ``on_metadata``: a stable member rejoins when what it watches changed (True: wake the
+        driver). A change seen while joining is acted on once the join completed."""
         reason = self.watch.rejoin_reason() if self.state == STABLE and not self.needs_join else None
         if reason is None:
             return False

@@ -130,3 +130,22 @@ async def test_the_leader_drops_a_deleted_topic_from_the_assignment(autojump_clo
             await poll_until([c], lambda: len(c.assignment()) == 2, 30)
             cluster.delete_topic("b")
             await poll_until([c], lambda: c.assignment() == [TopicPartition("a", 0)], MAX_AGE_MS / 1000 + 5)
+
+
+async def test_a_refresh_during_a_long_poll_is_acted_on_within_that_poll(autojump_clock):
+    """Java's classic poll loop runs the coordinator's poll again after each response it waited
+    for, so a leader waiting in one long poll rejoins soon after its refresh, not at its next poll."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        config = {**GROUP, "client.id": "c", "metadata.max.age.ms": MAX_AGE_MS}
+        async with open_consumer(config, connect=connect_to(cluster)) as c:
+            c.subscribe(["t"])
+            await poll_until([c], lambda: len(c.assignment()) == 1, 30)
+            joins = len(events(cluster, "recv", "JoinGroup", "c"))
+            cluster.add_partitions("t", 2)
+            grown = trio.current_time()
+            await c.poll(15)   # below max.poll.interval.ms
+            assert trio.current_time() - grown >= 15   # one poll, no records: it waited it all
+            rejoin = events(cluster, "recv", "JoinGroup", "c")[joins:]
+            assert len(rejoin) == 1
+            assert rejoin[0].t_ms / 1000 - (grown - cluster.trace._start) <= MAX_AGE_MS / 1000 + 1
+            assert sorted(c.assignment()) == [TopicPartition("t", 0), TopicPartition("t", 1)]
