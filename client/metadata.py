@@ -80,6 +80,7 @@ class ClusterMetadata:
         # every topic, not the interest: a consumer's pattern subscription is matched against all
         # (Java's ConsumerMetadata.newMetadataRequestBuilder: MetadataRequest.Builder.allTopics)
         self.all_topics = False
+        self.internal: set[str] = set()      # topics an answer marked is_internal (__consumer_offsets, ...)
         self.last_success = float("-inf")
         self.allowed_at = float("-inf")      # refresh backoff after the last attempt
         self.failures = 0
@@ -139,6 +140,8 @@ class ClusterMetadata:
                     self.topics.pop(t.name, None)
                 continue
             self.topic_errors.pop(t.name, None)
+            if getattr(t, "is_internal", False):
+                self.internal.add(t.name)
             if getattr(t, "topic_id", None) is not None:
                 self.topic_names[t.topic_id] = t.name
             known = {p.partition: p for p in self.topics.get(t.name, [])}

@@ -209,7 +209,7 @@ class GroupDriver:
         """Java's ConsumerCoordinator.maybeUpdateSubscriptionMetadata (acts when the metadata's
         version moved)."""
         if self.watches_metadata():
-            self.membership.on_metadata(self.metadata.version, self._partition_counts())
+            self.membership.on_metadata(self.metadata.version, self._partition_counts(), self.metadata.internal)
 
     def _match_all_topics(self) -> None:
         """A classic pattern is matched against every topic, so its refreshes ask for all (Java's

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from client.assignors import ASSIGNORS
@@ -114,9 +114,10 @@ class Membership:
         """The topics subscribed to, or matching the pattern in the metadata last looked at."""
         return list(self.watch.subscription)
 
-    def on_metadata(self, version: int, partitions: Mapping[str, int]) -> None:
-        """The metadata as of ``version``: every topic it knows, with its partition count."""
-        self.watch.on_metadata(version, partitions)
+    def on_metadata(self, version: int, partitions: Mapping[str, int], internal: Iterable[str] = ()) -> None:
+        """The metadata as of ``version``: every topic it knows, with its partition count, and
+        which of them are internal."""
+        self.watch.on_metadata(version, partitions, internal)
 
     def poll_called(self, now: float) -> bool:
         """The application polled: the poll interval restarts; a member that left for it rejoins,

@@ -57,13 +57,16 @@ class MetadataWatch:
         """SubscriptionState.metadataTopics: the subscription, with the group's for the leader."""
         return self.group | set(self.subscription)
 
-    def on_metadata(self, version: int, partitions: Mapping[str, int]) -> None:
+    def on_metadata(self, version: int, partitions: Mapping[str, int], internal: Iterable[str] = ()) -> None:
         """ConsumerCoordinator.maybeUpdateSubscriptionMetadata: ``partitions`` is every topic the
-        metadata knows with its partition count, as of ``version``."""
+        metadata knows with its partition count, as of ``version``. A pattern never matches an
+        ``internal`` topic (ConsumerMetadata.retainTopic with exclude.internal.topics=true,
+        Java's default and this client's only behaviour)."""
         if version <= self.snapshot.version:
             return
         if self.pattern is not None:   # updatePatternSubscription
-            self.subscription = sorted(t for t in partitions if self.pattern.fullmatch(t))
+            hidden = set(internal)
+            self.subscription = sorted(t for t in partitions if t not in hidden and self.pattern.fullmatch(t))
         watched = self.metadata_topics()
         self.snapshot = MetadataSnapshot(version, {t: n for t, n in partitions.items() if t in watched and n > 0})
 

@@ -149,3 +149,18 @@ async def test_a_refresh_during_a_long_poll_is_acted_on_within_that_poll(autojum
             assert len(rejoin) == 1
             assert rejoin[0].t_ms / 1000 - (grown - cluster.trace._start) <= MAX_AGE_MS / 1000 + 1
             assert sorted(c.assignment()) == [TopicPartition("t", 0), TopicPartition("t", 1)]
+
+
+async def test_a_pattern_does_not_match_internal_topics(autojump_clock):
+    """Java's ConsumerMetadata.retainTopic keeps an internal topic for a pattern only with
+    exclude.internal.topics=false (the default is true), so `.*` does not take
+    __consumer_offsets, which the group's own commits create."""
+    async with open_cluster(1, topics=[("t", 1, 1)], listen=False) as cluster:
+        async with open_consumer({**GROUP, "client.id": "p", "metadata.max.age.ms": MAX_AGE_MS},
+                                 connect=connect_to(cluster)) as c:
+            c.subscribe(pattern=r".*")
+            await poll_until([c], lambda: len(c.assignment()) == 1, 30)
+            await c.commit_sync({TopicPartition("t", 0): 0})
+            await poll_until([c], lambda: False or True, 3 * MAX_AGE_MS / 1000)
+            assert "__consumer_offsets" in c.metadata.topics   # the refreshes see it
+            assert c.assignment() == [TopicPartition("t", 0)]
