@@ -208,8 +208,9 @@ class GroupDriver:
     def _note_metadata(self) -> None:
         """Java's ConsumerCoordinator.maybeUpdateSubscriptionMetadata (acts when the metadata's
         version moved)."""
-        if self.watches_metadata():
-            self.membership.on_metadata(self.metadata.version, self._partition_counts(), self.metadata.internal)
+        version = self.metadata.version
+        if self.watches_metadata() and version > self.membership.watch.snapshot.version:   # counted only then
+            self.membership.on_metadata(version, self._partition_counts(), self.metadata.internal)
 
     def _match_all_topics(self) -> None:
         """A classic pattern is matched against every topic, so its refreshes ask for all (Java's
