@@ -6,6 +6,7 @@ the refresh shows a new matching topic."""
 import trio
 
 from broker_emu.runtime import open_cluster
+from client.admin import open_admin
 from client.consumer.async_consumer import open_consumer
 from client.consumer.records import TopicPartition
 
@@ -45,7 +46,8 @@ async def test_the_leader_rejoins_when_a_subscribed_topic_gains_partitions(autoj
             c2.subscribe(["t"])
             await poll_until([c1, c2], lambda: len(c1.assignment()) == 1 and len(c2.assignment()) == 1, 30)
             joins = len(events(cluster, "recv", "JoinGroup", "c1")) + len(events(cluster, "recv", "JoinGroup", "c2"))
-            cluster.add_partitions("t", 4)
+            async with open_admin(BOOT, connect_to(cluster)) as admin:   # CreatePartitions on the wire
+                assert (await admin.create_partitions({"t": 4}))["t"] is None
             grown = trio.current_time()
             # the leader's next refresh (metadata.max.age.ms at the latest) shows 4 partitions; its
             # next poll rejoins, the other member follows at its next heartbeat, the leader assigns 4
