@@ -77,6 +77,10 @@ class ClusterMetadata:
         self.topic_errors: dict[str, int] = {}
         self.topic_names: dict[Any, str] = {}   # topic id (Metadata v10+) -> name, for KIP-848 assignments
         self.interest: set[str] = set()
+        # every topic, not the interest: a consumer's pattern subscription is matched against all
+        # (Java's ConsumerMetadata.newMetadataRequestBuilder: MetadataRequest.Builder.allTopics)
+        self.all_topics = False
+        self.internal: set[str] = set()      # topics an answer marked is_internal (__consumer_offsets, ...)
         self.last_success = float("-inf")
         self.allowed_at = float("-inf")      # refresh backoff after the last attempt
         self.failures = 0
@@ -120,9 +124,15 @@ class ClusterMetadata:
         self.allowed_at = now + self.refresh_backoff.backoff(self.failures)
         self.failures += 1
 
-    def update(self, md: Any, now: float) -> None:
-        """Apply a Metadata answer (partitions whose leader epoch went backwards are kept)."""
+    def update(self, md: Any, now: float, every_topic: bool = False) -> None:
+        """Apply a Metadata answer (partitions whose leader epoch went backwards are kept).
+        ``every_topic``: the answer to a request for all topics, so a topic it leaves out is gone
+        (Java's Metadata builds its cache from each answer)."""
         self.brokers.update({b.node_id: (b.host, b.port) for b in md.brokers})
+        if every_topic:
+            named = {t.name for t in md.topics}
+            for gone in [t for t in self.topics if t not in named]:
+                del self.topics[gone]
         for t in md.topics:
             if t.error_code and not t.partitions:
                 self.topic_errors[t.name] = t.error_code
@@ -130,6 +140,8 @@ class ClusterMetadata:
                     self.topics.pop(t.name, None)
                 continue
             self.topic_errors.pop(t.name, None)
+            if getattr(t, "is_internal", False):
+                self.internal.add(t.name)
             if getattr(t, "topic_id", None) is not None:
                 self.topic_names[t.topic_id] = t.name
             known = {p.partition: p for p in self.topics.get(t.name, [])}
@@ -192,7 +204,7 @@ class MetadataUpdater:
         """Java's ``DefaultMetadataUpdater.isUpdateDue``: a refresh is wanted now and no Metadata
         request is out yet. ``NetworkClient.isReady`` then says no to every node, so a retry
         cannot overtake the refresh it asked for."""
-        return bool(self.metadata.interest) and not self.fetch_in_progress and self.metadata.next_update_at() <= now
+        return (bool(self.metadata.interest) or self.metadata.all_topics) and not self.fetch_in_progress and self.metadata.next_update_at() <= now
 
     def _fetching(self, on: bool) -> None:
         self.fetch_in_progress = on
@@ -224,7 +236,7 @@ class MetadataUpdater:
         least-loaded node), then each other broker and bootstrap address until one answers or
         ``deadline`` passes. ``topics`` None means the topics of interest; ``all_topics`` asks
         for every topic (never creating one, as Java's MetadataRequest.Builder.allTopics)."""
-        if all_topics:
+        if all_topics or (topics is None and self.metadata.all_topics):
             body: dict[str, Any] = {"topics": None, "allow_auto_topic_creation": False}
         else:
             names = sorted(self.metadata.interest if topics is None else set(topics))
@@ -258,7 +270,7 @@ class MetadataUpdater:
                 if len(self.net.rebootstraps) != rebootstraps:
                     break   # REBOOTSTRAP_REQUIRED: the next attempt, after the refresh backoff, asks the bootstrap addresses
                 continue
-            self._apply(md)
+            self._apply(md, every_topic=body["topics"] is None)
             return md
         self.metadata.failed(trio.current_time())
         starving = self.net.describe_starving()
@@ -288,14 +300,18 @@ class MetadataUpdater:
         raise RetriableError(f"broker {node} gave no Metadata answer before the client rebootstrapped: "
                              f"{self.net.rebootstraps[-1][1]}")
 
-    def _apply(self, md: Any) -> None:
+    def _apply(self, md: Any, every_topic: bool = False) -> None:
         self.fatal = None
-        self.metadata.update(md, trio.current_time())
+        self.metadata.update(md, trio.current_time(), every_topic)
         self.net.nodes.update(self.metadata.brokers)
         errors = {t: error_name(c) for t, c in self.metadata.topic_errors.items()}
         self.last_error = f"topic errors {errors}" if errors else None
         self._changed.set()
         self._changed = trio.Event()
+
+    async def wait_for_update(self) -> None:
+        """Until the next Metadata answer is applied (or an out-of-band change is noted)."""
+        await self._changed.wait()
 
     def note_changed(self) -> None:
         """Wake waiters after an out-of-band change (a KIP-951 leader hint)."""
@@ -308,7 +324,7 @@ class MetadataUpdater:
         task_status.started()
         while True:
             self._wanted.new_cycle()
-            if self.metadata.interest:
+            if self.metadata.interest or self.metadata.all_topics:
                 due = self.metadata.next_update_at()
                 if due <= trio.current_time():
                     try:

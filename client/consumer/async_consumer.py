@@ -215,6 +215,8 @@ class AsyncConsumer:
         with trio.move_on_at(deadline):
             async with trio.open_nursery() as waiting:
                 waiting.start_soon(self._cancel_on_wakeup, waiting.cancel_scope)
+                if self.group is not None and self.group.watches_metadata():
+                    waiting.start_soon(self._group_follows_metadata, self.group)
                 await self._wait_for_records(deadline)
                 waiting.cancel_scope.cancel()
         self._check_wakeup()
@@ -228,6 +230,13 @@ class AsyncConsumer:
             with contextlib.suppress(TimeoutException):
                 await self.fetcher.reset_positions(unknown, deadline)
         await self.fetcher.wait_for_records()
+
+    async def _group_follows_metadata(self, group: GroupDriver) -> None:
+        """While poll waits, each refresh is shown to the classic group (it may rejoin), as Java's
+        poll loop runs the coordinator's poll after each response, not only when poll is called."""
+        while True:
+            await self.updater.wait_for_update()
+            group.metadata_updated()
 
     async def _cancel_on_wakeup(self, scope: trio.CancelScope) -> None:
         await self._wakeup_event.wait()

@@ -64,6 +64,7 @@ class GroupDriver:
         self.request_timeout = config["request.timeout.ms"] / 1000
         self.active = trio.Event()          # set while joined with an assignment
         self._wake = Wakeup()
+        self._match_all_topics()
 
     # -- facing the consumer ----------------------------------------------------------------
     @property
@@ -80,12 +81,28 @@ class GroupDriver:
         self._wake.set()
 
     def poll_called(self, now: float) -> None:
+        # Java's ConsumerCoordinator.poll: maybeUpdateSubscriptionMetadata, then rejoinNeededOrPending
+        self._note_metadata()
         if self.membership.poll_called(now):
+            self.wake()
+
+    def watches_metadata(self) -> bool:
+        """Watching the metadata is the classic member's job; under KIP-848 (the subclass driving
+        Membership848) the broker assigns, and watches, itself."""
+        return isinstance(self.membership, Membership)
+
+    def metadata_updated(self) -> None:
+        """A refresh landed while the application waits in poll: Java's classic poll loop runs
+        ConsumerCoordinator.poll again after each response its network client waited for."""
+        self._note_metadata()
+        if self.watches_metadata() and self.membership.rejoin_if_needed():
             self.wake()
 
     def subscribe(self, topics: list[str] | None, pattern: re.Pattern | None, on_assign: Callback | None,
                   on_revoke: Callback | None, now: float) -> None:
         self.membership.subscribe(topics, pattern, now)
+        self._match_all_topics()
+        self._note_metadata()
         self.on_assign, self.on_revoke = on_assign, on_revoke
         self.wake()
 
@@ -102,6 +119,7 @@ class GroupDriver:
     async def close(self, reason: str = "the consumer is closing") -> None:
         """Revoke, then LeaveGroup (best effort, one attempt); the task ends."""
         await self._leave(self.membership.close(), reason)
+        self._match_all_topics()
         self.wake()
 
     # -- the task ------------------------------------------------------------------------------
@@ -138,8 +156,11 @@ class GroupDriver:
         self._deactivate()
         await self._revoke(revoked)
         await self.coordinator.resolve(self.request_timeout)
-        known = await self._topic_partitions(None if m.pattern is not None else m.subscribed_topics())
-        answer = await self.coordinator.request(ApiKey.JOIN_GROUP, m.join_request(list(known)))
+        # fresh metadata before joining: a pattern is matched against it (Java's poll asks for a
+        # refresh and ensureFreshMetadata before a pattern member rejoins)
+        await self._topic_partitions(None if m.pattern is not None else m.subscribed_topics())
+        self._note_metadata()
+        answer = await self.coordinator.request(ApiKey.JOIN_GROUP, m.join_request())
         self.coordinator.note_error(answer.error_code)
         assignments = []
         if m.on_join_response(answer):
@@ -153,15 +174,26 @@ class GroupDriver:
         self.active.set()
 
     async def _assign(self, members: list[Any], protocol: str) -> list[dict[str, Any]]:
-        """The leader's assignment of every member's subscription, with fresh partition counts."""
+        """The leader's assignment of every member's subscription, with fresh partition counts;
+        it keeps the metadata it assigned with (Java's onLeaderElected: updateGroupSubscription,
+        then assignmentSnapshot), so a change of those counts makes it rejoin."""
+        m = self.membership
         subscriptions = requests.member_subscriptions(members)
         wanted = sorted({t for topics in subscriptions.values() for t in topics})
-        counts = await self._topic_partitions(wanted) if wanted else {}
-        return plan_assignments(protocol, subscriptions, counts)
+        m.group_subscribe(wanted)
+        if wanted:
+            await self._topic_partitions(wanted)
+        self._note_metadata()
+        counts = {t: n for t, n in self._partition_counts().items() if t in wanted}
+        plan = plan_assignments(protocol, subscriptions, counts)
+        m.assigned_with_snapshot()
+        return plan
 
     async def _topic_partitions(self, topics: list[str] | None) -> dict[str, int]:
         """Partition counts (``topics`` None: every topic, for a pattern), through the
-        consumer's metadata layer, so the leaders learnt here serve its fetches too."""
+        consumer's metadata layer, so the leaders learnt here serve its fetches too. The classic
+        group reads the counts from that layer's cache afterwards (``_partition_counts``), as
+        the periodic refreshes leave them, so what it assigns with and what it watches agree."""
         deadline = trio.current_time() + self.request_timeout
         if topics is None:
             md = await self.updater.refresh(deadline=deadline, all_topics=True)
@@ -169,6 +201,22 @@ class GroupDriver:
             self.metadata.add_interest(topics)
             md = await self.updater.refresh(topics, deadline=deadline)
         return {t.name: len(t.partitions) for t in md.topics if t.error_code == ErrorCode.NONE}
+
+    def _partition_counts(self) -> dict[str, int]:
+        return {t: len(parts) for t, parts in self.metadata.topics.items()}
+
+    def _note_metadata(self) -> None:
+        """Java's ConsumerCoordinator.maybeUpdateSubscriptionMetadata (acts when the metadata's
+        version moved)."""
+        version = self.metadata.version
+        if self.watches_metadata() and version > self.membership.watch.snapshot.version:   # counted only then
+            self.membership.on_metadata(version, self._partition_counts(), self.metadata.internal)
+
+    def _match_all_topics(self) -> None:
+        """A classic pattern is matched against every topic, so its refreshes ask for all (Java's
+        ConsumerMetadata.newMetadataRequestBuilder: MetadataRequest.Builder.allTopics)."""
+        if self.watches_metadata():
+            self.metadata.all_topics = self.membership.state != CLOSED and self.membership.pattern is not None
 
     async def _assigned(self, tps: list[TopicPartition]) -> None:
         """Positions of newly assigned partitions start at the group's committed offsets

@@ -41,11 +41,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from client.assignors import ASSIGNORS
 from client.consumer import requests
+from client.consumer.metadata_watch import MetadataWatch
 from client.consumer.records import TopicPartition
 from client.errors import ErrorCode, KafkaError, error_for_code, error_name
 from client.exceptions import CommitFailedException
@@ -81,7 +82,8 @@ class Membership:
         self.strategies = [s.strip() for s in config["partition.assignment.strategy"].split(",") if s.strip()]
         self.retry_backoff: float = config["retry.backoff.ms"] / 1000
         self.retry_backoff_max: float = config["retry.backoff.max.ms"] / 1000
-        self.topics, self.pattern = topics, pattern
+        self.watch = MetadataWatch(topics, pattern)
+        self.rejoin_reason: str | None = None   # why the next JoinGroup is sent (its reason field)
         self.state = UNJOINED
         self.needs_join = True
         self.member_id = ""
@@ -100,22 +102,41 @@ class Membership:
     # -- from the application ----------------------------------------------------------------
     def subscribe(self, topics: list[str] | None, pattern: re.Pattern | None, now: float) -> None:
         """A new subscription: rejoin with it."""
-        self.topics, self.pattern = topics, pattern
+        self.watch.subscribe(topics, pattern)
         self.last_poll = now
         self.needs_join = True
 
-    def subscribed_topics(self, all_topics: list[str] | None = None) -> list[str]:
-        if self.pattern is None:
-            return sorted(self.topics or [])
-        return sorted(t for t in (all_topics or []) if self.pattern.fullmatch(t))
+    @property
+    def pattern(self) -> re.Pattern | None:
+        return self.watch.pattern
+
+    def subscribed_topics(self) -> list[str]:
+        """The topics subscribed to, or matching the pattern in the metadata last looked at."""
+        return list(self.watch.subscription)
+
+    def on_metadata(self, version: int, partitions: Mapping[str, int], internal: Iterable[str] = ()) -> None:
+        """The metadata as of ``version``: every topic it knows, with its partition count, and
+        which of them are internal."""
+        self.watch.on_metadata(version, partitions, internal)
 
     def poll_called(self, now: float) -> bool:
-        """The application polled: the poll interval restarts; a member that left for it rejoins
-        (True: wake the driver)."""
+        """The application polled: the poll interval restarts; a member that left for it rejoins,
+        and so does a stable one whose metadata asks for it (``rejoin_if_needed``). True: wake
+        the driver."""
         self.last_poll = now
-        if self.state != LEFT:
+        if self.state == LEFT:
+            self.state = UNJOINED
+            return True
+        return self.rejoin_if_needed()
+
+    def rejoin_if_needed(self) -> bool:
+        """Java's ConsumerCoordinator.rejoinNeededOrPending, after the driver fed the metadata to
+        ``on_metadata``: a stable member rejoins when what it watches changed (True: wake the
+        driver). A change seen while joining is acted on once the join completed."""
+        reason = self.watch.rejoin_reason() if self.state == STABLE and not self.needs_join else None
+        if reason is None:
             return False
-        self.state = UNJOINED
+        self.needs_join, self.rejoin_reason = True, reason
         return True
 
     def close(self) -> list[TopicPartition]:
@@ -169,10 +190,11 @@ class Membership:
         self._backoff = min(self._backoff * 2, self.retry_backoff_max)
 
     # -- the join ------------------------------------------------------------------------------
-    def join_request(self, known_topics: list[str]) -> dict[str, Any]:
-        """JoinGroup for the subscription (``known_topics``: the cluster's, for a pattern)."""
+    def join_request(self) -> dict[str, Any]:
+        """JoinGroup for the subscription (a pattern's: as matched in the metadata last fed to
+        ``on_metadata``), with the reason of the rejoin if there is one."""
         return requests.join_group(self.group, self.member_id, self.instance_id, self.session_timeout_ms,
-                                   self.rebalance_timeout_ms, self.strategies, self.subscribed_topics(known_topics))
+                                   self.rebalance_timeout_ms, self.strategies, self.watch.joining(), self.rejoin_reason)
 
     def on_join_response(self, answer: Any) -> bool:
         """Take the member id and generation; True if this member leads (it must assign)."""
@@ -185,7 +207,17 @@ class Membership:
             raise error_for_code(code)
         self.member_id, self.generation = answer.member_id, answer.generation_id
         self.protocol, self.leader = answer.protocol_name, answer.leader == answer.member_id
+        self.rejoin_reason = None
         return self.leader
+
+    def group_subscribe(self, topics: list[str]) -> None:
+        """The leader: every member's topics, watched from now on (refresh them, then ``on_metadata``)."""
+        self.watch.group_subscribe(topics)
+
+    def assigned_with_snapshot(self) -> None:
+        """The leader assigned with the metadata last fed to ``on_metadata``: a later change of
+        the partitions it shows makes it rejoin."""
+        self.watch.assigned()
 
     def sync_request(self, assignments: list[dict[str, Any]]) -> dict[str, Any]:
         return requests.sync_group(self.group, self.generation, self.member_id, self.instance_id, self.protocol,
@@ -198,6 +230,7 @@ class Membership:
             self.on_error(answer.error_code)
             raise error_for_code(answer.error_code)
         self.assignment = requests.assigned_partitions(answer.assignment)
+        self.watch.join_completed(self.leader)
         self.needs_join = False
         self.joins += 1
         return list(self.assignment)

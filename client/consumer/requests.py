@@ -109,13 +109,13 @@ def telemetry_subscriptions() -> Body:
 
 # -- group membership ---------------------------------------------------------------------------
 def join_group(group: str, member_id: str, instance_id: str | None, session_timeout_ms: int, rebalance_timeout_ms: int,
-               strategies: list[str], topics: list[str]) -> Body:
+               strategies: list[str], topics: list[str], reason: str | None = None) -> Body:
     """One protocol per assignor, in preference order, each carrying the same subscription."""
     metadata = encode_consumer_blob("CONSUMER_PROTOCOL_SUBSCRIPTION", SUBSCRIPTION_VERSION,
                                     {"topics": topics, "user_data": None, "owned_partitions": []})
     return {"group_id": group, "session_timeout_ms": session_timeout_ms, "rebalance_timeout_ms": rebalance_timeout_ms,
             "member_id": member_id, "group_instance_id": instance_id, "protocol_type": "consumer",
-            "protocols": [{"name": s, "metadata": metadata} for s in strategies], "reason": None}
+            "protocols": [{"name": s, "metadata": metadata} for s in strategies], "reason": reason}
 
 
 def member_subscriptions(members: Iterable[Any]) -> dict[str, list[str]]:
