@@ -184,8 +184,15 @@ def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3
     if recorded is not None:
         result.history, result.check = recorded, check(recorded)
         result.judged_anomalies = judged_anomalies(acks, idempotence)
+    if txn and recorded is not None and not committed_any(recorded):
+        # e.g. a program built before its transactional commands: the seed tested no transaction
+        result.error = "the transactional load committed no transaction: " + "; ".join(errors[:2])
     result.plant, result.plant_log = plant, plant_log
     return result
+
+
+def committed_any(history: History) -> bool:
+    return any(op.f == "commit_txn" and op.type == OK for op in history.ops)
 
 
 def _txn_load(kit: Kit, seed: int, bootstrap: str, partitions: int, duration: float, interval: float,

@@ -15,7 +15,7 @@ import trio
 
 import client
 from broker_emu.faults.engine import FaultEngine
-from conformance.chaos import kafka_faults, on_kafka
+from conformance.chaos import kafka_faults, on_kafka, realtime
 from conformance.chaos.accounting import Sent
 from conformance.chaos.cli import replay_command, seed_runner
 from conformance.chaos.kafka_faults import KAFKA_KINDS, NOT_ON_KAFKA, KafkaChaos
@@ -26,6 +26,7 @@ from conformance.chaos.ours import TOPIC
 from conformance.chaos.plan import KINDS, Plan, Step, make_plan
 from conformance.chaos.readback import committed
 from conformance.chaos.realtime import Kit
+from conformance.chaos.realtime_txn import TxnKit
 from conformance.main import main
 
 
@@ -251,3 +252,14 @@ def test_a_kit_seed_on_kafka_runs_through_the_proxy_and_reads_the_logs_back(monk
     assert t["sent"] > 50 and t["acked"] == t["sent"] and not t["unresolved"], (t, r.notes)
     assert r.bad() == 0 and r.check is not None and not r.check.named(), (t, r.consumer, r.check.as_dict())
     assert {op.f for op in r.history.ops} >= {"send", "poll"}   # the history was recorded without asking
+
+
+def test_a_transactional_seed_that_committed_no_transaction_is_an_error():
+    """A program built before its transactional commands answers 'unknown cmd': the seed's
+    default workload passes, but it tested no transaction, and says so."""
+    def unknown(*args):
+        raise RuntimeError("java program: unknown cmd chaos_txn_producer")
+    kit = Kit("ours-kit", lambda: (True, ""), OurProducer, OurConsumer, TxnKit(unknown, unknown))
+    r = realtime.run_seed(kit, 2, duration=2.0, partitions=1, producers=1, interval=0.05, txn=True)
+    assert r.accounting.totals()["acked"] > 10 and r.error.startswith("the transactional load committed no"), r.notes
+    assert "unknown cmd" in r.error and r.bad()
