@@ -276,7 +276,7 @@ def _mutation(rows: list[dict[str, Any]]) -> list[str]:
 def _kafka(groups: list[dict[str, Any]]) -> list[str]:
     if not groups:
         return []
-    out = ["", "**On Apache Kafka 4.4** (`broker-emu chaos --broker kafka [--txn] --json FILE`: a fresh 3-node "
+    out = ["", "**On Apache Kafka 4.4** (`broker-emu chaos --broker kafka [--client NAME] [--txn] --json FILE`: a fresh 3-node "
            "cluster per seed behind the proxy, real time), seeds and anomalies as above:", "",
            "| client | workload | seeds | seeds with an anomaly | errors | classes named (seeds) |", "|---|---|---|---|---|---|"]
     for c in groups:
