@@ -46,7 +46,7 @@ def add_chaos(sub) -> None:
                    help="ours: client.AsyncProducer/AsyncConsumer in virtual time; the others in real time")
     c.add_argument("--broker", choices=("emulator", "kafka"), default="emulator",
                    help="kafka: a fresh 3-node Apache Kafka per seed behind the proxy, with the faults it can be "
-                        "given (conformance/chaos/kafka_faults.py); our client only, real time")
+                        "given (conformance/chaos/kafka_faults.py), real time; every client, no planted bug")
     c.add_argument("--seeds", type=int, help="how many seeds (default 100 for ours, 10 for the others)")
     c.add_argument("--first-seed", type=int, default=0)
     c.add_argument("--duration", type=float, help="seconds of chaos per seed (default 8 virtual / 60 real)")
@@ -132,8 +132,9 @@ def _resolve(args: argparse.Namespace) -> tuple[Callable[..., SeedResult], range
         return 2
     if args.acks != "all" and args.idempotence:
         args.idempotence = False     # Kafka refuses idempotence without acks=all (ProducerConfig)
-    if args.broker == "kafka" and (args.client != "ours" or args.plant not in (None, "list")):
-        print("error: --broker kafka runs our client with no planted bug (the plants are the emulator's)", file=sys.stderr)
+    if args.broker == "kafka" and args.plant not in (None, "list"):
+        print("error: --broker kafka runs with no planted bug (the plants are the emulator's: Apache Kafka has none)",
+              file=sys.stderr)
         return 2
     run_seed, why = seed_runner(args.client, args.broker)
     if run_seed is None:
@@ -189,8 +190,9 @@ def seed_runner(client: str, broker: str = "emulator") -> tuple[Callable[..., Se
             check_installed()
         except KafkaNotInstalled as exc:
             return None, f"--broker kafka: {exc}"
-        from conformance.chaos.on_kafka import run_seed as on_kafka
-        return on_kafka, ""
+        from conformance.chaos import on_kafka
+        if client == "ours":
+            return on_kafka.run_seed, ""
     if client == "ours":
         from conformance.chaos.ours import run_seed
         return run_seed, ""
@@ -201,7 +203,12 @@ def seed_runner(client: str, broker: str = "emulator") -> tuple[Callable[..., Se
 
     kit = KITS[client]
     ok, why = kit.available()
-    return (functools.partial(realtime.run_seed, kit), "") if ok else (None, why)
+    if not ok:
+        return None, why
+    if broker == "kafka":   # the same kit and driver, on a fresh Kafka behind the proxy
+        from conformance.chaos.on_kafka import run_kit_seed
+        return functools.partial(run_kit_seed, kit), ""
+    return functools.partial(realtime.run_seed, kit), ""
 
 
 def replay_command(client: str, params: dict, seed: int | None = None) -> str:

@@ -15,14 +15,15 @@ against that, as they compare against the emulator's logs.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 import trio
 
 import client
 from broker_emu.proxy.proxy import open_proxy
-from conformance.chaos.accounting import Sent, account, judged
+from conformance.chaos.accounting import Sent, Stored, account, judged
 from conformance.chaos.checker import check, judged_anomalies
 from conformance.chaos.ctp_load import CTP_TOPIC
 from conformance.chaos.history import History
@@ -37,7 +38,7 @@ from conformance.chaos.ours import (
     _consume,
     _start_writers,
 )
-from conformance.chaos.plan import make_plan
+from conformance.chaos.plan import Plan, make_plan
 from conformance.chaos.readback import SeedResult, join
 from conformance.chaos.txn_load import TXN_TOPIC, CommittedReader, consume_committed
 
@@ -54,33 +55,111 @@ def kafka_config() -> dict[str, object]:
     return {**HARNESS, **CLUSTER_CONFIG}
 
 
+@contextlib.contextmanager
+def fresh_kafka(partitions: int, txn: bool) -> Iterator:
+    """A seed's own 3-node cluster (formatted, started; stopped at the end) with the workload's
+    topics, replicated three times."""
+    from conformance.realkafka.cluster import apache_kafka_cluster
+
+    with apache_kafka_cluster(brokers=3, config=kafka_config(), timeout=START_S) as kafka:
+        for topic in [TOPIC] + ([TXN_TOPIC, CTP_TOPIC] if txn else []):
+            kafka.create_topic(topic, partitions, 3)
+        yield kafka
+
+
+def failed_seed(seed: int, client_name: str, exc: BaseException) -> SeedResult:
+    """A seed that could not finish (a cluster that did not start, a node that did not come back)
+    is an error of that seed; the next one runs."""
+    why = _innermost(exc)
+    return SeedResult(seed=seed, client=client_name, accounting=account([], []),
+                      consumer={"consumer_missed": 0, "consumer_wrong": 0, "consumer_examples": []}, actions={},
+                      seconds=0.0, wall_s=0.0, notes=[f"error: {why}"], error=why)
+
+
 def run_seed(seed: int, *, duration: float = 30.0, partitions: int = 3, producers: int = 3, interval: float = 0.05,
              acks: str = "all", idempotence: bool = True, txn: bool = False, plant: str = "",
              say: Callable[[str], None] | None = None, progress: Callable[[str], None] | None = None) -> SeedResult:
     """One seed on a fresh 3-node Kafka (``say`` gets each chaos action, ``progress`` a line
     every 10 s). ``plant`` must be empty: a planted bug is the emulator's."""
-    from conformance.realkafka.cluster import apache_kafka_cluster
-
-    if plant:
-        raise ValueError("a planted bug lives in the emulator: Apache Kafka has none to plant")
+    _refuse_a_plant(plant)
     wall = time.perf_counter()
     options = Options(seed, duration, partitions, producers, interval, {"acks": acks, "enable.idempotence": idempotence},
                       txn)
     try:
-        with apache_kafka_cluster(brokers=3, config=kafka_config(), timeout=START_S) as kafka:
-            for topic in [TOPIC] + ([TXN_TOPIC, CTP_TOPIC] if txn else []):
-                kafka.create_topic(topic, partitions, 3)
+        with fresh_kafka(partitions, txn) as kafka:
             result = trio.run(_run, kafka, options, say or (lambda line: None), progress or (lambda line: None))
-    except Exception as exc:  # noqa: BLE001 - a seed that could not finish is an error of that seed, the next one runs
-        why = _innermost(exc)
-        result = SeedResult(seed=seed, client="ours", accounting=account([], []),
-                            consumer={"consumer_missed": 0, "consumer_wrong": 0, "consumer_examples": []}, actions={},
-                            seconds=0.0, wall_s=0.0, notes=[f"error: {why}"], error=why)
+    except Exception as exc:  # noqa: BLE001 - an error of this seed, the next one runs
+        result = failed_seed(seed, "ours", exc)
     result.judged = judged(acks, idempotence)
     result.check = check(result.history) if result.history is not None else None
     result.judged_anomalies = judged_anomalies(acks, idempotence)
     result.wall_s = time.perf_counter() - wall
     return result
+
+
+def _refuse_a_plant(plant: str) -> None:
+    if plant:
+        raise ValueError("a planted bug lives in the emulator: Apache Kafka has none to plant")
+
+
+def run_kit_seed(kit, seed: int, **params) -> SeedResult:
+    """One seed of a third-party client's kit (conformance/chaos/realtime.py, the same driver as
+    on the emulator) on a fresh 3-node Kafka behind the proxy; its history always recorded and
+    checked (the checker is what judges a transactional load)."""
+    from conformance.chaos.realtime import run_seed as run_kit
+
+    _refuse_a_plant(params.get("plant", ""))
+    wall = time.perf_counter()
+    try:
+        return run_kit(kit, seed, **{**params, "history": True}, target=kafka_target)
+    except Exception as exc:  # noqa: BLE001 - an error of this seed, the next one runs
+        result = failed_seed(seed, kit.name, exc)
+        result.wall_s = time.perf_counter() - wall
+        return result
+
+
+class _OnKafka:
+    """realtime.py's ``Target`` on a fresh Kafka: the clients reach it through the proxy (on a
+    trio thread of its own); the chaos runs on the proxy's thread, its admin straight to Kafka;
+    the logs are read back with plain Fetch requests straight from the leaders."""
+
+    def __init__(self, kafka, proxy_thread, plan: Plan, partitions: int, say: Callable[[str], None]) -> None:
+        self.kafka, self.proxy_thread, self.plan, self.partitions, self.say = kafka, proxy_thread, plan, partitions, say
+        self.bootstrap = proxy_thread.bootstrap
+        self.ports = {n.node_id: n.ports.broker_port for n in kafka.nodes}
+
+    def run_chaos(self) -> None:
+        self.proxy_thread.acall(self._chaos)
+
+    async def _chaos(self) -> None:
+        config = {"bootstrap.servers": self.kafka.bootstrap, "request.timeout.ms": 5000,
+                  "default.api.timeout.ms": 15_000}
+        async with client.open_admin(config) as admin:
+            chaos = KafkaChaos(self.kafka, self.proxy_thread.cluster, admin, self.plan, self.say)
+            await chaos.run()
+            await chaos.heal_all()
+
+    def ends(self, topics: list[str]) -> dict[tuple[str, int], int]:
+        return {(topic, p): end for topic in topics
+                for p, end in committed_on_kafka(self.ports, topic, self.partitions)[1].items()}
+
+    def log(self) -> dict[tuple[int, int], Stored]:
+        return committed_on_kafka(self.ports, TOPIC, self.partitions)[0]
+
+    def plant_log(self) -> list:
+        return []
+
+
+@contextlib.contextmanager
+def kafka_target(seed: int, partitions: int, duration: float, txn: bool, plant: str,
+                 say: Callable[[str], None]) -> Iterator[_OnKafka]:
+    """A fresh Kafka and the proxy in front of it; the plan drawn from what Kafka can be given."""
+    from broker_emu.proxy.proxy import run_proxy_in_thread
+
+    _refuse_a_plant(plant)
+    with fresh_kafka(partitions, txn) as kafka, run_proxy_in_thread(kafka.bootstrap, seed=seed) as proxy_thread:
+        plan = make_plan(seed, TOPIC, duration, mean_gap=3.0, kinds=KAFKA_KINDS)
+        yield _OnKafka(kafka, proxy_thread, plan, partitions, say)
 
 
 def _innermost(exc: BaseException) -> str:

@@ -48,7 +48,7 @@ class SeedResult:
     executed: list[tuple[float, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     judged: tuple[str, ...] = BAD       # the counts the producers' settings promise to keep at 0
-    history: Any = None                 # the clients' history (conformance/chaos/history.py), ours only
+    history: Any = None                 # the clients' history (conformance/chaos/history.py), if recorded
     check: Any = None                   # what the history checker found in it (conformance/chaos/checker.py)
     judged_anomalies: tuple[str, ...] = ()   # the anomalies the producers' settings forbid
     plant: str = ""                     # the bug planted in the cluster (broker_emu/plants.py), if any

@@ -19,19 +19,20 @@ one, 50 ms retry and reconnect back-offs, metadata refreshed every 5 s.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol
+from typing import Callable, ContextManager, Iterable, Iterator, Protocol
 
 from broker_emu.plants import Plant, arm
 from broker_emu.runtime import run_cluster_in_thread
-from conformance.chaos.accounting import Sent, account, judged, record_value
+from conformance.chaos.accounting import Sent, Stored, account, judged, record_value
 from conformance.chaos.checker import check, judged_anomalies
 from conformance.chaos.ctp_load import CTP_TOPIC
 from conformance.chaos.history import INFO, OK, History, Read, detail
 from conformance.chaos.ours import CLUSTER_CONFIG, TOPIC, TXN_VERSION
-from conformance.chaos.plan import Chaos, make_plan
+from conformance.chaos.plan import Chaos, Plan, make_plan
 from conformance.chaos.readback import SeedResult, committed, join
 from conformance.chaos.realtime_txn import TxnKit, TxnLoad
 from conformance.chaos.txn_load import TXN_TOPIC
@@ -68,23 +69,55 @@ class Kit:
     txn: TxnKit | None = None          # the transactional workload's (``--txn``), if the client has one
 
 
-def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3, producers: int = 3,
-             interval: float = 0.02, acks: str = "all", idempotence: bool = True,
-             say: Callable[[str], None] | None = None, progress: Callable[[str], None] | None = None,
-             progress_every: float = 10.0, history: bool = False, plant: str = "", txn: bool = False) -> SeedResult:
-    """One seed in real time (``say`` gets each chaos action, ``progress`` a line every
-    ``progress_every`` seconds). ``acks`` and ``idempotence`` are the producers' settings
-    (Kafka's names in ``settings``; each kit says them in its client's words). ``history``:
-    record the clients' operations and check them (``SeedResult.history``, ``.check``).
-    ``plant``: a planted bug (broker_emu/plants.py, not one that needs transactions: the kits
-    send none) in the cluster, set before any client connects; it implies ``history``. ``txn``:
-    the transactional load too (conformance/chaos/realtime_txn.py, the client's ``TxnKit``), on
-    topics of its own; it implies ``history`` (only the history judges it)."""
-    settings = {"acks": acks, "enable.idempotence": idempotence}
-    say = say or (lambda line: None)
-    progress = progress or (lambda line: None)
-    wall = time.perf_counter()
-    recorded = History(time.monotonic) if history or plant or txn else None
+class Target(Protocol):
+    """Where a seed's clients write: a cluster, the chaos applied to it, and what its logs hold at
+    the end. ``on_emulator`` here; Apache Kafka behind the proxy in conformance/chaos/on_kafka.py."""
+
+    bootstrap: str       # what the clients connect to
+    plan: Plan
+
+    def run_chaos(self) -> None:
+        """Blocking: apply the plan, then heal every fault (every node up and answering)."""
+
+    def ends(self, topics: list[str]) -> dict[tuple[str, int], int]:
+        """The high watermark of every partition of ``topics``."""
+
+    def log(self) -> dict[tuple[int, int], Stored]:
+        """Every record below the high watermark of the default workload's topic."""
+
+    def plant_log(self) -> list:
+        """What a planted bug did (empty without one)."""
+
+
+# (seed, partitions, duration, txn, plant, say) -> a target, started
+TargetOpener = Callable[[int, int, float, bool, str, Callable[[str], None]], ContextManager[Target]]
+
+
+class _Emulated:
+    def __init__(self, tc, plan: Plan, say: Callable[[str], None]) -> None:
+        self.tc, self.plan, self.cluster = tc, plan, tc.cluster
+        self.bootstrap = tc.bootstrap
+        self.chaos = Chaos(self.cluster, plan, say)
+
+    def run_chaos(self) -> None:
+        self.tc.acall(_chaos_then_heal, self.chaos)
+
+    def ends(self, topics: list[str]) -> dict[tuple[str, int], int]:
+        return self.tc.call(lambda: {(t, p.index): p.high_watermark for t in topics
+                                     for p in self.cluster.topics[t].partitions})
+
+    def log(self) -> dict[tuple[int, int], Stored]:
+        return self.tc.call(committed, self.cluster, TOPIC)
+
+    def plant_log(self) -> list:
+        return self.tc.call(lambda: list(self.cluster.plant.log) if self.cluster.plant is not None else [])
+
+
+@contextlib.contextmanager
+def on_emulator(seed: int, partitions: int, duration: float, txn: bool, plant: str,
+                say: Callable[[str], None]) -> Iterator[Target]:
+    """The emulated 3-broker cluster on loopback in its own thread, the plan drawn from every
+    kind; a planted bug set before any client connects."""
     config = {**CLUSTER_CONFIG, "emu.seed": seed, **({TXN_VERSION: 1} if txn else {})}
     topics = [(TOPIC, partitions, 3)] + ([(TXN_TOPIC, partitions, 3), (CTP_TOPIC, partitions, 3)] if txn else [])
     with run_cluster_in_thread(brokers=3, topics=topics, config=config) as tc:
@@ -94,36 +127,55 @@ def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3
             planted = Plant(plant, seed)    # Python only, on the cluster's thread: no request or config reaches it
             tc.call(lambda: setattr(cluster, "plant", planted))
             tc.call(arm, cluster, planted, TOPIC)
-        plan = make_plan(seed, TOPIC, duration, mean_gap=3.0)
-        chaos = Chaos(cluster, plan, lambda line: say(f"seed {seed} {line}"))
+        yield _Emulated(tc, make_plan(seed, TOPIC, duration, mean_gap=3.0), say)
+
+
+def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3, producers: int = 3,
+             interval: float = 0.02, acks: str = "all", idempotence: bool = True,
+             say: Callable[[str], None] | None = None, progress: Callable[[str], None] | None = None,
+             progress_every: float = 10.0, history: bool = False, plant: str = "", txn: bool = False,
+             target: TargetOpener = on_emulator) -> SeedResult:
+    """One seed in real time (``say`` gets each chaos action, ``progress`` a line every
+    ``progress_every`` seconds). ``acks`` and ``idempotence`` are the producers' settings
+    (Kafka's names in ``settings``; each kit says them in its client's words). ``history``:
+    record the clients' operations and check them (``SeedResult.history``, ``.check``).
+    ``plant``: a planted bug (broker_emu/plants.py, not one that needs transactions: the kits
+    send none) in the cluster, set before any client connects; it implies ``history``. ``txn``:
+    the transactional load too (conformance/chaos/realtime_txn.py, the client's ``TxnKit``), on
+    topics of its own; it implies ``history`` (only the history judges it). ``target``: where
+    the cluster is (the emulator, or Apache Kafka: conformance/chaos/on_kafka.py)."""
+    settings = {"acks": acks, "enable.idempotence": idempotence}
+    say = say or (lambda line: None)
+    progress = progress or (lambda line: None)
+    wall = time.perf_counter()
+    recorded = History(time.monotonic) if history or plant or txn else None
+    with target(seed, partitions, duration, txn, plant, lambda line: say(f"seed {seed} {line}")) as where:
         sent: list[list[Sent]] = [[] for _ in range(producers)]
         consumed: dict[tuple[int, int], bytes | None] = {}
         stop_consumer = threading.Event()
         errors: list[str] = []
-        threads = [threading.Thread(target=_guarded, args=(f"producer {i}", errors, _produce, kit, i, tc.bootstrap,
+        threads = [threading.Thread(target=_guarded, args=(f"producer {i}", errors, _produce, kit, i, where.bootstrap,
                                                           partitions, duration, interval, settings, sent[i], recorded),
                                     name=f"chaos-producer-{i}") for i in range(producers)]
-        chaos_thread = threading.Thread(target=tc.acall, args=(_chaos_then_heal, chaos), name="chaos")
-        reader = threading.Thread(target=_guarded, args=("consumer", errors, _consume, kit, tc.bootstrap, partitions,
+        chaos_thread = threading.Thread(target=where.run_chaos, name="chaos")
+        reader = threading.Thread(target=_guarded, args=("consumer", errors, _consume, kit, where.bootstrap, partitions,
                                                          consumed, stop_consumer, recorded),
                                   name="chaos-consumer")
         for t in [chaos_thread, reader, *threads]:
             t.start()
-        load = _txn_load(kit, seed, tc.bootstrap, partitions, duration, interval, recorded, errors) if txn else None
+        load = _txn_load(kit, seed, where.bootstrap, partitions, duration, interval, recorded, errors) if txn else None
         _report_until_done(seed, wall, threads + [chaos_thread] + (load.producers if load else []), sent, progress,
                            progress_every)
-        ends = tc.call(lambda: {p.index: p.high_watermark for p in cluster.topics[TOPIC].partitions})
+        ends = {p: end for (_, p), end in where.ends([TOPIC]).items()}
         if load is not None:
-            load.read_to_the_end(tc.call(lambda: {(t, p.index): p.high_watermark for t in (TXN_TOPIC, CTP_TOPIC)
-                                                  for p in cluster.topics[t].partitions}), READ_UP_S)
+            load.read_to_the_end(where.ends([TXN_TOPIC, CTP_TOPIC]), READ_UP_S)
         deadline = time.monotonic() + READ_UP_S
         while time.monotonic() < deadline and reader.is_alive() and any(_upto(consumed, p) < end
                                                                         for p, end in ends.items()):
             time.sleep(0.2)
         stop_consumer.set()
         reader.join()
-        log = tc.call(committed, cluster, TOPIC)
-        plant_log = tc.call(lambda: list(cluster.plant.log) if cluster.plant is not None else [])
+        log, plant_log, plan = where.log(), where.plant_log(), where.plan
     stored, consumer = join(dict(consumed), log)
     every = [s for per in sent for s in per]
     result = SeedResult(seed, kit.name, account(every, stored), consumer, plan.counts(),
@@ -132,8 +184,15 @@ def run_seed(kit: Kit, seed: int, *, duration: float = 60.0, partitions: int = 3
     if recorded is not None:
         result.history, result.check = recorded, check(recorded)
         result.judged_anomalies = judged_anomalies(acks, idempotence)
+    if txn and recorded is not None and not committed_any(recorded):
+        # e.g. a program built before its transactional commands: the seed tested no transaction
+        result.error = "the transactional load committed no transaction: " + "; ".join(errors[:2])
     result.plant, result.plant_log = plant, plant_log
     return result
+
+
+def committed_any(history: History) -> bool:
+    return any(op.f == "commit_txn" and op.type == OK for op in history.ops)
 
 
 def _txn_load(kit: Kit, seed: int, bootstrap: str, partitions: int, duration: float, interval: float,

@@ -158,7 +158,8 @@ def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str], 
             kafka_jsons: tuple[str, ...] | list[str] = (), keep: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report's figures from these outputs; with ``keep`` (the figures extracted before), what
     these outputs do not measure again stays: the rows of the other clients and workloads, the
-    mutation rows of planted bugs not run again, the Kafka section unless runs on Kafka are given.
+    mutation rows of planted bugs not run again, the Kafka rows of the clients and workloads not
+    run on Kafka again.
     A campaign of some clients adds to the report, not replaces it."""
     from conformance.chaos.mutation import EXPECTED
 
@@ -168,15 +169,19 @@ def extract(campaigns: list[str], chaos_jsons: list[str], mutations: list[str], 
     mutation = [mutation_row(fs, EXPECTED) for fs in _by_row(mutations)]
     kafka = summarize([s for f in kafka_jsons for s in json_seeds(f)], KAFKA_KINDS)
     if keep is not None:
-        if seeds:
-            fresh = {(c["client"], c["workload"]) for c in clients}
-            clients = sorted(clients + [c for c in keep.get("clients", []) if (c["client"], c["workload"]) not in fresh],
-                             key=lambda c: (c["client"], c["workload"]))
-        else:
-            clients = keep.get("clients", clients)
+        clients = _merge_groups(keep.get("clients", []), clients)
         mutation = _merge_rows(keep.get("mutation", []), mutation) if mutations else keep.get("mutation", mutation)
-        kafka = kafka if kafka_jsons else keep.get("kafka", kafka)
+        kafka = _merge_groups(keep.get("kafka", []), kafka)
     return {"clients": clients, "mutation": mutation, "kafka": kafka}
+
+
+def _merge_groups(stored: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The new rows, and the stored rows of the clients and workloads not measured again."""
+    if not new:
+        return stored
+    fresh = {(c["client"], c["workload"]) for c in new}
+    return sorted(new + [c for c in stored if (c["client"], c["workload"]) not in fresh],
+                  key=lambda c: (c["client"], c["workload"]))
 
 
 def _row_key(row: dict[str, Any]) -> tuple[str, str]:
@@ -271,7 +276,7 @@ def _mutation(rows: list[dict[str, Any]]) -> list[str]:
 def _kafka(groups: list[dict[str, Any]]) -> list[str]:
     if not groups:
         return []
-    out = ["", "**On Apache Kafka 4.4** (`broker-emu chaos --broker kafka [--txn] --json FILE`: a fresh 3-node "
+    out = ["", "**On Apache Kafka 4.4** (`broker-emu chaos --broker kafka [--client NAME] [--txn] --json FILE`: a fresh 3-node "
            "cluster per seed behind the proxy, real time), seeds and anomalies as above:", "",
            "| client | workload | seeds | seeds with an anomaly | errors | classes named (seeds) |", "|---|---|---|---|---|---|"]
     for c in groups:

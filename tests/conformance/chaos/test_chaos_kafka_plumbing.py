@@ -6,6 +6,8 @@ Apache Kafka itself."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -13,12 +15,18 @@ import trio
 
 import client
 from broker_emu.faults.engine import FaultEngine
-from conformance.chaos import kafka_faults
-from conformance.chaos.cli import replay_command
+from conformance.chaos import kafka_faults, on_kafka, realtime
+from conformance.chaos.accounting import Sent
+from conformance.chaos.cli import replay_command, seed_runner
 from conformance.chaos.kafka_faults import KAFKA_KINDS, NOT_ON_KAFKA, KafkaChaos
 from conformance.chaos.kafka_readback import committed_on_kafka
+from conformance.chaos.kits import KITS
+from conformance.chaos.on_kafka import run_kit_seed
+from conformance.chaos.ours import TOPIC
 from conformance.chaos.plan import KINDS, Plan, Step, make_plan
 from conformance.chaos.readback import committed
+from conformance.chaos.realtime import Kit
+from conformance.chaos.realtime_txn import TxnKit
 from conformance.main import main
 
 
@@ -155,8 +163,103 @@ def test_the_read_back_over_the_wire_is_what_the_logs_hold():
 
 
 def test_the_command_line_refuses_what_kafka_cannot_run(capsys):
-    assert main(["chaos", "--broker", "kafka", "--client", "confluent-kafka"]) == 2
-    assert main(["chaos", "--broker", "kafka", "--plant", "lose-ack"]) == 2
-    assert "the plants are the emulator's" in capsys.readouterr().err
+    for client_name in ("ours", "confluent-kafka", "java"):
+        assert main(["chaos", "--broker", "kafka", "--client", client_name, "--plant", "lose-ack"]) == 2
+        assert "the plants are the emulator's" in capsys.readouterr().err
+    assert main(["chaos", "--broker", "kafka", "--client", "kafka-python", "--txn"]) == 2
+    assert "the clients with a transactional kit" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="Apache Kafka has none to plant"):   # before any JVM starts
+        run_kit_seed(KITS["confluent-kafka"], 0, plant="lose-ack")
     params = dict(duration=30.0, interval=0.05, producers=3, partitions=3, broker="kafka", txn=True)
     assert replay_command("ours", params, 4).startswith("broker-emu chaos --client ours --broker kafka --seeds 1")
+
+
+def test_a_kit_on_kafka_is_the_same_kit_and_driver(monkeypatch):
+    monkeypatch.setattr("conformance.realkafka.install.check_installed", lambda version=None: None)
+    run, why = seed_runner("confluent-kafka", "kafka")
+    assert not why and run.func is run_kit_seed and run.args == (KITS["confluent-kafka"],)
+    assert seed_runner("ours", "kafka")[0] is on_kafka.run_seed
+
+
+class OurProducer:
+    """A kit's producer made of our blocking client: the driver needs no third-party client here."""
+
+    def __init__(self, index: int, bootstrap: str, errors: list[str], settings: dict) -> None:
+        self.producer = client.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "request.timeout.ms": 3000,
+                                         "retry.backoff.ms": 50, "metadata.max.age.ms": 2000, **settings})
+
+    def send(self, record: Sent, value: bytes) -> None:
+        def done(future) -> None:
+            error = future.exception(0)
+            if error is not None:
+                record.settle(error=repr(error))
+            else:
+                record.settle(offset=future.result(0).offset)
+        self.producer.send(TOPIC, value, partition=record.partition).add_done_callback(done)
+
+    def wait(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def finish(self, settle_s: float) -> None:
+        self.producer.flush(settle_s)
+        self.producer.close()
+
+
+class OurConsumer:
+    def __init__(self, bootstrap: str, partitions: int, errors: list[str]) -> None:
+        self.consumer = client.Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
+                                         "enable.auto.commit": False, "fetch.max.wait.ms": 100})
+        self.consumer.assign([(TOPIC, p) for p in range(partitions)])
+
+    def poll(self, timeout_s: float):
+        return [(r.partition, r.offset, r.value) for r in self.consumer.poll(timeout_s)]
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class EmulatedKafka:
+    """The emulator dressed as conformance/realkafka's KafkaCluster: nodes with their broker ports
+    (the read-back's Fetch and Metadata go there), ready at once."""
+
+    def __init__(self, tc) -> None:
+        self.bootstrap = tc.bootstrap
+        self.nodes = [SimpleNamespace(node_id=b.id, ports=SimpleNamespace(broker_port=b.port))
+                      for b in tc.cluster.brokers.values()]
+
+    def wait_ready(self, deadline: float) -> None:
+        pass
+
+
+def test_a_kit_seed_on_kafka_runs_through_the_proxy_and_reads_the_logs_back(monkeypatch):
+    """The Kafka target with the emulator standing in for the JVMs: the kit reaches it through the
+    proxy, the proxy's faults fire and heal, the logs are read back over the wire, the history
+    is checked. (Node kills, pauses and leader moves need a real Kafka: the plan here draws only
+    the proxy's kinds; tests/realkafka/test_chaos_on_kafka.py runs a seed on Kafka itself.)"""
+    from broker_emu.runtime import run_cluster_in_thread
+
+    @contextlib.contextmanager
+    def emulated(partitions: int, txn: bool):
+        with run_cluster_in_thread(brokers=3, topics=[(TOPIC, partitions, 3)]) as tc:
+            yield EmulatedKafka(tc)
+    monkeypatch.setattr(on_kafka, "fresh_kafka", emulated)
+    monkeypatch.setattr(on_kafka, "KAFKA_KINDS", {"black_hole": 1, "lost_answer": 2, "delay": 1})
+    kit = Kit("ours-kit", lambda: (True, ""), OurProducer, OurConsumer)
+    r = run_kit_seed(kit, 2, duration=6.0, partitions=2, producers=2, interval=0.05)
+    assert not r.error and not r.notes, r.notes
+    assert r.actions and set(r.actions) <= {"black_hole", "lost_answer", "delay"}, r.executed
+    t = r.accounting.totals()
+    assert t["sent"] > 50 and t["acked"] == t["sent"] and not t["unresolved"], (t, r.notes)
+    assert r.bad() == 0 and r.check is not None and not r.check.named(), (t, r.consumer, r.check.as_dict())
+    assert {op.f for op in r.history.ops} >= {"send", "poll"}   # the history was recorded without asking
+
+
+def test_a_transactional_seed_that_committed_no_transaction_is_an_error():
+    """A program built before its transactional commands answers 'unknown cmd': the seed's
+    default workload passes, but it tested no transaction, and says so."""
+    def unknown(*args):
+        raise RuntimeError("java program: unknown cmd chaos_txn_producer")
+    kit = Kit("ours-kit", lambda: (True, ""), OurProducer, OurConsumer, TxnKit(unknown, unknown))
+    r = realtime.run_seed(kit, 2, duration=2.0, partitions=1, producers=1, interval=0.05, txn=True)
+    assert r.accounting.totals()["acked"] > 10 and r.error.startswith("the transactional load committed no"), r.notes
+    assert "unknown cmd" in r.error and r.bad()

@@ -124,6 +124,24 @@ def test_kafka_runs_are_a_section_of_their_own_and_update_keeps_the_rest(tmp_pat
     assert "| ours | txn | 1 (0) | 0 (0) | 1 (0) |" in page   # leader, bounce, pause
 
 
+def test_kafka_rows_are_per_client_and_an_update_keeps_the_clients_not_run_again(tmp_path):
+    def seed(client_name, workload, counts):
+        return {"seed": 36, "client": client_name, "workload": workload, "broker": "kafka", "judged": ["lost"],
+                "totals": {"lost": 0, "sent": 10}, "actions": {"bounce": 1}, "consumer_missed": 0, "consumer_wrong": 0,
+                "history_check": {"counts": counts, "judged": ["duplicate"], "examples": {}}}
+    first, second, data = tmp_path / "ours.json", tmp_path / "confluent.json", tmp_path / "data.json"
+    first.write_text(json.dumps([seed("ours", "txn", {})]))
+    second.write_text(json.dumps([seed("confluent-kafka", "txn", {"duplicate": 1})]))
+    data.write_text(json.dumps({"clients": [], "mutation": [], "kafka": []}))
+    assert report.main(["extract", "--update", "--kafka-json", str(first), "--data", str(data)]) == 0
+    assert report.main(["extract", "--update", "--kafka-json", str(second), "--data", str(data)]) == 0
+    rows = {(k["client"], k["workload"]): k for k in json.loads(data.read_text())["kafka"]}
+    assert set(rows) == {("ours", "txn"), ("confluent-kafka", "txn")}
+    assert rows["confluent-kafka", "txn"]["classes"] == {"duplicate": 1} and rows["ours", "txn"]["classes"] == {}
+    page = report.render({"clients": [], "mutation": [], "kafka": list(rows.values())})
+    assert "| confluent-kafka | txn | 1 (36–36) | **1** | 0 | duplicate 1 |" in page
+
+
 def test_runs_of_one_plant_over_parts_of_the_seeds_make_one_row(tmp_path):
     def seed(n):
         return {"seed": n, "workload": "txn", "plant": {"name": "dup-retry", "fired": ["x"]},
