@@ -215,8 +215,10 @@ class AsyncConsumer:
         with trio.move_on_at(deadline):
             async with trio.open_nursery() as waiting:
                 waiting.start_soon(self._cancel_on_wakeup, waiting.cancel_scope)
-                if self.group is not None and self.group.watches_metadata():
-                    waiting.start_soon(self._group_follows_metadata, self.group)
+                if self.group is not None:
+                    waiting.start_soon(self._still_polling, self.group)
+                    if self.group.watches_metadata():
+                        waiting.start_soon(self._group_follows_metadata, self.group)
                 await self._wait_for_records(deadline)
                 waiting.cancel_scope.cancel()
         self._check_wakeup()
@@ -237,6 +239,14 @@ class AsyncConsumer:
         while True:
             await self.updater.wait_for_update()
             group.metadata_updated()
+
+    async def _still_polling(self, group: GroupDriver) -> None:
+        """Each heartbeat interval of a long poll tells the group the application is still in it
+        (a pass of Java's poll loop lasts at most until the next heartbeat is due)."""
+        period = min(self.config["heartbeat.interval.ms"], self.config["max.poll.interval.ms"] / 2) / 1000
+        while True:
+            await trio.sleep(period)
+            group.still_polling(trio.current_time())
 
     async def _cancel_on_wakeup(self, scope: trio.CancelScope) -> None:
         await self._wakeup_event.wait()

@@ -63,6 +63,7 @@ class GroupDriver:
         self.on_assign, self.on_revoke = on_assign, on_revoke
         self.request_timeout = config["request.timeout.ms"] / 1000
         self.active = trio.Event()          # set while joined with an assignment
+        self.callbacks_running = 0          # a rebalance callback under way (still_polling waits for it)
         self._wake = Wakeup()
         self._match_all_topics()
 
@@ -85,6 +86,24 @@ class GroupDriver:
         self._note_metadata()
         if self.membership.poll_called(now):
             self.wake()
+
+    def still_polling(self, now: float) -> None:
+        """The application is still inside ``poll``, waiting for records: as each pass of Java's
+        poll loop (ClassicKafkaConsumer: updateAssignmentMetadataIfNeeded -> ConsumerCoordinator.poll,
+        whose Heartbeat.poll restarts the max.poll.interval.ms timer; AsyncKafkaConsumer: a
+        PollEvent "to let the background thread know that we are still polling"), so a long
+        poll is not a stuck application. Not while a rebalance callback runs: Java runs those
+        inside a pass, so time spent in a callback is not counted as polling."""
+        if self.callbacks_running == 0:
+            self.poll_called(now)
+
+    async def call_back(self, callback: Callback | None, tps: list[TopicPartition]) -> None:
+        """A rebalance callback, run as ``run_callback`` runs it, counted while it runs."""
+        self.callbacks_running += 1
+        try:
+            await self.run_callback(callback, tps)
+        finally:
+            self.callbacks_running -= 1
 
     def watches_metadata(self) -> bool:
         """Watching the metadata is the classic member's job; under KIP-848 (the subclass driving
@@ -169,7 +188,7 @@ class GroupDriver:
         self.coordinator.note_error(synced.error_code)
         assigned = m.on_sync_response(synced)
         await self._assigned(assigned)
-        await self.run_callback(self.on_assign, assigned)
+        await self.call_back(self.on_assign, assigned)
         m.join_completed(trio.current_time())
         self.active.set()
 
@@ -238,7 +257,7 @@ class GroupDriver:
             with contextlib.suppress(KafkaError):   # the rebalance goes on; the records may be read again
                 await self.commit(self.fetcher.current_offsets(revoked), self.request_timeout)
         self.fetcher.unassign(revoked)
-        await self.run_callback(self.on_revoke, revoked)
+        await self.call_back(self.on_revoke, revoked)
 
     async def _leave(self, revoked: list[TopicPartition], reason: str) -> None:
         """LeaveGroup (best effort, one attempt within request.timeout.ms); the assignment is

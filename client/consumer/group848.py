@@ -96,7 +96,7 @@ class Group848Driver(GroupDriver):
         """Fenced: the partitions are gone, no commit with a stale epoch; rejoin at once."""
         self._deactivate()
         self.fetcher.unassign(step.revoke)
-        await self.run_callback(self.on_revoke, step.revoke)
+        await self.call_back(self.on_revoke, step.revoke)
         self.wake()
 
     async def _reconcile(self, step: Reconcile | None) -> None:
@@ -108,7 +108,7 @@ class Group848Driver(GroupDriver):
             await self._revoke(step.revoke)
             await self._assigned(step.assign)
             if step.assign:
-                await self.run_callback(self.on_assign, step.assign)
+                await self.call_back(self.on_assign, step.assign)
             owned = sorted((set(m.assignment) - set(step.revoke)) | set(step.assign))
             step = m.reconciled(owned, trio.current_time())
             self.wake()   # the heartbeat saying so goes now
