@@ -130,6 +130,8 @@ def essentials(text: str) -> list[str]:
         # every measured figure masked: the lane's instants (3 decimals) and the durations a label
         # gives (one decimal: "closed the connection after 19050.4 ms")
         label = re.sub(r"\d+\.\d+", "#", line.split("|", 2)[2]).strip()
+        # a duration that happens to be whole is printed without its decimal ("after 19098 ms")
+        label = re.sub(r"after \d+ ms", "after # ms", label)
         label = re.sub(r"^#(-\s*#)? s\s+", "", label)
         if lane in _ESSENTIAL or (lane == "client requests" and ("->" in label or "unanswered" in label)):
             out.append(f"{lane}: {label}")

@@ -37,6 +37,15 @@ def test_essentials_mask_times_and_keep_outcomes():
                                 "who gave up first: first to give up: the broker"]
 
 
+def test_essentials_mask_a_measured_duration_whether_or_not_it_is_whole():
+    line = "  |  ====  |   34.513-  53.611 s  ShareAcknowledge unanswered: the client closed the connection after {} ms"
+    whole, fraction = (essentials("client requests:\n" + line.format(ms)) for ms in ("19098", "19328.1"))
+    assert whole == fraction == ["client requests: ShareAcknowledge unanswered: the client closed the connection "
+                                 "after # ms"]
+    configured = "  | ! |  1.0- 31.0 s  Produce unanswered: the client gave up when request.timeout.ms = 30000 ms ran out"
+    assert "30000 ms" in essentials("client requests:\n" + configured)[0]
+
+
 @pytest.mark.realclient
 def test_the_third_party_panels_show_what_a_fresh_run_shows():
     """The produce race's other outcome comes from confluent-kafka in real time: a fresh run must
