@@ -73,7 +73,19 @@ def require_client(name: str) -> str:
     version = installed_version(name)
     if version is not None:
         return version
-    reason = f"{name} is not installed (run: bash dev/install-clients)"
+    missing(f"{name} is not installed (run: bash dev/install-clients)")
+
+
+def require_adapter(adapter: Any) -> None:
+    """A program of the line protocol (Java, Go) must be built: if ``adapter.available()`` says
+    it is not, fail under CI and skip elsewhere, as ``require_client``."""
+    ok, why = adapter.available()
+    if not ok:
+        missing(why)
+
+
+def missing(reason: str) -> None:
+    """Something a test needs is absent: a failure under ``CI=true``, a skip elsewhere."""
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason)

@@ -5,13 +5,13 @@ position passes the markers so a reader finds the end of a partition."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 
 from conformance.adapters.go_clients import FranzGoAdapter
 from conformance.adapters.line_protocol import decode_value
+from tests.realclients.clients import require_adapter
 
 pytestmark = pytest.mark.realclient
 TOPIC = "t"
@@ -25,11 +25,7 @@ def franz():
 
     def make() -> FranzGoAdapter:
         adapter = FranzGoAdapter()
-        ok, why = adapter.available()
-        if not ok:
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail(why, pytrace=False)
-            pytest.skip(why)
+        require_adapter(adapter)
         adapters.append(adapter)
         return adapter
     yield make

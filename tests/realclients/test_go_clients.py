@@ -8,7 +8,6 @@ CI=true (dev/install-clients builds them: dev/build-adapters/go)."""
 
 from __future__ import annotations
 
-import os
 import socket
 from typing import Any
 
@@ -17,25 +16,16 @@ import pytest
 from conformance.adapters.base import RunEnv
 from conformance.adapters.go_clients import FranzGoAdapter, GoAdapter, SaramaAdapter
 from conformance.model import Operation, Outcome
+from tests.realclients.clients import require_adapter
 
 pytestmark = [pytest.mark.realclient, pytest.mark.any_broker]   # passes on kfake too (--broker kfake)
 BIG = b"B" * 900_000
 
 
-def _require(adapter: GoAdapter) -> None:
-    """Fail under CI (the programs must be built there), skip elsewhere."""
-    ok, why = adapter.available()
-    if ok:
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(why, pytrace=False)
-    pytest.skip(why)
-
-
 @pytest.fixture(scope="module", params=["franz-go", "sarama"])
 def go(request):
     adapter: GoAdapter = FranzGoAdapter() if request.param == "franz-go" else SaramaAdapter()
-    _require(adapter)
+    require_adapter(adapter)
     yield adapter
     adapter.shutdown()
 

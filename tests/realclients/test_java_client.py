@@ -6,7 +6,6 @@ client (topics listed, created, described and deleted; the cluster and the group
 
 from __future__ import annotations
 
-import os
 import socket
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from conformance.adapters.base import RunEnv
 from conformance.adapters.java_client import JavaAdapter, JavaConsumerProtocolAdapter
 from conformance.model import Operation, Outcome
+from tests.realclients.clients import require_adapter
 
 pytestmark = [pytest.mark.realclient, pytest.mark.any_broker]   # passes on Apache Kafka too (--broker kafka)
 BIG = b"B" * 900_000
@@ -22,20 +22,10 @@ BIG_PRODUCER = {"max.request.size": 1_000_000}
 BIG_CONSUMER = {"max.partition.fetch.bytes": 1_048_576, "fetch.max.bytes": 2_000_000}
 
 
-def _require_java(adapter: JavaAdapter) -> None:
-    """Fail under CI (the adapter must be built there: dev/install-clients), skip elsewhere."""
-    ok, why = adapter.available()
-    if ok:
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(why, pytrace=False)
-    pytest.skip(why)
-
-
 @pytest.fixture(scope="module")
 def java():
     adapter = JavaAdapter()
-    _require_java(adapter)
+    require_adapter(adapter)
     yield adapter
     adapter.shutdown()
 
@@ -140,7 +130,7 @@ def test_consumer_protocol_calls_without_membership(cluster):
     """group.protocol=consumer (the AsyncKafkaConsumer): assign, offsets and commits need no
     KIP-848 heartbeat, so they run against the emulator too."""
     adapter = JavaConsumerProtocolAdapter()
-    _require_java(adapter)
+    require_adapter(adapter)
     try:
         one(adapter, cluster.bootstrap, "produce_batch", topic="t", records=[{"value": "a", "partition": 1}])
         assert one(adapter, cluster.bootstrap, "poll", 5.0, topic="t", partition=1, offset="earliest").value == 1
@@ -166,7 +156,7 @@ def test_a_new_jvm_produces_polls_and_commits_once_on_a_cluster_of_its_own_befor
 
     adapter._call = recording   # type: ignore[method-assign]
     try:
-        _require_java(adapter)
+        require_adapter(adapter)
         adapter.hello()   # already started: no second warm-up
     finally:
         adapter.shutdown()

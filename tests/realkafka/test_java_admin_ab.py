@@ -8,14 +8,13 @@ saw no quota); the script's reads after writes wait up to 5 s for them, the emul
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from broker_emu.runtime import run_cluster_in_thread
 from conformance.adapters.base import RunEnv
 from conformance.adapters.java_client import JavaAdapter
 from conformance.model import Operation
+from tests.realclients.clients import require_adapter
 
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
               "super.users": "User:ANONYMOUS"}
@@ -24,11 +23,7 @@ AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.Sta
 @pytest.fixture(scope="module")
 def java():
     adapter = JavaAdapter()
-    ok, why = adapter.available()
-    if not ok:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
+    require_adapter(adapter)
     yield adapter
     adapter.shutdown()
 
