@@ -128,10 +128,10 @@ def test_java_consumer_protocol_keeps_the_kip848_contracts_it_can_run():
     at the broker's session timeout and a slow revoker's at its rebalance timeout, carries on when
     the coordinator dies mid-revocation, and has its commits racing a rebalance accepted."""
     from conformance.adapters.java_client import JavaConsumerProtocolAdapter
-    from tests.realclients.test_java_client import _require_java
+    from tests.realclients.clients import require_adapter
 
     adapter = JavaConsumerProtocolAdapter()
-    _require_java(adapter)
+    require_adapter(adapter)
     try:
         results = run_plan(Plan(list(KIP848_SCENARIOS), [adapter]))
     finally:

@@ -108,10 +108,10 @@ def test_java_waits_out_a_held_join_group():
     from conformance.adapters.java_client import JavaAdapter
     from conformance.runner import Plan, run_plan
     from conformance.scenarios import BY_ID
-    from tests.realclients.test_java_client import _require_java
+    from tests.realclients.clients import require_adapter
 
     adapter = JavaAdapter()
-    _require_java(adapter)
+    require_adapter(adapter)
     try:
         [result] = run_plan(Plan([BY_ID["server.joingroup-held"]], [adapter]))
     finally:
@@ -129,12 +129,12 @@ def test_java_consumer_protocol_has_no_join_group_to_hold():
     and says so, and the program, asked anyway, refuses rather than time another protocol's join."""
     from conformance.adapters.java_client import JavaConsumerProtocolAdapter
     from conformance.scenarios import BY_ID
-    from tests.realclients.test_java_client import _require_java
+    from tests.realclients.clients import require_adapter
 
     adapter = JavaConsumerProtocolAdapter(broker_has_kip848=True)
     ok, why = adapter.supports_scenario(BY_ID["server.joingroup-held"])
     assert not ok and "sends no JoinGroup" in why, why
-    _require_java(adapter)
+    require_adapter(adapter)
     try:
         # no broker is needed: the step refuses before it builds a consumer
         [outcome] = adapter.run_blocking((Operation("join_group_held", {}, 5.0),), RunEnv("127.0.0.1:9", "j848", {}))

@@ -16,7 +16,7 @@ from conformance.adapters.base import RunEnv
 from conformance.adapters.go_clients import FranzGoAdapter
 from conformance.model import Operation, Outcome
 
-from .test_go_clients import _require
+from .clients import require_adapter
 
 pytestmark = [pytest.mark.realclient]
 SCALE = 10.0   # the share stories' Kafka-time ms, divided by this (share_args), as in the matrix
@@ -26,7 +26,7 @@ LOCK_MS = 30_000
 @pytest.fixture(scope="module")
 def franz():
     adapter = FranzGoAdapter()
-    _require(adapter)
+    require_adapter(adapter)
     yield adapter
     adapter.shutdown()
 

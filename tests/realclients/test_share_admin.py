@@ -14,7 +14,8 @@ import pytest
 
 from broker_emu.runtime import run_cluster_in_thread
 from client import Admin, NewTopic, ShareConsumer
-from tests.realclients.test_java_client import _require_java, one
+from tests.realclients.clients import require_adapter
+from tests.realclients.test_java_client import one
 
 pytestmark = [pytest.mark.realclient]
 GROUP_RESOURCE, SET = 32, 0
@@ -38,7 +39,7 @@ def java():
     from conformance.adapters.java_client import JavaAdapter
 
     adapter = JavaAdapter()
-    _require_java(adapter)
+    require_adapter(adapter)
     yield adapter
     adapter.shutdown()
 

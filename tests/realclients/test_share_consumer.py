@@ -12,7 +12,8 @@ import pytest
 
 from broker_emu.runtime import run_cluster_in_thread
 from broker_emu.trace import Kind
-from tests.realclients.test_java_client import _require_java, one
+from tests.realclients.clients import require_adapter
+from tests.realclients.test_java_client import one
 
 pytestmark = [pytest.mark.realclient]
 LOCK_MS = 2000
@@ -24,7 +25,7 @@ def java():
     from conformance.adapters.java_client import JavaAdapter
 
     adapter = JavaAdapter()
-    _require_java(adapter)
+    require_adapter(adapter)
     yield adapter
     adapter.shutdown()
 

@@ -20,10 +20,10 @@ pytestmark = [pytest.mark.realkafka, pytest.mark.alone]
 @pytest.fixture(scope="module")
 def java():
     from conformance.adapters.java_client import JavaAdapter
-    from tests.realclients.test_java_client import _require_java
+    from tests.realclients.clients import require_adapter
 
     adapter = JavaAdapter()
-    _require_java(adapter)
+    require_adapter(adapter)
     yield adapter
     adapter.shutdown()
 
