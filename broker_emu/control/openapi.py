@@ -118,7 +118,11 @@ SCHEMAS: dict[str, Any] = {
         "bootstrap": {"nullable": True, "type": "boolean",
                       "description": "true: only connections through the cluster's bootstrap address (a front door); "
                                      "false: only those to a broker's own address"},
-        "transactional_id": _nullable(STRING)}},
+        "transactional_id": _nullable(STRING),
+        "acknowledgements": {"nullable": True, "type": "boolean",
+                             "description": "true: only requests carrying a share group's acknowledgements (every "
+                                            "ShareAcknowledge, a ShareFetch with acknowledgement batches); false: only "
+                                            "those without"}}},
     "Action": {"oneOf": action_shapes()},
     "Rule": {"type": "object", "additionalProperties": False, "required": ["action"], "properties": {
         "match": _nullable(_ref("Match")),

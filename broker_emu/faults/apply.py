@@ -12,7 +12,7 @@ last the way it is sent (held, half written, followed by the throttle's mute, KI
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 import trio
 
@@ -22,6 +22,7 @@ from broker_emu.faults import late
 from broker_emu.faults.engine import Decision, FaultEngine, RequestFacts
 from broker_emu.faults.rules import Rule
 from broker_emu.trace import Kind, Trace
+from client.protocol import ApiKey
 
 
 class FaultHost(Protocol):
@@ -82,6 +83,16 @@ async def on_connect(conn: FaultedConnection) -> bool:
     return True
 
 
+def _carries_acknowledgements(api_key: int, body: Any) -> bool:
+    """A ShareAcknowledge, or a ShareFetch with acknowledgement batches (False for a body the codec
+    could not read)."""
+    if api_key == ApiKey.SHARE_ACKNOWLEDGE:
+        return True
+    if api_key != ApiKey.SHARE_FETCH or not isinstance(body, Mapping):
+        return False
+    return any(p.get("acknowledgement_batches") for t in body.get("topics") or () for p in t.get("partitions") or ())
+
+
 def decide(conn: FaultedConnection, api_key: int, api_version: int, topics: list[tuple[str, int | None]],
            fields: dict[str, Any], body: Any = None) -> Decision:
     """The fault rules that apply to this request, each traced as ``fault_applied``."""
@@ -90,7 +101,7 @@ def decide(conn: FaultedConnection, api_key: int, api_version: int, topics: list
         return Decision()
     facts = RequestFacts(conn.broker.id, api_key, api_version, conn.client_id, conn.id, frozenset(topics),
                          getattr(conn, "via_bootstrap", False),   # the emulator's and the proxy's front doors
-                         late.transactional_id(api_key, body))
+                         late.transactional_id(api_key, body), _carries_acknowledgements(api_key, body))
     decision = cluster.faults.decide(facts, cluster.now_ms())
     for rule in decision.applied:
         drawn = {"delay_ms": decision.drawn_ms[rule.id]} if rule.id in decision.drawn_ms else {}   # a jittered delay

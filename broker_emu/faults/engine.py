@@ -33,6 +33,7 @@ class RequestFacts:
     topics: frozenset[tuple[str, int | None]] = frozenset()  # (topic, partition or None)
     bootstrap: bool = False   # the connection came in through the cluster's bootstrap address
     transactional_id: str | None = None
+    acknowledgements: bool = False   # it carries share acknowledgements (rules.Match.acknowledgements)
 
 
 @dataclass
@@ -68,6 +69,8 @@ def _matches(rule: Rule, facts: RequestFacts) -> bool:
     if m.bootstrap is not None and m.bootstrap != facts.bootstrap:
         return False
     if m.transactional_id is not None and m.transactional_id != facts.transactional_id:
+        return False
+    if m.acknowledgements is not None and m.acknowledgements != facts.acknowledgements:
         return False
     if m.topic is not None or m.partition is not None:
         return any((m.topic is None or t == m.topic) and (m.partition is None or p is None or p == m.partition)

@@ -64,7 +64,7 @@ MAX_MS = 2**31 - 1
 INT16_MAX, INT32_MAX, INT64_MAX = 2**15 - 1, 2**31 - 1, 2**63 - 1
 MAX_STRING = 32767                 # Kafka's STRING: an int16 length
 MATCH_KEYS = ("broker", "api", "api_version", "topic", "partition", "client_id", "connection", "bootstrap",
-              "transactional_id")
+              "transactional_id", "acknowledgements")
 RULE_KEYS = ("match", "action", "times", "after", "probability", "duration_ms", "at_ms", "id", "name")
 
 
@@ -97,6 +97,11 @@ class Match:
     # False: only those to a broker's own address
     bootstrap: bool | None = None
     transactional_id: str | None = None   # named in the body (Produce, InitProducerId, EndTxn, ...)
+    # True: only requests carrying a share group's acknowledgements — every ShareAcknowledge, and a ShareFetch
+    # with acknowledgement batches (KIP-932 lets a client piggyback them there: franz-go's FlushAcks does when
+    # a fetch is due); False: only requests without. A fault that means "the acknowledgements never arrive"
+    # must catch both carriers.
+    acknowledgements: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in MATCH_KEYS if getattr(self, k) is not None}
@@ -291,6 +296,7 @@ def parse_match(raw: Any, brokers: set[int] | None = None) -> Match:
         connection=optional("connection", check_int, 0),
         bootstrap=optional("bootstrap", check_bool),
         transactional_id=optional("transactional_id", check_str),
+        acknowledgements=optional("acknowledgements", check_bool),
     )
 
 
