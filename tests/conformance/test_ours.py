@@ -365,7 +365,7 @@ def test_the_close_contracts_fail_when_close_sends_no_share_acknowledge(monkeypa
     assert statuses["a ShareAcknowledge carried the pending acknowledgement and was answered"] is Status.FAIL
     assert statuses["the pending acknowledgement reaches the broker: accepted once"] is Status.FAIL, result.contracts
     statuses, result = _share_statuses("share.close-acks-black-holed")
-    assert statuses["the ShareAcknowledge reached the broker and was black-holed"] is Status.FAIL, result.contracts
+    assert statuses["the acknowledgement reached the broker and was black-holed"] is Status.FAIL, result.contracts
     assert statuses["close returns at its deadline"] is Status.FAIL, result.contracts   # at once: too early
 
 
