@@ -225,13 +225,18 @@ class AsyncConsumer:
         return self.fetcher.take(self.config["max.poll.records"])
 
     async def _wait_for_records(self, deadline: float) -> None:
-        if self.group is not None and not self.group.is_active():
-            await self.group.wait_active()
-        unknown = self.fetcher.missing_positions()
-        if unknown:
-            with contextlib.suppress(TimeoutException):
-                await self.fetcher.reset_positions(unknown, deadline)
-        await self.fetcher.wait_for_records()
+        """Until records are ready; an assignment that settles meanwhile has its missing positions
+        looked up in this poll, as each pass of Java's poll loop does."""
+        while True:
+            if self.group is not None and not self.group.is_active():
+                await self.group.wait_active()
+            settled = self.fetcher.settled
+            unknown = self.fetcher.missing_positions()
+            if unknown:
+                with contextlib.suppress(TimeoutException):
+                    await self.fetcher.reset_positions(unknown, deadline)
+            if await self.fetcher.wait_for_records(settled):
+                return
 
     async def _group_follows_metadata(self, group: GroupDriver) -> None:
         """While poll waits, each refresh is shown to the classic group (it may rejoin), as Java's

@@ -48,6 +48,9 @@ class Fetcher:
         self._reset_to: dict[TopicPartition, str] = {}     # seek_to_beginning/_end, resolved lazily
         self._fetching: set[int | str] = set()             # leaders with a Fetch in flight, and _METADATA
         self._data = trio.Event()
+        # group assignments whose committed offsets are applied: a poll waiting for records looks up
+        # the positions still missing when this moves, not only when it is called again
+        self.settled = 0
 
     # -- assignment and positions ---------------------------------------------------------------
     def assign(self, tps: Iterable[TopicPartition]) -> None:
@@ -55,8 +58,12 @@ class Fetcher:
         self.metadata.add_interest(tp.topic for tp in self.positions)
 
     def assign_from_group(self, tps: list[TopicPartition]) -> None:
-        """A new group assignment: every position unknown until ``start_from``."""
-        self.positions = {tp: None for tp in tps}
+        """Partitions the group added: their positions unknown until ``start_from``. The partitions
+        kept keep theirs: a KIP-848 reconciliation adds and revokes partitions one step at a time
+        (a step that only revokes adds none), and a classic rejoin unassigned the whole assignment
+        before it (Java's SubscriptionState.assignFromSubscribed keeps a kept partition's state)."""
+        for tp in tps:
+            self.positions[tp] = None
         if tps:
             self.metadata.add_interest(tp.topic for tp in tps)
 
@@ -64,6 +71,13 @@ class Fetcher:
         for tp, offset in committed.items():
             if tp in self.positions and offset is not None:
                 self.positions[tp] = offset
+
+    def assignment_settled(self) -> None:
+        """A group assignment took what the group had committed; what is still without a position
+        waits for auto.offset.reset, which a poll in progress does now (Java's poll loop runs
+        updateAssignmentMetadataIfNeeded on every pass)."""
+        self.settled += 1
+        self._data.set()
 
     def unassign(self, tps: list[TopicPartition]) -> None:
         for tp in tps:
@@ -227,13 +241,17 @@ class Fetcher:
             last[key], taken[key] = r, count
         return (last, taken) if at == len(out) else None
 
-    async def wait_for_records(self) -> None:
-        """Keep fetching until records are ready (the caller bounds the wait)."""
+    async def wait_for_records(self, settled: int | None = None) -> bool:
+        """Keep fetching until records are ready (the caller bounds the wait): True; False as soon
+        as a group assignment settled after the caller saw ``settled`` (positions to look up)."""
         self.start_fetches()
         while not self.ready_records():
+            if settled is not None and self.settled != settled:
+                return False
             self._data = trio.Event()
             self.start_fetches()
             await self._data.wait()
+        return True
 
     async def wait_idle(self) -> None:
         """Until no fetch is in flight (the broker answers a long poll within fetch.max.wait.ms)."""

@@ -246,8 +246,9 @@ class GroupDriver:
         try:
             committed = await self.committed(tps, self.request_timeout)
         except KafkaError:
-            return  # poll resets what is left without a position
+            committed = {}   # poll resets what is left without a position
         self.fetcher.start_from(committed)
+        self.fetcher.assignment_settled()
 
     # -- giving partitions up --------------------------------------------------------------------
     async def _revoke(self, revoked: list[TopicPartition]) -> None:
